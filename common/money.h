@@ -1,0 +1,32 @@
+/* Cost arithmetic in integer nano-dollars. No floating point decides a charge. */
+#ifndef KV_MONEY_H
+#define KV_MONEY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+
+/* Token counts of one response, as the provider reported them, normalised:
+ * input counts every billed input token, cached_input the cache reads among
+ * them and cache_write the cache writes among them (OpenAI's prompt_tokens
+ * already include cached tokens; Anthropic's input_tokens exclude both cache
+ * fields, so the scanner adds them). */
+struct kv_usage {
+	int64_t	  input;
+	int64_t	  output;	/* includes reasoning tokens */
+	int64_t	  cached_input;
+	int64_t	  cache_write;
+	int	  found;	/* the response carried usage */
+	int	  estimated;	/* counts are an estimate (cut stream, no usage) */
+};
+
+/* cost = uncached input × input + cached × cached_input + writes × cache_write
+ *      + output × output, prices per 1M tokens, rounded up to the nano-dollar.
+ * Returns 0, or -1 on overflow or negative counts (then *cost is INT64_MAX). */
+int	kv_cost(const struct kv_price *p, const struct kv_usage *u, int64_t *cost);
+
+/* Format nano-dollars as USD with 6 decimals ("1.997500", "-0.000001"). */
+void	kv_format_usd(int64_t nusd, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,153 @@
+/* The ledger segment's layout, and nothing else. Included by kilovoltd,
+ * kvctl and the tests. Every shared word is a naturally aligned C11 atomic;
+ * no lock lives in the segment, so no dead process can hold one.
+ *
+ * File layout (offsets in the header, checked on every open):
+ *   struct kv_ledger_header
+ *   struct kv_worker_slot   [KV_WORKER_SLOTS]
+ *   struct kv_model_slot    [KV_MODEL_SLOTS]
+ *   struct kv_account       [max_keys]
+ */
+#ifndef KV_LEDGER_T_H
+#define KV_LEDGER_T_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define KV_LEDGER_MAGIC		0x5245474445564b31ULL	/* "1KVLEDGER" */
+#define KV_LEDGER_VERSION	1u
+#define KV_WORKER_SLOTS		64	/* room for two generations during a reload */
+#define KV_RESV_PER_WORKER	2048	/* in-flight reservations one worker may hold */
+#define KV_MODEL_SLOTS		256
+#define KV_MODEL_NAME		96
+#define KV_LABEL_MAX		48
+#define KV_HIST_BUCKETS		12	/* + the implicit +Inf bucket */
+
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free");
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free");
+
+/* Histogram bucket upper bounds, in milliseconds; shared by ttfb and duration. */
+#define KV_HIST_BOUNDS_MS { 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000 }
+
+/* Global counters, declared once: X(name, help). Each becomes an
+ * _Atomic uint64_t field in struct kv_counters, a status row, a metric
+ * (kilovolt_<name>) and a kvctl status line. */
+#define KV_COUNTERS(X) \
+	X(requests_total,		"requests proxied (all outcomes)") \
+	X(responses_2xx_total,		"upstream responses with a 2xx status") \
+	X(responses_4xx_total,		"responses with a 4xx status") \
+	X(responses_5xx_total,		"responses with a 5xx status") \
+	X(budget_refusals_total,	"requests refused with 402 for budget") \
+	X(upstream_errors_total,	"upstream connect, TLS or protocol failures") \
+	X(client_aborts_total,		"streams cut short by the client") \
+	X(received_bytes_total,		"bytes received from clients") \
+	X(sent_bytes_total,		"bytes sent to clients") \
+	X(input_tokens_total,		"input tokens billed") \
+	X(output_tokens_total,		"output tokens billed") \
+	X(cached_input_tokens_total,	"cached input tokens billed") \
+	X(cost_nusd_total,		"cost charged, nano-dollars") \
+	X(estimated_requests_total,	"requests whose usage was estimated")
+
+struct kv_counters {
+#define KV_X_FIELD(name, help) _Atomic uint64_t name;
+	KV_COUNTERS(KV_X_FIELD)
+#undef KV_X_FIELD
+};
+
+struct kv_histogram {
+	_Atomic uint64_t bucket[KV_HIST_BUCKETS + 1];	/* non-cumulative; last is +Inf */
+	_Atomic uint64_t sum_us;
+	_Atomic uint64_t count;
+};
+
+struct kv_ledger_header {
+	uint64_t	  magic;
+	uint32_t	  version;
+	uint32_t	  header_size;		/* sizeof(struct kv_ledger_header) */
+	uint32_t	  worker_slot_size;
+	uint32_t	  worker_slots;
+	uint32_t	  model_slot_size;
+	uint32_t	  model_slots;
+	uint32_t	  account_size;
+	uint32_t	  max_keys;
+	uint64_t	  workers_off;
+	uint64_t	  models_off;
+	uint64_t	  accounts_off;
+	uint64_t	  total_size;		/* file size; the layout must end here */
+	_Atomic int32_t	  master_pid;
+	uint32_t	  pad0;
+	_Atomic int64_t	  master_start;		/* unix seconds */
+	_Atomic int64_t	  created;		/* unix seconds */
+	_Atomic uint32_t  accounts_used;
+	_Atomic uint32_t  models_used;
+	_Alignas(64) struct kv_counters counters;
+	struct kv_histogram ttfb;		/* time to first response byte */
+	struct kv_histogram duration;		/* whole request */
+};
+
+/* One in-flight reservation, written only by the owning worker and released
+ * by the master when that worker dies. */
+struct kv_resv {
+	_Atomic uint32_t  account;		/* account index + 1; 0 = free */
+	uint32_t	  pad;
+	_Atomic int64_t	  amount_nusd;
+};
+
+enum kv_worker_state {
+	KV_WORKER_FREE = 0,
+	KV_WORKER_STARTING,
+	KV_WORKER_RUNNING,
+	KV_WORKER_DRAINING,	/* old generation after a reload, or shutting down */
+};
+
+struct kv_worker_slot {
+	_Alignas(64) _Atomic int32_t pid;
+	_Atomic uint32_t  state;		/* enum kv_worker_state */
+	_Atomic uint32_t  generation;
+	_Atomic uint32_t  resv_hint;		/* next free reservation to try */
+	_Atomic int64_t	  started;		/* unix seconds */
+	_Atomic int64_t	  heartbeat;		/* unix seconds, updated by the worker */
+	_Atomic uint64_t  connections;		/* open client connections (gauge) */
+	_Atomic uint64_t  active_streams;	/* requests in flight (gauge) */
+	_Atomic uint64_t  requests;		/* requests served by this process */
+	struct kv_resv	  resv[KV_RESV_PER_WORKER];
+};
+
+/* Per-model totals; slot claimed by CAS on `state`. */
+struct kv_model_slot {
+	_Alignas(64) _Atomic uint32_t state;	/* 0 free, 1 claiming, 2 ready */
+	char		  name[KV_MODEL_NAME];
+	_Atomic uint64_t  requests;
+	_Atomic uint64_t  input_tokens;
+	_Atomic uint64_t  output_tokens;
+	_Atomic uint64_t  cached_input_tokens;
+	_Atomic uint64_t  cost_nusd;
+};
+
+/* One account: a credential's SHA-256, never the credential itself.
+ * Claimed by CAS on `state`; found by open addressing on the hash. */
+struct kv_account {
+	_Alignas(64) _Atomic uint32_t state;	/* 0 free, 1 claiming, 2 ready */
+	uint32_t	  flags;		/* KV_ACCOUNT_NAMED */
+	uint8_t		  hash[32];
+	char		  label[KV_LABEL_MAX];	/* "" when unnamed */
+	_Atomic int64_t	  budget_nusd;
+	_Atomic int64_t	  spent_nusd;
+	_Atomic int64_t	  reserved_nusd;
+	_Atomic int64_t	  period_start;		/* unix seconds of the current period */
+	_Atomic int64_t	  last_used;		/* unix seconds */
+	_Atomic uint64_t  requests;
+	_Atomic uint64_t  input_tokens;
+	_Atomic uint64_t  output_tokens;
+	_Atomic uint64_t  cached_input_tokens;
+	_Atomic uint64_t  refusals;
+};
+
+#define KV_ACCOUNT_NAMED 0x1u
+
+_Static_assert(sizeof(struct kv_resv) == 16, "kv_resv layout");
+_Static_assert(sizeof(struct kv_account) % 64 == 0, "accounts are cache-line sized");
+_Static_assert(sizeof(struct kv_model_slot) % 64 == 0, "model slots are cache-line sized");
+_Static_assert(sizeof(struct kv_worker_slot) % 64 == 0, "worker slots are cache-line sized");
+
+#endif

@@ -1,0 +1,95 @@
+/* The ledger: open/create/validate the mapped segment, accounts,
+ * reservations, settlement and per-model totals. Safe to call from many
+ * processes at once; everything shared is updated with C11 atomics. */
+#ifndef KV_LEDGER_H
+#define KV_LEDGER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "common/money.h"
+#include "shm/ledger-t.h"
+
+struct kv_ledger {
+	int			 fd;
+	size_t			 size;
+	void			*base;
+	struct kv_ledger_header	*hdr;
+	struct kv_worker_slot	*workers;
+	struct kv_model_slot	*models;
+	struct kv_account	*accounts;
+};
+
+#define KV_LEDGER_CREATE	0x1	/* create the file (mode 0600) when missing */
+#define KV_LEDGER_READONLY	0x2	/* map read-only (kvctl's read commands) */
+
+/* Map the ledger at PATH. With KV_LEDGER_CREATE a missing file is created
+ * with room for max_keys accounts; an existing file must pass every check
+ * (magic, version, sizes, carved layout ends at the file size) and, when
+ * max_keys is non-zero, have that many slots. A failing file is never reset.
+ * Returns 0, or -1 with a message for a person in err. */
+int	kv_ledger_open(struct kv_ledger *l, const char *path, uint32_t max_keys,
+	    int flags, char *err, size_t errlen);
+
+void	kv_ledger_close(struct kv_ledger *l);
+
+/* msync the whole segment. Returns 0 or -1 (errno set). */
+int	kv_ledger_sync(struct kv_ledger *l);
+
+/* Key id: the first 12 hex digits of the hash, NUL-terminated (13 bytes). */
+void	kv_key_id(const uint8_t hash[32], char id[13]);
+
+/* SHA-256 of a raw credential. */
+void	kv_key_hash(const char *key, size_t len, uint8_t hash[32]);
+
+/* Find the account for HASH. When absent and create is set, claim a slot
+ * with the given label ("" or NULL for none) and budget. Returns the
+ * account, or NULL when absent (create == 0) or the table is full. */
+struct kv_account *kv_ledger_account(struct kv_ledger *l, const uint8_t hash[32],
+	    int create, const char *label, int64_t budget_nusd);
+
+/* Index of an account in the table (for kv_resv.account). */
+uint32_t kv_ledger_account_index(const struct kv_ledger *l, const struct kv_account *a);
+
+/* Reset spent to 0 at the start of a new UTC period (lazily, on use):
+ * daily, weekly (Monday) or monthly. The first caller past the boundary
+ * wins a CAS on period_start; spent is cleared with atomic_exchange. */
+void	kv_ledger_period_roll(struct kv_account *a, enum kv_period period, int64_t now);
+
+/* Start of the UTC period containing NOW (0 for KV_PERIOD_NONE). */
+int64_t	kv_period_start(enum kv_period period, int64_t now);
+
+/* Reserve AMOUNT on account A for worker slot W: admitted only when
+ * spent + reserved + amount <= budget (checked and applied in one CAS).
+ * On success returns the reservation index (>= 0) recorded in W and sets
+ * *remaining to budget - spent - reserved after it. Returns -1 when the
+ * budget refuses (*remaining set too), -2 when W has no free
+ * reservation slot. */
+int	kv_ledger_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
+	    struct kv_account *a, int64_t amount, int64_t *remaining);
+
+/* Replace reservation RESV of worker W with the real COST on its account,
+ * and add USAGE's tokens to the account and to MODEL's totals (model may be
+ * NULL or "" when unknown). cost == 0 with usage NULL just releases. */
+void	kv_ledger_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
+	    int64_t cost, const struct kv_usage *usage, const char *model);
+
+/* Release every reservation recorded in worker slot W and clear its gauges;
+ * the master calls it after reaping the worker. Returns the number released. */
+int	kv_ledger_release_worker(struct kv_ledger *l, struct kv_worker_slot *w);
+
+/* Per-model slot, claimed on first use; NULL when the table is full. */
+struct kv_model_slot *kv_ledger_model(struct kv_ledger *l, const char *model);
+
+/* Remaining budget: budget - spent - reserved (may be negative). */
+int64_t	kv_account_remaining(const struct kv_account *a);
+
+/* Sum a counter-like field over all worker slots (gauges, requests). */
+uint64_t kv_ledger_sum_active_streams(const struct kv_ledger *l);
+uint64_t kv_ledger_sum_connections(const struct kv_ledger *l);
+
+/* Record a finished request's time to first byte and duration. */
+void	kv_histogram_observe(struct kv_histogram *h, uint64_t us);
+
+#endif

@@ -1,0 +1,103 @@
+/* A strict HTTP/1.1 parser: pure functions over caller-owned bytes, no I/O,
+ * no allocation. It rejects what nginx and HAProxy reject, so that nothing a
+ * proxy behind us could read differently is ever forwarded. */
+#ifndef KV_HTTP_H
+#define KV_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define KV_HTTP_MAX_HEADERS	100
+#define KV_HTTP_MAX_HEAD	16384	/* whole request head; 431 beyond */
+#define KV_HTTP_MAX_LINE	8192	/* request line; 414 beyond */
+
+struct kv_http_header {
+	const char	*name;
+	size_t		 name_len;
+	const char	*value;		/* leading/trailing OWS trimmed */
+	size_t		 value_len;
+	int		 hop;		/* hop-by-hop: Connection, Keep-Alive,
+					   Proxy-*, TE, Trailer, Transfer-Encoding,
+					   Upgrade, and any name listed in Connection */
+};
+
+struct kv_http_request {
+	const char	*method;
+	size_t		 method_len;
+	const char	*target;	/* origin-form only: starts with '/' */
+	size_t		 target_len;
+	int		 minor;		/* HTTP/1.<minor>, 0 or 1 */
+	struct kv_http_header headers[KV_HTTP_MAX_HEADERS];
+	size_t		 nheaders;
+	int64_t		 content_length;	/* -1 when absent */
+	int		 chunked;	/* Transfer-Encoding: chunked (exactly) */
+	int		 keep_alive;	/* after this request */
+	int		 expect_continue;
+	size_t		 head_len;	/* bytes up to and including the empty line */
+};
+
+struct kv_http_response {
+	int		 status;
+	int		 minor;
+	struct kv_http_header headers[KV_HTTP_MAX_HEADERS];
+	size_t		 nheaders;
+	int64_t		 content_length;	/* -1 when absent */
+	int		 chunked;
+	int		 keep_alive;	/* connection reusable after the body */
+	int		 no_body;	/* 1xx, 204, 304 (HEAD is the caller's job) */
+	size_t		 head_len;
+};
+
+/* Parse a request head from buf[0..len).
+ * Returns head_len (> 0) when complete, 0 when more bytes are needed
+ * (and len is still under the limits), or -1 for a request to refuse:
+ * *status is 400, 414 (request line too long), 431 (head too large or too
+ * many headers) or 501 (a transfer coding other than chunked), and *reason
+ * a short static text for the log. Smuggling shapes refused with 400:
+ * CL with TE, duplicate or differing or non-digit CL, TE other than exactly
+ * "chunked" (HTTP/1.0 with TE too), whitespace before ':', obs-fold,
+ * bare CR, NUL or other control bytes, bare LF line endings, absolute-form
+ * or asterisk-form targets, missing Host on HTTP/1.1, duplicate Host. */
+int	kv_http_parse_request(const char *buf, size_t len,
+	    struct kv_http_request *req, int *status, const char **reason);
+
+/* Parse an upstream response head; same return convention (-1 means the
+ * upstream response is malformed: the caller answers 502). */
+int	kv_http_parse_response(const char *buf, size_t len,
+	    struct kv_http_response *res, const char **reason);
+
+/* Case-insensitive header lookup; the first match or NULL. */
+const struct kv_http_header *kv_http_find(const struct kv_http_header *h,
+	    size_t n, const char *name);
+
+/* Streaming chunked-body decoder. It validates the framing (hex size with no
+ * sign/space/overflow, size at most 2^40, extensions at most 4 KB, CRLF
+ * after data, trailers bounded) and reports the payload bytes. */
+struct kv_chunked {
+	int		 state;
+	uint64_t	 remaining;	/* data bytes left in the current chunk */
+	size_t		 linelen;	/* bytes of the current size/ext/trailer line */
+	int		 done;		/* the terminating chunk and trailers were read */
+};
+
+void	kv_chunked_init(struct kv_chunked *c);
+
+/* Consume in[0..len). For each run of payload bytes, *data/*data_len point
+ * into `in` and the function returns how many input bytes it consumed up to
+ * and including that run, so the caller loops:
+ *
+ *	while (len > 0) {
+ *		n = kv_chunked_feed(&c, in, len, &data, &dlen);
+ *		if (n == -1) -> framing error
+ *		if (dlen) -> use data[0..dlen)
+ *		in += n; len -= n;
+ *		if (c.done) break;
+ *	}
+ *
+ * Returns bytes consumed (> 0 when len > 0) or -1 on a framing error. After
+ * c->done, bytes left in `in` belong to the next message. */
+ssize_t	kv_chunked_feed(struct kv_chunked *c, const char *in, size_t len,
+	    const char **data, size_t *data_len);
+
+#endif
