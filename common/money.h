@@ -26,6 +26,11 @@ struct kv_usage {
  * Returns 0, or -1 on overflow or negative counts (then *cost is INT64_MAX). */
 int	kv_cost(const struct kv_price *p, const struct kv_usage *u, int64_t *cost);
 
+/* Parse a decimal amount ("2.00", "0.075") scaled by 1e9 into *out exactly.
+ * Returns 0, or -1 for a bad number, a negative value, more than 9
+ * decimals, or overflow. Used for USD budgets and per-1M-token prices. */
+int	kv_parse_nano(const char *s, int64_t *out);
+
 /* Format nano-dollars as USD with 6 decimals ("1.997500", "-0.000001"). */
 void	kv_format_usd(int64_t nusd, char *buf, size_t len);
 

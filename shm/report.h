@@ -1,0 +1,36 @@
+/* JSON documents about the ledger, shared by `kvctl --json` and the status
+ * service's /status.json so the two always agree. Money is integer
+ * nano-dollars in fields ending in _nusd; keys have "id" and "label". */
+#ifndef KV_REPORT_H
+#define KV_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "shm/ledger.h"
+
+/* One account object: {"id","label","budget_nusd","spent_nusd",
+ * "reserved_nusd","remaining_nusd","requests","input_tokens",
+ * "output_tokens","cached_input_tokens","refusals","last_used"}. */
+void	kv_report_account_json(FILE *f, const struct kv_account *a);
+
+/* {"keys":[...]}, accounts sorted by spend, highest first. */
+void	kv_report_keys_json(FILE *f, const struct kv_ledger *l);
+
+/* {"models":[{"model","requests","input_tokens","output_tokens",
+ * "cached_input_tokens","cost_nusd"}]} sorted by cost. */
+void	kv_report_models_json(FILE *f, const struct kv_ledger *l);
+
+/* Totals (every KV_COUNTERS field, uptime_seconds, master_pid,
+ * active_streams, connections) plus "workers", "keys" and "models" arrays. */
+void	kv_report_status_json(FILE *f, const struct kv_ledger *l, int64_t now);
+
+/* Collect pointers to the ready accounts, sorted by spent (desc).
+ * Returns the count; *out is malloc'd (caller frees), NULL on failure. */
+size_t	kv_report_sorted_accounts(const struct kv_ledger *l,
+	    const struct kv_account ***out);
+
+/* Write S as a JSON string literal (quotes included, escapes applied). */
+void	kv_report_json_string(FILE *f, const char *s);
+
+#endif
