@@ -1,0 +1,832 @@
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "shm/ledger.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+/* Offsets and size the layout must have for max_keys accounts. */
+struct layout {
+	uint64_t workers_off;
+	uint64_t models_off;
+	uint64_t accounts_off;
+	uint64_t total_size;
+};
+
+/* A claimer writes its slot between the CAS 0->1 and the store of 2; that
+ * takes nanoseconds unless it is preempted. Wait this long before deciding
+ * it died mid-claim and probing past the slot. */
+#define CLAIM_WAIT_NS	1000000000LL
+
+/* Admission retries that re-validate spent after the CAS; see admit(). */
+#define ADMIT_VALIDATE_TRIES	10000
+
+static uint64_t
+round64(uint64_t v)
+{
+	return (v + 63) & ~(uint64_t)63;
+}
+
+static void
+layout_for(uint32_t max_keys, struct layout *lo)
+{
+	lo->workers_off = round64(sizeof(struct kv_ledger_header));
+	lo->models_off = lo->workers_off +
+	    (uint64_t)KV_WORKER_SLOTS * sizeof(struct kv_worker_slot);
+	lo->accounts_off = lo->models_off +
+	    (uint64_t)KV_MODEL_SLOTS * sizeof(struct kv_model_slot);
+	lo->total_size = lo->accounts_off +
+	    (uint64_t)max_keys * sizeof(struct kv_account);
+}
+
+static void
+ledger_carve(struct kv_ledger *l)
+{
+	char *b = l->base;
+
+	l->hdr = l->base;
+	l->workers = (struct kv_worker_slot *)(b + l->hdr->workers_off);
+	l->models = (struct kv_model_slot *)(b + l->hdr->models_off);
+	l->accounts = (struct kv_account *)(b + l->hdr->accounts_off);
+}
+
+static int
+open_error(const char *path, const char *what, char *err, size_t errlen)
+{
+	int saved = errno;
+
+	if (saved == EACCES || saved == EPERM)
+		snprintf(err, errlen, "ledger %s: permission denied (%s: %s)",
+		    path, what, strerror(saved));
+	else
+		snprintf(err, errlen, "ledger %s: %s: %s", path, what,
+		    strerror(saved));
+	errno = saved;
+	return -1;
+}
+
+/* Fill in a freshly truncated (all-zero) segment. The magic goes in last,
+ * after a release fence, so a reader of a half-made file sees no magic. */
+static void
+ledger_init_header(struct kv_ledger_header *h, uint32_t max_keys)
+{
+	struct layout lo;
+
+	layout_for(max_keys, &lo);
+	h->version = KV_LEDGER_VERSION;
+	h->header_size = sizeof(*h);
+	h->worker_slot_size = sizeof(struct kv_worker_slot);
+	h->worker_slots = KV_WORKER_SLOTS;
+	h->model_slot_size = sizeof(struct kv_model_slot);
+	h->model_slots = KV_MODEL_SLOTS;
+	h->account_size = sizeof(struct kv_account);
+	h->max_keys = max_keys;
+	h->workers_off = lo.workers_off;
+	h->models_off = lo.models_off;
+	h->accounts_off = lo.accounts_off;
+	h->total_size = lo.total_size;
+	atomic_store(&h->created, (int64_t)time(NULL));
+	atomic_thread_fence(memory_order_release);
+	__atomic_store_n(&h->magic, KV_LEDGER_MAGIC, __ATOMIC_RELEASE);
+}
+
+static int
+map_fd(struct kv_ledger *l, int fd, size_t size, int readonly)
+{
+	int prot = readonly ? PROT_READ : PROT_READ | PROT_WRITE;
+	void *p;
+
+	p = mmap(NULL, size, prot, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -1;
+	l->fd = fd;
+	l->size = size;
+	l->base = p;
+	return 0;
+}
+
+/* Returns 0, 1 when the file already exists, or -1. */
+static int
+ledger_create(struct kv_ledger *l, const char *path, uint32_t max_keys,
+    char *err, size_t errlen)
+{
+	struct layout lo;
+	int fd;
+
+	if (max_keys == 0) {
+		snprintf(err, errlen, "ledger %s: cannot create with max_keys = 0", path);
+		return -1;
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd == -1 && errno == EEXIST)
+		return 1;
+	if (fd == -1)
+		return open_error(path, "create", err, errlen);
+	layout_for(max_keys, &lo);
+	if (ftruncate(fd, (off_t)lo.total_size) == -1) {
+		open_error(path, "ftruncate", err, errlen);
+		goto fail;
+	}
+	if (map_fd(l, fd, lo.total_size, 0) == -1) {
+		open_error(path, "mmap", err, errlen);
+		goto fail;
+	}
+	ledger_init_header(l->base, max_keys);
+	ledger_carve(l);
+	return 0;
+fail:
+	/* Our own half-made file: remove it rather than leave a corrupt one;
+	 * the error already in err is the one worth reporting. */
+	if (unlink(path) == -1)
+		errno = EIO;
+	if (close(fd) == -1)
+		errno = EIO;
+	return -1;
+}
+
+static int
+check_u32(const char *path, const char *what, uint32_t got, uint32_t want,
+    char *err, size_t errlen)
+{
+	if (got == want)
+		return 0;
+	snprintf(err, errlen, "ledger %s: %s is %u, this build expects %u "
+	    "(written by another build?)", path, what, got, want);
+	return -1;
+}
+
+static int
+check_sizes(const struct kv_ledger_header *h, const char *path, char *err,
+    size_t errlen)
+{
+	if (check_u32(path, "header size", h->header_size,
+	    sizeof(struct kv_ledger_header), err, errlen) == -1 ||
+	    check_u32(path, "worker slot size", h->worker_slot_size,
+	    sizeof(struct kv_worker_slot), err, errlen) == -1 ||
+	    check_u32(path, "worker slot count", h->worker_slots,
+	    KV_WORKER_SLOTS, err, errlen) == -1 ||
+	    check_u32(path, "model slot size", h->model_slot_size,
+	    sizeof(struct kv_model_slot), err, errlen) == -1 ||
+	    check_u32(path, "model slot count", h->model_slots,
+	    KV_MODEL_SLOTS, err, errlen) == -1 ||
+	    check_u32(path, "account size", h->account_size,
+	    sizeof(struct kv_account), err, errlen) == -1)
+		return -1;
+	return 0;
+}
+
+static int
+check_layout(const struct kv_ledger_header *h, const char *path,
+    uint64_t file_size, char *err, size_t errlen)
+{
+	struct layout lo;
+
+	if (h->max_keys == 0) {
+		snprintf(err, errlen, "ledger %s: corrupt header: max_keys is 0", path);
+		return -1;
+	}
+	layout_for(h->max_keys, &lo);
+	if (h->workers_off != lo.workers_off || h->models_off != lo.models_off ||
+	    h->accounts_off != lo.accounts_off || h->total_size != lo.total_size) {
+		snprintf(err, errlen, "ledger %s: corrupt header: offsets or total "
+		    "size do not match the layout for %u keys", path, h->max_keys);
+		return -1;
+	}
+	if (file_size < h->total_size) {
+		snprintf(err, errlen, "ledger %s: truncated: %llu bytes, header "
+		    "says %llu", path, (unsigned long long)file_size,
+		    (unsigned long long)h->total_size);
+		return -1;
+	}
+	if (file_size > h->total_size) {
+		snprintf(err, errlen, "ledger %s: %llu bytes, header says %llu "
+		    "(trailing data)", path, (unsigned long long)file_size,
+		    (unsigned long long)h->total_size);
+		return -1;
+	}
+	return 0;
+}
+
+/* Every check a segment must pass before anyone maps it. */
+static int
+check_header(const struct kv_ledger_header *h, const char *path,
+    uint64_t file_size, uint32_t max_keys, char *err, size_t errlen)
+{
+	if (h->magic != KV_LEDGER_MAGIC) {
+		snprintf(err, errlen, "ledger %s: bad magic: not a kilovolt ledger, "
+		    "or its creation was interrupted", path);
+		return -1;
+	}
+	if (h->version != KV_LEDGER_VERSION) {
+		snprintf(err, errlen, "ledger %s: layout version %u, this build "
+		    "reads %u", path, h->version, KV_LEDGER_VERSION);
+		return -1;
+	}
+	if (check_sizes(h, path, err, errlen) == -1 ||
+	    check_layout(h, path, file_size, err, errlen) == -1)
+		return -1;
+	if (max_keys != 0 && h->max_keys != max_keys) {
+		snprintf(err, errlen, "ledger %s: has %u key slots, the config asks "
+		    "for %u (set max_keys = %u, or move the file away)", path,
+		    h->max_keys, max_keys, h->max_keys);
+		return -1;
+	}
+	return 0;
+}
+
+/* Read the header with pread and check it before mapping anything. */
+static int
+ledger_attach(struct kv_ledger *l, const char *path, uint32_t max_keys,
+    int readonly, char *err, size_t errlen)
+{
+	struct kv_ledger_header h;
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	fd = open(path, (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (fd == -1)
+		return open_error(path, readonly ? "open for reading" :
+		    "open for writing", err, errlen);
+	if (fstat(fd, &st) == -1) {
+		open_error(path, "fstat", err, errlen);
+		goto fail;
+	}
+	n = pread(fd, &h, sizeof(h), 0);
+	if (n == -1) {
+		open_error(path, "read", err, errlen);
+		goto fail;
+	}
+	if ((size_t)n < sizeof(h)) {
+		snprintf(err, errlen, "ledger %s: truncated: %lld bytes, smaller "
+		    "than the %zu-byte header", path, (long long)st.st_size,
+		    sizeof(h));
+		errno = EINVAL;
+		goto fail;
+	}
+	if (check_header(&h, path, (uint64_t)st.st_size, max_keys, err,
+	    errlen) == -1) {
+		errno = EINVAL;
+		goto fail;
+	}
+	if (map_fd(l, fd, h.total_size, readonly) == -1) {
+		open_error(path, "mmap", err, errlen);
+		goto fail;
+	}
+	ledger_carve(l);
+	return 0;
+fail:
+	if (close(fd) == -1)
+		return -1;
+	return -1;
+}
+
+int
+kv_ledger_open(struct kv_ledger *l, const char *path, uint32_t max_keys,
+    int flags, char *err, size_t errlen)
+{
+	int readonly = (flags & KV_LEDGER_READONLY) != 0;
+	int rc;
+
+	memset(l, 0, sizeof(*l));
+	l->fd = -1;
+	if (readonly && (flags & KV_LEDGER_CREATE)) {
+		snprintf(err, errlen, "ledger %s: cannot create read-only", path);
+		errno = EINVAL;
+		return -1;
+	}
+	if (flags & KV_LEDGER_CREATE) {
+		rc = ledger_create(l, path, max_keys, err, errlen);
+		if (rc != 1)
+			return rc;
+	}
+	return ledger_attach(l, path, max_keys, readonly, err, errlen);
+}
+
+void
+kv_ledger_close(struct kv_ledger *l)
+{
+	/* Nothing useful to do if these fail at teardown. */
+	if (l->base != NULL && munmap(l->base, l->size) == -1)
+		l->base = NULL;
+	if (l->fd != -1 && close(l->fd) == -1)
+		l->fd = -1;
+	memset(l, 0, sizeof(*l));
+	l->fd = -1;
+}
+
+int
+kv_ledger_sync(struct kv_ledger *l)
+{
+	return msync(l->base, l->size, MS_SYNC);
+}
+
+void
+kv_key_id(const uint8_t hash[32], char id[13])
+{
+	static const char hex[] = "0123456789abcdef";
+	int i;
+
+	for (i = 0; i < 6; i++) {
+		id[2 * i] = hex[hash[i] >> 4];
+		id[2 * i + 1] = hex[hash[i] & 0xf];
+	}
+	id[12] = '\0';
+}
+
+void
+kv_key_hash(const char *key, size_t len, uint8_t hash[32])
+{
+	unsigned int n = 0;
+
+	/* Only an allocation failure inside OpenSSL can fail a SHA-256; an
+	 * all-zero hash would merge every key into one account, so stop. */
+	if (EVP_Digest(key, len, hash, &n, EVP_sha256(), NULL) != 1 || n != 32) {
+		fprintf(stderr, "kilovolt: SHA-256 failed\n");
+		abort();
+	}
+}
+
+static int64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) == -1)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Wait for a slot another process is claiming to become ready. Returns the
+ * state seen last: 2 when ready, 1 when the claimer seems to have died. */
+static uint32_t
+slot_wait_ready(_Atomic uint32_t *state)
+{
+	int64_t deadline = 0;
+	uint32_t st;
+	int i;
+
+	for (i = 0; ; i++) {
+		st = atomic_load_explicit(state, memory_order_acquire);
+		if (st != 1)
+			return st;
+		if (i < 64)
+			continue;
+		if (deadline == 0)
+			deadline = mono_ns() + CLAIM_WAIT_NS;
+		else if (mono_ns() > deadline)
+			return st;
+		sched_yield();
+	}
+}
+
+/* Claim a free slot: CAS 0 -> 1. The winner fills the slot and stores 2. */
+static int
+slot_try_claim(_Atomic uint32_t *state)
+{
+	uint32_t expect = 0;
+
+	return atomic_compare_exchange_strong(state, &expect, 1);
+}
+
+static uint64_t
+hash_start(const uint8_t h[32])
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v = v << 8 | h[i];
+	return v;
+}
+
+static void
+account_fill(struct kv_account *a, const uint8_t hash[32], const char *label,
+    int64_t budget_nusd)
+{
+	memcpy(a->hash, hash, 32);
+	memset(a->label, 0, sizeof(a->label));
+	if (label != NULL && label[0] != '\0') {
+		snprintf(a->label, sizeof(a->label), "%s", label);
+		a->flags = KV_ACCOUNT_NAMED;
+	}
+	atomic_store(&a->budget_nusd, budget_nusd);
+	/* "Spent since now": a period roll happens only at the next boundary. */
+	atomic_store(&a->period_start, (int64_t)time(NULL));
+	atomic_store_explicit(&a->state, 2, memory_order_release);
+}
+
+struct kv_account *
+kv_ledger_account(struct kv_ledger *l, const uint8_t hash[32], int create,
+    const char *label, int64_t budget_nusd)
+{
+	uint32_t n = l->hdr->max_keys, i, st;
+	uint64_t start = hash_start(hash) % n;
+	struct kv_account *a;
+
+	for (i = 0; i < n; i++) {
+		a = &l->accounts[(start + i) % n];
+		st = atomic_load_explicit(&a->state, memory_order_acquire);
+		if (st == 0) {
+			/* Slots are never freed, so a free slot ends the chain. */
+			if (!create)
+				return NULL;
+			if (slot_try_claim(&a->state)) {
+				account_fill(a, hash, label, budget_nusd);
+				atomic_fetch_add(&l->hdr->accounts_used, 1);
+				return a;
+			}
+			st = atomic_load_explicit(&a->state, memory_order_acquire);
+		}
+		if (st == 1)
+			st = slot_wait_ready(&a->state);
+		if (st == 2 && memcmp(a->hash, hash, 32) == 0)
+			return a;
+	}
+	return NULL;
+}
+
+uint32_t
+kv_ledger_account_index(const struct kv_ledger *l, const struct kv_account *a)
+{
+	return (uint32_t)(a - l->accounts);
+}
+
+static int64_t
+floor_div(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+
+	if ((a % b != 0) && ((a < 0) != (b < 0)))
+		q--;
+	return q;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (Hinnant's
+ * days_from_civil), and its inverse for the year and month. */
+static int64_t
+days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+	int64_t era, yoe, doy, doe;
+
+	y -= m <= 2;
+	era = floor_div(y, 400);
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+static void
+civil_from_days(int64_t z, int64_t *y, unsigned *m)
+{
+	int64_t era, doe, yoe, doy, mp;
+
+	z += 719468;
+	era = floor_div(z, 146097);
+	doe = z - era * 146097;
+	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	mp = (5 * doy + 2) / 153;
+	*m = (unsigned)(mp < 10 ? mp + 3 : mp - 9);
+	*y = yoe + era * 400 + (*m <= 2);
+}
+
+int64_t
+kv_period_start(enum kv_period period, int64_t now)
+{
+	int64_t days = floor_div(now, 86400), y;
+	unsigned m;
+
+	switch (period) {
+	case KV_PERIOD_DAILY:
+		return days * 86400;
+	case KV_PERIOD_WEEKLY:
+		/* 1970-01-01 was a Thursday: day 0 is weekday 3 counting from Monday. */
+		return (days - ((days + 3) % 7 + 7) % 7) * 86400;
+	case KV_PERIOD_MONTHLY:
+		civil_from_days(days, &y, &m);
+		return days_from_civil(y, m, 1) * 86400;
+	case KV_PERIOD_NONE:
+	default:
+		return 0;
+	}
+}
+
+void
+kv_ledger_period_roll(struct kv_account *a, enum kv_period period, int64_t now)
+{
+	int64_t start, ps;
+
+	if (period == KV_PERIOD_NONE)
+		return;
+	start = kv_period_start(period, now);
+	ps = atomic_load(&a->period_start);
+	while (ps < start) {
+		if (atomic_compare_exchange_weak(&a->period_start, &ps, start)) {
+			atomic_exchange(&a->spent_nusd, 0);
+			return;
+		}
+	}
+}
+
+int64_t
+kv_account_remaining(const struct kv_account *a)
+{
+	int64_t reserved = atomic_load(&a->reserved_nusd);
+	int64_t spent = atomic_load(&a->spent_nusd);
+	int64_t budget = atomic_load(&a->budget_nusd);
+
+	return budget - spent - reserved;
+}
+
+/* Find a free reservation entry in W (only its own worker writes there,
+ * starting from the hint) and record the amount before the account, so a
+ * master that sees the account also sees the amount. */
+static int
+resv_record(struct kv_worker_slot *w, uint32_t account, int64_t amount)
+{
+	uint32_t start = atomic_load(&w->resv_hint) % KV_RESV_PER_WORKER, i, j;
+
+	for (i = 0; i < KV_RESV_PER_WORKER; i++) {
+		j = (start + i) % KV_RESV_PER_WORKER;
+		if (atomic_load(&w->resv[j].account) != 0)
+			continue;
+		atomic_store(&w->resv[j].amount_nusd, amount);
+		atomic_store_explicit(&w->resv[j].account, account,
+		    memory_order_release);
+		atomic_store(&w->resv_hint, (j + 1) % KV_RESV_PER_WORKER);
+		return (int)j;
+	}
+	return -1;
+}
+
+static void
+resv_clear(struct kv_worker_slot *w, int r)
+{
+	atomic_store(&w->resv[r].amount_nusd, 0);
+	atomic_store_explicit(&w->resv[r].account, 0, memory_order_release);
+	atomic_store(&w->resv_hint, (uint32_t)r);
+}
+
+/* spent + reserved + amount <= budget, without overflow. */
+static int
+admits(int64_t budget, int64_t spent, int64_t reserved, int64_t amount)
+{
+	int64_t sum;
+
+	if (__builtin_add_overflow(spent, reserved, &sum) ||
+	    __builtin_add_overflow(sum, amount, &sum))
+		return 0;
+	return sum <= budget;
+}
+
+/* The admission loop. reserved is read before spent because settlement
+ * adds to spent before it subtracts from reserved: in that order a reader
+ * may over-count but never under-count. The CAS on reserved alone cannot
+ * see spent move (reserved can come back to the same value: ABA), so after
+ * a successful CAS spent is read again; unchanged means the check held at
+ * the instant of the CAS, changed means undo and try again. */
+static int
+admit(struct kv_account *a, int64_t amount, int64_t *remaining)
+{
+	int64_t budget, spent, reserved;
+	int tries;
+
+	for (tries = 0; ; tries++) {
+		reserved = atomic_load(&a->reserved_nusd);
+		spent = atomic_load(&a->spent_nusd);
+		budget = atomic_load(&a->budget_nusd);
+		if (!admits(budget, spent, reserved, amount)) {
+			*remaining = budget - spent - reserved;
+			return -1;
+		}
+		if (!atomic_compare_exchange_strong(&a->reserved_nusd, &reserved,
+		    reserved + amount))
+			continue;
+		/* Past the bound, accept the (rarely ABA-prone) plain CAS rather
+		 * than spin forever under a storm of settlements. */
+		if (tries > ADMIT_VALIDATE_TRIES ||
+		    atomic_load(&a->spent_nusd) == spent) {
+			*remaining = budget - spent - reserved - amount;
+			return 0;
+		}
+		atomic_fetch_sub(&a->reserved_nusd, amount);
+	}
+}
+
+int
+kv_ledger_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
+    struct kv_account *a, int64_t amount, int64_t *remaining)
+{
+	int r;
+
+	if (amount < 0)
+		amount = 0;
+	/* Recorded first so that a worker dying after the CAS below cannot
+	 * leak the amount: the master releases what the slot records. */
+	r = resv_record(w, kv_ledger_account_index(l, a) + 1, amount);
+	if (r == -1) {
+		*remaining = kv_account_remaining(a);
+		return -2;
+	}
+	if (admit(a, amount, remaining) == -1) {
+		atomic_fetch_add(&a->refusals, 1);
+		resv_clear(w, r);
+		return -1;
+	}
+	return r;
+}
+
+static void
+model_add(struct kv_model_slot *m, int64_t cost, const struct kv_usage *u)
+{
+	atomic_fetch_add(&m->requests, 1);
+	atomic_fetch_add(&m->cost_nusd, (uint64_t)cost);
+	if (u == NULL)
+		return;
+	atomic_fetch_add(&m->input_tokens, (uint64_t)(u->input > 0 ? u->input : 0));
+	atomic_fetch_add(&m->output_tokens, (uint64_t)(u->output > 0 ? u->output : 0));
+	atomic_fetch_add(&m->cached_input_tokens,
+	    (uint64_t)(u->cached_input > 0 ? u->cached_input : 0));
+}
+
+static void
+account_add(struct kv_account *a, const struct kv_usage *u)
+{
+	atomic_fetch_add(&a->requests, 1);
+	atomic_store(&a->last_used, (int64_t)time(NULL));
+	if (u == NULL)
+		return;
+	atomic_fetch_add(&a->input_tokens, (uint64_t)(u->input > 0 ? u->input : 0));
+	atomic_fetch_add(&a->output_tokens, (uint64_t)(u->output > 0 ? u->output : 0));
+	atomic_fetch_add(&a->cached_input_tokens,
+	    (uint64_t)(u->cached_input > 0 ? u->cached_input : 0));
+}
+
+void
+kv_ledger_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
+    int64_t cost, const struct kv_usage *usage, const char *model)
+{
+	struct kv_model_slot *m;
+	struct kv_account *a;
+	uint32_t idx;
+	int64_t amount;
+
+	if (resv < 0 || resv >= KV_RESV_PER_WORKER)
+		return;
+	idx = atomic_load(&w->resv[resv].account);
+	if (idx == 0 || idx > l->hdr->max_keys)
+		return;
+	a = &l->accounts[idx - 1];
+	if (cost < 0)
+		cost = 0;
+	/* Spent first, then reserved: admission may briefly over-count the
+	 * pair, never under-count it. */
+	if (cost > 0)
+		atomic_fetch_add(&a->spent_nusd, cost);
+	amount = atomic_exchange(&w->resv[resv].amount_nusd, 0);
+	atomic_fetch_sub(&a->reserved_nusd, amount);
+	resv_clear(w, resv);
+	if (cost == 0 && usage == NULL)
+		return;
+	account_add(a, usage);
+	m = (model != NULL && model[0] != '\0') ? kv_ledger_model(l, model) : NULL;
+	if (m != NULL)
+		model_add(m, cost, usage);
+}
+
+int
+kv_ledger_release_worker(struct kv_ledger *l, struct kv_worker_slot *w)
+{
+	uint32_t i, idx;
+	int64_t amount;
+	int n = 0;
+
+	for (i = 0; i < KV_RESV_PER_WORKER; i++) {
+		idx = atomic_load(&w->resv[i].account);
+		if (idx == 0)
+			continue;
+		amount = atomic_exchange(&w->resv[i].amount_nusd, 0);
+		if (idx <= l->hdr->max_keys && amount != 0)
+			atomic_fetch_sub(&l->accounts[idx - 1].reserved_nusd, amount);
+		atomic_store(&w->resv[i].account, 0);
+		n++;
+	}
+	atomic_store(&w->resv_hint, 0);
+	atomic_store(&w->connections, 0);
+	atomic_store(&w->active_streams, 0);
+	return n;
+}
+
+static uint64_t
+fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s != '\0'; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* Names longer than the slot are stored and compared truncated. */
+static int
+model_name_eq(const struct kv_model_slot *m, const char *name)
+{
+	return strncmp(m->name, name, KV_MODEL_NAME - 1) == 0;
+}
+
+static void
+model_fill(struct kv_model_slot *m, const char *name)
+{
+	memset(m->name, 0, sizeof(m->name));
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	atomic_store_explicit(&m->state, 2, memory_order_release);
+}
+
+struct kv_model_slot *
+kv_ledger_model(struct kv_ledger *l, const char *model)
+{
+	char name[KV_MODEL_NAME];
+	uint64_t start;
+	struct kv_model_slot *m;
+	uint32_t i, st;
+
+	if (model == NULL || model[0] == '\0')
+		return NULL;
+	snprintf(name, sizeof(name), "%s", model);
+	start = fnv1a(name) % KV_MODEL_SLOTS;
+	for (i = 0; i < KV_MODEL_SLOTS; i++) {
+		m = &l->models[(start + i) % KV_MODEL_SLOTS];
+		st = atomic_load_explicit(&m->state, memory_order_acquire);
+		if (st == 0) {
+			if (slot_try_claim(&m->state)) {
+				model_fill(m, name);
+				atomic_fetch_add(&l->hdr->models_used, 1);
+				return m;
+			}
+			st = atomic_load_explicit(&m->state, memory_order_acquire);
+		}
+		if (st == 1)
+			st = slot_wait_ready(&m->state);
+		if (st == 2 && model_name_eq(m, name))
+			return m;
+	}
+	return NULL;
+}
+
+static uint64_t
+sum_workers(const struct kv_ledger *l, size_t field)
+{
+	uint64_t sum = 0;
+	int i;
+
+	for (i = 0; i < KV_WORKER_SLOTS; i++) {
+		struct kv_worker_slot *w = &l->workers[i];
+
+		if (atomic_load(&w->pid) == 0)
+			continue;
+		sum += atomic_load((_Atomic uint64_t *)((char *)w + field));
+	}
+	return sum;
+}
+
+uint64_t
+kv_ledger_sum_active_streams(const struct kv_ledger *l)
+{
+	return sum_workers(l, offsetof(struct kv_worker_slot, active_streams));
+}
+
+uint64_t
+kv_ledger_sum_connections(const struct kv_ledger *l)
+{
+	return sum_workers(l, offsetof(struct kv_worker_slot, connections));
+}
+
+void
+kv_histogram_observe(struct kv_histogram *h, uint64_t us)
+{
+	static const uint64_t bounds_ms[KV_HIST_BUCKETS] = KV_HIST_BOUNDS_MS;
+	int i;
+
+	for (i = 0; i < KV_HIST_BUCKETS; i++)
+		if (us <= bounds_ms[i] * 1000)
+			break;
+	atomic_fetch_add(&h->bucket[i], 1);
+	atomic_fetch_add(&h->sum_us, us);
+	atomic_fetch_add(&h->count, 1);
+}
