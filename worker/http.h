@@ -55,15 +55,21 @@ struct kv_http_response {
  * *status is 400, 414 (request line too long), 431 (head too large or too
  * many headers) or 501 (a transfer coding other than chunked), and *reason
  * a short static text for the log. Smuggling shapes refused with 400:
- * CL with TE, duplicate or differing or non-digit CL, TE other than exactly
- * "chunked" (HTTP/1.0 with TE too), whitespace before ':', obs-fold,
+ * CL with TE, duplicate (even equal) or non-digit CL or one over 15 digits,
+ * a TE that is not a list of tokens, "chunked" with any other coding or
+ * twice, a second TE header, TE in HTTP/1.0, whitespace before ':', obs-fold,
  * bare CR, NUL or other control bytes, bare LF line endings, absolute-form
- * or asterisk-form targets, missing Host on HTTP/1.1, duplicate Host. */
+ * or asterisk-form targets, missing Host on HTTP/1.1, duplicate Host.
+ * A well-formed TE naming only codings other than chunked ("gzip",
+ * "identity", "xchunked") is 501. Leading CRLFs before the request line are
+ * skipped (RFC 9112 2.2) and counted in head_len. */
 int	kv_http_parse_request(const char *buf, size_t len,
 	    struct kv_http_request *req, int *status, const char **reason);
 
 /* Parse an upstream response head; same return convention (-1 means the
- * upstream response is malformed: the caller answers 502). */
+ * upstream response is malformed: the caller answers 502). Same field rules
+ * as requests; CL with TE, or a TE other than exactly "chunked", is
+ * malformed. keep_alive is 0 when the body runs to the connection's close. */
 int	kv_http_parse_response(const char *buf, size_t len,
 	    struct kv_http_response *res, const char **reason);
 
@@ -83,7 +89,7 @@ struct kv_chunked {
 
 void	kv_chunked_init(struct kv_chunked *c);
 
-/* Consume in[0..len). For each run of payload bytes, *data/*data_len point
+/* Consume in[0..len). For each run of payload bytes, *data and *data_len point
  * into `in` and the function returns how many input bytes it consumed up to
  * and including that run, so the caller loops:
  *
@@ -95,8 +101,9 @@ void	kv_chunked_init(struct kv_chunked *c);
  *		if (c.done) break;
  *	}
  *
- * Returns bytes consumed (> 0 when len > 0) or -1 on a framing error. After
- * c->done, bytes left in `in` belong to the next message. */
+ * Returns bytes consumed (> 0 when len > 0 and not yet done) or -1 on a
+ * framing error (and -1 on every later call). After c->done, bytes left in
+ * `in` belong to the next message and further calls consume nothing. */
 ssize_t	kv_chunked_feed(struct kv_chunked *c, const char *in, size_t len,
 	    const char **data, size_t *data_len);
 

@@ -1,0 +1,758 @@
+/* Strict HTTP/1.1 head parser and chunked decoder (RFC 9112).
+ *
+ * The parser works a line at a time over the caller's buffer and keeps no
+ * state between calls: the caller re-parses the accumulated bytes, and only
+ * complete lines are judged, so a prefix of a valid head always returns 0.
+ * Limits are checked against what is already buffered so an attacker cannot
+ * make us wait for a head we would refuse anyway. */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include <string.h>
+
+#include "worker/http.h"
+
+#define CL_MAX_DIGITS		15
+#define CHUNK_MAX_SIZE		((uint64_t)1 << 40)
+#define CHUNK_MAX_LINE		4096
+#define TRAILER_MAX_LINE	4096
+#define TRAILER_MAX_TOTAL	8192
+
+/* tchar per RFC 9110 5.6.2: ALPHA DIGIT and !#$%&'*+-.^_`|~ */
+static const unsigned char tchar[256] = {
+	['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1,
+	['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1,
+	['`'] = 1, ['|'] = 1, ['~'] = 1,
+	['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1,
+	['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
+	['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1,
+	['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1,
+	['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1,
+	['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
+	['Y'] = 1, ['Z'] = 1,
+	['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1,
+	['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1,
+	['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1,
+	['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+	['y'] = 1, ['z'] = 1,
+};
+
+#define IS_TCHAR(ch)	(tchar[(unsigned char)(ch)] != 0)
+#define IS_OWS(ch)	((ch) == ' ' || (ch) == '\t')
+/* field-vchar / SP / HTAB: everything but CTLs and DEL (obs-text allowed) */
+#define IS_FIELD(ch)	((unsigned char)(ch) >= 0x20 ? (ch) != 0x7f : (ch) == '\t')
+
+enum { TE_NONE, TE_CHUNKED, TE_UNKNOWN };
+
+/* What the header lines told us, before the message-level checks. */
+struct http_fields {
+	struct kv_http_header *hdr;
+	size_t		 n;
+	int64_t		 content_length;
+	int		 ncl, nte, nhost, te;
+	int		 conn_close, conn_keepalive, expect;
+};
+
+struct http_err {
+	int		 status;
+	const char	*reason;
+};
+
+static int
+http_fail(struct http_err *e, int status, const char *reason)
+{
+	e->status = status;
+	e->reason = reason;
+	return -1;
+}
+
+/* ASCII case-insensitive equality of s[0..n) with a lower-case literal. */
+static int
+http_ieq(const char *s, size_t n, const char *lit)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (lit[i] == '\0')
+			return 0;
+		if (ch >= 'A' && ch <= 'Z')
+			ch += 'a' - 'A';
+		if (ch != (unsigned char)lit[i])
+			return 0;
+	}
+	return lit[n] == '\0';
+}
+
+static int
+http_ieq2(const char *a, size_t alen, const char *b, size_t blen)
+{
+	size_t i;
+
+	if (alen != blen)
+		return 0;
+	for (i = 0; i < alen; i++) {
+		unsigned char x = (unsigned char)a[i], y = (unsigned char)b[i];
+
+		if (x >= 'A' && x <= 'Z')
+			x += 'a' - 'A';
+		if (y >= 'A' && y <= 'Z')
+			y += 'a' - 'A';
+		if (x != y)
+			return 0;
+	}
+	return 1;
+}
+
+/* Find the end of the line starting at off within buf[0..lim).
+ * Returns 1 with *cr at the CR of the CRLF, 0 when no LF yet, -1 for a bare
+ * LF. A bare CR inside the line is left for the byte checks to refuse. */
+static int
+http_line(const char *buf, size_t lim, size_t off, size_t *cr)
+{
+	const char *lf;
+
+	lf = memchr(buf + off, '\n', lim - off);
+	if (lf == NULL)
+		return 0;
+	if (lf == buf + off || lf[-1] != '\r')
+		return -1;
+	*cr = (size_t)(lf - buf) - 1;
+	return 1;
+}
+
+/* One element of a comma-separated list: skips OWS and commas-with-nothing
+ * is left to the caller. Returns the end of the element (at ',' or end). */
+static size_t
+http_list_next(const char *v, size_t n, size_t off, size_t *start, size_t *len)
+{
+	size_t end;
+
+	while (off < n && IS_OWS(v[off]))
+		off++;
+	*start = off;
+	while (off < n && v[off] != ',')
+		off++;
+	end = off;
+	while (end > *start && IS_OWS(v[end - 1]))
+		end--;
+	*len = end - *start;
+	return off;
+}
+
+static int
+http_is_token(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!IS_TCHAR(s[i]))
+			return 0;
+	return 1;
+}
+
+/* Classify a Transfer-Encoding value. Only exactly "chunked" is decoded;
+ * "chunked" anywhere else (not last, twice, with other codings before it)
+ * leaves the body length ambiguous and is refused as malformed (400), like
+ * a list that is not a list of tokens; a well-formed list of codings we do
+ * not implement is 501 (RFC 9112 6.1). */
+static int
+http_te(const char *v, size_t n, struct http_fields *f, struct http_err *e)
+{
+	size_t off = 0, s, l;
+	int nelem = 0, nchunked = 0;
+
+	for (;;) {
+		off = http_list_next(v, n, off, &s, &l);
+		if (!http_is_token(v + s, l))
+			return http_fail(e, 400, "malformed Transfer-Encoding");
+		nelem++;
+		if (http_ieq(v + s, l, "chunked"))
+			nchunked++;
+		if (off >= n)
+			break;
+		off++;
+	}
+	if (nchunked == 1 && nelem == 1)
+		f->te = TE_CHUNKED;
+	else if (nchunked > 0)
+		return http_fail(e, 400, "chunked not the only transfer coding");
+	else
+		f->te = TE_UNKNOWN;
+	return 0;
+}
+
+static int
+http_content_length(const char *v, size_t n, struct http_fields *f,
+    struct http_err *e)
+{
+	int64_t cl = 0;
+	size_t i;
+
+	if (++f->ncl > 1)
+		return http_fail(e, 400, "duplicate Content-Length");
+	if (n == 0 || n > CL_MAX_DIGITS)
+		return http_fail(e, 400, "bad Content-Length");
+	for (i = 0; i < n; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return http_fail(e, 400, "bad Content-Length");
+		cl = cl * 10 + (v[i] - '0');
+	}
+	f->content_length = cl;
+	return 0;
+}
+
+static void
+http_connection(const char *v, size_t n, struct http_fields *f)
+{
+	size_t off = 0, s, l;
+
+	while (off < n) {
+		off = http_list_next(v, n, off, &s, &l) + 1;
+		if (http_ieq(v + s, l, "close"))
+			f->conn_close = 1;
+		else if (http_ieq(v + s, l, "keep-alive"))
+			f->conn_keepalive = 1;
+	}
+}
+
+/* Host per RFC 3986 reg-name / IP-literal / port; empty is allowed. */
+static int
+http_host_ok(const char *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)v[i];
+
+		if (ch >= 0x80 || ch <= 0x20 || strchr("/\\\"<>^`{|}#?@", ch))
+			return 0;
+	}
+	return 1;
+}
+
+static int
+http_hop_name(const char *n, size_t len)
+{
+	return http_ieq(n, len, "connection") || http_ieq(n, len, "keep-alive") ||
+	    http_ieq(n, len, "te") || http_ieq(n, len, "trailer") ||
+	    http_ieq(n, len, "transfer-encoding") ||
+	    http_ieq(n, len, "upgrade") ||
+	    (len >= 6 && http_ieq(n, 6, "proxy-"));
+}
+
+/* The headers whose meaning the proxy itself depends on. */
+static int
+http_field(const struct kv_http_header *h, struct http_fields *f,
+    struct http_err *e)
+{
+	const char *n = h->name;
+	size_t nl = h->name_len;
+
+	if (http_ieq(n, nl, "content-length"))
+		return http_content_length(h->value, h->value_len, f, e);
+	if (http_ieq(n, nl, "transfer-encoding")) {
+		if (++f->nte > 1)
+			return http_fail(e, 400, "duplicate Transfer-Encoding");
+		return http_te(h->value, h->value_len, f, e);
+	}
+	if (http_ieq(n, nl, "host")) {
+		if (++f->nhost > 1)
+			return http_fail(e, 400, "duplicate Host");
+		if (!http_host_ok(h->value, h->value_len))
+			return http_fail(e, 400, "bad Host");
+	} else if (http_ieq(n, nl, "connection"))
+		http_connection(h->value, h->value_len, f);
+	else if (http_ieq(n, nl, "expect"))
+		f->expect = http_ieq(h->value, h->value_len, "100-continue");
+	return 0;
+}
+
+/* Split one field line p[0..n) (without CRLF) into name and trimmed value. */
+static int
+http_field_line(const char *p, size_t n, struct kv_http_header *h,
+    struct http_err *e)
+{
+	size_t i = 0, vs, ve;
+
+	if (IS_OWS(p[0]))
+		return http_fail(e, 400, "obs-fold");
+	while (i < n && IS_TCHAR(p[i]))
+		i++;
+	if (i == n || p[i] != ':')
+		return http_fail(e, 400, i < n && IS_OWS(p[i]) ?
+		    "whitespace before colon" : "bad header name");
+	if (i == 0)
+		return http_fail(e, 400, "empty header name");
+	for (vs = i + 1; vs < n; vs++)
+		if (!IS_FIELD(p[vs]))
+			return http_fail(e, 400, "control byte in header value");
+	vs = i + 1;
+	while (vs < n && IS_OWS(p[vs]))
+		vs++;
+	ve = n;
+	while (ve > vs && IS_OWS(p[ve - 1]))
+		ve--;
+	h->name = p;
+	h->name_len = i;
+	h->value = p + vs;
+	h->value_len = ve - vs;
+	h->hop = http_hop_name(p, i);
+	return 0;
+}
+
+/* Mark headers named in any Connection header as hop-by-hop. */
+static void
+http_mark_hop(struct kv_http_header *hdr, size_t n)
+{
+	size_t i, j, off, s, l;
+
+	for (i = 0; i < n; i++) {
+		if (!http_ieq(hdr[i].name, hdr[i].name_len, "connection"))
+			continue;
+		for (off = 0; off < hdr[i].value_len; off++) {
+			off = http_list_next(hdr[i].value, hdr[i].value_len,
+			    off, &s, &l);
+			for (j = 0; j < n && l > 0; j++)
+				if (http_ieq2(hdr[j].name, hdr[j].name_len,
+				    hdr[i].value + s, l))
+					hdr[j].hop = 1;
+		}
+	}
+}
+
+/* When no complete head is buffered: refuse once the limit is passed. */
+static int
+http_incomplete(size_t len, struct http_err *e)
+{
+	if (len > KV_HTTP_MAX_HEAD)
+		return http_fail(e, 431, "head too large");
+	return 0;
+}
+
+/* Parse field lines from off up to and including the empty line.
+ * Returns the head length, 0 for more, -1 on error. */
+static int
+http_fields(const char *buf, size_t len, size_t off, struct http_fields *f,
+    struct http_err *e)
+{
+	size_t lim = len < KV_HTTP_MAX_HEAD ? len : KV_HTTP_MAX_HEAD, cr;
+	int r;
+
+	for (;;) {
+		if ((r = http_line(buf, lim, off, &cr)) != 1)
+			return r == 0 ? http_incomplete(len, e) :
+			    http_fail(e, 400, "bare LF");
+		if (cr == off)
+			return (int)(cr + 2);
+		if (f->n == KV_HTTP_MAX_HEADERS)
+			return http_fail(e, 431, "too many headers");
+		if (http_field_line(buf + off, cr - off, &f->hdr[f->n], e) == -1 ||
+		    http_field(&f->hdr[f->n], f, e) == -1)
+			return -1;
+		f->n++;
+		off = cr + 2;
+	}
+}
+
+static void
+http_fields_init(struct http_fields *f, struct kv_http_header *hdr)
+{
+	memset(f, 0, sizeof(*f));
+	f->hdr = hdr;
+	f->content_length = -1;
+}
+
+/* "HTTP/1.0" or "HTTP/1.1": the minor version, or -1. */
+static int
+http_version(const char *p, size_t n)
+{
+	if (n != 8 || memcmp(p, "HTTP/1.", 7) != 0)
+		return -1;
+	if (p[7] == '0' || p[7] == '1')
+		return p[7] - '0';
+	return -1;
+}
+
+static int
+http_target_ok(const char *p, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || p[0] != '/')
+		return 0;
+	for (i = 0; i < n; i++)
+		if ((unsigned char)p[i] <= 0x20 || (unsigned char)p[i] >= 0x7f ||
+		    p[i] == '#')
+			return 0;
+	return 1;
+}
+
+/* method SP origin-form SP HTTP-version, p[0..n) without the CRLF. */
+static int
+http_request_line(const char *p, size_t n, struct kv_http_request *req,
+    struct http_err *e)
+{
+	const char *sp1, *sp2;
+
+	if (n > KV_HTTP_MAX_LINE)
+		return http_fail(e, 414, "request line too long");
+	sp1 = memchr(p, ' ', n);
+	if (sp1 == NULL || !http_is_token(p, (size_t)(sp1 - p)))
+		return http_fail(e, 400, "bad method");
+	sp2 = memchr(sp1 + 1, ' ', n - (size_t)(sp1 + 1 - p));
+	if (sp2 == NULL)
+		return http_fail(e, 400, "bad request line");
+	req->method = p;
+	req->method_len = (size_t)(sp1 - p);
+	req->target = sp1 + 1;
+	req->target_len = (size_t)(sp2 - sp1 - 1);
+	if (!http_target_ok(req->target, req->target_len))
+		return http_fail(e, 400, "target not in origin-form");
+	req->minor = http_version(sp2 + 1, n - (size_t)(sp2 + 1 - p));
+	if (req->minor == -1)
+		return http_fail(e, 400, "bad HTTP version");
+	return 0;
+}
+
+/* Message-level rules once every header is known (RFC 9112 6.1, 6.3). */
+static int
+http_request_check(struct kv_http_request *req, const struct http_fields *f,
+    struct http_err *e)
+{
+	if (f->nhost == 0 && req->minor == 1)
+		return http_fail(e, 400, "missing Host");
+	if (f->nte > 0 && f->ncl > 0)
+		return http_fail(e, 400, "Content-Length with Transfer-Encoding");
+	if (f->nte > 0 && req->minor == 0)
+		return http_fail(e, 400, "Transfer-Encoding in HTTP/1.0");
+	if (f->te == TE_UNKNOWN)
+		return http_fail(e, 501, "unknown transfer coding");
+	req->nheaders = f->n;
+	req->content_length = f->content_length;
+	req->chunked = f->te == TE_CHUNKED;
+	req->keep_alive = req->minor == 1 ? !f->conn_close :
+	    f->conn_keepalive && !f->conn_close;
+	/* RFC 9110 10.1.1: ignore 100-continue from an HTTP/1.0 client */
+	req->expect_continue = f->expect && req->minor == 1;
+	http_mark_hop(req->headers, f->n);
+	return 0;
+}
+
+/* Bytes of leading CRLFs, which RFC 9112 2.2 lets a server ignore (clients
+ * sometimes send one after a POST body). */
+static size_t
+http_skip_crlf(const char *buf, size_t len)
+{
+	size_t off = 0;
+
+	while (off + 1 < len && buf[off] == '\r' && buf[off + 1] == '\n' &&
+	    off < KV_HTTP_MAX_HEAD)
+		off += 2;
+	return off;
+}
+
+static int
+http_request(const char *buf, size_t len, struct kv_http_request *req,
+    struct http_err *e)
+{
+	struct http_fields f;
+	size_t lim = len < KV_HTTP_MAX_HEAD ? len : KV_HTTP_MAX_HEAD;
+	size_t off = http_skip_crlf(buf, lim), cr;
+	int r;
+
+	if ((r = http_line(buf, lim, off, &cr)) == -1)
+		return http_fail(e, 400, "bare LF");
+	if (r == 0) {
+		/* the CR of a line exactly at the limit may be buffered */
+		if (lim - off > KV_HTTP_MAX_LINE + 1)
+			return http_fail(e, 414, "request line too long");
+		return http_incomplete(len, e);
+	}
+	if (http_request_line(buf + off, cr - off, req, e) == -1)
+		return -1;
+	http_fields_init(&f, req->headers);
+	if ((r = http_fields(buf, len, cr + 2, &f, e)) <= 0)
+		return r;
+	if (http_request_check(req, &f, e) == -1)
+		return -1;
+	req->head_len = (size_t)r;
+	return r;
+}
+
+int
+kv_http_parse_request(const char *buf, size_t len,
+    struct kv_http_request *req, int *status, const char **reason)
+{
+	struct http_err e = { 0, NULL };
+	int r;
+
+	memset(req, 0, offsetof(struct kv_http_request, headers));
+	req->nheaders = 0;
+	req->content_length = -1;
+	req->head_len = 0;
+	r = http_request(buf, len, req, &e);
+	if (status != NULL)
+		*status = e.status;
+	if (reason != NULL)
+		*reason = e.reason;
+	return r;
+}
+
+/* HTTP/1.x SP 3DIGIT [SP reason]. The reason phrase is only logged, so
+ * any byte but NUL is accepted there (CR and LF cannot reach it). */
+static int
+http_status_line(const char *p, size_t n, struct kv_http_response *res,
+    struct http_err *e)
+{
+	size_t i;
+
+	if (n > KV_HTTP_MAX_LINE)
+		return http_fail(e, 502, "status line too long");
+	if (n < 12 || (res->minor = http_version(p, 8)) == -1 || p[8] != ' ')
+		return http_fail(e, 502, "bad status line");
+	if (p[9] < '1' || p[9] > '5' || p[10] < '0' || p[10] > '9' ||
+	    p[11] < '0' || p[11] > '9')
+		return http_fail(e, 502, "bad status code");
+	res->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+	if (n > 12 && p[12] != ' ')
+		return http_fail(e, 502, "bad status line");
+	for (i = 12; i < n; i++)
+		if (p[i] == '\0' || p[i] == '\r')
+			return http_fail(e, 502, "control byte in reason");
+	return 0;
+}
+
+static int
+http_response_check(struct kv_http_response *res, const struct http_fields *f,
+    struct http_err *e)
+{
+	if (f->nte > 0 && f->ncl > 0)
+		return http_fail(e, 502, "Content-Length with Transfer-Encoding");
+	if (f->nte > 0 && f->te != TE_CHUNKED)
+		return http_fail(e, 502, "unsupported transfer coding");
+	res->nheaders = f->n;
+	res->content_length = f->content_length;
+	res->chunked = f->te == TE_CHUNKED;
+	res->no_body = res->status < 200 || res->status == 204 ||
+	    res->status == 304;
+	res->keep_alive = res->minor == 1 ? !f->conn_close :
+	    f->conn_keepalive && !f->conn_close;
+	/* a body that ends at close leaves nothing to reuse */
+	if (!res->no_body && !res->chunked && res->content_length == -1)
+		res->keep_alive = 0;
+	http_mark_hop(res->headers, f->n);
+	return 0;
+}
+
+static int
+http_response(const char *buf, size_t len, struct kv_http_response *res,
+    struct http_err *e)
+{
+	struct http_fields f;
+	size_t lim = len < KV_HTTP_MAX_HEAD ? len : KV_HTTP_MAX_HEAD, cr;
+	int r;
+
+	if ((r = http_line(buf, lim, 0, &cr)) == -1)
+		return http_fail(e, 502, "bare LF");
+	if (r == 0) {
+		if (lim > KV_HTTP_MAX_LINE + 1)
+			return http_fail(e, 502, "status line too long");
+		return http_incomplete(len, e);
+	}
+	if (http_status_line(buf, cr, res, e) == -1)
+		return -1;
+	http_fields_init(&f, res->headers);
+	if ((r = http_fields(buf, len, cr + 2, &f, e)) <= 0)
+		return r;
+	if (http_response_check(res, &f, e) == -1)
+		return -1;
+	res->head_len = (size_t)r;
+	return r;
+}
+
+int
+kv_http_parse_response(const char *buf, size_t len,
+    struct kv_http_response *res, const char **reason)
+{
+	struct http_err e = { 0, NULL };
+	int r;
+
+	memset(res, 0, offsetof(struct kv_http_response, headers));
+	res->nheaders = 0;
+	res->content_length = -1;
+	res->head_len = 0;
+	r = http_response(buf, len, res, &e);
+	if (reason != NULL)
+		*reason = e.reason;
+	return r;
+}
+
+const struct kv_http_header *
+kv_http_find(const struct kv_http_header *h, size_t n, const char *name)
+{
+	size_t i, nl = strlen(name);
+
+	for (i = 0; i < n; i++)
+		if (http_ieq2(h[i].name, h[i].name_len, name, nl))
+			return &h[i];
+	return NULL;
+}
+
+/* ---- chunked framing ---------------------------------------------------- */
+
+enum {
+	CK_SIZE0,	/* first hex digit of a chunk size */
+	CK_SIZE,	/* more hex digits, ';' or CR */
+	CK_EXT,		/* chunk extension up to CR */
+	CK_SIZE_LF,
+	CK_DATA,
+	CK_DATA_CR,
+	CK_DATA_LF,
+	CK_TRL_START,	/* a trailer field or the final CRLF */
+	CK_TRL_NAME,
+	CK_TRL_VALUE,
+	CK_TRL_LF,
+	CK_END_LF,
+	CK_DONE,
+	CK_ERROR,
+};
+
+void
+kv_chunked_init(struct kv_chunked *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->state = CK_SIZE0;
+}
+
+static int
+ck_hex(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* The chunk-size line: 1*HEXDIG [ ";" ext ] CRLF. Returns the next state. */
+static int
+ck_size_byte(struct kv_chunked *c, char ch)
+{
+	int v = ck_hex(ch);
+
+	if (++c->linelen > CHUNK_MAX_LINE)
+		return CK_ERROR;
+	switch (c->state) {
+	case CK_SIZE0:
+		if (v == -1)
+			return CK_ERROR;
+		c->remaining = (uint64_t)v;
+		return CK_SIZE;
+	case CK_SIZE:
+		if (v != -1) {
+			c->remaining = c->remaining * 16 + (uint64_t)v;
+			return c->remaining > CHUNK_MAX_SIZE ? CK_ERROR : CK_SIZE;
+		}
+		if (ch == ';')
+			return CK_EXT;
+		return ch == '\r' ? CK_SIZE_LF : CK_ERROR;
+	default: /* CK_EXT */
+		if (ch == '\r')
+			return CK_SIZE_LF;
+		return IS_FIELD(ch) ? CK_EXT : CK_ERROR;
+	}
+}
+
+/* After the size line's LF: data, or the trailer section for size 0. The
+ * trailer section reuses `remaining` as its running total. */
+static int
+ck_size_end(struct kv_chunked *c, char ch)
+{
+	if (ch != '\n')
+		return CK_ERROR;
+	c->linelen = 0;
+	return c->remaining == 0 ? CK_TRL_START : CK_DATA;
+}
+
+static int
+ck_trailer_byte(struct kv_chunked *c, char ch)
+{
+	if (++c->linelen > TRAILER_MAX_LINE || ++c->remaining > TRAILER_MAX_TOTAL)
+		return CK_ERROR;
+	switch (c->state) {
+	case CK_TRL_START:
+		if (ch == '\r')
+			return CK_END_LF;
+		return IS_TCHAR(ch) ? CK_TRL_NAME : CK_ERROR;
+	case CK_TRL_NAME:
+		if (ch == ':')
+			return CK_TRL_VALUE;
+		return IS_TCHAR(ch) ? CK_TRL_NAME : CK_ERROR;
+	case CK_TRL_VALUE:
+		if (ch == '\r')
+			return CK_TRL_LF;
+		return IS_FIELD(ch) ? CK_TRL_VALUE : CK_ERROR;
+	case CK_TRL_LF:
+		c->linelen = 0;
+		return ch == '\n' ? CK_TRL_START : CK_ERROR;
+	default: /* CK_END_LF */
+		return ch == '\n' ? CK_DONE : CK_ERROR;
+	}
+}
+
+/* One framing byte (any state but CK_DATA): the next state. */
+static int
+ck_byte(struct kv_chunked *c, char ch)
+{
+	switch (c->state) {
+	case CK_SIZE0:
+	case CK_SIZE:
+	case CK_EXT:
+		return ck_size_byte(c, ch);
+	case CK_SIZE_LF:
+		return ck_size_end(c, ch);
+	case CK_DATA_CR:
+		return ch == '\r' ? CK_DATA_LF : CK_ERROR;
+	case CK_DATA_LF:
+		c->linelen = 0;
+		return ch == '\n' ? CK_SIZE0 : CK_ERROR;
+	default:
+		return ck_trailer_byte(c, ch);
+	}
+}
+
+ssize_t
+kv_chunked_feed(struct kv_chunked *c, const char *in, size_t len,
+    const char **data, size_t *data_len)
+{
+	size_t i = 0, n;
+
+	*data = NULL;
+	*data_len = 0;
+	if (c->state == CK_ERROR)
+		return -1;
+	while (i < len && c->state != CK_DONE) {
+		if (c->state == CK_DATA) {
+			n = len - i;
+			if (n > c->remaining)
+				n = (size_t)c->remaining;
+			*data = in + i;
+			*data_len = n;
+			if ((c->remaining -= n) == 0)
+				c->state = CK_DATA_CR;
+			return (ssize_t)(i + n);
+		}
+		c->state = ck_byte(c, in[i++]);
+		if (c->state == CK_ERROR)
+			return -1;
+	}
+	c->done = c->state == CK_DONE;
+	return (ssize_t)i;
+}
