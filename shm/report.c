@@ -1,0 +1,290 @@
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "shm/report.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A consistent-enough copy of one model slot: the name is copied and
+ * re-terminated so a torn read can never run past the slot. */
+struct model_copy {
+	char	  name[KV_MODEL_NAME];
+	uint64_t  requests, input, output, cached, cost;
+};
+
+void
+kv_report_json_string(FILE *f, const char *s)
+{
+	const unsigned char *p;
+
+	fputc('"', f);
+	for (p = (const unsigned char *)s; *p != '\0'; p++) {
+		switch (*p) {
+		case '"':  fputs("\\\"", f); break;
+		case '\\': fputs("\\\\", f); break;
+		case '\n': fputs("\\n", f); break;
+		case '\r': fputs("\\r", f); break;
+		case '\t': fputs("\\t", f); break;
+		default:
+			if (*p < 0x20 || *p == 0x7f)
+				fprintf(f, "\\u%04x", *p);
+			else
+				fputc(*p, f);
+		}
+	}
+	fputc('"', f);
+}
+
+void
+kv_report_account_json(FILE *f, const struct kv_account *a)
+{
+	char label[KV_LABEL_MAX], id[13];
+	uint8_t hash[32];
+	int64_t budget, spent, reserved;
+
+	memcpy(hash, a->hash, sizeof(hash));
+	memcpy(label, a->label, sizeof(label));
+	label[sizeof(label) - 1] = '\0';
+	kv_key_id(hash, id);
+	reserved = atomic_load(&a->reserved_nusd);
+	spent = atomic_load(&a->spent_nusd);
+	budget = atomic_load(&a->budget_nusd);
+	fprintf(f, "{\"id\":\"%s\",\"label\":", id);
+	if (label[0] != '\0')
+		kv_report_json_string(f, label);
+	else
+		fputs("null", f);
+	fprintf(f, ",\"budget_nusd\":%" PRId64 ",\"spent_nusd\":%" PRId64
+	    ",\"reserved_nusd\":%" PRId64 ",\"remaining_nusd\":%" PRId64,
+	    budget, spent, reserved, budget - spent - reserved);
+	fprintf(f, ",\"requests\":%" PRIu64 ",\"input_tokens\":%" PRIu64
+	    ",\"output_tokens\":%" PRIu64 ",\"cached_input_tokens\":%" PRIu64
+	    ",\"refusals\":%" PRIu64 ",\"last_used\":%" PRId64 "}",
+	    atomic_load(&a->requests), atomic_load(&a->input_tokens),
+	    atomic_load(&a->output_tokens), atomic_load(&a->cached_input_tokens),
+	    atomic_load(&a->refusals), atomic_load(&a->last_used));
+}
+
+/* Accounts are sorted on a snapshot of their spend: sorting on live values
+ * would hand qsort a comparator that changes its mind. */
+struct acct_snap {
+	const struct kv_account	*a;
+	int64_t			 spent;
+};
+
+static int
+cmp_spent_desc(const void *x, const void *y)
+{
+	const struct acct_snap *a = x, *b = y;
+
+	if (a->spent != b->spent)
+		return a->spent < b->spent ? 1 : -1;
+	/* Ties in a stable, meaningful order: by id. */
+	return memcmp(a->a->hash, b->a->hash, sizeof(a->a->hash));
+}
+
+size_t
+kv_report_sorted_accounts(const struct kv_ledger *l,
+    const struct kv_account ***out)
+{
+	uint32_t i, n = l->hdr->max_keys;
+	const struct kv_account **v;
+	struct acct_snap *snap;
+	size_t count = 0;
+
+	*out = NULL;
+	snap = calloc(n, sizeof(*snap));
+	v = calloc(n, sizeof(*v));
+	if (snap == NULL || v == NULL) {
+		free(snap);
+		free(v);
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		const struct kv_account *a = &l->accounts[i];
+
+		if (atomic_load_explicit(&a->state, memory_order_acquire) != 2)
+			continue;
+		snap[count].a = a;
+		snap[count++].spent = atomic_load(&a->spent_nusd);
+	}
+	qsort(snap, count, sizeof(*snap), cmp_spent_desc);
+	for (i = 0; i < count; i++)
+		v[i] = snap[i].a;
+	free(snap);
+	*out = v;
+	return count;
+}
+
+static void
+keys_array(FILE *f, const struct kv_ledger *l)
+{
+	const struct kv_account **v;
+	size_t i, n;
+
+	n = kv_report_sorted_accounts(l, &v);
+	fputc('[', f);
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			fputc(',', f);
+		kv_report_account_json(f, v[i]);
+	}
+	fputc(']', f);
+	free(v);
+}
+
+void
+kv_report_keys_json(FILE *f, const struct kv_ledger *l)
+{
+	fputs("{\"keys\":", f);
+	keys_array(f, l);
+	fputs("}\n", f);
+}
+
+static void
+model_copy(const struct kv_model_slot *m, struct model_copy *c)
+{
+	memcpy(c->name, m->name, sizeof(c->name));
+	c->name[sizeof(c->name) - 1] = '\0';
+	c->requests = atomic_load(&m->requests);
+	c->input = atomic_load(&m->input_tokens);
+	c->output = atomic_load(&m->output_tokens);
+	c->cached = atomic_load(&m->cached_input_tokens);
+	c->cost = atomic_load(&m->cost_nusd);
+}
+
+static int
+cmp_cost_desc(const void *x, const void *y)
+{
+	const struct model_copy *a = x, *b = y;
+
+	if (a->cost != b->cost)
+		return a->cost < b->cost ? 1 : -1;
+	return strcmp(a->name, b->name);
+}
+
+/* Snapshot the ready model slots, sorted by cost. Returns the count; *out
+ * is malloc'd (NULL when nothing could be allocated). */
+static size_t
+models_sorted(const struct kv_ledger *l, struct model_copy **out)
+{
+	struct model_copy *v;
+	size_t n = 0;
+	int i;
+
+	*out = v = calloc(KV_MODEL_SLOTS, sizeof(*v));
+	if (v == NULL)
+		return 0;
+	for (i = 0; i < KV_MODEL_SLOTS; i++)
+		if (atomic_load_explicit(&l->models[i].state,
+		    memory_order_acquire) == 2)
+			model_copy(&l->models[i], &v[n++]);
+	qsort(v, n, sizeof(*v), cmp_cost_desc);
+	return n;
+}
+
+static void
+model_json(FILE *f, const struct model_copy *c)
+{
+	fputs("{\"model\":", f);
+	kv_report_json_string(f, c->name);
+	fprintf(f, ",\"requests\":%" PRIu64 ",\"input_tokens\":%" PRIu64
+	    ",\"output_tokens\":%" PRIu64 ",\"cached_input_tokens\":%" PRIu64
+	    ",\"cost_nusd\":%" PRIu64 "}", c->requests, c->input, c->output,
+	    c->cached, c->cost);
+}
+
+static void
+models_array(FILE *f, const struct kv_ledger *l)
+{
+	struct model_copy *v;
+	size_t i, n;
+
+	n = models_sorted(l, &v);
+	fputc('[', f);
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			fputc(',', f);
+		model_json(f, &v[i]);
+	}
+	fputc(']', f);
+	free(v);
+}
+
+void
+kv_report_models_json(FILE *f, const struct kv_ledger *l)
+{
+	fputs("{\"models\":", f);
+	models_array(f, l);
+	fputs("}\n", f);
+}
+
+static void
+worker_json(FILE *f, int slot, const struct kv_worker_slot *w, int32_t pid,
+    int64_t now)
+{
+	int64_t hb = atomic_load(&w->heartbeat);
+
+	fprintf(f, "{\"slot\":%d,\"pid\":%" PRId32 ",\"state\":%" PRIu32
+	    ",\"generation\":%" PRIu32 ",\"connections\":%" PRIu64
+	    ",\"active_streams\":%" PRIu64 ",\"requests\":%" PRIu64
+	    ",\"heartbeat_age_seconds\":%" PRId64 "}", slot, pid,
+	    atomic_load(&w->state), atomic_load(&w->generation),
+	    atomic_load(&w->connections), atomic_load(&w->active_streams),
+	    atomic_load(&w->requests), hb > 0 && now >= hb ? now - hb : 0);
+}
+
+static void
+workers_array(FILE *f, const struct kv_ledger *l, int64_t now)
+{
+	int i, first = 1;
+	int32_t pid;
+
+	fputc('[', f);
+	for (i = 0; i < KV_WORKER_SLOTS; i++) {
+		pid = atomic_load(&l->workers[i].pid);
+		if (pid == 0)
+			continue;
+		if (!first)
+			fputc(',', f);
+		first = 0;
+		worker_json(f, i, &l->workers[i], pid, now);
+	}
+	fputc(']', f);
+}
+
+static void
+totals_json(FILE *f, const struct kv_ledger *l, int64_t now)
+{
+	const struct kv_ledger_header *h = l->hdr;
+	int64_t start = atomic_load(&h->master_start);
+
+	fprintf(f, "\"uptime_seconds\":%" PRId64 ",\"master_pid\":%" PRId32
+	    ",\"active_streams\":%" PRIu64 ",\"connections\":%" PRIu64
+	    ",\"accounts_used\":%" PRIu32 ",\"max_keys\":%" PRIu32,
+	    start > 0 && now >= start ? now - start : 0,
+	    atomic_load(&h->master_pid), kv_ledger_sum_active_streams(l),
+	    kv_ledger_sum_connections(l), atomic_load(&h->accounts_used),
+	    h->max_keys);
+#define KV_X_JSON(name, help) \
+	fprintf(f, ",\"" #name "\":%" PRIu64, atomic_load(&h->counters.name));
+	KV_COUNTERS(KV_X_JSON)
+#undef KV_X_JSON
+}
+
+void
+kv_report_status_json(FILE *f, const struct kv_ledger *l, int64_t now)
+{
+	fputc('{', f);
+	totals_json(f, l, now);
+	fputs(",\"workers\":", f);
+	workers_array(f, l, now);
+	fputs(",\"keys\":", f);
+	keys_array(f, l);
+	fputs(",\"models\":", f);
+	models_array(f, l);
+	fputs("}\n", f);
+}
