@@ -1,0 +1,214 @@
+/* Money: exact decimal parsing, cost vectors with exact nano-dollar results
+ * (many-decimal prices, huge counts, overflow), and USD formatting. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/money.h"
+#include "tests/unit.h"
+
+static void
+test_parse_good(void)
+{
+	static const struct { const char *s; int64_t want; } v[] = {
+		{ "0", 0 },
+		{ "0.15", 150000000 },
+		{ "3", 3000000000LL },
+		{ "3.00", 3000000000LL },
+		{ "0.000000001", 1 },
+		{ "0.075", 75000000 },
+		{ "2.00", 2000000000LL },
+		{ "007.5", 7500000000LL },
+		{ "123456.123456789", 123456123456789LL },
+		{ "9223372036.854775807", INT64_MAX },
+		{ "9223372036", 9223372036000000000LL },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		int64_t got = -7;
+
+		CHECK_INT(kv_parse_nano(v[i].s, &got), 0);
+		CHECK_INT(got, v[i].want);
+	}
+}
+
+static void
+test_parse_bad(void)
+{
+	static const char *bad[] = {
+		"", ".", "1.", ".5", "1e3", "-1", "+1", " 1", "1 ", "1.0000000001",
+		"0.0000000001", "1,5", "1.2.3", "abc", "1x", "0x10", "inf", "nan",
+		"9223372036.854775808", "9223372037", "99999999999999999999",
+		"184467440737095516160", "1..2", "1.-2",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int64_t got = 42;
+		int rc = kv_parse_nano(bad[i], &got);
+
+		if (rc != -1)
+			fprintf(stderr, "accepted \"%s\"\n", bad[i]);
+		CHECK_INT(rc, -1);
+		CHECK_INT(got, 42);	/* untouched on failure */
+	}
+	CHECK_INT(kv_parse_nano(NULL, NULL), -1);
+}
+
+static int64_t
+nano(const char *s)
+{
+	int64_t v = -1;
+
+	if (kv_parse_nano(s, &v) == -1)
+		fprintf(stderr, "bad price in test: %s\n", s);
+	return v;
+}
+
+static struct kv_price
+price(const char *in, const char *out, const char *cached, const char *write)
+{
+	struct kv_price p;
+
+	memset(&p, 0, sizeof(p));
+	p.input = nano(in);
+	p.output = nano(out);
+	p.cached_input = cached ? nano(cached) : -1;
+	p.cache_write = write ? nano(write) : -1;
+	return p;
+}
+
+static void
+test_cost_vectors(void)
+{
+	static const struct {
+		const char *in, *out, *cached, *write;
+		int64_t input, output, cached_in, cache_write;
+		int64_t want;
+	} v[] = {
+		/* gpt-4o-mini: 1000 in × 0.15 + 500 out × 0.60 per 1M */
+		{ "0.15", "0.60", "0.075", NULL, 1000, 500, 0, 0, 450000 },
+		/* 1000 in of which 400 cached: 600×0.15 + 400×0.075 + 500×0.6 */
+		{ "0.15", "0.60", "0.075", NULL, 1000, 500, 400, 0, 420000 },
+		/* cached unset: cached tokens cost the input price */
+		{ "0.15", "0.60", NULL, NULL, 1000, 500, 400, 0, 450000 },
+		/* claude sonnet: 100 in + 2000 read + 300 write, 50 out:
+		 * 100×3 + 2000×0.3 + 300×3.75 + 50×15 = 300+600+1125+750 = 2775 µ$ */
+		{ "3.00", "15.00", "0.30", "3.75", 2400, 50, 2000, 300, 2775000 },
+		/* cache_write unset: writes cost the input price */
+		{ "3.00", "15.00", "0.30", NULL, 2400, 50, 2000, 300, 2550000 },
+		/* one token at $0.15/1M is 150 nUSD */
+		{ "0.15", "0.60", NULL, NULL, 1, 0, 0, 0, 150 },
+		/* rounding up: a price of 1 nUSD per 1M tokens */
+		{ "0.000000001", "0", NULL, NULL, 1, 0, 0, 0, 1 },
+		{ "0.000000001", "0", NULL, NULL, 1000000, 0, 0, 0, 1 },
+		{ "0.000000001", "0", NULL, NULL, 1000001, 0, 0, 0, 2 },
+		/* exact multiple: no rounding */
+		{ "1", "3", NULL, NULL, 1000000, 1000000, 0, 0, 4000000000LL },
+		{ "0", "0", NULL, NULL, 123456, 654321, 0, 0, 0 },
+		{ "0.123456789", "9.876543211", NULL, NULL, 7, 13, 0, 0,
+		  /* (7×123456789 + 13×9876543211)/1e6 = 129259259266/1e6 -> 129260 */
+		  129260 },
+		{ "1", "1", NULL, NULL, 0, 0, 0, 0, 0 },
+		/* huge but representable: 1e12 tokens at $1000/1M = $1e9 */
+		{ "1000", "0", NULL, NULL, 1000000000000LL, 0, 0, 0, 1000000000000000000LL },
+		/* INT64_MAX tokens at 1e-9/1M: ceil(INT64_MAX / 1e6) */
+		{ "0.000000001", "0", NULL, NULL, INT64_MAX, 0, 0, 0, 9223372036855LL },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		struct kv_price p = price(v[i].in, v[i].out, v[i].cached, v[i].write);
+		struct kv_usage u = { v[i].input, v[i].output, v[i].cached_in,
+		    v[i].cache_write, 1, 0 };
+		int64_t c = -5;
+
+		CHECK_INT(kv_cost(&p, &u, &c), 0);
+		if (c != v[i].want)
+			fprintf(stderr, "cost vector %zu\n", i);
+		CHECK_INT(c, v[i].want);
+	}
+}
+
+static void
+expect_cost_fail(const struct kv_price *p, int64_t in, int64_t out,
+    int64_t cached, int64_t write)
+{
+	struct kv_usage u = { in, out, cached, write, 1, 0 };
+	int64_t c = 0;
+
+	CHECK_INT(kv_cost(p, &u, &c), -1);
+	CHECK_INT(c, INT64_MAX);
+}
+
+static void
+test_cost_overflow(void)
+{
+	struct kv_price big = price("9223372036.854775807", "9223372036.854775807",
+	    NULL, NULL);
+	struct kv_price small = price("0.15", "0.60", NULL, NULL);
+	struct kv_price p1000 = price("1000", "1000", NULL, NULL);
+
+	/* result exceeds int64 nano-dollars */
+	expect_cost_fail(&big, 1000000000, 0, 0, 0);
+	expect_cost_fail(&p1000, INT64_MAX, 0, 0, 0);
+	/* the 128-bit sum itself overflows */
+	expect_cost_fail(&big, INT64_MAX, INT64_MAX, 0, 0);
+	/* negative counts */
+	expect_cost_fail(&small, -1, 0, 0, 0);
+	expect_cost_fail(&small, 10, -1, 0, 0);
+	expect_cost_fail(&small, 10, 0, -1, 0);
+	expect_cost_fail(&small, 10, 0, 0, -1);
+	/* more cached than input */
+	expect_cost_fail(&small, 10, 0, 11, 0);
+	expect_cost_fail(&small, 10, 0, 6, 5);
+	expect_cost_fail(&small, 10, 0, INT64_MAX, INT64_MAX);
+	/* just below the limit is fine: 9223372036854 tokens at $1/1M */
+	{
+		struct kv_price one = price("1", "0", NULL, NULL);
+		struct kv_usage u = { 9223372036854LL, 0, 0, 0, 1, 0 };
+		int64_t c;
+
+		CHECK_INT(kv_cost(&one, &u, &c), 0);
+		CHECK_INT(c, 9223372036854000LL);
+	}
+}
+
+static void
+test_format(void)
+{
+	static const struct { int64_t n; const char *want; } v[] = {
+		{ 0, "0.000000" },
+		{ 1997500000LL, "1.997500" },
+		{ 2000000000LL, "2.000000" },
+		{ -1000, "-0.000001" },
+		{ -1, "0.000000" },
+		{ 999, "0.000000" },
+		{ 1999, "0.000001" },
+		{ -1999, "-0.000001" },
+		{ -2500000000LL, "-2.500000" },
+		{ INT64_MAX, "9223372036.854775" },
+		{ INT64_MIN, "-9223372036.854775" },
+	};
+	char buf[64];
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		kv_format_usd(v[i].n, buf, sizeof(buf));
+		CHECK_STR(buf, v[i].want);
+	}
+	kv_format_usd(1997500000LL, buf, 5);	/* truncated, terminated */
+	CHECK_STR(buf, "1.99");
+}
+
+int
+main(void)
+{
+	test_parse_good();
+	test_parse_bad();
+	test_cost_vectors();
+	test_cost_overflow();
+	test_format();
+	return unit_done();
+}
