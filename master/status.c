@@ -1,0 +1,1035 @@
+/* The status service: an HTML page, /status.json, Prometheus /metrics,
+ * /healthz and two admin writes, served by libmicrohttpd from the master's
+ * own poll loop. MHD runs in external-epoll mode: it owns one epoll fd that
+ * the master polls, and MHD_run() never blocks. No MHD thread ever exists,
+ * so the master can fork workers at any moment. */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "master/status.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+#include <openssl/crypto.h>
+
+#include "common/log.h"
+#include "master/status_page.h"
+#include "shm/report.h"
+
+#define STATUS_MAX_BODY		1024	/* admin bodies are one small object */
+#define STATUS_MAX_SERIES	100	/* per-key and per-model metric series */
+#define STATUS_HEARTBEAT_MAX	10	/* seconds a worker heartbeat stays fresh */
+#define STATUS_CONN_LIMIT	64
+#define STATUS_CONN_TIMEOUT	10	/* seconds */
+
+struct kv_status {
+	struct MHD_Daemon	*d;
+	const struct kv_config	*cf;
+	struct kv_ledger	*l;
+	int			 epfd;
+};
+
+/* Per-request state, only for requests that carry a body. */
+struct status_req {
+	size_t	 len;
+	int	 too_large;
+	char	 body[STATUS_MAX_BODY + 1];
+};
+
+/* A response under construction: everything is rendered into memory with
+ * open_memstream and handed to MHD, which frees it. */
+struct status_out {
+	FILE	*f;
+	char	*buf;
+	size_t	 len;
+};
+
+/* ---- responses ------------------------------------------------------- */
+
+static int
+out_open(struct status_out *o)
+{
+	o->buf = NULL;
+	o->len = 0;
+	o->f = open_memstream(&o->buf, &o->len);
+	if (o->f == NULL) {
+		kv_log_warn("KV0701", "status: open_memstream");
+		return -1;
+	}
+	return 0;
+}
+
+/* Queue what was written to O with STATUS and CTYPE (and an Allow header
+ * when ALLOW is set, for 405). Consumes O. */
+static enum MHD_Result
+out_send_allow(struct MHD_Connection *c, struct status_out *o,
+    unsigned int status, const char *ctype, const char *allow)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	if (fclose(o->f) != 0) {
+		free(o->buf);
+		return MHD_NO;
+	}
+	r = MHD_create_response_from_buffer(o->len, o->buf, MHD_RESPMEM_MUST_FREE);
+	if (r == NULL) {
+		free(o->buf);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	if (status == MHD_HTTP_UNAUTHORIZED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+		    "Bearer realm=\"kilovolt\"");
+	if (allow != NULL)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	if (strncmp(ctype, "text/html", 9) == 0)
+		MHD_add_response_header(r, "Content-Security-Policy",
+		    "default-src 'none'; script-src 'unsafe-inline'; "
+		    "style-src 'unsafe-inline'; connect-src 'self'; img-src data:");
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result
+out_send(struct MHD_Connection *c, struct status_out *o, unsigned int status,
+    const char *ctype)
+{
+	return out_send_allow(c, o, status, ctype, NULL);
+}
+
+/* A small JSON error: {"error":"MSG"}. */
+static enum MHD_Result
+send_error(struct MHD_Connection *c, unsigned int status, const char *msg)
+{
+	struct status_out o;
+
+	if (out_open(&o) == -1)
+		return MHD_NO;
+	fputs("{\"error\":", o.f);
+	kv_report_json_string(o.f, msg);
+	fputs("}\n", o.f);
+	return out_send(c, &o, status, "application/json");
+}
+
+static enum MHD_Result
+send_static(struct MHD_Connection *c, unsigned int status, const char *body,
+    const char *ctype)
+{
+	struct status_out o;
+
+	if (out_open(&o) == -1)
+		return MHD_NO;
+	fputs(body, o.f);
+	return out_send(c, &o, status, ctype);
+}
+
+/* ---- Prometheus exposition ------------------------------------------- */
+
+/* Nano-dollars as exact decimal dollars ("-0.000000001"); display only,
+ * so no floating point is involved even here. */
+static void
+put_dollars(FILE *f, int64_t nusd)
+{
+	uint64_t mag = nusd < 0 ? (uint64_t)0 - (uint64_t)nusd : (uint64_t)nusd;
+
+	fprintf(f, "%s%" PRIu64 ".%09" PRIu64, nusd < 0 ? "-" : "",
+	    mag / 1000000000u, mag % 1000000000u);
+}
+
+/* A label value: escaped per the text format. Bytes outside printable
+ * ASCII become '?', since model names come from clients and the format
+ * requires valid UTF-8. */
+static void
+put_label(FILE *f, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '\\' || ch == '"')
+			fprintf(f, "\\%c", ch);
+		else if (ch == '\n')
+			fputs("\\n", f);
+		else if (ch < 0x20 || ch > 0x7e)
+			fputc('?', f);
+		else
+			fputc(ch, f);
+	}
+}
+
+static void
+put_family(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* One global counter. Counters named *_nusd_total are money: Prometheus
+ * wants base units, so they become *_dollars_total (and their help text
+ * loses its ", nano-dollars"). */
+static void
+put_counter(FILE *f, const char *name, const char *help, uint64_t v)
+{
+	static const char suffix[] = "_nusd_total", unit[] = ", nano-dollars";
+	size_t n = strlen(name), sl = sizeof(suffix) - 1;
+	size_t hl = strlen(help), ul = sizeof(unit) - 1;
+	char metric[128], dhelp[256];
+
+	if (n > sl && strcmp(name + n - sl, suffix) == 0) {
+		snprintf(metric, sizeof(metric), "kilovolt_%.*s_dollars_total",
+		    (int)(n - sl), name);
+		if (hl > ul && strcmp(help + hl - ul, unit) == 0)
+			hl -= ul;
+		snprintf(dhelp, sizeof(dhelp), "%.*s, USD", (int)hl, help);
+		put_family(f, metric, "counter", dhelp);
+		fprintf(f, "%s ", metric);
+		put_dollars(f, v > INT64_MAX ? INT64_MAX : (int64_t)v);
+		fputc('\n', f);
+		return;
+	}
+	snprintf(metric, sizeof(metric), "kilovolt_%s", name);
+	put_family(f, metric, "counter", help);
+	fprintf(f, "%s %" PRIu64 "\n", metric, v);
+}
+
+static void
+put_gauge(FILE *f, const char *name, const char *help, int64_t v)
+{
+	put_family(f, name, "gauge", help);
+	fprintf(f, "%s %" PRId64 "\n", name, v);
+}
+
+/* Milliseconds as a seconds label value: 5 -> "0.005", 2500 -> "2.5". */
+static void
+put_le_seconds(FILE *f, unsigned ms)
+{
+	char frac[8];
+	int n;
+
+	fprintf(f, "%u", ms / 1000);
+	if (ms % 1000 == 0)
+		return;
+	n = snprintf(frac, sizeof(frac), "%03u", ms % 1000);
+	while (n > 0 && frac[n - 1] == '0')
+		frac[--n] = '\0';
+	fprintf(f, ".%s", frac);
+}
+
+/* The ledger's buckets are non-cumulative; the exposition is cumulative,
+ * and _count is the +Inf bucket so the two always agree even while
+ * workers add observations under us. */
+static void
+put_histogram(FILE *f, const char *name, const char *help,
+    const struct kv_histogram *h)
+{
+	static const unsigned bounds[KV_HIST_BUCKETS] = KV_HIST_BOUNDS_MS;
+	uint64_t cum = 0, sum_us;
+	size_t i;
+
+	put_family(f, name, "histogram", help);
+	for (i = 0; i < KV_HIST_BUCKETS; i++) {
+		cum += atomic_load_explicit(&h->bucket[i], memory_order_relaxed);
+		fprintf(f, "%s_bucket{le=\"", name);
+		put_le_seconds(f, bounds[i]);
+		fprintf(f, "\"} %" PRIu64 "\n", cum);
+	}
+	cum += atomic_load_explicit(&h->bucket[KV_HIST_BUCKETS], memory_order_relaxed);
+	fprintf(f, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n", name, cum);
+	sum_us = atomic_load_explicit(&h->sum_us, memory_order_relaxed);
+	fprintf(f, "%s_sum %" PRIu64 ".%06" PRIu64 "\n", name, sum_us / 1000000u,
+	    sum_us % 1000000u);
+	fprintf(f, "%s_count %" PRIu64 "\n", name, cum);
+}
+
+/* A snapshot of one key or model, so each family prints consistent rows
+ * and the torn-read-prone strings are copied and re-terminated once. */
+struct series {
+	char	 name[KV_MODEL_NAME + 1];	/* key id or model name */
+	char	 label[KV_LABEL_MAX + 1];
+	int64_t	 v[8];
+};
+
+enum { K_REQ, K_SPENT, K_BUDGET, K_RESERVED, K_IN, K_OUT, K_CACHED, K_REFUSED };
+enum { M_REQ, M_IN, M_OUT, M_CACHED, M_COST };
+
+struct family {
+	const char	*name;
+	const char	*type;
+	const char	*help;
+	int		 idx;
+	int		 dollars;
+};
+
+static const struct family key_families[] = {
+	{ "kilovolt_key_requests_total", "counter", "requests by key", K_REQ, 0 },
+	{ "kilovolt_key_spent_dollars", "gauge",
+	    "spend in the current period by key, USD", K_SPENT, 1 },
+	{ "kilovolt_key_budget_dollars", "gauge", "budget by key, USD", K_BUDGET, 1 },
+	{ "kilovolt_key_reserved_dollars", "gauge",
+	    "reserved for requests in flight by key, USD", K_RESERVED, 1 },
+	{ "kilovolt_key_input_tokens_total", "counter", "input tokens by key", K_IN, 0 },
+	{ "kilovolt_key_output_tokens_total", "counter", "output tokens by key", K_OUT, 0 },
+	{ "kilovolt_key_cached_input_tokens_total", "counter",
+	    "cached input tokens by key", K_CACHED, 0 },
+	{ "kilovolt_key_budget_refusals_total", "counter",
+	    "requests refused with 402 by key", K_REFUSED, 0 },
+};
+
+static const struct family model_families[] = {
+	{ "kilovolt_model_requests_total", "counter", "requests by model", M_REQ, 0 },
+	{ "kilovolt_model_input_tokens_total", "counter", "input tokens by model", M_IN, 0 },
+	{ "kilovolt_model_output_tokens_total", "counter", "output tokens by model", M_OUT, 0 },
+	{ "kilovolt_model_cached_input_tokens_total", "counter",
+	    "cached input tokens by model", M_CACHED, 0 },
+	{ "kilovolt_model_cost_dollars_total", "counter", "cost by model, USD", M_COST, 1 },
+};
+
+static void
+put_value(FILE *f, int64_t v, int dollars)
+{
+	if (dollars)
+		put_dollars(f, v);
+	else
+		fprintf(f, "%" PRId64, v);
+}
+
+/* Print each family over N series; LABELNAME is "key" or "model". */
+static void
+put_series(FILE *f, const struct family *fam, size_t nfam,
+    const struct series *s, size_t n, const char *labelname)
+{
+	size_t i, j;
+
+	for (i = 0; i < nfam; i++) {
+		put_family(f, fam[i].name, fam[i].type, fam[i].help);
+		for (j = 0; j < n; j++) {
+			fprintf(f, "%s{%s=\"", fam[i].name, labelname);
+			put_label(f, s[j].name);
+			if (strcmp(labelname, "key") == 0) {
+				fputs("\",label=\"", f);
+				put_label(f, s[j].label);
+			}
+			fputs("\"} ", f);
+			put_value(f, s[j].v[fam[i].idx], fam[i].dollars);
+			fputc('\n', f);
+		}
+	}
+}
+
+static int64_t
+ld64(const _Atomic int64_t *p)
+{
+	return atomic_load_explicit(p, memory_order_relaxed);
+}
+
+/* Unsigned counters shown as int64: saturate rather than wrap. */
+static int64_t
+ldu64(const _Atomic uint64_t *p)
+{
+	uint64_t v = atomic_load_explicit(p, memory_order_relaxed);
+
+	return v > INT64_MAX ? INT64_MAX : (int64_t)v;
+}
+
+static void
+key_snapshot(struct series *s, const struct kv_account *a)
+{
+	kv_key_id(a->hash, s->name);
+	memcpy(s->label, a->label, KV_LABEL_MAX);
+	s->label[KV_LABEL_MAX] = '\0';
+	s->v[K_REQ] = ldu64(&a->requests);
+	s->v[K_SPENT] = ld64(&a->spent_nusd);
+	s->v[K_BUDGET] = ld64(&a->budget_nusd);
+	s->v[K_RESERVED] = ld64(&a->reserved_nusd);
+	s->v[K_IN] = ldu64(&a->input_tokens);
+	s->v[K_OUT] = ldu64(&a->output_tokens);
+	s->v[K_CACHED] = ldu64(&a->cached_input_tokens);
+	s->v[K_REFUSED] = ldu64(&a->refusals);
+}
+
+/* Add S into the catch-all series: overflow saturates (display only). */
+static void
+series_add(struct series *other, const struct series *s, size_t nv)
+{
+	size_t i;
+
+	for (i = 0; i < nv; i++)
+		if (__builtin_add_overflow(other->v[i], s->v[i], &other->v[i]))
+			other->v[i] = s->v[i] < 0 ? INT64_MIN : INT64_MAX;
+}
+
+/* Keys: the STATUS_MAX_SERIES biggest spenders each get a series, the rest
+ * are summed into key="other" so cardinality stays bounded. */
+static void
+put_key_metrics(FILE *f, const struct kv_ledger *l)
+{
+	const struct kv_account **acc = NULL;
+	struct series *s;
+	size_t n, i, ns;
+
+	n = kv_report_sorted_accounts(l, &acc);
+	s = calloc(STATUS_MAX_SERIES + 1, sizeof(*s));
+	if (s == NULL) {
+		free(acc);
+		return;
+	}
+	ns = n < STATUS_MAX_SERIES ? n : STATUS_MAX_SERIES;
+	for (i = 0; i < ns; i++)
+		key_snapshot(&s[i], acc[i]);
+	if (n > ns) {
+		snprintf(s[ns].name, sizeof(s[ns].name), "other");
+		for (i = ns; i < n; i++) {
+			struct series one;
+
+			key_snapshot(&one, acc[i]);
+			series_add(&s[ns], &one, 8);
+		}
+		ns++;
+	}
+	put_series(f, key_families, sizeof(key_families) / sizeof(key_families[0]),
+	    s, ns, "key");
+	free(s);
+	free(acc);
+}
+
+static int
+cmp_model_cost(const void *a, const void *b)
+{
+	const struct series *x = a, *y = b;
+
+	if (x->v[M_COST] != y->v[M_COST])
+		return x->v[M_COST] < y->v[M_COST] ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+/* Snapshot the ready model slots into a malloc'd array; returns the count. */
+static size_t
+model_snapshots(const struct kv_ledger *l, struct series **out)
+{
+	uint32_t i, nslots = l->hdr->model_slots;
+	struct series *s;
+	size_t n = 0;
+
+	*out = s = calloc(nslots ? nslots : 1, sizeof(*s));
+	if (s == NULL)
+		return 0;
+	for (i = 0; i < nslots; i++) {
+		const struct kv_model_slot *m = &l->models[i];
+
+		if (atomic_load_explicit(&m->state, memory_order_acquire) != 2)
+			continue;
+		memcpy(s[n].name, m->name, KV_MODEL_NAME);
+		s[n].name[KV_MODEL_NAME] = '\0';
+		s[n].v[M_REQ] = ldu64(&m->requests);
+		s[n].v[M_IN] = ldu64(&m->input_tokens);
+		s[n].v[M_OUT] = ldu64(&m->output_tokens);
+		s[n].v[M_CACHED] = ldu64(&m->cached_input_tokens);
+		s[n].v[M_COST] = ldu64(&m->cost_nusd);
+		n++;
+	}
+	qsort(s, n, sizeof(*s), cmp_model_cost);
+	return n;
+}
+
+static void
+put_model_metrics(FILE *f, const struct kv_ledger *l)
+{
+	struct series *s;
+	size_t n, i;
+
+	n = model_snapshots(l, &s);
+	if (n > STATUS_MAX_SERIES) {
+		struct series other;
+
+		memset(&other, 0, sizeof(other));
+		snprintf(other.name, sizeof(other.name), "other");
+		for (i = STATUS_MAX_SERIES; i < n; i++)
+			series_add(&other, &s[i], 5);
+		s[STATUS_MAX_SERIES] = other;
+		n = STATUS_MAX_SERIES + 1;
+	}
+	put_series(f, model_families,
+	    sizeof(model_families) / sizeof(model_families[0]), s, n, "model");
+	free(s);
+}
+
+static size_t
+count_workers(const struct kv_ledger *l, uint32_t state)
+{
+	uint32_t i;
+	size_t n = 0;
+
+	for (i = 0; i < l->hdr->worker_slots; i++)
+		if (atomic_load_explicit(&l->workers[i].state,
+		    memory_order_relaxed) == state)
+			n++;
+	return n;
+}
+
+static void
+put_gauges(FILE *f, const struct kv_ledger *l, int64_t now)
+{
+	int64_t start = ld64(&l->hdr->master_start);
+
+	put_gauge(f, "kilovolt_up", "1 while the gateway serves", 1);
+	put_gauge(f, "kilovolt_start_time_seconds",
+	    "start time of the master, unix seconds", start);
+	put_gauge(f, "kilovolt_uptime_seconds", "seconds since the master started",
+	    start > 0 && now > start ? now - start : 0);
+	put_gauge(f, "kilovolt_workers", "worker processes running",
+	    (int64_t)count_workers(l, KV_WORKER_RUNNING));
+	put_gauge(f, "kilovolt_workers_draining",
+	    "old worker processes finishing their streams",
+	    (int64_t)count_workers(l, KV_WORKER_DRAINING));
+	put_gauge(f, "kilovolt_active_streams", "requests in flight",
+	    (int64_t)kv_ledger_sum_active_streams(l));
+	put_gauge(f, "kilovolt_connections", "open client connections",
+	    (int64_t)kv_ledger_sum_connections(l));
+	put_gauge(f, "kilovolt_keys", "account slots in use",
+	    atomic_load_explicit(&l->hdr->accounts_used, memory_order_relaxed));
+	put_gauge(f, "kilovolt_key_slots", "account slots in the ledger",
+	    l->hdr->max_keys);
+}
+
+static void
+render_metrics(FILE *f, const struct kv_ledger *l, int64_t now)
+{
+	const struct kv_counters *c = &l->hdr->counters;
+
+#define KV_X_METRIC(name, help) \
+	put_counter(f, #name, help, atomic_load_explicit(&c->name, memory_order_relaxed));
+	KV_COUNTERS(KV_X_METRIC)
+#undef KV_X_METRIC
+	put_gauges(f, l, now);
+	put_histogram(f, "kilovolt_time_to_first_byte_seconds",
+	    "time from request to the first response byte", &l->hdr->ttfb);
+	put_histogram(f, "kilovolt_request_duration_seconds",
+	    "time from request to the end of the response", &l->hdr->duration);
+	put_key_metrics(f, l);
+	put_model_metrics(f, l);
+}
+
+/* ---- health ---------------------------------------------------------- */
+
+/* NULL when healthy, else why not. */
+static const char *
+health_problem(const struct kv_ledger *l, int64_t now)
+{
+	uint32_t i;
+
+	if (l->hdr == NULL || l->hdr->magic != KV_LEDGER_MAGIC ||
+	    l->hdr->version != KV_LEDGER_VERSION)
+		return "ledger is not valid";
+	for (i = 0; i < l->hdr->worker_slots; i++) {
+		const struct kv_worker_slot *w = &l->workers[i];
+		int64_t hb;
+
+		if (atomic_load_explicit(&w->state, memory_order_relaxed) !=
+		    KV_WORKER_RUNNING || atomic_load(&w->pid) <= 0)
+			continue;
+		hb = ld64(&w->heartbeat);
+		if (now - hb < STATUS_HEARTBEAT_MAX && hb - now < STATUS_HEARTBEAT_MAX)
+			return NULL;
+	}
+	return "no running worker with a fresh heartbeat";
+}
+
+static enum MHD_Result
+serve_healthz(struct MHD_Connection *c, const struct kv_ledger *l, int64_t now)
+{
+	const char *why = health_problem(l, now);
+	struct status_out o;
+
+	if (out_open(&o) == -1)
+		return MHD_NO;
+	fprintf(o.f, "%s\n", why ? why : "ok");
+	return out_send(c, &o, why ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_OK,
+	    "text/plain; charset=utf-8");
+}
+
+/* ---- admin writes ---------------------------------------------------- */
+
+/* Constant-time check of "Bearer TOKEN" against the configured token.
+ * Both sides are hashed first so the comparison length never depends on
+ * the secret. Returns the HTTP status to refuse with, or 0 to allow. */
+static unsigned int
+admin_check(const struct kv_config *cf, struct MHD_Connection *c)
+{
+	const char *h, *tok;
+	uint8_t want[32], got[32];
+
+	if (cf->admin_token == NULL || cf->admin_token[0] == '\0')
+		return MHD_HTTP_FORBIDDEN;
+	h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_AUTHORIZATION);
+	if (h == NULL)
+		return MHD_HTTP_UNAUTHORIZED;
+	if (strncasecmp(h, "Bearer ", 7) != 0)
+		return MHD_HTTP_FORBIDDEN;
+	for (tok = h + 7; *tok == ' '; tok++)
+		;
+	kv_key_hash(cf->admin_token, strlen(cf->admin_token), want);
+	kv_key_hash(tok, strlen(tok), got);
+	return CRYPTO_memcmp(want, got, sizeof(want)) == 0 ? 0 : MHD_HTTP_FORBIDDEN;
+}
+
+/* Parse exactly {"budget_nusd": N} with N an integer >= 0, whitespace
+ * allowed between tokens, nothing else. Returns 0 or -1. */
+static const char *
+skip_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+		p++;
+	return p;
+}
+
+static int
+parse_budget_body(const char *body, int64_t *out)
+{
+	static const char key[] = "\"budget_nusd\"";
+	const char *p = skip_ws(body);
+	int64_t v = 0;
+
+	if (*p++ != '{')
+		return -1;
+	p = skip_ws(p);
+	if (strncmp(p, key, sizeof(key) - 1) != 0)
+		return -1;
+	p = skip_ws(p + sizeof(key) - 1);
+	if (*p++ != ':')
+		return -1;
+	p = skip_ws(p);
+	if (!isdigit((unsigned char)*p) || (p[0] == '0' && isdigit((unsigned char)p[1])))
+		return -1;
+	for (; isdigit((unsigned char)*p); p++)
+		if (__builtin_mul_overflow(v, 10, &v) ||
+		    __builtin_add_overflow(v, *p - '0', &v))
+			return -1;
+	p = skip_ws(p);
+	if (*p++ != '}')
+		return -1;
+	if (*skip_ws(p) != '\0')
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* The account named by ID: a full 12-hex id, a unique id prefix, or else
+ * an exact label (as kvctl accepts). Sets *status to 404 or 409 on failure. */
+static struct kv_account *
+find_account(struct kv_ledger *l, const char *id, unsigned int *status)
+{
+	struct kv_account *hit = NULL, *bylabel = NULL;
+	size_t idlen = strlen(id), nhit = 0, i;
+	char kid[13];
+
+	for (i = 0; i < l->hdr->max_keys; i++) {
+		struct kv_account *a = &l->accounts[i];
+
+		if (atomic_load_explicit(&a->state, memory_order_acquire) != 2)
+			continue;
+		kv_key_id(a->hash, kid);
+		if (idlen <= 12 && strncasecmp(kid, id, idlen) == 0) {
+			hit = a;
+			nhit++;
+		}
+		if (strncmp(a->label, id, KV_LABEL_MAX) == 0)
+			bylabel = a;
+	}
+	if (nhit == 1)
+		return hit;
+	if (nhit > 1) {
+		*status = MHD_HTTP_CONFLICT;
+		return NULL;
+	}
+	if (bylabel == NULL)
+		*status = MHD_HTTP_NOT_FOUND;
+	return bylabel;
+}
+
+static enum MHD_Result
+send_account(struct MHD_Connection *c, const struct kv_account *a)
+{
+	struct status_out o;
+
+	if (out_open(&o) == -1)
+		return MHD_NO;
+	kv_report_account_json(o.f, a);
+	fputc('\n', o.f);
+	return out_send(c, &o, MHD_HTTP_OK, "application/json");
+}
+
+/* Apply ACTION ("reset" or "budget") to account ID with BODY. */
+static enum MHD_Result
+admin_apply(struct kv_status *st, struct MHD_Connection *c, const char *id,
+    const char *action, const char *body)
+{
+	unsigned int status = 0;
+	struct kv_account *a;
+	char kid[13];
+	int64_t v = 0;
+
+	if (strcmp(action, "budget") == 0 && parse_budget_body(body, &v) == -1)
+		return send_error(c, MHD_HTTP_BAD_REQUEST,
+		    "body must be {\"budget_nusd\": N} with N an integer >= 0");
+	if ((a = find_account(st->l, id, &status)) == NULL)
+		return send_error(c, status, status == MHD_HTTP_CONFLICT ?
+		    "key id prefix is ambiguous" : "no such key");
+	kv_key_id(a->hash, kid);
+	if (strcmp(action, "reset") == 0) {
+		/* Workers add to spent concurrently: exchange, never store. */
+		int64_t old = atomic_exchange(&a->spent_nusd, 0);
+
+		kv_log_info("status: key %s reset by admin (was %" PRId64 " nusd)",
+		    kid, old);
+	} else {
+		atomic_store(&a->budget_nusd, v);
+		kv_log_info("status: key %s budget set to %" PRId64 " nusd by admin",
+		    kid, v);
+	}
+	return send_account(c, a);
+}
+
+/* ---- routing --------------------------------------------------------- */
+
+enum route { R_NONE, R_PAGE, R_JSON, R_METRICS, R_HEALTH, R_ADMIN };
+
+/* Split "/keys/ID/ACTION" into ID and ACTION; returns 0 or -1. */
+static int
+parse_admin_path(const char *url, char *id, size_t idlen, const char **action)
+{
+	const char *p, *slash;
+
+	if (strncmp(url, "/keys/", 6) != 0)
+		return -1;
+	p = url + 6;
+	slash = strchr(p, '/');
+	if (slash == NULL || slash == p || (size_t)(slash - p) >= idlen)
+		return -1;
+	if (strcmp(slash + 1, "reset") != 0 && strcmp(slash + 1, "budget") != 0)
+		return -1;
+	memcpy(id, p, slash - p);
+	id[slash - p] = '\0';
+	*action = slash + 1;
+	return 0;
+}
+
+static enum route
+route_of(const char *url)
+{
+	char id[KV_LABEL_MAX + 1];
+	const char *action;
+
+	if (strcmp(url, "/") == 0 || strcmp(url, "/index.html") == 0)
+		return R_PAGE;
+	if (strcmp(url, "/status.json") == 0)
+		return R_JSON;
+	if (strcmp(url, "/metrics") == 0)
+		return R_METRICS;
+	if (strcmp(url, "/healthz") == 0)
+		return R_HEALTH;
+	if (parse_admin_path(url, id, sizeof(id), &action) == 0)
+		return R_ADMIN;
+	return R_NONE;
+}
+
+static enum MHD_Result
+serve_get(struct kv_status *st, struct MHD_Connection *c, enum route r)
+{
+	int64_t now = (int64_t)time(NULL);
+	struct status_out o;
+
+	switch (r) {
+	case R_PAGE:
+		return send_static(c, MHD_HTTP_OK, kv_status_page,
+		    "text/html; charset=utf-8");
+	case R_HEALTH:
+		return serve_healthz(c, st->l, now);
+	case R_JSON:
+		if (out_open(&o) == -1)
+			return MHD_NO;
+		kv_report_status_json(o.f, st->l, now);
+		return out_send(c, &o, MHD_HTTP_OK, "application/json");
+	case R_METRICS:
+		if (out_open(&o) == -1)
+			return MHD_NO;
+		render_metrics(o.f, st->l, now);
+		return out_send(c, &o, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8");
+	default:
+		return send_error(c, MHD_HTTP_NOT_FOUND, "not found");
+	}
+}
+
+static enum MHD_Result
+method_not_allowed(struct MHD_Connection *c, enum route r)
+{
+	struct status_out o;
+
+	if (out_open(&o) == -1)
+		return MHD_NO;
+	fputs("{\"error\":\"method not allowed\"}\n", o.f);
+	return out_send_allow(c, &o, MHD_HTTP_METHOD_NOT_ALLOWED,
+	    "application/json", r == R_ADMIN ? "POST" : "GET, HEAD");
+}
+
+/* First call of a POST: refuse early what needs no body, else set up the
+ * body buffer. Returns MHD_YES with *req set to go on reading. */
+static enum MHD_Result
+admin_begin(struct kv_status *st, struct MHD_Connection *c, void **req)
+{
+	const char *cl;
+	unsigned int deny;
+	struct status_req *sr;
+
+	if ((deny = admin_check(st->cf, c)) != 0)
+		return send_error(c, deny, deny == MHD_HTTP_UNAUTHORIZED ?
+		    "admin token required" : "forbidden");
+	cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl != NULL && strtoull(cl, NULL, 10) > STATUS_MAX_BODY)
+		return send_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
+	if ((sr = calloc(1, sizeof(*sr))) == NULL)
+		return MHD_NO;
+	*req = sr;
+	return MHD_YES;
+}
+
+static void
+admin_append(struct status_req *sr, const char *data, size_t len)
+{
+	if (sr->too_large || len > STATUS_MAX_BODY - sr->len) {
+		sr->too_large = 1;
+		return;
+	}
+	memcpy(sr->body + sr->len, data, len);
+	sr->len += len;
+	sr->body[sr->len] = '\0';
+}
+
+static enum MHD_Result
+admin_finish(struct kv_status *st, struct MHD_Connection *c, const char *url,
+    struct status_req *sr)
+{
+	char id[KV_LABEL_MAX + 1];
+	const char *action;
+
+	if (sr->too_large)
+		return send_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
+	if (memchr(sr->body, '\0', sr->len) != NULL)
+		return send_error(c, MHD_HTTP_BAD_REQUEST, "NUL in body");
+	if (parse_admin_path(url, id, sizeof(id), &action) == -1)
+		return send_error(c, MHD_HTTP_NOT_FOUND, "not found");
+	return admin_apply(st, c, id, action, sr->body);
+}
+
+static enum MHD_Result
+on_request(void *cls, struct MHD_Connection *c, const char *url,
+    const char *method, const char *version, const char *data,
+    size_t *data_size, void **req)
+{
+	struct kv_status *st = cls;
+	enum route r = route_of(url);
+	int is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+
+	if (*req != NULL) {
+		if (*data_size > 0) {
+			admin_append(*req, data, *data_size);
+			*data_size = 0;
+			return MHD_YES;
+		}
+		return admin_finish(st, c, url, *req);
+	}
+	if (r == R_NONE)
+		return send_error(c, MHD_HTTP_NOT_FOUND, "not found");
+	if (r == R_ADMIN && strcmp(method, "POST") == 0)
+		return admin_begin(st, c, req);
+	if (r == R_ADMIN || !is_get)
+		return method_not_allowed(c, r);
+	return serve_get(st, c, r);
+}
+
+static void
+on_completed(void *cls, struct MHD_Connection *c, void **req,
+    enum MHD_RequestTerminationCode toe)
+{
+	free(*req);
+	*req = NULL;
+}
+
+static void
+on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char buf[512];
+	size_t n;
+
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = strlen(buf);
+	while (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	kv_log_warnx("KV0702", "status: %s", buf);
+}
+
+/* ---- life cycle ------------------------------------------------------ */
+
+/* A bound, listening, non-blocking socket on HOST:PORT, or -1. Sets *v6. */
+static int
+status_listen(const char *host, const char *port, int *v6)
+{
+	struct addrinfo hints, *res, *ai;
+	int fd = -1, one = 1, rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
+		kv_log_warnx("KV0703", "status: %s:%s: %s", host, port, gai_strerror(rc));
+		return -1;
+	}
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    ai->ai_protocol);
+		if (fd == -1)
+			continue;
+		if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+		    bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 64) == 0) {
+			*v6 = ai->ai_family == AF_INET6;
+			break;
+		}
+		kv_log_warn("KV0704", "status: listen on %s:%s", host, port);
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+static void
+log_bound(int fd, const char *host)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char h[128], p[16];
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == -1 ||
+	    getnameinfo((struct sockaddr *)&ss, sl, h, sizeof(h), p, sizeof(p),
+	    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+		kv_log_info("status service on %s", host);
+		return;
+	}
+	kv_log_info("status service on %s%s%s:%s", strchr(h, ':') ? "[" : "", h,
+	    strchr(h, ':') ? "]" : "", p);
+}
+
+static struct MHD_Daemon *
+status_daemon(struct kv_status *st, int fd, int v6)
+{
+	unsigned int flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+
+	if (v6)
+		flags |= MHD_USE_IPv6;
+	/* The logger must come first or MHD logs the earlier options' errors
+	 * to stderr by itself. */
+	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, st,
+	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, st,
+	    MHD_OPTION_LISTEN_SOCKET, fd,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)STATUS_CONN_LIMIT,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)STATUS_CONN_TIMEOUT,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, st,
+	    MHD_OPTION_END);
+}
+
+struct kv_status *
+kv_status_start(const struct kv_config *cf, struct kv_ledger *l)
+{
+	struct kv_status *st;
+	const union MHD_DaemonInfo *info;
+	int fd, v6 = 0;
+
+	if (cf->status_host[0] == '\0')
+		return NULL;
+	if ((st = calloc(1, sizeof(*st))) == NULL) {
+		kv_log_warn("KV0705", "status: calloc");
+		return NULL;
+	}
+	st->cf = cf;
+	st->l = l;
+	if ((fd = status_listen(cf->status_host, cf->status_port, &v6)) == -1)
+		goto fail;
+	if ((st->d = status_daemon(st, fd, v6)) == NULL) {
+		kv_log_warnx("KV0706", "status: cannot start libmicrohttpd");
+		close(fd);
+		goto fail;
+	}
+	info = MHD_get_daemon_info(st->d, MHD_DAEMON_INFO_EPOLL_FD);
+	if (info == NULL || info->epoll_fd < 0) {
+		kv_log_warnx("KV0707", "status: libmicrohttpd has no epoll fd");
+		MHD_stop_daemon(st->d);
+		goto fail;
+	}
+	st->epfd = info->epoll_fd;
+	log_bound(fd, cf->status_host);
+	return st;
+fail:
+	free(st);
+	return NULL;
+}
+
+void
+kv_status_set_config(struct kv_status *st, const struct kv_config *cf)
+{
+	if (st != NULL)
+		st->cf = cf;
+}
+
+int
+kv_status_pollfds(struct kv_status *st, struct pollfd *pfd, size_t max,
+    int *timeout_ms)
+{
+	MHD_UNSIGNED_LONG_LONG t;
+
+	if (st == NULL || max == 0)
+		return 0;
+	pfd[0].fd = st->epfd;
+	pfd[0].events = POLLIN;
+	pfd[0].revents = 0;
+	if (MHD_get_timeout(st->d, &t) == MHD_YES) {
+		int ms = t > INT_MAX ? INT_MAX : (int)t;
+
+		if (*timeout_ms < 0 || ms < *timeout_ms)
+			*timeout_ms = ms;
+	}
+	return 1;
+}
+
+void
+kv_status_run(struct kv_status *st)
+{
+	if (st != NULL && MHD_run(st->d) != MHD_YES)
+		kv_log_warnx("KV0708", "status: MHD_run failed");
+}
+
+void
+kv_status_stop(struct kv_status *st)
+{
+	if (st == NULL)
+		return;
+	MHD_stop_daemon(st->d);
+	free(st);
+}
