@@ -3,6 +3,9 @@
  * the abstract namespace. A socket is opened per message: the master sends a
  * handful of them in its life, and holding none means nothing leaks into the
  * workers it forks. */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
 #include "master/notify.h"
 
 #include <errno.h>

@@ -1,5 +1,8 @@
 /* kv_notify against real sockets: an abstract-namespace one (what systemd
  * uses today) and a filesystem one, read back exactly as systemd would. */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
