@@ -1,0 +1,1826 @@
+/* mock_upstream: a fake OpenAI and Anthropic for the integration tests.
+ *
+ * It speaks both providers' wire formats (JSON with Content-Length, SSE over
+ * chunked transfer encoding, keep-alive) and can be told through request
+ * headers to misbehave, so tests can drive the gateway through every path a
+ * real provider takes it down. One thread per connection keeps the code
+ * straight-line; the mock is never what is being measured.
+ *
+ * Usage: mock_upstream -p PORT [-t CERT KEY] [-l LOGFILE] [-P PORTFILE]
+ *        mock_upstream --free-port      print a currently free TCP port
+ */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+
+#define HEAD_MAX	65536		/* request head limit, as the gateway's */
+#define SCAN_MAX	(1 << 20)	/* body prefix kept for the JSON scan */
+#define MAX_HEADERS	100
+#define WBUF_SIZE	16384
+#define PIECE_MAX	8192		/* JSON around the generated text */
+#define TOKEN_BYTES_MAX	(1 << 20)
+#define IO_TIMEOUT_S	300		/* no thread outlives a silent peer by more */
+#define HANG_MAX_MS	600000
+
+struct mock {
+	SSL_CTX		*tls;
+	FILE		*log;
+	pthread_mutex_t	 log_lock;
+	atomic_long	 open_conns;
+	atomic_long	 requests;
+	atomic_long	 aborted;
+	atomic_llong	 last_abort_ms;
+};
+
+struct header {
+	char	*name;
+	char	*value;
+};
+
+enum fail { FAIL_NONE, FAIL_RESET, FAIL_GARBAGE, FAIL_HANG, FAIL_CLOSE };
+
+/* What the request asks of the mock: scanned from the body and the x-mock-* headers. */
+struct req {
+	char		 method[16];
+	char		 target[4096];
+	char		 path[4096];
+	const char	*query;
+	int		 http_minor;
+	int		 keepalive;
+	char		 head[HEAD_MAX + 1];
+	struct header	 h[MAX_HEADERS];
+	int		 nh;
+
+	long long	 body_len;
+	char		*body;		/* first SCAN_MAX bytes, NUL-terminated */
+	size_t		 body_kept;
+	unsigned char	 sha[32];
+
+	char		 model[256];
+	int		 has_model;
+	int		 stream;
+	int		 has_stream_options;
+	int		 include_usage;
+	long long	 max_tokens;	/* -1: none given */
+	int		 b64;		/* embeddings encoding_format=base64 */
+
+	long		 tokens;
+	size_t		 token_bytes;
+	long		 delay_ms;
+	long		 first_delay_ms;
+	long		 cached;
+	long		 cache_write;
+	int		 two_deltas;
+	int		 status;
+	enum fail	 fail;
+};
+
+struct conn {
+	struct mock	*m;
+	int		 fd;
+	SSL		*ssl;
+	char		 rbuf[HEAD_MAX];
+	size_t		 rpos, rlen;
+	char		 wbuf[WBUF_SIZE];
+	size_t		 wlen;
+	int		 in_response;	/* a peer leaving now is an abort */
+	long		 events;	/* SSE events sent in this response */
+	long		 reset_after;	/* FAIL_RESET: events before the RST */
+	char		 tok[64];
+	char		*tokbuf;	/* one token's text when it is long */
+	struct req	 rq;
+};
+
+/* The generated completion text: tokens [from, to), each `tb` bytes. */
+struct text {
+	long	from, to;
+	size_t	tb;
+};
+
+/* A small string builder for the JSON around the generated text. */
+struct sb {
+	char	buf[PIECE_MAX];
+	size_t	len;
+	int	overflow;
+};
+
+static const struct text no_text = { 0, 0, 0 };
+
+static void sb_printf(struct sb *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+sb_printf(struct sb *s, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(s->buf + s->len, sizeof(s->buf) - s->len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(s->buf) - s->len) {
+		s->overflow = 1;
+		return;
+	}
+	s->len += (size_t)n;
+}
+
+static long long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+static void
+sha_hex(const unsigned char *sha, size_t n, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = hex[sha[i] >> 4];
+		out[2 * i + 1] = hex[sha[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+/* ---- socket I/O, plain or TLS ------------------------------------------ */
+
+static ssize_t
+conn_recv(struct conn *c, void *buf, size_t n)
+{
+	ssize_t r;
+	int rc;
+
+	if (c->ssl == NULL) {
+		do
+			r = read(c->fd, buf, n);
+		while (r == -1 && errno == EINTR);
+		return r;
+	}
+	rc = SSL_read(c->ssl, buf, (int)(n > INT_MAX ? INT_MAX : n));
+	if (rc > 0)
+		return rc;
+	return SSL_get_error(c->ssl, rc) == SSL_ERROR_ZERO_RETURN ? 0 : -1;
+}
+
+static int
+conn_send_raw(struct conn *c, const char *p, size_t n)
+{
+	ssize_t w;
+	int rc;
+
+	while (n > 0) {
+		if (c->ssl != NULL) {
+			rc = SSL_write(c->ssl, p, (int)(n > INT_MAX ? INT_MAX : n));
+			if (rc <= 0)
+				return -1;
+			w = rc;
+		} else {
+			w = send(c->fd, p, n, MSG_NOSIGNAL);
+			if (w == -1 && errno == EINTR)
+				continue;
+			if (w == -1)
+				return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* The peer went away while we owed it bytes: what the abort test watches. */
+static void
+note_abort(struct conn *c)
+{
+	if (!c->in_response)
+		return;
+	c->in_response = 0;
+	atomic_fetch_add(&c->m->aborted, 1);
+	atomic_store(&c->m->last_abort_ms, now_ms());
+}
+
+static int
+out_flush(struct conn *c)
+{
+	if (c->wlen == 0)
+		return 0;
+	if (conn_send_raw(c, c->wbuf, c->wlen) == -1) {
+		note_abort(c);
+		return -1;
+	}
+	c->wlen = 0;
+	return 0;
+}
+
+static int
+out_put(struct conn *c, const char *p, size_t n)
+{
+	size_t k;
+
+	while (n > 0) {
+		if (c->wlen == sizeof(c->wbuf) && out_flush(c) == -1)
+			return -1;
+		k = sizeof(c->wbuf) - c->wlen;
+		if (k > n)
+			k = n;
+		memcpy(c->wbuf + c->wlen, p, k);
+		c->wlen += k;
+		p += k;
+		n -= k;
+	}
+	return 0;
+}
+
+static int
+out_str(struct conn *c, const char *s)
+{
+	return out_put(c, s, strlen(s));
+}
+
+/* Wait MS milliseconds unless the peer closes first (-1 then). Only
+ * POLLRDHUP is asked for, so pipelined bytes from the peer do not wake us. */
+static int
+wait_peer(struct conn *c, long ms)
+{
+	long long deadline = now_ms() + ms, left;
+	struct pollfd pfd;
+	int n;
+
+	while ((left = deadline - now_ms()) > 0) {
+		pfd.fd = c->fd;
+		pfd.events = POLLRDHUP;
+		pfd.revents = 0;
+		n = poll(&pfd, 1, left > INT_MAX ? INT_MAX : (int)left);
+		if (n == -1 && errno != EINTR)
+			return -1;
+		if (n > 0) {
+			note_abort(c);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* An abortive close: SO_LINGER 0 makes close() send RST. */
+static void
+conn_reset(struct conn *c)
+{
+	struct linger lg = { 1, 0 };
+
+	if (setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == -1)
+		perror("mock_upstream: SO_LINGER");
+}
+
+/* ---- generated text ----------------------------------------------------- */
+
+/* Token i is "tok<i> " stretched with 'x' (or cut) to exactly tb bytes:
+ * only letters, digits and spaces, so it needs no JSON escaping. */
+static const char *
+token(struct conn *c, long i, size_t tb)
+{
+	char *p = tb <= sizeof(c->tok) ? c->tok : c->tokbuf;
+	char base[32];
+	int n;
+
+	n = snprintf(base, sizeof(base), "tok%ld ", i);
+	if ((size_t)n >= tb) {
+		memcpy(p, base, tb);
+		return p;
+	}
+	memcpy(p, base, (size_t)n - 1);
+	memset(p + n - 1, 'x', tb - (size_t)n);
+	p[tb - 1] = ' ';
+	return p;
+}
+
+static size_t
+text_len(const struct text *t)
+{
+	return t->to > t->from ? (size_t)(t->to - t->from) * t->tb : 0;
+}
+
+static int
+put_text(struct conn *c, const struct text *t)
+{
+	long i;
+
+	for (i = t->from; i < t->to; i++)
+		if (out_put(c, token(c, i + 1, t->tb), t->tb) == -1)
+			return -1;
+	return 0;
+}
+
+static struct text
+all_text(const struct req *rq)
+{
+	struct text t = { 0, rq->tokens, rq->token_bytes };
+
+	return t;
+}
+
+/* ---- request reading ---------------------------------------------------- */
+
+static int
+fill(struct conn *c)
+{
+	ssize_t r;
+
+	if (c->rpos > 0) {
+		memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
+		c->rlen -= c->rpos;
+		c->rpos = 0;
+	}
+	if (c->rlen == sizeof(c->rbuf))
+		return -1;
+	r = conn_recv(c, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen);
+	if (r <= 0)
+		return -1;
+	c->rlen += (size_t)r;
+	return 0;
+}
+
+static const char *
+hdr(const struct req *rq, const char *name)
+{
+	int i;
+
+	for (i = 0; i < rq->nh; i++)
+		if (strcasecmp(rq->h[i].name, name) == 0)
+			return rq->h[i].value;
+	return NULL;
+}
+
+static long
+hdr_long(const struct req *rq, const char *name, long dflt, long max)
+{
+	const char *v = hdr(rq, name);
+	char *end;
+	long n;
+
+	if (v == NULL)
+		return dflt;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno != 0 || end == v || n < 0)
+		return dflt;
+	return n > max ? max : n;
+}
+
+static char *
+trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+		*--e = '\0';
+	return s;
+}
+
+static int
+parse_request_line(struct req *rq, char *line)
+{
+	char *sp1, *sp2, *q;
+
+	sp1 = strchr(line, ' ');
+	sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+	if (sp2 == NULL || (size_t)(sp1 - line) >= sizeof(rq->method) ||
+	    (size_t)(sp2 - sp1 - 1) >= sizeof(rq->target) ||
+	    strncmp(sp2 + 1, "HTTP/1.", 7) != 0)
+		return -1;
+	memcpy(rq->method, line, (size_t)(sp1 - line));
+	rq->method[sp1 - line] = '\0';
+	memcpy(rq->target, sp1 + 1, (size_t)(sp2 - sp1 - 1));
+	rq->target[sp2 - sp1 - 1] = '\0';
+	rq->http_minor = sp2[8] == '1' ? 1 : 0;
+	memcpy(rq->path, rq->target, sizeof(rq->path));
+	q = strchr(rq->path, '?');
+	if (q != NULL)
+		*q++ = '\0';
+	rq->query = q;
+	return 0;
+}
+
+/* Split rq->head (NUL-terminated, CRLF lines) into the request line and headers. */
+static int
+parse_head(struct req *rq)
+{
+	char *line, *next, *colon;
+
+	line = rq->head;
+	next = strstr(line, "\r\n");
+	if (next == NULL)
+		return -1;
+	*next = '\0';
+	if (parse_request_line(rq, line) == -1)
+		return -1;
+	for (line = next + 2; *line != '\0'; line = next + 2) {
+		next = strstr(line, "\r\n");
+		if (next == NULL || rq->nh == MAX_HEADERS)
+			return -1;
+		*next = '\0';
+		colon = strchr(line, ':');
+		if (colon == NULL)
+			return -1;
+		*colon = '\0';
+		rq->h[rq->nh].name = line;
+		rq->h[rq->nh].value = trim(colon + 1);
+		rq->nh++;
+	}
+	return 0;
+}
+
+/* Read one request head into c->rq. 0 ok, 1 clean EOF, -1 error. */
+static int
+read_head(struct conn *c)
+{
+	char *end;
+	size_t n;
+
+	for (;;) {
+		end = memmem(c->rbuf + c->rpos, c->rlen - c->rpos, "\r\n\r\n", 4);
+		if (end != NULL)
+			break;
+		if (fill(c) == -1)
+			return c->rlen == c->rpos ? 1 : -1;
+	}
+	n = (size_t)(end - (c->rbuf + c->rpos)) + 2;
+	memcpy(c->rq.head, c->rbuf + c->rpos, n);
+	c->rq.head[n] = '\0';
+	c->rpos += n + 2;
+	return parse_head(&c->rq);
+}
+
+static void
+body_take(struct req *rq, EVP_MD_CTX *md, const char *p, size_t n)
+{
+	size_t k;
+
+	EVP_DigestUpdate(md, p, n);
+	rq->body_len += (long long)n;
+	k = SCAN_MAX - rq->body_kept;
+	if (k > n)
+		k = n;
+	memcpy(rq->body + rq->body_kept, p, k);
+	rq->body_kept += k;
+	rq->body[rq->body_kept] = '\0';
+}
+
+/* Consume exactly LEN body bytes from the connection. */
+static int
+read_fixed(struct conn *c, EVP_MD_CTX *md, long long len)
+{
+	size_t k;
+
+	while (len > 0) {
+		if (c->rpos == c->rlen && fill(c) == -1)
+			return -1;
+		k = c->rlen - c->rpos;
+		if ((long long)k > len)
+			k = (size_t)len;
+		body_take(&c->rq, md, c->rbuf + c->rpos, k);
+		c->rpos += k;
+		len -= (long long)k;
+	}
+	return 0;
+}
+
+/* One CRLF-terminated line (chunk size or trailer) into buf. */
+static int
+read_line(struct conn *c, char *buf, size_t size)
+{
+	char *eol;
+	size_t n;
+
+	while ((eol = memmem(c->rbuf + c->rpos, c->rlen - c->rpos, "\r\n", 2)) == NULL)
+		if (fill(c) == -1)
+			return -1;
+	n = (size_t)(eol - (c->rbuf + c->rpos));
+	if (n >= size)
+		return -1;
+	memcpy(buf, c->rbuf + c->rpos, n);
+	buf[n] = '\0';
+	c->rpos += n + 2;
+	return 0;
+}
+
+static int
+read_chunked(struct conn *c, EVP_MD_CTX *md)
+{
+	char line[1024], *end;
+	unsigned long long size;
+
+	for (;;) {
+		if (read_line(c, line, sizeof(line)) == -1)
+			return -1;
+		errno = 0;
+		size = strtoull(line, &end, 16);
+		if (end == line || errno != 0 || size > (1ULL << 40))
+			return -1;
+		if (size == 0)
+			break;
+		if (read_fixed(c, md, (long long)size) == -1 ||
+		    read_line(c, line, sizeof(line)) == -1 || line[0] != '\0')
+			return -1;
+	}
+	do {	/* trailers, up to the empty line */
+		if (read_line(c, line, sizeof(line)) == -1)
+			return -1;
+	} while (line[0] != '\0');
+	return 0;
+}
+
+static int
+read_body(struct conn *c)
+{
+	struct req *rq = &c->rq;
+	const char *te = hdr(rq, "transfer-encoding");
+	const char *cl = hdr(rq, "content-length");
+	const char *expect = hdr(rq, "expect");
+	EVP_MD_CTX *md;
+	int rc = 0;
+
+	if (expect != NULL && strcasecmp(expect, "100-continue") == 0 &&
+	    conn_send_raw(c, "HTTP/1.1 100 Continue\r\n\r\n", 25) == -1)
+		return -1;
+	md = EVP_MD_CTX_new();
+	if (md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+		EVP_MD_CTX_free(md);
+		return -1;
+	}
+	if (te != NULL && strcasecmp(te, "chunked") == 0)
+		rc = read_chunked(c, md);
+	else if (cl != NULL)
+		rc = read_fixed(c, md, strtoll(cl, NULL, 10));
+	if (rc == 0 && EVP_DigestFinal_ex(md, rq->sha, NULL) != 1)
+		rc = -1;
+	EVP_MD_CTX_free(md);
+	return rc;
+}
+
+/* ---- a tiny scan of the request JSON's top level ------------------------- */
+
+static const char *
+skip_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+		p++;
+	return p;
+}
+
+/* Past one JSON value; NULL on malformed or truncated input. */
+static const char *
+skip_value(const char *p)
+{
+	int depth = 0;
+
+	p = skip_ws(p);
+	do {
+		if (*p == '\0')
+			return NULL;
+		if (*p == '"') {
+			for (p++; *p != '"'; p++) {
+				if (*p == '\0')
+					return NULL;
+				if (*p == '\\' && *++p == '\0')
+					return NULL;
+			}
+			p++;
+		} else if (*p == '{' || *p == '[') {
+			depth++, p++;
+		} else if (*p == '}' || *p == ']') {
+			depth--, p++;
+		} else if (depth == 0) {
+			while (*p != '\0' && *p != ',' && *p != '}' && *p != ']' &&
+			    *p != ' ' && *p != '\n' && *p != '\r' && *p != '\t')
+				p++;
+		} else {
+			p++;
+		}
+	} while (depth > 0);
+	return p;
+}
+
+/* Copy a JSON string without escapes into out (the mock only needs model names). */
+static void
+copy_string(const char *p, char *out, size_t size)
+{
+	size_t n = 0;
+
+	if (*p++ != '"')
+		return;
+	while (*p != '"' && *p != '\0' && n + 1 < size)
+		out[n++] = *p++;
+	out[n] = '\0';
+}
+
+static int
+is_true(const char *p)
+{
+	return strncmp(p, "true", 4) == 0;
+}
+
+/* Walk an object's members, calling fn(key, keylen, value) for each. */
+static void
+scan_object(const char *p, struct req *rq,
+    void (*fn)(struct req *, const char *, size_t, const char *))
+{
+	const char *key, *kend;
+
+	p = skip_ws(p);
+	if (*p++ != '{')
+		return;
+	for (;;) {
+		p = skip_ws(p);
+		if (*p != '"')
+			return;
+		key = p + 1;
+		kend = skip_value(p);
+		if (kend == NULL)
+			return;
+		p = skip_ws(kend);
+		if (*p++ != ':')
+			return;
+		p = skip_ws(p);
+		fn(rq, key, (size_t)(kend - 1 - key), p);
+		p = skip_value(p);
+		if (p == NULL)
+			return;
+		p = skip_ws(p);
+		if (*p++ != ',')
+			return;
+	}
+}
+
+#define KEY_IS(k, n, lit) ((n) == sizeof(lit) - 1 && memcmp((k), (lit), (n)) == 0)
+
+static void
+scan_stream_options(struct req *rq, const char *k, size_t n, const char *v)
+{
+	if (KEY_IS(k, n, "include_usage"))
+		rq->include_usage = is_true(v);
+}
+
+static void
+scan_top(struct req *rq, const char *k, size_t n, const char *v)
+{
+	if (KEY_IS(k, n, "model") && *v == '"') {
+		copy_string(v, rq->model, sizeof(rq->model));
+		rq->has_model = 1;
+	} else if (KEY_IS(k, n, "stream")) {
+		rq->stream = is_true(v);
+	} else if (KEY_IS(k, n, "stream_options")) {
+		rq->has_stream_options = 1;
+		scan_object(v, rq, scan_stream_options);
+	} else if (KEY_IS(k, n, "max_tokens") || KEY_IS(k, n, "max_completion_tokens") ||
+	    KEY_IS(k, n, "max_output_tokens")) {
+		if (*v >= '0' && *v <= '9')
+			rq->max_tokens = strtoll(v, NULL, 10);
+	} else if (KEY_IS(k, n, "encoding_format")) {
+		rq->b64 = strncmp(v, "\"base64\"", 8) == 0;
+	}
+}
+
+static void
+scan_controls(struct req *rq)
+{
+	const char *fail = hdr(rq, "x-mock-fail");
+
+	rq->max_tokens = -1;
+	scan_object(rq->body, rq, scan_top);
+	rq->tokens = hdr_long(rq, "x-mock-tokens", 5, 100000000L);
+	rq->token_bytes = (size_t)hdr_long(rq, "x-mock-token-bytes", 5, TOKEN_BYTES_MAX);
+	if (rq->token_bytes == 0)
+		rq->token_bytes = 1;
+	rq->delay_ms = hdr_long(rq, "x-mock-delay-ms", 0, 60000);
+	rq->first_delay_ms = hdr_long(rq, "x-mock-first-delay-ms", 0, HANG_MAX_MS);
+	rq->cached = hdr_long(rq, "x-mock-cached", 0, LONG_MAX);
+	rq->cache_write = hdr_long(rq, "x-mock-cache-write", 0, LONG_MAX);
+	rq->two_deltas = hdr_long(rq, "x-mock-two-deltas", 0, 1) == 1;
+	rq->status = (int)hdr_long(rq, "x-mock-status", 0, 599);
+	rq->fail = FAIL_NONE;
+	if (fail != NULL && strcasecmp(fail, "reset") == 0)
+		rq->fail = FAIL_RESET;
+	else if (fail != NULL && strcasecmp(fail, "garbage") == 0)
+		rq->fail = FAIL_GARBAGE;
+	else if (fail != NULL && strcasecmp(fail, "hang") == 0)
+		rq->fail = FAIL_HANG;
+	else if (fail != NULL && strcasecmp(fail, "close") == 0)
+		rq->fail = FAIL_CLOSE;
+}
+
+/* Providers answer with a dated model name for an alias. */
+static const char *
+echo_model(const struct req *rq)
+{
+	if (strcmp(rq->model, "gpt-4o-mini") == 0)
+		return "gpt-4o-mini-2024-07-18";
+	if (strcmp(rq->model, "claude-sonnet-4") == 0)
+		return "claude-sonnet-4-20250514";
+	return rq->model;
+}
+
+/* ---- the access log tests read ------------------------------------------ */
+
+static void
+auth_id(const struct req *rq, char *out)
+{
+	const char *v = hdr(rq, "authorization");
+	unsigned char sha[32];
+
+	if (v == NULL)
+		v = hdr(rq, "x-api-key");
+	else if (strncasecmp(v, "Bearer ", 7) == 0)
+		v += 7 + strspn(v + 7, " ");
+	if (v == NULL) {
+		strcpy(out, "-");
+		return;
+	}
+	EVP_Digest(v, strlen(v), sha, NULL, EVP_sha256(), NULL);
+	sha_hex(sha, 6, out);
+}
+
+static void
+log_request(struct conn *c)
+{
+	struct req *rq = &c->rq;
+	const char *host = hdr(rq, "host");
+	char auth[16];
+	int i;
+
+	if (c->m->log == NULL)
+		return;
+	auth_id(rq, auth);
+	pthread_mutex_lock(&c->m->log_lock);
+	fprintf(c->m->log, "%s %s host=%s auth=%s include_usage=%d stream_options=%d "
+	    "body_bytes=%lld model=%s headers=", rq->method, rq->target,
+	    host ? host : "-", auth, rq->include_usage, rq->has_stream_options,
+	    rq->body_len, rq->has_model ? rq->model : "-");
+	for (i = 0; i < rq->nh; i++)
+		fprintf(c->m->log, "%s%s", i ? "," : "", rq->h[i].name);
+	fputc('\n', c->m->log);
+	fflush(c->m->log);
+	pthread_mutex_unlock(&c->m->log_lock);
+}
+
+/* ---- responses ----------------------------------------------------------- */
+
+static const char *
+reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 404: return "Not Found";
+	case 429: return "Too Many Requests";
+	case 500: return "Internal Server Error";
+	case 503: return "Service Unavailable";
+	case 529: return "Overloaded";
+	default: return "Error";
+	}
+}
+
+/* Status line and headers; len -1 means chunked. */
+static int
+send_head(struct conn *c, int status, const char *ctype, long long len)
+{
+	struct sb s = { .len = 0 };
+
+	sb_printf(&s, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n", status, reason(status), ctype);
+	if (len >= 0)
+		sb_printf(&s, "Content-Length: %lld\r\n", len);
+	else
+		sb_printf(&s, "Transfer-Encoding: chunked\r\nCache-Control: no-cache\r\n");
+	sb_printf(&s, "x-request-id: req_mock\r\n%s\r\n",
+	    c->rq.keepalive ? "" : "Connection: close\r\n");
+	c->in_response = 1;
+	return out_put(c, s.buf, s.len);
+}
+
+/* A whole JSON body: PRE, the generated TEXT, POST, with Content-Length. */
+static int
+send_json(struct conn *c, int status, const struct sb *pre, const struct text *t,
+    const char *post)
+{
+	long long len = (long long)(pre->len + text_len(t) + strlen(post));
+
+	if (send_head(c, status, "application/json", len) == -1 ||
+	    out_put(c, pre->buf, pre->len) == -1)
+		return -1;
+	if (c->rq.fail == FAIL_RESET) {	/* half a body, then RST */
+		out_flush(c);
+		c->in_response = 0;	/* our own doing, not the peer's abort */
+		conn_reset(c);
+		return -1;
+	}
+	if (put_text(c, t) == -1 || out_str(c, post) == -1 || out_flush(c) == -1)
+		return -1;
+	c->in_response = 0;
+	return 0;
+}
+
+static int
+send_simple(struct conn *c, int status, const char *json)
+{
+	struct sb s = { .len = 0 };
+
+	sb_printf(&s, "%s", json);
+	return send_json(c, status, &s, &no_text, "");
+}
+
+static int
+is_anthropic(const struct req *rq)
+{
+	return strcmp(rq->path, "/v1/messages") == 0;
+}
+
+static int
+send_error(struct conn *c, int status, const char *type, const char *msg)
+{
+	struct sb s = { .len = 0 };
+	const char *code;
+
+	if (is_anthropic(&c->rq)) {
+		sb_printf(&s, "{\"type\":\"error\",\"error\":{\"type\":\"%s\",\"message\":\"%s\"}}",
+		    type, msg);
+	} else {
+		code = status == 429 ? "\"rate_limit_exceeded\"" : "null";
+		sb_printf(&s, "{\"error\":{\"message\":\"%s\",\"type\":\"%s\",\"param\":null,"
+		    "\"code\":%s}}", msg, type, code);
+	}
+	return send_json(c, status, &s, &no_text, "");
+}
+
+/* x-mock-status: the error each provider sends for that status. */
+static int
+send_mock_error(struct conn *c)
+{
+	int st = c->rq.status, a = is_anthropic(&c->rq);
+
+	if (st == 429)
+		return send_error(c, st, a ? "rate_limit_error" : "requests",
+		    "Rate limit reached (mock)");
+	if (st >= 500)
+		return send_error(c, st, a ? (st == 529 ? "overloaded_error" : "api_error") :
+		    "server_error", "The server had an error (mock)");
+	if (st == 401)
+		return send_error(c, st, a ? "authentication_error" : "invalid_request_error",
+		    "Incorrect API key provided (mock)");
+	return send_error(c, st, "invalid_request_error", "Invalid request (mock)");
+}
+
+/* Output is cut at the request's own limit, as a provider does. */
+static const char *
+limit_tokens(struct req *rq, const char *stop, const char *length)
+{
+	if (rq->max_tokens >= 0 && rq->tokens > rq->max_tokens) {
+		rq->tokens = rq->max_tokens;
+		return length;
+	}
+	return stop;
+}
+
+static long
+prompt_tokens(const struct req *rq)
+{
+	return (long)(rq->body_len / 4);
+}
+
+static void
+openai_usage(struct sb *s, const struct req *rq)
+{
+	long p = prompt_tokens(rq);
+
+	sb_printf(s, "{\"prompt_tokens\":%ld,\"completion_tokens\":%ld,\"total_tokens\":%ld,"
+	    "\"prompt_tokens_details\":{\"cached_tokens\":%ld,\"audio_tokens\":0},"
+	    "\"completion_tokens_details\":{\"reasoning_tokens\":0,\"audio_tokens\":0,"
+	    "\"accepted_prediction_tokens\":0,\"rejected_prediction_tokens\":0}}",
+	    p, rq->tokens, p + rq->tokens, rq->cached);
+}
+
+static int
+chat_json(struct conn *c, const char *finish)
+{
+	struct req *rq = &c->rq;
+	struct text t = all_text(rq);
+	struct sb pre = { .len = 0 }, post = { .len = 0 };
+
+	sb_printf(&pre, "{\"id\":\"chatcmpl-mock\",\"object\":\"chat.completion\","
+	    "\"created\":%lld,\"model\":\"%s\",\"choices\":[{\"index\":0,\"message\":"
+	    "{\"role\":\"assistant\",\"content\":\"", now_ms() / 1000, echo_model(rq));
+	sb_printf(&post, "\",\"refusal\":null},\"logprobs\":null,\"finish_reason\":\"%s\"}],"
+	    "\"usage\":", finish);
+	openai_usage(&post, rq);
+	sb_printf(&post, ",\"service_tier\":\"default\",\"system_fingerprint\":\"fp_mock\"}");
+	return send_json(c, 200, &pre, &t, post.buf);
+}
+
+static int
+completions_json(struct conn *c, const char *finish)
+{
+	struct req *rq = &c->rq;
+	struct text t = all_text(rq);
+	struct sb pre = { .len = 0 }, post = { .len = 0 };
+	long p = prompt_tokens(rq);
+
+	sb_printf(&pre, "{\"id\":\"cmpl-mock\",\"object\":\"text_completion\",\"created\":%lld,"
+	    "\"model\":\"%s\",\"choices\":[{\"text\":\"", now_ms() / 1000, echo_model(rq));
+	sb_printf(&post, "\",\"index\":0,\"logprobs\":null,\"finish_reason\":\"%s\"}],"
+	    "\"usage\":{\"prompt_tokens\":%ld,\"completion_tokens\":%ld,\"total_tokens\":%ld}}",
+	    finish, p, rq->tokens, p + rq->tokens);
+	return send_json(c, 200, &pre, &t, post.buf);
+}
+
+static int
+embeddings(struct conn *c)
+{
+	static const float vec[8] = { 0.0023064255f, -0.009327292f, 0.015797347f,
+	    -0.0077780345f, -0.0046922187f, 0.012345678f, -0.0187654f, 0.0044444f };
+	struct req *rq = &c->rq;
+	struct sb s = { .len = 0 };
+	unsigned char b64[64];
+	long p = prompt_tokens(rq);
+	size_t i;
+
+	sb_printf(&s, "{\"object\":\"list\",\"data\":[{\"object\":\"embedding\",\"index\":0,"
+	    "\"embedding\":");
+	if (rq->b64) {	/* little-endian float32, what the SDK asks for by default */
+		EVP_EncodeBlock(b64, (const unsigned char *)vec, (int)sizeof(vec));
+		sb_printf(&s, "\"%s\"", b64);
+	} else {
+		for (i = 0; i < 8; i++)
+			sb_printf(&s, "%c%.10g", i ? ',' : '[', (double)vec[i]);
+		sb_printf(&s, "]");
+	}
+	sb_printf(&s, "}],\"model\":\"%s\",\"usage\":{\"prompt_tokens\":%ld,"
+	    "\"total_tokens\":%ld}}", echo_model(rq), p, p);
+	return send_json(c, 200, &s, &no_text, "");
+}
+
+static int
+models(struct conn *c)
+{
+	return send_simple(c, 200, "{\"object\":\"list\",\"data\":["
+	    "{\"id\":\"gpt-4o-mini\",\"object\":\"model\",\"created\":1721172741,\"owned_by\":\"system\"},"
+	    "{\"id\":\"gpt-4o\",\"object\":\"model\",\"created\":1715367049,\"owned_by\":\"system\"},"
+	    "{\"id\":\"text-embedding-3-small\",\"object\":\"model\",\"created\":1705948997,"
+	    "\"owned_by\":\"system\"}]}");
+}
+
+/* The Responses API object; TEXT goes between pre and post when with_output. */
+static void
+response_object(struct conn *c, struct sb *pre, struct sb *post, const char *status,
+    int with_output)
+{
+	struct req *rq = &c->rq;
+	long p = prompt_tokens(rq);
+
+	sb_printf(pre, "{\"id\":\"resp_mock\",\"object\":\"response\",\"created_at\":%lld,"
+	    "\"status\":\"%s\",\"error\":null,\"incomplete_details\":null,\"instructions\":null,"
+	    "\"max_output_tokens\":null,\"model\":\"%s\",\"output\":[", now_ms() / 1000,
+	    status, echo_model(rq));
+	if (with_output) {
+		sb_printf(pre, "{\"type\":\"message\",\"id\":\"msg_mock\",\"status\":\"completed\","
+		    "\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\","
+		    "\"annotations\":[],\"text\":\"");
+		sb_printf(post, "\"}]}");
+	}
+	sb_printf(post, "],\"parallel_tool_calls\":true,\"previous_response_id\":null,"
+	    "\"reasoning\":{\"effort\":null,\"summary\":null},\"store\":true,\"temperature\":1.0,"
+	    "\"text\":{\"format\":{\"type\":\"text\"}},\"tool_choice\":\"auto\",\"tools\":[],"
+	    "\"top_p\":1.0,\"truncation\":\"disabled\",\"usage\":");
+	if (with_output)
+		sb_printf(post, "{\"input_tokens\":%ld,\"input_tokens_details\":{\"cached_tokens\":%ld},"
+		    "\"output_tokens\":%ld,\"output_tokens_details\":{\"reasoning_tokens\":0},"
+		    "\"total_tokens\":%ld}", p, rq->cached, rq->tokens, p + rq->tokens);
+	else
+		sb_printf(post, "null");
+	sb_printf(post, ",\"user\":null,\"metadata\":{}}");
+}
+
+static int
+responses_json(struct conn *c)
+{
+	struct sb pre = { .len = 0 }, post = { .len = 0 };
+	struct text t = all_text(&c->rq);
+
+	response_object(c, &pre, &post, "completed", 1);
+	return send_json(c, 200, &pre, &t, post.buf);
+}
+
+static void
+anthropic_usage(struct sb *s, const struct req *rq, long output)
+{
+	sb_printf(s, "{\"input_tokens\":%ld,\"cache_creation_input_tokens\":%ld,"
+	    "\"cache_read_input_tokens\":%ld,\"output_tokens\":%ld}",
+	    prompt_tokens(rq), rq->cache_write, rq->cached, output);
+}
+
+static int
+messages_json(struct conn *c, const char *stop)
+{
+	struct req *rq = &c->rq;
+	struct text t = all_text(rq);
+	struct sb pre = { .len = 0 }, post = { .len = 0 };
+
+	sb_printf(&pre, "{\"id\":\"msg_mock\",\"type\":\"message\",\"role\":\"assistant\","
+	    "\"model\":\"%s\",\"content\":[{\"type\":\"text\",\"text\":\"", echo_model(rq));
+	sb_printf(&post, "\"}],\"stop_reason\":\"%s\",\"stop_sequence\":null,\"usage\":", stop);
+	anthropic_usage(&post, rq, rq->tokens);
+	sb_printf(&post, "}");
+	return send_json(c, 200, &pre, &t, post.buf);
+}
+
+/* ---- test helpers: /sink, /blob, /mock/stats ----------------------------- */
+
+static int
+sink(struct conn *c)
+{
+	char hex[65], json[128];
+
+	sha_hex(c->rq.sha, 32, hex);
+	snprintf(json, sizeof(json), "{\"bytes\":%lld,\"sha256\":\"%s\"}", c->rq.body_len, hex);
+	return send_simple(c, 200, json);
+}
+
+static long long
+query_ll(const struct req *rq, const char *name, long long dflt)
+{
+	const char *q = rq->query;
+	size_t n = strlen(name);
+
+	while (q != NULL && *q != '\0') {
+		if (strncmp(q, name, n) == 0 && q[n] == '=')
+			return strtoll(q + n + 1, NULL, 10);
+		q = strchr(q, '&');
+		if (q != NULL)
+			q++;
+	}
+	return dflt;
+}
+
+/* xorshift64*: the same bytes for the same seed, cheaply. */
+static uint64_t
+blob_next(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 2685821657736338717ULL;
+}
+
+static void
+blob_fill(uint64_t *state, unsigned char *buf, size_t n)
+{
+	uint64_t v;
+	size_t i;
+
+	for (i = 0; i < n; i += 8) {
+		v = blob_next(state);
+		memcpy(buf + i, &v, n - i < 8 ? n - i : 8);
+	}
+}
+
+static int
+blob_checksum(long long bytes, uint64_t seed, char *hex)
+{
+	unsigned char buf[WBUF_SIZE], sha[32];
+	uint64_t st = seed;
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	size_t k;
+
+	if (md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+		EVP_MD_CTX_free(md);
+		return -1;
+	}
+	for (; bytes > 0; bytes -= (long long)k) {
+		k = bytes < (long long)sizeof(buf) ? (size_t)bytes : sizeof(buf);
+		blob_fill(&st, buf, k);
+		EVP_DigestUpdate(md, buf, k);
+	}
+	EVP_DigestFinal_ex(md, sha, NULL);
+	EVP_MD_CTX_free(md);
+	sha_hex(sha, 32, hex);
+	return 0;
+}
+
+/* GET /blob?bytes=N&seed=S[&chunked=1][&close=1]: N deterministic bytes,
+ * with x-body-sha256 computed up front so one fetch can be checked. */
+static int
+blob(struct conn *c)
+{
+	struct req *rq = &c->rq;
+	long long bytes = query_ll(rq, "bytes", 0), left;
+	uint64_t seed = (uint64_t)query_ll(rq, "seed", 1) | 1;
+	int chunked = query_ll(rq, "chunked", 0) == 1, closed = query_ll(rq, "close", 0) == 1;
+	unsigned char buf[WBUF_SIZE];
+	char hex[65], head[512], sz[32], framing[64];
+	size_t k;
+
+	if (bytes < 0 || blob_checksum(bytes, seed, hex) == -1)
+		return send_error(c, 400, "invalid_request_error", "bad bytes");
+	if (closed) {
+		rq->keepalive = 0;
+		chunked = 0;
+		snprintf(framing, sizeof(framing), "Connection: close\r\n");
+	} else if (chunked) {
+		snprintf(framing, sizeof(framing), "Transfer-Encoding: chunked\r\n");
+	} else {
+		snprintf(framing, sizeof(framing), "Content-Length: %lld\r\n", bytes);
+	}
+	snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+	    "x-body-sha256: %s\r\n%s\r\n", hex, framing);
+	c->in_response = 1;
+	if (out_str(c, head) == -1)
+		return -1;
+	for (left = bytes; left > 0; left -= (long long)k) {
+		k = left < (long long)sizeof(buf) ? (size_t)left : sizeof(buf);
+		blob_fill(&seed, buf, k);
+		if (chunked) {
+			snprintf(sz, sizeof(sz), "%zx\r\n", k);
+			if (out_str(c, sz) == -1)
+				return -1;
+		}
+		if (out_put(c, (char *)buf, k) == -1 || (chunked && out_str(c, "\r\n") == -1))
+			return -1;
+	}
+	if (chunked && out_str(c, "0\r\n\r\n") == -1)
+		return -1;
+	if (out_flush(c) == -1)
+		return -1;
+	c->in_response = 0;
+	return 0;
+}
+
+static int
+stats(struct conn *c)
+{
+	struct mock *m = c->m;
+	char json[256];
+
+	snprintf(json, sizeof(json), "{\"open_connections\":%ld,\"requests\":%ld,"
+	    "\"aborted_streams\":%ld,\"last_abort_ms\":%lld}",
+	    atomic_load(&m->open_conns), atomic_load(&m->requests),
+	    atomic_load(&m->aborted), atomic_load(&m->last_abort_ms));
+	return send_simple(c, 200, json);
+}
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+static int stream_dispatch(struct conn *c);
+
+static int
+need_model(struct conn *c)
+{
+	struct req *rq = &c->rq;
+
+	if (!rq->has_model)
+		return send_error(c, 400, "invalid_request_error",
+		    is_anthropic(rq) ? "model: Field required" :
+		    "you must provide a model parameter") == 0 ? 1 : -1;
+	if (is_anthropic(rq) && rq->max_tokens < 0)
+		return send_error(c, 400, "invalid_request_error",
+		    "max_tokens: Field required") == 0 ? 1 : -1;
+	return 0;
+}
+
+static int
+provider(struct conn *c)
+{
+	struct req *rq = &c->rq;
+	int rc;
+
+	if ((rc = need_model(c)) != 0)
+		return rc == 1 ? 0 : -1;
+	if (rq->stream)
+		return stream_dispatch(c);
+	if (strcmp(rq->path, "/v1/chat/completions") == 0)
+		return chat_json(c, limit_tokens(rq, "stop", "length"));
+	if (strcmp(rq->path, "/v1/completions") == 0)
+		return completions_json(c, limit_tokens(rq, "stop", "length"));
+	if (strcmp(rq->path, "/v1/embeddings") == 0)
+		return embeddings(c);
+	if (strcmp(rq->path, "/v1/responses") == 0) {
+		limit_tokens(rq, "", "");
+		return responses_json(c);
+	}
+	return messages_json(c, limit_tokens(rq, "end_turn", "max_tokens"));
+}
+
+static int
+is_provider_path(const char *path)
+{
+	return strcmp(path, "/v1/chat/completions") == 0 || strcmp(path, "/v1/completions") == 0 ||
+	    strcmp(path, "/v1/embeddings") == 0 || strcmp(path, "/v1/responses") == 0 ||
+	    strcmp(path, "/v1/messages") == 0;
+}
+
+static int
+route(struct conn *c)
+{
+	struct req *rq = &c->rq;
+	int get = strcmp(rq->method, "GET") == 0, post = strcmp(rq->method, "POST") == 0;
+
+	if (rq->status >= 400)
+		return send_mock_error(c);
+	if (post && is_provider_path(rq->path))
+		return provider(c);
+	if (get && strcmp(rq->path, "/v1/models") == 0)
+		return models(c);
+	if (post && strcmp(rq->path, "/sink") == 0)
+		return sink(c);
+	if (get && strcmp(rq->path, "/blob") == 0)
+		return blob(c);
+	if (get && strcmp(rq->path, "/mock/stats") == 0)
+		return stats(c);
+	return send_error(c, 404, is_anthropic(rq) ? "not_found_error" : "invalid_request_error",
+	    "Unknown request URL (mock)");
+}
+
+/* x-mock-fail and x-mock-first-delay-ms act before any response byte. */
+static int
+misbehave(struct conn *c)
+{
+	struct req *rq = &c->rq;
+
+	c->in_response = 1;	/* a peer leaving while we stall is an abort */
+	switch (rq->fail) {
+	case FAIL_GARBAGE:
+		out_str(c, "\x16\x03\x01 this is not HTTP at all \x01\x02\r\n\r\n");
+		out_flush(c);
+		return -1;
+	case FAIL_HANG:
+		wait_peer(c, HANG_MAX_MS);
+		return -1;
+	case FAIL_CLOSE:
+		c->in_response = 0;
+		return -1;
+	default:
+		break;
+	}
+	if (rq->first_delay_ms > 0 && wait_peer(c, rq->first_delay_ms) == -1)
+		return -1;
+	return 0;
+}
+
+static int
+keepalive(const struct req *rq)
+{
+	const char *v = hdr(rq, "connection");
+
+	if (v != NULL && strcasecmp(v, "close") == 0)
+		return 0;
+	if (rq->http_minor == 0)
+		return v != NULL && strcasecmp(v, "keep-alive") == 0;
+	return 1;
+}
+
+/* One request/response exchange. 0: go on with the next, 1: EOF, -1: drop. */
+static int
+serve_one(struct conn *c)
+{
+	struct req *rq = &c->rq;
+	char *body = rq->body;
+	int rc;
+
+	memset(rq, 0, sizeof(*rq));
+	rq->body = body;
+	rq->body[0] = '\0';
+	rc = read_head(c);
+	if (rc != 0)
+		return rc;
+	if (read_body(c) == -1)
+		return -1;
+	atomic_fetch_add(&c->m->requests, 1);
+	scan_controls(rq);
+	rq->keepalive = keepalive(rq);
+	log_request(c);
+	c->events = 0;
+	if (misbehave(c) == -1)
+		return -1;
+	if (route(c) == -1)
+		return -1;
+	c->in_response = 0;
+	return rq->keepalive ? 0 : 1;
+}
+
+static void
+serve(struct conn *c)
+{
+	if (c->m->tls != NULL) {
+		c->ssl = SSL_new(c->m->tls);
+		if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1 || SSL_accept(c->ssl) != 1)
+			return;
+	}
+	while (serve_one(c) == 0)
+		;
+	if (c->ssl != NULL && !c->in_response)
+		SSL_shutdown(c->ssl);
+}
+
+static void *
+conn_thread(void *arg)
+{
+	struct conn *c = arg;
+	struct mock *m = c->m;
+
+	c->rq.body = malloc(SCAN_MAX + 1);
+	c->tokbuf = malloc(TOKEN_BYTES_MAX);
+	if (c->rq.body != NULL && c->tokbuf != NULL)
+		serve(c);
+	SSL_free(c->ssl);
+	close(c->fd);
+	free(c->rq.body);
+	free(c->tokbuf);
+	free(c);
+	atomic_fetch_sub(&m->open_conns, 1);
+	return NULL;
+}
+
+/* ---- SSE streams ----------------------------------------------------------- */
+
+/* One SSE event as one HTTP chunk: [event: NAME\n]data: PRE TEXT POST\n\n,
+ * flushed at once, then the x-mock-delay-ms pause. */
+static int
+sse_event(struct conn *c, const char *name, const struct sb *pre, const struct text *t,
+    const char *post)
+{
+	char line[128];
+	size_t len;
+
+	if (c->rq.fail == FAIL_RESET && c->events >= c->reset_after) {
+		out_flush(c);
+		c->in_response = 0;	/* our own doing, not the peer's abort */
+		conn_reset(c);
+		return -1;
+	}
+	len = (name ? strlen(name) + 8 : 0) + 6 + pre->len + text_len(t) + strlen(post) + 2;
+	snprintf(line, sizeof(line), "%zx\r\n", len);
+	if (out_str(c, line) == -1)
+		return -1;
+	if (name != NULL && (out_str(c, "event: ") == -1 || out_str(c, name) == -1 ||
+	    out_str(c, "\n") == -1))
+		return -1;
+	if (out_str(c, "data: ") == -1 || out_put(c, pre->buf, pre->len) == -1 ||
+	    put_text(c, t) == -1 || out_str(c, post) == -1 || out_str(c, "\n\n\r\n") == -1 ||
+	    out_flush(c) == -1)
+		return -1;
+	c->events++;
+	if (c->rq.delay_ms > 0 && wait_peer(c, c->rq.delay_ms) == -1)
+		return -1;
+	return 0;
+}
+
+static int
+sse_plain(struct conn *c, const char *name, const char *data)
+{
+	struct sb s = { .len = 0 };
+
+	sb_printf(&s, "%s", data);
+	return sse_event(c, name, &s, &no_text, "");
+}
+
+static int
+sse_end(struct conn *c)
+{
+	if (out_str(c, "0\r\n\r\n") == -1 || out_flush(c) == -1)
+		return -1;
+	c->in_response = 0;
+	return 0;
+}
+
+static int
+sse_begin(struct conn *c, long events)
+{
+	c->reset_after = events / 2 > 0 ? events / 2 : 1;
+	return send_head(c, 200, "text/event-stream; charset=utf-8", -1);
+}
+
+/* Chat and legacy completions share one shape of stream. */
+struct oai_stream {
+	const char	*prefix;	/* JSON up to "choices" */
+	const char	*delta_pre;	/* choice JSON before the token text */
+	const char	*delta_post;
+	const char	*finish_fmt;	/* choice JSON with finish_reason %s */
+	const char	*first;		/* an opening choice, or NULL */
+};
+
+static int
+oai_chunk(struct conn *c, const struct oai_stream *os, const char *choice,
+    const struct text *t, const char *after)
+{
+	struct sb pre = { .len = 0 }, post = { .len = 0 };
+
+	sb_printf(&pre, "%s[%s", os->prefix, choice);
+	sb_printf(&post, "%s]%s}", after, c->rq.include_usage ? ",\"usage\":null" : "");
+	return sse_event(c, NULL, &pre, t, post.buf);
+}
+
+static int
+oai_stream(struct conn *c, const struct oai_stream *os, const char *finish)
+{
+	struct req *rq = &c->rq;
+	struct sb fin = { .len = 0 }, use = { .len = 0 };
+	struct text t = { 0, 0, rq->token_bytes };
+
+	if (sse_begin(c, rq->tokens + 3) == -1)
+		return -1;
+	if (os->first != NULL && oai_chunk(c, os, os->first, &no_text, "") == -1)
+		return -1;
+	for (t.from = 0; t.from < rq->tokens; t.from++) {
+		t.to = t.from + 1;
+		if (oai_chunk(c, os, os->delta_pre, &t, os->delta_post) == -1)
+			return -1;
+	}
+	sb_printf(&fin, os->finish_fmt, finish);
+	if (oai_chunk(c, os, fin.buf, &no_text, "") == -1)
+		return -1;
+	if (rq->include_usage) {
+		sb_printf(&use, "%s[],\"usage\":", os->prefix);
+		openai_usage(&use, rq);
+		sb_printf(&use, "}");
+		if (use.overflow || sse_event(c, NULL, &use, &no_text, "") == -1)
+			return -1;
+	}
+	if (sse_plain(c, NULL, "[DONE]") == -1)
+		return -1;
+	return sse_end(c);
+}
+
+static int
+chat_stream(struct conn *c, const char *finish)
+{
+	char prefix[512];
+	struct oai_stream os = {
+		prefix,
+		"{\"index\":0,\"delta\":{\"content\":\"",
+		"\"},\"logprobs\":null,\"finish_reason\":null}",
+		"{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":\"%s\"}",
+		"{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"refusal\":null},"
+		    "\"logprobs\":null,\"finish_reason\":null}",
+	};
+
+	snprintf(prefix, sizeof(prefix), "{\"id\":\"chatcmpl-mock\",\"object\":"
+	    "\"chat.completion.chunk\",\"created\":%lld,\"model\":\"%s\","
+	    "\"system_fingerprint\":\"fp_mock\",\"choices\":", now_ms() / 1000,
+	    echo_model(&c->rq));
+	return oai_stream(c, &os, finish);
+}
+
+static int
+completions_stream(struct conn *c, const char *finish)
+{
+	char prefix[512];
+	struct oai_stream os = {
+		prefix,
+		"{\"text\":\"",
+		"\",\"index\":0,\"logprobs\":null,\"finish_reason\":null}",
+		"{\"text\":\"\",\"index\":0,\"logprobs\":null,\"finish_reason\":\"%s\"}",
+		NULL,
+	};
+
+	snprintf(prefix, sizeof(prefix), "{\"id\":\"cmpl-mock\",\"object\":\"text_completion\","
+	    "\"created\":%lld,\"model\":\"%s\",\"system_fingerprint\":\"fp_mock\",\"choices\":",
+	    now_ms() / 1000, echo_model(&c->rq));
+	return oai_stream(c, &os, finish);
+}
+
+/* A Responses API event whose payload is {"type":NAME,"sequence_number":N,BODY}. */
+static int
+resp_event(struct conn *c, const char *name, const char *body, const struct text *t,
+    const char *post)
+{
+	struct sb pre = { .len = 0 };
+
+	sb_printf(&pre, "{\"type\":\"%s\",\"sequence_number\":%ld,%s", name, c->events, body);
+	return sse_event(c, name, &pre, t, post);
+}
+
+static int
+resp_whole(struct conn *c, const char *name, const char *status, int with_output)
+{
+	struct sb pre = { .len = 0 }, post = { .len = 0 };
+	struct text t = all_text(&c->rq);
+
+	sb_printf(&pre, "{\"type\":\"%s\",\"sequence_number\":%ld,\"response\":", name, c->events);
+	response_object(c, &pre, &post, status, with_output);
+	sb_printf(&post, "}");
+	return sse_event(c, name, &pre, with_output ? &t : &no_text, post.buf);
+}
+
+#define RESP_ITEM "\"output_index\":0,\"item\":{\"id\":\"msg_mock\",\"type\":\"message\"," \
+	"\"role\":\"assistant\",\"status\":"
+#define RESP_PART "\"item_id\":\"msg_mock\",\"output_index\":0,\"content_index\":0,"
+
+static int
+responses_stream(struct conn *c)
+{
+	struct req *rq = &c->rq;
+	struct text t = { 0, 0, rq->token_bytes }, all = all_text(rq);
+
+	if (sse_begin(c, rq->tokens + 8) == -1 ||
+	    resp_whole(c, "response.created", "in_progress", 0) == -1 ||
+	    resp_whole(c, "response.in_progress", "in_progress", 0) == -1 ||
+	    resp_event(c, "response.output_item.added", RESP_ITEM "\"in_progress\","
+	    "\"content\":[]}}", &no_text, "") == -1 ||
+	    resp_event(c, "response.content_part.added", RESP_PART "\"part\":{\"type\":"
+	    "\"output_text\",\"annotations\":[],\"text\":\"\"}}", &no_text, "") == -1)
+		return -1;
+	for (t.from = 0; t.from < rq->tokens; t.from++) {
+		t.to = t.from + 1;
+		if (resp_event(c, "response.output_text.delta", RESP_PART "\"delta\":\"", &t,
+		    "\"}") == -1)
+			return -1;
+	}
+	if (resp_event(c, "response.output_text.done", RESP_PART "\"text\":\"", &all,
+	    "\"}") == -1 ||
+	    resp_event(c, "response.content_part.done", RESP_PART "\"part\":{\"type\":"
+	    "\"output_text\",\"annotations\":[],\"text\":\"", &all, "\"}}") == -1 ||
+	    resp_event(c, "response.output_item.done", RESP_ITEM "\"completed\",\"content\":"
+	    "[{\"type\":\"output_text\",\"annotations\":[],\"text\":\"", &all, "\"}]}}") == -1 ||
+	    resp_whole(c, "response.completed", "completed", 1) == -1)
+		return -1;
+	return sse_end(c);
+}
+
+static int
+anthropic_delta(struct conn *c, const char *stop, long output)
+{
+	struct sb s = { .len = 0 };
+
+	if (stop != NULL)
+		sb_printf(&s, "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"%s\","
+		    "\"stop_sequence\":null},\"usage\":{\"output_tokens\":%ld}}", stop, output);
+	else
+		sb_printf(&s, "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":null,"
+		    "\"stop_sequence\":null},\"usage\":{\"output_tokens\":%ld}}", output);
+	return sse_event(c, "message_delta", &s, &no_text, "");
+}
+
+static int
+messages_stream(struct conn *c, const char *stop)
+{
+	struct req *rq = &c->rq;
+	struct sb start = { .len = 0 }, delta = { .len = 0 };
+	struct text t = { 0, 0, rq->token_bytes };
+
+	sb_printf(&start, "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_mock\","
+	    "\"type\":\"message\",\"role\":\"assistant\",\"model\":\"%s\",\"content\":[],"
+	    "\"stop_reason\":null,\"stop_sequence\":null,\"usage\":", echo_model(rq));
+	anthropic_usage(&start, rq, 1);
+	sb_printf(&start, "}}");
+	sb_printf(&delta, "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
+	    "{\"type\":\"text_delta\",\"text\":\"");
+	if (sse_begin(c, rq->tokens + 6) == -1 ||
+	    sse_event(c, "message_start", &start, &no_text, "") == -1 ||
+	    sse_plain(c, "content_block_start", "{\"type\":\"content_block_start\",\"index\":0,"
+	    "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}") == -1 ||
+	    sse_plain(c, "ping", "{\"type\": \"ping\"}") == -1)
+		return -1;
+	for (t.from = 0; t.from < rq->tokens; t.from++) {
+		t.to = t.from + 1;
+		if (sse_event(c, "content_block_delta", &delta, &t, "\"}}") == -1)
+			return -1;
+	}
+	if (sse_plain(c, "content_block_stop", "{\"type\":\"content_block_stop\",\"index\":0}") == -1 ||
+	    (rq->two_deltas && anthropic_delta(c, NULL, rq->tokens / 2) == -1) ||
+	    anthropic_delta(c, stop, rq->tokens) == -1 ||
+	    sse_plain(c, "message_stop", "{\"type\":\"message_stop\"}") == -1)
+		return -1;
+	return sse_end(c);
+}
+
+static int
+stream_dispatch(struct conn *c)
+{
+	struct req *rq = &c->rq;
+
+	if (strcmp(rq->path, "/v1/chat/completions") == 0)
+		return chat_stream(c, limit_tokens(rq, "stop", "length"));
+	if (strcmp(rq->path, "/v1/completions") == 0)
+		return completions_stream(c, limit_tokens(rq, "stop", "length"));
+	if (strcmp(rq->path, "/v1/responses") == 0) {
+		limit_tokens(rq, "", "");
+		return responses_stream(c);
+	}
+	if (strcmp(rq->path, "/v1/messages") == 0)
+		return messages_stream(c, limit_tokens(rq, "end_turn", "max_tokens"));
+	return send_error(c, 400, "invalid_request_error", "stream is not supported here");
+}
+
+/* ---- start-up ------------------------------------------------------------ */
+
+static int
+listen_on(const char *port, int *bound)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	int fd, one = 1;
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin.sin_port = htons((uint16_t)atoi(port));
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == -1 ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 || listen(fd, 4096) == -1 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len) == -1) {
+		close(fd);
+		return -1;
+	}
+	*bound = ntohs(sin.sin_port);
+	return fd;
+}
+
+static SSL_CTX *
+tls_context(const char *cert, const char *key)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+
+	if (ctx == NULL)
+		return NULL;
+	if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1 ||
+	    SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1 ||
+	    SSL_CTX_check_private_key(ctx) != 1) {
+		ERR_print_errors_fp(stderr);
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+static int
+write_portfile(const char *path, int port)
+{
+	char tmp[4096];
+	FILE *f;
+
+	/* written whole, then renamed, so a waiting harness never reads half */
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (f == NULL)
+		return -1;
+	fprintf(f, "%d\n", port);
+	if (fclose(f) != 0 || rename(tmp, path) == -1)
+		return -1;
+	return 0;
+}
+
+static void
+set_timeouts(int fd)
+{
+	struct timeval tv = { IO_TIMEOUT_S, 0 };
+	int one = 1;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == -1 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == -1)
+		perror("mock_upstream: setsockopt");
+}
+
+static void
+accept_loop(struct mock *m, int lfd)
+{
+	pthread_attr_t attr;
+	pthread_t tid;
+	struct conn *c;
+	int fd;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	for (;;) {
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno != EINTR && errno != ECONNABORTED)
+				sleep_ms(10);	/* EMFILE and friends: let threads finish */
+			continue;
+		}
+		set_timeouts(fd);
+		c = calloc(1, sizeof(*c));
+		if (c == NULL) {
+			close(fd);
+			continue;
+		}
+		c->m = m;
+		c->fd = fd;
+		atomic_fetch_add(&m->open_conns, 1);
+		if (pthread_create(&tid, &attr, conn_thread, c) != 0) {
+			atomic_fetch_sub(&m->open_conns, 1);
+			close(fd);
+			free(c);
+		}
+	}
+}
+
+static int
+free_port(void)
+{
+	int port, fd = listen_on("0", &port);
+
+	if (fd == -1) {
+		perror("mock_upstream: bind");
+		return 1;
+	}
+	close(fd);
+	printf("%d\n", port);
+	return 0;
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: mock_upstream -p PORT [-t CERT KEY] [-l LOGFILE] [-P PORTFILE]\n"
+	    "       mock_upstream --free-port\n");
+	exit(2);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct mock m;
+	const char *port = NULL, *cert = NULL, *key = NULL, *logfile = NULL, *portfile = NULL;
+	int ch, lfd, bound;
+
+	if (argc == 2 && strcmp(argv[1], "--free-port") == 0)
+		return free_port();
+	while ((ch = getopt(argc, argv, "p:t:l:P:")) != -1) {
+		switch (ch) {
+		case 'p': port = optarg; break;
+		case 't':
+			if (optind >= argc)
+				usage();
+			cert = optarg;
+			key = argv[optind++];
+			break;
+		case 'l': logfile = optarg; break;
+		case 'P': portfile = optarg; break;
+		default: usage();
+		}
+	}
+	if (port == NULL || optind != argc)
+		usage();
+	memset(&m, 0, sizeof(m));
+	pthread_mutex_init(&m.log_lock, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (cert != NULL && (m.tls = tls_context(cert, key)) == NULL)
+		return 1;
+	if (logfile != NULL && (m.log = fopen(logfile, "a")) == NULL) {
+		perror(logfile);
+		return 1;
+	}
+	if ((lfd = listen_on(port, &bound)) == -1) {
+		perror("mock_upstream: listen");
+		return 1;
+	}
+	if (portfile != NULL && write_portfile(portfile, bound) == -1) {
+		perror(portfile);
+		return 1;
+	}
+	fprintf(stderr, "mock_upstream: listening on 127.0.0.1:%d%s\n", bound,
+	    m.tls ? " (TLS)" : "");
+	accept_loop(&m, lfd);
+	return 0;
+}
