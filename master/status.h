@@ -1,6 +1,9 @@
 /* The status service: libmicrohttpd driven from the master's own poll loop
- * (MHD_USE_NO_THREAD_SAFETY-style external select), never its threads,
- * because the master forks. */
+ * (external epoll: MHD_USE_EPOLL without an internal thread), never its
+ * threads, because the master forks. Endpoints: GET / (HTML page),
+ * /status.json, /metrics (Prometheus text 0.0.4), /healthz; POST
+ * /keys/{id}/reset and /keys/{id}/budget with Authorization: Bearer
+ * <admin_token>. */
 #ifndef KV_STATUS_H
 #define KV_STATUS_H
 
@@ -12,22 +15,32 @@
 
 struct kv_status;
 
-/* Listen on cf->status_host:status_port. Returns NULL (with a log line) on
+/* Listen on cf->status_host:status_port (IPv4 or IPv6 literal or a name;
+ * port 0 picks a free one, logged as "status service on HOST:PORT").
+ * Returns NULL when cf->status_host is "" (disabled), or with a log line on
  * failure; the gateway then runs without a status service. The config and
  * ledger must outlive the service; kv_status_set_config swaps the config
  * after a reload (admin token, labels). */
 struct kv_status *kv_status_start(const struct kv_config *cf, struct kv_ledger *l);
 void	kv_status_set_config(struct kv_status *st, const struct kv_config *cf);
 
-/* The fd to poll for input (the listening socket and its connections are
- * driven through MHD_get_fdset-equivalents; see status.c), and the longest
- * the caller may sleep before calling kv_status_run, in ms. */
+/* Fill pfd (at most max entries) with the fds to poll for POLLIN: one,
+ * libmicrohttpd's epoll fd, which covers the listening socket and every
+ * connection. Lowers *timeout_ms to the longest the caller may sleep before
+ * calling kv_status_run (a negative *timeout_ms means "no limit yet" and is
+ * left alone when MHD has no deadline). Returns the number of entries used:
+ * 0 when st is NULL or max is 0. */
 int	kv_status_pollfds(struct kv_status *st, struct pollfd *pfd, size_t max,
 	    int *timeout_ms);
 
-/* Serve whatever is ready; never blocks. */
+/* Serve whatever is ready; never blocks. Call it after every poll that
+ * included the status fds, whether they were ready or not (MHD needs the
+ * call to expire idle connections). NULL is a no-op. */
 void	kv_status_run(struct kv_status *st);
 
+/* Close every connection and the listening socket; NULL is a no-op. Only
+ * the master may call it: in a forked worker it would shut down the
+ * master's sockets. */
 void	kv_status_stop(struct kv_status *st);
 
 #endif
