@@ -125,10 +125,6 @@ ledger_create(struct kv_ledger *l, const char *path, uint32_t max_keys,
 	struct layout lo;
 	int fd;
 
-	if (max_keys == 0) {
-		snprintf(err, errlen, "ledger %s: cannot create with max_keys = 0", path);
-		return -1;
-	}
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd == -1 && errno == EEXIST)
 		return 1;
@@ -307,7 +303,8 @@ kv_ledger_open(struct kv_ledger *l, const char *path, uint32_t max_keys,
 		errno = EINVAL;
 		return -1;
 	}
-	if (flags & KV_LEDGER_CREATE) {
+	/* Without a size there is nothing to create: only attach. */
+	if ((flags & KV_LEDGER_CREATE) && max_keys != 0) {
 		rc = ledger_create(l, path, max_keys, err, errlen);
 		if (rc != 1)
 			return rc;
