@@ -1,0 +1,1312 @@
+/* kilovolt.ini loader.
+ *
+ * libinih splits "name = value" lines, but its handler gets no line number
+ * and Debian's build truncates lines past 200 bytes into a second "line".
+ * So the file is fed through our own reader (cfg_read): it counts lines,
+ * strips comments and indentation (which also disables inih's surprising
+ * multi-line continuation), rejects over-long lines, and handles section
+ * headers itself so that empty, unknown and duplicate sections are seen
+ * with the line they are on. inih is left to split the key lines. */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "common/config.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ini.h>
+#include <openssl/evp.h>
+
+#include "common/money.h"
+#include "shm/ledger-t.h"
+
+#define CFG_DEFAULT_FILE	"/etc/kilovolt/kilovolt.ini"
+/* Two generations of workers must fit the ledger's slots during a reload. */
+#define CFG_MAX_WORKERS		(KV_WORKER_SLOTS / 2)
+#define CFG_MAX_SECONDS		86400
+#define CFG_MAX_KEYS		(1u << 20)
+
+enum cfg_sect { SECT_NONE, SECT_SERVER, SECT_BUDGET, SECT_UPSTREAM, SECT_PRICE, SECT_KEY };
+
+struct cfg_parse {
+	struct kv_config *cf;
+	const char	*file;
+	FILE		*fp;
+	char		*buf;		/* getline's buffer */
+	size_t		 bufcap;
+	int		 lineno;
+	enum cfg_sect	 sect;
+	char		 sect_text[200];	/* "[upstream openai]", for messages */
+	int		 sect_line;
+	int		 price_default;	/* the current section is [price default] */
+	uint32_t	 seen;		/* keys already set in this section */
+	int		 seen_server;
+	int		 seen_budget;
+	int		 workers_auto;
+	int		 failed;
+	char		*err;
+	size_t		 errlen;
+};
+
+#define CFG_SECRET	0x1	/* never echo the value */
+#define CFG_LIST	0x2	/* may repeat; values accumulate */
+#define CFG_ENV_OPT	0x4	/* env:NAME unset means "not set" */
+
+struct cfg_key {
+	const char	*name;
+	int		(*set)(struct cfg_parse *, const char *);
+	int		 flags;
+};
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* Record the first error as "FILE:LINE: message"; LINE 0 gives
+ * "FILE: message" and a negative LINE the bare message (environment errors
+ * are not the file's). Returns -1 so callers can `return cfg_err(...)`. */
+static int __attribute__((format(printf, 3, 4)))
+cfg_err(struct cfg_parse *p, int line, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (p->failed)
+		return -1;
+	p->failed = 1;
+	if (line > 0)
+		n = snprintf(p->err, p->errlen, "%s:%d: ", p->file, line);
+	else if (line == 0)
+		n = snprintf(p->err, p->errlen, "%s: ", p->file);
+	else
+		n = 0;
+	if (n < 0 || (size_t)n >= p->errlen)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(p->err + n, p->errlen - n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* ---- small value parsers (0 / -1, no messages) ------------------------- */
+
+static int
+parse_ll(const char *s, long long min, long long max, long long *out)
+{
+	long long v = 0;
+
+	if (*s == '\0')
+		return -1;
+	for (; *s != '\0'; s++) {
+		if (!isdigit((unsigned char)*s) || v > (max - (*s - '0')) / 10)
+			return -1;
+		v = v * 10 + (*s - '0');
+	}
+	if (v < min)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int
+parse_port(const char *s, char port[8])
+{
+	long long v;
+
+	if (strlen(s) > 5 || parse_ll(s, 1, 65535, &v) == -1)
+		return -1;
+	snprintf(port, 8, "%lld", v);
+	return 0;
+}
+
+/* Bytes with an optional k/m/g (binary) suffix. */
+static int
+parse_size(const char *s, size_t *out)
+{
+	char num[32];
+	size_t len = strlen(s);
+	unsigned shift = 0;
+	long long v;
+
+	if (len == 0 || len >= sizeof(num))
+		return -1;
+	switch (tolower((unsigned char)s[len - 1])) {
+	case 'k': shift = 10; len--; break;
+	case 'm': shift = 20; len--; break;
+	case 'g': shift = 30; len--; break;
+	}
+	memcpy(num, s, len);
+	num[len] = '\0';
+	if (parse_ll(num, 0, (1LL << 40) >> shift, &v) == -1)
+		return -1;
+	*out = (size_t)v << shift;
+	return 0;
+}
+
+static int
+valid_hostname(const char *s, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || len > 253)
+		return 0;
+	for (i = 0; i < len; i++)
+		if (!isalnum((unsigned char)s[i]) && strchr("-._", s[i]) == NULL)
+			return 0;
+	return 1;
+}
+
+/* "[v6]" or a host name / IPv4 literal of LEN bytes into host (no brackets). */
+static int
+parse_host(const char *s, size_t len, char host[256])
+{
+	struct in6_addr a6;
+
+	if (len >= 2 && s[0] == '[' && s[len - 1] == ']') {
+		if (len - 2 >= 256)
+			return -1;
+		memcpy(host, s + 1, len - 2);
+		host[len - 2] = '\0';
+		return inet_pton(AF_INET6, host, &a6) == 1 ? 0 : -1;
+	}
+	if (!valid_hostname(s, len))
+		return -1;
+	memcpy(host, s, len);
+	host[len] = '\0';
+	return 0;
+}
+
+/* HOST:PORT, [V6]:PORT, *:PORT or PORT (all addresses). */
+static int
+parse_hostport(const char *s, char host[256], char port[8])
+{
+	const char *colon = strrchr(s, ':');
+
+	if (colon == NULL) {
+		strcpy(host, "0.0.0.0");
+		return parse_port(s, port);
+	}
+	if (parse_port(colon + 1, port) == -1)
+		return -1;
+	if (colon - s == 1 && s[0] == '*') {
+		strcpy(host, "0.0.0.0");
+		return 0;
+	}
+	/* An unbracketed v6 address would make the port ambiguous. */
+	if (s[0] != '[' && memchr(s, ':', colon - s) != NULL)
+		return -1;
+	return parse_host(s, colon - s, host);
+}
+
+static int
+valid_env_name(const char *s)
+{
+	if (!isalpha((unsigned char)*s) && *s != '_')
+		return 0;
+	for (; *s != '\0'; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_')
+			return 0;
+	return 1;
+}
+
+/* Names of sections: printable, no blanks; '*' only at the end when allowed. */
+static int
+valid_name(const char *s, size_t max, int glob)
+{
+	size_t len = strlen(s), i;
+
+	if (len == 0 || len >= max)
+		return 0;
+	for (i = 0; i < len; i++) {
+		if (!isgraph((unsigned char)s[i]) || strchr("[]\"'", s[i]) != NULL)
+			return 0;
+		if (s[i] == '*' && (!glob || i != len - 1))
+			return 0;
+	}
+	return 1;
+}
+
+/* ---- URL --------------------------------------------------------------- */
+
+/* http[s]://HOST[:PORT][/BASE]: no user info, query or fragment. */
+static int
+parse_url(const char *url, struct kv_upstream *u)
+{
+	const char *auth, *end, *colon = NULL;
+	size_t blen;
+
+	if (strncasecmp(url, "https://", 8) == 0) {
+		u->tls = 1;
+		auth = url + 8;
+	} else if (strncasecmp(url, "http://", 7) == 0) {
+		u->tls = 0;
+		auth = url + 7;
+	} else
+		return -1;
+	if (strpbrk(auth, "@?# \t") != NULL)
+		return -1;
+	end = auth + strcspn(auth, "/");
+	if (auth[0] == '[') {
+		const char *rb = memchr(auth, ']', end - auth);
+		if (rb == NULL)
+			return -1;
+		if (rb + 1 < end)
+			colon = rb + 1;
+		if (colon != NULL && *colon != ':')
+			return -1;
+	} else
+		colon = memchr(auth, ':', end - auth);
+	if (parse_host(auth, (colon ? colon : end) - auth, u->host) == -1)
+		return -1;
+	if (colon != NULL) {
+		char port[8];
+		if (end - colon - 1 <= 0 || end - colon - 1 > 5)
+			return -1;
+		memcpy(port, colon + 1, end - colon - 1);
+		port[end - colon - 1] = '\0';
+		if (parse_port(port, u->port) == -1)
+			return -1;
+	} else
+		strcpy(u->port, u->tls ? "443" : "80");
+	blen = strlen(end);
+	while (blen > 0 && end[blen - 1] == '/')
+		blen--;
+	if (blen >= sizeof(u->base_path))
+		return -1;
+	memcpy(u->base_path, end, blen);
+	u->base_path[blen] = '\0';
+	return 0;
+}
+
+/* Host: header value: the port only when it is not the scheme's default. */
+static void
+url_host_header(struct kv_upstream *u)
+{
+	int v6 = strchr(u->host, ':') != NULL;
+	int dflt = strcmp(u->port, u->tls ? "443" : "80") == 0;
+
+	snprintf(u->host_header, sizeof(u->host_header), "%s%s%s%s%s",
+	    v6 ? "[" : "", u->host, v6 ? "]" : "", dflt ? "" : ":",
+	    dflt ? "" : u->port);
+}
+
+/* ---- arrays ------------------------------------------------------------ */
+
+static int
+grow(void *arrp, size_t n, size_t size)
+{
+	void **arr = arrp, *na;
+
+	if (n >= SIZE_MAX / size - 1)
+		return -1;
+	na = realloc(*arr, (n + 1) * size);
+	if (na == NULL)
+		return -1;
+	*arr = na;
+	memset((char *)na + n * size, 0, size);
+	return 0;
+}
+
+static int
+push_str(char ***arr, size_t *n, const char *s, size_t len)
+{
+	char *d;
+
+	if (grow(arr, *n, sizeof(char *)) == -1)
+		return -1;
+	d = strndup(s, len);
+	if (d == NULL)
+		return -1;
+	(*arr)[(*n)++] = d;
+	return 0;
+}
+
+static void
+free_strs(char **arr, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(arr[i]);
+	free(arr);
+}
+
+static void
+free_secret(char *s)
+{
+	if (s != NULL) {
+		explicit_bzero(s, strlen(s));
+		free(s);
+	}
+}
+
+/* ---- [server] ------------------------------------------------------------ */
+
+static int
+cfg_int(struct cfg_parse *p, const char *name, const char *v, long long min,
+    long long max, long long *out)
+{
+	if (parse_ll(v, min, max, out) == 0)
+		return 0;
+	if (*v != '\0' && strspn(v, "0123456789") == strlen(v))
+		return cfg_err(p, p->lineno, "%s: %s is out of range (%lld..%lld)",
+		    name, v, min, max);
+	return cfg_err(p, p->lineno, "%s: '%s' is not a number", name, v);
+}
+
+static int
+set_listen(struct cfg_parse *p, const char *v)
+{
+	if (parse_hostport(v, p->cf->listen_host, p->cf->listen_port) == -1)
+		return cfg_err(p, p->lineno, "listen: bad address '%s' "
+		    "(want HOST:PORT, [IPV6]:PORT or PORT)", v);
+	return 0;
+}
+
+static int
+set_workers(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	p->workers_auto = strcmp(v, "auto") == 0;
+	if (p->workers_auto)
+		return 0;
+	if (cfg_int(p, "workers", v, 1, CFG_MAX_WORKERS, &n) == -1)
+		return -1;
+	p->cf->workers = (int)n;
+	return 0;
+}
+
+static int
+set_status_listen(struct cfg_parse *p, const char *v)
+{
+	if (*v == '\0' || strcmp(v, "off") == 0) {
+		p->cf->status_host[0] = p->cf->status_port[0] = '\0';
+		return 0;
+	}
+	if (parse_hostport(v, p->cf->status_host, p->cf->status_port) == -1)
+		return cfg_err(p, p->lineno, "status_listen: bad address '%s' "
+		    "(want HOST:PORT, [IPV6]:PORT, PORT or off)", v);
+	return 0;
+}
+
+static int
+set_ledger(struct cfg_parse *p, const char *v)
+{
+	if (*v == '\0' || strlen(v) >= sizeof(p->cf->ledger))
+		return cfg_err(p, p->lineno, "ledger: empty or too long");
+	strcpy(p->cf->ledger, v);
+	return 0;
+}
+
+static int
+set_max_keys(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	if (cfg_int(p, "max_keys", v, 1, CFG_MAX_KEYS, &n) == -1)
+		return -1;
+	p->cf->max_keys = (uint32_t)n;
+	return 0;
+}
+
+static int
+set_seconds(struct cfg_parse *p, const char *name, const char *v, int min, int *out)
+{
+	long long n;
+
+	if (cfg_int(p, name, v, min, CFG_MAX_SECONDS, &n) == -1)
+		return -1;
+	*out = (int)n;
+	return 0;
+}
+
+static int
+set_client_timeout(struct cfg_parse *p, const char *v)
+{
+	return set_seconds(p, "client_timeout", v, 1, &p->cf->client_timeout);
+}
+
+static int
+set_upstream_timeout(struct cfg_parse *p, const char *v)
+{
+	return set_seconds(p, "upstream_timeout", v, 1, &p->cf->upstream_timeout);
+}
+
+static int
+set_shutdown_timeout(struct cfg_parse *p, const char *v)
+{
+	return set_seconds(p, "shutdown_timeout", v, 0, &p->cf->shutdown_timeout);
+}
+
+static int
+set_max_connections(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	if (cfg_int(p, "max_connections", v, 1, 1 << 20, &n) == -1)
+		return -1;
+	p->cf->max_connections = (int)n;
+	return 0;
+}
+
+static int
+set_max_body(struct cfg_parse *p, const char *v)
+{
+	if (parse_size(v, &p->cf->max_body) == -1)
+		return cfg_err(p, p->lineno, "max_body: '%s' is not a size "
+		    "(bytes with an optional k, m or g)", v);
+	return 0;
+}
+
+/* An empty token would match "Authorization: Bearer " — treat it as none. */
+static int
+set_admin_token(struct cfg_parse *p, const char *v)
+{
+	free_secret(p->cf->admin_token);
+	p->cf->admin_token = NULL;
+	if (*v == '\0')
+		return 0;
+	p->cf->admin_token = strdup(v);
+	if (p->cf->admin_token == NULL)
+		return cfg_err(p, p->lineno, "out of memory");
+	return 0;
+}
+
+static int
+set_user(struct cfg_parse *p, const char *v)
+{
+	if (strlen(v) >= sizeof(p->cf->user) || (*v != '\0' && !valid_name(v, 64, 0)))
+		return cfg_err(p, p->lineno, "user: bad user name '%s'", v);
+	strcpy(p->cf->user, v);
+	return 0;
+}
+
+/* ---- [budget] ------------------------------------------------------------ */
+
+static int
+cfg_money(struct cfg_parse *p, const char *name, const char *v, int64_t *out)
+{
+	if (kv_parse_nano(v, out) == -1)
+		return cfg_err(p, p->lineno, "%s: '%s' is not a decimal amount", name, v);
+	return 0;
+}
+
+static int
+set_default_budget(struct cfg_parse *p, const char *v)
+{
+	return cfg_money(p, "default", v, &p->cf->default_budget_nusd);
+}
+
+static int
+set_period(struct cfg_parse *p, const char *v)
+{
+	static const char *names[] = { "none", "daily", "weekly", "monthly" };
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(v, names[i]) == 0) {
+			p->cf->period = (enum kv_period)i;
+			return 0;
+		}
+	}
+	return cfg_err(p, p->lineno, "period: '%s' is not none, daily, weekly or monthly", v);
+}
+
+static int
+set_unknown_keys(struct cfg_parse *p, const char *v)
+{
+	if (strcmp(v, "allow") == 0 || strcmp(v, "deny") == 0) {
+		p->cf->unknown_keys_deny = v[0] == 'd';
+		return 0;
+	}
+	return cfg_err(p, p->lineno, "unknown_keys: '%s' is not allow or deny", v);
+}
+
+static int
+set_reserve_output(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	if (cfg_int(p, "reserve_output_tokens", v, 0, 10000000, &n) == -1)
+		return -1;
+	p->cf->reserve_output_tokens = n;
+	return 0;
+}
+
+/* ---- [upstream NAME] ----------------------------------------------------- */
+
+static struct kv_upstream *
+cur_upstream(struct cfg_parse *p)
+{
+	return &p->cf->upstreams[p->cf->nupstreams - 1];
+}
+
+static int
+set_url(struct cfg_parse *p, const char *v)
+{
+	struct kv_upstream *u = cur_upstream(p);
+
+	if (strlen(v) >= sizeof(u->url) || parse_url(v, u) == -1)
+		return cfg_err(p, p->lineno, "url: bad URL '%s' "
+		    "(want http[s]://HOST[:PORT][/PATH])", v);
+	strcpy(u->url, v);
+	url_host_header(u);
+	return 0;
+}
+
+/* Space-separated words into a list; CHECK rejects a bad word. */
+static int
+set_words(struct cfg_parse *p, const char *name, const char *v, char ***arr,
+    size_t *n, int (*check)(const char *, size_t))
+{
+	size_t len;
+
+	for (v += strspn(v, " \t"); *v != '\0'; v += strspn(v, " \t")) {
+		len = strcspn(v, " \t");
+		if (!check(v, len))
+			return cfg_err(p, p->lineno, "%s: bad entry '%.*s'", name, (int)len, v);
+		if (push_str(arr, n, v, len) == -1)
+			return cfg_err(p, p->lineno, "out of memory");
+		v += len;
+	}
+	return 0;
+}
+
+static int
+check_path(const char *s, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || s[0] != '/' || len > 255)
+		return 0;
+	for (i = 0; i < len; i++)
+		if (!isgraph((unsigned char)s[i]) || s[i] == '?' || s[i] == '#')
+			return 0;
+	return 1;
+}
+
+static int
+check_glob(const char *s, size_t len)
+{
+	char buf[KV_NAME_MAX];
+
+	if (len >= sizeof(buf))
+		return 0;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	return valid_name(buf, sizeof(buf), 1);
+}
+
+static int
+set_paths(struct cfg_parse *p, const char *v)
+{
+	struct kv_upstream *u = cur_upstream(p);
+
+	return set_words(p, "paths", v, &u->paths, &u->npaths, check_path);
+}
+
+static int
+set_models(struct cfg_parse *p, const char *v)
+{
+	struct kv_upstream *u = cur_upstream(p);
+
+	return set_words(p, "models", v, &u->models, &u->nmodels, check_glob);
+}
+
+static int
+set_api_key(struct cfg_parse *p, const char *v)
+{
+	struct kv_upstream *u = cur_upstream(p);
+
+	if (*v == '\0')
+		return cfg_err(p, p->lineno, "api_key: empty value");
+	free_secret(u->api_key);
+	u->api_key = strdup(v);
+	if (u->api_key == NULL)
+		return cfg_err(p, p->lineno, "out of memory");
+	return 0;
+}
+
+/* Checked here so that `kilovoltd -t` catches a typo before a reload. */
+static int
+set_ca_file(struct cfg_parse *p, const char *v)
+{
+	struct kv_upstream *u = cur_upstream(p);
+
+	if (access(v, R_OK) == -1)
+		return cfg_err(p, p->lineno, "ca_file: %s: %s", v, strerror(errno));
+	free(u->ca_file);
+	u->ca_file = strdup(v);
+	if (u->ca_file == NULL)
+		return cfg_err(p, p->lineno, "out of memory");
+	return 0;
+}
+
+/* ---- [price MODEL] ------------------------------------------------------- */
+
+static struct kv_price *
+cur_price(struct cfg_parse *p)
+{
+	if (p->price_default)
+		return &p->cf->default_price;
+	return &p->cf->prices[p->cf->nprices - 1];
+}
+
+static int
+set_input(struct cfg_parse *p, const char *v)
+{
+	return cfg_money(p, "input", v, &cur_price(p)->input);
+}
+
+static int
+set_output(struct cfg_parse *p, const char *v)
+{
+	return cfg_money(p, "output", v, &cur_price(p)->output);
+}
+
+static int
+set_cached_input(struct cfg_parse *p, const char *v)
+{
+	return cfg_money(p, "cached_input", v, &cur_price(p)->cached_input);
+}
+
+static int
+set_cache_write(struct cfg_parse *p, const char *v)
+{
+	return cfg_money(p, "cache_write", v, &cur_price(p)->cache_write);
+}
+
+/* ---- [key NAME] ---------------------------------------------------------- */
+
+static struct kv_keydef *
+cur_key(struct cfg_parse *p)
+{
+	return &p->cf->keys[p->cf->nkeys - 1];
+}
+
+static int
+unhex(const char *s, uint8_t *out, size_t n)
+{
+	size_t i;
+	unsigned hi, lo;
+
+	for (i = 0; i < n; i++) {
+		if (!isxdigit((unsigned char)s[2 * i]) || !isxdigit((unsigned char)s[2 * i + 1]))
+			return -1;
+		hi = (unsigned)(isdigit((unsigned char)s[2 * i]) ? s[2 * i] - '0' :
+		    tolower((unsigned char)s[2 * i]) - 'a' + 10);
+		lo = (unsigned)(isdigit((unsigned char)s[2 * i + 1]) ? s[2 * i + 1] - '0' :
+		    tolower((unsigned char)s[2 * i + 1]) - 'a' + 10);
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return s[2 * n] == '\0' ? 0 : -1;
+}
+
+/* "sha256:<64 hex>" or the raw key, of which only the hash is kept. */
+static int
+set_key(struct cfg_parse *p, const char *v)
+{
+	struct kv_keydef *k = cur_key(p);
+	unsigned int mdlen = 0;
+
+	if (strncmp(v, "sha256:", 7) == 0) {
+		if (unhex(v + 7, k->hash, sizeof(k->hash)) == -1)
+			return cfg_err(p, p->lineno, "key: sha256: needs 64 hex digits");
+		return 0;
+	}
+	if (*v == '\0')
+		return cfg_err(p, p->lineno, "key: empty value");
+	if (EVP_Digest(v, strlen(v), k->hash, &mdlen, EVP_sha256(), NULL) != 1 ||
+	    mdlen != sizeof(k->hash))
+		return cfg_err(p, p->lineno, "key: SHA-256 failed");
+	return 0;
+}
+
+static int
+set_key_budget(struct cfg_parse *p, const char *v)
+{
+	return cfg_money(p, "budget", v, &cur_key(p)->budget_nusd);
+}
+
+/* ---- key tables ---------------------------------------------------------- */
+
+static const struct cfg_key server_keys[] = {
+	{ "listen",		set_listen,		0 },
+	{ "workers",		set_workers,		0 },
+	{ "status_listen",	set_status_listen,	0 },
+	{ "ledger",		set_ledger,		0 },
+	{ "max_keys",		set_max_keys,		0 },
+	{ "client_timeout",	set_client_timeout,	0 },
+	{ "upstream_timeout",	set_upstream_timeout,	0 },
+	{ "shutdown_timeout",	set_shutdown_timeout,	0 },
+	{ "max_connections",	set_max_connections,	0 },
+	{ "max_body",		set_max_body,		0 },
+	{ "admin_token",	set_admin_token,	CFG_SECRET | CFG_ENV_OPT },
+	{ "user",		set_user,		0 },
+	{ NULL, NULL, 0 }
+};
+
+static const struct cfg_key budget_keys[] = {
+	{ "default",		set_default_budget,	0 },
+	{ "period",		set_period,		0 },
+	{ "unknown_keys",	set_unknown_keys,	0 },
+	{ "reserve_output_tokens", set_reserve_output,	0 },
+	{ NULL, NULL, 0 }
+};
+
+static const struct cfg_key upstream_keys[] = {
+	{ "url",	set_url,	0 },
+	{ "paths",	set_paths,	CFG_LIST },
+	{ "models",	set_models,	CFG_LIST },
+	{ "api_key",	set_api_key,	CFG_SECRET },
+	{ "ca_file",	set_ca_file,	0 },
+	{ NULL, NULL, 0 }
+};
+
+static const struct cfg_key price_keys[] = {
+	{ "input",		set_input,		0 },
+	{ "output",		set_output,		0 },
+	{ "cached_input",	set_cached_input,	0 },
+	{ "cache_write",	set_cache_write,	0 },
+	{ NULL, NULL, 0 }
+};
+
+static const struct cfg_key key_keys[] = {
+	{ "key",	set_key,	CFG_SECRET },
+	{ "budget",	set_key_budget,	0 },
+	{ NULL, NULL, 0 }
+};
+
+static const struct cfg_key *const sect_keys[] = {
+	[SECT_NONE] = NULL,
+	[SECT_SERVER] = server_keys,
+	[SECT_BUDGET] = budget_keys,
+	[SECT_UPSTREAM] = upstream_keys,
+	[SECT_PRICE] = price_keys,
+	[SECT_KEY] = key_keys,
+};
+
+/* ---- the inih handler ---------------------------------------------------- */
+
+/* Resolve env:NAME. Returns 1 with *v replaced, 0 when an optional variable
+ * is unset (skip the key), -1 on error. */
+static int
+resolve_env(struct cfg_parse *p, const struct cfg_key *k, const char **v)
+{
+	const char *name = *v + 4, *val;
+
+	if (strncmp(*v, "env:", 4) != 0)
+		return 1;
+	if (!valid_env_name(name))
+		return cfg_err(p, p->lineno, "%s: bad environment variable name '%s'",
+		    k->name, name);
+	val = getenv(name);
+	if (val != NULL) {
+		*v = val;
+		return 1;
+	}
+	if (k->flags & CFG_ENV_OPT)
+		return 0;
+	return cfg_err(p, p->lineno, "%s: environment variable %s is not set",
+	    k->name, name);
+}
+
+static int
+cfg_set(struct cfg_parse *p, const char *name, const char *value)
+{
+	const struct cfg_key *k;
+	uint32_t bit;
+	int r;
+
+	if (p->sect == SECT_NONE)
+		return cfg_err(p, p->lineno, "'%s' is outside any section", name);
+	for (k = sect_keys[p->sect]; k->name != NULL; k++)
+		if (strcmp(k->name, name) == 0)
+			break;
+	if (k->name == NULL)
+		return cfg_err(p, p->lineno, "unknown key '%s' in %s", name, p->sect_text);
+	bit = 1u << (k - sect_keys[p->sect]);
+	if ((p->seen & bit) && !(k->flags & CFG_LIST))
+		return cfg_err(p, p->lineno, "'%s' is set twice in %s", name, p->sect_text);
+	p->seen |= bit;
+	r = resolve_env(p, k, &value);
+	if (r <= 0)
+		return r;
+	return k->set(p, value);
+}
+
+static int
+cfg_handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct cfg_parse *p = user;
+
+	if (!p->failed)
+		cfg_set(p, name, value);
+	/* Raw keys and tokens sit in inih's line buffer; wipe them. The buffer
+	 * is inih's own writable array, only handed to us as const. */
+	explicit_bzero((char *)value, strlen(value));
+	return 1;
+}
+
+/* ---- sections ------------------------------------------------------------ */
+
+/* Checks that need the whole section, reported at its header line. */
+static int
+end_section(struct cfg_parse *p)
+{
+	struct kv_config *cf = p->cf;
+	size_t i;
+
+	switch (p->sect) {
+	case SECT_UPSTREAM:
+		if (cur_upstream(p)->url[0] == '\0')
+			return cfg_err(p, p->sect_line, "%s: url is required", p->sect_text);
+		if (cur_upstream(p)->npaths == 0 && cur_upstream(p)->nmodels == 0)
+			return cfg_err(p, p->sect_line, "%s: needs paths or models",
+			    p->sect_text);
+		break;
+	case SECT_PRICE:
+		if (!(p->seen & 1u))
+			return cfg_err(p, p->sect_line, "%s: input is required", p->sect_text);
+		break;
+	case SECT_KEY:
+		if (!(p->seen & 1u))
+			return cfg_err(p, p->sect_line, "%s: key is required", p->sect_text);
+		for (i = 0; i + 1 < cf->nkeys; i++)
+			if (memcmp(cf->keys[i].hash, cur_key(p)->hash, 32) == 0)
+				return cfg_err(p, p->sect_line, "%s: same key as [key %s]",
+				    p->sect_text, cf->keys[i].label);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static int
+dup_section(struct cfg_parse *p)
+{
+	return cfg_err(p, p->lineno, "duplicate section %s", p->sect_text);
+}
+
+static int
+begin_upstream(struct cfg_parse *p, const char *name)
+{
+	struct kv_config *cf = p->cf;
+	size_t i;
+
+	if (!valid_name(name, sizeof(cf->upstreams->name), 0))
+		return cfg_err(p, p->lineno, "bad upstream name '%s'", name);
+	for (i = 0; i < cf->nupstreams; i++)
+		if (strcmp(cf->upstreams[i].name, name) == 0)
+			return dup_section(p);
+	if (grow(&cf->upstreams, cf->nupstreams, sizeof(*cf->upstreams)) == -1)
+		return cfg_err(p, p->lineno, "out of memory");
+	strcpy(cf->upstreams[cf->nupstreams++].name, name);
+	return 0;
+}
+
+static int
+begin_price(struct cfg_parse *p, const char *model)
+{
+	struct kv_config *cf = p->cf;
+	struct kv_price *pr;
+	size_t i;
+
+	if (!valid_name(model, KV_NAME_MAX, 1))
+		return cfg_err(p, p->lineno, "bad model name '%s'", model);
+	if (strcmp(model, "default") == 0) {
+		if (cf->has_default_price)
+			return dup_section(p);
+		cf->has_default_price = p->price_default = 1;
+		pr = &cf->default_price;
+	} else {
+		for (i = 0; i < cf->nprices; i++)
+			if (strcmp(cf->prices[i].model, model) == 0)
+				return dup_section(p);
+		if (grow(&cf->prices, cf->nprices, sizeof(*cf->prices)) == -1)
+			return cfg_err(p, p->lineno, "out of memory");
+		pr = &cf->prices[cf->nprices++];
+	}
+	strcpy(pr->model, model);
+	pr->cached_input = pr->cache_write = -1;
+	return 0;
+}
+
+static int
+begin_key(struct cfg_parse *p, const char *label)
+{
+	struct kv_config *cf = p->cf;
+	size_t i;
+
+	/* The ledger stores labels in KV_LABEL_MAX bytes. */
+	if (!valid_name(label, KV_LABEL_MAX, 0))
+		return cfg_err(p, p->lineno, "bad key name '%s' (at most %d characters)",
+		    label, KV_LABEL_MAX - 1);
+	for (i = 0; i < cf->nkeys; i++)
+		if (strcmp(cf->keys[i].label, label) == 0)
+			return dup_section(p);
+	if (grow(&cf->keys, cf->nkeys, sizeof(*cf->keys)) == -1)
+		return cfg_err(p, p->lineno, "out of memory");
+	strcpy(cf->keys[cf->nkeys].label, label);
+	cf->keys[cf->nkeys++].budget_nusd = -1;
+	return 0;
+}
+
+static int
+begin_plain(struct cfg_parse *p, enum cfg_sect s, int *seen)
+{
+	if (*seen)
+		return dup_section(p);
+	*seen = 1;
+	p->sect = s;
+	return 0;
+}
+
+/* TEXT is what is between the brackets: "server" or "upstream openai". */
+static int
+begin_section(struct cfg_parse *p, const char *text)
+{
+	char kind[16];
+	const char *name;
+	size_t klen = strcspn(text, " \t");
+
+	if (end_section(p) == -1)
+		return -1;
+	snprintf(p->sect_text, sizeof(p->sect_text), "[%s]", text);
+	p->sect = SECT_NONE;
+	p->sect_line = p->lineno;
+	p->seen = 0;
+	p->price_default = 0;
+	name = text + klen + strspn(text + klen, " \t");
+	if (klen >= sizeof(kind))
+		return cfg_err(p, p->lineno, "unknown section %s", p->sect_text);
+	memcpy(kind, text, klen);
+	kind[klen] = '\0';
+	if (strcmp(kind, "server") == 0 && *name == '\0')
+		return begin_plain(p, SECT_SERVER, &p->seen_server);
+	if (strcmp(kind, "budget") == 0 && *name == '\0')
+		return begin_plain(p, SECT_BUDGET, &p->seen_budget);
+	if (*name == '\0')
+		return cfg_err(p, p->lineno, "unknown section %s", p->sect_text);
+	if (strcmp(kind, "upstream") == 0)
+		p->sect = SECT_UPSTREAM;
+	else if (strcmp(kind, "price") == 0)
+		p->sect = SECT_PRICE;
+	else if (strcmp(kind, "key") == 0)
+		p->sect = SECT_KEY;
+	else
+		return cfg_err(p, p->lineno, "unknown section %s", p->sect_text);
+	if (p->sect == SECT_UPSTREAM)
+		return begin_upstream(p, name);
+	if (p->sect == SECT_PRICE)
+		return begin_price(p, name);
+	return begin_key(p, name);
+}
+
+/* ---- the reader ---------------------------------------------------------- */
+
+/* Cut a ';' comment that follows a blank (inih's rule, so "a;b" stays),
+ * then trailing blanks. Returns the new length. */
+static size_t
+strip_line(char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 1; i < len; i++) {
+		if (s[i] == ';' && isspace((unsigned char)s[i - 1])) {
+			len = i;
+			break;
+		}
+	}
+	while (len > 0 && isspace((unsigned char)s[len - 1]))
+		len--;
+	s[len] = '\0';
+	return len;
+}
+
+/* A meaningful line (no comment, no indentation): a section header is
+ * handled here; anything else must be NAME = VALUE for inih. */
+static int
+cfg_line(struct cfg_parse *p, char *s, size_t len)
+{
+	if (s[0] == '[') {
+		if (s[len - 1] != ']' || len < 3)
+			return cfg_err(p, p->lineno, "bad section header (want [NAME])");
+		s[len - 1] = '\0';
+		return begin_section(p, s + 1);
+	}
+	if (strpbrk(s, "=:") == NULL)
+		return cfg_err(p, p->lineno, "syntax error (want NAME = VALUE or [SECTION])");
+	return 0;
+}
+
+/* inih's fgets-style reader: hands inih one cleaned line at a time. */
+static char *
+cfg_read(char *str, int num, void *stream)
+{
+	struct cfg_parse *p = stream;
+	ssize_t n;
+	size_t len;
+	char *s;
+
+	if (p->failed)
+		return NULL;
+	errno = 0;
+	n = getline(&p->buf, &p->bufcap, p->fp);
+	if (n == -1) {
+		if (errno != 0 || ferror(p->fp))
+			cfg_err(p, 0, "read error: %s", strerror(errno ? errno : EIO));
+		else
+			end_section(p);
+		return NULL;
+	}
+	p->lineno++;
+	s = p->buf;
+	if (strlen(s) != (size_t)n) {
+		cfg_err(p, p->lineno, "NUL byte in line");
+		return NULL;
+	}
+	if (p->lineno == 1 && strncmp(s, "\xef\xbb\xbf", 3) == 0)
+		s += 3;
+	s += strspn(s, " \t\r\n\f\v");
+	len = *s == ';' || *s == '#' ? 0 : strip_line(s, strlen(s));
+	str[0] = '\0';
+	if (len > 0 && s[0] != '[') {
+		if (len + 2 > (size_t)num) {
+			cfg_err(p, p->lineno, "line too long (at most %d bytes "
+			    "without comments)", num - 2);
+			return NULL;
+		}
+		memcpy(str, s, len);
+		str[len] = '\0';
+	}
+	if (len > 0 && cfg_line(p, s, len) == -1)
+		return NULL;
+	/* Raw keys pass through this buffer too. */
+	explicit_bzero(p->buf, (size_t)n);
+	strcat(str, "\n");
+	return str;
+}
+
+/* ---- environment overrides ----------------------------------------------- */
+
+static int
+env_overrides(struct cfg_parse *p)
+{
+	struct kv_config *cf = p->cf;
+	const char *v;
+	long long n;
+
+	v = getenv("KILOVOLT_PORT");
+	if (v != NULL && *v != '\0' && parse_port(v, cf->listen_port) == -1)
+		return cfg_err(p, -1, "KILOVOLT_PORT: not a port");
+	v = getenv("KILOVOLT_WORKERS");
+	if (v != NULL && *v != '\0') {
+		p->workers_auto = strcmp(v, "auto") == 0;
+		if (!p->workers_auto && parse_ll(v, 1, CFG_MAX_WORKERS, &n) == -1)
+			return cfg_err(p, -1, "KILOVOLT_WORKERS: not auto or 1..%d",
+			    CFG_MAX_WORKERS);
+		if (!p->workers_auto)
+			cf->workers = (int)n;
+	}
+	v = getenv("KILOVOLT_LEDGER");
+	if (v != NULL && *v != '\0') {
+		if (strlen(v) >= sizeof(cf->ledger))
+			return cfg_err(p, -1, "KILOVOLT_LEDGER: path too long");
+		strcpy(cf->ledger, v);
+	}
+	v = getenv("KILOVOLT_DEFAULT_BUDGET");
+	if (v != NULL && *v != '\0' && kv_parse_nano(v, &cf->default_budget_nusd) == -1)
+		return cfg_err(p, -1, "KILOVOLT_DEFAULT_BUDGET: not a decimal amount");
+	return 0;
+}
+
+/* ---- load ---------------------------------------------------------------- */
+
+static void
+cfg_defaults(struct kv_config *cf)
+{
+	memset(cf, 0, sizeof(*cf));
+	strcpy(cf->listen_host, "0.0.0.0");
+	strcpy(cf->listen_port, "8080");
+	strcpy(cf->status_host, "127.0.0.1");
+	strcpy(cf->status_port, "9090");
+	strcpy(cf->ledger, "/var/lib/kilovolt/ledger");
+	cf->max_keys = 4096;
+	cf->client_timeout = 60;
+	cf->upstream_timeout = 600;
+	cf->shutdown_timeout = 30;
+	cf->max_connections = 4096;
+	cf->default_budget_nusd = 2000000000;
+	cf->period = KV_PERIOD_NONE;
+	cf->reserve_output_tokens = 1024;
+}
+
+static int
+cpu_count(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 1)
+		return 1;
+	return n > CFG_MAX_WORKERS ? CFG_MAX_WORKERS : (int)n;
+}
+
+static int
+cfg_parse_file(struct cfg_parse *p)
+{
+	int r;
+
+	p->fp = fopen(p->file, "re");
+	if (p->fp == NULL)
+		return cfg_err(p, 0, "%s", strerror(errno));
+	r = ini_parse_stream(cfg_read, p, cfg_handler, p);
+	free(p->buf);
+	p->buf = NULL;
+	if (fclose(p->fp) == EOF && !p->failed)
+		return cfg_err(p, 0, "%s", strerror(errno));
+	if (p->failed)
+		return -1;
+	if (r == -2)
+		return cfg_err(p, 0, "out of memory");
+	if (r != 0)
+		return cfg_err(p, r, "syntax error");
+	if (p->cf->nupstreams == 0)
+		return cfg_err(p, 0, "no [upstream NAME] section");
+	return 0;
+}
+
+int
+kv_config_load(struct kv_config *cf, const char *file, char *err, size_t errlen)
+{
+	struct cfg_parse p;
+
+	memset(&p, 0, sizeof(p));
+	p.cf = cf;
+	p.file = file;
+	p.err = err;
+	p.errlen = errlen;
+	p.workers_auto = 1;
+	cfg_defaults(cf);
+	if (strlen(file) >= sizeof(cf->path)) {
+		cfg_err(&p, 0, "path too long");
+		return -1;
+	}
+	strcpy(cf->path, file);
+	if (cfg_parse_file(&p) == -1 || env_overrides(&p) == -1) {
+		kv_config_free(cf);
+		memset(cf, 0, sizeof(*cf));
+		return -1;
+	}
+	if (p.workers_auto)
+		cf->workers = cpu_count();
+	return 0;
+}
+
+const char *
+kv_config_default_path(void)
+{
+	const char *env = getenv("KILOVOLT_CONFIG");
+
+	if (env != NULL && *env != '\0')
+		return env;
+	if (access(CFG_DEFAULT_FILE, F_OK) == 0)
+		return CFG_DEFAULT_FILE;
+	return "./kilovolt.ini";
+}
+
+void
+kv_config_free(struct kv_config *cf)
+{
+	size_t i;
+
+	for (i = 0; i < cf->nupstreams; i++) {
+		free_strs(cf->upstreams[i].paths, cf->upstreams[i].npaths);
+		free_strs(cf->upstreams[i].models, cf->upstreams[i].nmodels);
+		free_secret(cf->upstreams[i].api_key);
+		free(cf->upstreams[i].ca_file);
+	}
+	free(cf->upstreams);
+	cf->upstreams = NULL;
+	cf->nupstreams = 0;
+	free(cf->prices);
+	cf->prices = NULL;
+	cf->nprices = 0;
+	free(cf->keys);
+	cf->keys = NULL;
+	cf->nkeys = 0;
+	free_secret(cf->admin_token);
+	cf->admin_token = NULL;
+}
+
+/* ---- lookups ------------------------------------------------------------- */
+
+int
+kv_glob_match(const char *pattern, const char *s)
+{
+	size_t len = strlen(pattern);
+
+	if (len > 0 && pattern[len - 1] == '*')
+		return strncmp(pattern, s, len - 1) == 0;
+	return strcmp(pattern, s) == 0;
+}
+
+/* A prefix matches at a segment boundary: /v1/models matches /v1/models,
+ * /v1/models/x and /v1/models?x but not /v1/modelsX. */
+static int
+path_match(const char *prefix, const char *path)
+{
+	size_t len = strlen(prefix);
+
+	if (strncmp(prefix, path, len) != 0)
+		return 0;
+	return path[len] == '\0' || path[len] == '/' || path[len] == '?' ||
+	    (len > 0 && prefix[len - 1] == '/');
+}
+
+const struct kv_upstream *
+kv_config_route(const struct kv_config *cf, const char *path, const char *model)
+{
+	size_t i, j;
+
+	for (i = 0; model != NULL && *model != '\0' && i < cf->nupstreams; i++)
+		for (j = 0; j < cf->upstreams[i].nmodels; j++)
+			if (kv_glob_match(cf->upstreams[i].models[j], model))
+				return &cf->upstreams[i];
+	for (i = 0; path != NULL && i < cf->nupstreams; i++)
+		for (j = 0; j < cf->upstreams[i].npaths; j++)
+			if (path_match(cf->upstreams[i].paths[j], path))
+				return &cf->upstreams[i];
+	return NULL;
+}
+
+const struct kv_price *
+kv_config_price(const struct kv_config *cf, const char *model)
+{
+	const struct kv_price *best = NULL;
+	size_t i, len, bestlen = 0;
+
+	for (i = 0; model != NULL && i < cf->nprices; i++)
+		if (strcmp(cf->prices[i].model, model) == 0)
+			return &cf->prices[i];
+	for (i = 0; model != NULL && i < cf->nprices; i++) {
+		len = strlen(cf->prices[i].model);
+		if (cf->prices[i].model[len - 1] == '*' &&
+		    kv_glob_match(cf->prices[i].model, model) &&
+		    (best == NULL || len > bestlen)) {
+			best = &cf->prices[i];
+			bestlen = len;
+		}
+	}
+	if (best != NULL)
+		return best;
+	return cf->has_default_price ? &cf->default_price : NULL;
+}

@@ -1,0 +1,523 @@
+/* Unit tests of the config loader: the bundled file, every error message
+ * with its line, environment overrides, env: values, routing and prices. */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "tests/unit.h"
+
+static char tmpdir[] = "/tmp/kv-test-config.XXXXXX";
+static char tmpfile_path[512];
+static char err[1024];
+
+/* Write TEXT to the temp file; its path is tmpfile_path. */
+static const char *
+write_cfg(const char *text)
+{
+	FILE *f;
+
+	snprintf(tmpfile_path, sizeof(tmpfile_path), "%s/kv.ini", tmpdir);
+	f = fopen(tmpfile_path, "w");
+	if (f == NULL || fputs(text, f) == EOF || fclose(f) == EOF) {
+		perror(tmpfile_path);
+		exit(1);
+	}
+	return tmpfile_path;
+}
+
+/* Load TEXT; returns the loader's result, message in err. */
+static int
+load_text(struct kv_config *cf, const char *text)
+{
+	err[0] = '\0';
+	return kv_config_load(cf, write_cfg(text), err, sizeof(err));
+}
+
+/* Load TEXT, expect failure with "FILE:" + WANT (WANT starts with the line). */
+static void
+expect_err(const char *text, const char *want, int line)
+{
+	struct kv_config cf;
+	char full[1024];
+	int r = load_text(&cf, text);
+
+	if (want[0] == ':')
+		snprintf(full, sizeof(full), "%s%s", tmpfile_path, want);
+	else
+		snprintf(full, sizeof(full), "%s", want);
+	CHECK_INT(r, -1);
+	if (strcmp(err, full) != 0)
+		fprintf(stderr, "  (from test at line %d)\n", line);
+	CHECK_STR(err, full);
+	if (r == 0)
+		kv_config_free(&cf);
+}
+#define EXPECT_ERR(text, want) expect_err(text, want, __LINE__)
+
+#define UP "[upstream o]\nurl = https://api.openai.com\npaths = /v1/chat/completions\n"
+
+static void
+unset_env(void)
+{
+	unsetenv("KILOVOLT_PORT");
+	unsetenv("KILOVOLT_WORKERS");
+	unsetenv("KILOVOLT_LEDGER");
+	unsetenv("KILOVOLT_DEFAULT_BUDGET");
+	unsetenv("KILOVOLT_ADMIN_TOKEN");
+	unsetenv("KV_TEST_SECRET");
+}
+
+static void
+test_bundled(void)
+{
+	struct kv_config cf;
+	const char *top = getenv("top_srcdir");
+	char path[4096];
+	const struct kv_upstream *u;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	snprintf(path, sizeof(path), "%s/kilovolt.ini", top ? top : ".");
+	CHECK_INT(kv_config_load(&cf, path, err, sizeof(err)), 0);
+	if (err[0] != '\0' && cf.nupstreams == 0) {
+		fprintf(stderr, "bundled: %s\n", err);
+		return;
+	}
+	CHECK_STR(cf.listen_host, "0.0.0.0");
+	CHECK_STR(cf.listen_port, "8080");
+	CHECK_STR(cf.status_host, "127.0.0.1");
+	CHECK_STR(cf.status_port, "9090");
+	CHECK_STR(cf.ledger, "./var/ledger");
+	CHECK_INT(cf.workers, cpus > 32 ? 32 : cpus);
+	CHECK_INT(cf.max_keys, 4096);
+	CHECK_INT(cf.client_timeout, 60);
+	CHECK_INT(cf.upstream_timeout, 600);
+	CHECK_INT(cf.shutdown_timeout, 30);
+	CHECK_INT(cf.max_connections, 4096);
+	CHECK_INT(cf.max_body, 0);
+	CHECK(cf.admin_token == NULL);
+	CHECK_INT(cf.default_budget_nusd, 2000000000);
+	CHECK_INT(cf.period, KV_PERIOD_NONE);
+	CHECK_INT(cf.unknown_keys_deny, 0);
+	CHECK_INT(cf.reserve_output_tokens, 1024);
+	CHECK_INT(cf.nupstreams, 3);
+	CHECK_INT(cf.nprices, 15);
+	CHECK_INT(cf.has_default_price, 1);
+	CHECK_INT(cf.default_price.input, 1000000000);
+	CHECK_INT(cf.default_price.output, 3000000000);
+	CHECK_INT(cf.nkeys, 0);
+
+	u = kv_config_route(&cf, "/v1/chat/completions", "gpt-4o");
+	CHECK(u != NULL && strcmp(u->name, "openai") == 0);
+	CHECK(u != NULL && u->tls == 1 && strcmp(u->port, "443") == 0);
+	CHECK(u != NULL && strcmp(u->host_header, "api.openai.com") == 0);
+	CHECK(u != NULL && u->npaths == 5 && u->api_key == NULL);
+	u = kv_config_route(&cf, "/v1/messages", "claude-sonnet-4-5");
+	CHECK(u != NULL && strcmp(u->name, "anthropic") == 0);
+	u = kv_config_route(&cf, "/v1/chat/completions", "qwen2.5-7b");
+	CHECK(u != NULL && strcmp(u->name, "local") == 0);
+	CHECK(u != NULL && u->tls == 0 && strcmp(u->host_header, "127.0.0.1:8000") == 0);
+	CHECK(u != NULL && u->nmodels == 3);
+
+	CHECK_INT(kv_config_price(&cf, "gpt-4o-mini")->cached_input, 75000000);
+	CHECK_INT(kv_config_price(&cf, "claude-sonnet-4-20250514")->cache_write, 3750000000);
+	CHECK_INT(kv_config_price(&cf, "claude-opus-4-1")->output, 75000000000);
+	CHECK_INT(kv_config_price(&cf, "text-embedding-3-small")->input, 20000000);
+	CHECK_INT(kv_config_price(&cf, "text-embedding-3-small")->output, 0);
+	CHECK_INT(kv_config_price(&cf, "text-embedding-3-small")->cached_input, -1);
+	CHECK_STR(kv_config_price(&cf, "some-other-model")->model, "default");
+	kv_config_free(&cf);
+}
+
+static void
+test_errors(void)
+{
+	EXPECT_ERR("[server]\nlisten = 1\n[bogus]\n", ":3: unknown section [bogus]");
+	EXPECT_ERR("[server x]\n", ":1: unknown section [server x]");
+	EXPECT_ERR("[upstream]\n", ":1: unknown section [upstream]");
+	EXPECT_ERR("; c\n\n[server]\nlisten = 8080\n  bogus = 1 ; c\n",
+	    ":5: unknown key 'bogus' in [server]");
+	EXPECT_ERR(UP "api_keys = x\n", ":4: unknown key 'api_keys' in [upstream o]");
+	EXPECT_ERR("[server]\nworkers = lots\n", ":2: workers: 'lots' is not a number");
+	EXPECT_ERR("[server]\nworkers = 0\n", ":2: workers: 0 is out of range (1..32)");
+	EXPECT_ERR("[server]\nclient_timeout = -5\n",
+	    ":2: client_timeout: '-5' is not a number");
+	EXPECT_ERR("[server]\nmax_keys = 4096x\n", ":2: max_keys: '4096x' is not a number");
+	EXPECT_ERR("[server]\nmax_body = 1q\n",
+	    ":2: max_body: '1q' is not a size (bytes with an optional k, m or g)");
+	EXPECT_ERR("[server]\nlisten = ::1:80\n",
+	    ":2: listen: bad address '::1:80' (want HOST:PORT, [IPV6]:PORT or PORT)");
+	EXPECT_ERR("[server]\nlisten = 0.0.0.0:70000\n",
+	    ":2: listen: bad address '0.0.0.0:70000' (want HOST:PORT, [IPV6]:PORT or PORT)");
+	EXPECT_ERR("\n[upstream a]\nurl = ftp://x\n",
+	    ":3: url: bad URL 'ftp://x' (want http[s]://HOST[:PORT][/PATH])");
+	EXPECT_ERR("[upstream a]\nurl = https://\n",
+	    ":2: url: bad URL 'https://' (want http[s]://HOST[:PORT][/PATH])");
+	EXPECT_ERR("[upstream a]\nurl = http://h:0/\n",
+	    ":2: url: bad URL 'http://h:0/' (want http[s]://HOST[:PORT][/PATH])");
+	EXPECT_ERR("[upstream a]\nurl = http://u@h/\n",
+	    ":2: url: bad URL 'http://u@h/' (want http[s]://HOST[:PORT][/PATH])");
+	EXPECT_ERR("[upstream a]\nurl = http://[::1/\n",
+	    ":2: url: bad URL 'http://[::1/' (want http[s]://HOST[:PORT][/PATH])");
+	EXPECT_ERR("[upstream a]\nurl = http://h\npaths = v1/chat\n",
+	    ":3: paths: bad entry 'v1/chat'");
+	EXPECT_ERR("[upstream a]\nurl = http://h\nmodels = a*b\n",
+	    ":3: models: bad entry 'a*b'");
+	EXPECT_ERR("[budget]\nperiod = yearly\n",
+	    ":2: period: 'yearly' is not none, daily, weekly or monthly");
+	EXPECT_ERR("[budget]\nunknown_keys = maybe\n",
+	    ":2: unknown_keys: 'maybe' is not allow or deny");
+	EXPECT_ERR("[budget]\ndefault = 2,00\n", ":2: default: '2,00' is not a decimal amount");
+	EXPECT_ERR(UP "[price x]\ninput = 1.0\noutput = abc\n",
+	    ":6: output: 'abc' is not a decimal amount");
+	EXPECT_ERR(UP "[price x]\ninput = -1\n", ":5: input: '-1' is not a decimal amount");
+	EXPECT_ERR("[server]\nadmin_token = x\n[upstream a]\napi_key = env:KV_TEST_SECRET\n",
+	    ":4: api_key: environment variable KV_TEST_SECRET is not set");
+	EXPECT_ERR("[server]\nledger = env:1BAD\n",
+	    ":2: ledger: bad environment variable name '1BAD'");
+	EXPECT_ERR(UP "[upstream o]\n", ":4: duplicate section [upstream o]");
+	EXPECT_ERR(UP "[price a]\ninput=1\n[price a]\n", ":6: duplicate section [price a]");
+	EXPECT_ERR(UP "[price default]\ninput=1\n[price default]\n",
+	    ":6: duplicate section [price default]");
+	EXPECT_ERR("[server]\n[budget]\n[server]\n", ":3: duplicate section [server]");
+	EXPECT_ERR(UP "[key a]\nkey = k1\n[key a]\n", ":6: duplicate section [key a]");
+	EXPECT_ERR(UP "[key a]\nkey = k1\n[key b]\nkey = k1\n", ":6: [key b]: same key as [key a]");
+	EXPECT_ERR("[server]\nlisten = 8080\n", ": no [upstream NAME] section");
+	EXPECT_ERR("", ": no [upstream NAME] section");
+	EXPECT_ERR("[upstream a]\npaths = /x\n[server]\n", ":1: [upstream a]: url is required");
+	EXPECT_ERR("[upstream a]\nurl = http://h\n", ":1: [upstream a]: needs paths or models");
+	EXPECT_ERR(UP "[price a]\noutput = 1\n", ":4: [price a]: input is required");
+	EXPECT_ERR(UP "[key a]\nbudget = 1\n", ":4: [key a]: key is required");
+	EXPECT_ERR(UP "[key a]\nkey = sha256:abc\n", ":5: key: sha256: needs 64 hex digits");
+	EXPECT_ERR("[server]\nlisten = 1\nlisten = 2\n", ":3: 'listen' is set twice in [server]");
+	EXPECT_ERR("listen = 1\n", ":1: 'listen' is outside any section");
+	EXPECT_ERR("[server]\njunk\n", ":2: syntax error (want NAME = VALUE or [SECTION])");
+	EXPECT_ERR("[server\n", ":1: bad section header (want [NAME])");
+	EXPECT_ERR(UP "[upstream b]\nurl = http://h\nca_file = /nonexistent/ca.pem\n",
+	    ":6: ca_file: /nonexistent/ca.pem: No such file or directory");
+	EXPECT_ERR("[key abcdefghijabcdefghijabcdefghijabcdefghijabcdefgh]\n",
+	    ":1: bad key name 'abcdefghijabcdefghijabcdefghijabcdefghijabcdefgh' "
+	    "(at most 47 characters)");
+}
+
+static void
+test_error_edges(void)
+{
+	struct kv_config cf;
+	char text[600];
+
+	/* Over-long lines are refused rather than split into two "lines". */
+	snprintf(text, sizeof(text), "[server]\n\nledger = /%0300d\n", 0);
+	EXPECT_ERR(text, ":3: line too long (at most 198 bytes without comments)");
+	/* ...but a long comment does not count. */
+	snprintf(text, sizeof(text), UP "[server]\nledger = /x ; %0300d\nworkers = x\n", 0);
+	EXPECT_ERR(text, ":6: workers: 'x' is not a number");
+	/* A NUL byte can not hide the rest of a line. */
+	{
+		FILE *f;
+		write_cfg("");
+		f = fopen(tmpfile_path, "w");
+		CHECK(f != NULL);
+		if (f != NULL) {
+			fwrite("[server]\nlisten = 1\0junk\n", 1, 25, f);
+			fclose(f);
+		}
+		CHECK_INT(kv_config_load(&cf, tmpfile_path, err, sizeof(err)), -1);
+		CHECK(strstr(err, ":2: NUL byte in line") != NULL);
+	}
+	CHECK_INT(kv_config_load(&cf, "/nonexistent/kv.ini", err, sizeof(err)), -1);
+	CHECK_STR(err, "/nonexistent/kv.ini: No such file or directory");
+	/* A truncated message is still terminated. */
+	{
+		char small[12];
+		CHECK_INT(kv_config_load(&cf, "/nonexistent/kv.ini", small, sizeof(small)), -1);
+		CHECK_STR(small, "/nonexisten");
+	}
+	/* The loader leaves nothing to free, and nothing of the failed file. */
+	CHECK_INT(load_text(&cf, UP "[server]\nadmin_token = tok\nlisten = x:y\n"), -1);
+	CHECK(cf.admin_token == NULL && cf.upstreams == NULL && cf.nupstreams == 0);
+}
+
+/* Secrets never appear in a message. */
+static void
+test_secrets(void)
+{
+	struct kv_config cf;
+
+	CHECK_INT(load_text(&cf, "[upstream a]\nurl = http://h\npaths = /\napi_key =\n"), -1);
+	CHECK(strstr(err, ":4: api_key: empty value") != NULL);
+	CHECK_INT(load_text(&cf, UP "[key a]\nkey = sha256:zzzzSECRET\n"), -1);
+	CHECK(strstr(err, "SECRET") == NULL);
+	CHECK_INT(load_text(&cf, UP "[key a]\nkey = k\napi_key = SECRET\n"), -1);
+	CHECK(strstr(err, "SECRET") == NULL);
+	CHECK(strstr(err, ":6: unknown key 'api_key' in [key a]") != NULL);
+}
+
+static void
+test_values(void)
+{
+	struct kv_config cf;
+	static const uint8_t h_abc[4] = { 0xba, 0x78, 0x16, 0xbf };	/* sha256("abc") */
+
+	CHECK_INT(load_text(&cf, UP
+	    "[server]\nlisten = [::1]:8443\nworkers = 3\nstatus_listen = off\n"
+	    "max_body = 16m\nuser = kilovolt\nshutdown_timeout = 0\n"
+	    "[budget]\nperiod = monthly\nunknown_keys = deny\ndefault = 0.5\n"
+	    "[key alice]\nkey = abc\nbudget = 25.00\n"
+	    "[key bob]\nkey = sha256:E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855\n"), 0);
+	if (err[0] != '\0')
+		fprintf(stderr, "values: %s\n", err);
+	CHECK_STR(cf.listen_host, "::1");
+	CHECK_STR(cf.listen_port, "8443");
+	CHECK_INT(cf.workers, 3);
+	CHECK_STR(cf.status_host, "");
+	CHECK_INT(cf.max_body, 16 << 20);
+	CHECK_STR(cf.user, "kilovolt");
+	CHECK_INT(cf.shutdown_timeout, 0);
+	CHECK_INT(cf.period, KV_PERIOD_MONTHLY);
+	CHECK_INT(cf.unknown_keys_deny, 1);
+	CHECK_INT(cf.default_budget_nusd, 500000000);
+	CHECK_INT(cf.nkeys, 2);
+	if (cf.nkeys == 2) {
+		CHECK(memcmp(cf.keys[0].hash, h_abc, 4) == 0);
+		CHECK(cf.keys[1].hash[0] == 0xe3 && cf.keys[1].hash[31] == 0x55);
+		CHECK_INT(cf.keys[0].budget_nusd, 25000000000);
+		CHECK_INT(cf.keys[1].budget_nusd, -1);
+		CHECK_STR(cf.keys[1].label, "bob");
+	}
+	kv_config_free(&cf);
+	kv_config_free(&cf);	/* idempotent */
+
+	CHECK_INT(load_text(&cf, UP "[server]\nlisten = 9000\nstatus_listen =\n"), 0);
+	CHECK_STR(cf.listen_host, "0.0.0.0");
+	CHECK_STR(cf.listen_port, "9000");
+	CHECK_STR(cf.status_port, "");
+	kv_config_free(&cf);
+}
+
+/* Two [key] sections hashing the same raw key collide (checked above); here
+ * a sha256: form of the same key collides with the raw one. */
+static void
+test_key_forms(void)
+{
+	EXPECT_ERR(UP "[key a]\nkey = abc\n[key b]\n"
+	    "key = sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\n",
+	    ":6: [key b]: same key as [key a]");
+}
+
+static void
+test_urls(void)
+{
+	struct kv_config cf;
+	const struct kv_upstream *u;
+
+	CHECK_INT(load_text(&cf,
+	    "[upstream a]\nurl = https://api.example.com/\npaths = /a\n"
+	    "[upstream b]\nurl = http://example.com:8080/base/v1//\npaths = /b\n"
+	    "[upstream c]\nurl = https://[2001:db8::1]:8443\npaths = /c\n"
+	    "[upstream d]\nurl = http://[::1]\npaths = /d\n"
+	    "[upstream e]\nurl = https://h:443/x\npaths = /e\n"), 0);
+	if (cf.nupstreams != 5) {
+		fprintf(stderr, "urls: %s\n", err);
+		CHECK(0);
+		return;
+	}
+	u = &cf.upstreams[0];
+	CHECK_INT(u->tls, 1);
+	CHECK_STR(u->host, "api.example.com");
+	CHECK_STR(u->port, "443");
+	CHECK_STR(u->host_header, "api.example.com");
+	CHECK_STR(u->base_path, "");
+	CHECK_STR(u->url, "https://api.example.com/");
+	u = &cf.upstreams[1];
+	CHECK_INT(u->tls, 0);
+	CHECK_STR(u->host, "example.com");
+	CHECK_STR(u->port, "8080");
+	CHECK_STR(u->host_header, "example.com:8080");
+	CHECK_STR(u->base_path, "/base/v1");
+	u = &cf.upstreams[2];
+	CHECK_STR(u->host, "2001:db8::1");
+	CHECK_STR(u->port, "8443");
+	CHECK_STR(u->host_header, "[2001:db8::1]:8443");
+	u = &cf.upstreams[3];
+	CHECK_STR(u->host, "::1");
+	CHECK_STR(u->port, "80");
+	CHECK_STR(u->host_header, "[::1]");
+	u = &cf.upstreams[4];
+	CHECK_STR(u->port, "443");
+	CHECK_STR(u->host_header, "h");
+	CHECK_STR(u->base_path, "/x");
+	kv_config_free(&cf);
+}
+
+static void
+test_env(void)
+{
+	struct kv_config cf;
+	const char *text = UP "[server]\nlisten = 127.0.0.1:8080\nadmin_token = env:KILOVOLT_ADMIN_TOKEN\n"
+	    "[upstream x]\nurl = http://h\nmodels = m\napi_key = env:KV_TEST_SECRET\n";
+
+	setenv("KV_TEST_SECRET", "sk-test", 1);
+	CHECK_INT(load_text(&cf, text), 0);
+	CHECK(cf.admin_token == NULL);
+	CHECK(cf.nupstreams == 2 && cf.upstreams[1].api_key != NULL &&
+	    strcmp(cf.upstreams[1].api_key, "sk-test") == 0);
+	kv_config_free(&cf);
+
+	setenv("KILOVOLT_ADMIN_TOKEN", "adm", 1);
+	setenv("KILOVOLT_PORT", "9999", 1);
+	setenv("KILOVOLT_WORKERS", "7", 1);
+	setenv("KILOVOLT_LEDGER", "/tmp/l", 1);
+	setenv("KILOVOLT_DEFAULT_BUDGET", "0.25", 1);
+	CHECK_INT(load_text(&cf, text), 0);
+	CHECK(cf.admin_token != NULL && strcmp(cf.admin_token, "adm") == 0);
+	CHECK_STR(cf.listen_host, "127.0.0.1");
+	CHECK_STR(cf.listen_port, "9999");
+	CHECK_INT(cf.workers, 7);
+	CHECK_STR(cf.ledger, "/tmp/l");
+	CHECK_INT(cf.default_budget_nusd, 250000000);
+	kv_config_free(&cf);
+
+	/* The environment wins over the file. */
+	CHECK_INT(load_text(&cf, UP "[server]\nworkers = 2\n[budget]\ndefault = 9\n"), 0);
+	CHECK_INT(cf.workers, 7);
+	CHECK_INT(cf.default_budget_nusd, 250000000);
+	kv_config_free(&cf);
+
+	setenv("KILOVOLT_PORT", "80x", 1);
+	EXPECT_ERR(text, "KILOVOLT_PORT: not a port");
+	setenv("KILOVOLT_PORT", "0", 1);
+	EXPECT_ERR(text, "KILOVOLT_PORT: not a port");
+	unsetenv("KILOVOLT_PORT");
+	setenv("KILOVOLT_WORKERS", "many", 1);
+	EXPECT_ERR(text, "KILOVOLT_WORKERS: not auto or 1..32");
+	setenv("KILOVOLT_WORKERS", "auto", 1);
+	CHECK_INT(load_text(&cf, UP "[server]\nworkers = 2\n"), 0);
+	CHECK_INT(cf.workers, sysconf(_SC_NPROCESSORS_ONLN) > 32 ? 32 : sysconf(_SC_NPROCESSORS_ONLN));
+	kv_config_free(&cf);
+	unsetenv("KILOVOLT_WORKERS");
+	setenv("KILOVOLT_DEFAULT_BUDGET", "$5", 1);
+	EXPECT_ERR(text, "KILOVOLT_DEFAULT_BUDGET: not a decimal amount");
+	unset_env();
+
+	/* env: works for any value. */
+	setenv("KV_TEST_SECRET", "3", 1);
+	CHECK_INT(load_text(&cf, UP "[server]\nworkers = env:KV_TEST_SECRET\n"), 0);
+	CHECK_INT(cf.workers, 3);
+	kv_config_free(&cf);
+	unset_env();
+}
+
+static void
+test_route(void)
+{
+	struct kv_config cf;
+	const struct kv_upstream *u;
+
+	CHECK_INT(load_text(&cf,
+	    "[upstream p]\nurl = http://p\npaths = /v1/models /v1/chat/ /v1/x\npaths = /v2\n"
+	    "[upstream m]\nurl = http://m\nmodels = llama-* gpt-4o\n"
+	    "[upstream all]\nurl = http://a\nmodels = *\n"), 0);
+	if (cf.nupstreams != 3) {
+		fprintf(stderr, "route: %s\n", err);
+		CHECK(0);
+		return;
+	}
+#define ROUTE(path, model) ((u = kv_config_route(&cf, path, model)) ? u->name : "(none)")
+	CHECK_STR(ROUTE("/v1/models", NULL), "p");
+	CHECK_STR(ROUTE("/v1/models/gpt-4o", NULL), "p");
+	CHECK_STR(ROUTE("/v1/models?x=1", NULL), "p");
+	CHECK_STR(ROUTE("/v1/modelsX", NULL), "(none)");
+	CHECK_STR(ROUTE("/v1/chat/completions", NULL), "p");
+	CHECK_STR(ROUTE("/v1/chat", NULL), "(none)");
+	CHECK_STR(ROUTE("/v2/anything", ""), "p");
+	CHECK_STR(ROUTE("/v1/chat/completions", "llama-3.1"), "m");
+	CHECK_STR(ROUTE("/nowhere", "gpt-4o"), "m");
+	CHECK_STR(ROUTE("/v1/chat/completions", "gpt-4o-mini"), "all");
+	CHECK_STR(ROUTE("/v1/chat/completions", "llama"), "all");
+	CHECK_STR(ROUTE(NULL, NULL), "(none)");
+	CHECK_INT(cf.upstreams[0].npaths, 4);
+#undef ROUTE
+	kv_config_free(&cf);
+
+	CHECK_INT(kv_glob_match("a*", "a"), 1);
+	CHECK_INT(kv_glob_match("a*", "abc"), 1);
+	CHECK_INT(kv_glob_match("a*", "b"), 0);
+	CHECK_INT(kv_glob_match("abc", "ab"), 0);
+	CHECK_INT(kv_glob_match("abc", "abc"), 1);
+	CHECK_INT(kv_glob_match("*", ""), 1);
+}
+
+static void
+test_price(void)
+{
+	struct kv_config cf;
+
+	CHECK_INT(load_text(&cf, UP
+	    "[price gpt-4o*]\ninput = 5\n"
+	    "[price gpt-4o-mini*]\ninput = 0.15\n"
+	    "[price gpt-4o]\ninput = 2.5\noutput = 10\ncached_input = 1.25\n"
+	    "[price g*]\ninput = 9\n"), 0);
+	if (cf.nprices != 4) {
+		fprintf(stderr, "price: %s\n", err);
+		CHECK(0);
+		return;
+	}
+#define PRICE(m) (kv_config_price(&cf, m) ? kv_config_price(&cf, m)->model : "(none)")
+	CHECK_STR(PRICE("gpt-4o"), "gpt-4o");
+	CHECK_STR(PRICE("gpt-4o-2024-08-06"), "gpt-4o*");
+	CHECK_STR(PRICE("gpt-4o-mini-2024-07-18"), "gpt-4o-mini*");
+	CHECK_STR(PRICE("gemini"), "g*");
+	CHECK_STR(PRICE("claude"), "(none)");
+	CHECK_STR(PRICE(NULL), "(none)");
+	CHECK_INT(kv_config_price(&cf, "gpt-4o")->cached_input, 1250000000);
+	CHECK_INT(kv_config_price(&cf, "gpt-4o")->cache_write, -1);
+#undef PRICE
+	kv_config_free(&cf);
+
+	CHECK_INT(load_text(&cf, UP "[price default]\ninput = 1\n[price x]\ninput = 2\n"), 0);
+	CHECK_STR(kv_config_price(&cf, "y")->model, "default");
+	CHECK_STR(kv_config_price(&cf, NULL)->model, "default");
+	CHECK_STR(kv_config_price(&cf, "x")->model, "x");
+	kv_config_free(&cf);
+}
+
+static void
+test_default_path(void)
+{
+	setenv("KILOVOLT_CONFIG", "/some/where.ini", 1);
+	CHECK_STR(kv_config_default_path(), "/some/where.ini");
+	unsetenv("KILOVOLT_CONFIG");
+	CHECK_STR(kv_config_default_path(), access("/etc/kilovolt/kilovolt.ini", F_OK) == 0 ?
+	    "/etc/kilovolt/kilovolt.ini" : "./kilovolt.ini");
+}
+
+int
+main(void)
+{
+	if (mkdtemp(tmpdir) == NULL) {
+		perror("mkdtemp");
+		return 1;
+	}
+	unset_env();
+	unsetenv("KILOVOLT_CONFIG");
+	test_bundled();
+	test_errors();
+	test_error_edges();
+	test_secrets();
+	test_values();
+	test_key_forms();
+	test_urls();
+	test_env();
+	test_route();
+	test_price();
+	test_default_path();
+	unlink(tmpfile_path);
+	rmdir(tmpdir);
+	return unit_done();
+}
