@@ -847,6 +847,7 @@ cfg_handler(void *user, const char *section, const char *name, const char *value
 {
 	struct cfg_parse *p = user;
 
+	(void)section;	/* ours is tracked by cfg_read; inih truncates long ones */
 	if (!p->failed)
 		cfg_set(p, name, value);
 	/* Raw keys and tokens sit in inih's line buffer; wipe them. The buffer
