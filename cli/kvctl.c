@@ -1,0 +1,528 @@
+/* kvctl: inspect and adjust the ledger, with or without a running daemon.
+ * Read commands map the ledger read-only; reset and budget map it
+ * read-write and change only the words they own, with atomics, so they are
+ * safe while workers keep charging. */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "cli/kvctl.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/money.h"
+#include "shm/report.h"
+
+struct kvctl {
+	const char	*config;	/* -c */
+	const char	*ledger;	/* -l */
+	char		 path[4096];	/* the ledger actually used */
+	struct kv_ledger l;
+	int		 json;
+	int		 watch;
+	int		 all;
+	long		 count;		/* --count N for --watch */
+	char		*args[2];	/* positional arguments of the command */
+	int		 nargs;
+};
+
+struct command {
+	const char	*name;
+	int		 writes;	/* maps the ledger read-write */
+	int		 min_args, max_args;
+	const char	*flags;		/* accepted: j=--json w=--watch/--count a=--all */
+	int		(*run)(struct kvctl *);
+};
+
+static const char usage_text[] =
+"usage: kvctl [-c CONFIG | -l LEDGER] COMMAND\n"
+"\n"
+"  status [--json]              uptime, workers, requests, bytes, streams, spend\n"
+"  keys [--json]                every key: budget, spent, reserved, tokens, last use\n"
+"  keys --watch [--count N]     live view, redrawn every second (q quits)\n"
+"  show KEY [--json]            one key; KEY is an id prefix or a label\n"
+"  reset KEY | --all            set spent to 0\n"
+"  budget KEY AMOUNT            set a key's budget in USD (e.g. 25.00)\n"
+"  models [--json]              per-model requests, tokens and cost\n"
+"\n"
+"  -c CONFIG   read the ledger path from CONFIG (default: $KILOVOLT_CONFIG,\n"
+"              /etc/kilovolt/kilovolt.ini, ./kilovolt.ini)\n"
+"  -l LEDGER   use this ledger file directly\n"
+"  -h, --help  show this help\n"
+"\n"
+"Exit status: 0 ok, 1 key not found, 2 usage or ledger error.\n";
+
+static int
+usage_error(const char *fmt, const char *arg)
+{
+	fputs("kvctl: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs("\n(kvctl --help for usage)\n", stderr);
+	return KVCTL_EXIT_USAGE;
+}
+
+/* ---- finding a key ------------------------------------------------------ */
+
+static int
+is_hex_prefix(const char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (n == 0 || n > 64)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!isxdigit((unsigned char)s[i]))
+			return 0;
+	return 1;
+}
+
+static int
+hash_has_prefix(const uint8_t hash[32], const char *hex)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; hex[i] != '\0'; i++) {
+		unsigned v = i % 2 == 0 ? hash[i / 2] >> 4 : hash[i / 2] & 0xf;
+
+		if (digits[v] != tolower((unsigned char)hex[i]))
+			return 0;
+	}
+	return 1;
+}
+
+static int
+label_is(const struct kv_account *a, const char *key)
+{
+	char label[KV_LABEL_MAX];
+
+	memcpy(label, a->label, sizeof(label));
+	label[sizeof(label) - 1] = '\0';
+	return label[0] != '\0' && strcmp(label, key) == 0;
+}
+
+/* Collect up to max accounts matching KEY: an exact label wins over id
+ * prefixes. Returns the total number of matches. */
+static size_t
+find_keys(const struct kv_ledger *l, const char *key, struct kv_account **out,
+    size_t max)
+{
+	size_t n = 0;
+	uint32_t i;
+	int pass;
+
+	for (pass = 0; pass < 2 && n == 0; pass++) {
+		if (pass == 1 && !is_hex_prefix(key))
+			break;
+		for (i = 0; i < l->hdr->max_keys; i++) {
+			struct kv_account *a = &l->accounts[i];
+
+			if (atomic_load_explicit(&a->state, memory_order_acquire) != 2)
+				continue;
+			if (pass == 0 ? !label_is(a, key) : !hash_has_prefix(a->hash, key))
+				continue;
+			if (n < max)
+				out[n] = a;
+			n++;
+		}
+	}
+	return n;
+}
+
+static void
+describe_key(const struct kv_account *a, char *buf, size_t len)
+{
+	char id[13], label[KV_LABEL_MAX];
+
+	kv_key_id(a->hash, id);
+	memcpy(label, a->label, sizeof(label));
+	label[sizeof(label) - 1] = '\0';
+	if (label[0] != '\0')
+		snprintf(buf, len, "%s (%s)", id, label);
+	else
+		snprintf(buf, len, "%s", id);
+}
+
+#define AMBIGUOUS_SHOWN 10
+
+static int
+ambiguous(const char *key, struct kv_account **found, size_t n)
+{
+	char desc[80];
+	size_t i;
+
+	fprintf(stderr, "kvctl: '%s' is ambiguous: it matches %zu keys:\n", key, n);
+	for (i = 0; i < n && i < AMBIGUOUS_SHOWN; i++) {
+		describe_key(found[i], desc, sizeof(desc));
+		fprintf(stderr, "  %s\n", desc);
+	}
+	if (n > AMBIGUOUS_SHOWN)
+		fprintf(stderr, "  ... and %zu more\n", n - AMBIGUOUS_SHOWN);
+	fputs("give more digits of the id, or the label\n", stderr);
+	return KVCTL_EXIT_USAGE;
+}
+
+/* Resolve KEY to exactly one account, or explain on stderr and return the
+ * exit code. */
+static int
+resolve_key(struct kvctl *k, const char *key, struct kv_account **a)
+{
+	struct kv_account *found[AMBIGUOUS_SHOWN];
+	size_t n;
+
+	n = find_keys(&k->l, key, found, AMBIGUOUS_SHOWN);
+	if (n == 0) {
+		fprintf(stderr, "kvctl: no key matches '%s' (an id prefix or a "
+		    "label; `kvctl keys` lists them)\n", key);
+		return KVCTL_EXIT_NOTFOUND;
+	}
+	if (n > 1)
+		return ambiguous(key, found, n);
+	*a = found[0];
+	return KVCTL_EXIT_OK;
+}
+
+/* ---- commands ----------------------------------------------------------- */
+
+static int
+cmd_status(struct kvctl *k)
+{
+	if (k->json)
+		kv_report_status_json(stdout, &k->l, (int64_t)time(NULL));
+	else
+		kvctl_print_status(stdout, &k->l, k->path, (int64_t)time(NULL));
+	return KVCTL_EXIT_OK;
+}
+
+static int
+cmd_keys(struct kvctl *k)
+{
+	if (k->watch && k->json)
+		return usage_error("%s", "keys: --watch and --json do not mix");
+	if (k->count != 0 && !k->watch)
+		return usage_error("%s", "keys: --count only goes with --watch");
+	if (k->watch)
+		return kvctl_watch_keys(&k->l, k->count);
+	if (k->json)
+		kv_report_keys_json(stdout, &k->l);
+	else
+		kvctl_print_keys(stdout, &k->l);
+	return KVCTL_EXIT_OK;
+}
+
+static int
+cmd_show(struct kvctl *k)
+{
+	struct kv_account *a;
+	int rc = resolve_key(k, k->args[0], &a);
+
+	if (rc != KVCTL_EXIT_OK)
+		return rc;
+	if (k->json) {
+		kv_report_account_json(stdout, a);
+		fputc('\n', stdout);
+	} else {
+		kvctl_print_account(stdout, a);
+	}
+	return KVCTL_EXIT_OK;
+}
+
+/* atomic_exchange, never a store of 0 after a load: a charge landing in
+ * between would be lost. */
+static int64_t
+reset_account(struct kv_account *a)
+{
+	return atomic_exchange(&a->spent_nusd, 0);
+}
+
+static int
+reset_all(struct kvctl *k)
+{
+	int64_t total = 0;
+	uint32_t i, n = 0;
+	char money[32];
+
+	for (i = 0; i < k->l.hdr->max_keys; i++) {
+		struct kv_account *a = &k->l.accounts[i];
+
+		if (atomic_load_explicit(&a->state, memory_order_acquire) != 2)
+			continue;
+		total += reset_account(a);
+		n++;
+	}
+	kvctl_format_money(total, money, sizeof(money));
+	printf("reset %u keys (%s spent cleared)\n", n, money);
+	return KVCTL_EXIT_OK;
+}
+
+static int
+cmd_reset(struct kvctl *k)
+{
+	struct kv_account *a;
+	char desc[80], money[32];
+	int rc;
+
+	if (k->all && k->nargs > 0)
+		return usage_error("%s", "reset: give a KEY or --all, not both");
+	if (!k->all && k->nargs == 0)
+		return usage_error("%s", "reset: which key? (KEY or --all)");
+	if (k->all)
+		return reset_all(k);
+	rc = resolve_key(k, k->args[0], &a);
+	if (rc != KVCTL_EXIT_OK)
+		return rc;
+	kvctl_format_money(reset_account(a), money, sizeof(money));
+	describe_key(a, desc, sizeof(desc));
+	printf("reset %s: spent was %s, now $0.000000\n", desc, money);
+	return KVCTL_EXIT_OK;
+}
+
+static int
+cmd_budget(struct kvctl *k)
+{
+	const char *amount = k->args[1];
+	struct kv_account *a;
+	char desc[80], was[32], now[32];
+	int64_t v;
+	int rc;
+
+	if (amount[0] == '$')
+		amount++;
+	if (kv_parse_nano(amount, &v) == -1)
+		return usage_error("budget: '%s' is not an amount in USD "
+		    "(e.g. 25.00)", k->args[1]);
+	rc = resolve_key(k, k->args[0], &a);
+	if (rc != KVCTL_EXIT_OK)
+		return rc;
+	kvctl_format_money(atomic_exchange(&a->budget_nusd, v), was, sizeof(was));
+	kvctl_format_money(v, now, sizeof(now));
+	describe_key(a, desc, sizeof(desc));
+	printf("budget of %s: %s (was %s)\n", desc, now, was);
+	return KVCTL_EXIT_OK;
+}
+
+static int
+cmd_models(struct kvctl *k)
+{
+	if (k->json)
+		kv_report_models_json(stdout, &k->l);
+	else
+		kvctl_print_models(stdout, &k->l);
+	return KVCTL_EXIT_OK;
+}
+
+static const struct command commands[] = {
+	{ "status",	0, 0, 0, "j",	cmd_status },
+	{ "keys",	0, 0, 0, "jw",	cmd_keys },
+	{ "show",	0, 1, 1, "j",	cmd_show },
+	{ "reset",	1, 0, 1, "a",	cmd_reset },
+	{ "budget",	1, 2, 2, "",	cmd_budget },
+	{ "models",	0, 0, 0, "j",	cmd_models },
+};
+
+/* ---- command line ------------------------------------------------------- */
+
+static int
+parse_count(struct kvctl *k, const char *s)
+{
+	char *end;
+
+	errno = 0;
+	k->count = s != NULL ? strtol(s, &end, 10) : 0;
+	if (s == NULL || errno != 0 || end == s || *end != '\0' || k->count <= 0)
+		return usage_error("--count wants a positive number, not '%s'",
+		    s != NULL ? s : "");
+	return 0;
+}
+
+/* One flag of a command; *i advances past a flag's value. */
+static int
+parse_flag(struct kvctl *k, const struct command *c, char **argv, int argc,
+    int *i)
+{
+	const char *a = argv[*i];
+
+	if (strcmp(a, "--json") == 0 && strchr(c->flags, 'j'))
+		k->json = 1;
+	else if (strcmp(a, "--watch") == 0 && strchr(c->flags, 'w'))
+		k->watch = 1;
+	else if (strcmp(a, "--all") == 0 && strchr(c->flags, 'a'))
+		k->all = 1;
+	else if (strcmp(a, "--count") == 0 && strchr(c->flags, 'w')) {
+		(*i)++;
+		return parse_count(k, *i < argc ? argv[*i] : NULL);
+	} else {
+		fprintf(stderr, "kvctl: %s: unknown option '%s'\n(kvctl --help "
+		    "for usage)\n", c->name, a);
+		return KVCTL_EXIT_USAGE;
+	}
+	return 0;
+}
+
+static int
+parse_command_args(struct kvctl *k, const struct command *c, int argc,
+    char **argv)
+{
+	int i, rc;
+
+	/* "--" ends the flags, so a label that starts with "--" can be named. */
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0) {
+			for (i++; i < argc; i++)
+				if (k->nargs++ < 2)
+					k->args[k->nargs - 1] = argv[i];
+			break;
+		}
+		if (strncmp(argv[i], "--", 2) == 0) {
+			if ((rc = parse_flag(k, c, argv, argc, &i)) != 0)
+				return rc;
+		} else if (k->nargs++ < 2) {
+			k->args[k->nargs - 1] = argv[i];
+		}
+	}
+	if (k->nargs < c->min_args || k->nargs > c->max_args) {
+		fprintf(stderr, "kvctl: %s: wrong number of arguments\n"
+		    "(kvctl --help for usage)\n", c->name);
+		return KVCTL_EXIT_USAGE;
+	}
+	return 0;
+}
+
+static const struct command *
+find_command(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+/* Returns -1 to go on, or an exit code. */
+static int
+parse_global(struct kvctl *k, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch;
+
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "+c:l:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			k->config = optarg;
+			break;
+		case 'l':
+			k->ledger = optarg;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return KVCTL_EXIT_OK;
+		default:
+			if (optopt == 'c' || optopt == 'l')
+				return usage_error("-%s needs a file name",
+				    optopt == 'c' ? "c" : "l");
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (k->config != NULL && k->ledger != NULL)
+		return usage_error("%s", "give -c CONFIG or -l LEDGER, not both");
+	if (optind >= argc) {
+		fputs(usage_text, stderr);
+		return KVCTL_EXIT_USAGE;
+	}
+	return -1;
+}
+
+/* ---- the ledger --------------------------------------------------------- */
+
+/* -l, else the config's ledger (which KILOVOLT_LEDGER overrides). */
+static int
+resolve_ledger(struct kvctl *k)
+{
+	struct kv_config *cf;
+	const char *file;
+	char err[1024];
+
+	if (k->ledger != NULL) {
+		snprintf(k->path, sizeof(k->path), "%s", k->ledger);
+		return 0;
+	}
+	file = k->config != NULL ? k->config : kv_config_default_path();
+	cf = calloc(1, sizeof(*cf));
+	if (cf == NULL) {
+		perror("kvctl");
+		return -1;
+	}
+	if (kv_config_load(cf, file, err, sizeof(err)) == -1) {
+		fprintf(stderr, "kvctl: %s\n(kvctl reads the ledger path from the "
+		    "config; -l LEDGER names the file directly)\n", err);
+		free(cf);
+		return -1;
+	}
+	snprintf(k->path, sizeof(k->path), "%s", cf->ledger);
+	kv_config_free(cf);
+	free(cf);
+	return 0;
+}
+
+static int
+open_ledger(struct kvctl *k, int writes)
+{
+	char err[1024];
+	int flags = writes ? 0 : KV_LEDGER_READONLY;
+
+	if (kv_ledger_open(&k->l, k->path, 0, flags, err, sizeof(err)) == 0)
+		return 0;
+	if (errno == ENOENT)
+		fprintf(stderr, "kvctl: no ledger at %s (is kilovoltd configured "
+		    "with this ledger?)\n", k->path);
+	else
+		fprintf(stderr, "kvctl: %s\n", err);
+	return -1;
+}
+
+/* A failed write to stdout (full disk, closed pipe) is an error too. */
+static int
+finish_output(int rc)
+{
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		perror("kvctl: writing output");
+		return KVCTL_EXIT_USAGE;
+	}
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct kvctl k;
+	const struct command *c;
+	int rc;
+
+	memset(&k, 0, sizeof(k));
+	k.l.fd = -1;
+	if ((rc = parse_global(&k, argc, argv)) != -1)
+		return rc;
+	c = find_command(argv[optind]);
+	if (c == NULL)
+		return usage_error("unknown command '%s'", argv[optind]);
+	rc = parse_command_args(&k, c, argc - optind, argv + optind);
+	if (rc != 0)
+		return rc;
+	if (resolve_ledger(&k) == -1 || open_ledger(&k, c->writes) == -1)
+		return KVCTL_EXIT_USAGE;
+	rc = c->run(&k);
+	kv_ledger_close(&k.l);
+	return finish_output(rc);
+}

@@ -1,0 +1,42 @@
+/* kvctl: the operator's CLI over the ledger. kvctl.c parses the command
+ * line, finds the ledger and runs the commands; kvctl_output.c renders what
+ * a person reads (tables, `show`, the live `keys --watch` view). The JSON
+ * forms come from shm/report.h so they match /status.json exactly. */
+#ifndef KV_KVCTL_H
+#define KV_KVCTL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "shm/ledger.h"
+
+/* Exit codes (SPEC "kvctl"). */
+#define KVCTL_EXIT_OK		0
+#define KVCTL_EXIT_NOTFOUND	1
+#define KVCTL_EXIT_USAGE	2	/* bad usage, bad config, unusable ledger */
+
+/* "$1.234567", or "-$0.000001" for a negative amount. */
+void	kvctl_format_money(int64_t nusd, char *buf, size_t len);
+
+/* "2026-11-30 07:23:54Z" in UTC, or "never" for 0. */
+void	kvctl_format_time(int64_t t, char *buf, size_t len);
+
+/* Master, workers and every global counter, for a person. */
+void	kvctl_print_status(FILE *f, const struct kv_ledger *l, const char *path,
+	    int64_t now);
+
+/* The keys table (sorted by spend, column widths fitted to the data). */
+void	kvctl_print_keys(FILE *f, const struct kv_ledger *l);
+
+/* One key's fields as "name: value" lines. */
+void	kvctl_print_account(FILE *f, const struct kv_account *a);
+
+/* The per-model table (sorted by cost). */
+void	kvctl_print_models(FILE *f, const struct kv_ledger *l);
+
+/* Redraw the keys table every second on the terminal until the user types
+ * q or Ctrl-C, or, when count > 0, after count frames. stdout must be a
+ * TTY. Returns a KVCTL_EXIT_* code (messages already on stderr). */
+int	kvctl_watch_keys(const struct kv_ledger *l, long count);
+
+#endif

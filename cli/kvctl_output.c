@@ -1,0 +1,522 @@
+/* What kvctl shows a person: aligned tables, `show` lines, the live view. */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "cli/kvctl.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shm/report.h"
+
+#define CELL_MAX	64
+#define TABLE_COLS	12
+
+/* A table of short strings; row 0 is the heading. Columns are sized to the
+ * widest cell when printed. */
+struct table {
+	int	  ncols;
+	size_t	  nrows;
+	size_t	  cap;
+	const int *right;		/* per column: 1 = right-aligned (numbers) */
+	char	(*cells)[CELL_MAX];
+};
+
+/* Callers size the table for all rows up front, so adding never fails. */
+static int
+table_init(struct table *t, int ncols, const int *right, size_t rows)
+{
+	t->ncols = ncols;
+	t->nrows = 0;
+	t->cap = rows + 1;
+	t->right = right;
+	t->cells = calloc(t->cap * (size_t)ncols, CELL_MAX);
+	return t->cells == NULL ? -1 : 0;
+}
+
+static char *
+table_cell(struct table *t, size_t row, int col)
+{
+	return t->cells[row * (size_t)t->ncols + (size_t)col];
+}
+
+/* Append a row; cells are given as a NULL-free array of ncols strings. */
+static void
+table_add(struct table *t, const char *const *cells)
+{
+	int c;
+
+	if (t->nrows >= t->cap)
+		return;
+	for (c = 0; c < t->ncols; c++)
+		snprintf(table_cell(t, t->nrows, c), CELL_MAX, "%s", cells[c]);
+	t->nrows++;
+}
+
+static void
+table_print(FILE *f, struct table *t)
+{
+	size_t w[TABLE_COLS] = { 0 }, r, len;
+	int c;
+
+	for (r = 0; r < t->nrows; r++)
+		for (c = 0; c < t->ncols; c++) {
+			len = strlen(table_cell(t, r, c));
+			if (len > w[c])
+				w[c] = len;
+		}
+	for (r = 0; r < t->nrows; r++) {
+		for (c = 0; c < t->ncols; c++) {
+			const char *s = table_cell(t, r, c);
+			int last = c == t->ncols - 1;
+
+			if (t->right[c])
+				fprintf(f, "%*s", (int)w[c], s);
+			else
+				fprintf(f, "%-*s", last ? 0 : (int)w[c], s);
+			fputs(last ? "\n" : "  ", f);
+		}
+	}
+	free(t->cells);
+	t->cells = NULL;
+}
+
+void
+kvctl_format_money(int64_t nusd, char *buf, size_t len)
+{
+	char num[24];	/* INT64_MAX is "9223372036.854775" */
+
+	kv_format_usd(nusd, num, sizeof(num));
+	if (num[0] == '-')
+		snprintf(buf, len, "-$%s", num + 1);
+	else
+		snprintf(buf, len, "$%s", num);
+}
+
+void
+kvctl_format_time(int64_t t, char *buf, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (t == 0 || gmtime_r(&tt, &tm) == NULL) {
+		snprintf(buf, len, "never");
+		return;
+	}
+	strftime(buf, len, "%Y-%m-%d %H:%M:%SZ", &tm);
+}
+
+static void
+format_duration(int64_t s, char *buf, size_t len)
+{
+	if (s < 0)
+		s = 0;
+	if (s >= 86400)
+		snprintf(buf, len, "%" PRId64 "d%02" PRId64 "h%02" PRId64 "m",
+		    s / 86400, s / 3600 % 24, s / 60 % 60);
+	else
+		snprintf(buf, len, "%" PRId64 "h%02" PRId64 "m%02" PRId64 "s",
+		    s / 3600, s / 60 % 60, s % 60);
+}
+
+static void
+account_row(struct table *t, const struct kv_account *a)
+{
+	char id[13], label[KV_LABEL_MAX], m[4][32], n[3][24], last[32];
+	int64_t budget, spent, reserved;
+	const char *cells[11];
+
+	kv_key_id(a->hash, id);
+	memcpy(label, a->label, sizeof(label));
+	label[sizeof(label) - 1] = '\0';
+	reserved = atomic_load(&a->reserved_nusd);
+	spent = atomic_load(&a->spent_nusd);
+	budget = atomic_load(&a->budget_nusd);
+	kvctl_format_money(budget, m[0], sizeof(m[0]));
+	kvctl_format_money(spent, m[1], sizeof(m[1]));
+	kvctl_format_money(reserved, m[2], sizeof(m[2]));
+	kvctl_format_money(budget - spent - reserved, m[3], sizeof(m[3]));
+	snprintf(n[0], sizeof(n[0]), "%" PRIu64, atomic_load(&a->requests));
+	snprintf(n[1], sizeof(n[1]), "%" PRIu64, atomic_load(&a->input_tokens));
+	snprintf(n[2], sizeof(n[2]), "%" PRIu64, atomic_load(&a->output_tokens));
+	kvctl_format_time(atomic_load(&a->last_used), last, sizeof(last));
+	cells[0] = id;
+	cells[1] = label[0] != '\0' ? label : "-";
+	cells[2] = m[0], cells[3] = m[1], cells[4] = m[2], cells[5] = m[3];
+	cells[6] = n[0], cells[7] = n[1], cells[8] = n[2];
+	cells[9] = last;
+	table_add(t, cells);
+}
+
+void
+kvctl_print_keys(FILE *f, const struct kv_ledger *l)
+{
+	static const char *const head[] = { "ID", "LABEL", "BUDGET", "SPENT",
+	    "RESERVED", "REMAINING", "REQUESTS", "TOKENS IN", "TOKENS OUT",
+	    "LAST USED" };
+	static const int right[] = { 0, 0, 1, 1, 1, 1, 1, 1, 1, 0 };
+	const struct kv_account **v;
+	struct table t;
+	size_t i, n;
+
+	n = kv_report_sorted_accounts(l, &v);
+	if (table_init(&t, 10, right, n) == -1) {
+		free(v);
+		fputs("kvctl: out of memory\n", stderr);
+		return;
+	}
+	table_add(&t, head);
+	for (i = 0; i < n; i++)
+		account_row(&t, v[i]);
+	table_print(f, &t);
+	free(v);
+	if (n == 0)
+		fputs("(no keys yet)\n", f);
+}
+
+void
+kvctl_print_account(FILE *f, const struct kv_account *a)
+{
+	char id[13], label[KV_LABEL_MAX], money[32], when[32];
+	int64_t budget, spent, reserved;
+	int i;
+
+	kv_key_id(a->hash, id);
+	memcpy(label, a->label, sizeof(label));
+	label[sizeof(label) - 1] = '\0';
+	reserved = atomic_load(&a->reserved_nusd);
+	spent = atomic_load(&a->spent_nusd);
+	budget = atomic_load(&a->budget_nusd);
+	fprintf(f, "id: %s\nlabel: %s\nsha256: ", id, label[0] ? label : "-");
+	for (i = 0; i < 32; i++)
+		fprintf(f, "%02x", a->hash[i]);
+	kvctl_format_money(budget, money, sizeof(money));
+	fprintf(f, "\nbudget: %s\n", money);
+	kvctl_format_money(spent, money, sizeof(money));
+	fprintf(f, "spent: %s\n", money);
+	kvctl_format_money(reserved, money, sizeof(money));
+	fprintf(f, "reserved: %s\n", money);
+	kvctl_format_money(budget - spent - reserved, money, sizeof(money));
+	fprintf(f, "remaining: %s\n", money);
+	fprintf(f, "requests: %" PRIu64 "\ninput_tokens: %" PRIu64
+	    "\noutput_tokens: %" PRIu64 "\ncached_input_tokens: %" PRIu64
+	    "\nrefusals: %" PRIu64 "\n", atomic_load(&a->requests),
+	    atomic_load(&a->input_tokens), atomic_load(&a->output_tokens),
+	    atomic_load(&a->cached_input_tokens), atomic_load(&a->refusals));
+	kvctl_format_time(atomic_load(&a->last_used), when, sizeof(when));
+	fprintf(f, "last_used: %s\n", when);
+	kvctl_format_time(atomic_load(&a->period_start), when, sizeof(when));
+	fprintf(f, "period_start: %s\n", when);
+}
+
+static int
+cmp_model_cost(const void *x, const void *y)
+{
+	const struct kv_model_slot *a = *(const struct kv_model_slot * const *)x;
+	const struct kv_model_slot *b = *(const struct kv_model_slot * const *)y;
+	uint64_t ca = atomic_load(&a->cost_nusd), cb = atomic_load(&b->cost_nusd);
+
+	if (ca != cb)
+		return ca < cb ? 1 : -1;
+	return strncmp(a->name, b->name, KV_MODEL_NAME);
+}
+
+static void
+model_row(struct table *t, const struct kv_model_slot *m)
+{
+	char name[KV_MODEL_NAME], n[4][24], cost[32];
+	const char *cells[6];
+
+	memcpy(name, m->name, sizeof(name));
+	name[sizeof(name) - 1] = '\0';
+	snprintf(n[0], sizeof(n[0]), "%" PRIu64, atomic_load(&m->requests));
+	snprintf(n[1], sizeof(n[1]), "%" PRIu64, atomic_load(&m->input_tokens));
+	snprintf(n[2], sizeof(n[2]), "%" PRIu64, atomic_load(&m->output_tokens));
+	snprintf(n[3], sizeof(n[3]), "%" PRIu64,
+	    atomic_load(&m->cached_input_tokens));
+	kvctl_format_money((int64_t)atomic_load(&m->cost_nusd), cost, sizeof(cost));
+	cells[0] = name;
+	cells[1] = n[0], cells[2] = n[1], cells[3] = n[2], cells[4] = n[3];
+	cells[5] = cost;
+	table_add(t, cells);
+}
+
+void
+kvctl_print_models(FILE *f, const struct kv_ledger *l)
+{
+	static const char *const head[] = { "MODEL", "REQUESTS", "TOKENS IN",
+	    "TOKENS OUT", "CACHED IN", "COST" };
+	static const int right[] = { 0, 1, 1, 1, 1, 1 };
+	const struct kv_model_slot *v[KV_MODEL_SLOTS];
+	struct table t;
+	size_t i, n = 0;
+
+	for (i = 0; i < KV_MODEL_SLOTS; i++)
+		if (atomic_load_explicit(&l->models[i].state,
+		    memory_order_acquire) == 2)
+			v[n++] = &l->models[i];
+	qsort(v, n, sizeof(v[0]), cmp_model_cost);
+	if (table_init(&t, 6, right, n) == -1) {
+		fputs("kvctl: out of memory\n", stderr);
+		return;
+	}
+	table_add(&t, head);
+	for (i = 0; i < n; i++)
+		model_row(&t, v[i]);
+	table_print(f, &t);
+	if (n == 0)
+		fputs("(no models yet)\n", f);
+}
+
+static void
+status_master(FILE *f, const struct kv_ledger *l, int64_t now)
+{
+	int32_t pid = atomic_load(&l->hdr->master_pid);
+	int64_t start = atomic_load(&l->hdr->master_start);
+	char up[32];
+
+	if (pid <= 0) {
+		fputs("master:          never started on this ledger\n", f);
+		return;
+	}
+	/* EPERM still means the process exists (kvctl may run as another user). */
+	if (kill(pid, 0) == 0 || errno == EPERM) {
+		format_duration(now - start, up, sizeof(up));
+		fprintf(f, "master:          pid %" PRId32 ", up %s\n", pid, up);
+	} else {
+		fprintf(f, "master:          not running (last pid %" PRId32 ")\n", pid);
+	}
+}
+
+static const char *
+worker_state_name(uint32_t st)
+{
+	switch (st) {
+	case KV_WORKER_FREE:		return "free";
+	case KV_WORKER_STARTING:	return "starting";
+	case KV_WORKER_RUNNING:		return "running";
+	case KV_WORKER_DRAINING:	return "draining";
+	default:			return "?";
+	}
+}
+
+static void
+worker_row(struct table *t, int slot, const struct kv_worker_slot *w,
+    int32_t pid, int64_t now)
+{
+	char n[7][32];
+	const char *cells[8];
+	int64_t hb = atomic_load(&w->heartbeat);
+	int i;
+
+	snprintf(n[0], sizeof(n[0]), "%d", slot);
+	snprintf(n[1], sizeof(n[1]), "%" PRId32, pid);
+	snprintf(n[2], sizeof(n[2]), "%" PRIu32, atomic_load(&w->generation));
+	snprintf(n[3], sizeof(n[3]), "%" PRIu64, atomic_load(&w->connections));
+	snprintf(n[4], sizeof(n[4]), "%" PRIu64, atomic_load(&w->active_streams));
+	snprintf(n[5], sizeof(n[5]), "%" PRIu64, atomic_load(&w->requests));
+	if (hb > 0)
+		snprintf(n[6], sizeof(n[6]), "%" PRId64 "s ago", now > hb ? now - hb : 0);
+	else
+		snprintf(n[6], sizeof(n[6]), "-");
+	cells[0] = n[0], cells[1] = n[1];
+	cells[2] = worker_state_name(atomic_load(&w->state));
+	for (i = 2; i < 7; i++)
+		cells[i + 1] = n[i];
+	table_add(t, cells);
+}
+
+static void
+status_workers(FILE *f, const struct kv_ledger *l, int64_t now)
+{
+	static const char *const head[] = { "SLOT", "PID", "STATE", "GEN",
+	    "CONNS", "STREAMS", "REQUESTS", "HEARTBEAT" };
+	static const int right[] = { 1, 1, 0, 1, 1, 1, 1, 1 };
+	struct table t;
+	int32_t pid;
+	int i;
+
+	if (table_init(&t, 8, right, KV_WORKER_SLOTS) == -1)
+		return;
+	table_add(&t, head);
+	for (i = 0; i < KV_WORKER_SLOTS; i++) {
+		pid = atomic_load(&l->workers[i].pid);
+		if (pid != 0)
+			worker_row(&t, i, &l->workers[i], pid, now);
+	}
+	if (t.nrows == 1) {
+		free(t.cells);
+		fputs("workers:         none\n", f);
+		return;
+	}
+	fputc('\n', f);
+	table_print(f, &t);
+}
+
+static void
+status_counters(FILE *f, const struct kv_ledger *l)
+{
+	const struct kv_counters *c = &l->hdr->counters;
+	char money[32];
+
+	fputc('\n', f);
+#define KV_X_LINE(name, help) \
+	fprintf(f, "%-28s %" PRIu64 "\n", #name, atomic_load(&c->name));
+	KV_COUNTERS(KV_X_LINE)
+#undef KV_X_LINE
+	kvctl_format_money((int64_t)atomic_load(&c->cost_nusd_total), money,
+	    sizeof(money));
+	fprintf(f, "%-28s %s\n", "cost_total", money);
+}
+
+static int64_t
+total_spent(const struct kv_ledger *l)
+{
+	int64_t sum = 0;
+	uint32_t i;
+
+	for (i = 0; i < l->hdr->max_keys; i++)
+		if (atomic_load(&l->accounts[i].state) == 2)
+			sum += atomic_load(&l->accounts[i].spent_nusd);
+	return sum;
+}
+
+void
+kvctl_print_status(FILE *f, const struct kv_ledger *l, const char *path,
+    int64_t now)
+{
+	char money[32], when[32];
+
+	fprintf(f, "ledger:          %s\n", path);
+	kvctl_format_time(atomic_load(&l->hdr->created), when, sizeof(when));
+	fprintf(f, "created:         %s\n", when);
+	status_master(f, l, now);
+	fprintf(f, "keys:            %" PRIu32 " of %" PRIu32 " slots used\n",
+	    atomic_load(&l->hdr->accounts_used), l->hdr->max_keys);
+	fprintf(f, "models:          %" PRIu32 "\n", atomic_load(&l->hdr->models_used));
+	kvctl_format_money(total_spent(l), money, sizeof(money));
+	fprintf(f, "spent (periods): %s\n", money);
+	fprintf(f, "active streams:  %" PRIu64 "\nconnections:     %" PRIu64 "\n",
+	    kv_ledger_sum_active_streams(l), kv_ledger_sum_connections(l));
+	status_workers(f, l, now);
+	status_counters(f, l);
+}
+
+/* ---- keys --watch ---------------------------------------------------- */
+
+static volatile sig_atomic_t watch_stop;
+
+static void
+watch_signal(int sig)
+{
+	(void)sig;
+	watch_stop = 1;
+}
+
+/* No SA_RESTART: the signal must cut the poll() short. */
+static int
+watch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = watch_signal;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGINT, &sa, NULL) == -1 ||
+	    sigaction(SIGTERM, &sa, NULL) == -1)
+		return -1;
+	return 0;
+}
+
+/* Keys arrive one at a time, unechoed; Ctrl-C still raises SIGINT. */
+static int
+watch_raw(struct termios *saved)
+{
+	struct termios raw;
+
+	if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, saved) == -1)
+		return 0;
+	raw = *saved;
+	raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+	raw.c_cc[VMIN] = 1;
+	raw.c_cc[VTIME] = 0;
+	if (tcsetattr(STDIN_FILENO, TCSANOW, &raw) == -1)
+		return 0;
+	return 1;
+}
+
+static void
+watch_frame(const struct kv_ledger *l)
+{
+	char when[32];
+
+	kvctl_format_time((int64_t)time(NULL), when, sizeof(when));
+	fputs("\033[H\033[2J", stdout);
+	printf("kvctl keys  %s  (q to quit)\n\n", when);
+	kvctl_print_keys(stdout, l);
+	fflush(stdout);
+}
+
+/* Wait up to a second for a key. Returns 1 to quit, 0 to go on; *tty_in is
+ * cleared when stdin reaches EOF (then only the timer is left). */
+static int
+watch_wait(int *tty_in)
+{
+	struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+	char c;
+	ssize_t n;
+	int rc;
+
+	rc = poll(&pfd, *tty_in ? 1 : 0, 1000);
+	if (rc == -1)
+		return errno == EINTR ? watch_stop : 1;
+	if (rc == 0)
+		return 0;
+	n = read(STDIN_FILENO, &c, 1);
+	if (n <= 0) {
+		*tty_in = 0;
+		return 0;
+	}
+	return c == 'q' || c == 'Q' || c == 3;
+}
+
+/* Roughly a year of frames: the view is interactive, but no loop runs
+ * unbounded. */
+#define WATCH_MAX_FRAMES	(366L * 86400)
+
+int
+kvctl_watch_keys(const struct kv_ledger *l, long count)
+{
+	struct termios saved;
+	int raw, tty_in = 1;
+	long frame;
+
+	if (!isatty(STDOUT_FILENO)) {
+		fputs("kvctl: keys --watch needs a terminal on stdout "
+		    "(use `kvctl keys --json` in scripts)\n", stderr);
+		return KVCTL_EXIT_USAGE;
+	}
+	if (watch_signals() == -1) {
+		perror("kvctl: sigaction");
+		return KVCTL_EXIT_USAGE;
+	}
+	raw = watch_raw(&saved);
+	if (count <= 0 || count > WATCH_MAX_FRAMES)
+		count = WATCH_MAX_FRAMES;
+	for (frame = 0; frame < count && !watch_stop; frame++) {
+		watch_frame(l);
+		if (frame + 1 < count && watch_wait(&tty_in))
+			break;
+	}
+	if (raw && tcsetattr(STDIN_FILENO, TCSANOW, &saved) == -1)
+		perror("kvctl: restoring the terminal");
+	return KVCTL_EXIT_OK;
+}
