@@ -1,0 +1,75 @@
+/* kilovoltd: flags, config check, then the master. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "master/master.h"
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "0.1.0"
+#endif
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: kilovoltd [-c FILE] [-t] [-V]\n"
+	    "  -c FILE  config file (default: $KILOVOLT_CONFIG, else /etc/kilovolt/kilovolt.ini,\n"
+	    "           else ./kilovolt.ini)\n"
+	    "  -t       check the config and exit (0 ok, 2 bad)\n"
+	    "  -V       print the version and exit\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	struct kv_config *cf;
+	const char *path = NULL;
+	char err[1024];
+	int ch, test = 0;
+
+	while ((ch = getopt(argc, argv, "c:tVh")) != -1) {
+		switch (ch) {
+		case 'c':
+			path = optarg;
+			break;
+		case 't':
+			test = 1;
+			break;
+		case 'V':
+			printf("kilovoltd %s\n", PACKAGE_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (path == NULL)
+		path = kv_config_default_path();
+	if ((cf = calloc(1, sizeof(*cf))) == NULL) {
+		fprintf(stderr, "kilovoltd: out of memory\n");
+		return 1;
+	}
+	if (kv_config_load(cf, path, err, sizeof(err)) == -1) {
+		fprintf(stderr, "%s\n", err);
+		free(cf);
+		return 2;
+	}
+	if (test) {
+		printf("%s: ok\n", path);
+		kv_config_free(cf);
+		free(cf);
+		return 0;
+	}
+	kv_log_set_role("master");
+	return kv_master_run(cf);
+}

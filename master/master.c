@@ -1,0 +1,558 @@
+/* The master: owns the ledger mapping, the listener and the process table;
+ * forks and respawns workers, reloads on SIGHUP, drains on SIGTERM, syncs
+ * the ledger, and drives the status service from its own poll loop. */
+#include "master/master.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "master/notify.h"
+#include "master/status.h"
+#include "shm/ledger.h"
+#include "worker/worker.h"
+
+#define SYNC_SECS	5
+#define CRASH_WINDOW_S	2	/* a worker dying this soon after start crashed */
+#define MAX_BACKOFF_MS	30000
+
+struct proc {
+	pid_t		 pid;
+	uint32_t	 generation;
+	int64_t		 started_ms;
+	int		 exiting;	/* told to drain: not respawned */
+};
+
+struct master {
+	struct kv_config	*cf;
+	struct kv_ledger	 ledger;
+	int			 lfd;
+	struct kv_status	*status;
+	struct proc		 procs[KV_WORKER_SLOTS];	/* index = ledger slot */
+	uint32_t		 generation;
+	int			 wanted;	/* workers of the current generation */
+	int			 crashes;
+	int64_t			 respawn_at_ms;
+	int			 stopping;
+	int64_t			 stop_deadline_ms;
+	int			 exit_code;
+};
+
+static volatile sig_atomic_t sig_term, sig_hup, sig_chld;
+static int sigpipe_fds[2] = { -1, -1 };
+
+static void
+on_signal(int sig)
+{
+	int saved = errno;
+	char b = 0;
+
+	if (sig == SIGTERM || sig == SIGINT)
+		sig_term = 1;
+	else if (sig == SIGHUP)
+		sig_hup = 1;
+	else if (sig == SIGCHLD)
+		sig_chld = 1;
+	/* Wake poll(); a full pipe already has a wake-up queued. */
+	if (write(sigpipe_fds[1], &b, 1) == -1)
+		(void)0;
+	errno = saved;
+}
+
+static int
+master_signals(void)
+{
+	struct sigaction sa;
+
+	if (pipe2(sigpipe_fds, O_NONBLOCK | O_CLOEXEC) == -1) {
+		kv_log_warn("KV0101", "pipe2");
+		return -1;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	if (sigaction(SIGTERM, &sa, NULL) == -1 || sigaction(SIGINT, &sa, NULL) == -1 ||
+	    sigaction(SIGHUP, &sa, NULL) == -1 || sigaction(SIGCHLD, &sa, NULL) == -1) {
+		kv_log_warn("KV0102", "sigaction");
+		return -1;
+	}
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+	return 0;
+}
+
+static int
+open_listener(const struct kv_config *cf)
+{
+	struct addrinfo hints, *ai = NULL, *a;
+	int fd = -1, one = 1, r;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	r = getaddrinfo(cf->listen_host[0] ? cf->listen_host : NULL, cf->listen_port, &hints, &ai);
+	if (r != 0) {
+		kv_log_warnx("KV0103", "listen %s:%s: %s", cf->listen_host, cf->listen_port,
+		    gai_strerror(r));
+		return -1;
+	}
+	for (a = ai; a != NULL; a = a->ai_next) {
+		fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd == -1)
+			continue;
+		(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 4096) == 0)
+			break;
+		kv_log_warn("KV0104", "listen %s:%s", cf->listen_host, cf->listen_port);
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	if (fd != -1)
+		kv_log_info("listening on %s:%s", cf->listen_host, cf->listen_port);
+	return fd;
+}
+
+static int
+mkdir_parent(const char *path)
+{
+	char dir[4096], *p;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	if ((p = strrchr(dir, '/')) == NULL || p == dir)
+		return 0;
+	*p = '\0';
+	for (p = dir + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0750) == -1 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(dir, 0750) == -1 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+/* Named keys are in the ledger from start-up; the config's budget wins. */
+static void
+apply_keys(struct master *m)
+{
+	const struct kv_config *cf = m->cf;
+	struct kv_account *a;
+	size_t i;
+
+	for (i = 0; i < cf->nkeys; i++) {
+		const struct kv_keydef *k = &cf->keys[i];
+		int64_t budget = k->budget_nusd >= 0 ? k->budget_nusd : cf->default_budget_nusd;
+
+		a = kv_ledger_account(&m->ledger, k->hash, 1, k->label, budget);
+		if (a == NULL) {
+			kv_log_warnx("KV0105", "key %s: the account table is full", k->label);
+			continue;
+		}
+		atomic_store(&a->budget_nusd, budget);
+	}
+}
+
+static int
+drop_privileges(struct master *m)
+{
+	const struct kv_config *cf = m->cf;
+	struct passwd *pw;
+
+	if (geteuid() != 0 || cf->user[0] == '\0')
+		return 0;
+	if ((pw = getpwnam(cf->user)) == NULL) {
+		kv_log_warnx("KV0106", "user %s: no such user", cf->user);
+		return -1;
+	}
+	/* The ledger stays writable for the next start as that user. */
+	if (fchown(m->ledger.fd, pw->pw_uid, pw->pw_gid) == -1)
+		kv_log_warn("KV0107", "chown %s", cf->ledger);
+	if (setgroups(0, NULL) == -1 || setgid(pw->pw_gid) == -1 || setuid(pw->pw_uid) == -1) {
+		kv_log_warn("KV0108", "cannot drop privileges to %s", cf->user);
+		return -1;
+	}
+	if (prctl(PR_SET_DUMPABLE, 0) == -1)
+		kv_log_warn("KV0109", "prctl(PR_SET_DUMPABLE)");
+	kv_log_info("running as user %s", cf->user);
+	return 0;
+}
+
+static int
+free_slot(struct master *m)
+{
+	int i;
+
+	for (i = 0; i < KV_WORKER_SLOTS; i++)
+		if (m->procs[i].pid == 0 && atomic_load(&m->ledger.workers[i].pid) == 0)
+			return i;
+	return -1;
+}
+
+static int
+spawn(struct master *m)
+{
+	struct kv_worker_slot *ws;
+	pid_t pid;
+	int slot;
+
+	if ((slot = free_slot(m)) == -1) {
+		kv_log_warnx("KV0110", "no free worker slot (%d in use)", KV_WORKER_SLOTS);
+		return -1;
+	}
+	ws = &m->ledger.workers[slot];
+	atomic_store(&ws->state, KV_WORKER_STARTING);
+	atomic_store(&ws->generation, m->generation);
+	atomic_store(&ws->started, (int64_t)time(NULL));
+	if ((pid = fork()) == -1) {
+		kv_log_warn("KV0111", "fork");
+		atomic_store(&ws->state, KV_WORKER_FREE);
+		return -1;
+	}
+	if (pid == 0) {
+		close(sigpipe_fds[0]);
+		close(sigpipe_fds[1]);
+		kv_worker_main(m->cf, &m->ledger, slot, m->generation, m->lfd);
+	}
+	atomic_store(&ws->pid, (int32_t)pid);
+	m->procs[slot] = (struct proc){ pid, m->generation, kv_now_ms(), 0 };
+	return 0;
+}
+
+static int
+current_workers(const struct master *m)
+{
+	int i, n = 0;
+
+	for (i = 0; i < KV_WORKER_SLOTS; i++)
+		if (m->procs[i].pid != 0 && !m->procs[i].exiting &&
+		    m->procs[i].generation == m->generation)
+			n++;
+	return n;
+}
+
+static void
+top_up(struct master *m)
+{
+	if (m->stopping || kv_now_ms() < m->respawn_at_ms)
+		return;
+	while (current_workers(m) < m->wanted)
+		if (spawn(m) == -1)
+			break;
+}
+
+static void
+describe_exit(int st, char *buf, size_t len)
+{
+	if (WIFEXITED(st))
+		snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		snprintf(buf, len, "killed by signal %d", WTERMSIG(st));
+	else
+		snprintf(buf, len, "stopped");
+}
+
+/* A dead worker's gauges and reservations die with it. */
+static void
+reaped(struct master *m, int slot, int st)
+{
+	struct proc *p = &m->procs[slot];
+	struct kv_worker_slot *ws = &m->ledger.workers[slot];
+	char how[64];
+	int released;
+
+	describe_exit(st, how, sizeof(how));
+	released = kv_ledger_release_worker(&m->ledger, ws);
+	atomic_store(&ws->pid, 0);
+	atomic_store(&ws->state, KV_WORKER_FREE);
+	if (p->exiting || m->stopping)
+		kv_log_info("worker %d (pid %d) %s", slot, (int)p->pid, how);
+	else
+		kv_log_warnx("KV0112", "worker %d (pid %d) %s; released %d reservations",
+		    slot, (int)p->pid, how, released);
+	if (!p->exiting && !m->stopping && WIFEXITED(st) && WEXITSTATUS(st) == KV_EXIT_CONFIG) {
+		kv_log_warnx("KV0113", "worker cannot serve this config; not respawning");
+		m->wanted = 0;
+		m->exit_code = 2;
+		m->stopping = 1;
+		m->stop_deadline_ms = kv_now_ms();
+	} else if (!p->exiting && !m->stopping && p->generation == m->generation) {
+		if (kv_now_ms() - p->started_ms < CRASH_WINDOW_S * 1000) {
+			int64_t delay = 100LL << (m->crashes < 9 ? m->crashes : 9);
+			m->crashes++;
+			m->respawn_at_ms = kv_now_ms() + (delay < MAX_BACKOFF_MS ? delay : MAX_BACKOFF_MS);
+		} else
+			m->crashes = 0;
+	}
+	memset(p, 0, sizeof(*p));
+}
+
+static void
+reap(struct master *m)
+{
+	pid_t pid;
+	int st, i;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		for (i = 0; i < KV_WORKER_SLOTS; i++)
+			if (m->procs[i].pid == pid) {
+				reaped(m, i, st);
+				break;
+			}
+	}
+}
+
+static void
+signal_workers(struct master *m, int sig, int old_only)
+{
+	int i;
+
+	for (i = 0; i < KV_WORKER_SLOTS; i++) {
+		struct proc *p = &m->procs[i];
+		if (p->pid == 0 || (old_only && p->generation == m->generation))
+			continue;
+		p->exiting = 1;
+		/* By pid, never a process group: the master must not signal itself. */
+		if (kill(p->pid, sig) == -1 && errno != ESRCH)
+			kv_log_warn("KV0114", "kill %d", (int)p->pid);
+	}
+}
+
+static void
+reload(struct master *m)
+{
+	struct kv_config *ncf;
+	char err[1024];
+	int nfd = m->lfd;
+
+	kv_notify("RELOADING=1");
+	if ((ncf = calloc(1, sizeof(*ncf))) == NULL ||
+	    kv_config_load(ncf, m->cf->path, err, sizeof(err)) == -1) {
+		kv_log_warnx("KV0115", "reload failed, keeping the running config: %s",
+		    ncf ? err : "out of memory");
+		free(ncf);
+		kv_notify("READY=1");
+		return;
+	}
+	if (strcmp(ncf->ledger, m->cf->ledger) != 0 || ncf->max_keys != m->cf->max_keys)
+		kv_log_warnx("KV0116", "reload: ledger and max_keys changes need a restart");
+	if (strcmp(ncf->listen_host, m->cf->listen_host) != 0 ||
+	    strcmp(ncf->listen_port, m->cf->listen_port) != 0) {
+		if ((nfd = open_listener(ncf)) == -1) {
+			kv_log_warnx("KV0117", "reload failed, keeping the running config");
+			kv_config_free(ncf);
+			free(ncf);
+			kv_notify("READY=1");
+			return;
+		}
+	}
+	/* New workers accept first, then the old ones drain: no refused connection. */
+	kv_config_free(m->cf);
+	free(m->cf);
+	m->cf = ncf;
+	if (nfd != m->lfd) {
+		close(m->lfd);
+		m->lfd = nfd;
+	}
+	m->generation++;
+	m->wanted = ncf->workers;
+	m->crashes = 0;
+	m->respawn_at_ms = 0;
+	apply_keys(m);
+	top_up(m);
+	signal_workers(m, SIGTERM, 1);
+	if (m->status != NULL)
+		kv_status_set_config(m->status, ncf);
+	kv_log_info("reloaded %s: generation %u, %d workers", ncf->path, m->generation, m->wanted);
+	kv_notify("READY=1");
+}
+
+static void
+begin_stop(struct master *m)
+{
+	if (m->stopping)
+		return;
+	kv_notify("STOPPING=1");
+	kv_log_info("stopping: draining streams for up to %d s", m->cf->shutdown_timeout);
+	m->stopping = 1;
+	m->stop_deadline_ms = kv_now_ms() + (int64_t)m->cf->shutdown_timeout * 1000 + 2000;
+	signal_workers(m, SIGTERM, 0);
+	if (m->lfd != -1)
+		close(m->lfd);
+	m->lfd = -1;
+}
+
+static int
+live_procs(const struct master *m)
+{
+	int i, n = 0;
+
+	for (i = 0; i < KV_WORKER_SLOTS; i++)
+		n += m->procs[i].pid != 0;
+	return n;
+}
+
+/* Slots left by workers of an earlier master (it was killed): release them
+ * once their process is gone. */
+static void
+release_orphans(struct master *m)
+{
+	int i;
+
+	for (i = 0; i < KV_WORKER_SLOTS; i++) {
+		struct kv_worker_slot *ws = &m->ledger.workers[i];
+		pid_t pid = atomic_load(&ws->pid);
+
+		if (pid == 0 || m->procs[i].pid != 0)
+			continue;
+		if (kill(pid, 0) == -1 && errno == ESRCH) {
+			int n = kv_ledger_release_worker(&m->ledger, ws);
+			atomic_store(&ws->pid, 0);
+			atomic_store(&ws->state, KV_WORKER_FREE);
+			kv_log_info("released slot %d of gone pid %d (%d reservations)", i,
+			    (int)pid, n);
+		}
+	}
+}
+
+static void
+tick(struct master *m, int64_t *last_sync)
+{
+	int64_t now = kv_now_ms();
+
+	release_orphans(m);
+	top_up(m);
+	if (now - *last_sync >= SYNC_SECS * 1000) {
+		*last_sync = now;
+		if (kv_ledger_sync(&m->ledger) == -1)
+			kv_log_warn("KV0118", "msync %s", m->cf->ledger);
+	}
+	kv_notify_status("%d workers, %llu active streams", live_procs(m),
+	    (unsigned long long)kv_ledger_sum_active_streams(&m->ledger));
+}
+
+static void
+master_loop(struct master *m)
+{
+	struct pollfd pfd[16];
+	int64_t last_tick = 0, last_sync = kv_now_ms();
+	int n, timeout;
+	char drain[64];
+
+	for (;;) {
+		if (sig_chld) {
+			sig_chld = 0;
+			reap(m);
+		}
+		if (sig_hup) {
+			sig_hup = 0;
+			if (!m->stopping)
+				reload(m);
+		}
+		if (sig_term) {
+			sig_term = 0;
+			begin_stop(m);
+		}
+		if (m->stopping && live_procs(m) == 0)
+			return;
+		if (m->stopping && kv_now_ms() >= m->stop_deadline_ms) {
+			signal_workers(m, SIGKILL, 0);
+			m->stop_deadline_ms = kv_now_ms() + 5000;
+		}
+		if (kv_now_ms() - last_tick >= 1000) {
+			last_tick = kv_now_ms();
+			tick(m, &last_sync);
+		}
+		pfd[0].fd = sigpipe_fds[0];
+		pfd[0].events = POLLIN;
+		n = 1;
+		timeout = 1000;
+		if (m->status != NULL)
+			n += kv_status_pollfds(m->status, pfd + 1, 15, &timeout);
+		if (timeout < 0 || timeout > 1000)
+			timeout = 1000;
+		if (poll(pfd, (nfds_t)n, timeout) == -1 && errno != EINTR)
+			kv_log_warn("KV0119", "poll");
+		while (read(sigpipe_fds[0], drain, sizeof(drain)) > 0)
+			;
+		if (m->status != NULL)
+			kv_status_run(m->status);
+	}
+}
+
+static int
+master_start(struct master *m)
+{
+	char err[1024];
+
+	if (prctl(PR_SET_DUMPABLE, 0) == -1)	/* no core dump holds provider keys */
+		kv_log_warn("KV0120", "prctl(PR_SET_DUMPABLE)");
+	if (mkdir_parent(m->cf->ledger) == -1)
+		kv_log_warn("KV0121", "mkdir for %s", m->cf->ledger);
+	if (kv_ledger_open(&m->ledger, m->cf->ledger, m->cf->max_keys, KV_LEDGER_CREATE,
+	    err, sizeof(err)) == -1) {
+		kv_log_warnx("KV0122", "%s", err);
+		return 2;
+	}
+	atomic_store(&m->ledger.hdr->master_pid, (int32_t)getpid());
+	atomic_store(&m->ledger.hdr->master_start, (int64_t)time(NULL));
+	apply_keys(m);
+	release_orphans(m);
+	if ((m->lfd = open_listener(m->cf)) == -1)
+		return 1;
+	if (m->cf->status_port[0] != '\0')
+		m->status = kv_status_start(m->cf, &m->ledger);
+	if (drop_privileges(m) == -1)
+		return 2;
+	if (master_signals() == -1)
+		return 1;
+	m->wanted = m->cf->workers;
+	m->generation = 1;
+	top_up(m);
+	kv_notify("READY=1");
+	kv_log_info("kilovoltd started: %d workers, ledger %s", m->wanted, m->cf->ledger);
+	return 0;
+}
+
+int
+kv_master_run(struct kv_config *cf)
+{
+	static struct master m;	/* the process owns exactly one */
+	int r;
+
+	m.cf = cf;
+	m.lfd = -1;
+	if ((r = master_start(&m)) != 0)
+		return r;
+	master_loop(&m);
+	reap(&m);
+	if (m.status != NULL)
+		kv_status_stop(m.status);
+	if (kv_ledger_sync(&m.ledger) == -1)
+		kv_log_warn("KV0118", "msync %s", m.cf->ledger);
+	atomic_store(&m.ledger.hdr->master_pid, 0);
+	kv_ledger_close(&m.ledger);
+	kv_log_info("stopped");
+	kv_config_free(m.cf);
+	free(m.cf);
+	return m.exit_code;
+}

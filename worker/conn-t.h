@@ -1,0 +1,138 @@
+/* The connection struct and the functions conn.c and relay.c share.
+ * Private to the worker. */
+#ifndef KV_CONN_T_H
+#define KV_CONN_T_H
+
+#include <stdint.h>
+
+#include "worker/conn.h"
+#include "worker/http.h"
+#include "worker/upstream.h"
+#include "worker/usage.h"
+
+#define KV_CBUF_SIZE	(KV_HTTP_MAX_HEAD + 4096)	/* head plus room for body reads */
+#define KV_INSPECT_MAX	(64 * 1024)	/* request-body prefix held for inspection */
+#define KV_UBUF_SIZE	(16 * 1024)	/* upstream read buffer */
+#define KV_EBUF_SIZE	(16 * 1024)	/* one SSE event, when filtering */
+#define KV_CONNECT_TIMEOUT_S 10
+
+enum conn_state {
+	CS_HEAD,	/* reading a request head */
+	CS_BODY_IN,	/* reading the body prefix we inspect */
+	CS_CONNECT,	/* TCP connect in progress */
+	CS_HANDSHAKE,	/* TLS handshake */
+	CS_SEND_REQ,	/* writing head (+ inspected body) upstream */
+	CS_SEND_BODY,	/* streaming the rest of the body upstream */
+	CS_RESP_HEAD,	/* reading the response head */
+	CS_RELAY,	/* streaming the response to the client */
+	CS_ERRWRITE,	/* writing a response we made ourselves */
+};
+
+enum step { STEP_CONT, STEP_WAIT, STEP_CLOSED };
+
+struct kv_conn {
+	struct kv_worker	*w;
+	struct kv_conn		*prev, *next;
+	struct kv_conn		*ready_next;
+	int			 on_ready;
+	struct kv_evsrc		 cev, uev;
+	int			 cfd;
+	uint32_t		 cwatch;	/* epoll interest on cfd */
+	struct kv_upconn	*uc;
+	uint32_t		 uwatch;
+	int			 uregistered;
+	struct kv_upstream_rt	*rt;
+	enum conn_state		 state;
+	int64_t			 deadline_ms;
+	int			 drain;		/* close after this response */
+
+	/* client input: the head stays at cbuf[0..head_len) until it is rebuilt */
+	char			*cbuf;
+	size_t			 clen, cpos, head_len;
+
+	/* the request, copied out of the head */
+	char			 method[16];	/* first per-request field */
+	int			 logged;	/* settled and logged */
+	char			*target;
+	int			 minor, keep_alive, anthropic, is_head;
+	enum kv_api		 api;
+	int			 chunked_req;
+	struct kv_chunked	 req_dec;
+	int64_t			 body_left;	/* Content-Length bytes still to read */
+	int64_t			 body_bytes;	/* body bytes seen so far */
+	int			 body_done;
+	char			*ibuf;		/* inspected body prefix (de-chunked) */
+	size_t			 ilen, icap;
+	struct kv_request_info	 ri;
+	int			 inject;
+	int			 auth_x_api_key;	/* credential came in x-api-key */
+	uint8_t			 keyhash[32];
+	char			 keyid[13];
+
+	/* budget */
+	struct kv_account	*acct;
+	int			 resv;		/* reservation index, -1 none */
+	int64_t			 remaining;
+	int			 counted_stream;
+
+	/* output staging: the upstream request, then what goes to the client */
+	char			*obuf;
+	size_t			 olen, opos, ocap;
+	int			 keep_obuf;	/* request bytes kept for one retry */
+	int			 retried;
+
+	/* the response */
+	char			*ubuf;
+	size_t			 ulen, upos;
+	int			 status;
+	int			 resp_chunked;
+	struct kv_chunked	 resp_dec;
+	int64_t			 resp_left;	/* Content-Length left, -1 none */
+	int			 resp_close;	/* ends when the upstream closes */
+	int			 resp_done;
+	int			 up_keepalive;
+	int			 client_keep;
+	int			 scan_on;
+	int			 reframe, out_chunked;
+	char			*ebuf;
+	size_t			 elen;
+	int			 eoverflow;	/* current event too big: passed through */
+	int			 sent_any;	/* response bytes reached the client */
+	int			 cut;		/* stream cut short */
+	struct kv_usage_scanner	 scan;
+	int			 pipefd[2];
+	size_t			 pipe_len;
+
+	/* for the access log and histograms */
+	int64_t			 t_start_ms, t_first_ms;
+	uint64_t		 bytes_in, bytes_out;
+	const char		*upstream_name;
+};
+
+/* conn.c */
+void	conn_watch_client(struct kv_conn *c, uint32_t ev);
+void	conn_watch_upstream(struct kv_conn *c, uint32_t ev);
+void	conn_set_deadline(struct kv_conn *c, int upstream_side);
+enum step conn_fail(struct kv_conn *c, int status, const char *msg);
+void	conn_close(struct kv_conn *c);
+enum step conn_next_request(struct kv_conn *c);
+void	conn_ready(struct kv_conn *c);
+int	conn_obuf_reserve(struct kv_conn *c, size_t need);
+void	conn_free_buf(struct kv_conn *c);
+
+/* request.c */
+enum step request_head(struct kv_conn *c);
+enum step request_body_in(struct kv_conn *c);
+enum step request_connect(struct kv_conn *c);
+enum step request_connect_done(struct kv_conn *c);
+enum step request_handshake(struct kv_conn *c);
+enum step request_send(struct kv_conn *c);
+enum step request_send_body(struct kv_conn *c);
+enum step request_retry(struct kv_conn *c);
+
+/* relay.c */
+enum step relay_head(struct kv_conn *c);
+enum step relay_body(struct kv_conn *c);
+void	relay_finish(struct kv_conn *c);
+
+#endif

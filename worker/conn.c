@@ -1,0 +1,405 @@
+/* Connection lifecycle: accept, epoll interest, the state loop, errors we
+ * answer ourselves, timeouts and close. The request leg is in request.c,
+ * the response leg in relay.c. */
+#include "worker/conn-t.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "worker/errors.h"
+
+#define STEPS_PER_EVENT 64	/* then yield to other connections */
+
+static void conn_run(struct kv_conn *c);
+
+void
+kv_conn_accept(struct kv_worker *w, int fd)
+{
+	struct epoll_event ev;
+	struct kv_conn *c;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		kv_log_warnx("KV0401", "out of memory accepting a connection");
+		close(fd);
+		return;
+	}
+	c->w = w;
+	c->cfd = fd;
+	c->resv = -1;
+	c->pipefd[0] = c->pipefd[1] = -1;
+	c->cev.kind = KV_EV_CLIENT;
+	c->cev.ptr = c;
+	c->uev.kind = KV_EV_UPSTREAM;
+	c->uev.ptr = c;
+	c->state = CS_HEAD;
+	c->cwatch = EPOLLIN | EPOLLRDHUP;
+	ev.events = c->cwatch;
+	ev.data.ptr = &c->cev;
+	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) == -1) {
+		kv_log_warn("KV0402", "epoll_ctl add client");
+		close(fd);
+		free(c);
+		return;
+	}
+	c->next = w->conns;
+	if (w->conns != NULL)
+		w->conns->prev = c;
+	w->conns = c;
+	w->nconns++;
+	atomic_fetch_add(&w->slot->connections, 1);
+	conn_set_deadline(c, 0);
+	conn_run(c);
+}
+
+void
+conn_watch_client(struct kv_conn *c, uint32_t ev)
+{
+	struct epoll_event e;
+
+	if (c->cwatch == ev)
+		return;
+	e.events = ev;
+	e.data.ptr = &c->cev;
+	if (epoll_ctl(c->w->epfd, EPOLL_CTL_MOD, c->cfd, &e) == -1)
+		kv_log_warn("KV0403", "epoll_ctl mod client");
+	c->cwatch = ev;
+}
+
+void
+conn_watch_upstream(struct kv_conn *c, uint32_t ev)
+{
+	struct epoll_event e;
+
+	if (c->uc == NULL || (c->uregistered && c->uwatch == ev))
+		return;
+	e.events = ev;
+	e.data.ptr = &c->uev;
+	if (epoll_ctl(c->w->epfd, c->uregistered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD,
+	    c->uc->s.fd, &e) == -1)
+		kv_log_warn("KV0404", "epoll_ctl upstream");
+	c->uregistered = 1;
+	c->uwatch = ev;
+}
+
+void
+conn_set_deadline(struct kv_conn *c, int upstream_side)
+{
+	const struct kv_config *cf = c->w->cf;
+	int secs;
+
+	if (!upstream_side)
+		secs = cf->client_timeout;
+	else if (c->state == CS_CONNECT || c->state == CS_HANDSHAKE)
+		secs = cf->upstream_timeout < KV_CONNECT_TIMEOUT_S ?
+		    cf->upstream_timeout : KV_CONNECT_TIMEOUT_S;
+	else
+		secs = cf->upstream_timeout;
+	c->deadline_ms = c->w->now_ms + (int64_t)secs * 1000;
+}
+
+/* Make sure obuf can take `need` more bytes. */
+int
+conn_obuf_reserve(struct kv_conn *c, size_t need)
+{
+	char *nb;
+	size_t cap;
+
+	if (c->olen + need <= c->ocap)
+		return 0;
+	cap = c->olen + need;
+	if (cap < 4096)
+		cap = 4096;
+	if ((nb = realloc(c->obuf, cap)) == NULL)
+		return -1;
+	c->obuf = nb;
+	c->ocap = cap;
+	return 0;
+}
+
+static void
+upstream_detach(struct kv_conn *c, int reuse)
+{
+	if (c->uc == NULL)
+		return;
+	if (c->uregistered &&
+	    epoll_ctl(c->w->epfd, EPOLL_CTL_DEL, c->uc->s.fd, NULL) == -1)
+		kv_log_warn("KV0405", "epoll_ctl del upstream");
+	c->uregistered = 0;
+	c->uwatch = 0;
+	if (reuse)
+		kv_upconn_release(c->uc, c->w->now_ms / 1000);
+	else
+		/* A reset tells the provider at once that nobody is listening. */
+		kv_upconn_close(c->uc, 1);
+	c->uc = NULL;
+}
+
+/* Drop per-request buffers and state; the connection itself stays. */
+void
+conn_free_buf(struct kv_conn *c)
+{
+	struct kv_worker *w = c->w;
+
+	if (c->ibuf != NULL) {
+		w->held_bytes -= c->icap;
+		free(c->ibuf);
+		c->ibuf = NULL;
+	}
+	c->ilen = c->icap = 0;
+	free(c->obuf);
+	c->obuf = NULL;
+	c->olen = c->opos = c->ocap = 0;
+	free(c->ubuf);
+	c->ubuf = NULL;
+	c->ulen = c->upos = 0;
+	free(c->ebuf);
+	c->ebuf = NULL;
+	c->elen = 0;
+	free(c->target);
+	c->target = NULL;
+	if (c->pipefd[0] != -1) {
+		close(c->pipefd[0]);
+		close(c->pipefd[1]);
+		c->pipefd[0] = c->pipefd[1] = -1;
+	}
+	c->pipe_len = 0;
+}
+
+void
+conn_close(struct kv_conn *c)
+{
+	struct kv_worker *w = c->w;
+	struct kv_conn **pp;
+
+	if (c->resv >= 0 || c->counted_stream)
+		relay_finish(c);	/* settles and logs what was relayed */
+	upstream_detach(c, 0);
+	conn_free_buf(c);
+	free(c->cbuf);
+	/* A cut stream ends with a reset so the client can tell. */
+	kv_stream_close(&(struct kv_stream){ .fd = c->cfd }, c->cut);
+	if (c->on_ready)
+		for (pp = &w->ready; *pp != NULL; pp = &(*pp)->ready_next)
+			if (*pp == c) {
+				*pp = c->ready_next;
+				break;
+			}
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		w->conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	w->nconns--;
+	atomic_fetch_sub(&w->slot->connections, 1);
+	free(c);
+}
+
+/* Answer with an error of our own. After response bytes went out, all we can
+ * do is cut the stream. */
+enum step
+conn_fail(struct kv_conn *c, int status, const char *msg)
+{
+	char extra[160] = "";
+	int n, keep;
+
+	if (c->sent_any || c->state == CS_RELAY) {
+		c->cut = 1;
+		conn_close(c);
+		return STEP_CLOSED;
+	}
+	upstream_detach(c, 0);
+	/* Keep the connection only when the whole request was read. */
+	keep = c->keep_alive && !c->drain && c->body_done &&
+	    status != 400 && status != 414 && status != 431 && status != 501;
+	if (c->keyid[0] != '\0')
+		snprintf(extra, sizeof(extra), "x-kilovolt-key: %s\r\n", c->keyid);
+	free(c->obuf);
+	c->obuf = NULL;
+	c->olen = c->opos = c->ocap = 0;
+	if (conn_obuf_reserve(c, 2048) == -1 ||
+	    (n = kv_error_response(c->obuf, c->ocap, c->anthropic, status, msg,
+	    keep, extra)) == -1) {
+		conn_close(c);
+		return STEP_CLOSED;
+	}
+	c->olen = (size_t)n;
+	c->status = status;
+	c->client_keep = keep;
+	c->state = CS_ERRWRITE;
+	if (status >= 500 && status != 501)
+		atomic_fetch_add(&c->w->ledger->hdr->counters.upstream_errors_total,
+		    status == 502 || status == 504);
+	return STEP_CONT;
+}
+
+static enum step
+conn_errwrite(struct kv_conn *c)
+{
+	struct kv_stream cs = { .fd = c->cfd };
+	ssize_t n;
+
+	while (c->opos < c->olen) {
+		n = kv_stream_write(&cs, c->obuf + c->opos, c->olen - c->opos);
+		if (n == KV_IO_AGAIN) {
+			conn_watch_client(c, EPOLLOUT | EPOLLRDHUP);
+			conn_set_deadline(c, 0);
+			return STEP_WAIT;
+		}
+		if (n < 0) {
+			conn_close(c);
+			return STEP_CLOSED;
+		}
+		c->opos += (size_t)n;
+		c->bytes_out += (uint64_t)n;
+	}
+	if (c->method[0] != '\0' || c->status != 0)
+		relay_finish(c);
+	if (!c->client_keep) {
+		conn_close(c);
+		return STEP_CLOSED;
+	}
+	return conn_next_request(c);
+}
+
+/* Reset for the next request on a keep-alive connection; bytes of a
+ * pipelined request stay in cbuf. */
+enum step
+conn_next_request(struct kv_conn *c)
+{
+	size_t left;
+
+	upstream_detach(c, c->uc != NULL && c->resp_done && c->up_keepalive && !c->cut);
+	conn_free_buf(c);
+	if (c->drain || c->w->draining) {
+		conn_close(c);
+		return STEP_CLOSED;
+	}
+	left = c->clen - c->cpos;
+	if (left == 0) {
+		free(c->cbuf);
+		c->cbuf = NULL;
+		c->clen = c->cpos = 0;
+	} else {
+		memmove(c->cbuf, c->cbuf + c->cpos, left);
+		c->clen = left;
+		c->cpos = 0;
+	}
+	/* Everything from `method` on is per-request. */
+	memset(&c->method, 0, sizeof(*c) - offsetof(struct kv_conn, method));
+	c->resv = -1;
+	c->pipefd[0] = c->pipefd[1] = -1;
+	c->state = CS_HEAD;
+	conn_watch_client(c, EPOLLIN | EPOLLRDHUP);
+	conn_set_deadline(c, 0);
+	return STEP_CONT;
+}
+
+static enum step
+conn_step(struct kv_conn *c)
+{
+	switch (c->state) {
+	case CS_HEAD:		return request_head(c);
+	case CS_BODY_IN:	return request_body_in(c);
+	case CS_CONNECT:	return request_connect_done(c);
+	case CS_HANDSHAKE:	return request_handshake(c);
+	case CS_SEND_REQ:	return request_send(c);
+	case CS_SEND_BODY:	return request_send_body(c);
+	case CS_RESP_HEAD:	return relay_head(c);
+	case CS_RELAY:		return relay_body(c);
+	case CS_ERRWRITE:	return conn_errwrite(c);
+	}
+	return STEP_WAIT;
+}
+
+void
+conn_ready(struct kv_conn *c)
+{
+	if (c->on_ready)
+		return;
+	c->on_ready = 1;
+	c->ready_next = c->w->ready;
+	c->w->ready = c;
+}
+
+static void
+conn_run(struct kv_conn *c)
+{
+	int i;
+
+	for (i = 0; i < STEPS_PER_EVENT; i++)
+		if (conn_step(c) != STEP_CONT)
+			return;
+	conn_ready(c);	/* more to do: come back after others had a turn */
+}
+
+void
+kv_conn_resume(struct kv_conn *c)
+{
+	c->on_ready = 0;
+	conn_run(c);
+}
+
+void
+kv_conn_event(struct kv_conn *c, int upstream, uint32_t events)
+{
+	/* The client left while we wait on the upstream or relay to it: stop
+	 * the upstream at once so the provider stops generating (and billing). */
+	if (!upstream && (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) &&
+	    c->state != CS_HEAD && c->state != CS_BODY_IN && c->state != CS_ERRWRITE) {
+		if (c->state == CS_RELAY)
+			atomic_fetch_add(&c->w->ledger->hdr->counters.client_aborts_total, 1);
+		c->cut = 1;
+		conn_close(c);
+		return;
+	}
+	conn_run(c);
+}
+
+void
+kv_conn_tick(struct kv_conn *c, int64_t now_ms)
+{
+	if (now_ms < c->deadline_ms)
+		return;
+	switch (c->state) {
+	case CS_CONNECT:
+	case CS_HANDSHAKE:
+	case CS_SEND_REQ:
+	case CS_RESP_HEAD:
+		if (conn_fail(c, 504, "upstream timed out") == STEP_CONT)
+			conn_run(c);
+		return;
+	case CS_RELAY:
+		/* Idle upstream or a client that stopped reading: cut. */
+		c->cut = 1;
+		conn_close(c);
+		return;
+	default:
+		conn_close(c);
+		return;
+	}
+}
+
+void
+kv_conn_drain(struct kv_conn *c)
+{
+	c->drain = 1;
+	if (c->state == CS_HEAD && c->clen == 0)
+		conn_close(c);
+}
+
+void
+kv_conn_close_all(struct kv_worker *w)
+{
+	while (w->conns != NULL) {
+		w->conns->cut = w->conns->state == CS_RELAY;
+		conn_close(w->conns);
+	}
+}

@@ -1,0 +1,31 @@
+/* One client connection and its relay state machine: read a request head,
+ * resolve the account and reserve budget, connect (or reuse) an upstream,
+ * stream the request body, stream the response back while scanning it for
+ * usage, settle the charge, then the next request on the connection. */
+#ifndef KV_CONN_H
+#define KV_CONN_H
+
+#include <stdint.h>
+
+#include "worker/worker.h"
+
+/* Take ownership of an accepted, non-blocking client socket. */
+void	kv_conn_accept(struct kv_worker *w, int fd);
+
+/* An epoll event on the client (upstream == 0) or upstream socket. */
+void	kv_conn_event(struct kv_conn *c, int upstream, uint32_t events);
+
+/* Run a connection that is on the worker's ready list. */
+void	kv_conn_resume(struct kv_conn *c);
+
+/* Once a second: enforce client_timeout / upstream_timeout on c. */
+void	kv_conn_tick(struct kv_conn *c, int64_t now_ms);
+
+/* The worker is draining: close c if it sits idle between requests,
+ * otherwise let its request finish and then close. */
+void	kv_conn_drain(struct kv_conn *c);
+
+/* Close every connection at once (drain deadline passed). */
+void	kv_conn_close_all(struct kv_worker *w);
+
+#endif

@@ -1,0 +1,105 @@
+#include "worker/errors.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct err_shape {
+	int		 status;
+	const char	*reason;
+	const char	*openai_type;
+	const char	*openai_code;
+	const char	*anthropic_type;
+};
+
+/* Types follow what each provider sends for the same condition; 402 uses
+ * the codes SPEC.md names so clients can tell a budget refusal apart. */
+static const struct err_shape shapes[] = {
+	{ 400, "Bad Request", "invalid_request_error", "bad_request", "invalid_request_error" },
+	{ 401, "Unauthorized", "invalid_request_error", "invalid_api_key", "authentication_error" },
+	{ 402, "Payment Required", "insufficient_quota", "budget_exceeded", "budget_exceeded" },
+	{ 404, "Not Found", "invalid_request_error", "not_found", "not_found_error" },
+	{ 408, "Request Timeout", "invalid_request_error", "timeout", "timeout_error" },
+	{ 413, "Payload Too Large", "invalid_request_error", "request_too_large", "request_too_large" },
+	{ 414, "URI Too Long", "invalid_request_error", "uri_too_long", "invalid_request_error" },
+	{ 431, "Request Header Fields Too Large", "invalid_request_error", "headers_too_large", "invalid_request_error" },
+	{ 501, "Not Implemented", "invalid_request_error", "not_implemented", "invalid_request_error" },
+	{ 502, "Bad Gateway", "upstream_error", "bad_gateway", "api_error" },
+	{ 503, "Service Unavailable", "service_unavailable", "gateway_overloaded", "overloaded_error" },
+	{ 504, "Gateway Timeout", "upstream_error", "gateway_timeout", "timeout_error" },
+	{ 505, "HTTP Version Not Supported", "invalid_request_error", "bad_version", "invalid_request_error" },
+};
+
+static const struct err_shape *
+shape_for(int status)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+		if (shapes[i].status == status)
+			return &shapes[i];
+	return &shapes[0];
+}
+
+const char *
+kv_http_reason(int status)
+{
+	switch (status) {
+	case 100: return "Continue";
+	case 200: return "OK";
+	case 201: return "Created";
+	case 204: return "No Content";
+	case 304: return "Not Modified";
+	case 403: return "Forbidden";
+	case 429: return "Too Many Requests";
+	case 500: return "Internal Server Error";
+	default: return shape_for(status)->reason;
+	}
+}
+
+/* Messages are our own fixed texts or short reasons; still escape them. */
+static void
+json_escape(char *dst, size_t len, const char *s)
+{
+	size_t o = 0;
+
+	for (; *s != '\0' && o + 7 < len; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\') {
+			dst[o++] = '\\';
+			dst[o++] = (char)ch;
+		} else if (ch < 0x20) {
+			o += snprintf(dst + o, len - o, "\\u%04x", ch);
+		} else
+			dst[o++] = (char)ch;
+	}
+	dst[o] = '\0';
+}
+
+int
+kv_error_response(char *buf, size_t len, int anthropic, int status,
+    const char *message, int keep_alive, const char *extra)
+{
+	const struct err_shape *sh = shape_for(status);
+	char msg[512], body[1024];
+	int blen, n;
+
+	json_escape(msg, sizeof(msg), message);
+	if (anthropic)
+		blen = snprintf(body, sizeof(body),
+		    "{\"type\":\"error\",\"error\":{\"type\":\"%s\",\"message\":\"%s\"}}",
+		    sh->anthropic_type, msg);
+	else
+		blen = snprintf(body, sizeof(body),
+		    "{\"error\":{\"message\":\"%s\",\"type\":\"%s\",\"param\":null,\"code\":\"%s\"}}",
+		    msg, sh->openai_type, sh->openai_code);
+	if (blen < 0 || (size_t)blen >= sizeof(body))
+		return -1;
+	n = snprintf(buf, len,
+	    "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+	    "Content-Length: %d\r\n%s%s\r\n%s",
+	    status, kv_http_reason(status), blen,
+	    keep_alive ? "" : "Connection: close\r\n", extra ? extra : "", body);
+	if (n < 0 || (size_t)n >= len)
+		return -1;
+	return n;
+}

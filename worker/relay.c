@@ -1,0 +1,566 @@
+/* The response leg: read the upstream head, relay the body as it arrives
+ * (splice for plaintext bytes nobody needs to see), scan it for usage,
+ * filter the usage event we injected, and settle the charge. */
+#include "worker/conn-t.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/money.h"
+#include "worker/errors.h"
+
+#define RELAY_READS_PER_TURN 16
+
+static int
+head_printf(struct kv_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int
+head_printf(struct kv_conn *c, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(c->obuf + c->olen, c->ocap - c->olen, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= c->ocap - c->olen)
+		return -1;
+	c->olen += (size_t)n;
+	return 0;
+}
+
+static int
+is_sse(const struct kv_http_response *res)
+{
+	const struct kv_http_header *h = kv_http_find(res->headers, res->nheaders, "content-type");
+
+	return h != NULL && h->value_len >= 17 && strncasecmp(h->value, "text/event-stream", 17) == 0;
+}
+
+static void
+resp_framing(struct kv_conn *c, const struct kv_http_response *res)
+{
+	c->status = res->status;
+	c->resp_left = -1;
+	if (res->no_body || c->is_head) {
+		c->resp_left = 0;
+		c->resp_done = 1;
+	} else if (res->chunked) {
+		c->resp_chunked = 1;
+		kv_chunked_init(&c->resp_dec);
+	} else if (res->content_length >= 0) {
+		c->resp_left = res->content_length;
+		c->resp_done = c->resp_left == 0;
+	} else
+		c->resp_close = 1;
+	c->up_keepalive = res->keep_alive && !c->resp_close;
+	c->scan_on = c->status >= 200 && c->status < 300 && c->api != KV_API_OTHER && !c->resp_done;
+	if (c->scan_on)
+		kv_usage_init(&c->scan, c->api, is_sse(res));
+	/* We rewrite the framing when we drop the injected usage event, and
+	 * for HTTP/1.0 clients, which cannot read chunked. */
+	c->reframe = (c->inject && c->scan_on && is_sse(res)) || (c->minor == 0 && c->resp_chunked);
+	c->out_chunked = c->reframe && c->minor == 1;
+	c->client_keep = c->keep_alive && !c->drain && !c->w->draining &&
+	    !(c->resp_close && !c->out_chunked) && !(c->reframe && !c->out_chunked);
+}
+
+static int
+build_client_head(struct kv_conn *c, const struct kv_http_response *res)
+{
+	char rem[32];
+	size_t i;
+
+	c->olen = c->opos = 0;
+	if (conn_obuf_reserve(c, res->head_len + 256) == -1)
+		return -1;
+	if (head_printf(c, "HTTP/1.1 %d %s\r\n", res->status, kv_http_reason(res->status)) == -1)
+		return -1;
+	for (i = 0; i < res->nheaders; i++) {
+		const struct kv_http_header *h = &res->headers[i];
+		if (h->hop || (c->reframe && h->name_len == 14 &&
+		    strncasecmp(h->name, "content-length", 14) == 0))
+			continue;
+		if (head_printf(c, "%.*s: %.*s\r\n", (int)h->name_len, h->name,
+		    (int)h->value_len, h->value) == -1)
+			return -1;
+	}
+	kv_format_usd(c->remaining, rem, sizeof(rem));
+	if (head_printf(c, "x-kilovolt-key: %s\r\nx-kilovolt-budget-remaining: %s\r\n",
+	    c->keyid, rem) == -1)
+		return -1;
+	if (((!c->reframe && c->resp_chunked) || c->out_chunked) &&
+	    head_printf(c, "Transfer-Encoding: chunked\r\n") == -1)
+		return -1;
+	if (!c->client_keep && head_printf(c, "Connection: close\r\n") == -1)
+		return -1;
+	if (c->client_keep && c->minor == 0 && head_printf(c, "Connection: keep-alive\r\n") == -1)
+		return -1;
+	return head_printf(c, "\r\n");
+}
+
+/* Emit payload bytes to the client, framed as one chunk when we re-frame. */
+static int
+emit(struct kv_conn *c, const char *p, size_t len)
+{
+	if (len == 0)
+		return 0;
+	if (conn_obuf_reserve(c, len + 24) == -1)
+		return -1;
+	if (c->out_chunked)
+		c->olen += (size_t)sprintf(c->obuf + c->olen, "%zx\r\n", len);
+	memcpy(c->obuf + c->olen, p, len);
+	c->olen += len;
+	if (c->out_chunked) {
+		memcpy(c->obuf + c->olen, "\r\n", 2);
+		c->olen += 2;
+	}
+	return 0;
+}
+
+/* End of the event starting at ebuf[0]: offset past its blank line, or 0. */
+static size_t
+event_end(const char *e, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < len; i++) {
+		if (e[i] != '\n')
+			continue;
+		if (e[i + 1] == '\n')
+			return i + 2;
+		if (e[i + 1] == '\r' && i + 2 < len && e[i + 2] == '\n')
+			return i + 3;
+	}
+	return 0;
+}
+
+/* The JSON of an event's data line, for the usage-only check. */
+static int
+event_drop(const char *e, size_t len)
+{
+	const char *p = e, *end = e + len, *nl;
+
+	while (p < end) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (nl == NULL)
+			nl = end;
+		if (nl - p >= 5 && memcmp(p, "data:", 5) == 0) {
+			p += 5;
+			if (p < nl && *p == ' ')
+				p++;
+			return kv_sse_is_usage_only(p, (size_t)(nl - p - (nl > p && nl[-1] == '\r')));
+		}
+		p = nl + 1;
+	}
+	return 0;
+}
+
+/* Hold each SSE event until it is whole, then pass it on unless it is the
+ * usage event the client never asked for. */
+static int
+sse_filter(struct kv_conn *c, const char *p, size_t len)
+{
+	size_t take, end;
+
+	if (c->ebuf == NULL && (c->ebuf = malloc(KV_EBUF_SIZE)) == NULL)
+		return -1;
+	while (len > 0) {
+		take = KV_EBUF_SIZE - c->elen < len ? KV_EBUF_SIZE - c->elen : len;
+		memcpy(c->ebuf + c->elen, p, take);
+		c->elen += take;
+		p += take;
+		len -= take;
+		while ((end = event_end(c->ebuf, c->elen)) > 0) {
+			if ((c->eoverflow || !event_drop(c->ebuf, end)) && emit(c, c->ebuf, end) == -1)
+				return -1;
+			c->eoverflow = 0;
+			memmove(c->ebuf, c->ebuf + end, c->elen - end);
+			c->elen -= end;
+		}
+		if (c->elen == KV_EBUF_SIZE) {
+			/* Too big to be the small usage event: pass it through. */
+			if (emit(c, c->ebuf, c->elen) == -1)
+				return -1;
+			c->elen = 0;
+			c->eoverflow = 1;
+		}
+	}
+	return 0;
+}
+
+static int
+payload(struct kv_conn *c, const char *p, size_t len)
+{
+	if (c->scan_on)
+		kv_usage_feed(&c->scan, p, len);
+	if (!c->reframe)
+		return 0;
+	return c->inject && c->scan_on ? sse_filter(c, p, len) : emit(c, p, len);
+}
+
+/* Account for bytes read from the upstream: returns how many belong to
+ * this response (the rest is discarded), or -1 for broken framing. */
+static ssize_t
+consume(struct kv_conn *c, const char *p, size_t len)
+{
+	const char *data;
+	size_t dlen, used = 0;
+	ssize_t n;
+
+	if (c->resp_chunked) {
+		while (used < len && !c->resp_dec.done) {
+			n = kv_chunked_feed(&c->resp_dec, p + used, len - used, &data, &dlen);
+			if (n == -1 || payload(c, data, dlen) == -1)
+				return -1;
+			used += (size_t)n;
+		}
+		c->resp_done = c->resp_dec.done;
+	} else {
+		used = len;
+		if (c->resp_left >= 0 && (int64_t)used > c->resp_left)
+			used = (size_t)c->resp_left;
+		if (payload(c, p, used) == -1)
+			return -1;
+		if (c->resp_left >= 0) {
+			c->resp_left -= (int64_t)used;
+			c->resp_done = c->resp_left == 0;
+		}
+	}
+	if (used < len)
+		c->up_keepalive = 0;	/* bytes past the response: do not reuse */
+	if (c->resp_done && c->reframe) {
+		if (c->elen > 0 && emit(c, c->ebuf, c->elen) == -1)
+			return -1;
+		c->elen = 0;
+		if (c->out_chunked && conn_obuf_reserve(c, 5) == 0) {
+			memcpy(c->obuf + c->olen, "0\r\n\r\n", 5);
+			c->olen += 5;
+		}
+	}
+	return (ssize_t)used;
+}
+
+static enum step
+on_resp_head(struct kv_conn *c, size_t hl)
+{
+	const struct kv_http_response *res = &c->w->res;
+	ssize_t n;
+
+	c->t_first_ms = c->w->now_ms;
+	c->keep_obuf = 0;
+	resp_framing(c, res);
+	if (build_client_head(c, res) == -1)
+		return conn_fail(c, 502, "upstream response head too large");
+	c->upos = hl;
+	if (c->ulen > hl) {
+		if ((n = consume(c, c->ubuf + hl, c->ulen - hl)) == -1)
+			return conn_fail(c, 502, "malformed upstream response body");
+		c->ulen = c->reframe ? hl : hl + (size_t)n;
+	}
+	c->state = CS_RELAY;
+	return STEP_CONT;
+}
+
+enum step
+relay_head(struct kv_conn *c)
+{
+	const char *reason;
+	ssize_t n;
+	int r;
+
+	if (c->ubuf == NULL && (c->ubuf = malloc(KV_UBUF_SIZE)) == NULL)
+		return conn_fail(c, 503, "out of memory");
+	for (;;) {
+		if (c->ulen > 0) {
+			r = kv_http_parse_response(c->ubuf, c->ulen, &c->w->res, &reason);
+			if (r > 0 && c->w->res.status < 200) {
+				/* interim response: not for the client (we sent no Expect) */
+				memmove(c->ubuf, c->ubuf + r, c->ulen - (size_t)r);
+				c->ulen -= (size_t)r;
+				continue;
+			}
+			if (r > 0)
+				return on_resp_head(c, (size_t)r);
+			if (r < 0) {
+				kv_log_warnx("KV0430", "upstream %s: malformed response: %s",
+				    c->upstream_name, reason);
+				return conn_fail(c, 502, "malformed upstream response");
+			}
+			if (c->ulen == KV_UBUF_SIZE)
+				return conn_fail(c, 502, "upstream response head too large");
+		}
+		n = kv_stream_read(&c->uc->s, c->ubuf + c->ulen, KV_UBUF_SIZE - c->ulen);
+		if (n == KV_IO_AGAIN) {
+			conn_watch_client(c, EPOLLRDHUP);
+			conn_watch_upstream(c, (uint32_t)c->uc->s.want);
+			conn_set_deadline(c, 1);
+			return STEP_WAIT;
+		}
+		if (n <= 0) {
+			if (c->ulen == 0)
+				return request_retry(c);
+			return conn_fail(c, 502, "upstream closed during the response head");
+		}
+		c->ulen += (size_t)n;
+	}
+}
+
+static enum step
+cut(struct kv_conn *c)
+{
+	c->cut = 1;
+	conn_close(c);
+	return STEP_CLOSED;
+}
+
+static enum step
+wait_client(struct kv_conn *c)
+{
+	conn_watch_upstream(c, 0);
+	conn_watch_client(c, EPOLLOUT | EPOLLRDHUP);
+	conn_set_deadline(c, 0);
+	return STEP_WAIT;
+}
+
+static enum step
+wait_upstream(struct kv_conn *c, uint32_t ev)
+{
+	conn_watch_client(c, EPOLLRDHUP);
+	conn_watch_upstream(c, ev);
+	conn_set_deadline(c, 1);
+	return STEP_WAIT;
+}
+
+/* Write buf[*pos..len) to the client. 1 all written, 0 would block, -1 error. */
+static int
+to_client(struct kv_conn *c, const char *buf, size_t *pos, size_t len)
+{
+	struct kv_stream cs = { .fd = c->cfd };
+	ssize_t n;
+
+	while (*pos < len) {
+		n = kv_stream_write(&cs, buf + *pos, len - *pos);
+		if (n == KV_IO_AGAIN)
+			return 0;
+		if (n < 0)
+			return -1;
+		*pos += (size_t)n;
+		c->bytes_out += (uint64_t)n;
+		c->sent_any = 1;
+	}
+	return 1;
+}
+
+static int
+splice_eligible(const struct kv_conn *c)
+{
+	return c->w->splice_ok && !c->reframe && !c->scan_on && c->uc->s.ssl == NULL &&
+	    !c->resp_chunked && !c->resp_done && (c->resp_left > 0 || c->resp_close);
+}
+
+/* Zero-copy upstream → pipe → client for bytes nobody needs to see. */
+static enum step
+relay_splice(struct kv_conn *c)
+{
+	size_t want;
+	ssize_t n;
+
+	if (c->pipefd[0] == -1 && pipe2(c->pipefd, O_NONBLOCK | O_CLOEXEC) == -1) {
+		c->pipefd[0] = c->pipefd[1] = -1;
+		c->w->splice_ok = 0;
+		return STEP_CONT;
+	}
+	for (;;) {
+		if (c->pipe_len > 0) {
+			n = splice(c->pipefd[0], NULL, c->cfd, NULL, c->pipe_len,
+			    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n > 0) {
+				c->pipe_len -= (size_t)n;
+				c->bytes_out += (uint64_t)n;
+				c->sent_any = 1;
+				continue;
+			}
+			if (n == -1 && errno == EAGAIN)
+				return wait_client(c);
+			return cut(c);
+		}
+		if (c->resp_done)
+			return STEP_CONT;
+		want = 65536;
+		if (!c->resp_close && c->resp_left < (int64_t)want)
+			want = (size_t)c->resp_left;
+		n = splice(c->uc->s.fd, NULL, c->pipefd[1], NULL, want,
+		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n > 0) {
+			c->pipe_len += (size_t)n;
+			if (!c->resp_close) {
+				c->resp_left -= n;
+				c->resp_done = c->resp_left == 0;
+			}
+			conn_set_deadline(c, 1);
+			continue;
+		}
+		if (n == 0) {
+			if (!c->resp_close)
+				return cut(c);
+			c->resp_done = 1;
+			c->up_keepalive = 0;
+			continue;
+		}
+		/* The pipe is empty here, so EAGAIN means the socket is. */
+		if (errno == EAGAIN)
+			return wait_upstream(c, EPOLLIN);
+		if (errno == EINVAL || errno == ENOSYS) {
+			c->w->splice_ok = 0;
+			return STEP_CONT;
+		}
+		return cut(c);
+	}
+}
+
+enum step
+relay_body(struct kv_conn *c)
+{
+	ssize_t n;
+	int i, r;
+
+	for (i = 0;; i++) {
+		if ((r = to_client(c, c->obuf, &c->opos, c->olen)) != 1)
+			return r == 0 ? wait_client(c) : cut(c);
+		c->olen = c->opos = 0;
+		if (!c->reframe && (r = to_client(c, c->ubuf, &c->upos, c->ulen)) != 1)
+			return r == 0 ? wait_client(c) : cut(c);
+		if (c->resp_done && c->pipe_len == 0) {
+			relay_finish(c);
+			if (!c->client_keep) {
+				conn_close(c);
+				return STEP_CLOSED;
+			}
+			return conn_next_request(c);
+		}
+		if (i == RELAY_READS_PER_TURN) {
+			conn_ready(c);	/* TLS may hold decrypted bytes epoll cannot see */
+			return STEP_WAIT;
+		}
+		if (splice_eligible(c))
+			return relay_splice(c);
+		c->ulen = c->upos = 0;
+		n = kv_stream_read(&c->uc->s, c->ubuf, KV_UBUF_SIZE);
+		if (n == KV_IO_AGAIN)
+			return wait_upstream(c, (uint32_t)c->uc->s.want);
+		if (n == 0 && c->resp_close) {
+			c->resp_done = 1;
+			if (consume(c, "", 0) == -1)
+				return cut(c);
+			continue;
+		}
+		if (n <= 0)
+			return cut(c);	/* the upstream broke off: the client must see it */
+		conn_set_deadline(c, 1);
+		if ((n = consume(c, c->ubuf, (size_t)n)) == -1)
+			return cut(c);
+		c->ulen = c->reframe ? 0 : (size_t)n;
+	}
+}
+
+/* What the request costs: the provider's usage when the response carried it
+ * whole; an estimate (marked) when the stream was cut or had none; nothing
+ * for an error response. */
+static int64_t
+charge(struct kv_conn *c, struct kv_usage *u, const char **model)
+{
+	const struct kv_usage *found = c->scan_on ? kv_usage_result(&c->scan) : NULL;
+	const struct kv_price *p;
+	int64_t cost = 0;
+
+	memset(u, 0, sizeof(*u));
+	*model = c->scan_on && c->scan.model[0] ? c->scan.model : c->ri.model;
+	if (c->status < 200 || c->status >= 300 || c->api == KV_API_OTHER)
+		return 0;
+	if (found != NULL && found->found && !c->cut)
+		*u = *found;
+	else {
+		u->input = found != NULL && found->input > 0 ? found->input : c->body_bytes / 4;
+		u->output = c->scan_on ? c->scan.output_bytes / 4 : 0;
+		u->estimated = 1;
+	}
+	if ((p = kv_config_price(c->w->cf, *model)) == NULL) {
+		kv_log_warnx("KV0440", "no price for model '%s' and no [price default]: charged 0",
+		    *model);
+		return 0;
+	}
+	if (kv_cost(p, u, &cost) == -1) {
+		kv_log_warnx("KV0441", "cost overflow for key %s model %s", c->keyid, *model);
+		cost = INT64_MAX / 4;
+	}
+	return cost;
+}
+
+static void
+count(struct kv_conn *c, const struct kv_usage *u, int64_t cost)
+{
+	struct kv_ledger_header *h = c->w->ledger->hdr;
+	struct kv_counters *k = &h->counters;
+
+	atomic_fetch_add(&k->requests_total, 1);
+	if (c->status >= 200 && c->status < 300)
+		atomic_fetch_add(&k->responses_2xx_total, 1);
+	else if (c->status >= 400 && c->status < 500)
+		atomic_fetch_add(&k->responses_4xx_total, 1);
+	else if (c->status >= 500)
+		atomic_fetch_add(&k->responses_5xx_total, 1);
+	atomic_fetch_add(&k->received_bytes_total, c->bytes_in);
+	atomic_fetch_add(&k->sent_bytes_total, c->bytes_out);
+	atomic_fetch_add(&k->input_tokens_total, (uint64_t)u->input);
+	atomic_fetch_add(&k->output_tokens_total, (uint64_t)u->output);
+	atomic_fetch_add(&k->cached_input_tokens_total, (uint64_t)u->cached_input);
+	atomic_fetch_add(&k->cost_nusd_total, (uint64_t)cost);
+	atomic_fetch_add(&k->estimated_requests_total, (uint64_t)u->estimated);
+	atomic_fetch_add(&c->w->slot->requests, 1);
+	if (c->t_first_ms > 0)
+		kv_histogram_observe(&h->ttfb, (uint64_t)(c->t_first_ms - c->t_start_ms) * 1000);
+	kv_histogram_observe(&h->duration, (uint64_t)(c->w->now_ms - c->t_start_ms) * 1000);
+}
+
+void
+relay_finish(struct kv_conn *c)
+{
+	struct kv_usage u;
+	const char *model;
+	char usd[32];
+	int64_t cost;
+
+	if (c->logged)
+		return;
+	c->logged = 1;
+	cost = charge(c, &u, &model);
+	if (c->resv >= 0) {
+		kv_ledger_settle(c->w->ledger, c->w->slot, c->resv, cost,
+		    u.input || u.output ? &u : NULL, model);
+		c->resv = -1;
+	}
+	if (c->counted_stream) {
+		atomic_fetch_sub(&c->w->slot->active_streams, 1);
+		c->counted_stream = 0;
+	}
+	count(c, &u, cost);
+	kv_format_usd(cost, usd, sizeof(usd));
+	kv_log_access("key=%s %s %.*s model=%s upstream=%s status=%d in=%llu out=%llu "
+	    "ttfb_ms=%lld ms=%lld tokens=%lld/%lld cost=$%s%s%s",
+	    c->keyid[0] ? c->keyid : "-", c->method[0] ? c->method : "-",
+	    c->target ? (int)strcspn(c->target, "?") : 1, c->target ? c->target : "-",
+	    model[0] ? model : "-", c->upstream_name ? c->upstream_name : "-", c->status,
+	    (unsigned long long)c->bytes_in, (unsigned long long)c->bytes_out,
+	    (long long)(c->t_first_ms ? c->t_first_ms - c->t_start_ms : -1),
+	    (long long)(c->w->now_ms - c->t_start_ms), (long long)u.input, (long long)u.output,
+	    usd, u.estimated ? " estimated" : "", c->cut ? " cut" : "");
+}

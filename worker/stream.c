@@ -1,0 +1,137 @@
+#include "worker/stream.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/x509.h>
+
+/* Map an OpenSSL result to KV_IO_AGAIN / KV_IO_ERROR, recording the wait. */
+static ssize_t
+tls_result(struct kv_stream *s, int r)
+{
+	switch (SSL_get_error(s->ssl, r)) {
+	case SSL_ERROR_WANT_READ:
+		s->want = EPOLLIN;
+		return KV_IO_AGAIN;
+	case SSL_ERROR_WANT_WRITE:
+		s->want = EPOLLOUT;
+		return KV_IO_AGAIN;
+	case SSL_ERROR_ZERO_RETURN:
+		return 0;
+	default:
+		ERR_clear_error();
+		return KV_IO_ERROR;
+	}
+}
+
+ssize_t
+kv_stream_read(struct kv_stream *s, void *buf, size_t len)
+{
+	ssize_t n;
+	int r;
+
+	if (s->ssl != NULL) {
+		ERR_clear_error();
+		r = SSL_read(s->ssl, buf, len > 0x7fffffff ? 0x7fffffff : (int)len);
+		return r > 0 ? r : tls_result(s, r);
+	}
+	do
+		n = read(s->fd, buf, len);
+	while (n == -1 && errno == EINTR);
+	if (n >= 0)
+		return n;
+	if (errno == EAGAIN || errno == EWOULDBLOCK) {
+		s->want = EPOLLIN;
+		return KV_IO_AGAIN;
+	}
+	return KV_IO_ERROR;
+}
+
+ssize_t
+kv_stream_write(struct kv_stream *s, const void *buf, size_t len)
+{
+	ssize_t n;
+	int r;
+
+	if (s->ssl != NULL) {
+		ERR_clear_error();
+		r = SSL_write(s->ssl, buf, len > 0x7fffffff ? 0x7fffffff : (int)len);
+		return r > 0 ? r : tls_result(s, r);
+	}
+	do
+		n = send(s->fd, buf, len, MSG_NOSIGNAL);
+	while (n == -1 && errno == EINTR);
+	if (n >= 0)
+		return n;
+	if (errno == EAGAIN || errno == EWOULDBLOCK) {
+		s->want = EPOLLOUT;
+		return KV_IO_AGAIN;
+	}
+	return KV_IO_ERROR;
+}
+
+int
+kv_stream_handshake(struct kv_stream *s, char *err, size_t errlen)
+{
+	unsigned long e;
+	long vr;
+	int r;
+
+	ERR_clear_error();
+	r = SSL_connect(s->ssl);
+	if (r == 1)
+		return 1;
+	switch (SSL_get_error(s->ssl, r)) {
+	case SSL_ERROR_WANT_READ:
+		s->want = EPOLLIN;
+		return KV_IO_AGAIN;
+	case SSL_ERROR_WANT_WRITE:
+		s->want = EPOLLOUT;
+		return KV_IO_AGAIN;
+	default:
+		break;
+	}
+	vr = SSL_get_verify_result(s->ssl);
+	e = ERR_peek_last_error();
+	if (vr != X509_V_OK)
+		snprintf(err, errlen, "certificate verify failed: %s",
+		    X509_verify_cert_error_string(vr));
+	else if (e != 0)
+		snprintf(err, errlen, "TLS handshake failed: %s",
+		    ERR_reason_error_string(e) ? ERR_reason_error_string(e) : "unknown");
+	else
+		snprintf(err, errlen, "TLS handshake failed: connection closed");
+	ERR_clear_error();
+	return KV_IO_ERROR;
+}
+
+int
+kv_stream_pending(const struct kv_stream *s)
+{
+	return s->ssl != NULL ? SSL_pending(s->ssl) : 0;
+}
+
+void
+kv_stream_close(struct kv_stream *s, int abort)
+{
+	struct linger lg = { 1, 0 };
+
+	if (s->ssl != NULL) {
+		/* A clean close_notify costs a write we may not be able to do;
+		 * providers do not require it. */
+		SSL_set_quiet_shutdown(s->ssl, 1);
+		SSL_free(s->ssl);
+		s->ssl = NULL;
+	}
+	if (s->fd != -1) {
+		if (abort)
+			(void)setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		close(s->fd);
+		s->fd = -1;
+	}
+}

@@ -1,0 +1,38 @@
+/* One byte stream to a peer: a plain socket or a TLS session on it.
+ * Non-blocking; callers retry when told which readiness to wait for. */
+#ifndef KV_STREAM_H
+#define KV_STREAM_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <openssl/ssl.h>
+
+#define KV_IO_AGAIN	(-2)	/* would block: wait for s->want (EPOLLIN/EPOLLOUT) */
+#define KV_IO_ERROR	(-1)
+
+struct kv_stream {
+	int	 fd;
+	SSL	*ssl;		/* NULL for plaintext */
+	int	 want;		/* readiness the last KV_IO_AGAIN waits for */
+};
+
+/* Read up to len bytes: returns > 0, 0 on orderly EOF, KV_IO_AGAIN or
+ * KV_IO_ERROR. */
+ssize_t	kv_stream_read(struct kv_stream *s, void *buf, size_t len);
+
+/* Write up to len bytes: returns > 0, KV_IO_AGAIN or KV_IO_ERROR. */
+ssize_t	kv_stream_write(struct kv_stream *s, const void *buf, size_t len);
+
+/* Drive the TLS client handshake: 1 done, KV_IO_AGAIN, or KV_IO_ERROR with
+ * a reason (certificate verification result included) in err. */
+int	kv_stream_handshake(struct kv_stream *s, char *err, size_t errlen);
+
+/* Bytes already decrypted and buffered inside OpenSSL (epoll cannot see them). */
+int	kv_stream_pending(const struct kv_stream *s);
+
+/* Free the TLS session and close the socket. With abort set, send a TCP
+ * reset (SO_LINGER 0) so the peer can tell the stream was cut. */
+void	kv_stream_close(struct kv_stream *s, int abort);
+
+#endif

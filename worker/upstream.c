@@ -1,0 +1,364 @@
+#include "worker/upstream.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+
+#include "common/log.h"
+
+static int
+is_ip_literal(const char *host)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	return inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1;
+}
+
+/* TLS 1.3 delivers sessions after the handshake, so keep the newest here. */
+static int
+session_new_cb(SSL *ssl, SSL_SESSION *sess)
+{
+	struct kv_upstream_rt *rt = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
+
+	if (rt == NULL)
+		return 0;
+	if (rt->session != NULL)
+		SSL_SESSION_free(rt->session);
+	rt->session = sess;
+	return 1;	/* we keep the reference */
+}
+
+static int
+tls_ctx_init(struct kv_upstream_rt *rt, char *err, size_t errlen)
+{
+	const struct kv_upstream *up = rt->cf;
+	SSL_CTX *ctx;
+	int ok;
+
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
+		snprintf(err, errlen, "upstream %s: SSL_CTX_new failed", up->name);
+		return -1;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	/* An idle stream must not pin ~34 KB of record buffers. */
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
+	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(ctx, session_new_cb);
+	SSL_CTX_set_alpn_protos(ctx, (const unsigned char *)"\x08http/1.1", 9);
+	if (up->ca_file != NULL)
+		ok = SSL_CTX_load_verify_locations(ctx, up->ca_file, NULL);
+	else
+		ok = SSL_CTX_set_default_verify_paths(ctx);
+	if (ok != 1) {
+		snprintf(err, errlen, "upstream %s: cannot load trust anchors%s%s",
+		    up->name, up->ca_file ? " from " : "", up->ca_file ? up->ca_file : "");
+		ERR_clear_error();
+		SSL_CTX_free(ctx);
+		return -1;
+	}
+	SSL_CTX_set_app_data(ctx, rt);
+	rt->ctx = ctx;
+	return 0;
+}
+
+static void
+dns_hints(struct addrinfo *h, int numeric)
+{
+	memset(h, 0, sizeof(*h));
+	h->ai_family = AF_UNSPEC;
+	h->ai_socktype = SOCK_STREAM;
+	h->ai_flags = AI_ADDRCONFIG | (numeric ? AI_NUMERICHOST : 0);
+}
+
+int
+kv_upstreams_init(struct kv_upstream_rt **rtsp, const struct kv_config *cf,
+    char *err, size_t errlen)
+{
+	struct kv_upstream_rt *rts;
+	struct addrinfo hints;
+	size_t i;
+	int r;
+
+	if ((rts = calloc(cf->nupstreams ? cf->nupstreams : 1, sizeof(*rts))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (i = 0; i < cf->nupstreams; i++) {
+		struct kv_upstream_rt *rt = &rts[i];
+
+		rt->cf = &cf->upstreams[i];
+		rt->numeric = is_ip_literal(rt->cf->host);
+		if (rt->cf->tls && tls_ctx_init(rt, err, errlen) == -1) {
+			kv_upstreams_free(rts, i);
+			return -1;
+		}
+		/* Start-up may block; a failure here is retried by the tick. */
+		dns_hints(&hints, rt->numeric);
+		r = getaddrinfo(rt->cf->host, rt->cf->port, &hints, &rt->ai);
+		if (r != 0) {
+			kv_log_warnx("KV0301", "upstream %s: cannot resolve %s: %s",
+			    rt->cf->name, rt->cf->host, gai_strerror(r));
+			rt->ai = NULL;
+		}
+		rt->resolved_at = (int64_t)time(NULL);
+	}
+	*rtsp = rts;
+	return 0;
+}
+
+void
+kv_upstreams_free(struct kv_upstream_rt *rts, size_t n)
+{
+	size_t i;
+
+	if (rts == NULL)
+		return;
+	for (i = 0; i < n; i++) {
+		struct kv_upstream_rt *rt = &rts[i];
+
+		while (rt->idle != NULL) {
+			struct kv_upconn *uc = rt->idle;
+			rt->idle = uc->next;
+			uc->rt = NULL;
+			kv_upconn_close(uc, 0);
+		}
+		if (rt->resolving)
+			gai_cancel(&rt->gcb);
+		if (rt->ai != NULL)
+			freeaddrinfo(rt->ai);
+		if (rt->session != NULL)
+			SSL_SESSION_free(rt->session);
+		if (rt->ctx != NULL)
+			SSL_CTX_free(rt->ctx);
+	}
+	free(rts);
+}
+
+struct kv_upstream_rt *
+kv_upstreams_find(struct kv_upstream_rt *rts, size_t n, const struct kv_upstream *up)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (rts[i].cf == up)
+			return &rts[i];
+	return NULL;
+}
+
+/* getaddrinfo_a runs the lookup on glibc's helper thread; we only poll. */
+static void
+dns_tick(struct kv_upstream_rt *rt, int64_t now)
+{
+	struct gaicb *list[1] = { &rt->gcb };
+	int r;
+
+	if (rt->numeric && rt->ai != NULL)
+		return;
+	if (rt->resolving) {
+		r = gai_error(&rt->gcb);
+		if (r == EAI_INPROGRESS)
+			return;
+		rt->resolving = 0;
+		if (r == 0 && rt->gcb.ar_result != NULL) {
+			if (rt->ai != NULL)
+				freeaddrinfo(rt->ai);
+			rt->ai = rt->gcb.ar_result;
+		} else
+			kv_log_warnx("KV0302", "upstream %s: cannot resolve %s: %s",
+			    rt->cf->name, rt->cf->host, gai_strerror(r));
+		rt->resolved_at = now;
+		return;
+	}
+	if (rt->ai != NULL && now - rt->resolved_at < KV_DNS_REFRESH_SECS)
+		return;
+	if (rt->ai == NULL && now - rt->resolved_at < 2)
+		return;
+	memset(&rt->gcb, 0, sizeof(rt->gcb));
+	dns_hints(&rt->ghints, rt->numeric);
+	rt->gcb.ar_name = rt->cf->host;
+	rt->gcb.ar_service = rt->cf->port;
+	rt->gcb.ar_request = &rt->ghints;
+	if (getaddrinfo_a(GAI_NOWAIT, list, 1, NULL) == 0)
+		rt->resolving = 1;
+	else
+		rt->resolved_at = now;
+}
+
+static void
+pool_expire(struct kv_upstream_rt *rt, int64_t now)
+{
+	struct kv_upconn **pp = &rt->idle, *uc;
+
+	while ((uc = *pp) != NULL) {
+		if (now - uc->idle_since >= KV_POOL_IDLE_SECS) {
+			*pp = uc->next;
+			rt->nidle--;
+			uc->rt = NULL;
+			kv_upconn_close(uc, 0);
+		} else
+			pp = &uc->next;
+	}
+}
+
+void
+kv_upstreams_tick(struct kv_upstream_rt *rts, size_t n, int64_t now)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		dns_tick(&rts[i], now);
+		pool_expire(&rts[i], now);
+	}
+}
+
+/* An idle connection that is readable was closed by the server (or sent
+ * bytes nobody asked for): either way it cannot carry a request. */
+static int
+idle_is_alive(struct kv_upconn *uc)
+{
+	struct pollfd pfd = { .fd = uc->s.fd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) == 0;
+}
+
+struct kv_upconn *
+kv_upconn_take_idle(struct kv_upstream_rt *rt)
+{
+	struct kv_upconn *uc;
+
+	while ((uc = rt->idle) != NULL) {
+		rt->idle = uc->next;
+		rt->nidle--;
+		uc->next = NULL;
+		if (idle_is_alive(uc)) {
+			uc->reused = 1;
+			return uc;
+		}
+		uc->rt = NULL;
+		kv_upconn_close(uc, 0);
+	}
+	return NULL;
+}
+
+static int
+tls_session_init(struct kv_upconn *uc, char *err, size_t errlen)
+{
+	struct kv_upstream_rt *rt = uc->rt;
+	const char *host = rt->cf->host;
+	SSL *ssl;
+
+	if ((ssl = SSL_new(rt->ctx)) == NULL || SSL_set_fd(ssl, uc->s.fd) != 1)
+		goto fail;
+	if (rt->numeric) {
+		/* Verify against the IP address the URL names. */
+		if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) != 1)
+			goto fail;
+	} else {
+		if (SSL_set_tlsext_host_name(ssl, host) != 1 || SSL_set1_host(ssl, host) != 1)
+			goto fail;
+		SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+	}
+	if (rt->session != NULL)
+		SSL_set_session(ssl, rt->session);
+	uc->s.ssl = ssl;
+	return 0;
+fail:
+	snprintf(err, errlen, "upstream %s: cannot set up TLS", rt->cf->name);
+	ERR_clear_error();
+	if (ssl != NULL)
+		SSL_free(ssl);
+	return -1;
+}
+
+struct kv_upconn *
+kv_upconn_connect(struct kv_upstream_rt *rt, char *err, size_t errlen)
+{
+	struct kv_upconn *uc;
+	struct addrinfo *ai;
+	int fd = -1, one = 1;
+
+	if ((ai = rt->ai) == NULL) {
+		snprintf(err, errlen, "upstream %s: host %s not resolved", rt->cf->name, rt->cf->host);
+		return NULL;
+	}
+	for (; ai != NULL; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd == -1)
+			continue;
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 || errno == EINPROGRESS)
+			break;
+		snprintf(err, errlen, "upstream %s: connect: %s", rt->cf->name, strerror(errno));
+		close(fd);
+		fd = -1;
+	}
+	if (fd == -1) {
+		if (err[0] == '\0')
+			snprintf(err, errlen, "upstream %s: socket: %s", rt->cf->name, strerror(errno));
+		return NULL;
+	}
+	if ((uc = calloc(1, sizeof(*uc))) == NULL) {
+		close(fd);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	uc->s.fd = fd;
+	uc->rt = rt;
+	if (rt->ctx != NULL && tls_session_init(uc, err, errlen) == -1) {
+		kv_upconn_close(uc, 0);
+		return NULL;
+	}
+	return uc;
+}
+
+int
+kv_upconn_connected(struct kv_upconn *uc, char *err, size_t errlen)
+{
+	socklen_t sl = sizeof(int);
+	int soerr = 0;
+
+	if (getsockopt(uc->s.fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == -1)
+		soerr = errno;
+	if (soerr != 0) {
+		snprintf(err, errlen, "upstream %s: connect: %s", uc->rt->cf->name, strerror(soerr));
+		return -1;
+	}
+	return 0;
+}
+
+void
+kv_upconn_release(struct kv_upconn *uc, int64_t now)
+{
+	struct kv_upstream_rt *rt = uc->rt;
+
+	if (rt == NULL || rt->nidle >= KV_POOL_MAX_IDLE) {
+		kv_upconn_close(uc, 0);
+		return;
+	}
+	uc->idle_since = now;
+	uc->next = rt->idle;
+	rt->idle = uc;
+	rt->nidle++;
+}
+
+void
+kv_upconn_close(struct kv_upconn *uc, int abort)
+{
+	if (uc == NULL)
+		return;
+	kv_stream_close(&uc->s, abort);
+	free(uc);
+}

@@ -1,0 +1,248 @@
+/* The worker process: accept, dispatch epoll events to connections, tick
+ * timers, drain on SIGTERM, leave when the master is gone. */
+#include "worker/worker.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/ssl.h>
+
+#include "common/log.h"
+#include "worker/conn.h"
+#include "worker/conn-t.h"
+
+#define MAX_EVENTS	128
+#define ACCEPTS_PER_TURN 64
+
+static volatile sig_atomic_t worker_stop;
+
+static void
+on_stop(int sig)
+{
+	(void)sig;
+	worker_stop = 1;
+}
+
+int64_t
+kv_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+worker_signals(void)
+{
+	struct sigaction sa;
+	sigset_t none;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = SIG_DFL;
+	sigaction(SIGCHLD, &sa, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* Answer a connection we cannot take with a short 503 and close it. */
+static void
+refuse(int fd)
+{
+	static const char msg[] = "HTTP/1.1 503 Service Unavailable\r\n"
+	    "Content-Type: application/json\r\nContent-Length: 98\r\nConnection: close\r\n\r\n"
+	    "{\"error\":{\"message\":\"gateway connection limit reached\",\"type\":\"service_unavailable\",\"code\":null}}";
+
+	(void)send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(fd);
+}
+
+static void
+listener_watch(struct kv_worker *w, int on)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &w->lev };
+
+	if (w->lfd == -1)
+		return;
+	if (on && epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->lfd, &ev) == -1)
+		kv_log_warn("KV0501", "epoll_ctl add listener");
+	if (!on && epoll_ctl(w->epfd, EPOLL_CTL_DEL, w->lfd, NULL) == -1)
+		kv_log_warn("KV0502", "epoll_ctl del listener");
+}
+
+static void
+accept_some(struct kv_worker *w)
+{
+	int i, fd, one = 1;
+
+	for (i = 0; i < ACCEPTS_PER_TURN && w->lfd != -1; i++) {
+		fd = accept4(w->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+				/* Out of descriptors: stop listening a moment instead
+				 * of spinning on a listener that stays readable. */
+				kv_log_warn("KV0503", "accept");
+				listener_watch(w, 0);
+				w->accept_paused = 1;
+				w->accept_resume_ms = w->now_ms + 200;
+			}
+			return;	/* EAGAIN: another worker took it */
+		}
+		if (w->nconns >= (size_t)w->cf->max_connections) {
+			refuse(fd);
+			continue;
+		}
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		kv_conn_accept(w, fd);
+	}
+}
+
+static void
+start_drain(struct kv_worker *w)
+{
+	struct kv_conn *c, *next;
+
+	if (w->draining)
+		return;
+	w->draining = 1;
+	w->drain_deadline_ms = w->now_ms + (int64_t)w->cf->shutdown_timeout * 1000;
+	atomic_store(&w->slot->state, KV_WORKER_DRAINING);
+	if (!w->accept_paused)
+		listener_watch(w, 0);
+	if (w->lfd != -1)
+		close(w->lfd);
+	w->lfd = -1;
+	for (c = w->conns; c != NULL; c = next) {
+		next = c->next;
+		kv_conn_drain(c);
+	}
+}
+
+static void
+tick(struct kv_worker *w, pid_t master)
+{
+	struct kv_conn *c, *next;
+
+	atomic_store(&w->slot->heartbeat, (int64_t)time(NULL));
+	if (getppid() != master)
+		start_drain(w);	/* orphaned: finish what we have and leave */
+	if (w->accept_paused && !w->draining && w->now_ms >= w->accept_resume_ms) {
+		w->accept_paused = 0;
+		listener_watch(w, 1);
+	}
+	kv_upstreams_tick(w->ups, w->cf->nupstreams, (int64_t)time(NULL));
+	for (c = w->conns; c != NULL; c = next) {
+		next = c->next;
+		kv_conn_tick(c, w->now_ms);
+	}
+}
+
+static void
+dispatch(struct kv_worker *w, struct epoll_event *ev)
+{
+	struct kv_evsrc *src = ev->data.ptr;
+
+	if (src->kind == KV_EV_LISTEN)
+		accept_some(w);
+	else
+		kv_conn_event(src->ptr, src->kind == KV_EV_UPSTREAM, ev->events);
+}
+
+static void
+run_ready(struct kv_worker *w)
+{
+	struct kv_conn *list = w->ready, *c;
+
+	w->ready = NULL;
+	while ((c = list) != NULL) {
+		list = c->ready_next;
+		c->ready_next = NULL;
+		kv_conn_resume(c);
+	}
+}
+
+static void
+worker_loop(struct kv_worker *w, pid_t master)
+{
+	struct epoll_event evs[MAX_EVENTS];
+	int64_t last_tick = 0;
+	int i, n;
+
+	for (;;) {
+		if (worker_stop)
+			start_drain(w);
+		if (w->draining && (w->nconns == 0 || w->now_ms >= w->drain_deadline_ms))
+			return;
+		n = epoll_wait(w->epfd, evs, MAX_EVENTS, w->ready != NULL ? 0 : 1000);
+		if (n == -1 && errno != EINTR) {
+			kv_log_warn("KV0504", "epoll_wait");
+			return;
+		}
+		w->now_ms = kv_now_ms();
+		for (i = 0; i < n; i++)
+			dispatch(w, &evs[i]);
+		run_ready(w);
+		if (w->now_ms - last_tick >= 1000) {
+			last_tick = w->now_ms;
+			tick(w, master);
+		}
+	}
+}
+
+void
+kv_worker_main(const struct kv_config *cf, struct kv_ledger *l, int slot,
+    uint32_t generation, int lfd)
+{
+	static struct kv_worker w;	/* one per process: the process owns it */
+	char role[32], err[256] = "";
+	pid_t master = getppid();
+
+	snprintf(role, sizeof(role), "worker %d", slot);
+	kv_log_set_role(role);
+	/* Leave when the master dies; getppid() catches the race at fork. */
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1)
+		kv_log_warn("KV0505", "prctl(PR_SET_PDEATHSIG)");
+	worker_signals();
+	w.cf = cf;
+	w.ledger = l;
+	w.slot_index = slot;
+	w.slot = &l->workers[slot];
+	w.generation = generation;
+	w.lfd = lfd;
+	w.lev.kind = KV_EV_LISTEN;
+	w.splice_ok = 1;
+	w.now_ms = kv_now_ms();
+	if (kv_upstreams_init(&w.ups, cf, err, sizeof(err)) == -1) {
+		kv_log_warnx("KV0506", "%s", err);
+		_exit(KV_EXIT_CONFIG);
+	}
+	if ((w.epfd = epoll_create1(EPOLL_CLOEXEC)) == -1) {
+		kv_log_warn("KV0507", "epoll_create1");
+		_exit(1);
+	}
+	listener_watch(&w, 1);
+	atomic_store(&w.slot->heartbeat, (int64_t)time(NULL));
+	atomic_store(&w.slot->state, KV_WORKER_RUNNING);
+	worker_loop(&w, master);
+	kv_conn_close_all(&w);
+	kv_upstreams_free(w.ups, cf->nupstreams);
+	atomic_store(&w.slot->state, KV_WORKER_DRAINING);
+	_exit(0);
+}

@@ -1,0 +1,60 @@
+/* A worker process: one epoll loop relaying many connections at once. */
+#ifndef KV_WORKER_H
+#define KV_WORKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "shm/ledger.h"
+#include "worker/http.h"
+#include "worker/upstream.h"
+
+#define KV_WORKER_HOLD_CAP	(8u << 20)	/* request-body bytes a worker holds for inspection */
+#define KV_EXIT_CONFIG		2		/* exit code: broken config, do not respawn */
+
+enum kv_ev_kind { KV_EV_LISTEN, KV_EV_CLIENT, KV_EV_UPSTREAM };
+
+/* What an epoll event points at. */
+struct kv_evsrc {
+	enum kv_ev_kind	 kind;
+	void		*ptr;
+};
+
+struct kv_conn;
+
+struct kv_worker {
+	const struct kv_config	*cf;
+	struct kv_ledger	*ledger;
+	struct kv_worker_slot	*slot;
+	int			 slot_index;
+	uint32_t		 generation;
+	int			 epfd;
+	int			 lfd;		/* -1 once draining */
+	struct kv_evsrc		 lev;
+	int			 accept_paused;
+	int64_t			 accept_resume_ms;
+	struct kv_upstream_rt	*ups;
+	struct kv_conn		*conns;
+	size_t			 nconns;
+	struct kv_conn		*ready;		/* connections with work epoll cannot see */
+	size_t			 held_bytes;	/* request bytes held for inspection */
+	int			 draining;
+	int64_t			 drain_deadline_ms;
+	int64_t			 now_ms;
+	int			 splice_ok;
+	/* scratch for the parser, one request or response at a time */
+	struct kv_http_request	 req;
+	struct kv_http_response	 res;
+};
+
+/* The worker's whole life: serve connections accepted on lfd with config cf
+ * until told to stop (SIGTERM: drain and exit 0) or the master dies.
+ * Never returns. */
+void	kv_worker_main(const struct kv_config *cf, struct kv_ledger *l,
+	    int slot, uint32_t generation, int lfd) __attribute__((noreturn));
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+int64_t	kv_now_ms(void);
+
+#endif
