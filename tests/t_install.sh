@@ -15,7 +15,7 @@ bad() { echo "FAIL: $*"; fail=1; }
 dirs=$(cd "$top_builddir" && MAKEFLAGS= $MAKE -s -f Makefile -f - kv-print-dirs <<'MK'
 kv-print-dirs:
 	@echo "bindir='$(bindir)' sbindir='$(sbindir)' sysconfdir='$(sysconfdir)'"
-	@echo "mandir='$(mandir)' sysusersdir='$(sysusersdir)'"
+	@echo "mandir='$(mandir)' sysusersdir='$(sysusersdir)' localstatedir='$(localstatedir)'"
 	@echo "systemdsystemunitdir='$(systemdsystemunitdir)' version='$(VERSION)'"
 MK
 ) || { echo "FAIL: cannot read the build's directories"; exit 1; }
@@ -70,6 +70,11 @@ if [ -n "$unit" ] && [ -f "$unit" ]; then
 	    bad "unit's ExecStartPre is not the config check"
 	! grep -q '@[a-z]*@' "$unit" || bad "unit has unsubstituted @variables@"
 fi
+
+# The installed config keeps its ledger in the state directory.
+grep -qx "ledger = $localstatedir/lib/kilovolt/ledger *;.*\|ledger = $localstatedir/lib/kilovolt/ledger" \
+    "$dest$sysconfdir/kilovolt/kilovolt.ini" ||
+    bad "installed config's ledger is not $localstatedir/lib/kilovolt/ledger: $(grep '^ledger' "$dest$sysconfdir/kilovolt/kilovolt.ini")"
 
 # The installed programs run (they were linked, not just copied).
 if "$dest$sbindir/kilovoltd" -V > "$tmp/v.out" 2>&1 && grep -qF "$version" "$tmp/v.out"; then

@@ -112,7 +112,7 @@ run() {
 	    --ulimit nofile=4096:4096 --ulimit nproc=1024:1024 \
 	    -e KILOVOLT_PORT="$port" -e KILOVOLT_DEFAULT_BUDGET=2.00 -e KILOVOLT_ADMIN_TOKEN=ctest \
 	    -v "$vol:/var/lib/kilovolt" -v "$tmp/kilovolt.ini:/etc/kilovolt/kilovolt.ini:ro" \
-	    "$IMAGE" > /dev/null || { say "FAIL: podman run $1"; exit 1; }
+	    "$IMAGE" > "$tmp/run.log" 2>&1 || { cat "$tmp/run.log"; say "FAIL: podman run $1"; exit 1; }
 	local i code
 	for ((i = 0; i < 100; i++)); do
 		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$port/v1/models")
