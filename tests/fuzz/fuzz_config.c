@@ -1,0 +1,64 @@
+/* libFuzzer target: the input as a kilovolt.ini. Beyond "no crash, no
+ * leak", it checks the loader's contract: a failure leaves cf empty and an
+ * "FILE..." message; a success has at least one upstream with a host, and
+ * every upstream routes at least one of its own paths or models. */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/config.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void
+check_loaded(const struct kv_config *cf)
+{
+	size_t i;
+
+	if (cf->nupstreams == 0 || cf->workers < 1)
+		abort();
+	for (i = 0; i < cf->nupstreams; i++) {
+		const struct kv_upstream *u = &cf->upstreams[i];
+		if (u->host[0] == '\0' || u->port[0] == '\0' || u->host_header[0] == '\0')
+			abort();
+		if (u->npaths > 0 && kv_config_route(cf, u->paths[0], NULL) == NULL)
+			abort();
+		if (u->nmodels > 0 && kv_config_route(cf, NULL, u->models[0]) == NULL)
+			abort();
+	}
+	for (i = 0; i < cf->nprices; i++)
+		if (kv_config_price(cf, cf->prices[i].model) == NULL)
+			abort();
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct kv_config cf;
+	char path[64], err[512];
+	int fd, r;
+
+	fd = memfd_create("fuzz_config", MFD_CLOEXEC);
+	if (fd == -1)
+		abort();
+	if (size > 0 && write(fd, data, size) != (ssize_t)size)
+		abort();
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	r = kv_config_load(&cf, path, err, sizeof(err));
+	if (r == 0) {
+		check_loaded(&cf);
+		kv_config_free(&cf);
+	} else if (r != -1 || strncmp(err, path, strlen(path)) != 0 ||
+	    cf.upstreams != NULL || cf.admin_token != NULL) {
+		abort();
+	}
+	close(fd);
+	return 0;
+}
