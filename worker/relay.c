@@ -164,6 +164,23 @@ event_drop(const char *e, size_t len)
 	return 0;
 }
 
+/* With include_usage the provider adds "usage":null to every chunk; take it
+ * out again so the client sees the chunk it would have seen. A quote inside
+ * a JSON string is escaped, so this byte sequence only occurs as a key.
+ * Returns the event's new length. */
+static size_t
+strip_null_usage(char *e, size_t len)
+{
+	static const char pat[] = ",\"usage\":null";
+	const size_t plen = sizeof(pat) - 1;
+	char *p;
+
+	if ((p = memmem(e, len, pat, plen)) == NULL)
+		return len;
+	memmove(p, p + plen, len - (size_t)(p - e) - plen);
+	return len - plen;
+}
+
 /* Hold each SSE event until it is whole, then pass it on unless it is the
  * usage event the client never asked for. */
 static int
@@ -180,7 +197,9 @@ sse_filter(struct kv_conn *c, const char *p, size_t len)
 		p += take;
 		len -= take;
 		while ((end = event_end(c->ebuf, c->elen)) > 0) {
-			if ((c->eoverflow || !event_drop(c->ebuf, end)) && emit(c, c->ebuf, end) == -1)
+			if (!c->eoverflow && event_drop(c->ebuf, end))
+				;	/* the usage event we asked for, not the client */
+			else if (emit(c, c->ebuf, strip_null_usage(c->ebuf, end)) == -1)
 				return -1;
 			c->eoverflow = 0;
 			memmove(c->ebuf, c->ebuf + end, c->elen - end);
@@ -493,7 +512,15 @@ charge(struct kv_conn *c, struct kv_usage *u, const char **model)
 		u->output = c->scan_on ? c->scan.output_bytes / 4 : 0;
 		u->estimated = 1;
 	}
-	if ((p = kv_config_price(c->w->cf, *model)) == NULL) {
+	p = kv_config_price(c->w->cf, *model);
+	/* "gpt-4o-mini-2024-07-18" priced as the "gpt-4o-mini" that was asked for. */
+	if ((p == NULL || p == &c->w->cf->default_price) && *model != c->ri.model &&
+	    c->ri.model[0] != '\0') {
+		const struct kv_price *q = kv_config_price(c->w->cf, c->ri.model);
+		if (q != NULL && q != &c->w->cf->default_price)
+			p = q;
+	}
+	if (p == NULL) {
 		kv_log_warnx("KV0440", "no price for model '%s' and no [price default]: charged 0",
 		    *model);
 		return 0;
