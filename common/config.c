@@ -1038,13 +1038,18 @@ strip_line(char *s, size_t len)
 static int
 cfg_line(struct cfg_parse *p, char *s, size_t len)
 {
+	const char *sep;
+
 	if (s[0] == '[') {
 		if (s[len - 1] != ']' || len < 3)
 			return cfg_err(p, p->lineno, "bad section header (want [NAME])");
 		s[len - 1] = '\0';
 		return begin_section(p, s + 1);
 	}
-	if (strpbrk(s, "=:") == NULL)
+	/* inih also splits "NAME: VALUE"; refusing it keeps a mistyped
+	 * "api_key sk-...:x" from becoming a key name echoed in a message. */
+	sep = strpbrk(s, "=:");
+	if (sep == NULL || *sep != '=')
 		return cfg_err(p, p->lineno, "syntax error (want NAME = VALUE or [SECTION])");
 	return 0;
 }
@@ -1170,6 +1175,8 @@ cfg_parse_file(struct cfg_parse *p)
 	if (p->fp == NULL)
 		return cfg_err(p, 0, "%s", strerror(errno));
 	r = ini_parse_stream(cfg_read, p, cfg_handler, p);
+	if (p->buf != NULL)
+		explicit_bzero(p->buf, p->bufcap);	/* a line may hold a raw key */
 	free(p->buf);
 	p->buf = NULL;
 	if (fclose(p->fp) == EOF && !p->failed)

@@ -256,6 +256,12 @@ test_secrets(void)
 	CHECK_INT(load_text(&cf, UP "[key a]\nkey = k\napi_key = SECRET\n"), -1);
 	CHECK(strstr(err, "SECRET") == NULL);
 	CHECK(strstr(err, ":6: unknown key 'api_key' in [key a]") != NULL);
+	/* "NAME: VALUE" is not accepted: the name would carry the secret. */
+	CHECK_INT(load_text(&cf, UP "api_key sk-SECRET:x\n"), -1);
+	CHECK(strstr(err, "SECRET") == NULL);
+	CHECK(strstr(err, ":4: syntax error") != NULL);
+	CHECK_INT(load_text(&cf, UP "api_key: sk-SECRET\n"), -1);
+	CHECK(strstr(err, ":4: syntax error") != NULL);
 }
 
 static void
