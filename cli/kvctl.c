@@ -446,7 +446,8 @@ parse_global(struct kvctl *k, int argc, char **argv)
 
 /* ---- the ledger --------------------------------------------------------- */
 
-/* -l, else the config's ledger (which KILOVOLT_LEDGER overrides). */
+/* -l, else the config's ledger (which KILOVOLT_LEDGER overrides), else
+ * KILOVOLT_LEDGER alone when there is no config file at all. */
 static int
 resolve_ledger(struct kvctl *k)
 {
@@ -459,6 +460,12 @@ resolve_ledger(struct kvctl *k)
 		return 0;
 	}
 	file = k->config != NULL ? k->config : kv_config_default_path();
+	/* A container may set only KILOVOLT_LEDGER and ship no config. */
+	if (k->config == NULL && getenv("KILOVOLT_LEDGER") != NULL &&
+	    access(file, F_OK) == -1 && errno == ENOENT) {
+		snprintf(k->path, sizeof(k->path), "%s", getenv("KILOVOLT_LEDGER"));
+		return 0;
+	}
 	cf = calloc(1, sizeof(*cf));
 	if (cf == NULL) {
 		perror("kvctl");
