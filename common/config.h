@@ -1,0 +1,106 @@
+/* kilovolt.ini: parsed with libinih into one immutable struct kv_config.
+ * A reload parses into a fresh struct and swaps it in only when it is valid. */
+#ifndef KV_CONFIG_H
+#define KV_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KV_NAME_MAX 128
+
+enum kv_period { KV_PERIOD_NONE, KV_PERIOD_DAILY, KV_PERIOD_WEEKLY, KV_PERIOD_MONTHLY };
+
+struct kv_upstream {
+	char	  name[64];	/* [upstream NAME] */
+	char	  url[512];	/* as written */
+	int	  tls;		/* 1 for https:// */
+	char	  host[256];	/* host name or IP literal, no brackets */
+	char	  port[8];	/* explicit or 443/80 */
+	char	  host_header[300];	/* Host: value for upstream requests */
+	char	  base_path[256];	/* path in the URL without trailing '/', "" if none */
+	char	**paths;	/* path prefixes routed here; NULL-free array */
+	size_t	  npaths;
+	char	**models;	/* model globs (trailing '*'); checked before paths */
+	size_t	  nmodels;
+	char	 *api_key;	/* NULL: pass the client's credential through */
+	char	 *ca_file;	/* NULL: the system trust store */
+};
+
+/* Prices are nano-dollars per 1M tokens, parsed exactly from decimal text. */
+struct kv_price {
+	char	  model[KV_NAME_MAX];	/* exact, or prefix when it ends in '*' */
+	int64_t	  input;
+	int64_t	  output;
+	int64_t	  cached_input;	/* -1 when unset: cached tokens cost `input` */
+	int64_t	  cache_write;	/* -1 when unset: cache writes cost `input` */
+};
+
+struct kv_keydef {
+	char	  label[64];
+	uint8_t	  hash[32];	/* SHA-256 of the raw key */
+	int64_t	  budget_nusd;	/* -1: the [budget] default */
+};
+
+struct kv_config {
+	char	  path[4096];	/* file it was read from */
+
+	/* [server] */
+	char	  listen_host[256];
+	char	  listen_port[8];
+	int	  workers;		/* resolved: "auto" becomes the CPU count */
+	char	  status_host[256];	/* "" disables the status service */
+	char	  status_port[8];
+	char	  ledger[4096];
+	uint32_t  max_keys;
+	int	  client_timeout;	/* seconds */
+	int	  upstream_timeout;
+	int	  shutdown_timeout;
+	int	  max_connections;	/* per worker */
+	size_t	  max_body;		/* bytes; 0 = no limit (413 above it) */
+	char	 *admin_token;		/* NULL: status-service writes refused */
+	char	  user[64];		/* drop to this user when started as root; "" = stay */
+
+	/* [budget] */
+	int64_t	  default_budget_nusd;
+	enum kv_period period;
+	int	  unknown_keys_deny;
+	int64_t	  reserve_output_tokens;
+
+	struct kv_upstream *upstreams;
+	size_t	  nupstreams;
+	struct kv_price *prices;	/* without the default */
+	size_t	  nprices;
+	int	  has_default_price;
+	struct kv_price default_price;
+	struct kv_keydef *keys;
+	size_t	  nkeys;
+};
+
+/* Read and validate FILE, apply KILOVOLT_* environment overrides and resolve
+ * env:NAME values. Returns 0, or -1 with "FILE:LINE: message" in err
+ * ("FILE: message" for whole-file errors, "KILOVOLT_X: message" for a bad
+ * override). An empty KILOVOLT_* variable counts as unset; an unset env:NAME
+ * is an error except for admin_token, where it means "no token". Lines may
+ * hold at most 198 bytes besides comments (Debian's libinih line buffer).
+ * On failure cf holds nothing that needs freeing. */
+int	kv_config_load(struct kv_config *cf, const char *file, char *err, size_t errlen);
+
+/* The file kilovoltd and kvctl read when no -c is given: $KILOVOLT_CONFIG,
+ * else /etc/kilovolt/kilovolt.ini when it exists, else ./kilovolt.ini. */
+const char *kv_config_default_path(void);
+
+void	kv_config_free(struct kv_config *cf);
+
+/* The upstream for a request: the first whose model globs match MODEL
+ * (may be NULL), else the first whose path prefixes match PATH. NULL if none. */
+const struct kv_upstream *kv_config_route(const struct kv_config *cf,
+	    const char *path, const char *model);
+
+/* The price for MODEL: exact match first, then the longest matching
+ * trailing-'*' prefix, then [price default]; NULL when there is none. */
+const struct kv_price *kv_config_price(const struct kv_config *cf, const char *model);
+
+/* Glob with a single trailing '*' (or none: exact). */
+int	kv_glob_match(const char *pattern, const char *s);
+
+#endif
