@@ -1109,6 +1109,17 @@ blob_next(uint64_t *s)
 	return *s * 2685821657736338717ULL;
 }
 
+/* splitmix64 spreads any seed, 0 included, into a nonzero xorshift state. */
+static uint64_t
+blob_seed(uint64_t s)
+{
+	s += 0x9e3779b97f4a7c15ULL;
+	s = (s ^ (s >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	s = (s ^ (s >> 27)) * 0x94d049bb133111ebULL;
+	s ^= s >> 31;
+	return s != 0 ? s : 1;
+}
+
 static void
 blob_fill(uint64_t *state, unsigned char *buf, size_t n)
 {
@@ -1151,7 +1162,7 @@ blob(struct conn *c)
 {
 	struct req *rq = &c->rq;
 	long long bytes = query_ll(rq, "bytes", 0), left;
-	uint64_t seed = (uint64_t)query_ll(rq, "seed", 1) | 1;
+	uint64_t seed = blob_seed((uint64_t)query_ll(rq, "seed", 1));
 	int chunked = query_ll(rq, "chunked", 0) == 1, closed = query_ll(rq, "close", 0) == 1;
 	unsigned char buf[WBUF_SIZE];
 	char hex[65], head[512], sz[32], framing[64];
