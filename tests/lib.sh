@@ -1,0 +1,438 @@
+# lib.sh: the integration-test harness, sourced by every tests/t_*.sh:
+#
+#	. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+#
+# Like nginx-tests: each test gets its own temp dir ($T), ephemeral ports, a
+# fake upstream (tests/mock_upstream), a watchdog, and ends with kv_finish,
+# which also asserts that the daemon's log holds no fatal line and no
+# sanitizer report.
+#
+# Environment: top_srcdir, top_builddir (make check exports both; by default
+# the repository this file is in and "."), KEEP=1 keeps $T, KV_TIMEOUT the
+# watchdog's seconds (300), KV_WORKERS the daemon's workers (2).
+#
+# Functions (each documented where it is defined):
+#	kv_start_mock [ARGS]      MOCK_PORT, MOCK_PID, MOCK_LOG
+#	kv_start_mock_tls [CERT]  MOCK_TLS_PORT, MOCK_TLS_PID, MOCK_TLS_LOG, KV_CERTS
+#	kv_write_config <<EOF     $T/kilovolt.ini, overlaid with stdin
+#	kv_start [ARGS]           KV_PORT, KV_PID, KV_STATUS_PORT, KV_URL, KV_LOG
+#	kv_stop, kv_ctl, kv_curl, kv_mock_stat, kv_wait_for, kv_sdk_setup
+#	pass, fail, skip, check, check_eq, kv_finish
+
+set -u
+
+: "${top_srcdir:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+: "${top_builddir:=.}"
+top_builddir=$(cd "$top_builddir" && pwd)
+export top_srcdir top_builddir
+
+KV_TEST=$(basename "$0" .sh)
+KV_MOCK_BIN=$top_builddir/tests/mock_upstream
+KV_DAEMON_BIN=$top_builddir/kilovoltd
+KV_CTL_BIN=$top_builddir/kvctl
+KV_PASSED=0
+KV_FAILED=0
+KV_WATCHDOG=
+KV_PID=
+T=$(mktemp -d "${TMPDIR:-/tmp}/kv-$KV_TEST.XXXXXX") || exit 1
+: >"$T/pids"
+
+# ---- results ---------------------------------------------------------------
+
+pass() { KV_PASSED=$((KV_PASSED + 1)); echo "ok - $*"; }
+fail() { KV_FAILED=$((KV_FAILED + 1)); echo "FAIL - $*"; }
+
+# skip REASON: the whole test cannot run here (exit 77).
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+# check DESCRIPTION CMD [ARGS...]: passes when CMD exits 0.
+check() {
+	local desc=$1
+	shift
+	if "$@"; then pass "$desc"; else fail "$desc (exit $?: $*)"; fi
+}
+
+# check_eq DESCRIPTION GOT WANT
+check_eq() {
+	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: got '$2', want '$3'"; fi
+}
+
+# ---- processes -------------------------------------------------------------
+
+# Remember a PID so the watchdog and the exit trap can stop it.
+kv_track() { echo "$1" >>"$T/pids"; }
+
+kv_alive() { kill -0 "$1" 2>/dev/null; }
+
+# Stop PID: SIGTERM, up to SECS seconds (default 5) to go, then SIGKILL.
+# Returns 0 when it left on its own.
+kv_kill() {
+	local pid=$1 secs=${2:-5} i
+	kv_alive "$pid" || return 0
+	kill -TERM "$pid" 2>/dev/null
+	for ((i = 0; i < secs * 10; i++)); do
+		kv_alive "$pid" || return 0
+		sleep 0.1
+	done
+	echo "lib.sh: pid $pid ignored SIGTERM for ${secs}s, killing it" >&2
+	kill -KILL "$pid" 2>/dev/null
+	return 1
+}
+
+kv_kill_tracked() {
+	local pid
+	[ -f "$T/pids" ] || return 0
+	for pid in $(tac "$T/pids"); do
+		kv_kill "$pid" "${1:-5}"
+	done
+}
+
+kv_cleanup() {
+	local rc=$?
+	[ -n "$KV_WATCHDOG" ] && kill "$KV_WATCHDOG" 2>/dev/null
+	kv_kill_tracked 5
+	wait 2>/dev/null
+	if [ "${KEEP:-0}" = 1 ]; then
+		echo "lib.sh: kept $T"
+	else
+		rm -rf "$T"
+	fi
+	exit $rc
+}
+trap kv_cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+# The watchdog: past KV_TIMEOUT seconds it stops, by PID, everything the test
+# started (tracked daemons and mocks, then the shell's own children, such as
+# a curl that hangs) and then the test itself.
+kv_watchdog() {
+	local me=$$ secs=${KV_TIMEOUT:-300} i pid
+	for ((i = 0; i < secs; i++)); do
+		sleep 1 </dev/null >/dev/null 2>&1
+		kv_alive "$me" || exit 0
+	done
+	echo "lib.sh: watchdog: $KV_TEST ran past ${secs}s, stopping it" >&2
+	for pid in $(tac "$T/pids" 2>/dev/null); do
+		kill -KILL "$pid" 2>/dev/null
+	done
+	for pid in $(ps -o pid= --ppid "$me"); do
+		[ "$pid" != "$BASHPID" ] && kill -KILL "$pid" 2>/dev/null
+	done
+	kill -TERM "$me"
+}
+kv_watchdog &
+KV_WATCHDOG=$!
+
+# kv_wait_for SECS CMD [ARGS...]: poll CMD every 0.1 s until it succeeds.
+kv_wait_for() {
+	local secs=$1 i
+	shift
+	for ((i = 0; i < secs * 10; i++)); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# A TCP port nothing listens on right now (the kernel's choice).
+kv_free_port() { "$KV_MOCK_BIN" --free-port; }
+
+# ---- the mock upstream -------------------------------------------------------
+
+# kv__mock NAME ARGS...: start one mock; sets KV__PID and KV__PORT.
+kv__mock() {
+	local name=$1
+	shift
+	[ -x "$KV_MOCK_BIN" ] || { echo "lib.sh: $KV_MOCK_BIN not built" >&2; return 1; }
+	rm -f "$T/$name.port"
+	"$KV_MOCK_BIN" -p 0 -P "$T/$name.port" -l "$T/$name.log" "$@" \
+		</dev/null >>"$T/$name.err" 2>&1 &
+	KV__PID=$!
+	kv_track "$KV__PID"
+	if ! kv_wait_for 10 test -s "$T/$name.port"; then
+		echo "lib.sh: $name did not start:" >&2
+		cat "$T/$name.err" >&2
+		return 1
+	fi
+	KV__PORT=$(cat "$T/$name.port")
+}
+
+# kv_start_mock [ARGS]: the plain-HTTP mock. Sets MOCK_PORT, MOCK_PID and
+# MOCK_LOG (one line per request the mock received; see mock_upstream.c).
+kv_start_mock() {
+	kv__mock mock "$@" || { fail "start mock_upstream"; kv_finish; }
+	MOCK_PID=$KV__PID
+	MOCK_PORT=$KV__PORT
+	MOCK_LOG=$T/mock.log
+}
+
+# kv_certs: a CA chain in $T/certs (see gen_certs.sh), KV_CERTS names the dir.
+kv_certs() {
+	KV_CERTS=$T/certs
+	[ -s "$KV_CERTS/ca.pem" ] && return 0
+	command -v openssl >/dev/null || skip "no openssl CLI"
+	"$top_srcdir/tests/gen_certs.sh" "$KV_CERTS" || { fail "gen_certs.sh"; kv_finish; }
+}
+
+# kv_start_mock_tls [server|wrong|self]: the mock over TLS presenting that
+# certificate (default server: localhost + 127.0.0.1, chained to
+# $KV_CERTS/ca.pem). Sets MOCK_TLS_PORT, MOCK_TLS_PID, MOCK_TLS_LOG.
+kv_start_mock_tls() {
+	local cert=${1:-server} chain
+	kv_certs
+	chain=$KV_CERTS/$cert-chain.pem
+	[ -f "$chain" ] || chain=$KV_CERTS/$cert.pem
+	kv__mock mock-tls -t "$chain" "$KV_CERTS/$cert.key" ||
+		{ fail "start mock_upstream over TLS"; kv_finish; }
+	MOCK_TLS_PID=$KV__PID
+	MOCK_TLS_PORT=$KV__PORT
+	MOCK_TLS_LOG=$T/mock-tls.log
+}
+
+# kv_mock_stat FIELD [PORT [SCHEME]]: one number from the mock's /mock/stats.
+kv_mock_stat() {
+	local port=${2:-$MOCK_PORT} scheme=${3:-http} ca=()
+	[ "$scheme" = https ] && ca=(--cacert "$KV_CERTS/ca.pem")
+	curl -sS -m 5 "${ca[@]}" "$scheme://127.0.0.1:$port/mock/stats" | jq -r ".$1"
+}
+
+# ---- the gateway -------------------------------------------------------------
+
+# kv__overlay BASE OVERLAY: print BASE with OVERLAY's keys merged in. A key
+# in a section BASE has replaces BASE's line; other keys join that section;
+# new sections are appended. (kilovolt rejects a section written twice.)
+kv__overlay() {
+	awk '
+	function trim(s) { sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s); return s }
+	function section(l) { l = trim(l); return substr(l, 1, index(l, "]")) }
+	function keyof(l) {
+		if (l ~ /^[ \t]*[;#]/ || index(l, "=") == 0) return ""
+		return trim(substr(l, 1, index(l, "=") - 1))
+	}
+	function rest(s,   i, k) {
+		for (i = 1; i <= n[s]; i++) {
+			k = keys[s, i]
+			if (!((s, k) in used)) print line[s, k]
+		}
+	}
+	FILENAME == ARGV[1] { next }
+	FILENAME == ARGV[2] {
+		if ($0 ~ /^[ \t]*\[/) {
+			s = section($0)
+			if (!(s in n)) { n[s] = 0; order[++ns] = s }
+			next
+		}
+		k = keyof($0)
+		if (k == "" || s == "") next
+		if (!((s, k) in line)) keys[s, ++n[s]] = k
+		line[s, k] = $0
+		next
+	}
+	{
+		if ($0 ~ /^[ \t]*\[/) {
+			if (cur != "") rest(cur)
+			cur = section($0); seen[cur] = 1; print; next
+		}
+		k = keyof($0)
+		if (k != "" && ((cur, k) in line)) { print line[cur, k]; used[cur, k] = 1; next }
+		print
+	}
+	END {
+		if (cur != "") rest(cur)
+		for (i = 1; i <= ns; i++)
+			if (!(order[i] in seen)) { print ""; print order[i]; rest(order[i]) }
+	}' /dev/null "$2" "$1"
+}
+
+# kv_write_config [<<EOF ... EOF]: write $T/kilovolt.ini for the mock: both
+# providers' paths go to http://127.0.0.1:$MOCK_PORT, the ledger is in $T,
+# the ports are free ones (KV_PORT, KV_STATUS_PORT). Ini text on stdin is
+# overlaid (see kv__overlay), e.g. "[server]\nmax_body = 1m" or new
+# [key NAME] sections. Stdin is read only when it is a heredoc, file or pipe.
+kv_write_config() {
+	local up=${KV_UPSTREAM_URL:-http://127.0.0.1:${MOCK_PORT:-1}}
+	: "${KV_PORT:=$(kv_free_port)}" "${KV_STATUS_PORT:=$(kv_free_port)}"
+	cat >"$T/base.ini" <<EOF
+; written by tests/lib.sh for $KV_TEST
+[server]
+listen = 127.0.0.1:$KV_PORT
+workers = ${KV_WORKERS:-2}
+status_listen = 127.0.0.1:$KV_STATUS_PORT
+ledger = $T/ledger
+max_keys = 1024
+client_timeout = 60
+upstream_timeout = 600
+shutdown_timeout = 5
+
+[budget]
+default = 2.00
+period = none
+unknown_keys = allow
+reserve_output_tokens = 1024
+
+[upstream openai]
+url = $up
+paths = /v1/chat/completions /v1/completions /v1/embeddings /v1/responses /v1/models
+
+[upstream anthropic]
+url = $up
+paths = /v1/messages
+
+[price gpt-4o-mini*]
+input = 0.15
+output = 0.60
+cached_input = 0.075
+
+[price claude-sonnet-4*]
+input = 3.00
+output = 15.00
+cached_input = 0.30
+cache_write = 3.75
+
+[price default]
+input = 1.00
+output = 3.00
+EOF
+	if [ -p /dev/stdin ] || [ -f /dev/stdin ]; then
+		cat >"$T/overlay.ini"
+	else
+		: >"$T/overlay.ini"
+	fi
+	kv__overlay "$T/base.ini" "$T/overlay.ini" >"$T/kilovolt.ini"
+}
+
+# kv_start [ARGS]: start kilovoltd -c $T/kilovolt.ini ARGS (writing the config
+# first if there is none) and wait until its port answers. Sets KV_PID,
+# KV_PORT, KV_STATUS_PORT, KV_URL (http://127.0.0.1:KV_PORT), KV_LOG.
+# A lost race for the port is retried on fresh ports.
+kv_start() {
+	local try
+	[ -x "$KV_DAEMON_BIN" ] || { fail "$KV_DAEMON_BIN not built"; kv_finish; }
+	[ -f "$T/kilovolt.ini" ] || kv_write_config </dev/null
+	KV_LOG=$T/kilovoltd.log
+	for try in 1 2 3; do
+		kv__start_once "$@" && return 0
+		grep -qi "address already in use" "$KV_LOG" || break
+		KV_PORT=$(kv_free_port)
+		KV_STATUS_PORT=$(kv_free_port)
+		sed -i -e "s/^listen = .*/listen = 127.0.0.1:$KV_PORT/" \
+			-e "s/^status_listen = 127.*/status_listen = 127.0.0.1:$KV_STATUS_PORT/" \
+			"$T/kilovolt.ini"
+	done
+	echo "---- $KV_LOG (tail)"
+	tail -n 30 "$KV_LOG"
+	fail "kilovoltd started and answered on 127.0.0.1:$KV_PORT"
+	kv_finish
+}
+
+kv__answers() {
+	local code
+	kv_alive "$KV_PID" || return 2
+	code=$(curl -s -o /dev/null -m 1 -w '%{http_code}' "http://127.0.0.1:$KV_PORT/" 2>/dev/null)
+	[ -n "$code" ] && [ "$code" != 000 ]
+}
+
+kv__start_once() {
+	local i rc
+	KV_PORT=$(sed -n 's/^listen = .*:\([0-9]*\)$/\1/p' "$T/kilovolt.ini")
+	KV_STATUS_PORT=$(sed -n 's/^status_listen = .*:\([0-9]*\)$/\1/p' "$T/kilovolt.ini")
+	KV_URL=http://127.0.0.1:$KV_PORT
+	echo "---- kilovoltd -c $T/kilovolt.ini $* (port $KV_PORT)" >>"$KV_LOG"
+	KILOVOLT_LEDGER=$T/ledger "$KV_DAEMON_BIN" -c "$T/kilovolt.ini" "$@" \
+		</dev/null >>"$KV_LOG" 2>&1 &
+	KV_PID=$!
+	kv_track "$KV_PID"
+	for ((i = 0; i < 200; i++)); do	# 20 s: sanitizer builds start slowly
+		kv__answers
+		rc=$?
+		[ $rc = 0 ] && return 0
+		[ $rc = 2 ] && return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# kv_stop [SECS]: SIGTERM the daemon, wait up to SECS (default 15) for it to
+# exit. Returns the daemon's exit status (1 if it had to be killed).
+kv_stop() {
+	local secs=${1:-15} rc
+	[ -n "$KV_PID" ] || return 0
+	kv_kill "$KV_PID" "$secs" || { KV_PID=; return 1; }
+	wait "$KV_PID" 2>/dev/null
+	rc=$?
+	KV_PID=
+	return $rc
+}
+
+# kv_ctl ARGS: kvctl against this test's config and ledger.
+kv_ctl() { "$KV_CTL_BIN" -c "$T/kilovolt.ini" "$@"; }
+
+# kv_curl PATH [CURL ARGS]: a request to the gateway (silent, 30 s cap).
+kv_curl() {
+	local path=$1
+	shift
+	curl -sS -m "${KV_CURL_TIMEOUT:-30}" "$@" "$KV_URL$path"
+}
+
+# ---- the Node SDK tests ------------------------------------------------------
+
+# kv_sdk_setup: install tests/sdk's locked dependencies (npm ci) into
+# $top_builddir/tests/sdk once, and set KV_SDK to that directory. Returns 1
+# (with the reason) when node or npm is missing or npm ci fails; callers
+# decide whether that skips them: kv_sdk_setup || skip "no Node SDKs".
+kv_sdk_setup() {
+	local src=$top_srcdir/tests/sdk dst=$top_builddir/tests/sdk f
+	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+		echo "lib.sh: node/npm not installed"
+		return 1
+	fi
+	mkdir -p "$dst"
+	for f in package.json package-lock.json openai_test.mjs anthropic_test.mjs; do
+		[ "$src/$f" -ef "$dst/$f" ] || cp "$src/$f" "$dst/$f"
+	done
+	if ! cmp -s "$dst/package-lock.json" "$dst/node_modules/.kv-lock"; then
+		if ! (cd "$dst" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) \
+			>"$T/npm.log" 2>&1; then
+			cat "$T/npm.log"
+			echo "lib.sh: npm ci failed"
+			return 1
+		fi
+		cp "$dst/package-lock.json" "$dst/node_modules/.kv-lock"
+	fi
+	KV_SDK=$dst
+}
+
+# ---- the end -------------------------------------------------------------------
+
+# kv__log_clean FILE: no fatal line and no sanitizer report in FILE.
+kv__log_clean() {
+	[ -f "$1" ] || return 0
+	if grep -n -e '\[fatal\]' -e 'ERROR: AddressSanitizer' -e 'runtime error:' \
+		-e 'LeakSanitizer' -e 'ThreadSanitizer' "$1" >"$T/bad-lines"; then
+		head -n 20 "$T/bad-lines"
+		return 1
+	fi
+}
+
+# kv_finish: stop what is still running, check the logs, print the totals,
+# exit 0 when every check passed (and there was at least one), else 1.
+kv_finish() {
+	local f
+	[ -n "$KV_PID" ] && kv_stop
+	kv_kill_tracked 5
+	for f in "$T"/kilovoltd*.log "$T"/mock*.err; do
+		[ -f "$f" ] || continue
+		check "$(basename "$f") holds no fatal line or sanitizer report" kv__log_clean "$f"
+	done
+	if [ "$KV_FAILED" != 0 ] && [ -f "$T/kilovoltd.log" ]; then
+		echo "---- kilovoltd.log (tail)"
+		tail -n 40 "$T/kilovoltd.log"
+	fi
+	[ $((KV_PASSED + KV_FAILED)) = 0 ] && fail "the test checked nothing"
+	echo "$KV_PASSED passed, $KV_FAILED failed"
+	[ "$KV_FAILED" = 0 ] && exit 0
+	exit 1
+}
