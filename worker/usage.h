@@ -23,30 +23,64 @@ enum kv_api {
 /* Which API a request path speaks (query string ignored). */
 enum kv_api kv_api_from_path(const char *path, size_t len);
 
-#define KV_SCAN_DEPTH	32
+#define KV_SCAN_DEPTH	32	/* levels whose key is remembered */
+#define KV_SCAN_NEST	512	/* nesting beyond this is treated as malformed */
 #define KV_SCAN_MODEL	96
+#define KV_SCAN_KEY	40
+
+/* A resumable JSON tokenizer (internal to usage.c; here only so the scanner
+ * can live on the stack or inside a connection without allocation). */
+struct kv_json {
+	uint8_t		 state;
+	uint8_t		 nstate;	/* number grammar position */
+	uint8_t		 lit;		/* literal being matched */
+	uint8_t		 litpos;
+	uint8_t		 uhex;		/* hex digits of a backslash-u escape seen */
+	uint8_t		 is_key;	/* the string being read is a key */
+	uint8_t		 capture;	/* keep the string value's bytes */
+	uint8_t		 count;		/* add the string's bytes to nbytes */
+	uint8_t		 str_bad;	/* captured value did not fit */
+	uint8_t		 num_ok;	/* num is a non-negative int64 */
+	uint8_t		 neg;		/* the number has a minus sign */
+	uint8_t		 multi;		/* accept several top-level values */
+	uint32_t	 ucp;		/* code point of that escape */
+	uint32_t	 hisur;		/* pending high surrogate, 0 if none */
+	int		 depth;		/* open containers */
+	int		 evdepth;	/* depth an event happened at */
+	uint8_t		 isobj[KV_SCAN_NEST / 8];	/* bit per level */
+	uint8_t		 path[KV_SCAN_DEPTH];	/* key id per level */
+	char		 key[KV_SCAN_KEY];
+	size_t		 keylen;
+	char		 str[KV_SCAN_MODEL];
+	size_t		 slen;
+	int64_t		 num;
+	int64_t		 nbytes;	/* counted string bytes */
+};
 
 struct kv_usage_scanner {
-	/* opaque to callers; fixed size, no pointers to heap */
+	/* public results (read-only for callers) */
 	enum kv_api	 api;
 	int		 sse;		/* body is text/event-stream */
-	int		 state;
-	int		 depth;
-	uint32_t	 path[KV_SCAN_DEPTH];	/* interned key ids per level */
-	char		 key[40];	/* current key, truncated */
-	size_t		 keylen;
-	char		 str[KV_SCAN_MODEL];	/* current short string value */
-	size_t		 strlen_;
-	int64_t		 num;
-	int		 numstate;
-	int		 sse_state;
-	int		 flags;
-	/* results so far */
-	struct kv_usage	 usage;
+	struct kv_usage	 usage;		/* as kv_usage_result() */
 	char		 model[KV_SCAN_MODEL];	/* the response's model, "" if unseen */
-	int64_t		 output_bytes;	/* content bytes seen, for estimates */
-	/* scratch used by the implementation */
-	int64_t		 tmp[8];
+	/* Raw bytes of string values that carry generated text ("content",
+	 * "text", "arguments", "thinking", "partial_json", ...; for a
+	 * Responses API stream only the events' top-level "delta"), escapes
+	 * counted as written. Estimates use output_bytes / 4 tokens. */
+	int64_t		 output_bytes;
+
+	/* opaque to callers: fixed size, no pointers */
+	struct kv_json	 json;
+	int		 sse_state;
+	int		 sse_cr;	/* last byte was CR (a following LF is eaten) */
+	int		 sse_fpos;	/* bytes of the field name matched */
+	int		 sse_data;	/* data lines seen in this event */
+	int		 ev_type;	/* the event's top-level "type" */
+	int		 cand_depth;	/* depth of the usage object being read */
+	int		 cand_src;	/* where it sits (top level or nested) */
+	int		 cand_done;	/* a complete usage object was read */
+	int64_t		 cand[8];	/* its numbers, -1 when absent */
+	int64_t		 anth[4];	/* Anthropic fields so far, -1 unseen */
 };
 
 /* Start scanning a response of API; sse when Content-Type is

@@ -1,0 +1,1109 @@
+/* The usage scanner. Three layers, each a byte-at-a-time state machine so
+ * that any split of the input gives the same result:
+ *   SSE lines  -> the data of each event (or the whole body when not SSE)
+ *   JSON lexer -> events (object open/close, key, string, number, literal)
+ *                 with the current key path; string contents are skipped
+ *                 unless the client asks to keep a short value
+ *   clients    -> the response scanner, the request scanner and the
+ *                 usage-only-chunk test, each reading the lexer's events.
+ * The lexer follows RFC 8259 (numbers, literals, escapes, surrogate pairs,
+ * no control characters in strings) but does not validate UTF-8. */
+#include <stdint.h>
+#include <string.h>
+
+#include "worker/usage.h"
+
+/* ---- key ids ----------------------------------------------------------- */
+
+enum {
+	K_NONE, K_ARRAY, K_OTHER,
+	K_USAGE, K_MODEL, K_TYPE, K_MESSAGE, K_RESPONSE, K_CHOICES,
+	K_PROMPT_TOKENS, K_COMPLETION_TOKENS, K_PROMPT_DETAILS,
+	K_INPUT_TOKENS, K_OUTPUT_TOKENS, K_INPUT_DETAILS, K_CACHED_TOKENS,
+	K_CACHE_CREATION, K_CACHE_READ,
+	K_STREAM, K_STREAM_OPTIONS, K_INCLUDE_USAGE,
+	K_MAX_TOKENS, K_MAX_COMPLETION_TOKENS, K_MAX_OUTPUT_TOKENS,
+	K_CONTENT, K_TEXT, K_DELTA, K_ARGUMENTS, K_PARTIAL_JSON, K_THINKING,
+	K_REFUSAL, K_REASONING_CONTENT,
+	K_COUNT
+};
+
+static const char *const key_names[K_COUNT] = {
+	[K_USAGE] = "usage", [K_MODEL] = "model", [K_TYPE] = "type",
+	[K_MESSAGE] = "message", [K_RESPONSE] = "response",
+	[K_CHOICES] = "choices",
+	[K_PROMPT_TOKENS] = "prompt_tokens",
+	[K_COMPLETION_TOKENS] = "completion_tokens",
+	[K_PROMPT_DETAILS] = "prompt_tokens_details",
+	[K_INPUT_TOKENS] = "input_tokens", [K_OUTPUT_TOKENS] = "output_tokens",
+	[K_INPUT_DETAILS] = "input_tokens_details",
+	[K_CACHED_TOKENS] = "cached_tokens",
+	[K_CACHE_CREATION] = "cache_creation_input_tokens",
+	[K_CACHE_READ] = "cache_read_input_tokens",
+	[K_STREAM] = "stream", [K_STREAM_OPTIONS] = "stream_options",
+	[K_INCLUDE_USAGE] = "include_usage",
+	[K_MAX_TOKENS] = "max_tokens",
+	[K_MAX_COMPLETION_TOKENS] = "max_completion_tokens",
+	[K_MAX_OUTPUT_TOKENS] = "max_output_tokens",
+	[K_CONTENT] = "content", [K_TEXT] = "text", [K_DELTA] = "delta",
+	[K_ARGUMENTS] = "arguments", [K_PARTIAL_JSON] = "partial_json",
+	[K_THINKING] = "thinking", [K_REFUSAL] = "refusal",
+	[K_REASONING_CONTENT] = "reasoning_content",
+};
+
+static uint8_t
+key_intern(const char *k, size_t len)
+{
+	int i;
+
+	for (i = K_USAGE; i < K_COUNT; i++)
+		if (strlen(key_names[i]) == len && memcmp(key_names[i], k, len) == 0)
+			return (uint8_t)i;
+	return K_OTHER;
+}
+
+/* ---- the JSON lexer ---------------------------------------------------- */
+
+enum {
+	S_VALUE, S_ARR_FIRST, S_OBJ_FIRST, S_KEY, S_COLON, S_AFTER, S_END,
+	S_STR, S_ESC, S_UHEX, S_NUM, S_LIT, S_ERR
+};
+
+enum { N_MINUS, N_ZERO, N_INT, N_DOT, N_FRAC, N_E, N_ESIGN, N_EXP };
+
+enum { LIT_TRUE, LIT_FALSE, LIT_NULL };
+static const char *const lit_text[] = { "true", "false", "null" };
+
+enum {
+	EV_NONE, EV_OBJ_OPEN, EV_OBJ_CLOSE, EV_ARR_OPEN, EV_ARR_CLOSE,
+	EV_KEY, EV_STR_BEGIN, EV_STR_END, EV_NUM, EV_LIT, EV_ERROR
+};
+/* the byte that produced the event must be fed again */
+#define EV_AGAIN	0x100
+#define EV_MASK		0xff
+
+static void
+json_init(struct kv_json *j, int multi)
+{
+	memset(j, 0, sizeof(*j));
+	j->state = S_VALUE;
+	j->multi = (uint8_t)multi;
+}
+
+/* Forget the document in progress; counted bytes survive. */
+static void
+json_reset(struct kv_json *j)
+{
+	int64_t nbytes = j->nbytes;
+
+	json_init(j, j->multi);
+	j->nbytes = nbytes;
+}
+
+static int
+is_ws(unsigned char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static int
+json_fail(struct kv_json *j)
+{
+	j->state = S_ERR;
+	return EV_ERROR;
+}
+
+/* Key id of the member being read at 0-based nesting level LEVEL. */
+static int
+key_at(const struct kv_json *j, int level)
+{
+	if (level < 0)
+		return K_NONE;
+	return level < KV_SCAN_DEPTH ? j->path[level] : K_OTHER;
+}
+
+static int
+in_object(const struct kv_json *j)
+{
+	int l = j->depth - 1;
+
+	return (j->isobj[l / 8] >> (l % 8)) & 1;
+}
+
+static void
+after_value(struct kv_json *j)
+{
+	j->state = j->depth == 0 ? S_END : S_AFTER;
+}
+
+static int
+json_push(struct kv_json *j, int obj)
+{
+	int l = j->depth;
+
+	if (l >= KV_SCAN_NEST)
+		return json_fail(j);
+	if (obj)
+		j->isobj[l / 8] |= (uint8_t)(1u << (l % 8));
+	else
+		j->isobj[l / 8] &= (uint8_t)~(1u << (l % 8));
+	if (l < KV_SCAN_DEPTH)
+		j->path[l] = obj ? K_NONE : K_ARRAY;
+	j->depth = j->evdepth = l + 1;
+	j->state = obj ? S_OBJ_FIRST : S_ARR_FIRST;
+	return obj ? EV_OBJ_OPEN : EV_ARR_OPEN;
+}
+
+static int
+json_pop(struct kv_json *j, int obj)
+{
+	if (j->depth == 0 || in_object(j) != obj)
+		return json_fail(j);
+	j->evdepth = j->depth--;
+	after_value(j);
+	return obj ? EV_OBJ_CLOSE : EV_ARR_CLOSE;
+}
+
+static void
+str_start(struct kv_json *j, int is_key)
+{
+	j->state = S_STR;
+	j->is_key = (uint8_t)is_key;
+	j->capture = j->count = 0;
+	j->str_bad = 0;
+	j->keylen = j->slen = 0;
+	j->hisur = 0;
+	j->evdepth = j->depth;
+}
+
+static int
+value_start(struct kv_json *j, unsigned char c)
+{
+	switch (c) {
+	case '{':
+		return json_push(j, 1);
+	case '[':
+		return json_push(j, 0);
+	case '"':
+		str_start(j, 0);
+		return EV_STR_BEGIN;
+	case 't': case 'f': case 'n':
+		j->lit = c == 't' ? LIT_TRUE : c == 'f' ? LIT_FALSE : LIT_NULL;
+		j->litpos = 1;
+		j->state = S_LIT;
+		return EV_NONE;
+	}
+	if (c != '-' && (c < '0' || c > '9'))
+		return json_fail(j);
+	j->state = S_NUM;
+	j->num = 0;
+	j->num_ok = 1;
+	j->neg = c == '-';
+	j->nstate = c == '-' ? N_MINUS : c == '0' ? N_ZERO : N_INT;
+	if (c > '0')
+		j->num = c - '0';
+	return EV_NONE;
+}
+
+/* Keep one decoded byte of a key, or of a value the client captures. */
+static void
+str_put(struct kv_json *j, unsigned char b)
+{
+	if (j->is_key) {
+		if (j->keylen < KV_SCAN_KEY - 1)
+			j->key[j->keylen++] = (char)b;
+		else
+			j->str_bad = 1;
+	} else if (j->capture) {
+		if (j->slen < KV_SCAN_MODEL - 1 && b != 0)
+			j->str[j->slen++] = (char)b;
+		else
+			j->str_bad = 1;
+	}
+}
+
+static void
+str_put_utf8(struct kv_json *j, uint32_t cp)
+{
+	if (cp < 0x80) {
+		str_put(j, (unsigned char)cp);
+	} else if (cp < 0x800) {
+		str_put(j, (unsigned char)(0xc0 | cp >> 6));
+		str_put(j, (unsigned char)(0x80 | (cp & 0x3f)));
+	} else if (cp < 0x10000) {
+		str_put(j, (unsigned char)(0xe0 | cp >> 12));
+		str_put(j, (unsigned char)(0x80 | ((cp >> 6) & 0x3f)));
+		str_put(j, (unsigned char)(0x80 | (cp & 0x3f)));
+	} else {
+		str_put(j, (unsigned char)(0xf0 | cp >> 18));
+		str_put(j, (unsigned char)(0x80 | ((cp >> 12) & 0x3f)));
+		str_put(j, (unsigned char)(0x80 | ((cp >> 6) & 0x3f)));
+		str_put(j, (unsigned char)(0x80 | (cp & 0x3f)));
+	}
+}
+
+static int
+str_end(struct kv_json *j)
+{
+	if (j->hisur)
+		return json_fail(j);
+	if (!j->is_key) {
+		after_value(j);
+		return EV_STR_END;
+	}
+	if (j->depth - 1 < KV_SCAN_DEPTH)
+		j->path[j->depth - 1] = j->str_bad ? K_OTHER :
+		    key_intern(j->key, j->keylen);
+	j->state = S_COLON;
+	j->evdepth = j->depth;
+	return EV_KEY;
+}
+
+static int
+str_byte(struct kv_json *j, unsigned char c)
+{
+	if (c == '"')
+		return str_end(j);
+	if (c < 0x20 || (j->hisur && c != '\\'))
+		return json_fail(j);
+	if (c == '\\') {
+		j->state = S_ESC;
+		return EV_NONE;
+	}
+	str_put(j, c);
+	return EV_NONE;
+}
+
+static int
+esc_byte(struct kv_json *j, unsigned char c)
+{
+	static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+	const char *p;
+
+	if (c == 'u') {
+		j->state = S_UHEX;
+		j->uhex = 0;
+		j->ucp = 0;
+		return EV_NONE;
+	}
+	if (j->hisur || c == 0 || (p = strchr(from, c)) == NULL)
+		return json_fail(j);
+	str_put(j, (unsigned char)to[p - from]);
+	j->state = S_STR;
+	return EV_NONE;
+}
+
+static int
+hex_val(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static int
+uhex_byte(struct kv_json *j, unsigned char c)
+{
+	int v = hex_val(c);
+	uint32_t cp;
+
+	if (v == -1)
+		return json_fail(j);
+	j->ucp = j->ucp << 4 | (uint32_t)v;
+	if (++j->uhex < 4)
+		return EV_NONE;
+	cp = j->ucp;
+	j->state = S_STR;
+	if (j->hisur) {
+		if (cp < 0xdc00 || cp > 0xdfff)
+			return json_fail(j);
+		cp = 0x10000 + ((j->hisur - 0xd800) << 10) + (cp - 0xdc00);
+		j->hisur = 0;
+	} else if (cp >= 0xd800 && cp <= 0xdbff) {
+		j->hisur = cp;	/* a low surrogate escape must follow */
+		return EV_NONE;
+	} else if (cp >= 0xdc00 && cp <= 0xdfff) {
+		return json_fail(j);
+	}
+	if (cp == 0)
+		j->str_bad = 1;	/* never keep a NUL */
+	str_put_utf8(j, cp);
+	return EV_NONE;
+}
+
+static void
+num_digit(struct kv_json *j, unsigned char c)
+{
+	if (j->num_ok && (__builtin_mul_overflow(j->num, 10, &j->num) ||
+	    __builtin_add_overflow(j->num, c - '0', &j->num)))
+		j->num_ok = 0;
+}
+
+/* Next number-grammar state after C, or -1 when C ends the number. */
+static int
+num_next(int st, unsigned char c)
+{
+	int digit = c >= '0' && c <= '9';
+
+	switch (st) {
+	case N_MINUS:
+		return c == '0' ? N_ZERO : digit ? N_INT : -2;
+	case N_ZERO:
+	case N_INT:
+		if (digit)
+			return st == N_ZERO ? -2 : N_INT;
+		return c == '.' ? N_DOT : c == 'e' || c == 'E' ? N_E : -1;
+	case N_DOT:
+		return digit ? N_FRAC : -2;
+	case N_FRAC:
+		return digit ? N_FRAC : c == 'e' || c == 'E' ? N_E : -1;
+	case N_E:
+		return digit ? N_EXP : c == '+' || c == '-' ? N_ESIGN : -2;
+	case N_ESIGN:
+		return digit ? N_EXP : -2;
+	default:
+		return digit ? N_EXP : -1;
+	}
+}
+
+static int
+num_byte(struct kv_json *j, unsigned char c)
+{
+	int next = num_next(j->nstate, c);
+
+	if (next == -2)
+		return json_fail(j);
+	if (next == -1) {
+		if (j->neg && j->num != 0)
+			j->num_ok = 0;	/* "-0" is zero, any other minus is not a count */
+		after_value(j);
+		j->evdepth = j->depth;
+		return EV_NUM | EV_AGAIN;
+	}
+	if (next == N_INT)
+		num_digit(j, c);
+	else if (next != N_ZERO)	/* "-0" stays 0 */
+		j->num_ok = 0;	/* fraction or exponent: not a token count */
+	j->nstate = (uint8_t)next;
+	return EV_NONE;
+}
+
+static int
+lit_byte(struct kv_json *j, unsigned char c)
+{
+	const char *t = lit_text[j->lit];
+
+	if ((unsigned char)t[j->litpos] != c)
+		return json_fail(j);
+	if (t[++j->litpos] != '\0')
+		return EV_NONE;
+	after_value(j);
+	j->evdepth = j->depth;
+	return EV_LIT;
+}
+
+static int
+after_byte(struct kv_json *j, unsigned char c)
+{
+	if (c == ',') {
+		j->state = in_object(j) ? S_KEY : S_VALUE;
+		return EV_NONE;
+	}
+	if (c == '}' || c == ']')
+		return json_pop(j, c == '}');
+	return json_fail(j);
+}
+
+/* Feed one byte; returns an EV_ code, with EV_AGAIN when the byte must be
+ * fed again (it ended a number and starts something else). */
+static int
+json_step(struct kv_json *j, unsigned char c)
+{
+	switch (j->state) {
+	case S_STR:
+		return str_byte(j, c);
+	case S_ESC:
+		return esc_byte(j, c);
+	case S_UHEX:
+		return uhex_byte(j, c);
+	case S_NUM:
+		return num_byte(j, c);
+	case S_LIT:
+		return lit_byte(j, c);
+	case S_ERR:
+		return EV_NONE;
+	}
+	if (is_ws(c))
+		return EV_NONE;
+	switch (j->state) {
+	case S_END:
+		if (!j->multi)
+			return json_fail(j);
+		j->state = S_VALUE;	/* another document follows */
+		return EV_NONE | EV_AGAIN;
+	case S_ARR_FIRST:
+		if (c == ']')
+			return json_pop(j, 0);
+		return value_start(j, c);
+	case S_OBJ_FIRST:
+		if (c == '}')
+			return json_pop(j, 1);
+		/* FALLTHROUGH */
+	case S_KEY:
+		if (c != '"')
+			return json_fail(j);
+		str_start(j, 1);
+		return EV_NONE;
+	case S_COLON:
+		if (c != ':')
+			return json_fail(j);
+		j->state = S_VALUE;
+		return EV_NONE;
+	case S_AFTER:
+		return after_byte(j, c);
+	default:
+		return value_start(j, c);
+	}
+}
+
+/* Bytes of string content the client neither keeps nor needs decoded can
+ * be skipped in bulk: up to the next quote, backslash or control byte. */
+static size_t
+json_skip_run(struct kv_json *j, const unsigned char *p, size_t n)
+{
+	size_t k = 0;
+
+	if (j->state != S_STR || j->is_key || j->capture || j->hisur)
+		return 0;
+	while (k < n && p[k] >= 0x20 && p[k] != '"' && p[k] != '\\')
+		k++;
+	return k;
+}
+
+/* ---- the response scanner --------------------------------------------- */
+
+enum { T_NONE, T_OTHER, T_MESSAGE_START, T_RESPONSE_DONE };
+enum { SRC_TOP = 1, SRC_NESTED };
+enum {
+	C_PROMPT, C_COMPLETION, C_INPUT, C_OUTPUT, C_CACHED_P, C_CACHED_I,
+	C_CACHE_WRITE, C_CACHE_READ, C_N
+};
+enum { A_INPUT, A_WRITE, A_READ, A_OUTPUT, A_N };
+enum { L_START, L_FIELD, L_SPACE, L_DATA, L_IGNORE };
+
+_Static_assert(C_N <= sizeof(((struct kv_usage_scanner *)0)->cand) / sizeof(int64_t),
+    "cand[] holds every usage field");
+
+static void
+event_reset(struct kv_usage_scanner *s)
+{
+	s->ev_type = T_NONE;
+	s->cand_depth = 0;
+	s->cand_done = 0;
+}
+
+void
+kv_usage_init(struct kv_usage_scanner *s, enum kv_api api, int sse)
+{
+	int i;
+
+	memset(s, 0, sizeof(*s));
+	s->api = api;
+	s->sse = sse;
+	json_init(&s->json, 1);
+	for (i = 0; i < A_N; i++)
+		s->anth[i] = -1;
+	event_reset(s);
+}
+
+static int
+is_openai(enum kv_api api)
+{
+	return api == KV_API_OPENAI_CHAT || api == KV_API_OPENAI_COMPLETIONS ||
+	    api == KV_API_OPENAI_EMBEDDINGS || api == KV_API_OPENAI_RESPONSES;
+}
+
+/* The object holding the nested usage: Anthropic's message_start carries
+ * message.usage, Responses API events carry response.usage. */
+static int
+nested_parent(enum kv_api api)
+{
+	if (api == KV_API_ANTHROPIC_MESSAGES)
+		return K_MESSAGE;
+	if (api == KV_API_OPENAI_RESPONSES)
+		return K_RESPONSE;
+	return -1;
+}
+
+static void
+cand_begin(struct kv_usage_scanner *s)
+{
+	const struct kv_json *j = &s->json;
+	int d = j->evdepth, i, src = 0;
+
+	if (s->api == KV_API_OTHER || s->cand_depth != 0)
+		return;
+	if (d == 2 && key_at(j, 0) == K_USAGE)
+		src = SRC_TOP;
+	else if (d == 3 && key_at(j, 1) == K_USAGE &&
+	    key_at(j, 0) == nested_parent(s->api))
+		src = SRC_NESTED;
+	if (src == 0)
+		return;
+	s->cand_depth = d;
+	s->cand_src = src;
+	s->cand_done = 0;
+	for (i = 0; i < C_N; i++)
+		s->cand[i] = -1;
+}
+
+static int
+usage_field(int key)
+{
+	switch (key) {
+	case K_PROMPT_TOKENS:		return C_PROMPT;
+	case K_COMPLETION_TOKENS:	return C_COMPLETION;
+	case K_INPUT_TOKENS:		return C_INPUT;
+	case K_OUTPUT_TOKENS:		return C_OUTPUT;
+	case K_CACHE_CREATION:		return C_CACHE_WRITE;
+	case K_CACHE_READ:		return C_CACHE_READ;
+	default:			return -1;
+	}
+}
+
+static void
+cand_number(struct kv_usage_scanner *s)
+{
+	const struct kv_json *j = &s->json;
+	int d = j->depth, f = -1;
+
+	if (s->cand_depth == 0 || !j->num_ok)
+		return;
+	if (d == s->cand_depth) {
+		f = usage_field(key_at(j, d - 1));
+	} else if (d == s->cand_depth + 1 && key_at(j, d - 1) == K_CACHED_TOKENS) {
+		if (key_at(j, d - 2) == K_PROMPT_DETAILS)
+			f = C_CACHED_P;
+		else if (key_at(j, d - 2) == K_INPUT_DETAILS)
+			f = C_CACHED_I;
+	}
+	if (f >= 0)
+		s->cand[f] = j->num;
+}
+
+static int64_t
+either(int64_t a, int64_t b)
+{
+	return a >= 0 ? a : b >= 0 ? b : 0;
+}
+
+/* OpenAI: chat/completions/embeddings name them prompt/completion, the
+ * Responses API input/output; accept either spelling on every endpoint. */
+static void
+commit_openai(struct kv_usage_scanner *s)
+{
+	const int64_t *c = s->cand;
+	struct kv_usage *u = &s->usage;
+
+	if (c[C_PROMPT] < 0 && c[C_INPUT] < 0 && c[C_COMPLETION] < 0 &&
+	    c[C_OUTPUT] < 0)
+		return;
+	u->input = either(c[C_PROMPT], c[C_INPUT]);
+	u->output = either(c[C_COMPLETION], c[C_OUTPUT]);
+	u->cached_input = either(c[C_CACHED_P], c[C_CACHED_I]);
+	if (u->cached_input > u->input)
+		u->cached_input = u->input;
+	u->cache_write = 0;
+	u->found = 1;
+}
+
+static int64_t
+sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+/* Anthropic: message_start has every field, message_delta's counts are
+ * cumulative; whatever a later event names replaces the earlier value. */
+static void
+commit_anthropic(struct kv_usage_scanner *s)
+{
+	static const int from[A_N] = { C_INPUT, C_CACHE_WRITE, C_CACHE_READ, C_OUTPUT };
+	int64_t *a = s->anth;
+	struct kv_usage *u = &s->usage;
+	int i, any = 0;
+
+	for (i = 0; i < A_N; i++) {
+		if (s->cand[from[i]] >= 0) {
+			a[i] = s->cand[from[i]];
+			any = 1;
+		}
+	}
+	if (!any)
+		return;
+	u->cached_input = a[A_READ] > 0 ? a[A_READ] : 0;
+	u->cache_write = a[A_WRITE] > 0 ? a[A_WRITE] : 0;
+	u->input = sat_add(sat_add(a[A_INPUT] > 0 ? a[A_INPUT] : 0,
+	    u->cached_input), u->cache_write);
+	u->output = a[A_OUTPUT] > 0 ? a[A_OUTPUT] : 0;
+	u->found = 1;
+}
+
+/* The top-level object ended: take its usage if it may carry one. */
+static void
+commit(struct kv_usage_scanner *s)
+{
+	if (!s->cand_done)
+		return;
+	if (s->cand_src == SRC_NESTED) {
+		if (s->api == KV_API_ANTHROPIC_MESSAGES && s->ev_type != T_MESSAGE_START)
+			return;
+		if (s->api == KV_API_OPENAI_RESPONSES && s->ev_type != T_RESPONSE_DONE)
+			return;
+	}
+	if (s->api == KV_API_ANTHROPIC_MESSAGES)
+		commit_anthropic(s);
+	else if (is_openai(s->api))
+		commit_openai(s);
+}
+
+static int
+event_type(const struct kv_json *j)
+{
+	static const char *const done[] = {
+		"response.completed", "response.incomplete", "response.failed",
+	};
+	size_t i;
+
+	if (j->str_bad)
+		return T_OTHER;
+	if (strcmp(j->str, "message_start") == 0)
+		return T_MESSAGE_START;
+	for (i = 0; i < sizeof(done) / sizeof(done[0]); i++)
+		if (strcmp(j->str, done[i]) == 0)
+			return T_RESPONSE_DONE;
+	return T_OTHER;
+}
+
+static int
+counted_key(const struct kv_usage_scanner *s, int d, int key)
+{
+	/* a Responses stream repeats the whole text in its *.done events and
+	 * in response.completed; only the deltas are new output */
+	if (s->api == KV_API_OPENAI_RESPONSES && s->sse)
+		return d == 1 && key == K_DELTA;
+	return key == K_CONTENT || key == K_TEXT || key == K_ARGUMENTS ||
+	    key == K_PARTIAL_JSON || key == K_THINKING || key == K_REFUSAL ||
+	    key == K_REASONING_CONTENT;
+}
+
+static void
+on_string_begin(struct kv_usage_scanner *s)
+{
+	struct kv_json *j = &s->json;
+	int d = j->depth, key = key_at(j, d - 1);
+
+	j->count = (uint8_t)counted_key(s, d, key);
+	if (d == 1 && (key == K_MODEL || key == K_TYPE))
+		j->capture = 1;
+	else if (d == 2 && key == K_MODEL && key_at(j, 0) == nested_parent(s->api))
+		j->capture = 1;
+}
+
+static void
+on_string_end(struct kv_usage_scanner *s)
+{
+	struct kv_json *j = &s->json;
+	int d = j->depth;
+
+	if (!j->capture)
+		return;
+	j->str[j->slen] = '\0';
+	if (d == 1 && key_at(j, 0) == K_TYPE)
+		s->ev_type = event_type(j);
+	else if (!j->str_bad && j->slen > 0)
+		memcpy(s->model, j->str, j->slen + 1);
+}
+
+static void
+on_event(struct kv_usage_scanner *s, int ev)
+{
+	struct kv_json *j = &s->json;
+
+	switch (ev) {
+	case EV_OBJ_OPEN:
+		if (j->evdepth == 1)
+			event_reset(s);
+		else
+			cand_begin(s);
+		break;
+	case EV_OBJ_CLOSE:
+		if (s->cand_depth != 0 && j->evdepth == s->cand_depth) {
+			s->cand_done = 1;
+			s->cand_depth = 0;
+		}
+		if (j->evdepth == 1)
+			commit(s);
+		break;
+	case EV_STR_BEGIN:
+		on_string_begin(s);
+		break;
+	case EV_STR_END:
+		on_string_end(s);
+		break;
+	case EV_NUM:
+		cand_number(s);
+		break;
+	}
+}
+
+static void
+json_feed(struct kv_usage_scanner *s, const unsigned char *p, size_t n)
+{
+	struct kv_json *j = &s->json;
+	size_t i = 0, k;
+	int ev;
+
+	while (i < n) {
+		if (j->state == S_ERR)
+			return;
+		if ((k = json_skip_run(j, p + i, n - i)) > 0) {
+			if (j->count)
+				j->nbytes += (int64_t)k;
+			i += k;
+			continue;
+		}
+		if (j->count && j->state >= S_STR && j->state <= S_UHEX &&
+		    !(j->state == S_STR && p[i] == '"'))
+			j->nbytes++;
+		ev = json_step(j, p[i]);
+		if (!(ev & EV_AGAIN))
+			i++;
+		if ((ev & EV_MASK) != EV_NONE)
+			on_event(s, ev & EV_MASK);
+	}
+}
+
+/* ---- SSE framing ------------------------------------------------------- */
+
+static void
+sse_event_end(struct kv_usage_scanner *s)
+{
+	json_reset(&s->json);
+	event_reset(s);
+	s->sse_data = 0;
+}
+
+/* A "data" field starts: lines of one event join with '\n', which JSON
+ * reads as whitespace. */
+static void
+sse_data_line(struct kv_usage_scanner *s)
+{
+	if (s->sse_data++ > 0)
+		json_feed(s, (const unsigned char *)"\n", 1);
+}
+
+static void
+sse_field_byte(struct kv_usage_scanner *s, unsigned char c)
+{
+	if (c == ':') {
+		s->sse_state = s->sse_fpos == 4 ? L_SPACE : L_IGNORE;
+		if (s->sse_fpos == 4)
+			sse_data_line(s);
+	} else if (s->sse_fpos >= 0 && s->sse_fpos < 4 && c == "data"[s->sse_fpos]) {
+		s->sse_fpos++;
+	} else {
+		s->sse_fpos = -1;
+	}
+}
+
+/* Everything up to the end of a line; returns how many bytes it took. */
+static size_t
+sse_line_run(struct kv_usage_scanner *s, const unsigned char *p, size_t n)
+{
+	size_t k = 0;
+
+	while (k < n && p[k] != '\r' && p[k] != '\n')
+		k++;
+	if (s->sse_state == L_DATA)
+		json_feed(s, p, k);
+	return k;
+}
+
+static void
+sse_eol(struct kv_usage_scanner *s, unsigned char c)
+{
+	if (s->sse_state == L_START)
+		sse_event_end(s);
+	else if (s->sse_state == L_FIELD && s->sse_fpos == 4)
+		sse_data_line(s);	/* "data" alone: an empty data line */
+	s->sse_state = L_START;
+	s->sse_cr = c == '\r';
+}
+
+static void
+sse_feed(struct kv_usage_scanner *s, const unsigned char *p, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		unsigned char c = p[i];
+
+		if (s->sse_cr) {
+			s->sse_cr = 0;
+			if (c == '\n') {
+				i++;
+				continue;
+			}
+		}
+		if (c == '\r' || c == '\n') {
+			sse_eol(s, c);
+			i++;
+			continue;
+		}
+		switch (s->sse_state) {
+		case L_START:
+			s->sse_state = c == ':' ? L_IGNORE : L_FIELD;
+			s->sse_fpos = 0;
+			if (c != ':')
+				sse_field_byte(s, c);
+			i++;
+			break;
+		case L_FIELD:
+			sse_field_byte(s, c);
+			i++;
+			break;
+		case L_SPACE:
+			s->sse_state = L_DATA;
+			if (c == ' ')
+				i++;
+			break;
+		default:
+			i += sse_line_run(s, p + i, n - i);
+			break;
+		}
+	}
+}
+
+void
+kv_usage_feed(struct kv_usage_scanner *s, const char *buf, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)buf;
+
+	if (s->sse)
+		sse_feed(s, p, len);
+	else
+		json_feed(s, p, len);
+	s->output_bytes = s->json.nbytes;
+}
+
+const struct kv_usage *
+kv_usage_result(const struct kv_usage_scanner *s)
+{
+	return &s->usage;
+}
+
+/* ---- API of a path ----------------------------------------------------- */
+
+static int
+path_ends(const char *path, size_t len, const char *suffix)
+{
+	size_t n = strlen(suffix);
+
+	return len >= n && memcmp(path + len - n, suffix, n) == 0;
+}
+
+enum kv_api
+kv_api_from_path(const char *path, size_t len)
+{
+	const char *q = memchr(path, '?', len);
+
+	if (q != NULL)
+		len = (size_t)(q - path);
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	/* by suffix, so a base path (an Azure-style prefix) still matches;
+	 * "/v1/responses/{id}" and "/v1/messages/count_tokens" do not */
+	if (path_ends(path, len, "/chat/completions"))
+		return KV_API_OPENAI_CHAT;
+	if (path_ends(path, len, "/completions"))
+		return KV_API_OPENAI_COMPLETIONS;
+	if (path_ends(path, len, "/embeddings"))
+		return KV_API_OPENAI_EMBEDDINGS;
+	if (path_ends(path, len, "/responses"))
+		return KV_API_OPENAI_RESPONSES;
+	if (path_ends(path, len, "/messages"))
+		return KV_API_ANTHROPIC_MESSAGES;
+	return KV_API_OTHER;
+}
+
+/* ---- the request scanner ----------------------------------------------- */
+
+struct reqscan {
+	struct kv_json		 j;
+	struct kv_request_info	*ri;
+	int64_t			 max[3];	/* the three spellings, last wins */
+};
+
+static void
+req_scalar(struct reqscan *r, int ev)
+{
+	const struct kv_json *j = &r->j;
+	int key = key_at(j, j->depth - 1), m;
+
+	if (j->depth == 1 && key == K_STREAM)
+		r->ri->stream = ev == EV_LIT && j->lit == LIT_TRUE;
+	if (j->depth == 2 && key_at(j, 0) == K_STREAM_OPTIONS && key == K_INCLUDE_USAGE)
+		r->ri->include_usage = ev == EV_LIT && j->lit == LIT_TRUE;
+	m = key - K_MAX_TOKENS;
+	if (j->depth == 1 && m >= 0 && m < 3)
+		r->max[m] = ev == EV_NUM && j->num_ok ? j->num : -1;
+}
+
+static void
+req_string_end(struct reqscan *r)
+{
+	struct kv_json *j = &r->j;
+
+	if (!j->capture)
+		return;
+	j->str[j->slen] = '\0';
+	if (j->str_bad)
+		r->ri->model[0] = '\0';
+	else
+		memcpy(r->ri->model, j->str, j->slen + 1);
+}
+
+/* Returns -1 when the body is not a JSON object. */
+static int
+req_event(struct reqscan *r, int ev, size_t off)
+{
+	struct kv_json *j = &r->j;
+	int d = j->depth;
+
+	if (ev == EV_ERROR || (ev == EV_ARR_OPEN && j->evdepth == 1) ||
+	    (d == 0 && ev != EV_OBJ_OPEN && ev != EV_OBJ_CLOSE))
+		return -1;
+	switch (ev) {
+	case EV_OBJ_OPEN:
+		if (j->evdepth == 1)
+			r->ri->object_start = off + 1;
+		break;
+	case EV_OBJ_CLOSE:
+		r->ri->complete = j->evdepth == 1;
+		break;
+	case EV_KEY:
+		if (d == 1 && key_at(j, 0) == K_STREAM_OPTIONS) {
+			r->ri->has_stream_options = 1;
+			r->ri->include_usage = 0;
+		}
+		break;
+	case EV_STR_BEGIN:
+		j->capture = d == 1 && key_at(j, 0) == K_MODEL;
+		if (d == 1 && key_at(j, 0) == K_MODEL)
+			r->ri->model[0] = '\0';
+		req_scalar(r, ev);
+		break;
+	case EV_STR_END:
+		req_string_end(r);
+		break;
+	case EV_NUM:
+	case EV_LIT:
+		req_scalar(r, ev);
+		break;
+	}
+	return 0;
+}
+
+void
+kv_request_scan(const char *body, size_t len, struct kv_request_info *ri)
+{
+	struct reqscan r;
+	size_t i = 0;
+	int ev, m;
+
+	memset(ri, 0, sizeof(*ri));
+	ri->max_output = -1;
+	ri->valid = 1;
+	r.ri = ri;
+	r.max[0] = r.max[1] = r.max[2] = -1;
+	json_init(&r.j, 0);
+	while (i < len) {
+		ev = json_step(&r.j, (unsigned char)body[i]);
+		if ((ev & EV_MASK) != EV_NONE && req_event(&r, ev & EV_MASK, i) == -1) {
+			ri->valid = 0;
+			break;
+		}
+		if (!(ev & EV_AGAIN))
+			i++;
+	}
+	/* several spellings: reserve for the largest */
+	for (m = 0; m < 3; m++)
+		if (r.max[m] > ri->max_output)
+			ri->max_output = r.max[m];
+}
+
+/* ---- the usage-only chunk ---------------------------------------------- */
+
+enum { CH_NONE, CH_OPEN, CH_EMPTY, CH_OTHER };
+
+struct uonly {
+	struct kv_json	j;
+	int		choices;
+	int		usage_obj;
+};
+
+/* A value starts inside the top-level object or inside "choices". */
+static void
+uonly_value(struct uonly *u, int level, int ev)
+{
+	int key = key_at(&u->j, level - 1);
+
+	if (level == 2 && key_at(&u->j, 0) == K_CHOICES && u->choices == CH_OPEN)
+		u->choices = CH_OTHER;
+	if (level != 1)
+		return;
+	if (key == K_CHOICES)
+		u->choices = ev == EV_ARR_OPEN ? CH_OPEN : CH_OTHER;
+	if (key == K_USAGE)
+		u->usage_obj = ev == EV_OBJ_OPEN;
+}
+
+int
+kv_sse_is_usage_only(const char *json, size_t len)
+{
+	struct uonly u;
+	size_t i = 0;
+	int ev;
+
+	memset(&u, 0, sizeof(u));
+	json_init(&u.j, 0);
+	while (i < len && u.j.state != S_ERR) {
+		ev = json_step(&u.j, (unsigned char)json[i]);
+		if (!(ev & EV_AGAIN))
+			i++;
+		switch (ev & EV_MASK) {
+		case EV_OBJ_OPEN:
+		case EV_ARR_OPEN:
+			uonly_value(&u, u.j.evdepth - 1, ev & EV_MASK);
+			break;
+		case EV_STR_BEGIN:
+		case EV_NUM:
+		case EV_LIT:
+			uonly_value(&u, u.j.depth, ev & EV_MASK);
+			break;
+		case EV_ARR_CLOSE:
+			if (u.j.evdepth == 2 && key_at(&u.j, 0) == K_CHOICES &&
+			    u.choices == CH_OPEN)
+				u.choices = CH_EMPTY;
+			break;
+		}
+	}
+	return u.j.state == S_END && u.choices == CH_EMPTY && u.usage_obj;
+}
