@@ -35,6 +35,7 @@ struct kv_conn {
 	struct kv_conn		*prev, *next;
 	struct kv_conn		*ready_next;
 	int			 on_ready;
+	int			 closed;	/* freed after this epoll batch */
 	struct kv_evsrc		 cev, uev;
 	int			 cfd;
 	uint32_t		 cwatch;	/* epoll interest on cfd */

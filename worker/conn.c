@@ -199,7 +199,20 @@ conn_close(struct kv_conn *c)
 		c->next->prev = c->prev;
 	w->nconns--;
 	atomic_fetch_sub(&w->slot->connections, 1);
-	free(c);
+	c->closed = 1;
+	c->next = w->dead;
+	w->dead = c;
+}
+
+void
+kv_conn_reap(struct kv_worker *w)
+{
+	struct kv_conn *c;
+
+	while ((c = w->dead) != NULL) {
+		w->dead = c->next;
+		free(c);
+	}
 }
 
 /* Answer with an error of our own. After response bytes went out, all we can
@@ -344,12 +357,15 @@ void
 kv_conn_resume(struct kv_conn *c)
 {
 	c->on_ready = 0;
-	conn_run(c);
+	if (!c->closed)
+		conn_run(c);
 }
 
 void
 kv_conn_event(struct kv_conn *c, int upstream, uint32_t events)
 {
+	if (c->closed)
+		return;
 	/* The client left while we wait on the upstream or relay to it: stop
 	 * the upstream at once so the provider stops generating (and billing). */
 	if (!upstream && (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) &&
@@ -357,6 +373,8 @@ kv_conn_event(struct kv_conn *c, int upstream, uint32_t events)
 		if (c->state == CS_RELAY)
 			atomic_fetch_add(&c->w->ledger->hdr->counters.client_aborts_total, 1);
 		c->cut = 1;
+		if (c->status == 0)
+			c->status = 499;	/* nginx's "client closed request" */
 		conn_close(c);
 		return;
 	}
@@ -402,4 +420,5 @@ kv_conn_close_all(struct kv_worker *w)
 		w->conns->cut = w->conns->state == CS_RELAY;
 		conn_close(w->conns);
 	}
+	kv_conn_reap(w);
 }

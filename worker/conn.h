@@ -25,6 +25,10 @@ void	kv_conn_tick(struct kv_conn *c, int64_t now_ms);
  * otherwise let its request finish and then close. */
 void	kv_conn_drain(struct kv_conn *c);
 
+/* Free connections closed during the last epoll batch: an event later in
+ * the same batch may still point at one. */
+void	kv_conn_reap(struct kv_worker *w);
+
 /* Close every connection at once (drain deadline passed). */
 void	kv_conn_close_all(struct kv_worker *w);
 

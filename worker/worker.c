@@ -203,6 +203,7 @@ worker_loop(struct kv_worker *w, pid_t master)
 			last_tick = w->now_ms;
 			tick(w, master);
 		}
+		kv_conn_reap(w);
 	}
 }
 

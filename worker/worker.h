@@ -38,6 +38,7 @@ struct kv_worker {
 	struct kv_conn		*conns;
 	size_t			 nconns;
 	struct kv_conn		*ready;		/* connections with work epoll cannot see */
+	struct kv_conn		*dead;		/* closed; freed once no event can name them */
 	size_t			 held_bytes;	/* request bytes held for inspection */
 	int			 draining;
 	int64_t			 drain_deadline_ms;
