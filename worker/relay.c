@@ -359,6 +359,22 @@ wait_upstream(struct kv_conn *c, uint32_t ev)
 	return STEP_WAIT;
 }
 
+/* A stream waiting for its next token holds no buffer: memory follows the
+ * streams that are moving bytes right now, not the streams that are open. */
+static void
+idle_buffers(struct kv_conn *c)
+{
+	free(c->ubuf);
+	c->ubuf = NULL;
+	free(c->obuf);
+	c->obuf = NULL;
+	c->olen = c->opos = c->ocap = 0;
+	if (c->elen == 0) {
+		free(c->ebuf);
+		c->ebuf = NULL;
+	}
+}
+
 /* Write buf[*pos..len) to the client. 1 all written, 0 would block, -1 error. */
 static int
 to_client(struct kv_conn *c, const char *buf, size_t *pos, size_t len)
@@ -473,9 +489,13 @@ relay_body(struct kv_conn *c)
 		if (splice_eligible(c))
 			return relay_splice(c);
 		c->ulen = c->upos = 0;
+		if (c->ubuf == NULL && (c->ubuf = malloc(KV_UBUF_SIZE)) == NULL)
+			return cut(c);
 		n = kv_stream_read(&c->uc->s, c->ubuf, KV_UBUF_SIZE);
-		if (n == KV_IO_AGAIN)
+		if (n == KV_IO_AGAIN) {
+			idle_buffers(c);
 			return wait_upstream(c, (uint32_t)c->uc->s.want);
+		}
 		if (n == 0 && c->resp_close) {
 			c->resp_done = 1;
 			if (consume(c, "", 0) == -1)

@@ -9,14 +9,15 @@ url=$1 out=$2 nslow=$3 nfast=$4
 SLOW_TOKENS=${SLOW_TOKENS:-60} SLOW_DELAY_MS=${SLOW_DELAY_MS:-250}
 FAST_TOKENS=${FAST_TOKENS:-20000} FAST_TOKEN_BYTES=${FAST_TOKEN_BYTES:-64}
 MAX_TIME=${MAX_TIME:-240}
-body='{"model":"gpt-4o-mini","stream":true,"max_tokens":64,"messages":[{"role":"user","content":"Say hello."}]}'
+# max_tokens as the mock streams: a provider stops at the request's limit.
+body() { echo '{"model":"gpt-4o-mini","stream":true,"max_tokens":'"$1"',"messages":[{"role":"user","content":"Say hello."}]}'; }
 mkdir -p "$out" || exit 2
 
 one() {	# one NAME KEY TOKENS DELAY_MS TOKEN_BYTES
 	curl -sS -N --max-time "$MAX_TIME" -o "$out/$1.body" -w '%{http_code}' \
 	    -H "Authorization: Bearer $2" -H 'Content-Type: application/json' \
 	    -H "x-mock-tokens: $3" -H "x-mock-delay-ms: $4" -H "x-mock-token-bytes: $5" \
-	    --data "$body" "$url/v1/chat/completions" > "$out/$1.code" 2> "$out/$1.err"
+	    --data "$(body "$3")" "$url/v1/chat/completions" > "$out/$1.code" 2> "$out/$1.err"
 	echo $? > "$out/$1.rc"
 }
 

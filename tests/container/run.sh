@@ -178,7 +178,7 @@ main() {
 	want=$((NFAST * ${FAST_TOKENS:-20000}))
 	[ "${fast:-0}" = "$want" ] || { say "FAIL: fast key has ${fast:-no} output tokens, want $want"; fail=1; }
 
-	$P stop -t 45 "$name" > /dev/null
+	$P stop -t 45 "$name" > /dev/null 2>&1
 	st=$(state "$name")
 	say "after SIGTERM: $st"
 	[ "$st" = "exited oom=false exit=0" ] || { say "FAIL: no clean stop"; fail=1; }
@@ -186,7 +186,7 @@ main() {
 	if grep -E 'AddressSanitizer|runtime error|\[fatal\]' "$tmp/kilovoltd.log" | head -n 5 | grep .; then
 		say "FAIL: the daemon's log has errors"; fail=1
 	fi
-	$P rm "$name" > /dev/null
+	$P rm "$name" > /dev/null 2>&1
 
 	run "$name-2"
 	after=$(spend "$name-2")
