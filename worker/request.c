@@ -27,7 +27,10 @@ client_read(struct kv_conn *c, char *buf, size_t len)
 
 	if (n > 0) {
 		c->bytes_in += (uint64_t)n;
-		conn_set_deadline(c, 0);
+		/* A head must arrive whole within client_timeout of its first
+		 * byte (slow-loris); a body only must not stall that long. */
+		if (c->state != CS_HEAD || c->clen == 0)
+			conn_set_deadline(c, 0);
 	}
 	return n;
 }
