@@ -287,5 +287,14 @@ if [ -n "${AS_NOBODY:-}" ]; then
 	chmod 600 "$L"
 fi
 
+# Labels are copied out of the slot and escaped: JSON stays valid whatever
+# bytes a label holds.
+"$FILL" "$L" 64 key sk-weird $'we"ird\\lab\tel\001' 1.00 >/dev/null
+ctl keys --json
+check "a label with quotes, backslash and control bytes stays valid JSON" \
+	jqout '[.keys[].label] | index("we\"ird\\lab\tel\u0001") != null'
+ctl status --json
+check "status --json with that label is valid JSON" jqout '.keys | length == 6'
+
 check "no sanitizer report from kvctl" kv__log_clean "$T/all.err"
 kv_finish
