@@ -144,6 +144,7 @@ describe_key(const struct kv_account *a, char *buf, size_t len)
 	kv_key_id(a->hash, id);
 	memcpy(label, a->label, sizeof(label));
 	label[sizeof(label) - 1] = '\0';
+	kvctl_printable(label);
 	if (label[0] != '\0')
 		snprintf(buf, len, "%s (%s)", id, label);
 	else

@@ -15,6 +15,10 @@
 #define KVCTL_EXIT_NOTFOUND	1
 #define KVCTL_EXIT_USAGE	2	/* bad usage, bad config, unusable ledger */
 
+/* Replace control bytes in S with '?': model names come from API clients,
+ * and an escape sequence must not reach the operator's terminal. */
+void	kvctl_printable(char *s);
+
 /* "$1.234567", or "-$0.000001" for a negative amount. */
 void	kvctl_format_money(int64_t nusd, char *buf, size_t len);
 

@@ -17,7 +17,7 @@
 
 #include "shm/report.h"
 
-#define CELL_MAX	64
+#define CELL_MAX	(KV_MODEL_NAME + 4)	/* a whole model name fits */
 #define TABLE_COLS	12
 
 /* A table of short strings; row 0 is the heading. Columns are sized to the
@@ -56,8 +56,10 @@ table_add(struct table *t, const char *const *cells)
 
 	if (t->nrows >= t->cap)
 		return;
-	for (c = 0; c < t->ncols; c++)
+	for (c = 0; c < t->ncols; c++) {
 		snprintf(table_cell(t, t->nrows, c), CELL_MAX, "%s", cells[c]);
+		kvctl_printable(table_cell(t, t->nrows, c));
+	}
 	t->nrows++;
 }
 
@@ -87,6 +89,14 @@ table_print(FILE *f, struct table *t)
 	}
 	free(t->cells);
 	t->cells = NULL;
+}
+
+void
+kvctl_printable(char *s)
+{
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
 }
 
 void
@@ -192,6 +202,7 @@ kvctl_print_account(FILE *f, const struct kv_account *a)
 	kv_key_id(a->hash, id);
 	memcpy(label, a->label, sizeof(label));
 	label[sizeof(label) - 1] = '\0';
+	kvctl_printable(label);
 	reserved = atomic_load(&a->reserved_nusd);
 	spent = atomic_load(&a->spent_nusd);
 	budget = atomic_load(&a->budget_nusd);

@@ -295,6 +295,14 @@ check "a label with quotes, backslash and control bytes stays valid JSON" \
 	jqout '[.keys[].label] | index("we\"ird\\lab\tel\u0001") != null'
 ctl status --json
 check "status --json with that label is valid JSON" jqout '.keys | length == 6'
+# Model names come from API clients: no escape sequence reaches a terminal.
+"$FILL" "$L" 64 use sk-weird $'evil\e[2J\e]0;pwned\a-model' 5 1 1 0 >/dev/null
+ctl models
+check "models: control bytes in a model name are neutralised" \
+	grep -q '^evil?\[2J?\]0;pwned?-model ' "$T/out"
+check "models: no escape byte in the table" test "$(tr -dc '\033\007' <"$T/out" | wc -c)" = 0
+ctl keys
+check "keys: no control byte from a label" test "$(tr -dc '\001' <"$T/out" | wc -c)" = 0
 
 check "no sanitizer report from kvctl" kv__log_clean "$T/all.err"
 kv_finish
