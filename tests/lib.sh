@@ -410,9 +410,9 @@ kv_sdk_setup() {
 # kv__log_clean FILE: no fatal line and no sanitizer report in FILE.
 kv__log_clean() {
 	[ -f "$1" ] || return 0
-	if grep -n -e '\[fatal\]' -e 'ERROR: AddressSanitizer' -e 'runtime error:' \
+	if grep -n -A 15 -e '\[fatal\]' -e 'ERROR: AddressSanitizer' -e 'runtime error:' \
 		-e 'LeakSanitizer' -e 'ThreadSanitizer' "$1" >"$T/bad-lines"; then
-		head -n 20 "$T/bad-lines"
+		head -n 40 "$T/bad-lines"
 		return 1
 	fi
 }
