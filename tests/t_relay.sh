@@ -1,0 +1,226 @@
+#!/bin/bash
+# The relay through the real daemon: the bytes a client gets through kilovolt
+# are the bytes it would get from the provider directly (JSON, SSE, Anthropic
+# SSE, 50 MB bodies both ways), keep-alive on both legs, the header rewrite
+# (Host, hop-by-hop, virtual keys, x-kilovolt-*), and the gateway's own
+# answers (401, 404, 100-continue, HTTP/1.0).
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+for tool in curl jq sha256sum ss; do
+	command -v $tool >/dev/null || skip "$tool not installed"
+done
+
+kv_start_mock
+M=http://127.0.0.1:$MOCK_PORT
+KEY=sk-relay-test-key
+KEYID=$(printf '%s' "$KEY" | sha256sum | cut -c1-12)
+UPSTREAM_KEY=sk-provider-secret
+export UPSTREAM_KEY
+UPID=$(printf '%s' "$UPSTREAM_KEY" | sha256sum | cut -c1-12)
+
+# Anthropic traffic goes through a virtual key; OpenAI's is passed through;
+# /sink and /blob reach the mock's test helpers.
+kv_write_config <<EOF
+[upstream anthropic]
+api_key = env:UPSTREAM_KEY
+
+[upstream files]
+url = $M
+paths = /sink /blob
+EOF
+kv_start
+AUTH=(-H "Authorization: Bearer $KEY")
+
+# jqf EXPR FILE: EXPR holds for the JSON in FILE.
+jqf() { jq -e "$1" "$2" >/dev/null; }
+
+# norm: the response with its timestamps zeroed (the mock stamps "created"
+# with the current second, so two fetches may differ there and only there).
+norm() { sed -E 's/"(created|created_at)":[0-9]+/"\1":0/g' "$@"; }
+
+# same DESC PATH BODY [CURL ARGS]: the body through the gateway equals the
+# body straight from the mock, timestamps aside.
+same() {
+	local desc=$1 path=$2 body=$3
+	shift 3
+	curl -sS -m 30 -o "$T/direct" "$M$path" -d "$body" "$@"
+	kv_curl "$path" -o "$T/relayed" -d "$body" "${AUTH[@]}" "$@"
+	if [ -s "$T/direct" ] && cmp -s <(norm "$T/direct") <(norm "$T/relayed"); then
+		pass "$desc"
+	else
+		fail "$desc"
+		diff <(norm "$T/direct") <(norm "$T/relayed") | head -n 10
+	fi
+}
+
+# ---- byte-identical relay ----------------------------------------------------
+
+same "chat JSON relayed byte for byte" /v1/chat/completions \
+	'{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}' -H 'x-mock-tokens: 9'
+same "embeddings JSON relayed byte for byte" /v1/embeddings \
+	'{"model":"text-embedding-3-small","input":"hello"}'
+same "chat SSE with include_usage relayed byte for byte" /v1/chat/completions \
+	'{"model":"gpt-4o-mini","stream":true,"stream_options":{"include_usage":true}}' \
+	-H 'x-mock-tokens: 12'
+same "responses SSE relayed byte for byte" /v1/responses \
+	'{"model":"gpt-4o-mini","input":"x","stream":true}' -H 'x-mock-tokens: 5'
+same "Anthropic JSON relayed byte for byte" /v1/messages \
+	'{"model":"claude-sonnet-4","max_tokens":50,"messages":[]}' -H 'x-mock-tokens: 4'
+same "Anthropic SSE relayed byte for byte" /v1/messages \
+	'{"model":"claude-sonnet-4","max_tokens":50,"stream":true,"messages":[]}' \
+	-H 'x-mock-tokens: 7' -H 'x-mock-cached: 3' -H 'x-mock-two-deltas: 1'
+
+# Without include_usage the gateway asks for usage upstream and removes it
+# again: the client gets what the mock sends a request without it.
+body='{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}'
+same "chat SSE without include_usage: the injected usage is removed" \
+	/v1/chat/completions "$body" -H 'x-mock-tokens: 10'
+check "... the mock was asked for usage (injected upstream)" \
+	grep -q "^POST /v1/chat/completions .*include_usage=1 stream_options=1" "$MOCK_LOG"
+check "... no usage and no \"usage\":null reached the client" \
+	bash -c "! grep -q usage '$T/relayed'"
+check "... the stream ends with [DONE]" bash -c "tail -n 2 '$T/relayed' | grep -qx 'data: \\[DONE\\]'"
+n=$(kv_ctl show "$KEYID" --json | jq -r '.output_tokens')
+check "... and the key was charged for the tokens it streamed" test "${n:-0}" -gt 0
+
+# ---- keep-alive on both legs ------------------------------------------------
+
+url=$KV_URL/v1/chat/completions
+curl -sv -m 30 "${AUTH[@]}" -d '{"model":"gpt-4o-mini"}' -o /dev/null "$url" \
+	--next "${AUTH[@]}" -d '{"model":"gpt-4o-mini"}' -o /dev/null "$url" \
+	--next "${AUTH[@]}" -d '{"model":"gpt-4o-mini","stream":true}' -o /dev/null "$url" \
+	2>"$T/verbose"
+check_eq "client keep-alive: three requests on one connection" \
+	"$(grep -c 'Re-using existing connection' "$T/verbose")" 2
+
+# up_conns: the gateway's sockets to the mock that are open now.
+up_conns() { ss -Htn state established "( dport = :$MOCK_PORT )" | wc -l; }
+before=$(kv_mock_stat requests)
+for i in $(seq 1 12); do
+	kv_curl /v1/chat/completions -o /dev/null "${AUTH[@]}" -d '{"model":"gpt-4o-mini"}'
+done
+after=$(kv_mock_stat requests)
+check_eq "upstream pool: the mock saw the 12 requests" $((after - before - 1)) 12
+n=$(up_conns) w=${KV_WORKERS:-2}
+check "upstream pool: 12 requests used 1..$w kept-alive connections (saw $n)" \
+	test "$n" -ge 1 -a "$n" -le "$w"
+
+# ---- 50 MB each way ------------------------------------------------------------
+
+head -c 50000000 /dev/urandom >"$T/big"
+want=$(sha256sum <"$T/big" | cut -d' ' -f1)
+kv_curl /sink "${AUTH[@]}" -m 120 --data-binary @"$T/big" -o "$T/sink.json"
+check_eq "50 MB request body (Content-Length) arrives intact" \
+	"$(jq -r .sha256 "$T/sink.json" 2>/dev/null)" "$want"
+kv_curl /sink "${AUTH[@]}" -m 120 -H 'Transfer-Encoding: chunked' --data-binary @"$T/big" \
+	-o "$T/sink.json"
+check_eq "50 MB request body (chunked) arrives intact" \
+	"$(jq -r '"\(.bytes) \(.sha256)"' "$T/sink.json" 2>/dev/null)" "50000000 $want"
+rm -f "$T/big"
+
+bytes=52428800
+for variant in "" "&chunked=1" "&close=1"; do
+	q="bytes=$bytes&seed=42$variant"
+	want=$(curl -sS -m 120 "$M/blob?$q" | sha256sum | cut -d' ' -f1)
+	got=$(kv_curl "/blob?$q" -m 120 "${AUTH[@]}" -D "$T/blob.head" | sha256sum | cut -d' ' -f1)
+	check_eq "50 MB response (${variant:-&content-length}) relayed intact" "$got" "$want"
+	check_eq "... and its sha256 is the one the mock announced" "$got" \
+		"$(sed -n 's/^x-body-sha256: \([0-9a-f]*\).*/\1/ip' "$T/blob.head")"
+done
+
+# ---- headers --------------------------------------------------------------------
+
+: >"$MOCK_LOG"
+kv_curl /v1/chat/completions -o /dev/null "${AUTH[@]}" -d '{"model":"gpt-4o-mini"}' \
+	-H 'Connection: keep-alive, X-Hop-Private' -H 'X-Hop-Private: 1' \
+	-H 'Keep-Alive: timeout=5' -H 'TE: trailers' -H 'Upgrade: h2c' \
+	-H 'Proxy-Authorization: Basic eDp5' -H 'Proxy-Connection: keep-alive' \
+	-H 'X-End-To-End: 1'
+line=$(grep '^POST /v1/chat/completions' "$MOCK_LOG" | tail -n 1)
+check "Host is rewritten to the upstream's" grep -q "host=127.0.0.1:$MOCK_PORT " <<<"$line"
+hdrs=",$(sed 's/.* headers=//' <<<"$line" | tr 'A-Z' 'a-z'),"
+for h in x-hop-private keep-alive te upgrade proxy-authorization proxy-connection; do
+	check "hop-by-hop $h is not forwarded" bash -c "[[ '$hdrs' != *,$h,* ]]"
+done
+check "an end-to-end header is forwarded" bash -c "[[ '$hdrs' == *,x-end-to-end,* ]]"
+check "the client's own key passes through (no api_key upstream)" \
+	grep -q " auth=$KEYID " <<<"$line"
+
+# has_kv_headers HEADFILE: both x-kilovolt headers, the key id, 6 decimals.
+has_kv_headers() {
+	grep -qi "^x-kilovolt-key: $KEYID"$'\r'"\$" "$1" &&
+		grep -qiE '^x-kilovolt-budget-remaining: -?[0-9]+\.[0-9]{6}'$'\r''$' "$1"
+}
+kv_curl /v1/chat/completions -o /dev/null -D "$T/h1" "${AUTH[@]}" -d '{"model":"gpt-4o-mini"}'
+check "x-kilovolt-* on a JSON response" has_kv_headers "$T/h1"
+kv_curl /v1/messages -o /dev/null -D "$T/h1" "${AUTH[@]}" \
+	-d '{"model":"claude-sonnet-4","max_tokens":5,"stream":true}'
+check "x-kilovolt-* on an SSE response" has_kv_headers "$T/h1"
+kv_curl /v1/chat/completions -o /dev/null -D "$T/h1" "${AUTH[@]}" -d '{"model":"m"}' \
+	-H 'x-mock-status: 429'
+check "x-kilovolt-* on an upstream error" has_kv_headers "$T/h1"
+kv_curl "/blob?bytes=10" -o /dev/null -D "$T/h1" "${AUTH[@]}"
+check "x-kilovolt-* on a spliced response" has_kv_headers "$T/h1"
+kv_curl /v1/models -o /dev/null -D "$T/h1" "${AUTH[@]}"
+check "x-kilovolt-* on GET /v1/models" has_kv_headers "$T/h1"
+
+# ---- virtual keys -----------------------------------------------------------------
+
+: >"$MOCK_LOG"
+body='{"model":"claude-sonnet-4","max_tokens":5,"messages":[]}'
+code=$(kv_curl /v1/messages -o /dev/null -w '%{http_code}' "${AUTH[@]}" -d "$body")
+check_eq "virtual key (Authorization): 200" "$code" 200
+line=$(tail -n 1 "$MOCK_LOG")
+check "... the mock saw the provider key, not the client's" grep -q " auth=$UPID " <<<"$line"
+hdrs=",$(sed 's/.* headers=//' <<<"$line" | tr 'A-Z' 'a-z'),"
+check "... in Authorization, as the client sent it" \
+	bash -c "[[ '$hdrs' == *,authorization,* && '$hdrs' != *,x-api-key,* ]]"
+code=$(kv_curl /v1/messages -o /dev/null -w '%{http_code}' -H "x-api-key: $KEY" -d "$body")
+check_eq "virtual key (x-api-key): 200" "$code" 200
+line=$(tail -n 1 "$MOCK_LOG")
+check "... the mock saw the provider key" grep -q " auth=$UPID " <<<"$line"
+hdrs=",$(sed 's/.* headers=//' <<<"$line" | tr 'A-Z' 'a-z'),"
+check "... in x-api-key, as the client sent it" \
+	bash -c "[[ '$hdrs' == *,x-api-key,* && '$hdrs' != *,authorization,* ]]"
+check "the client's key never reached the mock" bash -c "! grep -q 'auth=$KEYID' '$MOCK_LOG'"
+
+# ---- the gateway's own answers ------------------------------------------------------
+
+code=$(kv_curl /v1/chat/completions -o "$T/out" -w '%{http_code}' -d '{"model":"gpt-4o-mini"}')
+check_eq "no credential on /v1/chat/completions: 401" "$code" 401
+check "... in OpenAI's error shape" jqf '.error.message and (.error | has("type"))' "$T/out"
+code=$(kv_curl /v1/messages -o "$T/out" -w '%{http_code}' -d '{"model":"claude-sonnet-4"}')
+check_eq "no credential on /v1/messages: 401" "$code" 401
+check "... in Anthropic's error shape" \
+	jqf '.type == "error" and (.error.type | type) == "string" and (.error.message | type) == "string"' "$T/out"
+n=$(kv_mock_stat requests)
+code=$(kv_curl /v2/nothing/here -o /dev/null -w '%{http_code}' "${AUTH[@]}" -d '{}')
+check_eq "unknown path: 404" "$code" 404
+check_eq "... and nothing went upstream" "$(kv_mock_stat requests)" $((n + 1))
+
+head -c 200000 /dev/zero | tr '\0' 'a' >"$T/pad"
+printf '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"%s"}]}' "$(cat "$T/pad")" >"$T/expect.json"
+out=$(kv_curl /v1/chat/completions "${AUTH[@]}" -H 'Expect: 100-continue' \
+	--expect100-timeout 20 --data-binary @"$T/expect.json" -o /dev/null -v \
+	-w '%{http_code} %{time_total}' 2>"$T/verbose")
+check_eq "Expect: 100-continue: 200" "${out% *}" 200
+check "... the gateway said 100 Continue" grep -q '< HTTP/1.1 100 Continue' "$T/verbose"
+check "... without making the client wait for its timeout (${out#* } s)" \
+	awk -v t="${out#* }" 'BEGIN { exit !(t < 15) }'
+check "... and the body reached the mock whole" \
+	grep -q "body_bytes=$(stat -c %s "$T/expect.json") " "$MOCK_LOG"
+
+body='{"model":"gpt-4o-mini","stream":true,"stream_options":{"include_usage":true}}'
+curl -sS -m 30 -o "$T/direct" "$M/v1/chat/completions" -d "$body" -H 'x-mock-tokens: 6'
+kv_curl /v1/chat/completions --http1.0 --raw -D "$T/h10" -o "$T/relayed" "${AUTH[@]}" \
+	-d "$body" -H 'x-mock-tokens: 6'
+check "HTTP/1.0 client: the status line answers" grep -q '^HTTP/1\.[01] 200' "$T/h10"
+check "... no chunked framing in the head" bash -c "! grep -qi '^transfer-encoding' '$T/h10'"
+check "... the body is the plain SSE stream (no chunk sizes)" \
+	cmp -s <(norm "$T/direct") <(norm "$T/relayed")
+kv_curl /v1/chat/completions --http1.0 -D "$T/h10" -o "$T/relayed" "${AUTH[@]}" \
+	-d '{"model":"gpt-4o-mini"}'
+check "HTTP/1.0 JSON: 200 with its body" bash -c \
+	"grep -q '^HTTP/1\.[01] 200' '$T/h10' && jq -e '.object == \"chat.completion\"' '$T/relayed' >/dev/null"
+
+kv_finish
