@@ -1,0 +1,129 @@
+#!/bin/bash
+# Upstreams over HTTPS: the mock's TLS mode with the chain from gen_certs.sh.
+# A good chain is relayed (JSON and SSE) over pooled connections; a leaf for
+# another name, a self-signed leaf, an IP the leaf does not name, and the
+# test root without ca_file (the system store) are all refused with 502 in
+# the provider's shape and a log line that says why.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+for tool in curl jq openssl ss; do
+	command -v $tool >/dev/null || skip "$tool not installed"
+done
+
+kv_start_mock_tls server
+GOOD=$MOCK_TLS_PORT
+kv_start_mock_tls wrong
+WRONG=$MOCK_TLS_PORT
+kv_start_mock_tls self
+SELF=$MOCK_TLS_PORT
+CA=$KV_CERTS/ca.pem
+
+# Each upstream is chosen by the request's model; the OpenAI and Anthropic
+# paths still decide the error shape.
+kv_write_config <<EOF
+[upstream good]
+url = https://localhost:$GOOD
+ca_file = $CA
+models = good-*
+
+[upstream byip]
+url = https://127.0.0.1:$GOOD
+ca_file = $CA
+models = byip-*
+
+[upstream wname]
+url = https://localhost:$WRONG
+ca_file = $CA
+models = wname-*
+
+[upstream wip]
+url = https://127.0.0.1:$WRONG
+ca_file = $CA
+models = wip-*
+
+[upstream self]
+url = https://localhost:$SELF
+ca_file = $CA
+models = self-*
+
+[upstream store]
+url = https://localhost:$GOOD
+models = store-*
+EOF
+kv_start
+AUTH=(-H 'Authorization: Bearer sk-tls-test')
+M=https://localhost:$GOOD
+
+jqf() { jq -e "$1" "$2" >/dev/null; }
+norm() { sed -E 's/"(created|created_at)":[0-9]+/"\1":0/g' "$@"; }
+
+# relayed DESC PATH BODY [CURL ARGS]: 200 through the gateway, and the body
+# is the one the mock gives directly (timestamps aside).
+relayed() {
+	local desc=$1 path=$2 body=$3 code
+	shift 3
+	curl -sS -m 30 --cacert "$CA" -o "$T/direct" "$M$path" -d "$body" "$@"
+	code=$(kv_curl "$path" -o "$T/relayed" -w '%{http_code}' "${AUTH[@]}" -d "$body" "$@")
+	check_eq "$desc: 200" "$code" 200
+	if [ -s "$T/direct" ] && cmp -s <(norm "$T/direct") <(norm "$T/relayed"); then
+		pass "$desc: the mock's bytes"
+	else
+		fail "$desc: the mock's bytes"
+		diff <(norm "$T/direct") <(norm "$T/relayed") | head -n 10
+	fi
+}
+
+relayed "TLS chat JSON" /v1/chat/completions '{"model":"good-1","messages":[]}' \
+	-H 'x-mock-tokens: 8'
+relayed "TLS chat SSE" /v1/chat/completions \
+	'{"model":"good-1","stream":true,"stream_options":{"include_usage":true}}' \
+	-H 'x-mock-tokens: 20'
+relayed "TLS chat SSE, usage injected and removed" /v1/chat/completions \
+	'{"model":"good-1","stream":true}' -H 'x-mock-tokens: 20'
+relayed "TLS Anthropic SSE" /v1/messages \
+	'{"model":"good-1","max_tokens":30,"stream":true,"messages":[]}' -H 'x-mock-tokens: 9'
+relayed "TLS by IP address (verified against the IP SAN)" /v1/chat/completions \
+	'{"model":"byip-1"}'
+relayed "TLS 1 MB response" /v1/chat/completions \
+	'{"model":"good-1","stream":true}' -H 'x-mock-tokens: 64' -H 'x-mock-token-bytes: 16384'
+
+# The pool: sequential requests reuse the connections the first ones opened.
+up_conns() { ss -Htn state established "( dport = :$GOOD )" | wc -l; }
+for i in $(seq 1 12); do
+	kv_curl /v1/chat/completions -o /dev/null "${AUTH[@]}" -d '{"model":"good-1"}'
+done
+n=$(up_conns) w=${KV_WORKERS:-2}
+# good-* and byip-* are two upstreams (two pools) on the same port.
+check "TLS pool: 12+ requests over 1..$((2 * w)) kept-alive connections (saw $n)" \
+	test "$n" -ge 1 -a "$n" -le $((2 * w))
+check_eq "TLS pool: no handshake failure logged" "$(grep -c 'KV0422' "$T/kilovoltd.log")" 0
+
+# ---- refusals --------------------------------------------------------------------
+
+# refused DESC MODEL LOG-ERE: 502 in both shapes, and a log line naming the
+# upstream and matching LOG-ERE.
+refused() {
+	local desc=$1 model=$2 why=$3 code
+	code=$(kv_curl /v1/chat/completions -o "$T/out" -w '%{http_code}' "${AUTH[@]}" \
+		-d "{\"model\":\"$model\"}")
+	check_eq "$desc: 502" "$code" 502
+	check "$desc: OpenAI error shape" jqf '.error.message | type == "string"' "$T/out"
+	code=$(kv_curl /v1/messages -o "$T/out" -w '%{http_code}' "${AUTH[@]}" \
+		-d "{\"model\":\"$model\",\"max_tokens\":5}")
+	check_eq "$desc on /v1/messages: 502" "$code" 502
+	check "$desc: Anthropic error shape" \
+		jqf '.type == "error" and (.error.message | type == "string")' "$T/out"
+	check "$desc: the log says why" kv_wait_for 10 grep -qE "upstream ${model%%-*}: .*$why" \
+		"$T/kilovoltd.log"
+}
+
+refused "leaf for the wrong name" wname-1 "[Hh]ostname mismatch"
+refused "leaf without the upstream's IP" wip-1 "IP address mismatch"
+refused "self-signed leaf" self-1 "self.signed"
+refused "test root with no ca_file (the system store)" store-1 \
+	"unable to get local issuer|self.signed|unable to verify"
+check "the good upstream still answers after the refusals" bash -c \
+	"[ \"\$(curl -sS -m 30 -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer k' \
+	-d '{\"model\":\"good-2\"}' $KV_URL/v1/chat/completions)\" = 200 ]"
+
+kv_finish
