@@ -162,7 +162,21 @@ main() {
 	idle=$(cat "$(cgroup_file "$name" memory.usage_in_bytes)")
 
 	t0=$SECONDS
-	bash "$top_srcdir/tests/container/load.sh" "http://127.0.0.1:$port" "$tmp/load" "$NSLOW" "$NFAST" || fail=1
+	bash "$top_srcdir/tests/container/load.sh" "http://127.0.0.1:$port" "$tmp/load" "$NSLOW" "$NFAST" > "$tmp/load.out" &
+	load_pid=$!
+	# Streams open at once, from the status service (from outside the
+	# container, so the sampling costs the cgroup nothing).
+	max_active=0
+	for ((i = 0; i < 600; i++)); do
+		kill -0 "$load_pid" 2> /dev/null || break
+		n=$(curl -s --max-time 2 "http://127.0.0.1:$status_port/status.json" | jq -r '.active_streams // 0' 2> /dev/null)
+		[ "${n:-0}" -gt "$max_active" ] 2> /dev/null && max_active=$n
+		sleep 0.5
+	done
+	wait "$load_pid" || fail=1
+	cat "$tmp/load.out"
+	say "most streams open at once: $max_active"
+	[ "$max_active" -ge "$NSLOW" ] || { say "FAIL: the $NSLOW slow streams were never all open together"; fail=1; }
 	peak=$(cat "$memfile")
 	failcnt=$(cat "$(cgroup_file "$name" memory.failcnt)")
 	say "$NSLOW slow + $NFAST fast streams in $((SECONDS - t0)) s"
