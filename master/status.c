@@ -838,6 +838,12 @@ admin_finish(struct kv_status *st, struct MHD_Connection *c, const char *url,
 	return admin_apply(st, c, id, action, sr->body);
 }
 
+/* MHD calls the handler first with the head only. Answering then makes
+ * libmicrohttpd 0.9.75 close the connection, which is right for refusals
+ * (an unread body must not be read) but loses keep-alive for scrapers, so
+ * GETs are answered on the second call; this marker tells the two apart. */
+static char status_get_pending;
+
 static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *c, const char *url,
     const char *method, const char *version, const char *data,
@@ -847,6 +853,13 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	enum route r = route_of(url);
 	int is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
 
+	if (*req == &status_get_pending) {
+		if (*data_size > 0) {	/* a GET with a body: ignore it */
+			*data_size = 0;
+			return MHD_YES;
+		}
+		return serve_get(st, c, r);
+	}
 	if (*req != NULL) {
 		if (*data_size > 0) {
 			admin_append(*req, data, *data_size);
@@ -861,14 +874,16 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 		return admin_begin(st, c, req);
 	if (r == R_ADMIN || !is_get)
 		return method_not_allowed(c, r);
-	return serve_get(st, c, r);
+	*req = &status_get_pending;
+	return MHD_YES;
 }
 
 static void
 on_completed(void *cls, struct MHD_Connection *c, void **req,
     enum MHD_RequestTerminationCode toe)
 {
-	free(*req);
+	if (*req != &status_get_pending)
+		free(*req);
 	*req = NULL;
 }
 
