@@ -44,12 +44,14 @@ S=http://127.0.0.1:$KV_STATUS_PORT
 ALICE=$(id_of sk-alice-status)
 
 # Real traffic, so the counters, the histograms and a named key move.
-chat='{"model":"gpt-4o-mini","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}'
+chat='{"model":"gpt-4o-mini","max_tokens":500,"messages":[{"role":"user","content":"hi"}]}'
 code=$(kv_curl /v1/chat/completions -o "$T/chat.out" -w '%{http_code}' \
-	-H 'Authorization: Bearer sk-alice-status' -H 'Content-Type: application/json' -d "$chat")
+	-H 'Authorization: Bearer sk-alice-status' -H 'x-mock-tokens: 400' \
+	-H 'Content-Type: application/json' -d "$chat")
 check_eq "a chat completion through the gateway" "$code" 200
-msg='{"model":"claude-sonnet-4-20250514","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}'
+msg='{"model":"claude-sonnet-4-20250514","max_tokens":1500,"messages":[{"role":"user","content":"hi"}]}'
 code=$(kv_curl /v1/messages -o "$T/msg.out" -w '%{http_code}' -H 'x-api-key: sk-alice-status' \
+	-H 'x-mock-tokens: 1200' \
 	-H 'anthropic-version: 2023-06-01' -H 'Content-Type: application/json' -d "$msg")
 check_eq "an Anthropic message through the gateway" "$code" 200
 
@@ -65,6 +67,10 @@ body_has() { grep -qF -- "$1" "$T/body"; }
 healthy() { get /healthz && [ "$CODE" = 200 ]; }
 check "/healthz answers 200 once a worker heartbeats" kv_wait_for 15 healthy
 check "/healthz says ok" body_has ok
+
+keepalive() { curl -sv -m 10 -o /dev/null -o /dev/null "$S/healthz" "$S/metrics" 2>&1 |
+	grep -qiE 're-?using existing connection'; }
+check "GETs keep the connection alive (scrapers reuse it)" keepalive
 
 # ---- /status.json against kvctl --------------------------------------------
 get /status.json
