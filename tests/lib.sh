@@ -115,13 +115,15 @@ kv_watchdog() {
 		kv_alive "$me" || exit 0
 	done
 	echo "lib.sh: watchdog: $KV_TEST ran past ${secs}s, stopping it" >&2
+	: >"$T/watchdog-fired"
+	# The test first: its trap runs as soon as its foreground child is gone.
+	kill -TERM "$me"
 	for pid in $(tac "$T/pids" 2>/dev/null); do
 		kill -KILL "$pid" 2>/dev/null
 	done
 	for pid in $(ps -o pid= --ppid "$me"); do
 		[ "$pid" != "$BASHPID" ] && kill -KILL "$pid" 2>/dev/null
 	done
-	kill -TERM "$me"
 }
 kv_watchdog &
 KV_WATCHDOG=$!
@@ -231,11 +233,13 @@ kv__overlay() {
 		line[s, k] = $0
 		next
 	}
+	/^[ \t]*$/ { blanks++; next }	# held, so added keys stay inside their section
 	{
 		if ($0 ~ /^[ \t]*\[/) {
 			if (cur != "") rest(cur)
-			cur = section($0); seen[cur] = 1; print; next
+			cur = section($0); seen[cur] = 1
 		}
+		for (; blanks > 0; blanks--) print ""
 		k = keyof($0)
 		if (k != "" && ((cur, k) in line)) { print line[cur, k]; used[cur, k] = 1; next }
 		print
@@ -252,6 +256,7 @@ kv__overlay() {
 # the ports are free ones (KV_PORT, KV_STATUS_PORT). Ini text on stdin is
 # overlaid (see kv__overlay), e.g. "[server]\nmax_body = 1m" or new
 # [key NAME] sections. Stdin is read only when it is a heredoc, file or pipe.
+# The upstream URL can be changed with KV_UPSTREAM_URL (e.g. the TLS mock).
 kv_write_config() {
 	local up=${KV_UPSTREAM_URL:-http://127.0.0.1:${MOCK_PORT:-1}}
 	: "${KV_PORT:=$(kv_free_port)}" "${KV_STATUS_PORT:=$(kv_free_port)}"
@@ -296,8 +301,13 @@ cache_write = 3.75
 input = 1.00
 output = 3.00
 EOF
-	if [ -p /dev/stdin ] || [ -f /dev/stdin ]; then
+	# A heredoc is a file or a pipe; a pipe inherited from whatever ran the
+	# test may never close, so a pipe gets 10 s. With nothing to add, call
+	# it as kv_write_config </dev/null.
+	if [ -f /dev/stdin ]; then
 		cat >"$T/overlay.ini"
+	elif [ -p /dev/stdin ]; then
+		timeout 10 cat >"$T/overlay.ini"
 	else
 		: >"$T/overlay.ini"
 	fi
@@ -431,6 +441,7 @@ kv_finish() {
 		echo "---- kilovoltd.log (tail)"
 		tail -n 40 "$T/kilovoltd.log"
 	fi
+	[ -e "$T/watchdog-fired" ] && fail "the test finished within ${KV_TIMEOUT:-300}s"
 	[ $((KV_PASSED + KV_FAILED)) = 0 ] && fail "the test checked nothing"
 	echo "$KV_PASSED passed, $KV_FAILED failed"
 	[ "$KV_FAILED" = 0 ] && exit 0
