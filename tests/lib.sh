@@ -256,9 +256,14 @@ kv__overlay() {
 # the ports are free ones (KV_PORT, KV_STATUS_PORT). Ini text on stdin is
 # overlaid (see kv__overlay), e.g. "[server]\nmax_body = 1m" or new
 # [key NAME] sections. Stdin is read only when it is a heredoc, file or pipe.
-# The upstream URL can be changed with KV_UPSTREAM_URL (e.g. the TLS mock).
+# KV_UPSTREAM_URL replaces the upstreams' URL and KV_UPSTREAM_CA adds their
+# ca_file, e.g. for the TLS mock:
+#	kv_start_mock_tls
+#	KV_UPSTREAM_URL=https://localhost:$MOCK_TLS_PORT KV_UPSTREAM_CA=$KV_CERTS/ca.pem \
+#		kv_write_config </dev/null
 kv_write_config() {
-	local up=${KV_UPSTREAM_URL:-http://127.0.0.1:${MOCK_PORT:-1}}
+	local up=${KV_UPSTREAM_URL:-http://127.0.0.1:${MOCK_PORT:-1}} ca=
+	[ -n "${KV_UPSTREAM_CA:-}" ] && ca="ca_file = $KV_UPSTREAM_CA"
 	: "${KV_PORT:=$(kv_free_port)}" "${KV_STATUS_PORT:=$(kv_free_port)}"
 	cat >"$T/base.ini" <<EOF
 ; written by tests/lib.sh for $KV_TEST
@@ -281,10 +286,12 @@ reserve_output_tokens = 1024
 [upstream openai]
 url = $up
 paths = /v1/chat/completions /v1/completions /v1/embeddings /v1/responses /v1/models
+$ca
 
 [upstream anthropic]
 url = $up
 paths = /v1/messages
+$ca
 
 [price gpt-4o-mini*]
 input = 0.15
