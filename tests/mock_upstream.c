@@ -8,6 +8,44 @@
  *
  * Usage: mock_upstream -p PORT [-t CERT KEY] [-l LOGFILE] [-P PORTFILE]
  *        mock_upstream --free-port      print a currently free TCP port
+ * Listens on 127.0.0.1 only; -p 0 takes an ephemeral port and writes it to
+ * PORTFILE; -t serves TLS with CERT (a chain file) and KEY.
+ *
+ * Endpoints (errors in the provider's shape for the path):
+ *   POST /v1/chat/completions, /v1/completions   JSON, or SSE with "stream":true;
+ *        usage chunk (choices []) only with stream_options.include_usage,
+ *        then every chunk carries "usage":null, as OpenAI does; data: [DONE]
+ *   POST /v1/embeddings                          float or base64 vector
+ *   POST /v1/responses                           JSON, or SSE ending in response.completed
+ *   POST /v1/messages                            Anthropic JSON or SSE (max_tokens required)
+ *   GET  /v1/models
+ *   POST /sink           reads the body streaming: {"bytes":N,"sha256":"hex"}
+ *   GET  /blob?bytes=N&seed=S[&chunked=1|&close=1]   N deterministic bytes,
+ *        header x-body-sha256 holds their digest
+ *   GET  /mock/stats     {"open_connections","requests","aborted_streams",
+ *        "last_abort_ms"}: an abort is a peer leaving while a response (or a
+ *        stall before one) is in progress; last_abort_ms is epoch ms
+ *
+ * Usage numbers: input = request body bytes / 4; output = x-mock-tokens
+ * (default 5), cut to max_tokens / max_completion_tokens / max_output_tokens
+ * (finish_reason "length", stop_reason "max_tokens"). Models: gpt-4o-mini
+ * answers as gpt-4o-mini-2024-07-18, claude-sonnet-4 as
+ * claude-sonnet-4-20250514, any other name as sent.
+ *
+ * Request headers that steer it:
+ *   x-mock-tokens N, x-mock-token-bytes N (each token "tok<i>" padded with x
+ *   to N bytes, default 5), x-mock-delay-ms N (after each SSE event),
+ *   x-mock-first-delay-ms N (before the head), x-mock-cached N (cached /
+ *   cache-read tokens), x-mock-cache-write N, x-mock-two-deltas 1 (two
+ *   cumulative message_delta events), x-mock-status 4xx|5xx (that error),
+ *   x-mock-fail reset|garbage|hang|close (RST after half the events / non-HTTP
+ *   bytes / never answer / close unanswered).
+ *
+ * -l LOGFILE gets one line per request:
+ *   METHOD TARGET host=H auth=ID include_usage=0|1 stream_options=0|1
+ *   body_bytes=N model=M headers=Name1,Name2,...
+ * where ID is the first 12 hex digits of SHA-256 of the Bearer token or
+ * x-api-key value (the gateway's key id for the same key), "-" without one.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
