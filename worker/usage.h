@@ -88,7 +88,16 @@ struct kv_usage_scanner {
 void	kv_usage_init(struct kv_usage_scanner *s, enum kv_api api, int sse);
 
 /* Feed de-chunked body bytes; any split is fine. Never fails: malformed
- * input only means no usage is found. */
+ * input only means no usage is found. Usage is taken when the top-level
+ * object holding it closes: top-level "usage" (every API),
+ * "message.usage" in an Anthropic message_start event, "response.usage" in
+ * a Responses API response.completed/incomplete/failed event. A later
+ * usage replaces an earlier one (OpenAI: the last non-null usage wins;
+ * Anthropic: each field a later event names replaces the earlier value, so
+ * cumulative message_delta counts work). A "usage": null never clears a
+ * usage already found. In SSE, a malformed event is ignored and scanning
+ * resumes at the next event; outside SSE the body may hold several
+ * concatenated JSON values. */
 void	kv_usage_feed(struct kv_usage_scanner *s, const char *buf, size_t len);
 
 /* The usage found so far (normalised per SPEC: input counts all billed input
@@ -109,7 +118,14 @@ struct kv_request_info {
 	int		 valid;		/* parsed as a JSON object so far */
 };
 
-/* Scan body[0..len) (a prefix or the whole body). */
+/* Scan body[0..len) (a prefix or the whole body). Only top-level keys
+ * count; a key given twice takes its last value, and when several
+ * output-limit spellings appear max_output is the largest. A limit that is
+ * not a non-negative integer counts as absent. object_start is 0 until the
+ * top-level '{' is seen. valid stays 1 while the bytes so far can begin a
+ * JSON object (an empty or all-whitespace prefix included) and turns 0 at
+ * the first byte that cannot, including anything but whitespace after the
+ * object's end. UTF-8 is not validated. */
 void	kv_request_scan(const char *body, size_t len, struct kv_request_info *ri);
 
 /* For a buffered SSE event's data (the JSON after "data: "): 1 when it is
