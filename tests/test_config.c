@@ -106,7 +106,7 @@ test_bundled(void)
 	CHECK_INT(cf.unknown_keys_deny, 0);
 	CHECK_INT(cf.reserve_output_tokens, 1024);
 	CHECK_INT(cf.nupstreams, 3);
-	CHECK_INT(cf.nprices, 15);
+	CHECK_INT(cf.nprices, 16);
 	CHECK_INT(cf.has_default_price, 1);
 	CHECK_INT(cf.default_price.input, 1000000000);
 	CHECK_INT(cf.default_price.output, 3000000000);
@@ -125,6 +125,11 @@ test_bundled(void)
 	CHECK(u != NULL && u->nmodels == 3);
 
 	CHECK_INT(kv_config_price(&cf, "gpt-4o-mini")->cached_input, 75000000);
+	/* the dated names the provider echoes price like the model asked for */
+	CHECK_INT(kv_config_price(&cf, "gpt-4o-mini-2024-07-18")->input, 150000000);
+	CHECK_INT(kv_config_price(&cf, "gpt-4o-2024-08-06")->input, 2500000000);
+	CHECK_INT(kv_config_price(&cf, "o3-mini-2025-01-31")->output, 4400000000);
+	CHECK_INT(kv_config_price(&cf, "o3-2025-04-16")->output, 8000000000);
 	CHECK_INT(kv_config_price(&cf, "claude-sonnet-4-20250514")->cache_write, 3750000000);
 	CHECK_INT(kv_config_price(&cf, "claude-opus-4-1")->output, 75000000000);
 	CHECK_INT(kv_config_price(&cf, "text-embedding-3-small")->input, 20000000);
