@@ -111,6 +111,9 @@ map_fd(struct kv_ledger *l, int fd, size_t size, int readonly)
 	p = mmap(NULL, size, prot, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return -1;
+	/* Every process reads a few words of each slot; readahead would make
+	 * each of them map (and be charged for) the whole segment. */
+	(void)madvise(p, size, MADV_RANDOM);
 	l->fd = fd;
 	l->size = size;
 	l->base = p;
