@@ -678,7 +678,8 @@ skip_value(const char *p)
 	return p;
 }
 
-/* Copy a JSON string without escapes into out (the mock only needs model names). */
+/* Copy a JSON string into out up to its end or first escape: the mock only
+ * needs model names, and echoing an escape cut in half would break its JSON. */
 static void
 copy_string(const char *p, char *out, size_t size)
 {
@@ -686,7 +687,7 @@ copy_string(const char *p, char *out, size_t size)
 
 	if (*p++ != '"')
 		return;
-	while (*p != '"' && *p != '\0' && n + 1 < size)
+	while (*p != '"' && *p != '\\' && *p != '\0' && n + 1 < size)
 		out[n++] = *p++;
 	out[n] = '\0';
 }
