@@ -138,6 +138,13 @@ ledger_create(struct kv_ledger *l, const char *path, uint32_t max_keys,
 		open_error(path, "ftruncate", err, errlen);
 		goto fail;
 	}
+	/* Reserve the blocks now: a store into a hole of a mapped file on a
+	 * full disk is a SIGBUS, not an error we could log. */
+	if ((errno = posix_fallocate(fd, 0, (off_t)lo.total_size)) != 0 &&
+	    errno != EOPNOTSUPP && errno != EINVAL) {
+		open_error(path, "allocate", err, errlen);
+		goto fail;
+	}
 	if (map_fd(l, fd, lo.total_size, 0) == -1) {
 		open_error(path, "mmap", err, errlen);
 		goto fail;
