@@ -415,7 +415,9 @@ admit(struct kv_conn *c)
 	 * injected, and only when the whole body was seen. */
 	c->inject = c->api == KV_API_OPENAI_CHAT && c->ri.stream && !c->ri.has_stream_options &&
 	    c->body_done && c->ri.complete && c->ri.valid && c->ri.object_start > 0;
-	if ((st = reserve(c)) != STEP_CONT)
+	/* conn_fail() answers STEP_CONT too (to run CS_ERRWRITE): a refusal
+	 * (401, 402, 503) is told apart by the state it leaves. */
+	if ((st = reserve(c)) != STEP_CONT || c->state == CS_ERRWRITE)
 		return st;
 	if (build_request(c) == -1)
 		return conn_fail(c, 502, "cannot build the upstream request");
