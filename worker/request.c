@@ -322,6 +322,8 @@ obuf_printf(struct kv_conn *c, const char *fmt, ...)
 static int
 obuf_put(struct kv_conn *c, const char *p, size_t len)
 {
+	if (len == 0)
+		return 0;	/* a bodiless request has no ibuf: memcpy(NULL) is UB */
 	if (conn_obuf_reserve(c, len) == -1)
 		return -1;
 	memcpy(c->obuf + c->olen, p, len);
