@@ -176,7 +176,8 @@ inspect_consume(struct kv_conn *c)
 			    avail < room ? avail : room, &data, &dlen);
 			if (n == -1)
 				return -1;
-			memcpy(c->ibuf + c->ilen, data, dlen);
+			if (dlen > 0)	/* a size line yields no data (NULL) */
+				memcpy(c->ibuf + c->ilen, data, dlen);
 			c->body_done = c->req_dec.done;
 		}
 		c->ilen += dlen;
