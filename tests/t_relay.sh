@@ -43,6 +43,7 @@ norm() { sed -E 's/"(created|created_at)":[0-9]+/"\1":0/g' "$@"; }
 same() {
 	local desc=$1 path=$2 body=$3
 	shift 3
+	rm -f "$T/direct" "$T/relayed"	# a failed fetch must not pass on old bytes
 	curl -sS -m 30 -o "$T/direct" "$M$path" -d "$body" "$@"
 	kv_curl "$path" -o "$T/relayed" -d "$body" "${AUTH[@]}" "$@"
 	if [ -s "$T/direct" ] && cmp -s <(norm "$T/direct") <(norm "$T/relayed"); then
@@ -109,9 +110,11 @@ check "upstream pool: 12 requests used 1..$w kept-alive connections (saw $n)" \
 
 head -c 50000000 /dev/urandom >"$T/big"
 want=$(sha256sum <"$T/big" | cut -d' ' -f1)
+rm -f "$T/sink.json"
 kv_curl /sink "${AUTH[@]}" -m 120 --data-binary @"$T/big" -o "$T/sink.json"
 check_eq "50 MB request body (Content-Length) arrives intact" \
 	"$(jq -r .sha256 "$T/sink.json" 2>/dev/null)" "$want"
+rm -f "$T/sink.json"
 kv_curl /sink "${AUTH[@]}" -m 120 -H 'Transfer-Encoding: chunked' --data-binary @"$T/big" \
 	-o "$T/sink.json"
 check_eq "50 MB request body (chunked) arrives intact" \
@@ -121,6 +124,7 @@ rm -f "$T/big"
 bytes=52428800
 for variant in "" "&chunked=1" "&close=1"; do
 	q="bytes=$bytes&seed=42$variant"
+	rm -f "$T/blob.head"
 	want=$(curl -sS -m 120 "$M/blob?$q" | sha256sum | cut -d' ' -f1)
 	got=$(kv_curl "/blob?$q" -m 120 "${AUTH[@]}" -D "$T/blob.head" | sha256sum | cut -d' ' -f1)
 	check_eq "50 MB response (${variant:-&content-length}) relayed intact" "$got" "$want"
@@ -151,16 +155,21 @@ has_kv_headers() {
 	grep -qi "^x-kilovolt-key: $KEYID"$'\r'"\$" "$1" &&
 		grep -qiE '^x-kilovolt-budget-remaining: -?[0-9]+\.[0-9]{6}'$'\r''$' "$1"
 }
+rm -f "$T/h1"
 kv_curl /v1/chat/completions -o /dev/null -D "$T/h1" "${AUTH[@]}" -d '{"model":"gpt-4o-mini"}'
 check "x-kilovolt-* on a JSON response" has_kv_headers "$T/h1"
+rm -f "$T/h1"
 kv_curl /v1/messages -o /dev/null -D "$T/h1" "${AUTH[@]}" \
 	-d '{"model":"claude-sonnet-4","max_tokens":5,"stream":true}'
 check "x-kilovolt-* on an SSE response" has_kv_headers "$T/h1"
+rm -f "$T/h1"
 kv_curl /v1/chat/completions -o /dev/null -D "$T/h1" "${AUTH[@]}" -d '{"model":"m"}' \
 	-H 'x-mock-status: 429'
 check "x-kilovolt-* on an upstream error" has_kv_headers "$T/h1"
+rm -f "$T/h1"
 kv_curl "/blob?bytes=10" -o /dev/null -D "$T/h1" "${AUTH[@]}"
 check "x-kilovolt-* on a spliced response" has_kv_headers "$T/h1"
+rm -f "$T/h1"
 kv_curl /v1/models -o /dev/null -D "$T/h1" "${AUTH[@]}"
 check "x-kilovolt-* on GET /v1/models" has_kv_headers "$T/h1"
 
@@ -186,9 +195,11 @@ check "the client's key never reached the mock" bash -c "! grep -q 'auth=$KEYID'
 
 # ---- the gateway's own answers ------------------------------------------------------
 
+rm -f "$T/out"
 code=$(kv_curl /v1/chat/completions -o "$T/out" -w '%{http_code}' -d '{"model":"gpt-4o-mini"}')
 check_eq "no credential on /v1/chat/completions: 401" "$code" 401
 check "... in OpenAI's error shape" jqf '.error.message and (.error | has("type"))' "$T/out"
+rm -f "$T/out"
 code=$(kv_curl /v1/messages -o "$T/out" -w '%{http_code}' -d '{"model":"claude-sonnet-4"}')
 check_eq "no credential on /v1/messages: 401" "$code" 401
 check "... in Anthropic's error shape" \
@@ -211,6 +222,7 @@ check "... and the body reached the mock whole" \
 	grep -q "body_bytes=$(stat -c %s "$T/expect.json") " "$MOCK_LOG"
 
 body='{"model":"gpt-4o-mini","stream":true,"stream_options":{"include_usage":true}}'
+rm -f "$T/direct" "$T/relayed" "$T/h10"
 curl -sS -m 30 -o "$T/direct" "$M/v1/chat/completions" -d "$body" -H 'x-mock-tokens: 6'
 kv_curl /v1/chat/completions --http1.0 --raw -D "$T/h10" -o "$T/relayed" "${AUTH[@]}" \
 	-d "$body" -H 'x-mock-tokens: 6'
@@ -218,6 +230,7 @@ check "HTTP/1.0 client: the status line answers" grep -q '^HTTP/1\.[01] 200' "$T
 check "... no chunked framing in the head" bash -c "! grep -qi '^transfer-encoding' '$T/h10'"
 check "... the body is the plain SSE stream (no chunk sizes)" \
 	cmp -s <(norm "$T/direct") <(norm "$T/relayed")
+rm -f "$T/relayed" "$T/h10"
 kv_curl /v1/chat/completions --http1.0 -D "$T/h10" -o "$T/relayed" "${AUTH[@]}" \
 	-d '{"model":"gpt-4o-mini"}'
 check "HTTP/1.0 JSON: 200 with its body" bash -c \

@@ -62,6 +62,7 @@ norm() { sed -E 's/"(created|created_at)":[0-9]+/"\1":0/g' "$@"; }
 relayed() {
 	local desc=$1 path=$2 body=$3 code
 	shift 3
+	rm -f "$T/direct" "$T/relayed"	# a failed fetch must not pass on old bytes
 	curl -sS -m 30 --cacert "$CA" -o "$T/direct" "$M$path" -d "$body" "$@"
 	code=$(kv_curl "$path" -o "$T/relayed" -w '%{http_code}' "${AUTH[@]}" -d "$body" "$@")
 	check_eq "$desc: 200" "$code" 200
@@ -104,10 +105,12 @@ check_eq "TLS pool: no handshake failure logged" "$(grep -c 'KV0422' "$T/kilovol
 # upstream and matching LOG-ERE.
 refused() {
 	local desc=$1 model=$2 why=$3 code
+	rm -f "$T/out"
 	code=$(kv_curl /v1/chat/completions -o "$T/out" -w '%{http_code}' "${AUTH[@]}" \
 		-d "{\"model\":\"$model\"}")
 	check_eq "$desc: 502" "$code" 502
 	check "$desc: OpenAI error shape" jqf '.error.message | type == "string"' "$T/out"
+	rm -f "$T/out"
 	code=$(kv_curl /v1/messages -o "$T/out" -w '%{http_code}' "${AUTH[@]}" \
 		-d "{\"model\":\"$model\",\"max_tokens\":5}")
 	check_eq "$desc on /v1/messages: 502" "$code" 502
