@@ -11,7 +11,9 @@ set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
 NSLOW=${NSLOW:-500} NFAST=${NFAST:-50}
-MEMORY=30m
+# The memory limit is the compose file's, so this tests what users deploy.
+MEMORY=${KV_CONTAINER_MEMORY:-}
+[ -n "$MEMORY" ] || MEMORY=$(sed -n 's/^ *memory: *\([0-9][0-9]*\)M *$/\1m/p' "$top_srcdir/docker/docker-compose.yml")
 IMAGE=kilovolt:test
 BASE=docker.io/library/debian:bookworm-slim
 P="podman --runtime runc --cgroup-manager=cgroupfs"
@@ -37,7 +39,7 @@ install_tools() {
 	command -v curl > /dev/null || missing="$missing curl"
 	[ -z "$missing" ] && return 0
 	say "installing$missing"
-	DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y $missing > "$tmp/apt.log" 2>&1 ||
+	DEBIAN_FRONTEND=noninteractive timeout 900 apt-get -o DPkg::Lock::Timeout=300 install -y $missing > "$tmp/apt.log" 2>&1 ||
 	    { tail -n 5 "$tmp/apt.log"; skip "cannot install$missing"; }
 }
 
@@ -109,6 +111,7 @@ write_config() {
 # run NAME: the compose service's settings, on the host network.
 run() {
 	$P run -d --name "$1" --network host --memory "$MEMORY" --memory-swap "$MEMORY" \
+	    --read-only --cap-drop ALL --security-opt no-new-privileges \
 	    --ulimit nofile=4096:4096 --ulimit nproc=1024:1024 \
 	    -e KILOVOLT_PORT="$port" -e KILOVOLT_DEFAULT_BUDGET=2.00 -e KILOVOLT_ADMIN_TOKEN=ctest \
 	    -v "$vol:/var/lib/kilovolt" -v "$tmp/kilovolt.ini:/etc/kilovolt/kilovolt.ini:ro" \
@@ -142,6 +145,7 @@ key_id() { printf '%s' "$1" | sha256sum | cut -c1-12; }
 
 main() {
 	[ "$(id -u)" = 0 ] || skip "needs root for podman with cgroupfs here"
+	[ -n "$MEMORY" ] || { say "FAIL: no 'memory: NM' limit in docker-compose.yml"; exit 1; }
 	tmp=$(mktemp -d /tmp/kv-container.XXXXXX) || exit 1
 	trap cleanup EXIT
 	install_tools
