@@ -423,6 +423,51 @@ test_vectors(void)
 	}
 }
 
+/* Deep nesting past the remembered key levels still parses; past the
+ * nesting limit the document counts as malformed. A long string costs no
+ * memory and is counted. */
+static void
+test_deep_and_long(void)
+{
+	static const char tail[] = "\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":8}}";
+	size_t n, i, at;
+	char *buf = malloc(4 * 1024 * 1024);
+	struct result r;
+
+	if (buf == NULL)
+		abort();
+	for (n = 100; n <= 600; n += 500) {
+		at = (size_t)sprintf(buf, "{\"a\":");
+		for (i = 0; i < n; i++) {
+			if (i % 2) {
+				buf[at++] = '[';
+			} else {
+				buf[at++] = '{';
+				at += (size_t)sprintf(buf + at, "\"k\":");
+			}
+		}
+		buf[at++] = '1';
+		for (i = n; i-- > 0;)
+			buf[at++] = i % 2 ? ']' : '}';
+		at += (size_t)sprintf(buf + at, ",%s", tail);
+		scan_whole(CHAT, 0, buf, at, &r);
+		CHECK_INT(r.u.found, n < KV_SCAN_NEST);
+		CHECK_INT(r.u.input, n < KV_SCAN_NEST ? 7 : 0);
+	}
+	at = (size_t)sprintf(buf, "{\"choices\":[{\"message\":{\"content\":\"");
+	for (i = 0; i < 3 * 1024 * 1024; i++) {
+		if (i % 1000 == 999)
+			buf[at++] = '\\';	/* an escape every 1000 bytes */
+		buf[at++] = i % 1000 == 999 ? 'n' : 'x';
+	}
+	at += (size_t)sprintf(buf + at, "\"}}],%s", tail);
+	scan_whole(CHAT, 0, buf, at, &r);
+	CHECK_INT(r.u.found, 1);
+	CHECK_INT(r.u.output, 8);
+	CHECK_INT(r.output_bytes, 3 * 1024 * 1024 + 3 * 1024 * 1024 / 1000);
+	free(buf);
+}
+
 /* ---- request scanner --------------------------------------------------- */
 
 struct rvec {
@@ -580,6 +625,7 @@ test_api_from_path(void)
 
 	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 		CHECK_INT(kv_api_from_path(v[i].p, strlen(v[i].p)), v[i].want);
+	CHECK_INT(kv_api_from_path(NULL, 0), KV_API_OTHER);
 }
 
 /* ---- differential test against jansson ------------------------------------ */
@@ -1222,6 +1268,7 @@ int
 main(void)
 {
 	test_vectors();
+	test_deep_and_long();
 	test_request_vectors();
 	test_request_prefixes();
 	test_usage_only();

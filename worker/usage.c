@@ -922,9 +922,11 @@ path_ends(const char *path, size_t len, const char *suffix)
 enum kv_api
 kv_api_from_path(const char *path, size_t len)
 {
-	const char *q = memchr(path, '?', len);
+	const char *q;
 
-	if (q != NULL)
+	if (path == NULL || len == 0)
+		return KV_API_OTHER;
+	if ((q = memchr(path, '?', len)) != NULL)
 		len = (size_t)(q - path);
 	while (len > 1 && path[len - 1] == '/')
 		len--;
