@@ -1,0 +1,525 @@
+#!/bin/bash
+# bench/run.sh: kilovolt against HAProxy and nginx, side by side (issue 6).
+#
+# Run by `make bench` from the build directory (it needs kilovoltd,
+# tests/mock_upstream, bench/loadgen and bench/pss built there). Installs
+# HAProxy and nginx with apt-get when they are missing, runs each in the
+# foreground with our own config in a temp dir and stops it by PID: no
+# system service is started or left running.
+#
+# Scenarios (each proxy is started fresh for each):
+#   1 small   small non-streamed chat completions, 64 keep-alive connections
+#   2 large   256 concurrent SSE streams of ~5 MB each, at full speed
+#   3 paced   1,000 concurrent SSE streams of 100 chunks 20 ms apart
+#   4 cgroup  scenario 2 with the proxy in a 30 MiB memory cgroup
+# Targets: direct (the mock itself), kilovolt (2 workers, full accounting:
+# the client does not ask for usage, so kilovolt adds include_usage
+# upstream and filters the usage event out), haproxy (2 threads), nginx
+# (2 workers). Memory is the PSS of the proxy's whole process tree
+# (bench/pss), CPU the tree's user+system seconds during the load.
+#
+# Writes the tables to $top_builddir/bench/RESULTS.md and, when the source
+# tree is writable, to $top_srcdir/bench/RESULTS.md (the committed copy).
+#
+# Environment: top_srcdir, top_builddir (as make check exports them),
+# BENCH_SCENARIOS (default "1 2 3 4"), BENCH_TARGETS (default "direct
+# kilovolt haproxy nginx"), BENCH_SMALL_SECS (8), BENCH_NO_INSTALL=1 skips
+# apt-get, KEEP=1 keeps the work dir. Exit 0 when every run finished with
+# no error, 1 otherwise.
+
+set -u
+
+: "${top_srcdir:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+: "${top_builddir:=.}"
+top_builddir=$(cd "$top_builddir" && pwd)
+SCENARIOS=${BENCH_SCENARIOS:-1 2 3 4}
+TARGETS=${BENCH_TARGETS:-direct kilovolt haproxy nginx}
+SMALL_SECS=${BENCH_SMALL_SECS:-8}
+
+LOADGEN=$top_builddir/bench/loadgen
+PSS=$top_builddir/bench/pss
+MOCK=$top_builddir/tests/mock_upstream
+KVD=$top_builddir/kilovoltd
+CG_LIMIT=$((30 * 1024 * 1024))
+
+W=$(mktemp -d "${TMPDIR:-/tmp}/kvbench.XXXXXX") || exit 1
+MOCK_PID=
+PROXY_PID=
+SAMPLER_PID=
+CGROUP=
+FAILED=0
+
+log() { echo "bench: $*" >&2; }
+
+# stop_pid PID: SIGTERM, up to 10 s to leave, then SIGKILL; reaps it.
+stop_pid() {
+	local pid=$1 i
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 0
+}
+
+cleanup() {
+	stop_pid "$SAMPLER_PID"
+	stop_pid "$PROXY_PID"
+	stop_pid "$MOCK_PID"
+	cgroup_remove
+	if [ "${KEEP:-0}" = 1 ]; then log "kept $W"; else rm -rf "$W"; fi
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+# ---- setup -------------------------------------------------------------------
+
+# install_peers: HAProxy and nginx from the distribution when missing.
+# policy-rc.d keeps dpkg from starting them as services (a Docker image
+# usually has one already; if we add it, we remove it again).
+install_peers() {
+	local pkgs=() added=
+	command -v haproxy >/dev/null || pkgs+=(haproxy)
+	command -v nginx >/dev/null || pkgs+=(nginx-light)
+	[ ${#pkgs[@]} = 0 ] && return 0
+	if [ "${BENCH_NO_INSTALL:-0}" = 1 ] || [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+		log "not installing ${pkgs[*]} (not root, no apt-get or BENCH_NO_INSTALL=1)"
+		return 0
+	fi
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && added=1
+	fi
+	log "apt-get install ${pkgs[*]}"
+	apt_install "${pkgs[@]}" || { timeout 300 apt-get update -q >>"$W/apt.log" 2>&1; apt_install "${pkgs[@]}"; } ||
+		{ [ "${pkgs[*]}" != "${pkgs[*]/nginx-light/nginx}" ] && apt_install "${pkgs[@]/nginx-light/nginx}"; } ||
+		{ log "apt-get failed:"; tail -n 5 "$W/apt.log" >&2; }
+	[ -n "$added" ] && rm -f /usr/sbin/policy-rc.d
+	return 0
+}
+
+apt_install() {
+	DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q "$@" >>"$W/apt.log" 2>&1
+}
+
+# Every process gets the same open-file limit: the hard limit, capped.
+raise_nofile() {
+	local hard
+	hard=$(ulimit -Hn)
+	[ "$hard" = unlimited ] && hard=65536
+	[ "$hard" -gt 65536 ] && hard=65536
+	ulimit -n "$hard"
+	NOFILE=$hard
+	# Connection tables sized for scenario 3 (1,000 clients + 1,000
+	# upstream), not for the file limit: nginx and HAProxy allocate them
+	# up front, which would inflate their idle memory for nothing.
+	MAXCONN=4096
+	[ $MAXCONN -gt $(((hard - 64) / 2)) ] && MAXCONN=$(((hard - 64) / 2))
+}
+
+free_port() { "$MOCK" --free-port; }
+
+# port_open PORT: something accepts connections there (no request sent).
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# wait_port PORT PID: up to 10 s for PORT to accept while PID lives.
+wait_port() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$2" 2>/dev/null || return 1
+		port_open "$1" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+start_mock() {
+	"$MOCK" -p 0 -P "$W/mock.port" </dev/null >"$W/mock.err" 2>&1 &
+	MOCK_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		[ -s "$W/mock.port" ] && break
+		sleep 0.1
+	done
+	MOCK_PORT=$(cat "$W/mock.port" 2>/dev/null)
+	[ -n "$MOCK_PORT" ] || { log "mock_upstream did not start"; cat "$W/mock.err" >&2; exit 1; }
+}
+
+# ---- proxies ------------------------------------------------------------------
+
+# The same config shape tests/lib.sh writes: openai upstream → the mock,
+# priced model, budgets on (high enough for every scenario's spend).
+write_kilovolt() {
+	cat >"$W/kilovolt.ini" <<EOF
+[server]
+listen = 127.0.0.1:$PORT
+workers = 2
+status_listen = 127.0.0.1:$(free_port)
+ledger = $W/ledger
+max_keys = 1024
+client_timeout = 60
+upstream_timeout = 600
+shutdown_timeout = 5
+
+[budget]
+default = 100000.00
+period = none
+unknown_keys = allow
+reserve_output_tokens = 1024
+
+[upstream openai]
+url = http://127.0.0.1:$MOCK_PORT
+paths = /v1/chat/completions /v1/completions /v1/embeddings /v1/responses /v1/models
+
+[price gpt-4o-mini*]
+input = 0.15
+output = 0.60
+cached_input = 0.075
+
+[price default]
+input = 1.00
+output = 3.00
+EOF
+	rm -f "$W/ledger"
+	CMD=("$KVD" -c "$W/kilovolt.ini")
+}
+
+# fill TEMPLATE OUT: the template with our ports, limits and dir.
+fill() {
+	sed -e "s|@PORT@|$PORT|g" -e "s|@UPSTREAM_PORT@|$MOCK_PORT|g" \
+	    -e "s|@MAXCONN@|$MAXCONN|g" -e "s|@NOFILE@|$NOFILE|g" -e "s|@DIR@|$W/nginx|g" \
+	    "$top_srcdir/bench/$1" >"$2"
+}
+
+write_haproxy() {
+	fill haproxy.cfg.in "$W/haproxy.cfg"
+	CMD=(haproxy -db -f "$W/haproxy.cfg")
+}
+
+write_nginx() {
+	rm -rf "$W/nginx"
+	mkdir -p "$W/nginx"
+	fill nginx.conf.in "$W/nginx/nginx.conf"
+	CMD=(nginx -e "$W/nginx/error.log" -p "$W/nginx/" -c "$W/nginx/nginx.conf" -g "daemon off;")
+}
+
+have_target() {
+	case $1 in
+	direct) return 0 ;;
+	kilovolt) [ -x "$KVD" ] ;;
+	*) command -v "$1" >/dev/null ;;
+	esac
+}
+
+# start_proxy TARGET: start it fresh on a new port (inside $CGROUP when
+# set, joined before exec so the workers it forks are in it too); sets
+# PROXY_PID and PORT.
+start_proxy() {
+	PORT=$(free_port)
+	"write_$1"
+	if [ -n "$CGROUP" ]; then
+		sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CGROUP" "${CMD[@]}" \
+			</dev/null >"$W/$1.log" 2>&1 &
+	else
+		"${CMD[@]}" </dev/null >"$W/$1.log" 2>&1 &
+	fi
+	PROXY_PID=$!
+	if ! wait_port "$PORT" "$PROXY_PID"; then
+		log "$1 did not start:"
+		tail -n 20 "$W/$1.log" >&2
+		stop_pid "$PROXY_PID"
+		PROXY_PID=
+		return 1
+	fi
+}
+
+# ---- cgroups (v1 memory controller, or v2) -------------------------------------
+
+cgroup_create() {
+	local base
+	if [ -w /sys/fs/cgroup/memory ]; then
+		base=/sys/fs/cgroup/memory/kvbench-$$-$1
+		mkdir "$base" && echo "$CG_LIMIT" >"$base/memory.limit_in_bytes" || return 1
+	elif [ -f /sys/fs/cgroup/cgroup.controllers ] && [ -w /sys/fs/cgroup ]; then
+		base=/sys/fs/cgroup/kvbench-$$-$1
+		mkdir "$base" && echo "$CG_LIMIT" >"$base/memory.max" || return 1
+	else
+		return 1
+	fi
+	CGROUP=$base
+}
+
+# cgroup_report FILE: peak bytes, failcnt / limit hits, OOM kills.
+cgroup_report() {
+	local peak fails ooms
+	if [ -f "$CGROUP/memory.max_usage_in_bytes" ]; then
+		peak=$(cat "$CGROUP/memory.max_usage_in_bytes")
+		fails=$(cat "$CGROUP/memory.failcnt")
+		ooms=$(awk '$1 == "oom_kill" { print $2 }' "$CGROUP/memory.oom_control")
+	else
+		peak=$(cat "$CGROUP/memory.peak" 2>/dev/null || echo 0)
+		fails=$(awk '$1 == "max" { print $2 }' "$CGROUP/memory.events")
+		ooms=$(awk '$1 == "oom_kill" { print $2 }' "$CGROUP/memory.events")
+	fi
+	echo "{\"cg_peak\":${peak:-0},\"cg_failcnt\":${fails:-0},\"cg_oom_kills\":${ooms:-0}}" >"$1"
+}
+
+cgroup_remove() {
+	local i
+	[ -n "$CGROUP" ] || return 0
+	for ((i = 0; i < 50; i++)); do
+		rmdir "$CGROUP" 2>/dev/null && break
+		sleep 0.1
+	done
+	CGROUP=
+}
+
+# ---- one run --------------------------------------------------------------------
+
+BODY_SMALL='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello to the benchmark."}]}'
+BODY_STREAM='{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"Write a long story."}]}'
+
+# load_args SCENARIO: the loadgen flags for it (LOAD array, CONC).
+load_args() {
+	local common=(-m POST -u /v1/chat/completions -H 'Content-Type: application/json'
+		-H 'Authorization: Bearer sk-bench-0123456789')
+	case $1 in
+	1) CONC=64
+	   LOAD=("${common[@]}" -c 64 -d "$SMALL_SECS" -t 30 -b "$BODY_SMALL") ;;
+	2|4) CONC=256
+	   LOAD=("${common[@]}" -c 256 -n 256 -t 120 -s -e 5000000 -b "$BODY_STREAM"
+		-H 'x-mock-tokens: 5000' -H 'x-mock-token-bytes: 800') ;;
+	3) CONC=1000
+	   LOAD=("${common[@]}" -c 1000 -n 2000 -t 60 -s -b "$BODY_STREAM"
+		-H 'x-mock-tokens: 100' -H 'x-mock-delay-ms: 20') ;;
+	esac
+}
+
+# run_one SCENARIO TARGET: writes $W/sS-T.{load,pss,cg}.json.
+run_one() {
+	local s=$1 t=$2 out=$W/s$1-$2 port rc alive
+	rm -f "$out".*
+	load_args "$s"
+	if [ "$s" = 4 ] && ! cgroup_create "$t"; then
+		log "scenario 4: cannot make a memory cgroup here, skipped"
+		return 0
+	fi
+	if [ "$t" = direct ]; then
+		port=$MOCK_PORT
+	else
+		start_proxy "$t" || { FAILED=1; cgroup_remove; return 0; }
+		port=$PORT
+		sleep 1	# settle: idle is measured after start-up, before load
+		"$PSS" "$PROXY_PID" >"$out.pss.json" 2>"$out.pss.err" &
+		SAMPLER_PID=$!
+		sleep 0.5
+		kill -USR1 "$SAMPLER_PID"
+	fi
+	log "scenario $s, $t"
+	timeout 300 "$LOADGEN" -p "$port" -l "$t" "${LOAD[@]}" >"$out.load.json" 2>"$out.load.err"
+	rc=$?
+	cat "$out.load.err" >&2
+	[ $rc = 0 ] || FAILED=1
+	if [ -n "$SAMPLER_PID" ]; then
+		kill -TERM "$SAMPLER_PID" 2>/dev/null
+		wait "$SAMPLER_PID" 2>/dev/null
+		SAMPLER_PID=
+	fi
+	if [ "$t" != direct ]; then
+		if kill -0 "$PROXY_PID" 2>/dev/null; then alive=true; else alive=false; FAILED=1; fi
+		[ -n "$CGROUP" ] && cgroup_report "$out.cg.json"
+		echo "{\"survived\":$alive}" >"$out.alive.json"
+		stop_pid "$PROXY_PID"
+		PROXY_PID=
+	fi
+	cgroup_remove
+}
+
+# ---- the report ------------------------------------------------------------------
+
+# j FILE FILTER: one value from a JSON file, "" when there is none.
+j() { [ -s "$1" ] && jq -r "$2 // empty" "$1" 2>/dev/null; }
+
+# fmt VALUE DECIMALS: a number, or – when there is none.
+fmt() { if [ -n "$1" ]; then printf "%.${2}f" "$1"; else printf '–'; fi; }
+
+# ratio A B: A/B as ×N.NN, – when either is missing or B is 0.
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "–"; else printf "×%.2f", a / b }'
+}
+
+mb() { [ -n "$1" ] && awk -v k="$1" 'BEGIN { printf "%.2f", k / 1024 }'; }
+
+scenario_title() {
+	case $1 in
+	1) echo "1. Small non-streamed chat completions, 64 keep-alive connections, ${SMALL_SECS} s" ;;
+	2) echo "2. 256 concurrent SSE streams of ~5 MB each, full speed" ;;
+	3) echo "3. 1,000 concurrent SSE streams of 100 chunks 20 ms apart (2,000 streams in all)" ;;
+	4) echo "4. Scenario 2 inside a 30 MiB memory cgroup" ;;
+	esac
+}
+
+# table_row SCENARIO TARGET
+table_row() {
+	local s=$1 t=$2 f=$W/s$1-$2 d=$W/s$1-direct rps mbps idle peak growth errs
+	load_args "$s"
+	rps=$(j "$f.load.json" .rps)
+	mbps=$(j "$f.load.json" .mbps)
+	idle=$(j "$f.pss.json" .idle_kb)
+	peak=$(j "$f.pss.json" .peak_kb)
+	growth=
+	[ -n "$peak" ] && growth=$(awk -v p="$peak" -v i="$idle" -v c="$CONC" 'BEGIN { printf "%.2f", (p - i) / c }')
+	errs=$(j "$f.load.json" .errors)
+	[ -s "$f.load.json" ] || errs="did not run"
+	printf '| %s | %s | %s | %s | %s / %s | %s / %s | %s | %s | %s | %s | %s | %s |\n' "$t" \
+		"$(fmt "$rps" 0)" "$(fmt "$mbps" 1)" "$(ratio "$rps" "$(j "$d.load.json" .rps)")" \
+		"$(fmt "$(j "$f.load.json" .ttfb_ms.p50)" 2)" "$(fmt "$(j "$f.load.json" .ttfb_ms.p99)" 2)" \
+		"$(fmt "$(j "$f.load.json" .lat_ms.p50)" 1)" "$(fmt "$(j "$f.load.json" .lat_ms.p99)" 1)" \
+		"$(fmt "$(j "$f.load.json" .gap_ms.max)" 1)" \
+		"$(fmt "$(mb "$idle")" 2)" "$(fmt "$(mb "$peak")" 2)" "$(fmt "$growth" 2)" \
+		"$(fmt "$(j "$f.pss.json" .cpu_s)" 2)" "$errs"
+}
+
+# versus SCENARIO PEER: kilovolt's numbers over PEER's.
+versus() {
+	local k=$W/s$1-kilovolt p=$W/s$1-$2
+	[ -s "$p.load.json" ] && [ -s "$k.load.json" ] || return 0
+	printf '| kilovolt / %s | %s | %s | %s | %s | %s | %s |\n' "$2" \
+		"$(ratio "$(j "$k.load.json" .rps)" "$(j "$p.load.json" .rps)")" \
+		"$(ratio "$(j "$k.load.json" .mbps)" "$(j "$p.load.json" .mbps)")" \
+		"$(ratio "$(j "$k.load.json" .ttfb_ms.p99)" "$(j "$p.load.json" .ttfb_ms.p99)")" \
+		"$(ratio "$(j "$k.load.json" .lat_ms.p99)" "$(j "$p.load.json" .lat_ms.p99)")" \
+		"$(ratio "$(j "$k.pss.json" .peak_kb)" "$(j "$p.pss.json" .peak_kb)")" \
+		"$(ratio "$(j "$k.pss.json" .cpu_s)" "$(j "$p.pss.json" .cpu_s)")"
+}
+
+cgroup_table() {
+	local t f
+	echo
+	echo "| target | cgroup peak MiB | limit hits (failcnt) | OOM kills | survived | errors |"
+	echo "|---|---:|---:|---:|---|---:|"
+	for t in $TARGETS; do
+		f=$W/s4-$t
+		[ "$t" = direct ] && continue
+		[ -s "$f.cg.json" ] || continue
+		printf '| %s | %s | %s | %s | %s | %s |\n' "$t" \
+			"$(awk -v b="$(j "$f.cg.json" .cg_peak)" 'BEGIN { printf "%.2f", b / 1048576 }')" \
+			"$(j "$f.cg.json" .cg_failcnt)" "$(j "$f.cg.json" .cg_oom_kills)" \
+			"$(j "$f.alive.json" .survived)" "$(j "$f.load.json" .errors)"
+	done
+}
+
+scenario_table() {
+	local s=$1 t
+	echo
+	echo "### $(scenario_title "$s")"
+	echo
+	echo "| target | req/s | MB/s | req/s vs direct | TTFB p50 / p99 ms | latency p50 / p99 ms | max chunk gap ms | idle PSS MiB | peak PSS MiB | PSS growth KiB/stream | CPU s | errors |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	for t in $TARGETS; do
+		[ "$s" = 4 ] && [ "$t" = direct ] && continue
+		table_row "$s" "$t"
+	done
+	echo
+	echo "| ratio | req/s | MB/s | TTFB p99 | latency p99 | peak PSS | CPU s |"
+	echo "|---|---:|---:|---:|---:|---:|---:|"
+	for t in haproxy nginx; do versus "$s" "$t"; done
+	[ "$s" = 4 ] && cgroup_table
+	return 0
+}
+
+# ---- the targets of issue 6, checked ------------------------------------------------
+
+# verdict NAME GOT OP WANT: one line, met or missed.
+verdict() {
+	local ok
+	ok=$(awk -v g="$2" -v w="$4" -v op="$3" 'BEGIN {
+		if (g == "" || w == "") { print "n/a"; exit }
+		r = (op == "<=") ? (g + 0 <= w + 0) : (g + 0 >= w + 0)
+		print r ? "met" : "MISSED" }')
+	echo "| $1 | $2 | $3 $4 | $ok |"
+}
+
+targets() {
+	local k1=$W/s1-kilovolt k2=$W/s2-kilovolt k3=$W/s3-kilovolt h=haproxy idle s
+	echo
+	echo "### Targets (issue 6)"
+	echo
+	echo "| target | kilovolt | wanted | verdict |"
+	echo "|---|---:|---:|---|"
+	idle=$(for s in $SCENARIOS; do j "$W/s$s-kilovolt.pss.json" .idle_kb; done | sort -n | tail -n 1)
+	verdict "idle PSS, master + workers, largest of the scenarios (KiB)" "$idle" "<=" 4096
+	verdict "scenario 2 peak PSS (KiB)" "$(j "$k2.pss.json" .peak_kb)" "<=" 8192
+	verdict "scenario 2 peak PSS (KiB) vs 0.75 × HAProxy" "$(j "$k2.pss.json" .peak_kb)" "<=" \
+		"$(awk -v p="$(j "$W/s2-$h.pss.json" .peak_kb)" 'BEGIN { if (p != "") printf "%.0f", p * 0.75 }')"
+	verdict "scenario 2 MB/s vs HAProxy" "$(j "$k2.load.json" .mbps)" ">=" "$(j "$W/s2-$h.load.json" .mbps)"
+	verdict "scenario 3 peak PSS (KiB)" "$(j "$k3.pss.json" .peak_kb)" "<=" 10240
+	verdict "scenario 3 PSS growth (KiB/stream)" "$(awk -v p="$(j "$k3.pss.json" .peak_kb)" \
+		-v i="$(j "$k3.pss.json" .idle_kb)" 'BEGIN { if (p != "") printf "%.2f", (p - i) / 1000 }')" "<=" 4
+	verdict "scenario 3 TTFB p99 (ms) vs HAProxy" "$(j "$k3.load.json" .ttfb_ms.p99)" "<=" \
+		"$(j "$W/s3-$h.load.json" .ttfb_ms.p99)"
+	verdict "scenario 1 req/s vs HAProxy" "$(j "$k1.load.json" .rps)" ">=" "$(j "$W/s1-$h.load.json" .rps)"
+	verdict "scenario 4 cgroup peak (bytes) vs the lowest peer" "$(j "$W/s4-kilovolt.cg.json" .cg_peak)" "<=" \
+		"$(for t in haproxy nginx; do j "$W/s4-$t.cg.json" .cg_peak; done | sort -n | head -n 1)"
+	verdict "scenario 4 kilovolt survived (1 = yes)" \
+		"$(j "$W/s4-kilovolt.alive.json" '.survived | if . then 1 else 0 end')" ">=" 1
+}
+
+machine() {
+	echo "- machine: $(nproc) CPUs, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)," \
+		"$(awk '/^MemTotal/ { printf "%.1f GiB RAM", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r)"
+	echo "- versions: kilovolt $("$KVD" -V 2>&1 | head -n 1), $(haproxy -v 2>/dev/null | head -n 1 | cut -d' ' -f1-3)," \
+		"$(nginx -v 2>&1 | head -n 1)"
+	echo "- command: \`cd BUILDDIR && make bench\` (runs \`bench/run.sh\`), $(date -u '+%Y-%m-%d %H:%M UTC')," \
+		"commit $(git -C "$top_srcdir" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	echo "- open-file limit $NOFILE for every process; loadgen, the mock and the proxy share the machine"
+}
+
+write_results() {
+	local s
+	{
+		echo "# Benchmark results: kilovolt, HAProxy, nginx"
+		echo
+		echo "Written by \`bench/run.sh\` (\`make bench\`); see that script for the method."
+		echo "kilovolt runs with 2 workers and full accounting (usage injected and filtered,"
+		echo "budgets reserved and settled); HAProxy with 2 threads, nginx with 2 workers,"
+		echo "both unbuffered with upstream keep-alive. PSS is summed over the proxy's whole"
+		echo "process tree every 100 ms; growth per stream is (peak − idle) / concurrent streams."
+		echo "CPU s is the proxy tree's user+system time during the load. Errors are responses"
+		echo "that were not status 200 with complete framing (and, for SSE, \`data: [DONE]\`)."
+		echo
+		machine
+		for s in $SCENARIOS; do scenario_table "$s"; done
+		targets
+	} >"$top_builddir/bench/RESULTS.md"
+	if [ -w "$top_srcdir/bench" ] && ! [ "$top_srcdir/bench" -ef "$top_builddir/bench" ]; then
+		cp "$top_builddir/bench/RESULTS.md" "$top_srcdir/bench/RESULTS.md"
+	fi
+}
+
+# ---- main ---------------------------------------------------------------------------
+
+main() {
+	local s t
+	for f in "$LOADGEN" "$PSS" "$MOCK" "$KVD"; do
+		[ -x "$f" ] || { log "$f is not built (run make first)"; exit 1; }
+	done
+	command -v jq >/dev/null || { log "jq is needed"; exit 1; }
+	install_peers
+	raise_nofile
+	mkdir -p "$top_builddir/bench"
+	start_mock
+	for s in $SCENARIOS; do
+		for t in $TARGETS; do
+			[ "$s" = 4 ] && [ "$t" = direct ] && continue
+			have_target "$t" || { log "$t is not installed, skipped"; continue; }
+			run_one "$s" "$t"
+		done
+	done
+	write_results
+	cat "$top_builddir/bench/RESULTS.md"
+	return $FAILED
+}
+
+main "$@"
