@@ -8,6 +8,8 @@
  *                                 reserve COST nano-dollars and settle it
  *                                 with these tokens, as a worker would
  *   hold RAW AMOUNT               reserve AMOUNT nano-dollars, never settle
+ *   period RAW UNIX               set RAW's period_start to UNIX seconds (a
+ *                                 period that began long ago, for roll tests)
  *   worker SLOT PID               mark a worker slot alive (for status)
  *   master PID                    record a master pid and start time
  *
@@ -95,6 +97,21 @@ step_hold(struct kv_ledger *l, char **a)
 }
 
 static int
+step_period(struct kv_ledger *l, char **a)
+{
+	struct kv_account *acct = account_of(l, a[0]);
+	char *end;
+	long long t = strtoll(a[1], &end, 10);
+
+	if (acct == NULL)
+		return fail("no such key", a[0]);
+	if (*a[1] == '\0' || *end != '\0')
+		return fail("not unix seconds", a[1]);
+	atomic_store(&acct->period_start, (int64_t)t);
+	return 0;
+}
+
+static int
 step_worker(struct kv_ledger *l, char **a)
 {
 	int slot = atoi(a[0]);
@@ -130,6 +147,7 @@ static const struct {
 	{ "key", 3, step_key },
 	{ "use", 6, step_use },
 	{ "hold", 2, step_hold },
+	{ "period", 2, step_period },
 	{ "worker", 2, step_worker },
 	{ "master", 1, step_master },
 };
