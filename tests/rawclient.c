@@ -3,6 +3,7 @@
  * a time, can refuse to read, and says how the connection ended.
  *
  * Usage: rawclient [-t SECS] [-d MS] [-n] [-r BYTES] [-W FILE] PORT [FILE]
+ *        rawclient -l PORTFILE [-t SECS]
  *   Connects to 127.0.0.1:PORT and sends FILE's bytes (default: stdin; an
  *   empty file sends nothing), then prints what comes back on stdout until
  *   the peer closes or SECS (default 10, decimals allowed) have passed since
@@ -13,6 +14,10 @@
  *             does not read its response)
  *   -r BYTES  SO_RCVBUF, set before connecting
  *   -W FILE   connect, then wait until FILE exists before sending
+ *   -l PORTFILE  tap mode: listen on an ephemeral 127.0.0.1 port (written to
+ *             PORTFILE), accept any number of connections, never answer,
+ *             copy every byte received to stdout, for SECS seconds; a
+ *             stand-in upstream that proves nothing reached it
  *
  * On stderr, one last line: "rawclient: end=E ms=N sent=N recv=N", where E
  * is eof (orderly close), reset (RST), timeout (still open after SECS) or
@@ -51,6 +56,7 @@ struct opts {
 	int		 no_read;
 	int		 rcvbuf;
 	const char	*wait_file;
+	const char	*tap_file;
 	int		 port;
 	const char	*input;
 };
@@ -86,7 +92,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: rawclient [-t SECS] [-d MS] [-n] [-r BYTES] "
-	    "[-W FILE] PORT [FILE]\n");
+	    "[-W FILE] PORT [FILE]\n       rawclient -l PORTFILE [-t SECS]\n");
 	exit(1);
 }
 
@@ -97,17 +103,22 @@ parse_opts(int argc, char **argv, struct opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->secs = 10;
-	while ((ch = getopt(argc, argv, "t:d:nr:W:")) != -1) {
+	while ((ch = getopt(argc, argv, "t:d:nr:W:l:")) != -1) {
 		switch (ch) {
 		case 't': o->secs = strtod(optarg, NULL); break;
 		case 'd': o->delay_ms = strtol(optarg, NULL, 10); break;
 		case 'n': o->no_read = 1; break;
 		case 'r': o->rcvbuf = atoi(optarg); break;
 		case 'W': o->wait_file = optarg; break;
+		case 'l': o->tap_file = optarg; break;
 		default: usage();
 		}
 	}
-	if (optind >= argc || o->secs <= 0 || o->delay_ms < 0)
+	if (o->secs <= 0 || o->delay_ms < 0)
+		usage();
+	if (o->tap_file != NULL)
+		return;
+	if (optind >= argc)
 		usage();
 	o->port = atoi(argv[optind]);
 	o->input = optind + 1 < argc ? argv[optind + 1] : NULL;
@@ -304,6 +315,96 @@ wait_for_file(struct run *r, const char *path)
 	return 0;
 }
 
+#define TAP_MAX_CONNS	64
+
+/* Listen on an ephemeral loopback port and publish it: written to a
+ * temporary name first so a reader never sees half a number. */
+static int
+tap_listen(const char *portfile)
+{
+	struct sockaddr_in sa;
+	socklen_t salen = sizeof(sa);
+	char tmp[4096];
+	FILE *f;
+	int fd;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1 || listen(fd, 64) == -1 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &salen) == -1) {
+		perror("tap: listen");
+		return -1;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp", portfile);
+	if ((f = fopen(tmp, "w")) == NULL || fprintf(f, "%d\n", ntohs(sa.sin_port)) < 0 ||
+	    fclose(f) == EOF || rename(tmp, portfile) == -1) {
+		perror(portfile);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* One readable descriptor of the tap: a new connection or bytes. */
+static void
+tap_event(struct pollfd *p, int *n, int i, unsigned *conns, uint64_t *bytes)
+{
+	char buf[65536];
+	ssize_t got;
+	int fd;
+
+	if (i == 0) {
+		if ((fd = accept4(p[0].fd, NULL, NULL, SOCK_CLOEXEC)) == -1)
+			return;
+		(*conns)++;
+		if (*n == TAP_MAX_CONNS) {
+			close(fd);
+			return;
+		}
+		p[*n].fd = fd;
+		p[*n].events = POLLIN;
+		(*n)++;
+		return;
+	}
+	got = read(p[i].fd, buf, sizeof(buf));
+	if (got > 0) {
+		*bytes += (uint64_t)got;
+		if (fwrite(buf, 1, (size_t)got, stdout) == (size_t)got)
+			fflush(stdout);
+		return;
+	}
+	close(p[i].fd);
+	p[i] = p[--(*n)];
+}
+
+static int
+tap(const struct opts *o)
+{
+	struct pollfd p[TAP_MAX_CONNS];
+	int64_t deadline = now_ms() + (int64_t)(o->secs * 1000), left;
+	unsigned conns = 0;
+	uint64_t bytes = 0;
+	int i, n = 1;
+
+	if ((p[0].fd = tap_listen(o->tap_file)) == -1)
+		return 1;
+	p[0].events = POLLIN;
+	while ((left = deadline - now_ms()) > 0) {
+		if (poll(p, (nfds_t)n, (int)left) == -1 && errno != EINTR) {
+			perror("tap: poll");
+			return 1;
+		}
+		for (i = n - 1; i >= 0; i--)
+			if (p[i].revents != 0)
+				tap_event(p, &n, i, &conns, &bytes);
+	}
+	fprintf(stderr, "rawclient: tap connections=%u bytes=%llu\n", conns,
+	    (unsigned long long)bytes);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -312,6 +413,8 @@ main(int argc, char **argv)
 
 	signal(SIGPIPE, SIG_IGN);
 	parse_opts(argc, argv, &o);
+	if (o.tap_file != NULL)
+		return tap(&o);
 	memset(&r, 0, sizeof(r));
 	if (read_input(o.input, &r.data, &r.len) == -1)
 		return 1;
