@@ -182,9 +182,12 @@ main() {
 	say "most streams open at once: $max_active"
 	[ "$max_active" -ge "$NSLOW" ] || { say "FAIL: the $NSLOW slow streams were never all open together"; fail=1; }
 	peak=$(cat "$memfile")
-	failcnt=$(cat "$(cgroup_file "$name" memory.failcnt)")
+	# A worker killed by the OOM killer is respawned and the container lives
+	# on, so OOMKilled alone would miss it: count the cgroup's kills.
+	oom_kills=$(awk '$1 == "oom_kill" { print $2 }' "$(cgroup_file "$name" memory.oom_control)")
 	say "$NSLOW slow + $NFAST fast streams in $((SECONDS - t0)) s"
-	say "memory: idle $((idle / 1024)) KiB, peak $((peak / 1024)) KiB ($(awk -v p="$peak" 'BEGIN { printf "%.1f", p / 1048576 }') MiB) of $MEMORY, limit hits $failcnt"
+	say "memory: idle $((idle / 1024)) KiB, peak $((peak / 1024)) KiB ($(awk -v p="$peak" 'BEGIN { printf "%.1f", p / 1048576 }') MiB) of $MEMORY, OOM kills ${oom_kills:-?}"
+	[ "${oom_kills:-0}" = 0 ] || { say "FAIL: the OOM killer killed $oom_kills processes in the container"; fail=1; }
 
 	st=$(state "$name")
 	say "after load: $st"
