@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -134,7 +135,8 @@ upstream_detach(struct kv_conn *c, int reuse)
 	c->uregistered = 0;
 	c->uwatch = 0;
 	if (reuse)
-		kv_upconn_release(c->uc, c->w->now_ms / 1000);
+		/* The pool's clock is the one the tick passes: time(NULL). */
+		kv_upconn_release(c->uc, (int64_t)time(NULL));
 	else
 		/* A reset tells the provider at once that nobody is listening. */
 		kv_upconn_close(c->uc, 1);
