@@ -125,6 +125,12 @@ kv_stream_close(struct kv_stream *s, int abort)
 		/* A clean close_notify costs a write we may not be able to do;
 		 * providers do not require it. */
 		SSL_set_quiet_shutdown(s->ssl, 1);
+		/* Quiet, it writes nothing, but marks the close as clean: an
+		 * SSL_free without it flags the session not resumable. A
+		 * handshake that never finished has no session worth keeping
+		 * (and SSL_shutdown would queue an error). */
+		if (!SSL_in_init(s->ssl))
+			(void)SSL_shutdown(s->ssl);
 		SSL_free(s->ssl);
 		s->ssl = NULL;
 	}
