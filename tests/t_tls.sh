@@ -18,6 +18,16 @@ kv_start_mock_tls self
 SELF=$MOCK_TLS_PORT
 CA=$KV_CERTS/ca.pem
 
+# openssl s_server -www answers every GET with a page saying whether the TLS
+# session was new or resumed, and closes: each request is a new handshake.
+SPORT=$(kv_free_port)
+openssl s_server -accept "127.0.0.1:$SPORT" -cert "$KV_CERTS/server.pem" \
+	-key "$KV_CERTS/server.key" -cert_chain "$KV_CERTS/inter.pem" -www -quiet \
+	</dev/null >"$T/s_server.log" 2>&1 &
+kv_track $!
+s_server_up() { curl -s -o /dev/null -m 2 --cacert "$CA" "https://localhost:$SPORT/"; }
+kv_wait_for 10 s_server_up || fail "openssl s_server answers on $SPORT"
+
 # Each upstream is chosen by the request's model; the OpenAI and Anthropic
 # paths still decide the error shape.
 kv_write_config <<EOF
@@ -49,6 +59,11 @@ models = self-*
 [upstream store]
 url = https://localhost:$GOOD
 models = store-*
+
+[upstream resume]
+url = https://localhost:$SPORT
+ca_file = $CA
+paths = /tlsinfo
 EOF
 kv_start
 AUTH=(-H 'Authorization: Bearer sk-tls-test')
@@ -111,6 +126,18 @@ fi
 check "TLS pool: a connection pooled before an idle second is still open after it" \
 	test -n "$(comm -12 "$T/ports6" "$T/ports12")"
 check_eq "TLS pool: no handshake failure logged" "$(grep -c 'KV0422' "$T/kilovoltd.log")" 0
+
+# Session resumption: six handshakes to s_server; a worker's first may be
+# new, every later one must resume (two workers: at least four).
+reused=0
+for i in $(seq 1 6); do
+	rm -f "$T/tlsinfo"
+	kv_curl /tlsinfo -o "$T/tlsinfo" "${AUTH[@]}"
+	grep -q '^Reused, TLS' "$T/tlsinfo" && reused=$((reused + 1))
+done
+check "TLS session resumption: $reused of 6 handshakes resumed (>= 4)" test $reused -ge 4
+check "... and the pages were relayed (close-delimited HTTP/1.0 upstream)" \
+	grep -q 'session cache' "$T/tlsinfo"
 
 # ---- refusals --------------------------------------------------------------------
 
