@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "worker/conn.h"
 #include "worker/conn-t.h"
+#include "worker/errors.h"
 
 #define MAX_EVENTS	128
 #define ACCEPTS_PER_TURN 64
@@ -62,15 +63,18 @@ worker_signals(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-/* Answer a connection we cannot take with a short 503 and close it. */
+/* Answer a connection we cannot take with a short 503 and close it. The
+ * path is unknown before the request is read: OpenAI's shape. */
 static void
 refuse(int fd)
 {
-	static const char msg[] = "HTTP/1.1 503 Service Unavailable\r\n"
-	    "Content-Type: application/json\r\nContent-Length: 98\r\nConnection: close\r\n\r\n"
-	    "{\"error\":{\"message\":\"gateway connection limit reached\",\"type\":\"service_unavailable\",\"code\":null}}";
+	char msg[1024];
+	int n;
 
-	(void)send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	n = kv_error_response(msg, sizeof(msg), 0, 503, "gateway connection limit reached",
+	    0, NULL);
+	if (n > 0)
+		(void)send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	close(fd);
 }
 
