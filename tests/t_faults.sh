@@ -88,6 +88,25 @@ check "... charged as estimated and cut" kv_wait_for 10 bash -c \
 line=$(grep '\[access\].*/v1/chat/completions' "$KV_LOG" | tail -n 1)
 check "... for more than nothing ($line)" bash -c "! grep -q 'cost=\\\$0.000000' <<<'$line'"
 
+rm -f "$T/part"
+kv_curl /v1/chat/completions -o "$T/part" "${AUTH[@]}" -d '{"model":"gpt-4o-mini"}' \
+	-H 'x-mock-tokens: 400' -H 'x-mock-fail: reset' 2>/dev/null
+rc=$?
+check "upstream reset inside a JSON body: the client sees it cut (curl exit $rc is 18 or 56)" \
+	test "$rc" = 18 -o "$rc" = 56
+check "... after the bytes before the reset" grep -q '"chatcmpl-mock"' "$T/part"
+
+# An upstream silent mid-stream for longer than upstream_timeout: cut.
+rm -f "$T/part"
+t0=$(now_ms)
+kv_curl /v1/chat/completions -o "$T/part" "${AUTH[@]}" -d "$CHAT" \
+	-H 'x-mock-tokens: 3' -H 'x-mock-delay-ms: 8000' 2>/dev/null
+rc=$? t1=$(now_ms)
+check "upstream idle mid-stream past upstream_timeout: cut (curl exit $rc is 18 or 56)" \
+	test "$rc" = 18 -o "$rc" = 56
+check "... after about 2 s, not the stream's 24 s ($((t1 - t0)) ms)" test $((t1 - t0)) -lt 7000
+check "... with the first event relayed" grep -q '"role":"assistant"' "$T/part"
+
 # ---- the upstream fails before answering ---------------------------------------
 
 # fails DESC WANT-STATUS MAX-SECS MODEL [CURL ARGS]: the gateway's own error,
@@ -131,6 +150,13 @@ kv_ctl show "$KEYID" --json >"$T/after"
 check_eq "... not charged (spent unchanged)" "$(jq .spent_nusd "$T/after")" \
 	"$(jq .spent_nusd "$T/before")"
 check_eq "... and its reservation released" "$(jq .reserved_nusd "$T/after")" 0
+
+kv_ctl show "$KEYID" --json >"$T/before"
+code=$(kv_curl /v1/messages -o /dev/null -w '%{http_code}' "${AUTH[@]}" \
+	-d '{"model":"claude-sonnet-4","max_tokens":5}' -H 'x-mock-status: 429')
+check_eq "upstream 429: relayed as 429" "$code" 429
+kv_ctl show "$KEYID" --json >"$T/after"
+check_eq "... not charged either" "$(jq .spent_nusd "$T/after")" "$(jq .spent_nusd "$T/before")"
 
 # ---- a client that does not read: backpressure --------------------------------------
 
