@@ -127,6 +127,17 @@ check "TLS pool: a connection pooled before an idle second is still open after i
 	test -n "$(comm -12 "$T/ports6" "$T/ports12")"
 check_eq "TLS pool: no handshake failure logged" "$(grep -c 'KV0422' "$T/kilovoltd.log")" 0
 
+# A client leaving a TLS stream stops the upstream at once.
+now_ms() { date +%s%3N; }
+stat_gt() { [ "$(kv_mock_stat "$1" "$GOOD" https)" -gt "$2" ]; }
+aborts=$(kv_mock_stat aborted_streams "$GOOD" https)
+kv_curl /v1/chat/completions -m 2 -o /dev/null "${AUTH[@]}" -d '{"model":"good-1","stream":true}' \
+	-H 'x-mock-tokens: 300' -H 'x-mock-delay-ms: 100' 2>/dev/null
+left=$(now_ms)
+check "TLS client abort: the mock saw its stream aborted" kv_wait_for 10 stat_gt aborted_streams "$aborts"
+gap=$(($(kv_mock_stat last_abort_ms "$GOOD" https) - left))
+check "... within 1 s of the client leaving (${gap} ms)" test "$gap" -lt 1000
+
 # Session resumption: six handshakes to s_server; a worker's first may be
 # new, every later one must resume (two workers: at least four).
 reused=0
