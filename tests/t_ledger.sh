@@ -244,7 +244,10 @@ cut_case() {
 	est0=$(counter estimated_requests_total)
 	read -r spent0 in0 out0 c0 < <(kv_ctl keys --json | jq -r --arg id "$K1_ID" \
 		'.keys[] | select(.id == $id) | "\(.spent_nusd) \(.input_tokens) \(.output_tokens) \(.cached_input_tokens)"')
-	post "$path" "$auth" "$body" -H 'x-mock-fail: reset' -H 'x-mock-tokens: 40' >/dev/null 2>&1
+	# Events 20 ms apart: the gateway has read some before the RST (which
+	# may drop whatever it has not read yet).
+	post "$path" "$auth" "$body" -H 'x-mock-fail: reset' -H 'x-mock-tokens: 40' \
+		-H 'x-mock-delay-ms: 20' >/dev/null 2>&1
 	check "$label: estimated_requests_total increases" \
 		kv_wait_for 20 counter_is estimated_requests_total $((est0 + 1))
 	read -r d_spent d_in d_out < <(kv_ctl keys --json | jq -r --arg id "$K1_ID" \
