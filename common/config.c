@@ -393,6 +393,10 @@ set_status_listen(struct cfg_parse *p, const char *v)
 	if (parse_hostport(v, p->cf->status_host, p->cf->status_port) == -1)
 		return cfg_err(p, p->lineno, "status_listen: bad address '%s' "
 		    "(want HOST:PORT, [IPV6]:PORT, PORT or off)", v);
+	/* It shows every key's spend and takes admin writes: a bare port
+	 * stays on loopback; other interfaces must be named. */
+	if (strchr(v, ':') == NULL)
+		strcpy(p->cf->status_host, "127.0.0.1");
 	return 0;
 }
 
