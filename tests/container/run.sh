@@ -214,6 +214,12 @@ main() {
 	say "ledger in a new container: $after"
 	[ "$before" = "$after" ] && [ "$before" != "[]" ] || { say "FAIL: spend did not survive on the volume"; fail=1; }
 
+	# The systemd unit, under a real systemd booted in a container.
+	if [ "${KV_CONTAINER_UNIT:-1}" = 1 ]; then
+		P=$P top_srcdir=$top_srcdir top_builddir=$top_builddir \
+		    bash "$top_srcdir/tests/container/unit.sh" "$IMAGE" "$mock_port" "$tmp" || fail=1
+	fi
+
 	[ "$fail" = 0 ] && say "PASS (peak $((peak / 1024)) KiB under $MEMORY)"
 	exit "$fail"
 }

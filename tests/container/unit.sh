@@ -1,0 +1,87 @@
+#!/bin/bash
+# unit.sh IMAGE MOCK_PORT TMPDIR: the hardened systemd unit under a real
+# systemd. No systemd runs as PID 1 on the test hosts, so boot one in a
+# container made from IMAGE plus systemd and procps (ExecReload= runs
+# /bin/kill, as on any full Debian host), install the unit from
+# systemd/kilovolt.service.in, and check that kilovoltd serves a stream with
+# every sandboxing option applied, reloads, and stops cleanly.
+# Exit 0 pass, 1 fail. Uses $P, $top_srcdir and $top_builddir from run.sh.
+set -u
+image=$1 mock_port=$2 tmp=$3
+: "${P:?}" "${top_srcdir:?}" "${top_builddir:?}"
+name=kv-ctest-unit-$$ fail=0
+say() { echo "unit: $*"; }
+bad() { say "FAIL: $*"; fail=1; }
+cx() { $P exec "$name" "$@"; }
+
+mkdir -p "$tmp/unit" || exit 1
+# The image is configured with --prefix=/usr --sysconfdir=/etc.
+sed -e 's|@sbindir@|/usr/sbin|g' -e 's|@sysconfdir@|/etc|g' \
+    "$top_srcdir/systemd/kilovolt.service.in" > "$tmp/unit/kilovolt.service"
+cat > "$tmp/unit/Containerfile" <<CF
+FROM $image
+USER root
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends systemd procps \\
+ && rm -rf /var/lib/apt/lists/*
+COPY kilovolt.service /etc/systemd/system/kilovolt.service
+RUN systemctl mask systemd-logind.service getty.target console-getty.service
+STOPSIGNAL SIGRTMIN+3
+CMD ["/lib/systemd/systemd"]
+CF
+timeout 900 $P build --network host --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
+    -t kilovolt:test-systemd "$tmp/unit" > "$tmp/unit/build.log" 2>&1 ||
+    { tail -n 20 "$tmp/unit/build.log"; bad "image with systemd"; exit 1; }
+
+# Namespaces for ProtectSystem= and friends need a privileged container.
+$P run -d --name "$name" --privileged --systemd=always --network host \
+    --ulimit nofile=4096:4096 --ulimit nproc=1024:1024 kilovolt:test-systemd > "$tmp/unit/run.log" 2>&1 ||
+    { cat "$tmp/unit/run.log"; bad "podman run"; exit 1; }
+trap '$P rm -f -t 5 "$name" > /dev/null 2>&1' EXIT
+
+port=$("$top_builddir/tests/mock_upstream" --free-port)
+sport=$("$top_builddir/tests/mock_upstream" --free-port)
+sed -e "s|^listen = .*|listen = 127.0.0.1:$port|" -e "s|^status_listen = .*|status_listen = 127.0.0.1:$sport|" \
+    -e "s|^url = https://api.openai.com|url = http://127.0.0.1:$mock_port|" \
+    -e "s|^url = https://api.anthropic.com|url = http://127.0.0.1:$mock_port|" \
+    "$top_srcdir/docker/kilovolt.ini" > "$tmp/unit/kilovolt.ini"
+for ((i = 0; i < 100; i++)); do
+	st=$(cx systemctl is-system-running 2> /dev/null)
+	case $st in running|degraded) break ;; esac
+	sleep 0.2
+done
+$P cp "$tmp/unit/kilovolt.ini" "$name:/etc/kilovolt/kilovolt.ini" && cx chmod 0644 /etc/kilovolt/kilovolt.ini ||
+    bad "cannot install the test config"
+cx systemctl start kilovolt || { cx journalctl -u kilovolt --no-pager | tail -n 20; bad "systemctl start"; }
+say "$(cx systemctl show -p ActiveState -p StatusText kilovolt | tr '\n' ' ')"
+
+body='{"model":"gpt-4o-mini","stream":true,"max_tokens":64,"messages":[{"role":"user","content":"hi"}]}'
+last=$(curl -sS -N --max-time 30 -H 'Authorization: Bearer sk-container-unit' -H 'x-mock-tokens: 20' \
+    -H 'Content-Type: application/json' --data "$body" "http://127.0.0.1:$port/v1/chat/completions" |
+    tr -d '\r' | sed '/^$/d' | tail -n 1)
+[ "$last" = "data: [DONE]" ] && say "ok a stream through the sandboxed service" || bad "stream ended with '$last'"
+
+# The sandbox is really on: no new privileges, a seccomp filter, and one capability.
+pid=$(cx systemctl show -p MainPID --value kilovolt)
+status=$(cx cat "/proc/$pid/status")
+echo "$status" | grep -q '^NoNewPrivs:[[:space:]]*1$' || bad "NoNewPrivs is not set"
+echo "$status" | grep -q '^Seccomp:[[:space:]]*2$' || bad "no seccomp filter"
+echo "$status" | grep -q '^CapBnd:[[:space:]]*0000000000000400$' || bad "bounding set is not CAP_NET_BIND_SERVICE alone"
+echo "$status" | grep -q '^Uid:[[:space:]]*0[[:space:]]' && bad "runs as root"
+say "main pid $pid: $(echo "$status" | grep -E '^(NoNewPrivs|Seccomp|CapBnd):' | tr -s '\t\n' '  ')"
+ledger=$(cx stat -c '%U %a' /var/lib/kilovolt/ledger)
+[ "$ledger" = "kilovolt 600" ] && say "ok ledger /var/lib/kilovolt/ledger ($ledger)" || bad "ledger is '$ledger'"
+cx runuser -u kilovolt -- kvctl keys --json | jq -e '.keys | map(.requests) | add == 1' > /dev/null ||
+    bad "kvctl does not see the request in the service's ledger"
+
+cx systemctl reload kilovolt || bad "systemctl reload"
+[ "$(cx systemctl is-active kilovolt)" = active ] || bad "not active after reload"
+[ "$(cx systemctl show -p MainPID --value kilovolt)" = "$pid" ] && say "ok reload kept master $pid" ||
+    bad "reload restarted the master"
+cx systemctl stop kilovolt
+res=$(cx systemctl show -p Result -p ExecMainStatus kilovolt | tr '\n' ' ')
+[ "$res" = "Result=success ExecMainStatus=0 " ] && say "ok clean stop ($res)" || bad "stop: $res"
+if cx journalctl -u kilovolt --no-pager | grep -E 'Operation not permitted|Permission denied|Read-only file system|\[fatal\]|SIGSYS'; then
+	bad "the sandbox got in the daemon's way (journal above)"
+fi
+[ $fail = 0 ] && say "PASS"
+exit $fail
