@@ -251,4 +251,38 @@ kv_curl /v1/chat/completions --http1.0 -D "$T/h10" -o "$T/relayed" "${AUTH[@]}" 
 check "HTTP/1.0 JSON: 200 with its body" bash -c \
 	"grep -q '^HTTP/1\.[01] 200' '$T/h10' && jq -e '.object == \"chat.completion\"' '$T/relayed' >/dev/null"
 
+body='{"model":"gpt-4o-mini","stream":true,"messages":[]}'
+rm -f "$T/direct" "$T/relayed" "$T/h10"
+curl -sS -m 30 -o "$T/direct" "$M/v1/chat/completions" -d "$body" -H 'x-mock-tokens: 6'
+kv_curl /v1/chat/completions --http1.0 --raw -D "$T/h10" -o "$T/relayed" "${AUTH[@]}" \
+	-d "$body" -H 'x-mock-tokens: 6'
+check "HTTP/1.0 client, usage injected and removed: the mock's plain SSE bytes" \
+	cmp -s <(norm "$T/direct") <(norm "$T/relayed")
+check "... no chunked framing in the head" bash -c "! grep -qi '^transfer-encoding' '$T/h10'"
+rm -f "$T/h10"
+got=$(kv_curl "/blob?bytes=5000000&seed=9&chunked=1" --http1.0 --raw -D "$T/h10" "${AUTH[@]}" |
+	sha256sum | cut -d' ' -f1)
+check_eq "HTTP/1.0 client, 5 MB chunked upstream body: de-chunked intact" "$got" \
+	"$(sed -n 's/^x-body-sha256: \([0-9a-f]*\).*/\1/ip' "$T/h10")"
+check "... and ended by closing (Connection: close, no chunked)" bash -c \
+	"grep -qi '^connection: close' '$T/h10' && ! grep -qi '^transfer-encoding' '$T/h10'"
+curl -sv -m 30 --http1.0 -H 'Connection: keep-alive' "${AUTH[@]}" -d '{"model":"gpt-4o-mini"}' \
+	-o /dev/null "$url" --next --http1.0 -H 'Connection: keep-alive' "${AUTH[@]}" \
+	-d '{"model":"gpt-4o-mini"}' -o /dev/null "$url" 2>"$T/verbose"
+check "HTTP/1.0 keep-alive client: the gateway keeps the connection" \
+	grep -q 'Re-using existing connection' "$T/verbose"
+
+# Two pipelined requests in one write: both answered, in order.
+b='{"model":"gpt-4o-mini"}' e='{"model":"text-embedding-3-small","input":"a"}'
+rm -f "$T/pipe"
+if exec 3<>"/dev/tcp/127.0.0.1/$KV_PORT"; then
+	printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%sPOST /v1/embeddings HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' \
+		"$KEY" ${#b} "$b" "$KEY" ${#e} "$e" >&3
+	timeout 30 cat <&3 >"$T/pipe"
+	exec 3<&-
+fi
+check_eq "pipelined requests: two responses" "$(grep -a -o 'HTTP/1.1 200 OK' "$T/pipe" | wc -l)" 2
+check_eq "... in order" "$(grep -a -o '"object":"\(chat.completion\|list\)"' "$T/pipe" | tr '\n' ' ')" \
+	'"object":"chat.completion" "object":"list" '
+
 kv_finish
