@@ -172,6 +172,35 @@ apply_keys(struct master *m)
 	}
 }
 
+/* Started as root for `user`: the ledger must be root's (an earlier root
+ * start, chowned below) or that user's. Anyone else's file is not ours to
+ * take over, so refuse before writing a byte of it. */
+static int
+check_ledger_owner(struct master *m)
+{
+	const struct kv_config *cf = m->cf;
+	struct passwd *pw;
+	struct stat st;
+
+	if (geteuid() != 0 || cf->user[0] == '\0')
+		return 0;
+	if ((pw = getpwnam(cf->user)) == NULL) {
+		kv_log_warnx("KV0106", "user %s: no such user", cf->user);
+		return -1;
+	}
+	if (fstat(m->ledger.fd, &st) == -1) {
+		kv_log_warn("KV0123", "fstat %s", cf->ledger);
+		return -1;
+	}
+	if (st.st_uid != 0 && st.st_uid != pw->pw_uid) {
+		kv_log_warnx("KV0124", "ledger %s is owned by uid %u, not by root or %s: "
+		    "refusing to take it over (chown it to %s if it is this daemon's)",
+		    cf->ledger, (unsigned)st.st_uid, cf->user, cf->user);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 drop_privileges(struct master *m)
 {
@@ -513,6 +542,8 @@ master_start(struct master *m)
 		kv_log_warnx("KV0122", "%s", err);
 		return 2;
 	}
+	if (check_ledger_owner(m) == -1)
+		return 2;
 	atomic_store(&m->ledger.hdr->master_pid, (int32_t)getpid());
 	atomic_store(&m->ledger.hdr->master_start, (int64_t)time(NULL));
 	apply_keys(m);
