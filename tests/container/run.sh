@@ -99,11 +99,17 @@ free_port() {
 	echo 18080
 }
 
-# The image's own config, with the upstream pointed at the mock.
+# The image's own config, with the upstreams pointed at the mock.
 write_config() {
+	$P run --rm --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 "$IMAGE" \
+	    cat /etc/kilovolt/kilovolt.ini > "$tmp/image.ini" 2> /dev/null ||
+	    { say "FAIL: no /etc/kilovolt/kilovolt.ini in the image"; exit 1; }
+	grep -q '^ledger = /var/lib/kilovolt/ledger' "$tmp/image.ini" ||
+	    { say "FAIL: the image's config does not keep its ledger on the volume"; exit 1; }
 	sed -e "s|^url = https://api.openai.com|url = http://127.0.0.1:$mock_port|" \
-	    -e "s|^status_listen = .*|status_listen = 127.0.0.1:$status_port|" \
-	    "$top_srcdir/docker/kilovolt.ini" > "$tmp/kilovolt.ini"
+	    -e "s|^url = https://api.anthropic.com|url = http://127.0.0.1:$mock_port|" \
+	    -e "s|^status_listen = [^ ;]*|status_listen = 127.0.0.1:$status_port|" \
+	    "$tmp/image.ini" > "$tmp/kilovolt.ini"
 	chmod 0644 "$tmp/kilovolt.ini"
 	grep -q "127.0.0.1:$mock_port" "$tmp/kilovolt.ini" || { say "FAIL: cannot point the config at the mock"; exit 1; }
 }
