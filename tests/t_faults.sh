@@ -173,13 +173,14 @@ daemon_kb() {
 # queues PORT-FILTER COLUMN: the summed Recv-Q (2) or Send-Q (3) of the
 # established sockets matching the filter.
 queues() { ss -Htn state established "( $1 )" | awk -v c="$2" '{ s += $(c - 1) } END { print s + 0 }'; }
-# paused: the gateway leaves over 64 kB of the mock's bytes unread, twice
-# 0.5 s apart. A gateway that kept reading would drain its socket at once
-# (and hold the bytes itself); one that paused leaves them in the kernel.
+# paused: the gateway leaves over 16 kB (its read size) of the mock's bytes
+# unread, twice 0.5 s apart. A gateway that kept reading would drain its
+# socket at once (and hold the bytes itself); one that paused leaves them
+# in the kernel.
 paused() {
-	[ "$(queues "dport = :$MOCK_PORT" 2)" -gt 65536 ] || return 1
+	[ "$(queues "dport = :$MOCK_PORT" 2)" -gt 16384 ] || return 1
 	sleep 0.5
-	[ "$(queues "dport = :$MOCK_PORT" 2)" -gt 65536 ]
+	[ "$(queues "dport = :$MOCK_PORT" 2)" -gt 16384 ]
 }
 asan=0
 ldd "$KV_DAEMON_BIN" 2>/dev/null | grep -q asan && asan=1
@@ -190,7 +191,9 @@ slow() {
 	shift 2
 	kv_curl /v1/chat/completions -o /dev/null "${AUTH[@]}" -d "$CHAT"	# warm the buffers
 	base=$(daemon_kb)
-	curl -sS -m 120 --limit-rate 1k -o /dev/null "${AUTH[@]}" "$KV_URL$path" "$@" 2>/dev/null &
+	# Its own key: the cut stream is charged, and must not spend AUTH's budget.
+	curl -sS -m 120 --limit-rate 1k -o /dev/null -H 'Authorization: Bearer sk-faults-slow' \
+		"$KV_URL$path" "$@" 2>/dev/null &
 	cpid=$!
 	kv_track $cpid
 	check "$desc: the gateway stops reading the upstream" kv_wait_for 30 paused

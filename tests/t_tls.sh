@@ -138,6 +138,40 @@ check "TLS client abort: the mock saw its stream aborted" kv_wait_for 10 stat_gt
 gap=$(($(kv_mock_stat last_abort_ms "$GOOD" https) - left))
 check "... within 1 s of the client leaving (${gap} ms)" test "$gap" -lt 1000
 
+# A client that stops reading a 20 MB TLS stream pauses the upstream read
+# (the bytes stay in the kernel) instead of growing the worker.
+daemon_kb() {
+	local pid sum=0 kb
+	for pid in $KV_PID $(ps -o pid= --ppid "$KV_PID"); do
+		kb=$(awk '/^Pss:/ { print $2; exit }' "/proc/$pid/smaps_rollup" 2>/dev/null)
+		[ -n "$kb" ] || kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
+		sum=$((sum + ${kb:-0}))
+	done
+	echo $sum
+}
+recvq() { ss -Htn state established "( dport = :$GOOD )" | awk '{ s += $1 } END { print s + 0 }'; }
+# Over 16 kB (the read size) unread twice 0.5 s apart: the read paused.
+paused() { [ "$(recvq)" -gt 16384 ] && sleep 0.5 && [ "$(recvq)" -gt 16384 ]; }
+base=$(daemon_kb)
+# Its own key: the cut stream is charged, and must not spend the others' budget.
+curl -sS -m 120 --limit-rate 1k -o /dev/null -H 'Authorization: Bearer sk-tls-slow' \
+	"$KV_URL/v1/chat/completions" \
+	-d '{"model":"good-1","stream":true}' -H 'x-mock-tokens: 2000' \
+	-H 'x-mock-token-bytes: 10000' 2>/dev/null &
+cpid=$!
+kv_track $cpid
+check "TLS slow reader: the gateway stops reading the upstream" kv_wait_for 30 paused
+kb=$(daemon_kb)
+echo "# TLS slow reader: daemon $base kB -> $kb kB, gateway Recv-Q $(recvq)"
+if ldd "$KV_DAEMON_BIN" 2>/dev/null | grep -q asan; then
+	echo "# TLS slow reader: memory not measured under ASan (its allocator holds freed memory)"
+else
+	check "TLS slow reader: daemon memory grew by $((kb - base)) kB (< 4 MB) with 20 MB pending" \
+		test $((kb - base)) -lt 4096
+fi
+kill "$cpid" 2>/dev/null
+wait "$cpid" 2>/dev/null
+
 # Session resumption: six handshakes to s_server; a worker's first may be
 # new, every later one must resume (two workers: at least four).
 reused=0
