@@ -73,6 +73,16 @@ fi
 check "the abandoned stream is logged as cut and estimated" \
 	kv_wait_for 10 bash -c "grep '\[access\].*/v1/messages' '$KV_LOG' | tail -n 1 | grep -q 'estimated cut'"
 
+# A client that leaves before the first byte (the upstream still thinking).
+aborts=$(kv_mock_stat aborted_streams)
+kv_curl /v1/chat/completions -m 1 -o /dev/null "${AUTH[@]}" -d "$CHAT" \
+	-H 'x-mock-first-delay-ms: 20000' 2>/dev/null
+left=$(now_ms)
+check "client gone before the first byte: the mock saw the request abandoned" \
+	kv_wait_for 10 stat_gt aborted_streams "$aborts"
+gap=$(($(kv_mock_stat last_abort_ms) - left))
+check "... within 1 s of the client leaving (${gap} ms)" test "$gap" -lt 1000
+
 # ---- the upstream resets mid-stream ------------------------------------------
 
 rm -f "$T/part"
@@ -215,5 +225,12 @@ slow "slow reader, scanned SSE" /v1/chat/completions -d "$CHAT" \
 	-H 'x-mock-tokens: 2000' -H 'x-mock-token-bytes: 10000'
 code=$(kv_curl /v1/chat/completions -o /dev/null -w '%{http_code}' "${AUTH[@]}" -d '{"model":"gpt-4o-mini"}')
 check_eq "the gateway still answers after the slow readers left" "$code" 200
+
+# Every cut, abort, timeout and error above settled its reservation and
+# closed its stream gauge.
+reserved() { [ "$(kv_ctl keys --json | jq '[.keys[].reserved_nusd] | add')" = 0 ]; }
+check "no reservation is left behind" kv_wait_for 10 reserved
+streams() { [ "$(kv_ctl status --json | jq .active_streams)" = 0 ]; }
+check "no stream is counted active" kv_wait_for 10 streams
 
 kv_finish
