@@ -50,6 +50,8 @@ KEY=sk-hostile-test
 AUTH="Authorization: Bearer $KEY"
 CRLF=$'\r\n'
 
+# (the mock logs its own /mock/stats requests too: no kv_mock_stat between
+# counting and checking)
 mock_lines() { wc -l <"$MOCK_LOG" 2>/dev/null || echo 0; }
 tap_bytes() { wc -c <"$T/tap.out"; }
 stat_gt() { [ "$(kv_mock_stat "$1")" -gt "$2" ]; }
@@ -261,6 +263,27 @@ send_raw desync_mock -t 20
 check_eq "CL+TE desync on a path the mock serves: 400" "$(resp_status desync_mock)" 400
 check_eq "... and the mock saw no request at all" "$(mock_lines)" "$lines0"
 check "... nor the smuggled one" test "$(grep -c smuggled "$MOCK_LOG")" = 0
+
+# Bad framing past the inspected prefix (64 KB): by then the body streams
+# upstream, so the most a proxy can promise is that the upstream never gets
+# a complete request: the client gets 400, the upstream connection a reset.
+lines0=$(mock_lines)
+{
+	printf 'POST /sink HTTP/1.1\r\nHost: gw\r\n%s\r\nTransfer-Encoding: chunked\r\n\r\n' "$AUTH"
+	for ((i = 0; i < 40; i++)); do
+		printf '1000\r\n'
+		head -c 4096 /dev/zero | tr '\0' z
+		printf '\r\n'
+	done
+	printf 'zz\r\n\r\n'
+} >"$T/late_bad_chunk.req"
+send_raw late_bad_chunk -t 20
+check_eq "bad chunk framing after 160 KB of body: 400" "$(resp_status late_bad_chunk)" 400
+check "... and the gateway closed the connection" \
+	grep -qE 'end=(eof|reset)' "$T/late_bad_chunk.err"
+check_eq "... the upstream never got a complete request (mock log)" "$(mock_lines)" "$lines0"
+l0=$(mock_lines)
+check "... and the next request is served" good late_bad_chunk "$l0"
 
 kv_stop
 # ---- slow clients: client_timeout = 3 --------------------------------------------
