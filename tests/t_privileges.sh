@@ -25,9 +25,11 @@ as_nobody true || skip "setpriv cannot switch to $RUN_AS here"
 CLIENT_KEY=sk-client-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 PROVIDER_KEY=sk-provider-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 POOR_KEY=sk-poor-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
-export KV_TEST_PROVIDER_KEY=$PROVIDER_KEY
+ADMIN_TOKEN=admin-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+export KV_TEST_PROVIDER_KEY=$PROVIDER_KEY KV_TEST_ADMIN_TOKEN=$ADMIN_TOKEN
 id12() { printf '%s' "$1" | sha256sum | cut -c1-12; }
-SECRETS=("$CLIENT_KEY" "$PROVIDER_KEY" "$POOR_KEY")
+SECRETS=("$CLIENT_KEY" "$PROVIDER_KEY" "$POOR_KEY" "$ADMIN_TOKEN")
+SECRET_NAMES=(client provider client admin-token)
 
 # A privileged port nothing listens on: binding it proves the bind ran as root.
 PRIV_PORT=
@@ -41,6 +43,7 @@ CLOSED=$(kv_free_port)
 KV_PORT=$PRIV_PORT kv_write_config <<EOF
 [server]
 user = $RUN_AS
+admin_token = env:KV_TEST_ADMIN_TOKEN
 
 [upstream openai]
 api_key = env:KV_TEST_PROVIDER_KEY
@@ -139,6 +142,9 @@ curl -sS -m 10 "$S/metrics" -o "$T/metrics.txt"
 curl -sS -m 10 "$S/" -o "$T/page.html"
 curl -sS -m 10 -X POST -H "Authorization: Bearer $CLIENT_KEY" "$S/keys/$(id12 "$CLIENT_KEY")/reset" \
 	-o "$T/admin.json"
+code=$(curl -sS -m 10 -X POST -H "Authorization: Bearer $ADMIN_TOKEN" -o "$T/admin-ok.json" \
+	-w '%{http_code}' "$S/keys/$(id12 "$POOR_KEY")/reset")
+check_eq "an admin write with the token succeeds" "$code" 200
 check "the status service answers" jqf '.keys | length >= 2' "$T/status.json"
 check "... and lists the client's key by id" grep -q "$(id12 "$CLIENT_KEY")" "$T/status.json"
 kv_ctl keys --json >"$T/kvctl.json" 2>&1
@@ -148,18 +154,18 @@ kv_ctl show "$(id12 "$CLIENT_KEY")" >>"$T/kvctl.txt" 2>&1
 # leaks FILE...: which secrets (by name) appear in the files.
 leaks() {
 	local f i found=
-	for i in 0 1 2; do
+	for i in "${!SECRETS[@]}"; do
 		for f in "$@"; do
 			grep -aqF -- "${SECRETS[$i]}" "$f" 2>/dev/null &&
-				found="$found ${f##*/}:$([ $i = 1 ] && echo provider || echo client)"
+				found="$found ${f##*/}:${SECRET_NAMES[$i]}"
 		done
 	done
 	echo "$found"
 }
 check_eq "no key in the responses or their headers (200, 402, 502, 401, 400)" \
 	"$(leaks "$T"/*.json "$T"/*.head "$T/400.raw")" ""
-check_eq "no key in /status.json, /metrics, the status page, an admin refusal" \
-	"$(leaks "$T/status.json" "$T/metrics.txt" "$T/page.html" "$T/admin.json")" ""
+check_eq "no key or token in /status.json, /metrics, the status page, admin answers" \
+	"$(leaks "$T/status.json" "$T/metrics.txt" "$T/page.html" "$T/admin.json" "$T/admin-ok.json")" ""
 check_eq "no key in kvctl's output" "$(leaks "$T/kvctl.json" "$T/kvctl.txt")" ""
 check_eq "no key in the ledger file" "$(leaks "$T/ledger")" ""
 
