@@ -12,6 +12,10 @@ done
 
 kv_start_mock
 M=http://127.0.0.1:$MOCK_PORT
+# A mock of its own for the pool test: every connection to it is that
+# upstream's, whatever the other upstreams keep pooled.
+kv__mock mock-pool || { fail "start the pool's mock_upstream"; kv_finish; }
+POOL_PORT=$KV__PORT
 KEY=sk-relay-test-key
 KEYID=$(printf '%s' "$KEY" | sha256sum | cut -c1-12)
 UPSTREAM_KEY=sk-provider-secret
@@ -27,6 +31,10 @@ api_key = env:UPSTREAM_KEY
 [upstream files]
 url = $M
 paths = /sink /blob
+
+[upstream pool]
+url = http://127.0.0.1:$POOL_PORT
+models = pool-*
 EOF
 kv_start
 AUTH=(-H "Authorization: Bearer $KEY")
@@ -96,20 +104,18 @@ curl -sv -m 30 "${AUTH[@]}" -d '{"model":"gpt-4o-mini"}' -o /dev/null "$url" \
 check_eq "client keep-alive: three requests on one connection" \
 	"$(grep -c 'Re-using existing connection' "$T/verbose")" 2
 
-# up_conns: the gateway's sockets to the mock that are open now; ports:
-# their local ports, to tell a kept connection from a new one.
-up_conns() { ss -Htn state established "( dport = :$MOCK_PORT )" | wc -l; }
-ports() { ss -Htn state established "( dport = :$MOCK_PORT )" | awk '{ print $3 }' | sort; }
-before=$(kv_mock_stat requests)
+# up_conns: the gateway's sockets to the pool's mock that are open now;
+# ports: their local ports, to tell a kept connection from a new one.
+up_conns() { ss -Htn state established "( dport = :$POOL_PORT )" | wc -l; }
+ports() { ss -Htn state established "( dport = :$POOL_PORT )" | awk '{ print $3 }' | sort; }
 for i in $(seq 1 12); do
-	kv_curl /v1/chat/completions -o /dev/null "${AUTH[@]}" -d '{"model":"gpt-4o-mini"}'
+	kv_curl /v1/chat/completions -o /dev/null "${AUTH[@]}" -d '{"model":"pool-1"}'
 	# Idle across the workers' once-a-second tick, well inside the pool's
 	# idle timeout: a pooled connection must survive it.
 	[ $i = 6 ] && ports >"$T/ports6" && sleep 1.5
 done
 ports >"$T/ports12"
-after=$(kv_mock_stat requests)
-check_eq "upstream pool: the mock saw the 12 requests" $((after - before - 1)) 12
+check_eq "upstream pool: the mock saw the 12 requests" "$(kv_mock_stat requests "$POOL_PORT")" 13
 # Nothing opens or closes upstream connections now, so waiting only rides
 # out a flaky read of the socket table.
 w=${KV_WORKERS:-2}
@@ -118,7 +124,7 @@ if kv_wait_for 5 pool_ok; then
 	pass "upstream pool: 12 requests used 1..$w kept-alive connections (saw $n)"
 else
 	fail "upstream pool: 12 requests used 1..$w kept-alive connections (saw $n)"
-	ss -tan | grep ":$MOCK_PORT\b"
+	ss -tan | grep ":$POOL_PORT\b"
 fi
 check "upstream pool: a connection pooled before an idle second is still open after it" \
 	test -n "$(comm -12 "$T/ports6" "$T/ports12")"
