@@ -3,6 +3,9 @@
 #include "worker/worker.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +155,13 @@ tick(struct kv_worker *w, pid_t master)
 		listener_watch(w, 1);
 	}
 	kv_upstreams_tick(w->ups, w->cf->nupstreams, (int64_t)time(NULL));
+#ifdef __GLIBC__
+	/* Relay buffers come and go with the bytes in flight, but glibc keeps
+	 * freed heap pages resident below the highest live chunk: without
+	 * this, a worker's memory is its worst burst ever (t_memory measured
+	 * +3-5 MB for 200 streams of 64 KB events), not what moves now. */
+	malloc_trim(0);
+#endif
 	for (c = w->conns; c != NULL; c = next) {
 		next = c->next;
 		kv_conn_tick(c, w->now_ms);
