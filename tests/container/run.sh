@@ -24,7 +24,7 @@ say() { echo "container: $*"; }
 skip() { say "SKIP: $*"; exit 77; }
 
 cleanup() {
-	$P rm -f -t 0 "$name" "$name-2" > /dev/null 2>&1
+	$P rm -f -v -t 0 "$name" "$name-2" > /dev/null 2>&1
 	$P volume rm -f "$vol" > /dev/null 2>&1
 	[ -n "$mock_pid" ] && kill "$mock_pid" 2> /dev/null
 	rm -rf "$tmp"

@@ -36,7 +36,7 @@ timeout 900 $P build --network host --ulimit nofile=1024:1024 --ulimit nproc=102
 $P run -d --name "$name" --privileged --systemd=always --network host \
     --ulimit nofile=4096:4096 --ulimit nproc=1024:1024 kilovolt:test-systemd > "$tmp/unit/run.log" 2>&1 ||
     { cat "$tmp/unit/run.log"; bad "podman run"; exit 1; }
-trap '$P rm -f -t 5 "$name" > /dev/null 2>&1' EXIT
+trap '$P rm -f -v -t 5 "$name" > /dev/null 2>&1' EXIT
 
 port=$("$top_builddir/tests/mock_upstream" --free-port)
 sport=$("$top_builddir/tests/mock_upstream" --free-port)
