@@ -293,4 +293,8 @@ check_eq "pipelined requests: two responses" "$(grep -a -o 'HTTP/1.1 200 OK' "$T
 check_eq "... in order" "$(grep -a -o '"object":"\(chat.completion\|list\)"' "$T/pipe" | tr '\n' ' ')" \
 	'"object":"chat.completion" "object":"list" '
 
+# A worker that crashed was respawned and the checks may not have noticed.
+no_dead_worker() { ! grep 'KV0112' "$KV_LOG"; }
+check "no worker died along the way" no_dead_worker
+
 kv_finish
