@@ -17,7 +17,7 @@
 #include "common/money.h"
 #include "worker/errors.h"
 
-#define RELAY_READS_PER_TURN 16
+#define RELAY_READS_PER_TURN 2
 
 static int
 head_printf(struct kv_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -107,17 +107,23 @@ build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 	return head_printf(c, "\r\n");
 }
 
-/* Emit payload bytes to the client, framed as one chunk when we re-frame. */
+/* Emit payload bytes a then b to the client, framed as one chunk when we
+ * re-frame (b lets an event go out with a piece cut from its middle). */
 static int
-emit(struct kv_conn *c, const char *p, size_t len)
+emit2(struct kv_conn *c, const char *a, size_t alen, const char *b, size_t blen)
 {
+	size_t len = alen + blen;
+
 	if (len == 0)
 		return 0;
 	if (conn_obuf_reserve(c, len + 24) == -1)
 		return -1;
 	if (c->out_chunked)
 		c->olen += (size_t)sprintf(c->obuf + c->olen, "%zx\r\n", len);
-	memcpy(c->obuf + c->olen, p, len);
+	if (alen > 0)
+		memcpy(c->obuf + c->olen, a, alen);
+	if (blen > 0)
+		memcpy(c->obuf + c->olen + alen, b, blen);
 	c->olen += len;
 	if (c->out_chunked) {
 		memcpy(c->obuf + c->olen, "\r\n", 2);
@@ -126,19 +132,27 @@ emit(struct kv_conn *c, const char *p, size_t len)
 	return 0;
 }
 
-/* End of the event starting at ebuf[0]: offset past its blank line, or 0. */
+static int
+emit(struct kv_conn *c, const char *p, size_t len)
+{
+	return emit2(c, p, len, NULL, 0);
+}
+
+/* End of the event starting at e[0]: offset past its blank line, or 0. */
 static size_t
 event_end(const char *e, size_t len)
 {
-	size_t i;
+	const char *p = e, *end, *nl;
 
-	for (i = 0; i + 1 < len; i++) {
-		if (e[i] != '\n')
-			continue;
-		if (e[i + 1] == '\n')
-			return i + 2;
-		if (e[i + 1] == '\r' && i + 2 < len && e[i + 2] == '\n')
-			return i + 3;
+	if (len < 2)
+		return 0;
+	end = e + len;
+	while ((nl = memchr(p, '\n', (size_t)(end - p))) != NULL && nl + 1 < end) {
+		if (nl[1] == '\n')
+			return (size_t)(nl + 2 - e);
+		if (nl[1] == '\r' && nl + 2 < end && nl[2] == '\n')
+			return (size_t)(nl + 3 - e);
+		p = nl + 1;
 	}
 	return 0;
 }
@@ -195,60 +209,116 @@ event_drop(const char *e, size_t len)
 	return 0;
 }
 
-/* With include_usage the provider adds "usage":null to every chunk; take it
- * out again so the client sees the chunk it would have seen. A quote inside
- * a JSON string is escaped, so this byte sequence only occurs as a key.
- * Returns the event's new length. */
+/* End of an event whose first part (ending in tail[0..tlen)) came in an
+ * earlier read: offset in p past its blank line, or 0. The blank line may
+ * begin in the tail, so its last two bytes are searched with p's first two. */
 static size_t
-strip_null_usage(char *e, size_t len)
+event_end_after(const char *tail, size_t tlen, const char *p, size_t len)
+{
+	char join[4];
+	size_t k = tlen < 2 ? tlen : 2, m = len < 2 ? len : 2, e;
+
+	memcpy(join, tail + tlen - k, k);
+	memcpy(join + k, p, m);
+	if ((e = event_end(join, k + m)) > k)
+		return e - k;
+	return event_end(p, len);
+}
+
+/* Emit an event without the "usage":null the provider adds to every chunk
+ * when include_usage is on, so the client sees the chunk it would have
+ * seen. A quote inside a JSON string is escaped, so the pattern only occurs
+ * as a key. */
+static int
+emit_stripped(struct kv_conn *c, const char *e, size_t len)
 {
 	static const char pat[] = ",\"usage\":null";
 	const size_t plen = sizeof(pat) - 1;
-	char *p;
+	const char *q;
 
-	if ((p = memmem(e, len, pat, plen)) == NULL)
-		return len;
-	memmove(p, p + plen, len - (size_t)(p - e) - plen);
-	return len - plen;
+	if ((q = memmem(e, len, pat, plen)) == NULL)
+		return emit(c, e, len);
+	return emit2(c, e, (size_t)(q - e), q + plen, len - (size_t)(q - e) - plen);
 }
 
-/* Hold each SSE event until it is whole, then pass it on unless it is the
- * usage event the client never asked for. */
+/* Pass one whole event on, unless it is the usage event the client never
+ * asked for. */
 static int
-sse_filter(struct kv_conn *c, const char *p, size_t len)
+event_out(struct kv_conn *c, const char *e, size_t len)
 {
-	size_t take, end, off;
-	char *e;
+	int whole = !c->eoverflow;
 
-	if (c->ebuf == NULL && (c->ebuf = malloc(KV_EBUF_SIZE)) == NULL)
-		return -1;
+	c->eoverflow = 0;
+	if (whole && event_drop(e, len))
+		return 0;
+	return emit_stripped(c, e, len);
+}
+
+/* Bytes of a flushed event kept back: the start of the blank line that
+ * ends it, or of a "usage":null, may be among them. */
+#define EVENT_KEEP 16
+
+/* Keep the start of an event for the next read, in a buffer as large as
+ * it (a stream waiting for its next token holds a few hundred bytes, not
+ * KV_EBUF_SIZE). An event past KV_EBUF_SIZE is too big to be the small
+ * usage event: its first part goes out as soon as the buffer is full. */
+static int
+ebuf_append(struct kv_conn *c, const char *p, size_t len)
+{
+	size_t take;
+	char *nb;
+
 	while (len > 0) {
+		if (c->elen == KV_EBUF_SIZE) {
+			if (emit_stripped(c, c->ebuf, c->elen - EVENT_KEEP) == -1)
+				return -1;
+			memmove(c->ebuf, c->ebuf + c->elen - EVENT_KEEP, EVENT_KEEP);
+			c->elen = EVENT_KEEP;
+			c->eoverflow = 1;
+		}
 		take = KV_EBUF_SIZE - c->elen < len ? KV_EBUF_SIZE - c->elen : len;
+		if ((nb = realloc(c->ebuf, c->elen + take)) == NULL)
+			return -1;
+		c->ebuf = nb;
 		memcpy(c->ebuf + c->elen, p, take);
 		c->elen += take;
 		p += take;
 		len -= take;
-		/* Whole events go out in place; the partial one left over moves
-		 * down once (moving after each event was quadratic in a read). */
-		for (off = 0; (end = event_end(c->ebuf + off, c->elen - off)) > 0; off += end) {
-			e = c->ebuf + off;
-			if (!c->eoverflow && event_drop(e, end))
-				;	/* the usage event we asked for, not the client */
-			else if (emit(c, e, strip_null_usage(e, end)) == -1)
-				return -1;
-			c->eoverflow = 0;
-		}
-		memmove(c->ebuf, c->ebuf + off, c->elen - off);
-		c->elen -= off;
-		if (c->elen == KV_EBUF_SIZE) {
-			/* Too big to be the small usage event: pass it through. */
-			if (emit(c, c->ebuf, c->elen) == -1)
-				return -1;
-			c->elen = 0;
-			c->eoverflow = 1;
-		}
 	}
 	return 0;
+}
+
+/* Hold each SSE event until it is whole, then pass it on (event_out).
+ * Whole events go out straight from the read; only an event cut by the
+ * end of a read is copied, to wait for the rest. */
+static int
+sse_filter(struct kv_conn *c, const char *p, size_t len)
+{
+	size_t end;
+
+	if (len == 0)
+		return 0;	/* a chunk-size line: no data, and p may be NULL */
+	if (c->elen > 0) {
+		end = event_end_after(c->ebuf, c->elen, p, len);
+		if (ebuf_append(c, p, end > 0 ? end : len) == -1)
+			return -1;
+		if (end == 0)
+			return 0;
+		p += end;
+		len -= end;
+		if (event_out(c, c->ebuf, c->elen) == -1)
+			return -1;
+		free(c->ebuf);
+		c->ebuf = NULL;
+		c->elen = 0;
+	}
+	while ((end = event_end(p, len)) > 0) {
+		if (event_out(c, p, end) == -1)
+			return -1;
+		p += end;
+		len -= end;
+	}
+	return ebuf_append(c, p, len);
 }
 
 static int
@@ -354,6 +424,12 @@ relay_head(struct kv_conn *c)
 		}
 		n = kv_stream_read(&c->uc->s, c->ubuf + c->ulen, KV_UBUF_SIZE - c->ulen);
 		if (n == KV_IO_AGAIN) {
+			if (c->ulen == 0) {
+				/* Waiting for the first byte (a model thinking) holds
+				 * no buffer: 1,000 such streams would pin 16 MB. */
+				free(c->ubuf);
+				c->ubuf = NULL;
+			}
 			conn_watch_client(c, EPOLLRDHUP);
 			conn_watch_upstream(c, (uint32_t)c->uc->s.want);
 			conn_set_deadline(c, 1);
@@ -379,6 +455,13 @@ cut(struct kv_conn *c)
 static enum step
 wait_client(struct kv_conn *c)
 {
+	if (c->upos >= c->ulen) {
+		/* Nothing of the read is pending (it went to obuf, or out):
+		 * a stream held up by a slow client keeps only its output. */
+		free(c->ubuf);
+		c->ubuf = NULL;
+		c->ulen = c->upos = 0;
+	}
 	conn_watch_upstream(c, 0);
 	conn_watch_client(c, EPOLLOUT | EPOLLRDHUP);
 	conn_set_deadline(c, 0);
