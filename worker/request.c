@@ -139,6 +139,11 @@ request_head(struct kv_conn *c)
 		}
 		n = client_read(c, c->cbuf + c->clen, KV_CBUF_SIZE - c->clen);
 		if (n == KV_IO_AGAIN) {
+			if (c->clen == 0) {
+				/* A connection waiting for its request holds no buffer. */
+				free(c->cbuf);
+				c->cbuf = NULL;
+			}
 			conn_watch_client(c, EPOLLIN | EPOLLRDHUP);
 			return STEP_WAIT;
 		}
