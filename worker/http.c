@@ -235,14 +235,25 @@ http_host_ok(const char *v, size_t n)
 	return 1;
 }
 
+/* Called for every header: the length picks the one or two candidates. */
 static int
 http_hop_name(const char *n, size_t len)
 {
-	return http_ieq(n, len, "connection") || http_ieq(n, len, "keep-alive") ||
-	    http_ieq(n, len, "te") || http_ieq(n, len, "trailer") ||
-	    http_ieq(n, len, "transfer-encoding") ||
-	    http_ieq(n, len, "upgrade") ||
-	    (len >= 6 && http_ieq(n, 6, "proxy-"));
+	if (len > 6 && http_ieq(n, 6, "proxy-"))
+		return 1;
+	switch (len) {
+	case 2:
+		return http_ieq(n, len, "te");
+	case 7:
+		return http_ieq(n, len, "trailer") || http_ieq(n, len, "upgrade");
+	case 10:
+		return http_ieq(n, len, "connection") ||
+		    http_ieq(n, len, "keep-alive");
+	case 17:
+		return http_ieq(n, len, "transfer-encoding");
+	default:
+		return 0;
+	}
 }
 
 /* The headers whose meaning the proxy itself depends on. */
@@ -253,6 +264,8 @@ http_field(const struct kv_http_header *h, struct http_fields *f,
 	const char *n = h->name;
 	size_t nl = h->name_len;
 
+	if (nl != 4 && nl != 6 && nl != 10 && nl != 14 && nl != 17)
+		return 0;	/* not one of ours: skip the comparisons */
 	if (http_ieq(n, nl, "content-length"))
 		return http_content_length(h->value, h->value_len, f, e);
 	if (http_ieq(n, nl, "transfer-encoding")) {
@@ -272,6 +285,30 @@ http_field(const struct kv_http_header *h, struct http_fields *f,
 	return 0;
 }
 
+/* Whether p[0..n) holds only field bytes. Eight bytes at a time first:
+ * most values (keys, user agents) have no HTAB or control byte at all, and
+ * this runs over every byte of every head. */
+static int
+http_field_ok(const char *p, size_t n)
+{
+	const uint64_t ones = 0x0101010101010101ULL;
+	const uint64_t highs = 0x8080808080808080ULL;
+	uint64_t w, del;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, p + i, sizeof(w));
+		del = w ^ (ones * 0x7f);
+		/* exact "some byte < 0x20" and "some byte == 0x7f" tests */
+		if ((((w - ones * 0x20) & ~w) | ((del - ones) & ~del)) & highs)
+			break;
+	}
+	for (; i < n; i++)
+		if (!IS_FIELD(p[i]))
+			return 0;
+	return 1;
+}
+
 /* Split one field line p[0..n) (without CRLF) into name and trimmed value. */
 static int
 http_field_line(const char *p, size_t n, struct kv_http_header *h,
@@ -288,9 +325,8 @@ http_field_line(const char *p, size_t n, struct kv_http_header *h,
 		    "whitespace before colon" : "bad header name");
 	if (i == 0)
 		return http_fail(e, 400, "empty header name");
-	for (vs = i + 1; vs < n; vs++)
-		if (!IS_FIELD(p[vs]))
-			return http_fail(e, 400, "control byte in header value");
+	if (!http_field_ok(p + i + 1, n - i - 1))
+		return http_fail(e, 400, "control byte in header value");
 	vs = i + 1;
 	while (vs < n && IS_OWS(p[vs]))
 		vs++;
