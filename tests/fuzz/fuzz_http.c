@@ -59,6 +59,55 @@ check_headers(const struct kv_http_header *h, size_t n, const char *buf,
 	}
 }
 
+static size_t
+put(char *out, size_t off, const char *s, size_t n)
+{
+	memcpy(out + off, s, n);
+	return off + n;
+}
+
+/* Rebuild the head canonically ("name: value", no leading CRLFs): it must
+ * parse to the same fields, which checks trimming and that no header's
+ * meaning depends on the bytes the parser dropped. */
+static void
+check_roundtrip(const struct kv_http_request *req)
+{
+	static struct kv_http_request again;
+	size_t cap = req->head_len + 2 * req->nheaders + 32, off = 0, i;
+	char *out = malloc(cap);
+	int st;
+
+	if (out == NULL)
+		abort();
+	off = put(out, off, req->method, req->method_len);
+	off = put(out, off, " ", 1);
+	off = put(out, off, req->target, req->target_len);
+	off = put(out, off, req->minor ? " HTTP/1.1\r\n" : " HTTP/1.0\r\n", 11);
+	for (i = 0; i < req->nheaders; i++) {
+		off = put(out, off, req->headers[i].name, req->headers[i].name_len);
+		off = put(out, off, ": ", 2);
+		off = put(out, off, req->headers[i].value, req->headers[i].value_len);
+		off = put(out, off, "\r\n", 2);
+	}
+	off = put(out, off, "\r\n", 2);
+	if (off <= KV_HTTP_MAX_HEAD) {
+		if (kv_http_parse_request(out, off, &again, &st, NULL) != (int)off ||
+		    again.nheaders != req->nheaders ||
+		    again.content_length != req->content_length ||
+		    again.chunked != req->chunked ||
+		    again.keep_alive != req->keep_alive ||
+		    again.expect_continue != req->expect_continue)
+			abort();
+		for (i = 0; i < req->nheaders; i++)
+			if (again.headers[i].value_len != req->headers[i].value_len ||
+			    again.headers[i].hop != req->headers[i].hop ||
+			    memcmp(again.headers[i].value, req->headers[i].value,
+			    req->headers[i].value_len) != 0)
+				abort();
+	}
+	free(out);
+}
+
 static void
 check_request(const uint8_t *data, size_t size)
 {
@@ -92,6 +141,7 @@ check_request(const uint8_t *data, size_t size)
 	if (req_prefix(data, (size_t)r - 1, &again) != 0 ||
 	    req_prefix(data, (size_t)r / 2, &again) != 0)
 		abort();
+	check_roundtrip(&req);
 }
 
 static void
