@@ -436,6 +436,13 @@ admit(struct kv_conn *c)
 		c->ibuf = NULL;
 		c->icap = 0;
 	}
+	if (c->body_done && c->cpos == c->clen) {
+		/* The request is all in obuf: a stream waiting for its upstream
+		 * connection must not hold the 20 KB head buffer too. */
+		free(c->cbuf);
+		c->cbuf = NULL;
+		c->cpos = c->clen = 0;
+	}
 	return request_connect(c);
 }
 
