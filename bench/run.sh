@@ -24,8 +24,9 @@
 # Environment: top_srcdir, top_builddir (as make check exports them),
 # BENCH_SCENARIOS (default "1 2 3 4"), BENCH_TARGETS (default "direct
 # kilovolt haproxy nginx"), BENCH_SMALL_SECS (8), BENCH_NO_INSTALL=1 skips
-# apt-get, KEEP=1 keeps the work dir. Exit 0 when every run finished with
-# no error, 1 otherwise.
+# apt-get, BENCH_REV names the commit measured (default: git's HEAD of
+# top_srcdir), KEEP=1 keeps the work dir. Exit 0 when every run finished
+# with no error, 1 otherwise.
 
 set -u
 
@@ -472,7 +473,7 @@ machine() {
 	echo "- versions: kilovolt $("$KVD" -V 2>&1 | head -n 1), $(haproxy -v 2>/dev/null | head -n 1 | cut -d' ' -f1-3)," \
 		"$(nginx -v 2>&1 | head -n 1)"
 	echo "- command: \`cd BUILDDIR && make bench\` (runs \`bench/run.sh\`), $(date -u '+%Y-%m-%d %H:%M UTC')," \
-		"commit $(git -C "$top_srcdir" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+		"commit ${BENCH_REV:-$(git -C "$top_srcdir" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 	echo "- open-file limit $NOFILE for every process; loadgen, the mock and the proxy share the machine"
 }
 
