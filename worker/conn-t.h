@@ -46,6 +46,7 @@ struct kv_conn {
 	enum conn_state		 state;
 	int64_t			 deadline_ms;
 	int			 drain;		/* close after this response */
+	int			 served;	/* a response went out: idle between requests */
 
 	/* client input: the head stays at cbuf[0..head_len) until it is rebuilt */
 	char			*cbuf;

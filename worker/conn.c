@@ -293,6 +293,7 @@ conn_next_request(struct kv_conn *c)
 
 	upstream_detach(c, c->uc != NULL && c->resp_done && c->up_keepalive && !c->cut);
 	conn_free_buf(c);
+	c->served = 1;
 	if (c->drain || c->w->draining) {
 		conn_close(c);
 		return STEP_CLOSED;
@@ -411,7 +412,11 @@ void
 kv_conn_drain(struct kv_conn *c)
 {
 	c->drain = 1;
-	if (c->state == CS_HEAD && c->clen == 0)
+	/* Only a keep-alive connection idle between requests is closed now (a
+	 * client retries a request on a reused connection that closed). A new
+	 * connection whose first request is still on its way gets its answer:
+	 * closing it would drop a request during a reload (t_signals). */
+	if (c->state == CS_HEAD && c->clen == 0 && c->served)
 		conn_close(c);
 }
 
