@@ -430,6 +430,15 @@ admit(struct kv_conn *c)
 	if (build_request(c) == -1)
 		return conn_fail(c, 502, "cannot build the upstream request");
 	c->keep_obuf = c->body_done;	/* all of it is in obuf: retryable */
+	if (c->keep_obuf && c->ocap > c->olen + 256) {
+		/* Kept until the response head: 1,000 streams waiting for their
+		 * first token keep their request, not a 4 KB buffer each. */
+		char *nb = realloc(c->obuf, c->olen);
+		if (nb != NULL) {
+			c->obuf = nb;
+			c->ocap = c->olen;
+		}
+	}
 	if (c->ibuf != NULL) {
 		c->w->held_bytes -= c->icap;
 		free(c->ibuf);
