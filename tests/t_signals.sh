@@ -95,7 +95,7 @@ spread=no
 for batch in 1 2 3 4; do
 	for ((i = 0; i < 10; i++)); do
 		n=$((n + 1))
-		stream "$T/kill.$n" "$KEY" 30 100
+		stream "$T/kill.$n" "$KEY" 50 100
 	done
 	kv_wait_for 30 active_is "$n" || break
 	if [ "$(workers | awk '$4 > 0' | wc -l)" = 2 ]; then spread=yes; break; fi
@@ -118,7 +118,7 @@ respawned() {
 }
 check "a new worker replaces pid $victim (kvctl status --json)" kv_wait_for 15 respawned
 wait_streams
-ok=$(count_intact "$T/kill" "$n" 30)
+ok=$(count_intact "$T/kill" "$n" 50)
 check_eq "the $((n - victim_streams)) streams of the other worker complete intact" \
 	"$ok" $((n - victim_streams))
 cut=0
@@ -136,7 +136,7 @@ code=$(short_request sk-signals-pre sigtest-model)
 check_eq "a request for sigtest-model before the reload" "$code" 200
 old_pids=$(workers | awk '{ print $1 }')
 for ((i = 1; i <= 50; i++)); do
-	stream "$T/hup.$i" sk-signals-hup 30 100
+	stream "$T/hup.$i" sk-signals-hup 40 100
 done
 check "50 slow streams in flight" kv_wait_for 30 active_is 50
 
@@ -180,14 +180,15 @@ check "two generation-2 workers run" kv_wait_for 15 new_running
 code=$(short_request sk-signals-post sigtest-model)
 check_eq "a request for sigtest-model after the reload" "$code" 200
 wait_streams
-check_eq "none of the 50 streams was cut by the reload" "$(count_intact "$T/hup" 50 30)" 50
+check_eq "none of the 50 streams was cut by the reload" "$(count_intact "$T/hup" 50 40)" 50
 loop_count $((codes_before + 3))
 check "short requests kept going after the reload" test $? = 0
 touch "$T/loop.stop"
 wait "$loop_pid"
 total=$(wc -l <"$T/loop.codes")
 good=$(grep -c '^200$' "$T/loop.codes")
-check_eq "every short request during the reload was answered 200 ($total sent)" "$good" "$total"
+check_eq "every short request during the reload was answered 200 ($total sent; codes:$(sort "$T/loop.codes" | uniq -c | tr -s ' \n' ' '))" \
+	"$good" "$total"
 # shellcheck disable=SC2086
 check "the old generation exits once drained" kv_wait_for 15 gone $old_pids
 clean=yes
