@@ -186,6 +186,20 @@ test_hop(void)
 }
 
 static void
+test_empty(void)
+{
+	const char *reason = NULL;
+	int st = -1;
+
+	CHECK_INT(kv_http_parse_request(NULL, 0, &req, &st, &reason), 0);
+	CHECK_INT(st, 0);
+	CHECK(reason == NULL);
+	CHECK_INT(kv_http_parse_response(NULL, 0, &res, NULL), 0);
+	CHECK_INT(kv_http_parse_request("\r\n", 2, &req, &st, NULL), 0);
+	CHECK_INT(kv_http_parse_request("GET / HTTP/1.1\r", 15, &req, &st, NULL), 0);
+}
+
+static void
 test_leading_crlf(void)
 {
 	ACCEPT("\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n");
@@ -700,6 +714,7 @@ main(void)
 	test_expect();
 	test_trimming();
 	test_hop();
+	test_empty();
 	test_leading_crlf();
 	test_split_requests();
 	test_smuggling_cl_te();

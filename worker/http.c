@@ -114,6 +114,8 @@ http_line(const char *buf, size_t lim, size_t off, size_t *cr)
 {
 	const char *lf;
 
+	if (off >= lim)
+		return 0;	/* nothing buffered (buf may even be NULL) */
 	lf = memchr(buf + off, '\n', lim - off);
 	if (lf == NULL)
 		return 0;
