@@ -378,8 +378,10 @@ build_request(struct kv_conn *c)
 		return -1;
 	for (i = 0; i < req->nheaders; i++) {
 		const struct kv_http_header *h = &req->headers[i];
-		if (want_header(c, h) && obuf_printf(c, "%.*s: %.*s\r\n", (int)h->name_len,
-		    h->name, (int)h->value_len, h->value) == -1)
+		/* memcpy, not vsnprintf: a fifth of the cost per header */
+		if (want_header(c, h) && (obuf_put(c, h->name, h->name_len) == -1 ||
+		    obuf_put(c, ": ", 2) == -1 || obuf_put(c, h->value, h->value_len) == -1 ||
+		    obuf_put(c, "\r\n", 2) == -1))
 			return -1;
 	}
 	if (up->api_key != NULL && obuf_printf(c, c->auth_x_api_key ? "x-api-key: %s\r\n" :
