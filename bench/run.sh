@@ -318,6 +318,7 @@ run_one() {
 		kill -USR1 "$SAMPLER_PID"
 	fi
 	log "scenario $s, $t"
+	cut -d' ' -f1 /proc/loadavg >"$out.loadavg"
 	timeout 300 "$LOADGEN" -p "$port" -l "$t" "${LOAD[@]}" >"$out.load.json" 2>"$out.load.err"
 	rc=$?
 	cat "$out.load.err" >&2
@@ -373,13 +374,13 @@ table_row() {
 	[ -n "$peak" ] && growth=$(awk -v p="$peak" -v i="$idle" -v c="$CONC" 'BEGIN { printf "%.2f", (p - i) / c }')
 	errs=$(j "$f.load.json" .errors)
 	[ -s "$f.load.json" ] || errs="did not run"
-	printf '| %s | %s | %s | %s | %s / %s | %s / %s | %s | %s | %s | %s | %s | %s |\n' "$t" \
+	printf '| %s | %s | %s | %s | %s / %s | %s / %s | %s | %s | %s | %s | %s | %s | %s |\n' "$t" \
 		"$(fmt "$rps" 0)" "$(fmt "$mbps" 1)" "$(ratio "$rps" "$(j "$d.load.json" .rps)")" \
 		"$(fmt "$(j "$f.load.json" .ttfb_ms.p50)" 2)" "$(fmt "$(j "$f.load.json" .ttfb_ms.p99)" 2)" \
 		"$(fmt "$(j "$f.load.json" .lat_ms.p50)" 1)" "$(fmt "$(j "$f.load.json" .lat_ms.p99)" 1)" \
 		"$(fmt "$(j "$f.load.json" .gap_ms.max)" 1)" \
 		"$(fmt "$(mb "$idle")" 2)" "$(fmt "$(mb "$peak")" 2)" "$(fmt "$growth" 2)" \
-		"$(fmt "$(j "$f.pss.json" .cpu_s)" 2)" "$errs"
+		"$(fmt "$(j "$f.pss.json" .cpu_s)" 2)" "$errs" "$(cat "$f.loadavg" 2>/dev/null || echo –)"
 }
 
 # versus SCENARIO PEER: kilovolt's numbers over PEER's.
@@ -416,8 +417,8 @@ scenario_table() {
 	echo
 	echo "### $(scenario_title "$s")"
 	echo
-	echo "| target | req/s | MB/s | req/s vs direct | TTFB p50 / p99 ms | latency p50 / p99 ms | max chunk gap ms | idle PSS MiB | peak PSS MiB | PSS growth KiB/stream | CPU s | errors |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| target | req/s | MB/s | req/s vs direct | TTFB p50 / p99 ms | latency p50 / p99 ms | max chunk gap ms | idle PSS MiB | peak PSS MiB | PSS growth KiB/stream | CPU s | errors | load avg |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for t in $TARGETS; do
 		[ "$s" = 4 ] && [ "$t" = direct ] && continue
 		table_row "$s" "$t"
@@ -477,8 +478,12 @@ machine() {
 	echo "- open-file limit $NOFILE for every process; loadgen, the mock and the proxy share the machine"
 }
 
+# The hand-written analysis below the NOTES marker of the committed
+# RESULTS.md outlives a new run (the tables above it are replaced).
+NOTES='<!-- notes: written by hand, kept by bench/run.sh -->'
+
 write_results() {
-	local s
+	local s src=$top_srcdir/bench/RESULTS.md
 	{
 		echo "# Benchmark results: kilovolt, HAProxy, nginx"
 		echo
@@ -489,11 +494,18 @@ write_results() {
 		echo "process tree every 100 ms; growth per stream is (peak − idle) / concurrent streams."
 		echo "CPU s is the proxy tree's user+system time during the load. Errors are responses"
 		echo "that were not status 200 with complete framing (and, for SSE, \`data: [DONE]\`)."
+		echo "Load avg is the machine's 1-minute load average as that run began: the machine"
+		echo "is shared, so compare rows run under similar load."
 		echo
 		machine
 		for s in $SCENARIOS; do scenario_table "$s"; done
 		targets
-	} >"$top_builddir/bench/RESULTS.md"
+		if [ -f "$src" ] && grep -qF -- "$NOTES" "$src"; then
+			echo
+			sed -n "\|$NOTES|,\$p" "$src"
+		fi
+	} >"$W/RESULTS.md"
+	cp "$W/RESULTS.md" "$top_builddir/bench/RESULTS.md"
 	if [ -w "$top_srcdir/bench" ] && ! [ "$top_srcdir/bench" -ef "$top_builddir/bench" ]; then
 		cp "$top_builddir/bench/RESULTS.md" "$top_srcdir/bench/RESULTS.md"
 	fi
