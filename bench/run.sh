@@ -278,6 +278,27 @@ cgroup_remove() {
 
 # ---- one run --------------------------------------------------------------------
 
+# busy_pct: how busy the CPUs were over the last second, in percent.
+busy_pct() {
+	local a b
+	a=($(head -n 1 /proc/stat))
+	sleep 1
+	b=($(head -n 1 /proc/stat))
+	awk -v u=$((b[1] + b[2] + b[3] + b[6] + b[7] - a[1] - a[2] - a[3] - a[6] - a[7])) \
+	    -v i=$((b[4] + b[5] - a[4] - a[5])) 'BEGIN { printf "%.0f", (u + i) ? 100 * u / (u + i) : 0 }'
+}
+
+# wait_quiet: the machine is shared; wait (up to BENCH_QUIET_SECS, 20) for
+# it to be less than half busy before a run, and print how busy it was.
+wait_quiet() {
+	local i pct
+	for ((i = 0; i < ${BENCH_QUIET_SECS:-20}; i++)); do
+		pct=$(busy_pct)
+		[ "$pct" -lt 50 ] && break
+	done
+	echo "$pct"
+}
+
 BODY_SMALL='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello to the benchmark."}]}'
 BODY_STREAM='{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"Write a long story."}]}'
 
@@ -318,7 +339,7 @@ run_one() {
 		kill -USR1 "$SAMPLER_PID"
 	fi
 	log "scenario $s, $t"
-	cut -d' ' -f1 /proc/loadavg >"$out.loadavg"
+	wait_quiet >"$out.busy"
 	timeout 300 "$LOADGEN" -p "$port" -l "$t" "${LOAD[@]}" >"$out.load.json" 2>"$out.load.err"
 	rc=$?
 	cat "$out.load.err" >&2
@@ -380,7 +401,7 @@ table_row() {
 		"$(fmt "$(j "$f.load.json" .lat_ms.p50)" 1)" "$(fmt "$(j "$f.load.json" .lat_ms.p99)" 1)" \
 		"$(fmt "$(j "$f.load.json" .gap_ms.max)" 1)" \
 		"$(fmt "$(mb "$idle")" 2)" "$(fmt "$(mb "$peak")" 2)" "$(fmt "$growth" 2)" \
-		"$(fmt "$(j "$f.pss.json" .cpu_s)" 2)" "$errs" "$(cat "$f.loadavg" 2>/dev/null || echo –)"
+		"$(fmt "$(j "$f.pss.json" .cpu_s)" 2)" "$errs" "$(cat "$f.busy" 2>/dev/null || echo –)"
 }
 
 # versus SCENARIO PEER: kilovolt's numbers over PEER's.
@@ -417,7 +438,7 @@ scenario_table() {
 	echo
 	echo "### $(scenario_title "$s")"
 	echo
-	echo "| target | req/s | MB/s | req/s vs direct | TTFB p50 / p99 ms | latency p50 / p99 ms | max chunk gap ms | idle PSS MiB | peak PSS MiB | PSS growth KiB/stream | CPU s | errors | load avg |"
+	echo "| target | req/s | MB/s | req/s vs direct | TTFB p50 / p99 ms | latency p50 / p99 ms | max chunk gap ms | idle PSS MiB | peak PSS MiB | PSS growth KiB/stream | CPU s | errors | CPU busy before % |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for t in $TARGETS; do
 		[ "$s" = 4 ] && [ "$t" = direct ] && continue
@@ -494,8 +515,8 @@ write_results() {
 		echo "process tree every 100 ms; growth per stream is (peak − idle) / concurrent streams."
 		echo "CPU s is the proxy tree's user+system time during the load. Errors are responses"
 		echo "that were not status 200 with complete framing (and, for SSE, \`data: [DONE]\`)."
-		echo "Load avg is the machine's 1-minute load average as that run began: the machine"
-		echo "is shared, so compare rows run under similar load."
+		echo "The machine is shared: each run waits (up to 20 s) for the CPUs to be under 50 %"
+		echo "busy; the last column says how busy they were in the second before it began."
 		echo
 		machine
 		for s in $SCENARIOS; do scenario_table "$s"; done
