@@ -22,6 +22,8 @@
  *        [-s] [-e MINBYTES] [-t TIMEOUT] [-l LABEL]
  * Prints one JSON line on stdout and one human line on stderr; exit 0 when
  * every request succeeded, 1 when any failed, 2 on bad usage.
+ * loadgen --self-test checks the response parser and prints "N passed, N
+ * failed".
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -854,6 +856,89 @@ raise_nofile(int conns)
 		    (unsigned long long)rl.rlim_cur, conns);
 }
 
+/* ---- self-test --------------------------------------------------------------------- */
+
+struct vector {
+	const char	*resp;
+	int		 sse;		/* -s */
+	uint64_t	 min_body;	/* -e */
+	int		 err;		/* E_COUNT: a good response */
+};
+
+static const struct vector vectors[] = {
+	{ "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 0, 5, E_COUNT },
+	{ "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n", 0, 0, E_COUNT },
+	{ "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	  "5;ext=1\r\nhello\r\nA\r\n0123456789\r\n0\r\nX-T: 1\r\n\r\n", 0, 15, E_COUNT },
+	{ "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+	  "Transfer-Encoding: chunked\r\n\r\n8\r\ndata: {}\r\n2\r\n\n\n\r\n"
+	  "e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n", 0, 0, E_COUNT },
+	{ "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\ndata: {}\n\n", 1, 0, E_INCOMPLETE },
+	{ "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 0, 6, E_INCOMPLETE },
+	{ "HTTP/1.1 500 Oops\r\nContent-Length: 2\r\n\r\n{}", 0, 0, E_STATUS },
+	{ "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 0, 0, E_PARSE },
+	{ "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabX\r\n", 0, 0, E_PARSE },
+	{ "garbage\r\n\r\n", 0, 0, E_PARSE },
+};
+
+/* Feed v's response cut at `cut` (and, with cut 0, one byte at a time);
+ * 1 when the outcome is the one expected. */
+static int
+vector_ok(const struct vector *v, size_t cut, char *buf)
+{
+	struct run r;
+	struct conn c;
+	size_t len = strlen(v->resp), i;
+	int e, ok = 1;
+
+	memset(&r, 0, sizeof(r));
+	memset(&c, 0, sizeof(c));
+	r.o.count = r.started = 1;	/* no next request: the response ends the run */
+	r.o.force_sse = v->sse;
+	r.o.min_body = v->min_body;
+	c.fd = -1;
+	c.st = ST_HEAD;
+	memcpy(buf, v->resp, len);	/* the parser reads a buffer it may not own */
+	if (cut > 0) {
+		conn_input(&r, &c, buf, cut, 1);
+		if (c.st != ST_IDLE)
+			conn_input(&r, &c, buf + cut, len - cut, 2);
+	} else {
+		for (i = 0; i < len && c.st != ST_IDLE; i++)
+			conn_input(&r, &c, buf + i, 1, (int64_t)i + 1);
+	}
+	for (e = 0; e < E_COUNT; e++)
+		ok &= r.errors[e] == (e == v->err);
+	ok &= r.done == (v->err == E_COUNT) && c.st == ST_IDLE;
+	free(r.s.ttfb);
+	free(r.s.lat);
+	free(r.s.gap);
+	return ok;
+}
+
+/* loadgen --self-test: the response parser against known answers, whole
+ * and split at every byte; prints "N passed, N failed". */
+static int
+self_test(void)
+{
+	char buf[512];
+	size_t k, cut;
+	int pass = 0, fail = 0;
+
+	for (k = 0; k < sizeof(vectors) / sizeof(vectors[0]); k++) {
+		for (cut = 0; cut < strlen(vectors[k].resp); cut++) {
+			if (vector_ok(&vectors[k], cut, buf)) {
+				pass++;
+			} else {
+				fail++;
+				fprintf(stderr, "FAIL: vector %zu cut at %zu\n", k, cut);
+			}
+		}
+	}
+	printf("%d passed, %d failed\n", pass, fail);
+	return fail > 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -861,6 +946,8 @@ main(int argc, char **argv)
 	long errs = 0;
 	int i;
 
+	if (argc == 2 && strcmp(argv[1], "--self-test") == 0)
+		return self_test();
 	memset(&r, 0, sizeof(r));
 	parse_args(&r.o, argc, argv);
 	raise_nofile(r.o.conns);

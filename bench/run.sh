@@ -540,6 +540,8 @@ main() {
 		[ -x "$f" ] || { log "$f is not built (run make first)"; exit 1; }
 	done
 	command -v jq >/dev/null || { log "jq is needed"; exit 1; }
+	"$LOADGEN" --self-test >"$W/selftest.log" 2>&1 ||
+		{ cat "$W/selftest.log" >&2; log "loadgen --self-test failed: its numbers cannot be trusted"; exit 1; }
 	install_peers
 	raise_nofile
 	mkdir -p "$top_builddir/bench"
