@@ -120,6 +120,13 @@ void	conn_close(struct kv_conn *c);
 enum step conn_next_request(struct kv_conn *c);
 void	conn_ready(struct kv_conn *c);
 int	conn_obuf_reserve(struct kv_conn *c, size_t need);
+/* Append to obuf, growing it: bytes, printf-style text (which must fit in
+ * the room already reserved), or one "Name: value\r\n" header line.
+ * Each returns 0 or -1. */
+int	conn_obuf_put(struct kv_conn *c, const char *p, size_t len);
+int	conn_obuf_printf(struct kv_conn *c, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
+int	conn_obuf_header(struct kv_conn *c, const struct kv_http_header *h);
 void	conn_free_buf(struct kv_conn *c);
 
 /* request.c */

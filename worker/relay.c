@@ -22,44 +22,6 @@
 #define RELAY_READS_PER_TURN 2
 
 static int
-head_printf(struct kv_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int
-head_printf(struct kv_conn *c, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(c->obuf + c->olen, c->ocap - c->olen, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= c->ocap - c->olen)
-		return -1;
-	c->olen += (size_t)n;
-	return 0;
-}
-
-/* Copy one upstream header line out: the same as head_printf's
- * "%.*s: %.*s\r\n", at a fifth of its cost per header on small responses. */
-static int
-head_field(struct kv_conn *c, const struct kv_http_header *h)
-{
-	char *o = c->obuf + c->olen;
-
-	if (h->name_len + h->value_len + 4 > c->ocap - c->olen)
-		return -1;
-	memcpy(o, h->name, h->name_len);
-	o += h->name_len;
-	memcpy(o, ": ", 2);
-	if (h->value_len > 0)	/* an empty value may have no pointer */
-		memcpy(o + 2, h->value, h->value_len);
-	o += 2 + h->value_len;
-	memcpy(o, "\r\n", 2);
-	c->olen += h->name_len + h->value_len + 4;
-	return 0;
-}
-
-static int
 is_sse(const struct kv_http_response *res)
 {
 	const struct kv_http_header *h = kv_http_find(res->headers, res->nheaders, "content-type");
@@ -104,28 +66,28 @@ build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 	c->olen = c->opos = 0;
 	if (conn_obuf_reserve(c, res->head_len + 256) == -1)
 		return -1;
-	if (head_printf(c, "HTTP/1.1 %d %s\r\n", res->status, kv_http_reason(res->status)) == -1)
+	if (conn_obuf_printf(c, "HTTP/1.1 %d %s\r\n", res->status, kv_http_reason(res->status)) == -1)
 		return -1;
 	for (i = 0; i < res->nheaders; i++) {
 		const struct kv_http_header *h = &res->headers[i];
 		if (h->hop || (c->reframe && h->name_len == 14 &&
 		    strncasecmp(h->name, "content-length", 14) == 0))
 			continue;
-		if (head_field(c, h) == -1)
+		if (conn_obuf_header(c, h) == -1)
 			return -1;
 	}
 	kv_format_usd(c->remaining, rem, sizeof(rem));
-	if (head_printf(c, "x-kilovolt-key: %s\r\nx-kilovolt-budget-remaining: %s\r\n",
+	if (conn_obuf_printf(c, "x-kilovolt-key: %s\r\nx-kilovolt-budget-remaining: %s\r\n",
 	    c->keyid, rem) == -1)
 		return -1;
 	if (((!c->reframe && c->resp_chunked) || c->out_chunked) &&
-	    head_printf(c, "Transfer-Encoding: chunked\r\n") == -1)
+	    conn_obuf_printf(c, "Transfer-Encoding: chunked\r\n") == -1)
 		return -1;
-	if (!c->client_keep && head_printf(c, "Connection: close\r\n") == -1)
+	if (!c->client_keep && conn_obuf_printf(c, "Connection: close\r\n") == -1)
 		return -1;
-	if (c->client_keep && c->minor == 0 && head_printf(c, "Connection: keep-alive\r\n") == -1)
+	if (c->client_keep && c->minor == 0 && conn_obuf_printf(c, "Connection: keep-alive\r\n") == -1)
 		return -1;
-	return head_printf(c, "\r\n");
+	return conn_obuf_printf(c, "\r\n");
 }
 
 /* Emit payload bytes a then b to the client, framed as one chunk when we
