@@ -24,7 +24,8 @@
 # Environment: top_srcdir, top_builddir (as make check exports them),
 # BENCH_SCENARIOS (default "1 2 3 4"), BENCH_TARGETS (default "direct
 # kilovolt haproxy nginx"), BENCH_SMALL_SECS (8), BENCH_NO_INSTALL=1 skips
-# apt-get, BENCH_REV names the commit measured (default: git's HEAD of
+# apt-get, BENCH_QUIET_SECS (10) bounds the wait for a quiet machine before
+# each run, BENCH_REV names the commit measured (default: git's HEAD of
 # top_srcdir), KEEP=1 keeps the work dir. Exit 0 when every run finished
 # with no error, 1 otherwise.
 
@@ -288,11 +289,11 @@ busy_pct() {
 	    -v i=$((b[4] + b[5] - a[4] - a[5])) 'BEGIN { printf "%.0f", (u + i) ? 100 * u / (u + i) : 0 }'
 }
 
-# wait_quiet: the machine is shared; wait (up to BENCH_QUIET_SECS, 20) for
+# wait_quiet: the machine is shared; wait (up to BENCH_QUIET_SECS, 10) for
 # it to be less than half busy before a run, and print how busy it was.
 wait_quiet() {
 	local i pct
-	for ((i = 0; i < ${BENCH_QUIET_SECS:-20}; i++)); do
+	for ((i = 0; i < ${BENCH_QUIET_SECS:-10}; i++)); do
 		pct=$(busy_pct)
 		[ "$pct" -lt 50 ] && break
 	done
@@ -515,7 +516,7 @@ write_results() {
 		echo "process tree every 100 ms; growth per stream is (peak − idle) / concurrent streams."
 		echo "CPU s is the proxy tree's user+system time during the load. Errors are responses"
 		echo "that were not status 200 with complete framing (and, for SSE, \`data: [DONE]\`)."
-		echo "The machine is shared: each run waits (up to 20 s) for the CPUs to be under 50 %"
+		echo "The machine is shared: each run waits (up to 10 s) for the CPUs to be under 50 %"
 		echo "busy; the last column says how busy they were in the second before it began."
 		echo
 		machine
