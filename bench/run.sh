@@ -357,6 +357,10 @@ run_one() {
 		stop_pid "$PROXY_PID"
 		PROXY_PID=
 	fi
+	# How the streams spread over kilovolt's workers (its access log).
+	[ "$t" = kilovolt ] && grep -o '\[access\] worker [0-9]*' "$W/kilovolt.log" |
+		awk '{ n[$3]++ } END { for (w in n) printf "%sworker %s: %d", s++ ? ", " : "", w, n[w] }' \
+		>"$out.workers"
 	cgroup_remove
 }
 
@@ -449,6 +453,10 @@ scenario_table() {
 	echo "| ratio | req/s | MB/s | TTFB p99 | latency p99 | peak PSS | CPU s |"
 	echo "|---|---:|---:|---:|---:|---:|---:|"
 	for t in haproxy nginx; do versus "$s" "$t"; done
+	if [ -s "$W/s$s-kilovolt.workers" ]; then
+		echo
+		echo "kilovolt responses per worker: $(cat "$W/s$s-kilovolt.workers")."
+	fi
 	[ "$s" = 4 ] && cgroup_table
 	return 0
 }
