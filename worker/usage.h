@@ -66,7 +66,9 @@ struct kv_usage_scanner {
 	/* Raw bytes of string values that carry generated text ("content",
 	 * "text", "arguments", "thinking", "partial_json", ...; for a
 	 * Responses API stream only the events' top-level "delta"), escapes
-	 * counted as written. Estimates use output_bytes / 4 tokens. */
+	 * counted as written. Estimates use output_bytes / 4 tokens. A whole
+	 * one-line SSE event without usage is counted without lexing, so for
+	 * a malformed event the count may depend on how the bytes arrived. */
 	int64_t		 output_bytes;
 
 	/* opaque to callers: fixed size, no pointers */
