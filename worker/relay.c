@@ -90,6 +90,25 @@ build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 	return conn_obuf_printf(c, "\r\n");
 }
 
+/* Write "LEN-in-hex\r\n" at p; returns its length. sprintf cost ~300
+ * instructions per SSE event, as much as relaying a short event's bytes. */
+static size_t
+chunk_line(char *p, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	char tmp[2 * sizeof(size_t)];
+	size_t n = 0, i;
+
+	do
+		tmp[n++] = hex[len & 15];
+	while ((len >>= 4) != 0);
+	for (i = 0; i < n; i++)
+		p[i] = tmp[n - 1 - i];
+	p[n] = '\r';
+	p[n + 1] = '\n';
+	return n + 2;
+}
+
 /* Emit payload bytes a then b to the client, framed as one chunk when we
  * re-frame (b lets an event go out with a piece cut from its middle). */
 static int
@@ -102,7 +121,7 @@ emit2(struct kv_conn *c, const char *a, size_t alen, const char *b, size_t blen)
 	if (conn_obuf_reserve(c, len + 24) == -1)
 		return -1;
 	if (c->out_chunked)
-		c->olen += (size_t)sprintf(c->obuf + c->olen, "%zx\r\n", len);
+		c->olen += chunk_line(c->obuf + c->olen, len);
 	if (alen > 0)
 		memcpy(c->obuf + c->olen, a, alen);
 	if (blen > 0)
