@@ -706,15 +706,21 @@ event_type(const struct kv_json *j)
 }
 
 static int
+counted_key_name(int key)
+{
+	return key == K_CONTENT || key == K_TEXT || key == K_ARGUMENTS ||
+	    key == K_PARTIAL_JSON || key == K_THINKING || key == K_REFUSAL ||
+	    key == K_REASONING_CONTENT;
+}
+
+static int
 counted_key(const struct kv_usage_scanner *s, int d, int key)
 {
 	/* a Responses stream repeats the whole text in its *.done events and
 	 * in response.completed; only the deltas are new output */
 	if (s->api == KV_API_OPENAI_RESPONSES && s->sse)
 		return d == 1 && key == K_DELTA;
-	return key == K_CONTENT || key == K_TEXT || key == K_ARGUMENTS ||
-	    key == K_PARTIAL_JSON || key == K_THINKING || key == K_REFUSAL ||
-	    key == K_REASONING_CONTENT;
+	return counted_key_name(key);
 }
 
 static void
@@ -862,70 +868,80 @@ sse_eol(struct kv_usage_scanner *s, unsigned char c)
 	s->sse_cr = c == '\r';
 }
 
-/* Raw bytes of the string value of every "KEY": "..." member in a line,
- * escapes counted as written: what json_feed counts for a counted key. A
- * quote inside a JSON string is escaped, so "KEY" followed by a colon is
- * always a member name. */
-static int64_t
-line_key_bytes(const unsigned char *p, size_t n, const char *key)
+/* End of the JSON string whose content starts at p: its closing quote. */
+static const unsigned char *
+str_close(const unsigned char *p, const unsigned char *e)
 {
-	const unsigned char *e = p + n, *q;
-	size_t kl = strlen(key);
-	int64_t total = 0;
+	const unsigned char *q;
 
-	while ((q = memmem(p, (size_t)(e - p), key, kl)) != NULL) {
-		q += kl;
-		while (q < e && is_ws(*q))
-			q++;
-		if (q < e && *q == ':')
-			for (q++; q < e && is_ws(*q); q++)
-				;
-		p = q;
-		if (q >= e || *q != '"' || q[-1] == '"')
-			continue;
-		for (p = ++q; p < e && *p != '"'; p++)
-			if (*p == '\\' && p + 1 < e)
-				p++;
-		total += p - q;
+	while ((q = memchr(p, '"', (size_t)(e - p))) != NULL) {
+		const unsigned char *b = q;
+
+		while (b > p && b[-1] == '\\')
+			b--;
+		if ((q - b) % 2 == 0)
+			return q;	/* not escaped */
+		p = q + 1;
 	}
-	return total;
+	return NULL;
 }
 
-/* A member "usage" whose value is not null. */
+/* key_intern for the few names the fast path cares about, by length first:
+ * it runs for every member of every event. */
 static int
-line_has_usage(const unsigned char *p, size_t n)
+fast_key(const char *k, size_t len)
 {
-	const unsigned char *e = p + n, *q;
+#define FK(name, id) if (memcmp(k, name, len) == 0) return id
+	switch (len) {
+	case 4:  FK("text", K_TEXT); break;
+	case 5:  FK("usage", K_USAGE); FK("model", K_MODEL); break;
+	case 7:  FK("content", K_CONTENT); FK("refusal", K_REFUSAL); break;
+	case 8:  FK("thinking", K_THINKING); break;
+	case 9:  FK("arguments", K_ARGUMENTS); break;
+	case 12: FK("partial_json", K_PARTIAL_JSON); break;
+	case 17: FK("reasoning_content", K_REASONING_CONTENT); break;
+	}
+#undef FK
+	return K_OTHER;
+}
 
-	while ((q = memmem(p, (size_t)(e - p), "\"usage\"", 7)) != NULL) {
-		for (q += 7; q < e && (is_ws(*q) || *q == ':'); q++)
+/* One pass over a line's strings: every member name is a string followed
+ * by a colon (a quote inside a string is escaped). Adds the raw bytes of
+ * counted keys' string values to *bytes. Returns -1 when lexing could
+ * change the result: a non-null "usage", a "model" other than the one
+ * seen, or a string that does not close. */
+static int
+line_fast_count(const unsigned char *p, size_t n, const char *model, int64_t *bytes)
+{
+	const unsigned char *e = p + n, *q, *v, *ve;
+	size_t kl;
+	int key;
+
+	while ((q = memchr(p, '"', (size_t)(e - p))) != NULL) {
+		if ((p = str_close(q + 1, e)) == NULL)
+			return -1;
+		kl = (size_t)(p - q - 1);
+		for (v = ++p; v < e && is_ws(*v); v++)
 			;
-		if (q >= e || *q != 'n')
-			return 1;
-		p = q;
+		if (v >= e || *v != ':')
+			continue;	/* a string value, not a member name */
+		for (v++; v < e && is_ws(*v); v++)
+			;
+		key = fast_key((const char *)q + 1, kl);
+		if (key == K_USAGE && (v >= e || *v != 'n'))
+			return -1;
+		if (v >= e || *v != '"' || (key != K_MODEL && !counted_key_name(key)))
+			continue;
+		if ((ve = str_close(v + 1, e)) == NULL)
+			return -1;
+		if (key == K_MODEL && ((size_t)(ve - v - 1) != strlen(model) ||
+		    memcmp(v + 1, model, (size_t)(ve - v - 1)) != 0))
+			return -1;
+		if (key != K_MODEL)
+			*bytes += ve - v - 1;
+		p = ve + 1;
 	}
 	return 0;
-}
-
-/* Every "model" member of the line names the model already seen (so
- * lexing the line could not change it). */
-static int
-line_model_same(const unsigned char *p, size_t n, const char *model)
-{
-	const unsigned char *e = p + n, *q;
-	size_t ml = strlen(model);
-
-	while ((q = memmem(p, (size_t)(e - p), "\"model\"", 7)) != NULL) {
-		for (q += 7; q < e && (is_ws(*q) || *q == ':'); q++)
-			;
-		if (q >= e || *q != '"')
-			return 0;
-		q++;
-		if ((size_t)(e - q) <= ml || memcmp(q, model, ml) != 0 || q[ml] != '"')
-			return 0;
-		p = q + ml;
-	}
-	return 1;
 }
 
 /* Most events of a stream are one token of text: once the model is known,
@@ -935,11 +951,9 @@ line_model_same(const unsigned char *p, size_t n, const char *model)
 static size_t
 sse_skip_event(struct kv_usage_scanner *s, const unsigned char *p, size_t n)
 {
-	static const char *const counted[] = { "\"content\"", "\"text\"",
-	    "\"arguments\"", "\"partial_json\"", "\"thinking\"", "\"refusal\"",
-	    "\"reasoning_content\"" };
 	const unsigned char *nl;
-	size_t k, i, end;
+	int64_t bytes = 0;
+	size_t k, end;
 
 	if (s->model[0] == '\0' || s->api == KV_API_OPENAI_RESPONSES ||
 	    s->sse_data != 1 || s->json.state != S_VALUE || s->json.depth != 0 ||
@@ -953,11 +967,9 @@ sse_skip_event(struct kv_usage_scanner *s, const unsigned char *p, size_t n)
 		return 0;
 	if (k > 0 && p[k - 1] == '\r')
 		k--;
-	if (memchr(p, '\r', k) != NULL || line_has_usage(p, k) ||
-	    !line_model_same(p, k, s->model))
+	if (memchr(p, '\r', k) != NULL || line_fast_count(p, k, s->model, &bytes) == -1)
 		return 0;
-	for (i = 0; i < sizeof(counted) / sizeof(counted[0]); i++)
-		s->json.nbytes += line_key_bytes(p, k, counted[i]);
+	s->json.nbytes += bytes;
 	json_fail(&s->json);	/* nothing more of this event is read */
 	return k;
 }
