@@ -191,7 +191,10 @@ sed -e "s/^listen = .*/listen = 127.0.0.1:$(kv_free_port)/" -e '/^user = /d' \
 	-e "s/^status_listen = .*/status_listen = off/" "$T/kilovolt.ini" >"$T/nobody.ini"
 chmod 644 "$T/nobody.ini"
 NB_PORT=$(sed -n 's/^listen = .*:\([0-9]*\)$/\1/p' "$T/nobody.ini")
-as_nobody env KILOVOLT_LEDGER="$T/ledger" "$KV_DAEMON_BIN" -c "$T/nobody.ini" \
+# setpriv and env exec, so $! is the daemon itself (through the as_nobody
+# function it was a subshell, and stopping that left the daemon running)
+setpriv --reuid="$NB_UID" --regid="$NB_GID" --clear-groups \
+	env KILOVOLT_LEDGER="$T/ledger" "$KV_DAEMON_BIN" -c "$T/nobody.ini" \
 	</dev/null >>"$T/kilovoltd-nobody.log" 2>&1 &
 NBPID=$!
 kv_track $NBPID
@@ -205,6 +208,7 @@ for pid in $NBPID $(ps -o pid= --ppid $NBPID | tr -d ' '); do
 done
 kv_kill $NBPID 15
 wait $NBPID 2>/dev/null
+check "the daemon started as $RUN_AS is gone after its stop" eval "! kill -0 $NBPID 2>/dev/null"
 
 # ---- ledgers it must refuse ------------------------------------------------------
 
