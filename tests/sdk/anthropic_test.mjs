@@ -5,6 +5,8 @@
 // "N passed, N failed"; exits 1 on any failure.
 import Anthropic from '@anthropic-ai/sdk';
 
+import { check, finish, run } from './check.mjs';
+
 const [base, key] = process.argv.slice(2);
 if (!base || !key) {
 	console.error('usage: node anthropic_test.mjs BASEURL KEY');
@@ -18,25 +20,6 @@ const byApiKey = new Anthropic({
 const byBearer = new Anthropic({ ...common, authToken: key });
 const MODEL = 'claude-sonnet-4';
 const params = { model: MODEL, max_tokens: 100, messages: [{ role: 'user', content: 'Say hello.' }] };
-let passed = 0, failed = 0;
-
-function check(desc, ok, detail = '') {
-	if (ok) {
-		passed++;
-		console.log(`ok - ${desc}`);
-	} else {
-		failed++;
-		console.log(`FAIL - ${desc}${detail ? ': ' + detail : ''}`);
-	}
-}
-
-async function run(name, fn) {
-	try {
-		await fn();
-	} catch (e) {
-		check(`${name} threw no error`, false, `${e.constructor.name}: ${e.message}`);
-	}
-}
 
 async function create(name, client) {
 	const m = await client.messages.create(params);
@@ -80,5 +63,4 @@ await run('create (x-api-key)', () => create('create (x-api-key)', byApiKey));
 await run('create (bearer)', () => create('create (bearer)', byBearer));
 await run('stream', rawStream);
 await run('stream helper', helperStream);
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+finish();

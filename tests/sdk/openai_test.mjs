@@ -4,6 +4,8 @@
 // KV_EXPECT_GATEWAY=1 also checks the x-kilovolt-* response headers.
 import OpenAI from 'openai';
 
+import { check, finish, run } from './check.mjs';
+
 const [base, key] = process.argv.slice(2);
 if (!base || !key) {
 	console.error('usage: node openai_test.mjs BASEURL KEY');
@@ -17,25 +19,6 @@ const client = new OpenAI({
 });
 const MODEL = 'gpt-4o-mini';
 const messages = [{ role: 'user', content: 'Say hello.' }];
-let passed = 0, failed = 0;
-
-function check(desc, ok, detail = '') {
-	if (ok) {
-		passed++;
-		console.log(`ok - ${desc}`);
-	} else {
-		failed++;
-		console.log(`FAIL - ${desc}${detail ? ': ' + detail : ''}`);
-	}
-}
-
-async function run(name, fn) {
-	try {
-		await fn();
-	} catch (e) {
-		check(`${name} threw no error`, false, `${e.constructor.name}: ${e.message}`);
-	}
-}
 
 function gatewayHeaders(name, headers) {
 	if (process.env.KV_EXPECT_GATEWAY !== '1')
@@ -149,5 +132,4 @@ await run('embeddings', embeddings);
 await run('responses', responses);
 await run('responses stream', responsesStream);
 await run('models', models);
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+finish();
