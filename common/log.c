@@ -94,14 +94,3 @@ kv_log_access(const char *fmt, ...)
 	log_line("access", NULL, fmt, ap, NULL);
 	va_end(ap);
 }
-
-void
-kv_log_fatalx(int code, const char *id, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	log_line("fatal", id, fmt, ap, NULL);
-	va_end(ap);
-	exit(code);
-}

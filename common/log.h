@@ -19,10 +19,6 @@ void kv_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Access log: one line per request, already formatted by the caller. */
 void kv_log_access(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Start-up failures only: log and exit(code). */
-void kv_log_fatalx(int code, const char *id, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4), noreturn));
-
 #ifdef KV_DEBUG
 #define kv_log_debug(fmt, ...) kv_log_info("%s: " fmt, __func__, ##__VA_ARGS__)
 #else

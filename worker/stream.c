@@ -110,12 +110,6 @@ kv_stream_handshake(struct kv_stream *s, char *err, size_t errlen)
 	return KV_IO_ERROR;
 }
 
-int
-kv_stream_pending(const struct kv_stream *s)
-{
-	return s->ssl != NULL ? SSL_pending(s->ssl) : 0;
-}
-
 void
 kv_stream_close(struct kv_stream *s, int abort)
 {

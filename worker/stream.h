@@ -28,9 +28,6 @@ ssize_t	kv_stream_write(struct kv_stream *s, const void *buf, size_t len);
  * a reason (certificate verification result included) in err. */
 int	kv_stream_handshake(struct kv_stream *s, char *err, size_t errlen);
 
-/* Bytes already decrypted and buffered inside OpenSSL (epoll cannot see them). */
-int	kv_stream_pending(const struct kv_stream *s);
-
 /* Free the TLS session and close the socket. With abort set, send a TCP
  * reset (SO_LINGER 0) so the peer can tell the stream was cut. */
 void	kv_stream_close(struct kv_stream *s, int abort);
