@@ -39,7 +39,7 @@ log_line(const char *level, const char *id, const char *fmt, va_list ap,
 		m = 0;
 	n += m;
 	if ((size_t)n >= sizeof(buf) - 2)
-		n = sizeof(buf) - 2 - (suffix ? 0 : 0);
+		n = sizeof(buf) - 2;
 	if (suffix != NULL) {
 		m = snprintf(buf + n, sizeof(buf) - n, ": %s", suffix);
 		if (m > 0)
