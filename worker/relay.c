@@ -550,6 +550,10 @@ flush_client(struct kv_conn *c)
 static int
 splice_eligible(const struct kv_conn *c)
 {
+	/* Bytes in the pipe leave through it, even when the upstream is done
+	 * with this response: read on, and they would wait there forever. */
+	if (c->pipe_len > 0)
+		return 1;
 	return c->w->splice_ok && !c->reframe && !c->scan_on && c->uc->s.ssl == NULL &&
 	    !c->resp_chunked && !c->resp_done && (c->resp_left > 0 || c->resp_close);
 }

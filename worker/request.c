@@ -666,8 +666,9 @@ request_send_body(struct kv_conn *c)
 			continue;
 		}
 		c->cpos = c->clen = 0;	/* the head went out long ago */
-		if (!c->chunked_req && c->uc->s.ssl == NULL && c->w->splice_ok &&
-		    cf->max_body == 0)
+		/* Bytes in the pipe leave through it, whatever splice_ok says now. */
+		if (c->pipe_len > 0 || (!c->chunked_req && c->uc->s.ssl == NULL &&
+		    c->w->splice_ok && cf->max_body == 0))
 			return body_splice(c);
 		n = client_read(c, c->cbuf, !c->chunked_req && c->body_left < KV_CBUF_SIZE ?
 		    (size_t)c->body_left : KV_CBUF_SIZE);
