@@ -2,7 +2,7 @@
  * it sends bytes verbatim (NULs, bare CR, broken framing), optionally one at
  * a time, can refuse to read, and says how the connection ended.
  *
- * Usage: rawclient [-t SECS] [-d MS] [-n] [-r BYTES] [-W FILE] PORT [FILE]
+ * Usage: rawclient [-t SECS] [-d MS] [-n] [-p MS] [-r BYTES] [-W FILE] PORT [FILE]
  *        rawclient -l PORTFILE [-t SECS]
  *   Connects to 127.0.0.1:PORT and sends FILE's bytes (default: stdin; an
  *   empty file sends nothing), then prints what comes back on stdout until
@@ -12,6 +12,8 @@
  *             closing meanwhile ends the run
  *   -n        never read: wait for the peer to close or reset (a client that
  *             does not read its response)
+ *   -p MS     pause MS milliseconds after sending before reading (a client
+ *             that falls behind, so the response piles up in the gateway)
  *   -r BYTES  SO_RCVBUF, set before connecting
  *   -W FILE   connect, then wait until FILE exists before sending
  *   -l PORTFILE  tap mode: listen on an ephemeral 127.0.0.1 port (written to
@@ -54,6 +56,7 @@ struct opts {
 	double		 secs;
 	long		 delay_ms;
 	int		 no_read;
+	long		 pause_ms;
 	int		 rcvbuf;
 	const char	*wait_file;
 	const char	*tap_file;
@@ -91,7 +94,7 @@ left_ms(const struct run *r)
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: rawclient [-t SECS] [-d MS] [-n] [-r BYTES] "
+	fprintf(stderr, "usage: rawclient [-t SECS] [-d MS] [-n] [-p MS] [-r BYTES] "
 	    "[-W FILE] PORT [FILE]\n       rawclient -l PORTFILE [-t SECS]\n");
 	exit(1);
 }
@@ -103,18 +106,19 @@ parse_opts(int argc, char **argv, struct opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->secs = 10;
-	while ((ch = getopt(argc, argv, "t:d:nr:W:l:")) != -1) {
+	while ((ch = getopt(argc, argv, "t:d:np:r:W:l:")) != -1) {
 		switch (ch) {
 		case 't': o->secs = strtod(optarg, NULL); break;
 		case 'd': o->delay_ms = strtol(optarg, NULL, 10); break;
 		case 'n': o->no_read = 1; break;
+		case 'p': o->pause_ms = strtol(optarg, NULL, 10); break;
 		case 'r': o->rcvbuf = atoi(optarg); break;
 		case 'W': o->wait_file = optarg; break;
 		case 'l': o->tap_file = optarg; break;
 		default: usage();
 		}
 	}
-	if (o->secs <= 0 || o->delay_ms < 0)
+	if (o->secs <= 0 || o->delay_ms < 0 || o->pause_ms < 0)
 		usage();
 	if (o->tap_file != NULL)
 		return;
@@ -424,6 +428,8 @@ main(int argc, char **argv)
 	r.deadline_ms = r.t0_ms + (int64_t)(o.secs * 1000);
 	if (o.wait_file == NULL || wait_for_file(&r, o.wait_file) == 0)
 		send_all(&r, &o);
+	if (o.pause_ms > 0 && poll(NULL, 0, (int)o.pause_ms) == -1 && errno != EINTR)
+		perror("poll");
 	while (r.end == END_NONE && left_ms(&r) > 0)
 		wait_peer(&r, &o, left_ms(&r));
 	if (r.end == END_NONE)
