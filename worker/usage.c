@@ -28,37 +28,45 @@ enum {
 	K_COUNT
 };
 
-static const char *const key_names[K_COUNT] = {
-	[K_USAGE] = "usage", [K_MODEL] = "model", [K_TYPE] = "type",
-	[K_MESSAGE] = "message", [K_RESPONSE] = "response",
-	[K_CHOICES] = "choices",
-	[K_PROMPT_TOKENS] = "prompt_tokens",
-	[K_COMPLETION_TOKENS] = "completion_tokens",
-	[K_PROMPT_DETAILS] = "prompt_tokens_details",
-	[K_INPUT_TOKENS] = "input_tokens", [K_OUTPUT_TOKENS] = "output_tokens",
-	[K_INPUT_DETAILS] = "input_tokens_details",
-	[K_CACHED_TOKENS] = "cached_tokens",
-	[K_CACHE_CREATION] = "cache_creation_input_tokens",
-	[K_CACHE_READ] = "cache_read_input_tokens",
-	[K_STREAM] = "stream", [K_STREAM_OPTIONS] = "stream_options",
-	[K_INCLUDE_USAGE] = "include_usage",
-	[K_MAX_TOKENS] = "max_tokens",
-	[K_MAX_COMPLETION_TOKENS] = "max_completion_tokens",
-	[K_MAX_OUTPUT_TOKENS] = "max_output_tokens",
-	[K_CONTENT] = "content", [K_TEXT] = "text", [K_DELTA] = "delta",
-	[K_ARGUMENTS] = "arguments", [K_PARTIAL_JSON] = "partial_json",
-	[K_THINKING] = "thinking", [K_REFUSAL] = "refusal",
-	[K_REASONING_CONTENT] = "reasoning_content",
+#define KEY(name) { name, sizeof(name) - 1 }
+static const struct {
+	const char	*name;
+	size_t		 len;
+} key_names[K_COUNT] = {
+	[K_USAGE] = KEY("usage"), [K_MODEL] = KEY("model"), [K_TYPE] = KEY("type"),
+	[K_MESSAGE] = KEY("message"), [K_RESPONSE] = KEY("response"),
+	[K_CHOICES] = KEY("choices"),
+	[K_PROMPT_TOKENS] = KEY("prompt_tokens"),
+	[K_COMPLETION_TOKENS] = KEY("completion_tokens"),
+	[K_PROMPT_DETAILS] = KEY("prompt_tokens_details"),
+	[K_INPUT_TOKENS] = KEY("input_tokens"), [K_OUTPUT_TOKENS] = KEY("output_tokens"),
+	[K_INPUT_DETAILS] = KEY("input_tokens_details"),
+	[K_CACHED_TOKENS] = KEY("cached_tokens"),
+	[K_CACHE_CREATION] = KEY("cache_creation_input_tokens"),
+	[K_CACHE_READ] = KEY("cache_read_input_tokens"),
+	[K_STREAM] = KEY("stream"), [K_STREAM_OPTIONS] = KEY("stream_options"),
+	[K_INCLUDE_USAGE] = KEY("include_usage"),
+	[K_MAX_TOKENS] = KEY("max_tokens"),
+	[K_MAX_COMPLETION_TOKENS] = KEY("max_completion_tokens"),
+	[K_MAX_OUTPUT_TOKENS] = KEY("max_output_tokens"),
+	[K_CONTENT] = KEY("content"), [K_TEXT] = KEY("text"), [K_DELTA] = KEY("delta"),
+	[K_ARGUMENTS] = KEY("arguments"), [K_PARTIAL_JSON] = KEY("partial_json"),
+	[K_THINKING] = KEY("thinking"), [K_REFUSAL] = KEY("refusal"),
+	[K_REASONING_CONTENT] = KEY("reasoning_content"),
 };
+#undef KEY
 
+/* Every member of every object passes here: names are compared only when
+ * the length and first byte match (a strncmp per name cost a fifth of a
+ * small request's CPU). */
 static uint8_t
 key_intern(const char *k, size_t len)
 {
 	int i;
 
-	/* strncmp stops at the name's NUL, so no strlen per name per key */
 	for (i = K_USAGE; i < K_COUNT; i++)
-		if (strncmp(key_names[i], k, len) == 0 && key_names[i][len] == '\0')
+		if (key_names[i].len == len && len > 0 && key_names[i].name[0] == k[0] &&
+		    memcmp(key_names[i].name, k, len) == 0)
 			return (uint8_t)i;
 	return K_OTHER;
 }
