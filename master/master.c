@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "master/notify.h"
 #include "master/status.h"
+#include "master/trim.h"
 #include "shm/ledger.h"
 #include "worker/worker.h"
 
@@ -528,6 +529,20 @@ master_loop(struct master *m)
 	}
 }
 
+/* After the status service's libraries initialised and before the first
+ * fork, so workers start from the trimmed map too; before dropping
+ * privileges, which makes /proc/self/smaps unreadable to us. */
+static void
+trim_startup_pages(void)
+{
+	long kb = kv_trim_file_mappings();
+
+	if (kb == -1)
+		kv_log_warn("KV0125", "/proc/self/smaps");
+	else
+		kv_log_info("unmapped %ld kB of library pages only start-up used", kb);
+}
+
 static int
 master_start(struct master *m)
 {
@@ -552,6 +567,7 @@ master_start(struct master *m)
 		return 1;
 	if (m->cf->status_port[0] != '\0')
 		m->status = kv_status_start(m->cf, &m->ledger);
+	trim_startup_pages();
 	if (drop_privileges(m) == -1)
 		return 2;
 	if (master_signals() == -1)
