@@ -481,14 +481,16 @@ json_step(struct kv_json *j, unsigned char c)
 
 #define ONES 0x0101010101010101ULL
 
-/* Bytes of string content the client neither keeps nor needs decoded can
- * be skipped in bulk: up to the next quote, backslash or control byte. */
+/* Bytes of string content with nothing to decode go in bulk: up to the
+ * next quote, backslash or control byte. A key or a captured value keeps
+ * them (as str_put would, one at a time); any other string skips them. */
 static size_t
-json_skip_run(struct kv_json *j, const unsigned char *p, size_t n)
+json_str_run(struct kv_json *j, const unsigned char *p, size_t n)
 {
-	size_t k = 0;
+	size_t k = 0, room, take;
+	char *dst;
 
-	if (j->state != S_STR || j->is_key || j->capture || j->hisur)
+	if (j->state != S_STR || j->hisur)
 		return 0;
 	/* eight bytes at a time while none is a control byte, '"' or '\\' */
 	for (; k + 8 <= n; k += 8) {
@@ -503,6 +505,22 @@ json_skip_run(struct kv_json *j, const unsigned char *p, size_t n)
 	}
 	while (k < n && p[k] >= 0x20 && p[k] != '"' && p[k] != '\\')
 		k++;
+	if (j->is_key) {
+		dst = j->key + j->keylen;
+		room = KV_SCAN_KEY - 1 - j->keylen;
+	} else if (j->capture) {
+		dst = j->str + j->slen;
+		room = KV_SCAN_MODEL - 1 - j->slen;
+	} else
+		return k;
+	take = k < room ? k : room;
+	memcpy(dst, p, take);
+	if (j->is_key)
+		j->keylen += take;
+	else
+		j->slen += take;
+	if (take < k)
+		j->str_bad = 1;
 	return k;
 }
 
@@ -801,7 +819,7 @@ json_feed(struct kv_usage_scanner *s, const unsigned char *p, size_t n)
 	while (i < n) {
 		if (j->state == S_ERR)
 			return;
-		if ((k = json_skip_run(j, p + i, n - i)) > 0) {
+		if ((k = json_str_run(j, p + i, n - i)) > 0) {
 			if (j->count)
 				j->nbytes += (int64_t)k;
 			i += k;
@@ -1163,7 +1181,7 @@ void
 kv_request_scan(const char *body, size_t len, struct kv_request_info *ri)
 {
 	struct reqscan r;
-	size_t i = 0;
+	size_t i = 0, k;
 	int ev, m;
 
 	memset(ri, 0, sizeof(*ri));
@@ -1173,6 +1191,10 @@ kv_request_scan(const char *body, size_t len, struct kv_request_info *ri)
 	r.max[0] = r.max[1] = r.max[2] = -1;
 	json_init(&r.j, 0);
 	while (i < len) {
+		if ((k = json_str_run(&r.j, (const unsigned char *)body + i, len - i)) > 0) {
+			i += k;
+			continue;
+		}
 		ev = json_step(&r.j, (unsigned char)body[i]);
 		if ((ev & EV_MASK) != EV_NONE && req_event(&r, ev & EV_MASK, i) == -1) {
 			ri->valid = 0;
