@@ -318,6 +318,21 @@ check_eq "pipelined requests: two responses" "$(grep -a -o 'HTTP/1.1 200 OK' "$T
 check_eq "... in order" "$(grep -a -o '"object":"\(chat.completion\|list\)"' "$T/pipe" | tr '\n' ' ')" \
 	'"object":"chat.completion" "object":"list" '
 
+# The next request arriving while the first's response is pending (the
+# upstream takes 400 ms): the gateway stops listening to the client while it
+# waits, answers the first, then reads and answers the second. The second
+# request trickles in one byte every 5 ms, so the client wakes the gateway
+# many times during the wait.
+printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nx-mock-first-delay-ms: 400\r\nContent-Length: %d\r\n\r\n' \
+	"$KEY" ${#b} >"$T/early.req"
+printf '%sPOST /v1/embeddings HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' \
+	"$b" "$KEY" ${#e} "$e" >>"$T/early.req"
+"$top_builddir/tests/rawclient" -t 30 -d 5 "$KV_PORT" "$T/early.req" >"$T/early.out" 2>"$T/early.err"
+check_eq "a request sent while the previous response is pending: two responses, in order" \
+	"$(grep -a -o '"object":"\(chat.completion\|list\)"' "$T/early.out" | tr '\n' ' ')" \
+	'"object":"chat.completion" "object":"list" '
+check "... and the gateway closed the connection after the second" grep -q 'end=eof' "$T/early.err"
+
 # A worker that crashed was respawned and the checks may not have noticed.
 no_dead_worker() { ! grep 'KV0112' "$KV_LOG"; }
 check "no worker died along the way" no_dead_worker

@@ -39,6 +39,7 @@ struct kv_conn {
 	struct kv_evsrc		 cev, uev;
 	int			 cfd;
 	uint32_t		 cwatch;	/* epoll interest on cfd */
+	int			 client_woke;	/* EPOLLIN on cfd while the upstream had the turn */
 	struct kv_upconn	*uc;
 	uint32_t		 uwatch;
 	int			 uregistered;
@@ -113,6 +114,12 @@ struct kv_conn {
 
 /* conn.c */
 void	conn_watch_client(struct kv_conn *c, uint32_t ev);
+/* Waiting on the upstream, only the client's leaving matters. EPOLLIN
+ * interest is dropped lazily: a keep-alive client sends nothing while its
+ * response is pending, so a request costs no epoll_ctl for it; a client
+ * that does send (pipelining) wakes us once, and is narrowed to EPOLLRDHUP
+ * then. Only for steps that are safe to run again on a spurious wake-up. */
+void	conn_quiet_client(struct kv_conn *c);
 void	conn_watch_upstream(struct kv_conn *c, uint32_t ev);
 void	conn_set_deadline(struct kv_conn *c, int upstream_side);
 enum step conn_fail(struct kv_conn *c, int status, const char *msg);

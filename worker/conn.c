@@ -75,6 +75,14 @@ conn_watch_client(struct kv_conn *c, uint32_t ev)
 }
 
 void
+conn_quiet_client(struct kv_conn *c)
+{
+	if (c->cwatch == (EPOLLIN | EPOLLRDHUP) && !c->client_woke)
+		return;
+	conn_watch_client(c, EPOLLRDHUP);
+}
+
+void
 conn_watch_upstream(struct kv_conn *c, uint32_t ev)
 {
 	struct epoll_event e;
@@ -409,6 +417,9 @@ kv_conn_event(struct kv_conn *c, int upstream, uint32_t events)
 {
 	if (c->closed)
 		return;
+	/* Client bytes while the upstream has the turn: see conn_quiet_client. */
+	c->client_woke = !upstream && (events & EPOLLIN) && (c->state == CS_SEND_REQ ||
+	    c->state == CS_RESP_HEAD || c->state == CS_RELAY);
 	/* The client left while we wait on the upstream or relay to it: stop
 	 * the upstream at once so the provider stops generating (and billing). */
 	if (!upstream && (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) &&

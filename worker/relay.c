@@ -442,7 +442,7 @@ relay_head(struct kv_conn *c)
 				free(c->ubuf);
 				c->ubuf = NULL;
 			}
-			conn_watch_client(c, EPOLLRDHUP);
+			conn_quiet_client(c);
 			conn_watch_upstream(c, (uint32_t)c->uc->s.want);
 			conn_set_deadline(c, 1);
 			return STEP_WAIT;
@@ -483,7 +483,7 @@ wait_client(struct kv_conn *c)
 static enum step
 wait_upstream(struct kv_conn *c, uint32_t ev)
 {
-	conn_watch_client(c, EPOLLRDHUP);
+	conn_quiet_client(c);
 	conn_watch_upstream(c, ev);
 	conn_set_deadline(c, 1);
 	return STEP_WAIT;

@@ -506,7 +506,7 @@ request_send(struct kv_conn *c)
 	while (c->opos < c->olen) {
 		n = kv_stream_write(&c->uc->s, c->obuf + c->opos, c->olen - c->opos);
 		if (n == KV_IO_AGAIN) {
-			conn_watch_client(c, EPOLLRDHUP);
+			conn_quiet_client(c);
 			conn_watch_upstream(c, (uint32_t)c->uc->s.want);
 			conn_set_deadline(c, 1);
 			return STEP_WAIT;
