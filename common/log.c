@@ -1,6 +1,7 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,38 +38,79 @@ log_stamp(const struct timespec *ts)
 	return stamp;
 }
 
-/* One write(2) per line so lines from several workers never interleave. */
-static void
-log_line(const char *level, const char *id, const char *fmt, va_list ap,
+/* Format one line, newline included, into buf[KV_LOG_LINE]; returns its
+ * length. */
+#define KV_LOG_LINE 2048
+static size_t
+log_format(char *buf, const char *level, const char *id, const char *fmt, va_list ap,
     const char *suffix)
 {
-	char buf[2048];
+	const size_t size = KV_LOG_LINE;
 	struct timespec ts;
 	int n, m;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	n = snprintf(buf, sizeof(buf), "%s.%03ldZ [%s] %s[%d] %s%s",
+	n = snprintf(buf, size, "%s.%03ldZ [%s] %s[%d] %s%s",
 	    log_stamp(&ts), ts.tv_nsec / 1000000, level, log_role,
 	    (int)(log_pid != 0 ? log_pid : getpid()), id ? id : "", id ? ": " : "");
-	if (n < 0 || (size_t)n >= sizeof(buf))
+	if (n < 0 || (size_t)n >= size)
 		n = 0;
-	m = vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
+	m = vsnprintf(buf + n, size - n, fmt, ap);
 	if (m < 0)
 		m = 0;
 	n += m;
-	if ((size_t)n >= sizeof(buf) - 2)
-		n = sizeof(buf) - 2;
+	if ((size_t)n >= size - 2)
+		n = size - 2;
 	if (suffix != NULL) {
-		m = snprintf(buf + n, sizeof(buf) - n, ": %s", suffix);
+		m = snprintf(buf + n, size - n, ": %s", suffix);
 		if (m > 0)
 			n += m;
-		if ((size_t)n >= sizeof(buf) - 1)
-			n = sizeof(buf) - 2;
+		if ((size_t)n >= size - 1)
+			n = size - 2;
 	}
 	buf[n++] = '\n';
+	return (size_t)n;
+}
+
+/* Access lines held until kv_log_flush: whole lines, at most PIPE_BUF
+ * bytes a write, so a pipe (journald's, docker's) keeps each write whole
+ * and lines from several workers still never interleave. */
+static char access_buf[PIPE_BUF];
+static size_t access_len;
+static int access_batch;
+
+static void
+log_write(const char *buf, size_t n)
+{
 	/* Nothing sensible to do if stderr is gone. */
 	if (write(STDERR_FILENO, buf, n) == -1)
 		return;
+}
+
+void
+kv_log_flush(void)
+{
+	if (access_len > 0)
+		log_write(access_buf, access_len);
+	access_len = 0;
+}
+
+void
+kv_log_batch_access(int on)
+{
+	kv_log_flush();
+	access_batch = on;
+}
+
+static void
+log_line(const char *level, const char *id, const char *fmt, va_list ap,
+    const char *suffix)
+{
+	char buf[KV_LOG_LINE];
+	size_t n = log_format(buf, level, id, fmt, ap, suffix);
+
+	kv_log_flush();		/* lines leave in the order they were made */
+	log_write(buf, n);
 }
 
 void
@@ -106,9 +148,19 @@ kv_log_info(const char *fmt, ...)
 void
 kv_log_access(const char *fmt, ...)
 {
+	char buf[KV_LOG_LINE];
 	va_list ap;
+	size_t n;
 
 	va_start(ap, fmt);
-	log_line("access", NULL, fmt, ap, NULL);
+	n = log_format(buf, "access", NULL, fmt, ap, NULL);
 	va_end(ap);
+	if (access_len + n > sizeof(access_buf))
+		kv_log_flush();
+	if (!access_batch || n > sizeof(access_buf)) {
+		log_write(buf, n);
+		return;
+	}
+	memcpy(access_buf + access_len, buf, n);
+	access_len += n;
 }

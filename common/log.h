@@ -19,6 +19,13 @@ void kv_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Access log: one line per request, already formatted by the caller. */
 void kv_log_access(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* With batching on, access lines wait in a PIPE_BUF-sized buffer until
+ * kv_log_flush (or the next other line, or a full buffer): a worker writes
+ * a turn's lines at once instead of one write(2) per request. The caller
+ * flushes before it sleeps and before it exits. */
+void kv_log_batch_access(int on);
+void kv_log_flush(void);
+
 #ifdef KV_DEBUG
 #define kv_log_debug(fmt, ...) kv_log_info("%s: " fmt, __func__, ##__VA_ARGS__)
 #else

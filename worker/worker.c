@@ -260,6 +260,7 @@ worker_loop(struct kv_worker *w, pid_t master)
 			start_drain(w);
 		if (w->draining && (w->nconns == 0 || w->now_ms >= w->drain_deadline_ms))
 			return;
+		kv_log_flush();
 		n = epoll_wait(w->epfd, evs, MAX_EVENTS, wait_ms(w));
 		if (n == -1 && errno != EINTR) {
 			kv_log_warn("KV0504", "epoll_wait");
@@ -310,10 +311,12 @@ kv_worker_main(const struct kv_config *cf, struct kv_ledger *l, int slot,
 		_exit(1);
 	}
 	listener_watch(&w, 1);
+	kv_log_batch_access(1);
 	atomic_store(&w.slot->heartbeat, (int64_t)time(NULL));
 	atomic_store(&w.slot->state, KV_WORKER_RUNNING);
 	worker_loop(&w, master);
 	kv_conn_close_all(&w);
+	kv_log_flush();
 	kv_upstreams_free(w.ups, cf->nupstreams);
 	atomic_store(&w.slot->state, KV_WORKER_DRAINING);
 	_exit(0);
