@@ -363,7 +363,9 @@ conn_next_request(struct kv_conn *c)
 	c->state = CS_HEAD;
 	conn_watch_client(c, EPOLLIN | EPOLLRDHUP);
 	conn_set_deadline(c, 0);
-	return STEP_CONT;
+	/* Nothing pipelined: the next request is not here yet, so wait for
+	 * it rather than find an empty socket (a wasted read per request). */
+	return left > 0 ? STEP_CONT : STEP_WAIT;
 }
 
 static enum step

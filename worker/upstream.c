@@ -235,7 +235,7 @@ idle_is_alive(struct kv_upconn *uc)
 }
 
 struct kv_upconn *
-kv_upconn_take_idle(struct kv_upstream_rt *rt)
+kv_upconn_take_idle(struct kv_upstream_rt *rt, int64_t now)
 {
 	struct kv_upconn *uc;
 
@@ -243,7 +243,7 @@ kv_upconn_take_idle(struct kv_upstream_rt *rt)
 		rt->idle = uc->next;
 		rt->nidle--;
 		uc->next = NULL;
-		if (idle_is_alive(uc)) {
+		if (uc->idle_since == now || idle_is_alive(uc)) {
 			uc->reused = 1;
 			return uc;
 		}
