@@ -44,8 +44,6 @@ struct kv_conn {
 	struct kv_upconn	*uc;
 	uint32_t		 uwatch;
 	int			 uregistered;
-	int			 uc_parked;	/* uc kept from the last request */
-	int64_t			 parked_ms;
 	struct kv_upstream_rt	*rt;
 	enum conn_state		 state;
 	int64_t			 deadline_ms;
@@ -126,10 +124,6 @@ void	conn_watch_client(struct kv_conn *c, uint32_t ev);
 void	conn_quiet_client(struct kv_conn *c);
 void	conn_watch_upstream(struct kv_conn *c, uint32_t ev);
 void	conn_set_deadline(struct kv_conn *c, int upstream_side);
-/* Whether the upstream connection parked with c after its last response
- * can carry the request now routed to c->rt: 1 and c->uc is ready to send
- * on; 0 and c->uc is NULL (handed to the pool, or closed). */
-int	conn_take_parked(struct kv_conn *c);
 enum step conn_fail(struct kv_conn *c, int status, const char *msg);
 void	conn_close(struct kv_conn *c);
 enum step conn_next_request(struct kv_conn *c);

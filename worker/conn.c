@@ -182,7 +182,6 @@ upstream_detach(struct kv_conn *c, int reuse)
 		kv_log_warn("KV0405", "epoll_ctl del upstream");
 	c->uregistered = 0;
 	c->uwatch = 0;
-	c->uc_parked = 0;
 	if (reuse)
 		/* The pool's clock is the one the tick passes: time(NULL). */
 		kv_upconn_release(c->uc, (int64_t)time(NULL));
@@ -190,37 +189,6 @@ upstream_detach(struct kv_conn *c, int reuse)
 		/* A reset tells the provider at once that nobody is listening. */
 		kv_upconn_close(c->uc, 1);
 	c->uc = NULL;
-}
-
-/* After a clean response, the upstream connection stays with the client
- * connection, epoll interest and all, for the client's next request: a
- * trip through the pool cost an EPOLL_CTL_DEL, an EPOLL_CTL_ADD and a
- * poll(2) per request. The tick hands it to the pool once the client has
- * been quiet for a second; anything the server sends meanwhile (a close)
- * ends it (kv_conn_event). */
-static void
-upstream_park(struct kv_conn *c)
-{
-	c->uc_parked = 1;
-	c->parked_ms = c->w->now_ms;
-	c->uc->idle_since = (int64_t)time(NULL);
-}
-
-int
-conn_take_parked(struct kv_conn *c)
-{
-	if (c->uc == NULL)
-		return 0;
-	/* Watched for input, a close would have ended it (kv_conn_event);
-	 * else it may have come unseen: ask, as the pool does. */
-	if (c->uc->rt == c->rt && !c->retried && ((c->uregistered && (c->uwatch & EPOLLIN)) ||
-	    kv_upconn_usable(c->uc, (int64_t)time(NULL)))) {
-		c->uc_parked = 0;
-		c->uc->reused = 1;
-		return 1;
-	}
-	upstream_detach(c, c->uc->rt == c->rt ? 0 : 1);
-	return 0;
 }
 
 /* Drop per-request buffers and state; the connection itself stays. */
@@ -262,7 +230,7 @@ conn_close(struct kv_conn *c)
 
 	if (c->resv >= 0 || c->counted_stream)
 		relay_finish(c);	/* settles and logs what was relayed */
-	upstream_detach(c, c->uc_parked);
+	upstream_detach(c, 0);
 	conn_free_buf(c);
 	free(c->cbuf);
 	/* A cut stream ends with a reset so the client can tell. */
@@ -371,12 +339,7 @@ conn_next_request(struct kv_conn *c)
 {
 	size_t left;
 
-	if (c->uc != NULL && !c->uc_parked) {
-		if (c->resp_done && c->up_keepalive && !c->cut)
-			upstream_park(c);
-		else
-			upstream_detach(c, 0);
-	}
+	upstream_detach(c, c->uc != NULL && c->resp_done && c->up_keepalive && !c->cut);
 	conn_free_buf(c);
 	c->served = 1;
 	if (c->drain || c->w->draining) {
@@ -456,10 +419,6 @@ kv_conn_event(struct kv_conn *c, int upstream, uint32_t events)
 {
 	if (c->closed)
 		return;
-	if (upstream && c->uc_parked) {
-		upstream_detach(c, 0);	/* the server closed it, or spoke unasked */
-		return;
-	}
 	/* Client bytes while the upstream has the turn: see conn_quiet_client. */
 	c->client_woke = !upstream && (events & EPOLLIN) && (c->state == CS_SEND_REQ ||
 	    c->state == CS_RESP_HEAD || c->state == CS_RELAY);
@@ -481,8 +440,6 @@ kv_conn_event(struct kv_conn *c, int upstream, uint32_t events)
 void
 kv_conn_tick(struct kv_conn *c, int64_t now_ms)
 {
-	if (c->uc_parked && now_ms - c->parked_ms >= 1000)
-		upstream_detach(c, 1);	/* a quiet client: let others use it */
 	if (now_ms < c->deadline_ms)
 		return;
 	switch (c->state) {

@@ -429,8 +429,7 @@ request_connect(struct kv_conn *c)
 {
 	char err[256] = "";
 
-	if (conn_take_parked(c) ||
-	    (!c->retried && (c->uc = kv_upconn_take_idle(c->rt, (int64_t)time(NULL))) != NULL)) {
+	if (!c->retried && (c->uc = kv_upconn_take_idle(c->rt, (int64_t)time(NULL))) != NULL) {
 		c->state = CS_SEND_REQ;
 		return STEP_CONT;
 	}

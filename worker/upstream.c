@@ -234,12 +234,6 @@ idle_is_alive(struct kv_upconn *uc)
 	return poll(&pfd, 1, 0) == 0;
 }
 
-int
-kv_upconn_usable(struct kv_upconn *uc, int64_t now)
-{
-	return uc->idle_since == now || idle_is_alive(uc);
-}
-
 struct kv_upconn *
 kv_upconn_take_idle(struct kv_upstream_rt *rt, int64_t now)
 {
@@ -249,7 +243,7 @@ kv_upconn_take_idle(struct kv_upstream_rt *rt, int64_t now)
 		rt->idle = uc->next;
 		rt->nidle--;
 		uc->next = NULL;
-		if (kv_upconn_usable(uc, now)) {
+		if (uc->idle_since == now || idle_is_alive(uc)) {
 			uc->reused = 1;
 			return uc;
 		}

@@ -55,13 +55,10 @@ struct kv_upstream_rt *kv_upstreams_find(struct kv_upstream_rt *rts, size_t n,
  * connections. Never blocks. */
 void	kv_upstreams_tick(struct kv_upstream_rt *rts, size_t n, int64_t now);
 
-/* Whether an idle connection can carry a request: one idle since this very
- * second (now, the pool's clock: time(NULL)) without asking the kernel (a
- * server closes an idle connection after seconds, and one that closes it
- * sooner is caught by the retry before any byte), else unless readable. */
-int	kv_upconn_usable(struct kv_upconn *uc, int64_t now);
-
-/* A pooled connection that is usable, or NULL; unusable ones are closed. */
+/* A pooled connection that is still open, or NULL. One released this very
+ * second (now, the pool's clock: time(NULL)) is taken without asking the
+ * kernel: a server that closes an idle connection does so after seconds,
+ * and one that closes it sooner is caught by the retry before any byte. */
 struct kv_upconn *kv_upconn_take_idle(struct kv_upstream_rt *rt, int64_t now);
 
 /* Start a non-blocking connect (TCP_NODELAY set; TLS session prepared with
