@@ -39,7 +39,8 @@
  *   cache-read tokens), x-mock-cache-write N, x-mock-two-deltas 1 (two
  *   cumulative message_delta events), x-mock-status 4xx|5xx (that error),
  *   x-mock-fail reset|garbage|hang|close (RST after half the events / non-HTTP
- *   bytes / never answer / close unanswered).
+ *   bytes / never answer / close unanswered), x-mock-silent-close 1 (answer
+ *   as keep-alive, then close the connection anyway).
  *
  * -l LOGFILE gets one line per request:
  *   METHOD TARGET host=H auth=ID include_usage=0|1 stream_options=0|1
@@ -1391,6 +1392,8 @@ serve_one(struct conn *c)
 	if (route(c) == -1)
 		return -1;
 	c->in_response = 0;
+	if (hdr(rq, "x-mock-silent-close") != NULL)
+		return 1;
 	return rq->keepalive ? 0 : 1;
 }
 

@@ -129,6 +129,25 @@ fi
 check "upstream pool: a connection pooled before an idle second is still open after it" \
 	test -n "$(comm -12 "$T/ports6" "$T/ports12")"
 
+# One client connection, several upstreams: each request finds its own
+# upstream's pooled connection, and one the server closed after answering
+# (without saying so) is not used again, or is retried once if the close
+# is not seen in time.
+: >"$T/verbose"
+curl -sv -m 30 "${AUTH[@]}" -d '{"model":"pool-1"}' -o "$T/k1" -w '%{http_code} ' "$url" \
+	--next "${AUTH[@]}" -d '{"model":"gpt-4o-mini"}' -o "$T/k2" -w '%{http_code} ' "$url" \
+	--next "${AUTH[@]}" -d '{"model":"pool-1"}' -H 'x-mock-silent-close: 1' -o "$T/k3" \
+		-w '%{http_code} ' "$url" \
+	--next "${AUTH[@]}" -d '{"model":"pool-1"}' -o "$T/k4" -w '%{http_code} ' "$url" \
+	--next "${AUTH[@]}" -d '{"model":"pool-1"}' -o "$T/k5" -w '%{http_code}' "$url" \
+	>"$T/codes" 2>"$T/verbose"
+check_eq "one client connection across two upstreams and a silent upstream close: all 200" \
+	"$(cat "$T/codes")" "200 200 200 200 200"
+check_eq "... on one client connection" "$(grep -c 'Re-using existing connection' "$T/verbose")" 4
+check_eq "... each answer for its own model" \
+	"$(cat "$T/k1" "$T/k2" "$T/k3" "$T/k4" "$T/k5" | grep -o '"model":"[^"]*"' | tr '\n' ' ')" \
+	'"model":"pool-1" "model":"gpt-4o-mini-2024-07-18" "model":"pool-1" "model":"pool-1" "model":"pool-1" '
+
 # ---- 50 MB each way ------------------------------------------------------------
 
 head -c 50000000 /dev/urandom >"$T/big"
