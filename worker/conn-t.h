@@ -13,7 +13,7 @@
 #define KV_CBUF_SIZE	(KV_HTTP_MAX_HEAD + 4096)	/* head plus room for body reads */
 #define KV_INSPECT_MAX	(64 * 1024)	/* request-body prefix held for inspection */
 #define KV_UBUF_SIZE	(16 * 1024)	/* upstream read buffer */
-#define KV_UBUF_FAST	(64 * 1024)	/* ... while the client keeps up */
+#define KV_UBUF_FAST	(64 * 1024)	/* ... while bytes pour through */
 #define KV_EBUF_SIZE	(16 * 1024)	/* one SSE event, when filtering */
 #define KV_CONNECT_TIMEOUT_S 10
 
@@ -88,7 +88,7 @@ struct kv_conn {
 	/* the response */
 	char			*ubuf;
 	size_t			 ulen, upos, ucap;
-	int			 client_slow;	/* its socket was full: read little */
+	int			 read_big;	/* reads fill ubuf, the client keeps up */
 	int			 status;
 	int			 resp_chunked;
 	struct kv_chunked	 resp_dec;

@@ -477,7 +477,7 @@ wait_client(struct kv_conn *c)
 		c->ubuf = NULL;
 		c->ulen = c->upos = 0;
 	}
-	c->client_slow = 1;
+	c->read_big = 0;
 	conn_watch_upstream(c, 0);
 	conn_watch_client(c, EPOLLOUT | EPOLLRDHUP);
 	conn_set_deadline(c, 0);
@@ -622,15 +622,15 @@ relay_splice(struct kv_conn *c)
 	}
 }
 
-/* An empty ubuf sized for the next read: 64 KB while the client takes all
- * we give it (a quarter of the reads and writes of 16 KB: the benchmark's
- * 256 full-speed streams took 1.9 CPU seconds instead of 2.55), 16 KB once
- * its socket filled, so a stream held up by its client keeps little.
- * Returns the size, or -1. */
+/* An empty ubuf sized for the next read: 64 KB while the upstream fills
+ * what we read and the client takes it all (a quarter of the reads and
+ * writes of 16 KB: the benchmark's 256 full-speed streams took 1.7 CPU
+ * seconds instead of 2.55), else 16 KB: a paced stream's read is one event,
+ * and a stream held up by its client keeps little. Returns the size, or -1. */
 static ssize_t
 read_buffer(struct kv_conn *c)
 {
-	size_t want = c->client_slow ? KV_UBUF_SIZE : KV_UBUF_FAST;
+	size_t want = c->read_big ? KV_UBUF_FAST : KV_UBUF_SIZE;
 
 	if (c->ubuf != NULL && c->ucap != want) {
 		free(c->ubuf);
@@ -661,8 +661,6 @@ relay_body(struct kv_conn *c)
 			}
 			return conn_next_request(c);
 		}
-		if (i > 0)
-			c->client_slow = 0;	/* a read went out whole */
 		if (i == RELAY_READS_PER_TURN) {
 			/* Everything read went out: a stream waiting for its next
 			 * turn holds no buffer (256 streams at full speed held
@@ -689,6 +687,7 @@ relay_body(struct kv_conn *c)
 		}
 		if (n <= 0)
 			return cut(c);	/* the upstream broke off: the client must see it */
+		c->read_big = (size_t)n == c->ucap;	/* wait_client resets it */
 		conn_set_deadline(c, 1);
 		/* Re-framed output is the read plus a chunk line per event: make
 		 * room at once, not one realloc per event (a ladder of freed sizes
