@@ -529,9 +529,10 @@ master_loop(struct master *m)
 	}
 }
 
-/* After the status service's libraries initialised and before the first
- * fork, so workers start from the trimmed map too; before dropping
- * privileges, which makes /proc/self/smaps unreadable to us. */
+/* After the status service's libraries initialised; before dropping
+ * privileges, which makes /proc/self/smaps unreadable to us. (Workers map
+ * only the library pages they touch: fork copies no page table entries of
+ * such mappings.) */
 static void
 trim_startup_pages(void)
 {

