@@ -170,6 +170,7 @@ for pid in $(kv_ctl status --json | jq -r '.workers[] | select(.active_streams >
 done
 check "the streams are on this daemon's workers ($victims)" test -n "$victims"
 t0=$EPOCHREALTIME
+KV_KILLS_WORKERS=1	# on purpose: kv_finish must not count it
 for pid in $victims; do kill -KILL "$pid"; done
 check "within 5 s of kill -9 the key's reservations are back to 0" \
 	kv_wait_for 5 key_field_is "$KK_ID" reserved_nusd 0

@@ -171,6 +171,7 @@ check_eq "no key in the ledger file" "$(leaks "$T/ledger")" ""
 
 # The core-dump attempt: a worker aborts; nothing is dumped, it is respawned.
 old=$(workers | head -n 1)
+KV_KILLS_WORKERS=1	# on purpose: kv_finish must not count it
 kill -ABRT "$old"
 check "a worker that aborted is replaced" \
 	kv_wait_for 20 eval "! kv_alive $old && test \"\$(workers | wc -l)\" = 2"

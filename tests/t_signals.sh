@@ -107,6 +107,7 @@ check "reservations are held while the streams run" \
 read -r victim _ _ victim_streams < <(workers | sort -k4 -n | tail -n 1)
 survivor=$(workers | awk -v v="$victim" '$1 != v { print $1 }')
 off=$(log_size)
+KV_KILLS_WORKERS=1	# on purpose: kv_finish must not count it
 kill -KILL "$victim"
 check "the master logs the killed worker" kv_wait_for 10 log_has "$off" \
 	"KV0112: .*\\(pid $victim\\) killed by signal 9; released $victim_streams reservations"
