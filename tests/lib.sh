@@ -424,6 +424,54 @@ kv_sdk_setup() {
 	KV_SDK=$dst
 }
 
+# ---- measurements shared by several tests ---------------------------------------
+
+# kv_daemon_kb: the summed PSS (else RSS) of the master and its workers, in kB.
+kv_daemon_kb() {
+	local pid sum=0 kb
+	for pid in $KV_PID $(ps -o pid= --ppid "$KV_PID"); do
+		kb=$(awk '/^Pss:/ { print $2; exit }' "/proc/$pid/smaps_rollup" 2>/dev/null)
+		[ -n "$kb" ] || kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
+		sum=$((sum + ${kb:-0}))
+	done
+	echo $sum
+}
+
+# kv__up_ports PORT: local ports of the gateway's open connections to PORT.
+kv__up_ports() {
+	ss -Htn state established "( dport = :$1 )" | awk '{ print $3 }' | sort
+}
+
+kv__pool_ok() {
+	KV__POOL_N=$(kv__up_ports "$1" | wc -l)
+	[ "$KV__POOL_N" -ge 1 ] && [ "$KV__POOL_N" -le "${KV_WORKERS:-2}" ]
+}
+
+# kv_check_pool LABEL PORT MODEL: twelve sequential requests for MODEL (with
+# the caller's AUTH), idle across the workers' once-a-second tick after the
+# sixth, reuse kept-alive connections to PORT: 1..KV_WORKERS of them are open
+# after, and one pooled before the idle second is still open after it.
+# Nothing else may talk to PORT meanwhile.
+kv_check_pool() {
+	local label=$1 port=$2 model=$3 i w=${KV_WORKERS:-2}
+
+	for i in $(seq 1 12); do
+		kv_curl /v1/chat/completions -o /dev/null "${AUTH[@]}" -d "{\"model\":\"$model\"}"
+		[ $i = 6 ] && kv__up_ports "$port" >"$T/ports6" && sleep 1.5
+	done
+	kv__up_ports "$port" >"$T/ports12"
+	# Nothing opens or closes connections now: waiting only rides out a
+	# flaky read of the socket table.
+	if kv_wait_for 5 kv__pool_ok "$port"; then
+		pass "$label: 12 requests used 1..$w kept-alive connections (saw $KV__POOL_N)"
+	else
+		fail "$label: 12 requests used 1..$w kept-alive connections (saw $KV__POOL_N)"
+		ss -tan | grep ":$port\b"
+	fi
+	check "$label: a connection pooled before an idle second is still open after it" \
+		test -n "$(comm -12 "$T/ports6" "$T/ports12")"
+}
+
 # ---- the end -------------------------------------------------------------------
 
 # kv__log_clean FILE: no sanitizer report in FILE.

@@ -170,23 +170,13 @@ check_eq "... not charged either" "$(jq .spent_nusd "$T/after")" "$(jq .spent_nu
 
 # ---- a client that does not read: backpressure --------------------------------------
 
-# daemon_kb: the summed PSS (else RSS) of the master and its workers, in kB.
-daemon_kb() {
-	local pid sum=0 kb
-	for pid in $KV_PID $(ps -o pid= --ppid "$KV_PID"); do
-		kb=$(awk '/^Pss:/ { print $2; exit }' "/proc/$pid/smaps_rollup" 2>/dev/null)
-		[ -n "$kb" ] || kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
-		sum=$((sum + ${kb:-0}))
-	done
-	echo $sum
-}
 # queues FILTER FIELD: the summed Recv-Q (FIELD 1) or Send-Q (FIELD 2) of the
 # established sockets matching the ss FILTER.
 queues() { ss -Htn state established "( $1 )" | awk -v f="$2" '{ s += $f } END { print s + 0 }'; }
-# paused: the gateway leaves over 16 kB (its read size) of the mock's bytes
-# unread, twice 0.5 s apart. A gateway that kept reading would drain its
-# socket at once (and hold the bytes itself); one that paused leaves them
-# in the kernel.
+# paused: the gateway leaves over 16 kB (a read once the client has
+# stalled) of the mock's bytes unread, twice 0.5 s apart. A gateway that
+# kept reading would drain its socket at once (and hold the bytes itself);
+# one that paused leaves them in the kernel.
 paused() {
 	[ "$(queues "dport = :$MOCK_PORT" 1)" -gt 16384 ] || return 1
 	sleep 0.5
@@ -200,14 +190,14 @@ slow() {
 	local desc=$1 path=$2 base kb cpid
 	shift 2
 	kv_curl /v1/chat/completions -o /dev/null "${AUTH[@]}" -d "$CHAT"	# warm the buffers
-	base=$(daemon_kb)
+	base=$(kv_daemon_kb)
 	# Its own key: the cut stream is charged, and must not spend AUTH's budget.
 	curl -sS -m 120 --limit-rate 1k -o /dev/null -H 'Authorization: Bearer sk-faults-slow' \
 		"$KV_URL$path" "$@" 2>/dev/null &
 	cpid=$!
 	kv_track $cpid
 	check "$desc: the gateway stops reading the upstream" kv_wait_for 30 paused
-	kb=$(daemon_kb)
+	kb=$(kv_daemon_kb)
 	echo "# $desc: daemon ${base} kB -> ${kb} kB; mock Send-Q $(queues "sport = :$MOCK_PORT" 2)," \
 		"gateway Recv-Q $(queues "dport = :$MOCK_PORT" 1), Send-Q to client $(queues "sport = :$KV_PORT" 2)"
 	if [ $asan = 1 ]; then

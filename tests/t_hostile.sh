@@ -329,17 +329,6 @@ ms=$(resp_ms stall_chunked)
 check "stalled chunked body: closed at client_timeout ($(resp_end stall_chunked) after ${ms} ms)" \
 	test "$(resp_end stall_chunked)" != timeout -a "${ms:-0}" -ge 2500 -a "${ms:-99999}" -le 8000
 
-# The daemon's memory: the summed PSS (else RSS) of master and workers, KB.
-daemon_kb() {
-	local pid total=0 kb
-	for pid in $KV_PID $(ps -o pid= --ppid "$KV_PID"); do
-		kb=$(awk '/^Pss:/ { print $2; exit }' "/proc/$pid/smaps_rollup" 2>/dev/null)
-		[ -n "$kb" ] || kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
-		total=$((total + ${kb:-0}))
-	done
-	echo "$total"
-}
-
 # A client that never reads a 50 MB response: the relay stops at the full
 # socket, the connection is cut at client_timeout, and the workers do not
 # hold the response meanwhile. Twice: once spliced (Content-Length), once
@@ -349,7 +338,7 @@ for mode in plain chunked; do
 	[ $mode = chunked ] && q="$q&chunked=1"
 	# warm up: the first /blob maps code and buffers that then stay
 	kv_curl "/blob?bytes=1000000&seed=1" -H "$AUTH" -o /dev/null
-	before=$(daemon_kb)
+	before=$(kv_daemon_kb)
 	aborts=$(kv_mock_stat aborted_streams)
 	req "noread_$mode" "GET /blob?$q HTTP/1.1\r\nHost: gw\r\n${AUTH}\r\n\r\n"
 	"$RAW" -t 40 -n -r 4096 "$KV_PORT" "$T/noread_$mode.req" >/dev/null 2>"$T/noread_$mode.err" &
@@ -358,7 +347,7 @@ for mode in plain chunked; do
 	peak=$before
 	for ((i = 0; i < 20; i++)); do
 		sleep 0.1
-		now=$(daemon_kb)
+		now=$(kv_daemon_kb)
 		[ "$now" -gt "$peak" ] && peak=$now
 	done
 	wait $rpid

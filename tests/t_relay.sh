@@ -104,30 +104,8 @@ curl -sv -m 30 "${AUTH[@]}" -d '{"model":"gpt-4o-mini"}' -o /dev/null "$url" \
 check_eq "client keep-alive: three requests on one connection" \
 	"$(grep -c 'Re-using existing connection' "$T/verbose")" 2
 
-# up_conns: the gateway's sockets to the pool's mock that are open now;
-# ports: their local ports, to tell a kept connection from a new one.
-up_conns() { ss -Htn state established "( dport = :$POOL_PORT )" | wc -l; }
-ports() { ss -Htn state established "( dport = :$POOL_PORT )" | awk '{ print $3 }' | sort; }
-for i in $(seq 1 12); do
-	kv_curl /v1/chat/completions -o /dev/null "${AUTH[@]}" -d '{"model":"pool-1"}'
-	# Idle across the workers' once-a-second tick, well inside the pool's
-	# idle timeout: a pooled connection must survive it.
-	[ $i = 6 ] && ports >"$T/ports6" && sleep 1.5
-done
-ports >"$T/ports12"
+kv_check_pool "upstream pool" "$POOL_PORT" pool-1
 check_eq "upstream pool: the mock saw the 12 requests" "$(kv_mock_stat requests "$POOL_PORT")" 13
-# Nothing opens or closes upstream connections now, so waiting only rides
-# out a flaky read of the socket table.
-w=${KV_WORKERS:-2}
-pool_ok() { n=$(up_conns); [ "$n" -ge 1 ] && [ "$n" -le "$w" ]; }
-if kv_wait_for 5 pool_ok; then
-	pass "upstream pool: 12 requests used 1..$w kept-alive connections (saw $n)"
-else
-	fail "upstream pool: 12 requests used 1..$w kept-alive connections (saw $n)"
-	ss -tan | grep ":$POOL_PORT\b"
-fi
-check "upstream pool: a connection pooled before an idle second is still open after it" \
-	test -n "$(comm -12 "$T/ports6" "$T/ports12")"
 
 # One client connection, several upstreams: each request finds its own
 # upstream's pooled connection, and one the server closed after answering

@@ -102,27 +102,8 @@ relayed "TLS 1 MB response" /v1/chat/completions \
 	'{"model":"good-1","stream":true}' -H 'x-mock-tokens: 64' -H 'x-mock-token-bytes: 16384'
 
 # The pool: sequential requests reuse the connections the first ones opened.
-up_conns() { ss -Htn state established "( dport = :$GOOD )" | wc -l; }
-ports() { ss -Htn state established "( dport = :$GOOD )" | awk '{ print $3 }' | sort; }
-for i in $(seq 1 12); do
-	kv_curl /v1/chat/completions -o /dev/null "${AUTH[@]}" -d '{"model":"good-1"}'
-	# Idle across the workers' once-a-second tick, well inside the pool's
-	# idle timeout: a pooled connection must survive it.
-	[ $i = 6 ] && ports >"$T/ports6" && sleep 1.5
-done
-ports >"$T/ports12"
-# Only good-* has been to this port so far. Nothing opens or closes
-# connections now: waiting only rides out a flaky read.
-w=${KV_WORKERS:-2}
-pool_ok() { n=$(up_conns); [ "$n" -ge 1 ] && [ "$n" -le "$w" ]; }
-if kv_wait_for 5 pool_ok; then
-	pass "TLS pool: 12+ requests over 1..$w kept-alive connections (saw $n)"
-else
-	fail "TLS pool: 12+ requests over 1..$w kept-alive connections (saw $n)"
-	ss -tan | grep ":$GOOD\b"
-fi
-check "TLS pool: a connection pooled before an idle second is still open after it" \
-	test -n "$(comm -12 "$T/ports6" "$T/ports12")"
+# Only good-* has been to this port so far.
+kv_check_pool "TLS pool" "$GOOD" good-1
 check_eq "TLS pool: no handshake failure logged" "$(grep -c 'KV0422' "$T/kilovoltd.log")" 0
 
 relayed "TLS by IP address (verified against the IP SAN)" /v1/chat/completions \
@@ -141,19 +122,11 @@ check "... within 1 s of the client leaving (${gap} ms)" test "$gap" -lt 1000
 
 # A client that stops reading a 20 MB TLS stream pauses the upstream read
 # (the bytes stay in the kernel) instead of growing the worker.
-daemon_kb() {
-	local pid sum=0 kb
-	for pid in $KV_PID $(ps -o pid= --ppid "$KV_PID"); do
-		kb=$(awk '/^Pss:/ { print $2; exit }' "/proc/$pid/smaps_rollup" 2>/dev/null)
-		[ -n "$kb" ] || kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
-		sum=$((sum + ${kb:-0}))
-	done
-	echo $sum
-}
 recvq() { ss -Htn state established "( dport = :$GOOD )" | awk '{ s += $1 } END { print s + 0 }'; }
-# Over 16 kB (the read size) unread twice 0.5 s apart: the read paused.
+# Over 16 kB (a read once the client has stalled) unread twice 0.5 s apart:
+# the read paused.
 paused() { [ "$(recvq)" -gt 16384 ] && sleep 0.5 && [ "$(recvq)" -gt 16384 ]; }
-base=$(daemon_kb)
+base=$(kv_daemon_kb)
 # Its own key: the cut stream is charged, and must not spend the others' budget.
 curl -sS -m 120 --limit-rate 1k -o /dev/null -H 'Authorization: Bearer sk-tls-slow' \
 	"$KV_URL/v1/chat/completions" \
@@ -162,7 +135,7 @@ curl -sS -m 120 --limit-rate 1k -o /dev/null -H 'Authorization: Bearer sk-tls-sl
 cpid=$!
 kv_track $cpid
 check "TLS slow reader: the gateway stops reading the upstream" kv_wait_for 30 paused
-kb=$(daemon_kb)
+kb=$(kv_daemon_kb)
 echo "# TLS slow reader: daemon $base kB -> $kb kB, gateway Recv-Q $(recvq)"
 if ldd "$KV_DAEMON_BIN" 2>/dev/null | grep -q asan; then
 	echo "# TLS slow reader: memory not measured under ASan (its allocator holds freed memory)"
