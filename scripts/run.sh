@@ -1,9 +1,17 @@
 #!/bin/sh
-# Install, build and start kilovoltd in the foreground with ./kilovolt.ini.
+# Install, build and start kilovoltd in the foreground with ./kilovolt.ini
+# (or $KILOVOLT_CONFIG). The build is out of tree, in build/, so that
+# ./scripts/test.sh (which builds in build-release/ and build-asan/) works
+# after it, and before it, as often as either is run; the checkout is left
+# with no untracked file.
 set -eu
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
-[ -x configure ] || autoreconf -fi
-[ -f Makefile ] || ./configure
+. ./scripts/tree.sh
+kv_tree_prepare
+mkdir -p build
+cd build
+[ -f Makefile ] || ../configure
 make -j"$(nproc)"
-exec ./kilovoltd -c kilovolt.ini
+cd ..
+exec ./build/kilovoltd -c "${KILOVOLT_CONFIG:-kilovolt.ini}"
