@@ -469,6 +469,24 @@ set_max_body(struct cfg_parse *p, const char *v)
 	return 0;
 }
 
+static int
+set_spool_dir(struct cfg_parse *p, const char *v)
+{
+	if (*v == '\0' || strlen(v) >= sizeof(p->cf->spool_dir))
+		return cfg_err(p, p->lineno, "spool_dir: empty or too long");
+	strcpy(p->cf->spool_dir, v);
+	return 0;
+}
+
+static int
+set_spool_max(struct cfg_parse *p, const char *v)
+{
+	if (parse_size(v, &p->cf->spool_max) == -1 || p->cf->spool_max == 0)
+		return cfg_err(p, p->lineno, "spool_max: '%s' is not a size above 0 "
+		    "(bytes with an optional k, m or g)", v);
+	return 0;
+}
+
 /* An empty token would match "Authorization: Bearer " — treat it as none. */
 static int
 set_admin_token(struct cfg_parse *p, const char *v)
@@ -687,6 +705,31 @@ set_cache_write(struct cfg_parse *p, const char *v)
 	return cfg_money(p, "cache_write", v, &cur_price(p)->cache_write);
 }
 
+/* Token counts the reservation uses (issue 10): the most output a request
+ * naming no limit can cost, and the most input one that makes the provider
+ * fetch content can cost. */
+static int
+set_max_output(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	if (cfg_int(p, "max_output", v, 1, 100000000, &n) == -1)
+		return -1;
+	cur_price(p)->max_output = n;
+	return 0;
+}
+
+static int
+set_context_window(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	if (cfg_int(p, "context_window", v, 1, 100000000, &n) == -1)
+		return -1;
+	cur_price(p)->context_window = n;
+	return 0;
+}
+
 /* ---- [key NAME] ---------------------------------------------------------- */
 
 static struct kv_keydef *
@@ -752,6 +795,8 @@ static const struct cfg_key server_keys[] = {
 	{ "shutdown_timeout",	set_shutdown_timeout,	0 },
 	{ "max_connections",	set_max_connections,	0 },
 	{ "max_body",		set_max_body,		0 },
+	{ "spool_dir",		set_spool_dir,		0 },
+	{ "spool_max",		set_spool_max,		0 },
 	{ "admin_token",	set_admin_token,	CFG_SECRET | CFG_ENV_OPT },
 	{ "user",		set_user,		0 },
 	{ NULL, NULL, 0 }
@@ -779,6 +824,8 @@ static const struct cfg_key price_keys[] = {
 	{ "output",		set_output,		0 },
 	{ "cached_input",	set_cached_input,	0 },
 	{ "cache_write",	set_cache_write,	0 },
+	{ "max_output",		set_max_output,		0 },
+	{ "context_window",	set_context_window,	0 },
 	{ NULL, NULL, 0 }
 };
 
@@ -942,6 +989,7 @@ begin_price(struct cfg_parse *p, const char *model)
 	}
 	strcpy(pr->model, model);
 	pr->cached_input = pr->cache_write = -1;
+	pr->max_output = pr->context_window = -1;
 	return 0;
 }
 
@@ -1155,6 +1203,8 @@ cfg_defaults(struct kv_config *cf)
 	cf->upstream_timeout = 600;
 	cf->shutdown_timeout = 30;
 	cf->max_connections = 4096;
+	cf->max_body = 64 << 20;
+	cf->spool_max = (size_t)1 << 30;
 	cf->default_budget_nusd = 2000000000;
 	cf->period = KV_PERIOD_NONE;
 	cf->reserve_output_tokens = 1024;

@@ -33,6 +33,8 @@ struct kv_price {
 	int64_t	  output;
 	int64_t	  cached_input;	/* -1 when unset: cached tokens cost `input` */
 	int64_t	  cache_write;	/* -1 when unset: cache writes cost `input` */
+	int64_t	  max_output;	/* tokens; -1 unset: reserve_output_tokens */
+	int64_t	  context_window;	/* tokens; -1 unset: fetched content refused */
 };
 
 struct kv_keydef {
@@ -57,6 +59,8 @@ struct kv_config {
 	int	  shutdown_timeout;
 	int	  max_connections;	/* per worker */
 	size_t	  max_body;		/* bytes; 0 = no limit (413 above it) */
+	char	  spool_dir[4096];	/* request bodies past the window; "" = beside the ledger */
+	size_t	  spool_max;		/* bytes of spooled bodies per worker (503 above it) */
 	char	 *admin_token;		/* NULL: status-service writes refused */
 	char	  user[64];		/* drop to this user when started as root; "" = stay */
 

@@ -99,7 +99,9 @@ test_bundled(void)
 	CHECK_INT(cf.upstream_timeout, 600);
 	CHECK_INT(cf.shutdown_timeout, 30);
 	CHECK_INT(cf.max_connections, 4096);
-	CHECK_INT(cf.max_body, 0);
+	CHECK_INT(cf.max_body, 64 << 20);
+	CHECK_INT(cf.spool_max, 1 << 30);
+	CHECK_STR(cf.spool_dir, "");
 	CHECK(cf.admin_token == NULL);
 	CHECK_INT(cf.default_budget_nusd, 2000000000);
 	CHECK_INT(cf.period, KV_PERIOD_NONE);
@@ -181,6 +183,12 @@ test_errors(void)
 	EXPECT_ERR(UP "[price x]\ninput = 1.0\noutput = abc\n",
 	    ":6: output: 'abc' is not a decimal amount");
 	EXPECT_ERR(UP "[price x]\ninput = -1\n", ":5: input: '-1' is not a decimal amount");
+	EXPECT_ERR(UP "[price x]\ninput = 1\nmax_output = 0\n",
+	    ":6: max_output: 0 is out of range (1..100000000)");
+	EXPECT_ERR(UP "[price x]\ninput = 1\ncontext_window = 1.5\n",
+	    ":6: context_window: '1.5' is not a number");
+	EXPECT_ERR("[server]\nspool_max = 0\n",
+	    ":2: spool_max: '0' is not a size above 0 (bytes with an optional k, m or g)");
 	EXPECT_ERR("[server]\nadmin_token = x\n[upstream a]\napi_key = env:KV_TEST_SECRET\n",
 	    ":4: api_key: environment variable KV_TEST_SECRET is not set");
 	EXPECT_ERR("[server]\nledger = env:1BAD\n",
@@ -278,6 +286,8 @@ test_values(void)
 	CHECK_INT(load_text(&cf, UP
 	    "[server]\nlisten = [::1]:8443\nworkers = 3\nstatus_listen = off\n"
 	    "max_body = 16m\nuser = kilovolt\nshutdown_timeout = 0\n"
+	    "spool_dir = /tmp/sp\nspool_max = 2m\n"
+	    "[price m1]\ninput = 1\noutput = 2\nmax_output = 32000\ncontext_window = 200000\n"
 	    "[budget]\nperiod = monthly\nunknown_keys = deny\ndefault = 0.5\n"
 	    "[key alice]\nkey = abc\nbudget = 25.00\n"
 	    "[key bob]\nkey = sha256:E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855\n"), 0);
@@ -288,6 +298,10 @@ test_values(void)
 	CHECK_INT(cf.workers, 3);
 	CHECK_STR(cf.status_host, "");
 	CHECK_INT(cf.max_body, 16 << 20);
+	CHECK_STR(cf.spool_dir, "/tmp/sp");
+	CHECK_INT(cf.spool_max, 2 << 20);
+	CHECK_INT(kv_config_price(&cf, "m1")->max_output, 32000);
+	CHECK_INT(kv_config_price(&cf, "m1")->context_window, 200000);
 	CHECK_STR(cf.user, "kilovolt");
 	CHECK_INT(cf.shutdown_timeout, 0);
 	CHECK_INT(cf.period, KV_PERIOD_MONTHLY);
