@@ -28,6 +28,7 @@ struct kvctl {
 	int		 json;
 	int		 watch;
 	int		 all;
+	int		 stdin_key;	/* show --key: the raw key on stdin */
 	long		 count;		/* --count N for --watch */
 	char		*args[2];	/* positional arguments of the command */
 	int		 nargs;
@@ -37,7 +38,8 @@ struct command {
 	const char	*name;
 	int		 writes;	/* maps the ledger read-write */
 	int		 min_args, max_args;
-	const char	*flags;		/* accepted: j=--json w=--watch/--count a=--all */
+	const char	*flags;		/* accepted: j=--json w=--watch/--count a=--all
+					   k=--key */
 	int		(*run)(struct kvctl *);
 };
 
@@ -48,6 +50,7 @@ static const char usage_text[] =
 "  keys [--json]                every key: budget, spent, reserved, tokens, last use\n"
 "  keys --watch [--count N]     live view, redrawn every second (q quits)\n"
 "  show KEY [--json]            one key; KEY is an id prefix or a label\n"
+"  show --key [--json]          the key whose raw value is on standard input\n"
 "  reset KEY | --all            set spent to 0\n"
 "  budget KEY AMOUNT            set a key's budget in USD (e.g. 25.00)\n"
 "  models [--json]              per-model requests, tokens and cost\n"
@@ -56,6 +59,7 @@ static const char usage_text[] =
 "              /etc/kilovolt/kilovolt.ini, ./kilovolt.ini)\n"
 "  -l LEDGER   use this ledger file directly\n"
 "  -h, --help  show this help\n"
+"  -V          print kvctl's version\n"
 "\n"
 "Exit status: 0 ok, 1 key not found, 2 usage or ledger error.\n";
 
@@ -218,12 +222,52 @@ cmd_keys(struct kvctl *k)
 	return KVCTL_EXIT_OK;
 }
 
+/* The raw key a client holds, as one line on stdin (never on the command
+ * line, where ps and the shell's history would see it): its SHA-256 names
+ * the account. */
+static int
+resolve_stdin_key(struct kvctl *k, struct kv_account **a)
+{
+	char buf[4096];
+	uint8_t hash[32];
+	size_t n;
+	uint32_t i;
+
+	if (isatty(STDIN_FILENO))
+		fputs("kvctl: type or paste the key, then Enter\n", stderr);
+	n = fread(buf, 1, sizeof(buf) - 1, stdin);
+	if (ferror(stdin)) {
+		perror("kvctl: reading the key from stdin");
+		return KVCTL_EXIT_USAGE;
+	}
+	buf[n] = '\0';
+	n = strcspn(buf, "\r\n");
+	if (n == 0)
+		return usage_error("%s", "show --key: no key on standard input");
+	kv_key_hash(buf, n, hash);
+	explicit_bzero(buf, sizeof(buf));
+	for (i = 0; i < k->l.hdr->max_keys; i++) {
+		*a = &k->l.accounts[i];
+		if (atomic_load_explicit(&(*a)->state, memory_order_acquire) == 2 &&
+		    memcmp((*a)->hash, hash, sizeof(hash)) == 0)
+			return KVCTL_EXIT_OK;
+	}
+	fputs("kvctl: no account holds that key (it has not been used yet, "
+	    "or the ledger is another one)\n", stderr);
+	return KVCTL_EXIT_NOTFOUND;
+}
+
 static int
 cmd_show(struct kvctl *k)
 {
 	struct kv_account *a;
-	int rc = resolve_key(k, k->args[0], &a);
+	int rc;
 
+	if (k->stdin_key && k->nargs > 0)
+		return usage_error("%s", "show: give a KEY or --key, not both");
+	if (!k->stdin_key && k->nargs == 0)
+		return usage_error("%s", "show: which key? (KEY or --key)");
+	rc = k->stdin_key ? resolve_stdin_key(k, &a) : resolve_key(k, k->args[0], &a);
 	if (rc != KVCTL_EXIT_OK)
 		return rc;
 	if (k->json) {
@@ -259,7 +303,7 @@ reset_all(struct kvctl *k)
 		n++;
 	}
 	kvctl_format_money(total, money, sizeof(money));
-	printf("reset %u keys (%s spent cleared)\n", n, money);
+	printf("reset %u key%s (%s spent cleared)\n", n, n == 1 ? "" : "s", money);
 	return KVCTL_EXIT_OK;
 }
 
@@ -322,7 +366,7 @@ cmd_models(struct kvctl *k)
 static const struct command commands[] = {
 	{ "status",	0, 0, 0, "j",	cmd_status },
 	{ "keys",	0, 0, 0, "jw",	cmd_keys },
-	{ "show",	0, 1, 1, "j",	cmd_show },
+	{ "show",	0, 0, 1, "jk",	cmd_show },
 	{ "reset",	1, 0, 1, "a",	cmd_reset },
 	{ "budget",	1, 2, 2, "",	cmd_budget },
 	{ "models",	0, 0, 0, "j",	cmd_models },
@@ -356,6 +400,8 @@ parse_flag(struct kvctl *k, const struct command *c, char **argv, int argc,
 		k->watch = 1;
 	else if (strcmp(a, "--all") == 0 && strchr(c->flags, 'a'))
 		k->all = 1;
+	else if (strcmp(a, "--key") == 0 && strchr(c->flags, 'k'))
+		k->stdin_key = 1;
 	else if (strcmp(a, "--count") == 0 && strchr(c->flags, 'w')) {
 		(*i)++;
 		return parse_count(k, *i < argc ? argv[*i] : NULL);
@@ -418,7 +464,7 @@ parse_global(struct kvctl *k, int argc, char **argv)
 	int ch;
 
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+c:l:h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+c:l:hV", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			k->config = optarg;
@@ -428,6 +474,9 @@ parse_global(struct kvctl *k, int argc, char **argv)
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
+			return KVCTL_EXIT_OK;
+		case 'V':
+			printf("kvctl %s\n", PACKAGE_VERSION);
 			return KVCTL_EXIT_OK;
 		default:
 			if (optopt == 'c' || optopt == 'l')

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -102,13 +103,7 @@ kvctl_printable(char *s)
 void
 kvctl_format_money(int64_t nusd, char *buf, size_t len)
 {
-	char num[24];	/* INT64_MAX is "9223372036.854775" */
-
-	kv_format_usd(nusd, num, sizeof(num));
-	if (num[0] == '-')
-		snprintf(buf, len, "-$%s", num + 1);
-	else
-		snprintf(buf, len, "$%s", num);
+	kv_format_dollars(nusd, buf, len);
 }
 
 void
@@ -137,23 +132,55 @@ format_duration(int64_t s, char *buf, size_t len)
 		    s / 3600, s / 60 % 60, s % 60);
 }
 
+/* Round up to the micro-dollar (a shown spend is never less than the
+ * real one), saturating. */
+static int64_t
+ceil_micro(int64_t v)
+{
+	int64_t r = v % 1000;
+
+	if (r > 0 && v > INT64_MAX - 1000)
+		return INT64_MAX / 1000 * 1000;
+	return r > 0 ? v - r + 1000 : v - r;
+}
+
+/* Budget, spent, reserved and remaining as they are shown, to the
+ * micro-dollar, such that the shown spent + reserved + remaining is the
+ * shown budget exactly. Rounding each of them on its own lets the sum drift
+ * by a micro-dollar ($2.000000 budget, $0.000000 spent, $1.999999 left), so
+ * spent and spent + reserved are rounded up and the rest is what is left. */
+static void
+shown_money(const struct kv_account *a, int64_t out[4])
+{
+	int64_t budget = atomic_load(&a->budget_nusd);
+	int64_t spent = atomic_load(&a->spent_nusd);
+	int64_t reserved = atomic_load(&a->reserved_nusd);
+	int64_t used;
+
+	if (__builtin_add_overflow(spent, reserved, &used))
+		used = INT64_MAX;
+	out[0] = budget - budget % 1000;
+	out[1] = ceil_micro(spent);
+	used = ceil_micro(used);
+	out[2] = used - out[1];
+	if (__builtin_sub_overflow(out[0], used, &out[3]))
+		out[3] = INT64_MIN / 1000 * 1000;
+}
+
 static void
 account_row(struct table *t, const struct kv_account *a)
 {
 	char id[13], label[KV_LABEL_MAX], m[4][32], n[3][24], last[32];
-	int64_t budget, spent, reserved;
+	int64_t money[4];
 	const char *cells[11];
+	int i;
 
 	kv_key_id(a->hash, id);
 	memcpy(label, a->label, sizeof(label));
 	label[sizeof(label) - 1] = '\0';
-	reserved = atomic_load(&a->reserved_nusd);
-	spent = atomic_load(&a->spent_nusd);
-	budget = atomic_load(&a->budget_nusd);
-	kvctl_format_money(budget, m[0], sizeof(m[0]));
-	kvctl_format_money(spent, m[1], sizeof(m[1]));
-	kvctl_format_money(reserved, m[2], sizeof(m[2]));
-	kvctl_format_money(budget - spent - reserved, m[3], sizeof(m[3]));
+	shown_money(a, money);
+	for (i = 0; i < 4; i++)
+		kvctl_format_money(money[i], m[i], sizeof(m[i]));
 	snprintf(n[0], sizeof(n[0]), "%" PRIu64, atomic_load(&a->requests));
 	snprintf(n[1], sizeof(n[1]), "%" PRIu64, atomic_load(&a->input_tokens));
 	snprintf(n[2], sizeof(n[2]), "%" PRIu64, atomic_load(&a->output_tokens));
@@ -192,31 +219,91 @@ kvctl_print_keys(FILE *f, const struct kv_ledger *l)
 		fputs("(no keys yet)\n", f);
 }
 
+/* ---- the narrow keys table of keys --watch --------------------------- */
+
+#define WATCH_LABEL_MAX	12	/* a longer label is cut, ending in '~' */
+
+static void
+watch_row(struct table *t, const struct kv_account *a)
+{
+	char id[13], label[KV_LABEL_MAX], m[3][32], pct[16], reqs[24];
+	int64_t money[4];
+	const char *cells[7];
+
+	kv_key_id(a->hash, id);
+	memcpy(label, a->label, sizeof(label));
+	label[sizeof(label) - 1] = '\0';
+	if (strlen(label) > WATCH_LABEL_MAX) {
+		label[WATCH_LABEL_MAX - 1] = '~';
+		label[WATCH_LABEL_MAX] = '\0';
+	}
+	shown_money(a, money);
+	kvctl_format_money(money[1], m[0], sizeof(m[0]));
+	kvctl_format_money(money[2], m[1], sizeof(m[1]));
+	kvctl_format_money(money[3], m[2], sizeof(m[2]));
+	if (money[0] > 0)
+		snprintf(pct, sizeof(pct), "%d%%", (int)((money[1] + money[2]) /
+		    (money[0] / 100 > 0 ? money[0] / 100 : 1)));
+	else
+		snprintf(pct, sizeof(pct), "-");
+	snprintf(reqs, sizeof(reqs), "%" PRIu64, atomic_load(&a->requests));
+	cells[0] = id;
+	cells[1] = label[0] != '\0' ? label : "-";
+	cells[2] = m[0], cells[3] = m[1], cells[4] = m[2], cells[5] = pct;
+	cells[6] = reqs;
+	table_add(t, cells);
+}
+
+/* The keys table narrowed for a terminal (76 columns with amounts under
+ * $100): ID, label, spent, reserved, remaining, the share of the budget
+ * used, requests. `kvctl keys` has every column. */
+static void
+print_keys_narrow(FILE *f, const struct kv_ledger *l)
+{
+	static const char *const head[] = { "ID", "LABEL", "SPENT", "RESERVED",
+	    "REMAINING", "USED", "REQS" };
+	static const int right[] = { 0, 0, 1, 1, 1, 1, 1 };
+	const struct kv_account **v;
+	struct table t;
+	size_t i, n;
+
+	n = kv_report_sorted_accounts(l, &v);
+	if (table_init(&t, 7, right, n) == -1) {
+		free(v);
+		fputs("kvctl: out of memory\n", stderr);
+		return;
+	}
+	table_add(&t, head);
+	for (i = 0; i < n; i++)
+		watch_row(&t, v[i]);
+	table_print(f, &t);
+	free(v);
+	if (n == 0)
+		fputs("(no keys yet)\n", f);
+}
+
 void
 kvctl_print_account(FILE *f, const struct kv_account *a)
 {
+	static const char *const names[4] = { "budget", "spent", "reserved",
+	    "remaining" };
 	char id[13], label[KV_LABEL_MAX], money[32], when[32];
-	int64_t budget, spent, reserved;
+	int64_t shown[4];
 	int i;
 
 	kv_key_id(a->hash, id);
 	memcpy(label, a->label, sizeof(label));
 	label[sizeof(label) - 1] = '\0';
 	kvctl_printable(label);
-	reserved = atomic_load(&a->reserved_nusd);
-	spent = atomic_load(&a->spent_nusd);
-	budget = atomic_load(&a->budget_nusd);
 	fprintf(f, "id: %s\nlabel: %s\nsha256: ", id, label[0] ? label : "-");
 	for (i = 0; i < 32; i++)
 		fprintf(f, "%02x", a->hash[i]);
-	kvctl_format_money(budget, money, sizeof(money));
-	fprintf(f, "\nbudget: %s\n", money);
-	kvctl_format_money(spent, money, sizeof(money));
-	fprintf(f, "spent: %s\n", money);
-	kvctl_format_money(reserved, money, sizeof(money));
-	fprintf(f, "reserved: %s\n", money);
-	kvctl_format_money(budget - spent - reserved, money, sizeof(money));
-	fprintf(f, "remaining: %s\n", money);
+	fputc('\n', f);
+	shown_money(a, shown);
+	for (i = 0; i < 4; i++) {
+		kvctl_format_money(shown[i], money, sizeof(money));
+		fprintf(f, "%s: %s\n", names[i], money);
+	}
 	fprintf(f, "requests: %" PRIu64 "\ninput_tokens: %" PRIu64
 	    "\noutput_tokens: %" PRIu64 "\ncached_input_tokens: %" PRIu64
 	    "\nrefusals: %" PRIu64 "\n", atomic_load(&a->requests),
@@ -294,6 +381,12 @@ status_master(FILE *f, const struct kv_ledger *l, int64_t now)
 	int64_t start = atomic_load(&l->hdr->master_start);
 	char up[32];
 
+	if (pid <= 0 && start > 0) {
+		/* master_pid is cleared on a clean stop; the start time stays. */
+		kvctl_format_time(start, up, sizeof(up));
+		fprintf(f, "master:          not running (stopped; last started %s)\n", up);
+		return;
+	}
 	if (pid <= 0) {
 		fputs("master:          never started on this ledger\n", f);
 		return;
@@ -304,18 +397,6 @@ status_master(FILE *f, const struct kv_ledger *l, int64_t now)
 		fprintf(f, "master:          pid %" PRId32 ", up %s\n", pid, up);
 	} else {
 		fprintf(f, "master:          not running (last pid %" PRId32 ")\n", pid);
-	}
-}
-
-static const char *
-worker_state_name(uint32_t st)
-{
-	switch (st) {
-	case KV_WORKER_FREE:		return "free";
-	case KV_WORKER_STARTING:	return "starting";
-	case KV_WORKER_RUNNING:		return "running";
-	case KV_WORKER_DRAINING:	return "draining";
-	default:			return "?";
 	}
 }
 
@@ -339,7 +420,7 @@ worker_row(struct table *t, int slot, const struct kv_worker_slot *w,
 	else
 		snprintf(n[6], sizeof(n[6]), "-");
 	cells[0] = n[0], cells[1] = n[1];
-	cells[2] = worker_state_name(atomic_load(&w->state));
+	cells[2] = kv_report_worker_state(atomic_load(&w->state));
 	for (i = 2; i < 7; i++)
 		cells[i + 1] = n[i];
 	table_add(t, cells);
@@ -464,15 +545,45 @@ watch_raw(struct termios *saved)
 	return 1;
 }
 
+/* The terminal's width, 80 when it does not say. */
+static size_t
+watch_columns(void)
+{
+	struct winsize ws;
+
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	return 80;
+}
+
+/* One frame, each line cut to the terminal's width: a wrapped line would
+ * scroll the frame and garble the redraw. */
 static void
 watch_frame(const struct kv_ledger *l)
 {
-	char when[32];
+	char when[32], *buf = NULL, *line, *end;
+	size_t len = 0, n, cols = watch_columns();
+	FILE *mem;
 
 	kvctl_format_time((int64_t)time(NULL), when, sizeof(when));
 	fputs("\033[H\033[2J", stdout);
-	printf("kvctl keys  %s  (q to quit)\n\n", when);
-	kvctl_print_keys(stdout, l);
+	mem = open_memstream(&buf, &len);
+	if (mem == NULL) {
+		printf("kvctl: open_memstream: %s\n", strerror(errno));
+		fflush(stdout);
+		return;
+	}
+	fprintf(mem, "kvctl keys  %s  (q to quit)\n\n", when);
+	print_keys_narrow(mem, l);
+	if (fclose(mem) == 0 && buf != NULL)
+		for (line = buf; *line != '\0'; line = end + 1) {
+			end = strchr(line, '\n');
+			if (end == NULL)
+				end = line + strlen(line) - 1;
+			n = (size_t)(end - line) + (*end != '\n');
+			printf("%.*s\n", (int)(n < cols ? n : cols), line);
+		}
+	free(buf);
 	fflush(stdout);
 }
 

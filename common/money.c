@@ -99,3 +99,15 @@ kv_format_usd(int64_t nusd, char *buf, size_t len)
 	    (unsigned long long)(micro / 1000000),
 	    (unsigned long long)(micro % 1000000));
 }
+
+void
+kv_format_dollars(int64_t nusd, char *buf, size_t len)
+{
+	char num[24];	/* INT64_MIN is "-9223372036.854775" */
+
+	kv_format_usd(nusd, num, sizeof(num));
+	if (num[0] == '-')
+		snprintf(buf, len, "-$%s", num + 1);
+	else
+		snprintf(buf, len, "$%s", num);
+}

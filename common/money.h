@@ -34,4 +34,9 @@ int	kv_parse_nano(const char *s, int64_t *out);
 /* Format nano-dollars as USD with 6 decimals ("1.997500", "-0.000001"). */
 void	kv_format_usd(int64_t nusd, char *buf, size_t len);
 
+/* The same with the dollar sign after any minus: "$1.997500", "-$0.000005".
+ * Every text a person reads (kvctl, the 402 message, the status page) uses
+ * this form. */
+void	kv_format_dollars(int64_t nusd, char *buf, size_t len);
+
 #endif

@@ -222,17 +222,29 @@ kv_report_models_json(FILE *f, const struct kv_ledger *l)
 	fputs("}\n", f);
 }
 
+const char *
+kv_report_worker_state(uint32_t state)
+{
+	switch (state) {
+	case KV_WORKER_FREE:		return "free";
+	case KV_WORKER_STARTING:	return "starting";
+	case KV_WORKER_RUNNING:		return "running";
+	case KV_WORKER_DRAINING:	return "draining";
+	default:			return "unknown";
+	}
+}
+
 static void
 worker_json(FILE *f, int slot, const struct kv_worker_slot *w, int32_t pid,
     int64_t now)
 {
 	int64_t hb = atomic_load(&w->heartbeat);
 
-	fprintf(f, "{\"slot\":%d,\"pid\":%" PRId32 ",\"state\":%" PRIu32
+	fprintf(f, "{\"slot\":%d,\"pid\":%" PRId32 ",\"state\":\"%s\""
 	    ",\"generation\":%" PRIu32 ",\"connections\":%" PRIu64
 	    ",\"active_streams\":%" PRIu64 ",\"requests\":%" PRIu64
 	    ",\"heartbeat_age_seconds\":%" PRId64 "}", slot, pid,
-	    atomic_load(&w->state), atomic_load(&w->generation),
+	    kv_report_worker_state(atomic_load(&w->state)), atomic_load(&w->generation),
 	    atomic_load(&w->connections), atomic_load(&w->active_streams),
 	    atomic_load(&w->requests), hb > 0 && now >= hb ? now - hb : 0);
 }

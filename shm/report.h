@@ -30,6 +30,11 @@ void	kv_report_status_json(FILE *f, const struct kv_ledger *l, int64_t now);
 size_t	kv_report_sorted_accounts(const struct kv_ledger *l,
 	    const struct kv_account ***out);
 
+/* A worker slot's state as a word: "free", "starting", "running",
+ * "draining" ("unknown" for a value this build does not know). JSON and
+ * the tables both use it. */
+const char *kv_report_worker_state(uint32_t state);
+
 /* Write S as a JSON string literal (quotes included, escapes applied). */
 void	kv_report_json_string(FILE *f, const char *s);
 

@@ -119,6 +119,19 @@ check "that 402 has the Anthropic shape {type:error,error:{type:budget_exceeded,
 		.error.type == "budget_exceeded" and (.error.message | length > 0)' "$T/msg.body"
 check "the refusal names the key by id only" grep -qF "$KB_ID" "$T/msg.body"
 
+# A key spent past a budget lowered under it: the 402 text writes money as
+# kvctl does, "-$0.000005" (never "$-0.000005").
+KN=sk-neg-$$-$RANDOM
+NBODY='{"model":"kv-budget-1","max_tokens":'$M',"messages":[{"role":"user","content":"spend a little"}]}'
+kv_curl /v1/chat/completions -o /dev/null -H "Authorization: Bearer $KN" \
+	-H 'Content-Type: application/json' --data-binary "$NBODY"
+kv_ctl budget "$(id_of "$KN")" 0.000001 >/dev/null
+code=$(kv_curl /v1/chat/completions -o "$T/neg.body" -w '%{http_code}' -H "Authorization: Bearer $KN" \
+	-H 'Content-Type: application/json' --data-binary "$NBODY")
+check_eq "a key over its lowered budget: 402" "$code" 402
+check "the 402 text: \"-\$N.NNNNNN remaining, ... up to \$N.NNNNNN\"" jq_ok \
+	'.error.message | test("-\\$[0-9]+\\.[0-9]{6} remaining, this request may cost up to \\$[0-9]+\\.[0-9]{6}$")' "$T/neg.body"
+
 # ---- x-kilovolt-budget-remaining ---------------------------------------------------
 
 KH_ID=$(id_of "$KH")

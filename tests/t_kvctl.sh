@@ -89,6 +89,8 @@ check "status --json: totals" jqout ".requests_total == 7 and .master_pid == $$ 
 	.active_streams == 1 and .connections == 2 and has(\"cost_nusd_total\")"
 check "status --json: workers" jqout ".workers == [.workers[0]] and .workers[0].pid == $$ and
 	.workers[0].slot == 0 and (.workers[0] | has(\"heartbeat_age_seconds\"))"
+check "status --json: a worker's state is a name" jqout '.workers[0].state == "running"'
+
 check "status --json: keys sorted by spend" jqout \
 	"[.keys[].id] == [\"$ALICE\", \"$BOB\", \"$CAROL\"]"
 check "status --json: models" jqout '[.models[].model] == ["claude-sonnet-4", "gpt-4o-mini"]'
@@ -204,6 +206,9 @@ check_eq "reset KEY --all: exit 2" "$RC" 2
 ctl reset --all
 check_eq "reset --all: exit 0" "$RC" 0
 check "reset --all: counts the keys" out_has "reset 5 keys (\$3.001500 spent cleared)"
+"$FILL" "$T/one" 64 key sk-one one 1.00 >/dev/null
+ctl_raw -l "$T/one" reset --all
+check "reset --all of one key: \"1 key\"" out_has "reset 1 key (\$0.000000 spent cleared)"
 ctl keys --json
 check "reset --all zeroes every key" jqout '[.keys[].spent_nusd] | add == 0'
 check "reset leaves reservations alone" jqout "(.keys | map(select(.id == \"$CAROL\")))[0].reserved_nusd == 500000000"
@@ -222,6 +227,13 @@ if command -v script >/dev/null; then
 	(sleep 1.5; printf q) | timeout 20 script -qec "'$KVCTL' -l '$L' keys --watch" /dev/null >"$T/out" 2>"$T/err"
 	check_eq "--watch: q quits" "$?" 0
 	check "--watch: q quits promptly" test $(($(date +%s) - START)) -lt 10
+	# A label too long for the narrow view, on an 80-column terminal.
+	cp "$L" "$T/long"
+	"$FILL" "$T/long" 64 key sk-long a-label-much-too-long-for-the-view 99.00 >/dev/null
+	timeout 20 script -qec "stty cols 80; '$KVCTL' -l '$T/long' keys --watch --count 1" /dev/null </dev/null >"$T/out" 2>"$T/err"
+	widest=$(sed -e $'s/\e\\[[0-9;]*[A-Za-z]//g' -e 's/\r$//' "$T/out" | awk '{ if (length > w) w = length } END { print w + 0 }')
+	check "--watch: fits 80 columns (widest line $widest)" test "$widest" -le 80
+	check "--watch: a long label is cut with ~" grep -q "a-label-muc~" "$T/out"
 else
 	echo "# script(1) missing: --watch on a terminal not tested"
 fi
@@ -248,6 +260,41 @@ check_eq "bad config: exit 2" "$RC" 2
 check "bad config: FILE:LINE: message" err_has "$T/bad.ini:3:"
 ctl_raw -c "$T/missing.ini" keys
 check_eq "missing config: exit 2" "$RC" 2
+
+# ---- -V, show --key, the master after a clean stop, rounding ------------
+ctl_raw -V
+check_eq "-V: exit 0" "$RC" 0
+check "-V: prints the version" grep -qx "kvctl [0-9][0-9.]*" "$T/out"
+ctl show --key <<<sk-alice
+check_eq "show --key: exit 0" "$RC" 0
+check "show --key: finds the account of the raw key on stdin" grep -q "^id: $ALICE$" "$T/out"
+ctl show --key --json < <(printf sk-carol)
+check "show --key --json: no newline needed" jqout ".id == \"$CAROL\""
+ctl show --key <<<sk-nobody
+check_eq "show --key, a key never used: exit 1" "$RC" 1
+check "show --key: the raw key is never echoed" eval "! grep -q sk-nobody '$T/out' '$T/err'"
+ctl show --key </dev/null
+check_eq "show --key with nothing on stdin: exit 2" "$RC" 2
+ctl show alice --key <<<sk-alice
+check_eq "show KEY --key: exit 2" "$RC" 2
+
+cp "$L" "$T/stopped"
+"$FILL" "$T/stopped" 64 master 0 >/dev/null
+ctl_raw -l "$T/stopped" status
+check "status after a clean stop: not running, not 'never started'" \
+	out_has "master:          not running (stopped; last started "
+
+# A spend of half a micro-dollar: spent is shown rounded up, so spent +
+# reserved + remaining is the budget to the micro-dollar.
+"$FILL" "$T/round" 64 key sk-round round 2.00 use sk-round gpt-4o-mini 500 1 0 0 \
+	key sk-round2 round2 1.00 use sk-round2 gpt-4o-mini 1234567 1 0 0 hold sk-round2 333 >/dev/null
+ctl_raw -l "$T/round" show round
+check "show: spent rounded up" grep -qx 'spent: \$0.000001' "$T/out"
+check "show: spent + remaining == budget" grep -qx 'remaining: \$1.999999' "$T/out"
+ctl_raw -l "$T/round" keys
+sums=$(awk 'NR > 1 { for (i = 3; i <= 6; i++) { v = $i; gsub(/[$.]/, "", v); m[i] = v + 0 }
+	print m[3] - m[4] - m[5] - m[6] }' "$T/out" | tr '\n' ' ')
+check_eq "keys: budget - spent - reserved - remaining is 0 on each row" "$sums" "0 0 "
 
 # ---- ledger errors -----------------------------------------------------------
 ctl_raw -l "$T/nope" status

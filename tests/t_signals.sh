@@ -113,7 +113,7 @@ check "the master logs the killed worker" kv_wait_for 10 log_has "$off" \
 	"KV0112: .*\\(pid $victim\\) killed by signal 9; released $victim_streams reservations"
 respawned() {
 	local pids
-	pids=$(workers | awk '$3 == 2 { print $1 }' | sort | tr '\n' ' ')
+	pids=$(workers | awk '$3 == "running" { print $1 }' | sort | tr '\n' ' ')
 	[ "$(echo "$pids" | wc -w)" = 2 ] && ! echo " $pids" | grep -q " $victim " &&
 		echo " $pids" | grep -q " $survivor "
 }
@@ -171,12 +171,12 @@ kill -HUP "$KV_PID"
 check "the master logs the reload (generation 2)" kv_wait_for 15 log_has "$off" \
 	'reloaded .*generation 2'
 old_draining() {	# every generation-1 worker is draining or gone
-	! workers | awk '$2 == 1 && $3 != 3' | grep -q .
+	! workers | awk '$2 == 1 && $3 != "draining"' | grep -q .
 }
-check "the old workers drain (state 3 in kvctl status --json)" kv_wait_for 15 old_draining
+check "the old workers drain (state "draining" in kvctl status --json)" kv_wait_for 15 old_draining
 check "old workers still serve their streams after the reload" \
 	test "$(workers | awk '$2 == 1 { s += $4 } END { print s + 0 }')" -gt 0
-new_running() { [ "$(workers | awk '$2 == 2 && $3 == 2' | wc -l)" = 2 ]; }
+new_running() { [ "$(workers | awk '$2 == 2 && $3 == "running"' | wc -l)" = 2 ]; }
 check "two generation-2 workers run" kv_wait_for 15 new_running
 code=$(short_request sk-signals-post sigtest-model)
 check_eq "a request for sigtest-model after the reload" "$code" 200

@@ -271,10 +271,10 @@ reserve(struct kv_conn *c)
 	c->resv = kv_ledger_reserve(l, c->w->slot, c->acct, amount, &c->remaining);
 	if (c->resv == -1) {
 		atomic_fetch_add(&l->hdr->counters.budget_refusals_total, 1);
-		kv_format_usd(c->remaining, rem, sizeof(rem));
-		kv_format_usd(amount, need, sizeof(need));
-		snprintf(msg, sizeof(msg), "budget exceeded for key %s: $%s remaining, "
-		    "this request may cost up to $%s", c->keyid, rem, need);
+		kv_format_dollars(c->remaining, rem, sizeof(rem));
+		kv_format_dollars(amount, need, sizeof(need));
+		snprintf(msg, sizeof(msg), "budget exceeded for key %s: %s remaining, "
+		    "this request may cost up to %s", c->keyid, rem, need);
 		c->resv = -1;
 		return conn_fail(c, 402, msg);
 	}
