@@ -25,11 +25,14 @@
 #include "master/status.h"
 #include "master/trim.h"
 #include "shm/ledger.h"
+#include "shm/lock.h"
+#include "shm/repair.h"
 #include "worker/worker.h"
 
 #define SYNC_SECS	5
 #define CRASH_WINDOW_S	2	/* a worker dying this soon after start crashed */
 #define MAX_BACKOFF_MS	30000
+#define QUIESCE_MS	100	/* longest a repair waits for a worker's ledger op */
 
 struct proc {
 	pid_t		 pid;
@@ -51,6 +54,8 @@ struct master {
 	int			 stopping;
 	int64_t			 stop_deadline_ms;
 	int			 exit_code;
+	uint64_t		 dead_mask;	/* reaped slots awaiting the repair */
+	int			 recount;	/* recompute reserved at the next chance */
 };
 
 static volatile sig_atomic_t sig_term, sig_hup, sig_chld;
@@ -253,6 +258,7 @@ spawn(struct master *m)
 	atomic_store(&ws->state, KV_WORKER_STARTING);
 	atomic_store(&ws->generation, m->generation);
 	atomic_store(&ws->started, (int64_t)time(NULL));
+	atomic_store(&ws->instance, atomic_load(&m->ledger.hdr->instance));
 	if ((pid = fork()) == -1) {
 		kv_log_warn("KV0111", "fork");
 		atomic_store(&ws->state, KV_WORKER_FREE);
@@ -310,10 +316,14 @@ reaped(struct master *m, int slot, int st)
 	char how[64];
 	int released;
 
+
 	describe_exit(st, how, sizeof(how));
-	released = kv_ledger_release_worker(&m->ledger, ws);
-	atomic_store(&ws->pid, 0);
-	atomic_store(&ws->state, KV_WORKER_FREE);
+	/* Its reservations go in the repair after this round of reaping; the
+	 * slot stays taken (pid set) until then. */
+	m->dead_mask |= UINT64_C(1) << slot;
+	released = 0;
+	for (int i = 0; i < KV_RESV_PER_WORKER; i++)
+		released += atomic_load(&ws->resv[i].account) != 0;
 	if (p->exiting || m->stopping)
 		kv_log_info("worker %d (pid %d) %s", slot, (int)p->pid, how);
 	else
@@ -336,6 +346,67 @@ reaped(struct master *m, int slot, int st)
 	memset(p, 0, sizeof(*p));
 }
 
+static uint64_t
+live_mask(const struct master *m)
+{
+	uint64_t mask = 0;
+	int i;
+
+	for (i = 0; i < KV_WORKER_SLOTS; i++)
+		if (m->procs[i].pid != 0)
+			mask |= UINT64_C(1) << i;
+	return mask;
+}
+
+static void
+log_repair(const struct kv_repair_report *r, const char *when)
+{
+	if (r->reserved_fixed == 0 && r->claims_fixed == 0 && r->skipped == 0)
+		return;
+	kv_log_warnx("KV0600", "ledger repair %s: %d accounts' reserved_nusd recomputed "
+	    "from the recorded reservations, %d half-claimed slots retired, %d left "
+	    "for the next repair (changed meanwhile)", when, r->reserved_fixed,
+	    r->claims_fixed, r->skipped);
+}
+
+/* Dead workers' slots, and every account's reserved_nusd, made exact with
+ * the live workers paused between ledger operations. A worker that stays
+ * inside one (stopped by a debugger?) defers the recount to the next tick;
+ * the dead slots are then released without it. */
+static void
+repair_now(struct master *m)
+{
+	struct kv_repair_report r;
+	uint64_t dead = m->dead_mask, live = live_mask(m);
+	int i, quiet;
+
+	quiet = kv_ledger_quiesce(&m->ledger, live, QUIESCE_MS) == 0;
+	if (!quiet) {
+		for (i = 0; i < KV_WORKER_SLOTS; i++)
+			if (dead & (UINT64_C(1) << i))
+				(void)kv_ledger_release_worker(&m->ledger, &m->ledger.workers[i]);
+		m->recount = 1;
+		dead = 0;
+	} else if (kv_ledger_repair(&m->ledger, dead, &r) == -1) {
+		kv_log_warn("KV0601", "ledger repair");
+		m->recount = 1;
+	} else {
+		m->recount = r.skipped != 0;
+		log_repair(&r, "after a worker exit");
+	}
+	if (quiet)
+		kv_ledger_unquiesce(&m->ledger);
+	for (i = 0; i < KV_WORKER_SLOTS; i++) {
+		struct kv_worker_slot *ws = &m->ledger.workers[i];
+
+		if (!(m->dead_mask & (UINT64_C(1) << i)))
+			continue;
+		atomic_store(&ws->pid, 0);
+		atomic_store(&ws->state, KV_WORKER_FREE);
+	}
+	m->dead_mask = 0;
+}
+
 static void
 reap(struct master *m)
 {
@@ -349,6 +420,8 @@ reap(struct master *m)
 				break;
 			}
 	}
+	if (m->dead_mask != 0 || m->recount)
+		repair_now(m);
 }
 
 static void
@@ -441,27 +514,27 @@ live_procs(const struct master *m)
 	return n;
 }
 
-/* Slots left by workers of an earlier master (it was killed): release them
- * once their process is gone. */
+/* Start a new budget period on idle accounts too, and exactly: with the
+ * workers paused, as the repair does. Checked every tick, cheap when no
+ * account is due. */
 static void
-release_orphans(struct master *m)
+roll_periods(struct master *m)
 {
-	int i;
+	int64_t now = (int64_t)time(NULL), start = kv_period_start(m->cf->period, now);
+	uint32_t i;
 
-	for (i = 0; i < KV_WORKER_SLOTS; i++) {
-		struct kv_worker_slot *ws = &m->ledger.workers[i];
-		pid_t pid = atomic_load(&ws->pid);
-
-		if (pid == 0 || m->procs[i].pid != 0)
-			continue;
-		if (kill(pid, 0) == -1 && errno == ESRCH) {
-			int n = kv_ledger_release_worker(&m->ledger, ws);
-			atomic_store(&ws->pid, 0);
-			atomic_store(&ws->state, KV_WORKER_FREE);
-			kv_log_info("released slot %d of gone pid %d (%d reservations)", i,
-			    (int)pid, n);
-		}
-	}
+	if (m->cf->period == KV_PERIOD_NONE)
+		return;
+	for (i = 0; i < m->ledger.hdr->max_keys; i++)
+		if (atomic_load(&m->ledger.accounts[i].state) == KV_SLOT_READY &&
+		    atomic_load(&m->ledger.accounts[i].period_start) < start)
+			break;
+	if (i == m->ledger.hdr->max_keys ||
+	    kv_ledger_quiesce(&m->ledger, live_mask(m), QUIESCE_MS) == -1)
+		return;
+	i = (uint32_t)kv_ledger_roll_all(&m->ledger, m->cf->period, now);
+	kv_ledger_unquiesce(&m->ledger);
+	kv_log_info("new budget period: spend reset on %u keys", i);
 }
 
 static void
@@ -469,7 +542,9 @@ tick(struct master *m, int64_t *last_sync)
 {
 	int64_t now = kv_now_ms();
 
-	release_orphans(m);
+	if (m->recount)
+		repair_now(m);
+	roll_periods(m);
 	top_up(m);
 	if (now - *last_sync >= SYNC_SECS * 1000) {
 		*last_sync = now;
@@ -544,6 +619,34 @@ trim_startup_pages(void)
 		kv_log_info("unmapped %ld kB of library pages only start-up used", kb);
 }
 
+/* The lock is ours, so no process of an earlier daemon is alive (they
+ * all shared its descriptor): every worker slot is an orphan, every
+ * half-made claim dead, and the recorded reservations the whole truth. */
+static void
+startup_repair(struct master *m)
+{
+	struct kv_repair_report r;
+	uint64_t orphans = 0;
+	int i;
+
+	atomic_store(&m->ledger.hdr->quiesce, 0);
+	for (i = 0; i < KV_WORKER_SLOTS; i++)
+		if (atomic_load(&m->ledger.workers[i].pid) != 0)
+			orphans |= UINT64_C(1) << i;
+	if (kv_ledger_repair(&m->ledger, orphans, &r) == -1) {
+		kv_log_warn("KV0601", "ledger repair");
+		m->recount = 1;
+	}
+	for (i = 0; i < KV_WORKER_SLOTS; i++) {
+		atomic_store(&m->ledger.workers[i].pid, 0);
+		atomic_store(&m->ledger.workers[i].state, KV_WORKER_FREE);
+	}
+	if (r.released != 0)
+		kv_log_info("released %d reservations of an earlier run's workers",
+		    r.released);
+	log_repair(&r, "at start-up");
+}
+
 static int
 master_start(struct master *m)
 {
@@ -558,12 +661,14 @@ master_start(struct master *m)
 		kv_log_warnx("KV0122", "%s", err);
 		return 2;
 	}
+	if (kv_ledger_lock(&m->ledger, m->cf->ledger, err, sizeof(err)) == -1) {
+		kv_log_warnx("KV0602", "%s", err);
+		return 2;
+	}
 	if (check_ledger_owner(m) == -1)
 		return 2;
-	atomic_store(&m->ledger.hdr->master_pid, (int32_t)getpid());
-	atomic_store(&m->ledger.hdr->master_start, (int64_t)time(NULL));
+	startup_repair(m);
 	apply_keys(m);
-	release_orphans(m);
 	if ((m->lfd = open_listener(m->cf)) == -1)
 		return 1;
 	if (m->cf->status_port[0] != '\0')

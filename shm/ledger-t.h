@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define KV_LEDGER_MAGIC		0x5245474445564b31ULL	/* "1KVLEDGER" */
-#define KV_LEDGER_VERSION	1u
+#define KV_LEDGER_VERSION	2u	/* 2: claim tags, repair and lock identity */
 #define KV_WORKER_SLOTS		64	/* room for two generations during a reload */
 #define KV_RESV_PER_WORKER	2048	/* in-flight reservations one worker may hold */
 #define KV_MODEL_SLOTS		256
@@ -83,6 +83,12 @@ struct kv_ledger_header {
 	_Alignas(64) struct kv_counters counters;
 	struct kv_histogram ttfb;		/* time to first response byte */
 	struct kv_histogram duration;		/* whole request */
+	/* Version 2: who holds the ledger, and the master's repair. */
+	_Atomic uint64_t  instance;		/* random id of the lock holder; 0 = none */
+	_Atomic uint32_t  quiesce;		/* non-zero while the master repairs */
+	uint32_t	  pad1;
+	_Atomic uint64_t  repairs;		/* counters and slots the repair corrected */
+	char		  master_host[64];	/* hostname of the lock holder */
 };
 
 /* One in-flight reservation, written only by the owning worker and released
@@ -111,23 +117,38 @@ struct kv_worker_slot {
 	_Atomic uint64_t  active_streams;	/* requests in flight (gauge) */
 	_Atomic uint64_t  requests;		/* requests served by this process */
 	struct kv_resv	  resv[KV_RESV_PER_WORKER];
+	/* Version 2. in_ledger is 1 while the worker is inside a ledger
+	 * operation; the master's repair waits for 0 (see kv_ledger_quiesce). */
+	_Alignas(64) _Atomic uint32_t in_ledger;
+	uint32_t	  pad1;
+	_Atomic uint64_t  instance;		/* header instance of the spawning master */
+	_Atomic uint64_t  pid_start;		/* the worker's start time, clock ticks */
 };
 
-/* Per-model totals; slot claimed by CAS on `state`. */
+/* Slot states of accounts and models. A slot is claimed by a CAS of its
+ * `tag` from 0 to the key's tag (never 0), then filled, then made READY:
+ * a lookup that meets a tag not its own skips the slot without waiting. */
+#define KV_SLOT_FREE	 0u
+#define KV_SLOT_CLAIMING 1u
+#define KV_SLOT_READY	 2u
+#define KV_SLOT_DEAD	 3u	/* tombstone: skipped by lookups, chain goes on */
+
+/* Per-model totals; slot claimed by CAS on `tag`. */
 struct kv_model_slot {
-	_Alignas(64) _Atomic uint32_t state;	/* 0 free, 1 claiming, 2 ready */
+	_Alignas(64) _Atomic uint32_t state;	/* KV_SLOT_* */
 	char		  name[KV_MODEL_NAME];
 	_Atomic uint64_t  requests;
 	_Atomic uint64_t  input_tokens;
 	_Atomic uint64_t  output_tokens;
 	_Atomic uint64_t  cached_input_tokens;
 	_Atomic uint64_t  cost_nusd;
+	_Atomic uint64_t  tag;			/* version 2: claim word, hash of name */
 };
 
 /* One account: a credential's SHA-256, never the credential itself.
- * Claimed by CAS on `state`; found by open addressing on the hash. */
+ * Claimed by CAS on `tag`; found by open addressing on the hash. */
 struct kv_account {
-	_Alignas(64) _Atomic uint32_t state;	/* 0 free, 1 claiming, 2 ready */
+	_Alignas(64) _Atomic uint32_t state;	/* KV_SLOT_* */
 	uint32_t	  flags;		/* KV_ACCOUNT_NAMED */
 	uint8_t		  hash[32];
 	char		  label[KV_LABEL_MAX];	/* "" when unnamed */
@@ -141,9 +162,19 @@ struct kv_account {
 	_Atomic uint64_t  output_tokens;
 	_Atomic uint64_t  cached_input_tokens;
 	_Atomic uint64_t  refusals;
+	/* Version 2. */
+	_Atomic uint64_t  tag;			/* claim word: first 8 bytes of hash | 1 */
+	_Atomic uint32_t  aflags;		/* KV_AF_* */
+	uint32_t	  pad1;
+	_Atomic int64_t	  config_budget_nusd;	/* the config's budget when overridden */
 };
 
 #define KV_ACCOUNT_NAMED 0x1u
+
+/* aflags bits, each set and cleared with atomic or/and. */
+#define KV_AF_CONFIG	0x1u	/* the key is in the running config */
+#define KV_AF_OVERRIDE	0x2u	/* budget set by kvctl/admin API, not the config */
+#define KV_AF_KEPT	0x4u	/* charged or answered 2xx once: never reclaimed */
 
 _Static_assert(sizeof(struct kv_resv) == 16, "kv_resv layout");
 _Static_assert(sizeof(struct kv_account) % 64 == 0, "accounts are cache-line sized");

@@ -25,10 +25,16 @@ struct layout {
 	uint64_t total_size;
 };
 
-/* A claimer writes its slot between the CAS 0->1 and the store of 2; that
- * takes nanoseconds unless it is preempted. Wait this long before deciding
- * it died mid-claim and probing past the slot. */
-#define CLAIM_WAIT_NS	1000000000LL
+/* A claimer fills its slot between the tag CAS and the store of READY:
+ * nanoseconds unless it is preempted. A lookup of the same key polls this
+ * many times, then answers "busy" (errno EAGAIN) rather than wait on
+ * another process; the master repairs a claim whose claimer died. */
+#define CLAIM_POLLS	2000
+
+/* How long a ledger operation waits for the master's repair to finish
+ * (it takes about a millisecond, once per worker death) before going on;
+ * the repair then sees the change and leaves that account for next time. */
+#define QUIESCE_WAIT_NS	50000000LL
 
 /* Admission retries that re-validate spent after the CAS; see admit(). */
 #define ADMIT_VALIDATE_TRIES	10000
@@ -120,17 +126,46 @@ map_fd(struct kv_ledger *l, int fd, size_t size, int readonly)
 	return 0;
 }
 
-/* Returns 0, 1 when the file already exists, or -1. */
+/* Give TMP the name PATH unless PATH exists. */
+static int
+publish(const char *tmp, const char *path)
+{
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
+	/* No RENAME_NOREPLACE on this file system: link fails on EEXIST too. */
+	if (link(tmp, path) == -1)
+		return -1;
+	return unlink(tmp);
+}
+
+/* Size FD for the layout and reserve its blocks: a store into a hole of a
+ * mapped file on a full disk is a SIGBUS, not an error we could log. */
+static int
+allocate(int fd, uint64_t size, const char *path, char *err, size_t errlen)
+{
+	if ((errno = posix_fallocate(fd, 0, (off_t)size)) != 0 &&
+	    errno != EOPNOTSUPP && errno != EINVAL)
+		return open_error(path, "allocate (disk full?)", err, errlen);
+	return 0;
+}
+
+/* Create the ledger as a temporary file, fully written, then give it its
+ * name: an interrupted creation leaves no half-made ledger at PATH.
+ * Returns 0, 1 when the file already exists, or -1. */
 static int
 ledger_create(struct kv_ledger *l, const char *path, uint32_t max_keys,
     char *err, size_t errlen)
 {
 	struct layout lo;
+	char tmp[4200];
 	int fd;
 
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd == -1 && errno == EEXIST)
+	if (access(path, F_OK) == 0)
 		return 1;
+	snprintf(tmp, sizeof(tmp), "%s.new.%d", path, (int)getpid());
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd == -1)
 		return open_error(path, "create", err, errlen);
 	layout_for(max_keys, &lo);
@@ -138,27 +173,39 @@ ledger_create(struct kv_ledger *l, const char *path, uint32_t max_keys,
 		open_error(path, "ftruncate", err, errlen);
 		goto fail;
 	}
-	/* Reserve the blocks now: a store into a hole of a mapped file on a
-	 * full disk is a SIGBUS, not an error we could log. */
-	if ((errno = posix_fallocate(fd, 0, (off_t)lo.total_size)) != 0 &&
-	    errno != EOPNOTSUPP && errno != EINVAL) {
-		open_error(path, "allocate", err, errlen);
+	if (allocate(fd, lo.total_size, path, err, errlen) == -1)
 		goto fail;
-	}
 	if (map_fd(l, fd, lo.total_size, 0) == -1) {
 		open_error(path, "mmap", err, errlen);
 		goto fail;
 	}
 	ledger_init_header(l->base, max_keys);
 	ledger_carve(l);
+	if (msync(l->base, l->size, MS_SYNC) == -1 || fsync(fd) == -1) {
+		open_error(path, "sync", err, errlen);
+		goto fail;
+	}
+	if (publish(tmp, path) == -1) {
+		if (errno == EEXIST) {
+			/* Someone else created it meanwhile: use theirs. */
+			kv_ledger_close(l);
+			if (unlink(tmp) == -1)
+				return open_error(tmp, "unlink", err, errlen);
+			return 1;
+		}
+		open_error(path, "rename", err, errlen);
+		goto fail;
+	}
 	return 0;
 fail:
-	/* Our own half-made file: remove it rather than leave a corrupt one;
-	 * the error already in err is the one worth reporting. */
-	if (unlink(path) == -1)
+	if (l->base != NULL && munmap(l->base, l->size) == -1)
+		errno = EIO;
+	l->base = NULL;
+	if (unlink(tmp) == -1)
 		errno = EIO;
 	if (close(fd) == -1)
 		errno = EIO;
+	l->fd = -1;
 	return -1;
 }
 
@@ -287,6 +334,10 @@ ledger_attach(struct kv_ledger *l, const char *path, uint32_t max_keys,
 		errno = EINVAL;
 		goto fail;
 	}
+	/* A restored sparse copy would SIGBUS on a full disk: back every
+	 * page now, while a failure is still an error message. */
+	if (!readonly && allocate(fd, h.total_size, path, err, errlen) == -1)
+		goto fail;
 	if (map_fd(l, fd, h.total_size, readonly) == -1) {
 		open_error(path, "mmap", err, errlen);
 		goto fail;
@@ -381,36 +432,67 @@ mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* Wait for a slot another process is claiming to become ready. Returns the
- * state seen last: 2 when ready, 1 when the claimer seems to have died. */
+/* A slot whose tag is ours but not READY yet: poll a moment. Returns
+ * the state seen last. */
 static uint32_t
-slot_wait_ready(_Atomic uint32_t *state)
+slot_poll_ready(_Atomic uint32_t *state)
 {
-	int64_t deadline = 0;
-	uint32_t st;
+	uint32_t st = KV_SLOT_FREE;
 	int i;
 
-	for (i = 0; ; i++) {
+	for (i = 0; i < CLAIM_POLLS; i++) {
 		st = atomic_load_explicit(state, memory_order_acquire);
-		if (st != 1)
-			return st;
-		if (i < 64)
-			continue;
+		if (st != KV_SLOT_FREE && st != KV_SLOT_CLAIMING)
+			break;
+	}
+	return st;
+}
+
+/* Claim a free slot: CAS its tag 0 -> tag. Returns 1 when won; else sets
+ * *seen to the tag now there. */
+static int
+slot_try_claim(_Atomic uint64_t *slot_tag, uint64_t tag, uint64_t *seen)
+{
+	uint64_t expect = 0;
+
+	if (atomic_compare_exchange_strong(slot_tag, &expect, tag))
+		return 1;
+	*seen = expect;
+	return 0;
+}
+
+/* Ledger operations of a worker are bracketed by op_enter/op_leave so the
+ * master can repair counters while no live worker is half-way through one
+ * (see kv_ledger_quiesce). Outside a worker (l->self NULL) they do nothing. */
+static int64_t mono_ns(void);
+
+static void
+op_enter(struct kv_ledger *l)
+{
+	struct kv_worker_slot *w = l->self;
+	int64_t deadline = 0;
+
+	if (w == NULL || l->op_depth++ > 0)
+		return;
+	for (;;) {
+		atomic_store(&w->in_ledger, 1);
+		if (atomic_load(&l->hdr->quiesce) == 0)
+			return;
 		if (deadline == 0)
-			deadline = mono_ns() + CLAIM_WAIT_NS;
+			deadline = mono_ns() + QUIESCE_WAIT_NS;
 		else if (mono_ns() > deadline)
-			return st;
+			return;
+		atomic_store(&w->in_ledger, 0);
 		sched_yield();
 	}
 }
 
-/* Claim a free slot: CAS 0 -> 1. The winner fills the slot and stores 2. */
-static int
-slot_try_claim(_Atomic uint32_t *state)
+static void
+op_leave(struct kv_ledger *l)
 {
-	uint32_t expect = 0;
-
-	return atomic_compare_exchange_strong(state, &expect, 1);
+	if (l->self == NULL || --l->op_depth > 0)
+		return;
+	atomic_store(&l->self->in_ledger, 0);
 }
 
 static uint64_t
@@ -422,6 +504,12 @@ hash_start(const uint8_t h[32])
 	for (i = 0; i < 8; i++)
 		v = v << 8 | h[i];
 	return v;
+}
+
+uint64_t
+kv_account_tag(const uint8_t hash[32])
+{
+	return hash_start(hash) | 1;	/* never 0, the free tag */
 }
 
 static void
@@ -437,37 +525,61 @@ account_fill(struct kv_account *a, const uint8_t hash[32], const char *label,
 	atomic_store(&a->budget_nusd, budget_nusd);
 	/* "Spent since now": a period roll happens only at the next boundary. */
 	atomic_store(&a->period_start, (int64_t)time(NULL));
-	atomic_store_explicit(&a->state, 2, memory_order_release);
+	atomic_store_explicit(&a->state, KV_SLOT_READY, memory_order_release);
+}
+
+/* The probe loop; see kv_ledger_account. */
+static struct kv_account *
+account_probe(struct kv_ledger *l, const uint8_t hash[32], int create,
+    const char *label, int64_t budget_nusd)
+{
+	uint32_t n = l->hdr->max_keys, i, st;
+	uint64_t start = hash_start(hash) % n, tag = kv_account_tag(hash), t;
+	struct kv_account *a;
+	int busy = 0;
+
+	for (i = 0; i < n; i++) {
+		a = &l->accounts[(start + i) % n];
+		t = atomic_load_explicit(&a->tag, memory_order_acquire);
+		if (t == 0) {
+			/* Slots are freed only as tombstones: a free tag ends the chain. */
+			if (!create || busy)
+				break;
+			if (slot_try_claim(&a->tag, tag, &t)) {
+				account_fill(a, hash, label, budget_nusd);
+				atomic_fetch_add(&l->hdr->accounts_used, 1);
+				return a;
+			}
+		}
+		if (t != tag)
+			continue;
+		st = atomic_load_explicit(&a->state, memory_order_acquire);
+		if (st == KV_SLOT_FREE || st == KV_SLOT_CLAIMING)
+			st = slot_poll_ready(&a->state);
+		if (st == KV_SLOT_READY && memcmp(a->hash, hash, 32) == 0)
+			return a;
+		/* Ours, still being filled by someone else: never claim a second
+		 * slot for the key behind it. */
+		if (st == KV_SLOT_FREE || st == KV_SLOT_CLAIMING)
+			busy = 1;
+	}
+	errno = busy ? EAGAIN : (i == n && create ? ENOSPC : ENOENT);
+	return NULL;
 }
 
 struct kv_account *
 kv_ledger_account(struct kv_ledger *l, const uint8_t hash[32], int create,
     const char *label, int64_t budget_nusd)
 {
-	uint32_t n = l->hdr->max_keys, i, st;
-	uint64_t start = hash_start(hash) % n;
 	struct kv_account *a;
+	int saved;
 
-	for (i = 0; i < n; i++) {
-		a = &l->accounts[(start + i) % n];
-		st = atomic_load_explicit(&a->state, memory_order_acquire);
-		if (st == 0) {
-			/* Slots are never freed, so a free slot ends the chain. */
-			if (!create)
-				return NULL;
-			if (slot_try_claim(&a->state)) {
-				account_fill(a, hash, label, budget_nusd);
-				atomic_fetch_add(&l->hdr->accounts_used, 1);
-				return a;
-			}
-			st = atomic_load_explicit(&a->state, memory_order_acquire);
-		}
-		if (st == 1)
-			st = slot_wait_ready(&a->state);
-		if (st == 2 && memcmp(a->hash, hash, 32) == 0)
-			return a;
-	}
-	return NULL;
+	op_enter(l);
+	a = account_probe(l, hash, create, label, budget_nusd);
+	saved = errno;
+	op_leave(l);
+	errno = saved;
+	return a;
 }
 
 uint32_t
@@ -561,7 +673,7 @@ kv_account_remaining(const struct kv_account *a)
 	int64_t spent = atomic_load(&a->spent_nusd);
 	int64_t budget = atomic_load(&a->budget_nusd);
 
-	return budget - spent - reserved;
+	return kv_sat_add(kv_sat_add(budget, -spent), -reserved);
 }
 
 /* Find a free reservation entry in W (only its own worker writes there,
@@ -593,6 +705,26 @@ resv_clear(struct kv_worker_slot *w, int r)
 	atomic_store(&w->resv_hint, (uint32_t)r);
 }
 
+int64_t
+kv_sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (!__builtin_add_overflow(a, b, &r))
+		return r;
+	return b > 0 ? INT64_MAX : INT64_MIN;
+}
+
+/* Add V to *P, stopping at INT64_MAX instead of wrapping negative. */
+static void
+sat_fetch_add(_Atomic int64_t *p, int64_t v)
+{
+	int64_t cur = atomic_load(p);
+
+	while (!atomic_compare_exchange_weak(p, &cur, kv_sat_add(cur, v)))
+		;
+}
+
 /* spent + reserved + amount <= budget, without overflow. */
 static int
 admits(int64_t budget, int64_t spent, int64_t reserved, int64_t amount)
@@ -622,7 +754,7 @@ admit(struct kv_account *a, int64_t amount, int64_t *remaining)
 		spent = atomic_load(&a->spent_nusd);
 		budget = atomic_load(&a->budget_nusd);
 		if (!admits(budget, spent, reserved, amount)) {
-			*remaining = budget - spent - reserved;
+			*remaining = kv_sat_add(kv_sat_add(budget, -spent), -reserved);
 			return -1;
 		}
 		if (!atomic_compare_exchange_strong(&a->reserved_nusd, &reserved,
@@ -647,18 +779,23 @@ kv_ledger_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
 
 	if (amount < 0)
 		amount = 0;
-	/* Recorded first so that a worker dying after the CAS below cannot
-	 * leak the amount: the master releases what the slot records. */
+	op_enter(l);
+	/* Recorded first; a worker killed anywhere in here is made exact by
+	 * the master's repair, which recomputes reserved from the records of
+	 * the live workers (kv_ledger_repair). */
 	r = resv_record(w, kv_ledger_account_index(l, a) + 1, amount);
 	if (r == -1) {
 		*remaining = kv_account_remaining(a);
+		op_leave(l);
 		return -2;
 	}
 	if (admit(a, amount, remaining) == -1) {
 		atomic_fetch_add(&a->refusals, 1);
 		resv_clear(w, r);
+		op_leave(l);
 		return -1;
 	}
+	op_leave(l);
 	return r;
 }
 
@@ -705,19 +842,24 @@ kv_ledger_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
 	a = &l->accounts[idx - 1];
 	if (cost < 0)
 		cost = 0;
+	op_enter(l);
 	/* Spent first, then reserved: admission may briefly over-count the
-	 * pair, never under-count it. */
+	 * pair, never under-count it. Saturating: an overflow sentinel cost
+	 * must not wrap spent negative. */
 	if (cost > 0)
-		atomic_fetch_add(&a->spent_nusd, cost);
+		sat_fetch_add(&a->spent_nusd, cost);
 	amount = atomic_exchange(&w->resv[resv].amount_nusd, 0);
 	atomic_fetch_sub(&a->reserved_nusd, amount);
 	resv_clear(w, resv);
-	if (cost == 0 && usage == NULL)
-		return;
-	account_add(a, usage);
-	m = (model != NULL && model[0] != '\0') ? kv_ledger_model(l, model) : NULL;
-	if (m != NULL)
-		model_add(m, cost, usage);
+	if (cost != 0 || usage != NULL) {
+		if (cost > 0)
+			atomic_fetch_or(&a->aflags, KV_AF_KEPT);
+		account_add(a, usage);
+		m = (model != NULL && model[0] != '\0') ? kv_ledger_model(l, model) : NULL;
+		if (m != NULL)
+			model_add(m, cost, usage);
+	}
+	op_leave(l);
 }
 
 int
@@ -767,38 +909,52 @@ model_fill(struct kv_model_slot *m, const char *name)
 {
 	memset(m->name, 0, sizeof(m->name));
 	snprintf(m->name, sizeof(m->name), "%s", name);
-	atomic_store_explicit(&m->state, 2, memory_order_release);
+	atomic_store_explicit(&m->state, KV_SLOT_READY, memory_order_release);
+}
+
+static struct kv_model_slot *
+model_probe(struct kv_ledger *l, const char *name)
+{
+	uint64_t h = fnv1a(name), tag = h | 1, t;
+	struct kv_model_slot *m;
+	uint32_t i, st;
+
+	for (i = 0; i < KV_MODEL_SLOTS; i++) {
+		m = &l->models[(h + i) % KV_MODEL_SLOTS];
+		t = atomic_load_explicit(&m->tag, memory_order_acquire);
+		if (t == 0) {
+			if (slot_try_claim(&m->tag, tag, &t)) {
+				model_fill(m, name);
+				atomic_fetch_add(&l->hdr->models_used, 1);
+				return m;
+			}
+		}
+		if (t != tag)
+			continue;
+		st = atomic_load_explicit(&m->state, memory_order_acquire);
+		if (st == KV_SLOT_FREE || st == KV_SLOT_CLAIMING)
+			st = slot_poll_ready(&m->state);
+		if (st == KV_SLOT_READY && model_name_eq(m, name))
+			return m;
+		if (st == KV_SLOT_FREE || st == KV_SLOT_CLAIMING)
+			return NULL;	/* being claimed: these totals go uncounted */
+	}
+	return NULL;
 }
 
 struct kv_model_slot *
 kv_ledger_model(struct kv_ledger *l, const char *model)
 {
 	char name[KV_MODEL_NAME];
-	uint64_t start;
 	struct kv_model_slot *m;
-	uint32_t i, st;
 
 	if (model == NULL || model[0] == '\0')
 		return NULL;
 	snprintf(name, sizeof(name), "%s", model);
-	start = fnv1a(name) % KV_MODEL_SLOTS;
-	for (i = 0; i < KV_MODEL_SLOTS; i++) {
-		m = &l->models[(start + i) % KV_MODEL_SLOTS];
-		st = atomic_load_explicit(&m->state, memory_order_acquire);
-		if (st == 0) {
-			if (slot_try_claim(&m->state)) {
-				model_fill(m, name);
-				atomic_fetch_add(&l->hdr->models_used, 1);
-				return m;
-			}
-			st = atomic_load_explicit(&m->state, memory_order_acquire);
-		}
-		if (st == 1)
-			st = slot_wait_ready(&m->state);
-		if (st == 2 && model_name_eq(m, name))
-			return m;
-	}
-	return NULL;
+	op_enter(l);
+	m = model_probe(l, name);
+	op_leave(l);
+	return m;
 }
 
 static uint64_t

@@ -19,6 +19,10 @@ struct kv_ledger {
 	struct kv_worker_slot	*workers;
 	struct kv_model_slot	*models;
 	struct kv_account	*accounts;
+	/* Process-local: set by a worker to its own slot, so its ledger
+	 * operations announce themselves to the master's repair. */
+	struct kv_worker_slot	*self;
+	int			 op_depth;
 };
 
 #define KV_LEDGER_CREATE	0x1	/* create the file (mode 0600) when missing */
@@ -44,10 +48,18 @@ void	kv_key_id(const uint8_t hash[32], char id[13]);
 void	kv_key_hash(const char *key, size_t len, uint8_t hash[32]);
 
 /* Find the account for HASH. When absent and create is set, claim a slot
- * with the given label ("" or NULL for none) and budget. Returns the
- * account, or NULL when absent (create == 0) or the table is full. */
+ * with the given label ("" or NULL for none) and budget. Never waits on
+ * another process. Returns the account, or NULL with errno ENOENT (absent,
+ * create == 0), ENOSPC (table full) or EAGAIN (another process is creating
+ * this very account right now, or died doing it: retry shortly). */
 struct kv_account *kv_ledger_account(struct kv_ledger *l, const uint8_t hash[32],
 	    int create, const char *label, int64_t budget_nusd);
+
+/* The claim tag of a hash: never 0. */
+uint64_t kv_account_tag(const uint8_t hash[32]);
+
+/* a + b, saturating at INT64_MAX / INT64_MIN instead of wrapping. */
+int64_t	kv_sat_add(int64_t a, int64_t b);
 
 /* Index of an account in the table (for kv_resv.account). */
 uint32_t kv_ledger_account_index(const struct kv_ledger *l, const struct kv_account *a);

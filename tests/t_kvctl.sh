@@ -304,13 +304,16 @@ ctl_raw -l "$T/nope" reset --all
 check "no ledger: a write command does not create one" test ! -e "$T/nope"
 
 cp "$L" "$T/v2"
-printf '\002' | dd of="$T/v2" bs=1 seek=8 conv=notrunc status=none	# version, little-endian
+# The next layout version than this build's (read from the file it made).
+VER=$(od -An -tu4 -j8 -N4 "$L" | tr -d ' ')
+NEXT=$((VER + 1))
+printf "\\$(printf %03o "$NEXT")" | dd of="$T/v2" bs=1 seek=8 conv=notrunc status=none	# version, little-endian
 SUM=$(sha256sum <"$T/v2")
 for cmd in status keys "show alice" "reset --all" "budget alice 9" models; do
 	# shellcheck disable=SC2086
 	ctl_raw -l "$T/v2" $cmd
-	check_eq "version 2 ledger, $cmd: exit 2" "$RC" 2
-	check "version 2 ledger, $cmd: says why" err_has "ledger $T/v2: layout version 2, this build reads 1"
+	check_eq "newer-version ledger, $cmd: exit 2" "$RC" 2
+	check "newer-version ledger, $cmd: says why" err_has "ledger $T/v2: layout version $NEXT, this build reads $VER"
 done
 check_eq "a refused ledger is left exactly as it was" "$(sha256sum <"$T/v2")" "$SUM"
 

@@ -166,7 +166,8 @@ test_refusals(void)
 {
 	struct kv_ledger l;
 	char err[512];
-	uint32_t v2 = 2, big = 999;
+	uint32_t v2 = KV_LEDGER_VERSION + 1, big = 999;
+	char verr[64];
 	uint64_t zero = 0, total;
 
 	unlink(path);
@@ -180,8 +181,10 @@ test_refusals(void)
 	expect_refusal(20, 0, "has 10 key slots, the config asks for 20");
 
 	CHECK_INT(patch_file(offsetof(struct kv_ledger_header, version), &v2, 4), 0);
-	expect_refusal(0, 0, "layout version 2, this build reads 1");
-	expect_refusal(10, KV_LEDGER_CREATE, "layout version 2, this build reads 1");
+	snprintf(verr, sizeof(verr), "layout version %u, this build reads %u",
+	    KV_LEDGER_VERSION + 1, KV_LEDGER_VERSION);
+	expect_refusal(0, 0, verr);
+	expect_refusal(10, KV_LEDGER_CREATE, verr);
 	v2 = KV_LEDGER_VERSION;
 	CHECK_INT(patch_file(offsetof(struct kv_ledger_header, version), &v2, 4), 0);
 

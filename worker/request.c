@@ -260,7 +260,9 @@ reserve(struct kv_conn *c)
 	c->acct = kv_ledger_account(l, c->keyhash, !cf->unknown_keys_deny, NULL,
 	    cf->default_budget_nusd);
 	if (c->acct == NULL) {
-		if (cf->unknown_keys_deny && kv_ledger_account(l, c->keyhash, 0, NULL, 0) == NULL)
+		if (errno == EAGAIN)	/* another worker is creating it this instant */
+			return conn_fail(c, 503, "key account is being created; retry");
+		if (cf->unknown_keys_deny)
 			return conn_fail(c, 401, "unknown API key");
 		kv_log_warnx("KV0410", "account table full (max_keys %u): refusing new key %s",
 		    l->hdr->max_keys, c->keyid);

@@ -21,6 +21,7 @@
 #include <openssl/ssl.h>
 
 #include "common/log.h"
+#include "shm/lock.h"
 #include "worker/conn.h"
 #include "worker/conn-t.h"
 #include "worker/errors.h"
@@ -297,6 +298,8 @@ kv_worker_main(const struct kv_config *cf, struct kv_ledger *l, int slot,
 	w.ledger = l;
 	w.slot_index = slot;
 	w.slot = &l->workers[slot];
+	l->self = w.slot;	/* this process's ledger operations announce themselves */
+	atomic_store(&w.slot->pid_start, kv_pid_start((int)getpid()));
 	w.generation = generation;
 	w.lfd = lfd;
 	w.lev.kind = KV_EV_LISTEN;

@@ -1,0 +1,154 @@
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "shm/repair.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) == -1)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int
+kv_ledger_quiesce(struct kv_ledger *l, uint64_t live_mask, int wait_ms)
+{
+	int64_t deadline;
+	int i;
+
+	/* Dekker with the worker's op_enter: it stores in_ledger then loads
+	 * quiesce; we store quiesce then load in_ledger (both seq_cst), so at
+	 * least one of us sees the other. */
+	atomic_store(&l->hdr->quiesce, 1);
+	deadline = now_ns() + (int64_t)wait_ms * 1000000LL;
+	for (i = 0; i < KV_WORKER_SLOTS; i++) {
+		if (!(live_mask & (UINT64_C(1) << i)))
+			continue;
+		while (atomic_load(&l->workers[i].in_ledger) != 0) {
+			if (now_ns() > deadline) {
+				kv_ledger_unquiesce(l);
+				return -1;
+			}
+			sched_yield();
+		}
+	}
+	return 0;
+}
+
+void
+kv_ledger_unquiesce(struct kv_ledger *l)
+{
+	atomic_store(&l->hdr->quiesce, 0);
+}
+
+/* A slot with a tag but not READY has no live claimer once quiesced. */
+static int
+tombstone_half_claims(struct kv_ledger *l)
+{
+	uint32_t i, st;
+	int n = 0;
+
+	for (i = 0; i < l->hdr->max_keys; i++) {
+		struct kv_account *a = &l->accounts[i];
+
+		st = atomic_load(&a->state);
+		if (atomic_load(&a->tag) != 0 && (st == KV_SLOT_FREE ||
+		    st == KV_SLOT_CLAIMING)) {
+			atomic_store(&a->state, KV_SLOT_DEAD);
+			n++;
+		}
+	}
+	for (i = 0; i < KV_MODEL_SLOTS; i++) {
+		struct kv_model_slot *m = &l->models[i];
+
+		st = atomic_load(&m->state);
+		if (atomic_load(&m->tag) != 0 && (st == KV_SLOT_FREE ||
+		    st == KV_SLOT_CLAIMING)) {
+			atomic_store(&m->state, KV_SLOT_DEAD);
+			n++;
+		}
+	}
+	return n;
+}
+
+static void
+sum_reservations(const struct kv_ledger *l, int64_t *sum)
+{
+	uint32_t n = l->hdr->max_keys, idx;
+	int i, j;
+
+	for (i = 0; i < KV_WORKER_SLOTS; i++)
+		for (j = 0; j < KV_RESV_PER_WORKER; j++) {
+			const struct kv_resv *r = &l->workers[i].resv[j];
+
+			idx = atomic_load(&r->account);
+			if (idx == 0 || idx > n)
+				continue;
+			sum[idx - 1] = kv_sat_add(sum[idx - 1],
+			    atomic_load(&r->amount_nusd));
+		}
+}
+
+int
+kv_ledger_repair(struct kv_ledger *l, uint64_t dead_mask,
+    struct kv_repair_report *rep)
+{
+	uint32_t n = l->hdr->max_keys, i;
+	int64_t *sum, cur;
+	int w;
+
+	memset(rep, 0, sizeof(*rep));
+	if ((sum = calloc(n, sizeof(*sum))) == NULL)
+		return -1;
+	for (w = 0; w < KV_WORKER_SLOTS; w++)
+		if (dead_mask & (UINT64_C(1) << w))
+			rep->released += kv_ledger_release_worker(l, &l->workers[w]);
+	rep->claims_fixed = tombstone_half_claims(l);
+	sum_reservations(l, sum);
+	for (i = 0; i < n; i++) {
+		struct kv_account *a = &l->accounts[i];
+
+		cur = atomic_load(&a->reserved_nusd);
+		if (cur == sum[i])
+			continue;
+		if (atomic_compare_exchange_strong(&a->reserved_nusd, &cur, sum[i]))
+			rep->reserved_fixed++;
+		else
+			rep->skipped++;
+	}
+	free(sum);
+	atomic_fetch_add(&l->hdr->repairs, (uint64_t)(rep->reserved_fixed +
+	    rep->claims_fixed));
+	return 0;
+}
+
+int
+kv_ledger_roll_all(struct kv_ledger *l, enum kv_period period, int64_t now)
+{
+	int64_t start = kv_period_start(period, now);
+	uint32_t i;
+	int n = 0;
+
+	if (period == KV_PERIOD_NONE)
+		return 0;
+	for (i = 0; i < l->hdr->max_keys; i++) {
+		struct kv_account *a = &l->accounts[i];
+
+		if (atomic_load(&a->state) != KV_SLOT_READY ||
+		    atomic_load(&a->period_start) >= start)
+			continue;
+		kv_ledger_period_roll(a, period, now);
+		n++;
+	}
+	return n;
+}

@@ -1,0 +1,43 @@
+/* The master's repair of the ledger: counters recomputed from the
+ * reservations actually recorded, half-claimed slots turned into
+ * tombstones, dead workers' slots released. Run at start-up (no other
+ * daemon process can exist: the master holds the ledger lock) and after
+ * every reaped worker (live workers are quiesced first). */
+#ifndef KV_REPAIR_H
+#define KV_REPAIR_H
+
+#include <stdint.h>
+
+#include "shm/ledger.h"
+
+struct kv_repair_report {
+	int	 released;	/* reservations of dead workers dropped */
+	int	 reserved_fixed;	/* accounts whose reserved_nusd was wrong */
+	int	 claims_fixed;	/* half-claimed account or model slots */
+	int	 skipped;	/* accounts changed under the repair: next time */
+};
+
+/* Ask every live worker (bit i of live_mask = worker slot i) to pause its
+ * ledger operations, and wait up to wait_ms for each to be outside one.
+ * Returns 0 when quiet, -1 (quiesce lifted again) when one stayed busy. */
+int	kv_ledger_quiesce(struct kv_ledger *l, uint64_t live_mask, int wait_ms);
+
+/* Let ledger operations go on. */
+void	kv_ledger_unquiesce(struct kv_ledger *l);
+
+/* With the ledger quiesced (or no other writer alive): release every
+ * reservation of the worker slots in dead_mask and clear those slots'
+ * gauges; tombstone slots whose claimer died before filling them; set each
+ * account's reserved_nusd to the sum of the reservations still recorded
+ * (by CAS from the value read, so a change made by a worker that gave up
+ * waiting is left for the next repair). Fills *rep. Returns 0, or -1 when
+ * out of memory (nothing changed). */
+int	kv_ledger_repair(struct kv_ledger *l, uint64_t dead_mask,
+	    struct kv_repair_report *rep);
+
+/* With the ledger quiesced: start a new budget period on every account
+ * whose period_start is before the one containing NOW (spent := 0, then
+ * period_start). Returns the number of accounts rolled. */
+int	kv_ledger_roll_all(struct kv_ledger *l, enum kv_period period, int64_t now);
+
+#endif
