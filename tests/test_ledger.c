@@ -468,7 +468,14 @@ test_concurrent_claim(void)
 
 			snprintf(name, sizeof(name), "fresh-%d", k);
 			hash_of(name, h);
-			a = kv_ledger_account(&l, h, 1, NULL, 1);
+			/* EAGAIN: another process is filling this key's slot
+			 * (preempted mid-claim); a worker answers 503 "retry". */
+			for (int t = 0; t < 100000; t++) {
+				a = kv_ledger_account(&l, h, 1, NULL, 1);
+				if (a != NULL || errno != EAGAIN)
+					break;
+				sched_yield();
+			}
 			idx[i * CLAIM_HASHES + k] = a ? kv_ledger_account_index(&l, a) : ~0u;
 		}
 		_exit(0);
