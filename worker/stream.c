@@ -10,6 +10,17 @@
 #include <openssl/err.h>
 #include <openssl/x509.h>
 
+/* SSL_MODE_RELEASE_BUFFERS frees the read buffer only once a record is
+ * consumed; the next SSL_read (the one that finds the socket empty) sets
+ * up a fresh 16.7 KB buffer and keeps it while the stream waits for its
+ * next token: 1,000 paced streams held 8 MB so (docs/tls-memory.md).
+ * SSL_free_buffers leaves a buffer that holds part of a record alone. */
+static void
+tls_idle(struct kv_stream *s)
+{
+	(void)SSL_free_buffers(s->ssl);
+}
+
 /* Map an OpenSSL result to KV_IO_AGAIN / KV_IO_ERROR, recording the wait. */
 static ssize_t
 tls_result(struct kv_stream *s, int r)
@@ -17,6 +28,7 @@ tls_result(struct kv_stream *s, int r)
 	switch (SSL_get_error(s->ssl, r)) {
 	case SSL_ERROR_WANT_READ:
 		s->want = EPOLLIN;
+		tls_idle(s);
 		return KV_IO_AGAIN;
 	case SSL_ERROR_WANT_WRITE:
 		s->want = EPOLLOUT;
@@ -38,7 +50,14 @@ kv_stream_read(struct kv_stream *s, void *buf, size_t len)
 	if (s->ssl != NULL) {
 		ERR_clear_error();
 		r = SSL_read(s->ssl, buf, len > 0x7fffffff ? 0x7fffffff : (int)len);
-		return r > 0 ? r : tls_result(s, r);
+		n = r > 0 ? r : tls_result(s, r);
+		if (n != KV_IO_AGAIN && s->settled != NULL) {
+			void (*cb)(struct kv_stream *) = s->settled;
+
+			s->settled = NULL;
+			cb(s);
+		}
+		return n;
 	}
 	do
 		n = read(s->fd, buf, len);
@@ -89,6 +108,7 @@ kv_stream_handshake(struct kv_stream *s, char *err, size_t errlen)
 	switch (SSL_get_error(s->ssl, r)) {
 	case SSL_ERROR_WANT_READ:
 		s->want = EPOLLIN;
+		tls_idle(s);
 		return KV_IO_AGAIN;
 	case SSL_ERROR_WANT_WRITE:
 		s->want = EPOLLOUT;

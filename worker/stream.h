@@ -15,17 +15,23 @@ struct kv_stream {
 	int	 fd;
 	SSL	*ssl;		/* NULL for plaintext */
 	int	 want;		/* readiness the last KV_IO_AGAIN waits for */
+	/* Called once, on the first read after the handshake that returns
+	 * anything but KV_IO_AGAIN: by then any session ticket the server
+	 * sent ahead of its answer has been processed. */
+	void	(*settled)(struct kv_stream *);
 };
 
 /* Read up to len bytes: returns > 0, 0 on orderly EOF, KV_IO_AGAIN or
- * KV_IO_ERROR. */
+ * KV_IO_ERROR. A TLS read that waits (KV_IO_AGAIN) gives back its record
+ * buffer unless it holds part of a record. */
 ssize_t	kv_stream_read(struct kv_stream *s, void *buf, size_t len);
 
 /* Write up to len bytes: returns > 0, KV_IO_AGAIN or KV_IO_ERROR. */
 ssize_t	kv_stream_write(struct kv_stream *s, const void *buf, size_t len);
 
 /* Drive the TLS client handshake: 1 done, KV_IO_AGAIN, or KV_IO_ERROR with
- * a reason (certificate verification result included) in err. */
+ * a reason (certificate verification result included) in err. Waiting
+ * between flights holds no record buffer either. */
 int	kv_stream_handshake(struct kv_stream *s, char *err, size_t errlen);
 
 /* Free the TLS session and close the socket. With abort set, send a TCP
