@@ -23,8 +23,9 @@
  *   GET  /blob?bytes=N&seed=S[&chunked=1|&close=1]   N deterministic bytes,
  *        header x-body-sha256 holds their digest
  *   GET  /mock/stats     {"open_connections","requests","aborted_streams",
- *        "last_abort_ms"}: an abort is a peer leaving while a response (or a
- *        stall before one) is in progress; last_abort_ms is epoch ms
+ *        "last_abort_ms","tls_full","tls_resumed"}: an abort is a peer
+ *        leaving while a response (or a stall before one) is in progress;
+ *        last_abort_ms is epoch ms; tls_* count TLS handshakes by kind
  *
  * Usage numbers: input = request body bytes / 4; output = x-mock-tokens
  * (default 5), cut to max_tokens / max_completion_tokens / max_output_tokens
@@ -93,6 +94,8 @@ struct mock {
 	atomic_long	 requests;
 	atomic_long	 aborted;
 	atomic_llong	 last_abort_ms;
+	atomic_long	 tls_full;
+	atomic_long	 tls_resumed;
 };
 
 struct header {
@@ -1250,9 +1253,11 @@ stats(struct conn *c)
 	char json[256];
 
 	snprintf(json, sizeof(json), "{\"open_connections\":%ld,\"requests\":%ld,"
-	    "\"aborted_streams\":%ld,\"last_abort_ms\":%lld}",
+	    "\"aborted_streams\":%ld,\"last_abort_ms\":%lld,\"tls_full\":%ld,"
+	    "\"tls_resumed\":%ld}",
 	    atomic_load(&m->open_conns), atomic_load(&m->requests),
-	    atomic_load(&m->aborted), atomic_load(&m->last_abort_ms));
+	    atomic_load(&m->aborted), atomic_load(&m->last_abort_ms),
+	    atomic_load(&m->tls_full), atomic_load(&m->tls_resumed));
 	return send_simple(c, 200, json);
 }
 
@@ -1404,6 +1409,7 @@ serve(struct conn *c)
 		c->ssl = SSL_new(c->m->tls);
 		if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1 || SSL_accept(c->ssl) != 1)
 			return;
+		atomic_fetch_add(SSL_session_reused(c->ssl) ? &c->m->tls_resumed : &c->m->tls_full, 1);
 	}
 	while (serve_one(c) == 0)
 		;

@@ -16,6 +16,8 @@ kv_start_mock_tls wrong
 WRONG=$MOCK_TLS_PORT
 kv_start_mock_tls self
 SELF=$MOCK_TLS_PORT
+kv_start_mock_tls server
+BURST=$MOCK_TLS_PORT
 CA=$KV_CERTS/ca.pem
 
 # openssl s_server -www answers every GET with a page saying whether the TLS
@@ -59,6 +61,11 @@ models = self-*
 [upstream store]
 url = https://localhost:$GOOD
 models = store-*
+
+[upstream burst]
+url = https://localhost:$BURST
+ca_file = $CA
+models = burst-*
 
 [upstream resume]
 url = https://localhost:$SPORT
@@ -157,6 +164,27 @@ done
 check "TLS session resumption: $reused of $total handshakes resumed (>= 4)" test $reused -ge 4
 check "... and the pages were relayed (close-delimited HTTP/1.0 upstream)" \
 	grep -q 'session cache' "$T/tlsinfo"
+
+# A burst to a target no worker has a session for yet: each worker makes one
+# full handshake, the others wait for its ticket and resume. 40 streams of
+# a second each, all at once, so the pool cannot serve any of them.
+BN=40
+for ((i = 0; i < BN; i++)); do
+	echo "url = \"$KV_URL/v1/chat/completions\""
+	echo "output = \"$T/burst.$i\""
+done >"$T/burst.cfg"
+curl -sS -Z --parallel-max $BN --parallel-immediate -m 60 -K "$T/burst.cfg" \
+	-w '%{http_code}\n' "${AUTH[@]}" -d '{"model":"burst-1","stream":true}' \
+	-H 'x-mock-tokens: 10' -H 'x-mock-delay-ms: 100' >"$T/burst.codes" 2>"$T/burst.err"
+check_eq "TLS burst: $BN streams answered 200" "$(grep -c '^200$' "$T/burst.codes")" $BN
+check_eq "... each ended with [DONE]" "$(cat "$T/burst".[0-9]* | grep -c '^data: \[DONE\]')" $BN
+# The stats request is a full handshake of its own.
+full=$(($(kv_mock_stat tls_full "$BURST" https) - 1))
+resumed=$(kv_mock_stat tls_resumed "$BURST" https)
+check "TLS burst: $full full handshakes (<= ${KV_WORKERS:-2}, one per worker)" \
+	test "$full" -le "${KV_WORKERS:-2}"
+check "TLS burst: $resumed resumed (>= $((BN - ${KV_WORKERS:-2})))" \
+	test "$resumed" -ge $((BN - ${KV_WORKERS:-2}))
 
 # ---- refusals --------------------------------------------------------------------
 

@@ -20,6 +20,7 @@
 enum conn_state {
 	CS_HEAD,	/* reading a request head */
 	CS_BODY_IN,	/* reading the body prefix we inspect */
+	CS_UPWAIT,	/* parked until the upstream admits a TLS handshake */
 	CS_CONNECT,	/* TCP connect in progress */
 	CS_HANDSHAKE,	/* TLS handshake */
 	CS_SEND_REQ,	/* writing head (+ inspected body) upstream */
@@ -49,6 +50,7 @@ struct kv_conn {
 	int64_t			 deadline_ms;
 	int			 drain;		/* close after this response */
 	int			 served;	/* a response went out: idle between requests */
+	struct kv_upwait	 upwait;	/* while in CS_UPWAIT */
 
 	/* client input: the head stays at cbuf[0..head_len) until it is rebuilt */
 	char			*cbuf;
@@ -141,7 +143,7 @@ void	conn_free_buf(struct kv_conn *c);
 /* request.c */
 enum step request_head(struct kv_conn *c);
 enum step request_body_in(struct kv_conn *c);
-enum step request_connect(struct kv_conn *c);
+enum step request_connect(struct kv_conn *c);	/* also CS_UPWAIT's step */
 enum step request_connect_done(struct kv_conn *c);
 enum step request_handshake(struct kv_conn *c);
 enum step request_send(struct kv_conn *c);

@@ -21,6 +21,13 @@
 
 static void conn_run(struct kv_conn *c);
 
+/* The upstream admits the handshake this connection waits for. */
+static void
+conn_upwake(struct kv_upwait *w)
+{
+	conn_ready((struct kv_conn *)((char *)w - offsetof(struct kv_conn, upwait)));
+}
+
 void
 kv_conn_accept(struct kv_worker *w, int fd)
 {
@@ -40,6 +47,7 @@ kv_conn_accept(struct kv_worker *w, int fd)
 	c->cev.ptr = c;
 	c->uev.kind = KV_EV_UPSTREAM;
 	c->uev.ptr = c;
+	c->upwait.wake = conn_upwake;
 	c->state = CS_HEAD;
 	c->cwatch = EPOLLIN | EPOLLRDHUP;
 	ev.events = c->cwatch;
@@ -106,7 +114,7 @@ conn_set_deadline(struct kv_conn *c, int upstream_side)
 
 	if (!upstream_side)
 		secs = cf->client_timeout;
-	else if (c->state == CS_CONNECT || c->state == CS_HANDSHAKE)
+	else if (c->state == CS_UPWAIT || c->state == CS_CONNECT || c->state == CS_HANDSHAKE)
 		secs = cf->upstream_timeout < KV_CONNECT_TIMEOUT_S ?
 		    cf->upstream_timeout : KV_CONNECT_TIMEOUT_S;
 	else
@@ -228,6 +236,7 @@ conn_close(struct kv_conn *c)
 	struct kv_worker *w = c->w;
 	struct kv_conn **pp;
 
+	kv_upstream_ungate(&c->upwait);
 	if (c->resv >= 0 || c->counted_stream)
 		relay_finish(c);	/* settles and logs what was relayed */
 	upstream_detach(c, 0);
@@ -374,6 +383,7 @@ conn_step(struct kv_conn *c)
 	switch (c->state) {
 	case CS_HEAD:		return request_head(c);
 	case CS_BODY_IN:	return request_body_in(c);
+	case CS_UPWAIT:		return request_connect(c);
 	case CS_CONNECT:	return request_connect_done(c);
 	case CS_HANDSHAKE:	return request_handshake(c);
 	case CS_SEND_REQ:	return request_send(c);
@@ -443,6 +453,9 @@ kv_conn_tick(struct kv_conn *c, int64_t now_ms)
 	if (now_ms < c->deadline_ms)
 		return;
 	switch (c->state) {
+	case CS_UPWAIT:
+		kv_upstream_ungate(&c->upwait);
+		/* FALLTHROUGH */
 	case CS_CONNECT:
 	case CS_HANDSHAKE:
 	case CS_SEND_REQ:

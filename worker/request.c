@@ -431,6 +431,15 @@ request_connect(struct kv_conn *c)
 {
 	char err[256] = "";
 
+	if (kv_upstream_gate(c->rt, &c->upwait)) {
+		/* woken by the upstream; the client's leaving still counts */
+		if (c->state != CS_UPWAIT) {
+			c->state = CS_UPWAIT;
+			conn_watch_client(c, EPOLLRDHUP);
+			conn_set_deadline(c, 1);
+		}
+		return STEP_WAIT;
+	}
 	if (!c->retried && (c->uc = kv_upconn_take_idle(c->rt, (int64_t)time(NULL))) != NULL) {
 		c->state = CS_SEND_REQ;
 		return STEP_CONT;

@@ -25,17 +25,145 @@ is_ip_literal(const char *host)
 	return inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1;
 }
 
+/* ---- the handshake gate (kv_upstream_gate) ---------------------------- */
+
+static int
+gate_admits(const struct kv_upstream_rt *rt)
+{
+	if (rt->nidle > rt->granted)
+		return 1;	/* a pooled connection needs no handshake */
+	if (rt->handshaking + rt->granted >= KV_TLS_HANDSHAKES_MAX)
+		return 0;
+	/* No session yet: one full handshake at a time until its ticket
+	 * comes (or it shows the server gives none). */
+	if (rt->session == NULL && !rt->no_tickets && (rt->unsettled > 0 || rt->granted > 0))
+		return 0;
+	return 1;
+}
+
+/* Wake parked requests while there is room; each keeps its slot until it
+ * comes back to kv_upstream_gate (or is ungated). */
+static void
+gate_wake(struct kv_upstream_rt *rt)
+{
+	struct kv_upwait *w;
+
+	while ((w = rt->waiters) != NULL && gate_admits(rt)) {
+		if ((rt->waiters = w->next) != NULL)
+			w->next->pprev = &rt->waiters;
+		else
+			rt->waiters_tail = &rt->waiters;
+		w->next = NULL;
+		w->pprev = NULL;
+		w->granted = 1;
+		rt->granted++;
+		w->wake(w);
+	}
+}
+
+int
+kv_upstream_gate(struct kv_upstream_rt *rt, struct kv_upwait *w)
+{
+	if (w->granted) {
+		w->granted = 0;
+		rt->granted--;
+		w->rt = NULL;
+		return 0;
+	}
+	if (w->pprev != NULL)
+		return 1;
+	if (rt->ctx == NULL || (rt->waiters == NULL && gate_admits(rt)))
+		return 0;
+	if (rt->waiters_tail == NULL)
+		rt->waiters_tail = &rt->waiters;
+	w->rt = rt;
+	w->next = NULL;
+	w->pprev = rt->waiters_tail;
+	*rt->waiters_tail = w;
+	rt->waiters_tail = &w->next;
+	return 1;
+}
+
+void
+kv_upstream_ungate(struct kv_upwait *w)
+{
+	struct kv_upstream_rt *rt = w->rt;
+
+	if (rt == NULL)
+		return;
+	w->rt = NULL;
+	if (w->granted) {
+		w->granted = 0;
+		rt->granted--;
+	} else if (w->pprev != NULL) {
+		if ((*w->pprev = w->next) != NULL)
+			w->next->pprev = w->pprev;
+		else
+			rt->waiters_tail = w->pprev;
+		w->next = NULL;
+		w->pprev = NULL;
+	}
+	gate_wake(rt);
+}
+
+/* The connection no longer holds back requests waiting for a ticket. */
+static void
+upconn_settle(struct kv_upconn *uc)
+{
+	if (!uc->unsettled || uc->rt == NULL)
+		return;
+	uc->unsettled = 0;
+	uc->rt->unsettled--;
+	gate_wake(uc->rt);
+}
+
+static void
+upconn_handshake_over(struct kv_upconn *uc)
+{
+	if (!uc->in_handshake || uc->rt == NULL)
+		return;
+	uc->in_handshake = 0;
+	uc->rt->handshaking--;
+	gate_wake(uc->rt);
+}
+
+/* First read after the handshake that found something other than "wait":
+ * a ticket sent ahead of the answer would have come by now. */
+static void
+upconn_settled_read(struct kv_stream *s)
+{
+	struct kv_upconn *uc = (struct kv_upconn *)s;
+
+	if (uc->unsettled && uc->rt != NULL && uc->rt->session == NULL)
+		uc->rt->no_tickets = 1;
+	upconn_settle(uc);
+}
+
+static void
+info_cb(const SSL *ssl, int where, int ret)
+{
+	struct kv_upconn *uc = SSL_get_app_data(ssl);
+
+	(void)ret;
+	if ((where & SSL_CB_HANDSHAKE_DONE) && uc != NULL)
+		upconn_handshake_over(uc);
+}
+
 /* TLS 1.3 delivers sessions after the handshake, so keep the newest here. */
 static int
 session_new_cb(SSL *ssl, SSL_SESSION *sess)
 {
 	struct kv_upstream_rt *rt = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
+	struct kv_upconn *uc = SSL_get_app_data(ssl);
 
 	if (rt == NULL)
 		return 0;
 	if (rt->session != NULL)
 		SSL_SESSION_free(rt->session);
 	rt->session = sess;
+	if (uc != NULL)
+		upconn_settle(uc);
+	gate_wake(rt);
 	return 1;	/* we keep the reference */
 }
 
@@ -57,6 +185,7 @@ tls_ctx_init(struct kv_upstream_rt *rt, char *err, size_t errlen)
 	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
 	SSL_CTX_sess_set_new_cb(ctx, session_new_cb);
+	SSL_CTX_set_info_callback(ctx, info_cb);
 	SSL_CTX_set_alpn_protos(ctx, (const unsigned char *)"\x08http/1.1", 9);
 	if (up->ca_file != NULL)
 		ok = SSL_CTX_load_verify_locations(ctx, up->ca_file, NULL);
@@ -258,6 +387,7 @@ tls_session_init(struct kv_upconn *uc, char *err, size_t errlen)
 {
 	struct kv_upstream_rt *rt = uc->rt;
 	const char *host = rt->cf->host;
+	SSL_SESSION *dup;
 	SSL *ssl;
 
 	if ((ssl = SSL_new(rt->ctx)) == NULL || SSL_set_fd(ssl, uc->s.fd) != 1)
@@ -271,8 +401,22 @@ tls_session_init(struct kv_upconn *uc, char *err, size_t errlen)
 			goto fail;
 		SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
 	}
-	if (rt->session != NULL)
-		SSL_set_session(ssl, rt->session);
+	/* Each connection resumes from its own copy: OpenSSL marks the
+	 * session a handshake used not resumable (SSL_CTX_remove_session on
+	 * the TLS 1.3 session id it derives from the ticket), which, shared,
+	 * sent two of three of a burst into full handshakes. The copy shares
+	 * the peer's certificates (references, not copies). */
+	if (rt->session != NULL && (dup = SSL_SESSION_dup(rt->session)) != NULL) {
+		SSL_set_session(ssl, dup);
+		SSL_SESSION_free(dup);
+	} else {
+		uc->unsettled = 1;
+		rt->unsettled++;
+	}
+	SSL_set_app_data(ssl, uc);
+	uc->in_handshake = 1;
+	rt->handshaking++;
+	uc->s.settled = upconn_settled_read;
 	uc->s.ssl = ssl;
 	return 0;
 fail:
@@ -292,6 +436,7 @@ kv_upconn_connect(struct kv_upstream_rt *rt, char *err, size_t errlen)
 
 	if ((ai = rt->ai) == NULL) {
 		snprintf(err, errlen, "upstream %s: host %s not resolved", rt->cf->name, rt->cf->host);
+		gate_wake(rt);	/* the slot it was granted is free again */
 		return NULL;
 	}
 	for (; ai != NULL; ai = ai->ai_next) {
@@ -308,17 +453,20 @@ kv_upconn_connect(struct kv_upstream_rt *rt, char *err, size_t errlen)
 	if (fd == -1) {
 		if (err[0] == '\0')
 			snprintf(err, errlen, "upstream %s: socket: %s", rt->cf->name, strerror(errno));
+		gate_wake(rt);
 		return NULL;
 	}
 	if ((uc = calloc(1, sizeof(*uc))) == NULL) {
 		close(fd);
 		snprintf(err, errlen, "out of memory");
+		gate_wake(rt);
 		return NULL;
 	}
 	uc->s.fd = fd;
 	uc->rt = rt;
 	if (rt->ctx != NULL && tls_session_init(uc, err, errlen) == -1) {
 		kv_upconn_close(uc, 0);
+		gate_wake(rt);
 		return NULL;
 	}
 	return uc;
@@ -344,6 +492,7 @@ kv_upconn_release(struct kv_upconn *uc, int64_t now)
 {
 	struct kv_upstream_rt *rt = uc->rt;
 
+	upconn_settle(uc);
 	if (rt == NULL || rt->nidle >= KV_POOL_MAX_IDLE) {
 		kv_upconn_close(uc, 0);
 		return;
@@ -352,6 +501,7 @@ kv_upconn_release(struct kv_upconn *uc, int64_t now)
 	uc->next = rt->idle;
 	rt->idle = uc;
 	rt->nidle++;
+	gate_wake(rt);
 }
 
 void
@@ -359,6 +509,10 @@ kv_upconn_close(struct kv_upconn *uc, int abort)
 {
 	if (uc == NULL)
 		return;
+	if (uc->s.ssl != NULL)
+		SSL_set_app_data(uc->s.ssl, NULL);	/* no callback sees it now */
+	upconn_settle(uc);
+	upconn_handshake_over(uc);
 	kv_stream_close(&uc->s, abort);
 	free(uc);
 }

@@ -15,8 +15,18 @@
 #define KV_POOL_MAX_IDLE	64	/* idle connections kept per upstream */
 #define KV_POOL_IDLE_SECS	30	/* providers close idle keep-alive sooner */
 #define KV_DNS_REFRESH_SECS	60
+#define KV_TLS_HANDSHAKES_MAX	16	/* TLS handshakes in flight per upstream */
 
 struct kv_upconn;
+
+/* A request parked until its upstream admits another TLS handshake
+ * (kv_upstream_gate). Embedded in the caller's own struct. */
+struct kv_upwait {
+	struct kv_upwait	 *next, **pprev;	/* pprev NULL: not parked */
+	struct kv_upstream_rt	 *rt;		/* set while parked or granted */
+	int			  granted;	/* woken: a slot is held for it */
+	void			(*wake)(struct kv_upwait *);
+};
 
 struct kv_upstream_rt {
 	const struct kv_upstream *cf;
@@ -30,12 +40,20 @@ struct kv_upstream_rt {
 	int		 resolving;
 	struct kv_upconn *idle;		/* pool, most recently used first */
 	int		 nidle;
+	int		 handshaking;	/* TLS handshakes in flight */
+	int		 unsettled;	/* started with no session, no ticket yet */
+	int		 no_tickets;	/* a connection settled and got none */
+	int		 granted;	/* slots held for woken waiters */
+	struct kv_upwait *waiters;	/* parked by kv_upstream_gate, FIFO */
+	struct kv_upwait **waiters_tail;
 };
 
 struct kv_upconn {
 	struct kv_stream	 s;
 	struct kv_upstream_rt	*rt;
 	int			 reused;	/* came from the pool */
+	int			 in_handshake;	/* counted in rt->handshaking */
+	int			 unsettled;	/* counted in rt->unsettled */
 	int64_t			 idle_since;
 	struct kv_upconn	*next;
 };
@@ -54,6 +72,19 @@ struct kv_upstream_rt *kv_upstreams_find(struct kv_upstream_rt *rts, size_t n,
 /* Once a second: start or collect DNS refreshes, close expired idle
  * connections. Never blocks. */
 void	kv_upstreams_tick(struct kv_upstream_rt *rts, size_t n, int64_t now);
+
+/* May a request to rt go on to take a pooled connection or open one?
+ * 0: yes (plaintext; a pooled connection is there; or a TLS handshake slot
+ * is free and a session can be resumed or none is awaited).
+ * 1: w is parked; w->wake is called (once, from inside an upstream call
+ * of this worker) when it may try again. A burst of requests to a target
+ * with no session yet waits for the first full handshake's ticket, so the
+ * rest resume, and at most KV_TLS_HANDSHAKES_MAX handshakes (each holding
+ * record buffers and key shares) are in flight at once. */
+int	kv_upstream_gate(struct kv_upstream_rt *rt, struct kv_upwait *w);
+
+/* Unpark w if it is parked (it is then never woken). */
+void	kv_upstream_ungate(struct kv_upwait *w);
 
 /* A pooled connection that is still open, or NULL. One released this very
  * second (now, the pool's clock: time(NULL)) is taken without asking the
