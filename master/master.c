@@ -27,6 +27,7 @@
 #include "shm/ledger.h"
 #include "shm/lock.h"
 #include "shm/repair.h"
+#include "worker/spool.h"
 #include "worker/worker.h"
 
 #define SYNC_SECS	5
@@ -676,6 +677,7 @@ master_start(struct master *m)
 	trim_startup_pages();
 	if (drop_privileges(m) == -1)
 		return 2;
+	kv_spool_prepare(m->cf);	/* as the user the workers run as */
 	if (master_signals() == -1)
 		return 1;
 	m->wanted = m->cf->workers;

@@ -29,7 +29,9 @@
  *
  * Usage numbers: input = request body bytes / 4; output = x-mock-tokens
  * (default 5), cut to max_tokens / max_completion_tokens / max_output_tokens
- * (finish_reason "length", stop_reason "max_tokens"). Models: gpt-4o-mini
+ * (finish_reason "length", stop_reason "max_tokens"; x-mock-ignore-max-tokens 1
+ * generates past it, as a lenient server might), times max(n, best_of) in an
+ * OpenAI chat or completions usage (the text shows one choice). Models: gpt-4o-mini
  * answers as gpt-4o-mini-2024-07-18, claude-sonnet-4 as
  * claude-sonnet-4-20250514, any other name as sent.
  *
@@ -45,7 +47,7 @@
  *
  * -l LOGFILE gets one line per request:
  *   METHOD TARGET host=H auth=ID include_usage=0|1 stream_options=0|1
- *   body_bytes=N model=M headers=Name1,Name2,...
+ *   body_bytes=N model=M max_tokens=N n=N so_keys=K1,K2|- headers=Name1,Name2,...
  * where ID is the first 12 hex digits of SHA-256 of the Bearer token or
  * x-api-key value (the gateway's key id for the same key), "-" without one.
  */
@@ -78,7 +80,8 @@
 #include <openssl/ssl.h>
 
 #define HEAD_MAX	65536		/* request head limit, as the gateway's */
-#define SCAN_MAX	(1 << 20)	/* body prefix kept for the JSON scan */
+#define SCAN_MAX	(8 << 20)	/* body prefix kept for the JSON scan (pages
+					   are touched only as a body fills them) */
 #define MAX_HEADERS	100
 #define WBUF_SIZE	16384
 #define PIECE_MAX	8192		/* JSON around the generated text */
@@ -128,7 +131,10 @@ struct req {
 	int		 has_stream_options;
 	int		 include_usage;
 	long long	 max_tokens;	/* -1: none given */
+	long		 n;		/* max(n, best_of, 1): choices generated */
+	char		 so_keys[128];	/* member names of the last stream_options */
 	int		 b64;		/* embeddings encoding_format=base64 */
+	int		 ignore_max;	/* x-mock-ignore-max-tokens: generate past the limit */
 
 	long		 tokens;
 	size_t		 token_bytes;
@@ -739,6 +745,11 @@ scan_object(const char *p, struct req *rq,
 static void
 scan_stream_options(struct req *rq, const char *k, size_t n, const char *v)
 {
+	size_t used = strlen(rq->so_keys);
+
+	if (used + n + 2 < sizeof(rq->so_keys))
+		snprintf(rq->so_keys + used, sizeof(rq->so_keys) - used, "%s%.*s",
+		    used ? "," : "", (int)n, k);
 	if (KEY_IS(k, n, "include_usage"))
 		rq->include_usage = is_true(v);
 }
@@ -753,11 +764,16 @@ scan_top(struct req *rq, const char *k, size_t n, const char *v)
 		rq->stream = is_true(v);
 	} else if (KEY_IS(k, n, "stream_options")) {
 		rq->has_stream_options = 1;
+		rq->so_keys[0] = '\0';
 		scan_object(v, rq, scan_stream_options);
 	} else if (KEY_IS(k, n, "max_tokens") || KEY_IS(k, n, "max_completion_tokens") ||
 	    KEY_IS(k, n, "max_output_tokens")) {
-		if (*v >= '0' && *v <= '9')
-			rq->max_tokens = strtoll(v, NULL, 10);
+		/* as pydantic reads it: 8192, 8192.0 and 8.192e3 are 8192 */
+		if (*v >= '0' && *v <= '9' && !rq->ignore_max)
+			rq->max_tokens = (long long)strtod(v, NULL);
+	} else if ((KEY_IS(k, n, "n") || KEY_IS(k, n, "best_of")) && *v >= '1' && *v <= '9') {
+		if (strtol(v, NULL, 10) > rq->n)
+			rq->n = strtol(v, NULL, 10);
 	} else if (KEY_IS(k, n, "encoding_format")) {
 		rq->b64 = strncmp(v, "\"base64\"", 8) == 0;
 	}
@@ -769,6 +785,9 @@ scan_controls(struct req *rq)
 	const char *fail = hdr(rq, "x-mock-fail");
 
 	rq->max_tokens = -1;
+	rq->n = 1;
+	rq->so_keys[0] = '\0';
+	rq->ignore_max = hdr_long(rq, "x-mock-ignore-max-tokens", 0, 1) == 1;
 	scan_object(rq->body, rq, scan_top);
 	rq->tokens = hdr_long(rq, "x-mock-tokens", 5, 100000000L);
 	rq->token_bytes = (size_t)hdr_long(rq, "x-mock-token-bytes", 5, TOKEN_BYTES_MAX);
@@ -835,9 +854,10 @@ log_request(struct conn *c)
 	auth_id(rq, auth);
 	pthread_mutex_lock(&c->m->log_lock);
 	fprintf(c->m->log, "%s %s host=%s auth=%s include_usage=%d stream_options=%d "
-	    "body_bytes=%lld model=%s headers=", rq->method, rq->target,
-	    host ? host : "-", auth, rq->include_usage, rq->has_stream_options,
-	    rq->body_len, rq->has_model ? rq->model : "-");
+	    "body_bytes=%lld model=%s max_tokens=%lld n=%ld so_keys=%s headers=", rq->method,
+	    rq->target, host ? host : "-", auth, rq->include_usage, rq->has_stream_options,
+	    rq->body_len, rq->has_model ? rq->model : "-", rq->max_tokens, rq->n,
+	    rq->so_keys[0] ? rq->so_keys : "-");
 	for (i = 0; i < rq->nh; i++)
 		fprintf(c->m->log, "%s%s", i ? "," : "", rq->h[i].name);
 	fputc('\n', c->m->log);
@@ -978,7 +998,7 @@ openai_usage(struct sb *s, const struct req *rq)
 	    "\"prompt_tokens_details\":{\"cached_tokens\":%ld,\"audio_tokens\":0},"
 	    "\"completion_tokens_details\":{\"reasoning_tokens\":0,\"audio_tokens\":0,"
 	    "\"accepted_prediction_tokens\":0,\"rejected_prediction_tokens\":0}}",
-	    p, rq->tokens, p + rq->tokens, rq->cached);
+	    p, rq->tokens * rq->n, p + rq->tokens * rq->n, rq->cached);
 }
 
 static int
@@ -1010,7 +1030,7 @@ completions_json(struct conn *c, const char *finish)
 	    "\"model\":\"%s\",\"choices\":[{\"text\":\"", now_ms() / 1000, echo_model(rq));
 	sb_printf(&post, "\",\"index\":0,\"logprobs\":null,\"finish_reason\":\"%s\"}],"
 	    "\"usage\":{\"prompt_tokens\":%ld,\"completion_tokens\":%ld,\"total_tokens\":%ld}}",
-	    finish, p, rq->tokens, p + rq->tokens);
+	    finish, p, rq->tokens * rq->n, p + rq->tokens * rq->n);
 	return send_json(c, 200, &pre, &t, post.buf);
 }
 

@@ -125,7 +125,9 @@ post413 "2 KB body, chunked, /v1/messages" /v1/messages "$ANTHROPIC" \
 # Chunked in many small chunks: the limit counts payload, not chunks.
 {
 	printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\n%s\r\nTransfer-Encoding: chunked\r\n\r\n' "$AUTH"
-	for ((i = 0; i < 64; i++)); do printf '20\r\n%s\r\n' "$(head -c 32 /dev/zero | tr '\0' y)"; done
+	# a JSON string that never ends: only the size can refuse it
+	printf '20\r\n{"input":"%s\r\n' "$(head -c 22 /dev/zero | tr '\0' y)"
+	for ((i = 1; i < 64; i++)); do printf '20\r\n%s\r\n' "$(head -c 32 /dev/zero | tr '\0' y)"; done
 	printf '0\r\n\r\n'
 } >"$T/small_chunks.req"
 lines=$(mock_lines)

@@ -8,10 +8,12 @@
 #include "worker/conn.h"
 #include "worker/http.h"
 #include "worker/upstream.h"
+#include "worker/reqscan.h"
 #include "worker/usage.h"
 
 #define KV_CBUF_SIZE	(KV_HTTP_MAX_HEAD + 4096)	/* head plus room for body reads */
-#define KV_INSPECT_MAX	(64 * 1024)	/* request-body prefix held for inspection */
+#define KV_BODY_WINDOW	(8 * 1024)	/* request body held in memory; more is spooled */
+#define KV_SPOOL_STAGE	(16 * 1024)	/* spool bytes staged per TLS write */
 #define KV_UBUF_SIZE	(16 * 1024)	/* upstream read buffer */
 #define KV_UBUF_FAST	(64 * 1024)	/* ... while bytes pour through */
 #define KV_EBUF_SIZE	(16 * 1024)	/* one SSE event, when filtering */
@@ -19,12 +21,12 @@
 
 enum conn_state {
 	CS_HEAD,	/* reading a request head */
-	CS_BODY_IN,	/* reading the body prefix we inspect */
+	CS_BODY_IN,	/* reading (and scanning) the whole body */
 	CS_UPWAIT,	/* parked until the upstream admits a TLS handshake */
 	CS_CONNECT,	/* TCP connect in progress */
 	CS_HANDSHAKE,	/* TLS handshake */
-	CS_SEND_REQ,	/* writing head (+ inspected body) upstream */
-	CS_SEND_BODY,	/* streaming the rest of the body upstream */
+	CS_SEND_REQ,	/* writing head (+ a body held in memory) upstream */
+	CS_SEND_BODY,	/* sending a spooled body upstream */
 	CS_RESP_HEAD,	/* reading the response head */
 	CS_RELAY,	/* streaming the response to the client */
 	CS_ERRWRITE,	/* writing a response we made ourselves */
@@ -67,10 +69,19 @@ struct kv_conn {
 	int64_t			 body_left;	/* Content-Length bytes still to read */
 	int64_t			 body_bytes;	/* body bytes seen so far */
 	int			 body_done;
-	char			*ibuf;		/* inspected body prefix (de-chunked) */
+	char			*ibuf;		/* the body while it fits the window (de-chunked) */
 	size_t			 ilen, icap;
-	struct kv_request_info	 ri;
-	int			 inject;
+	int			 spfd;		/* the spooled body, -1 none */
+	int64_t			 sp_charged;	/* its bytes counted in w->spool_bytes */
+	int64_t			 sp_off;	/* bytes of it (injection included) sent */
+	struct kv_reqscan	*rs;		/* while the body is read */
+	struct kv_request_info	 ri;		/* what the whole body said */
+	int			 force_usage;	/* stream_options.include_usage added */
+	int			 inject;	/* ... and the client did not ask: drop the event */
+	char			*inj;		/* the member added, at body offset inj_at */
+	size_t			 injlen;
+	int64_t			 inj_at;
+	int			 retry_after;	/* seconds, for a 503 we answer */
 	int			 auth_x_api_key;	/* credential came in x-api-key */
 	uint8_t			 keyhash[32];
 	char			 keyid[13];
@@ -149,6 +160,8 @@ enum step request_handshake(struct kv_conn *c);
 enum step request_send(struct kv_conn *c);
 enum step request_send_body(struct kv_conn *c);
 enum step request_retry(struct kv_conn *c);
+/* Close the spool and free the scanner and injection of this request. */
+void	kv_request_release(struct kv_conn *c);
 
 /* relay.c */
 enum step relay_head(struct kv_conn *c);

@@ -42,6 +42,7 @@ kv_conn_accept(struct kv_worker *w, int fd)
 	c->w = w;
 	c->cfd = fd;
 	c->resv = -1;
+	c->spfd = -1;
 	c->pipefd[0] = c->pipefd[1] = -1;
 	c->cev.kind = KV_EV_CLIENT;
 	c->cev.ptr = c;
@@ -203,13 +204,9 @@ upstream_detach(struct kv_conn *c, int reuse)
 void
 conn_free_buf(struct kv_conn *c)
 {
-	struct kv_worker *w = c->w;
-
-	if (c->ibuf != NULL) {
-		w->held_bytes -= c->icap;
-		free(c->ibuf);
-		c->ibuf = NULL;
-	}
+	kv_request_release(c);
+	free(c->ibuf);
+	c->ibuf = NULL;
 	c->ilen = c->icap = 0;
 	free(c->obuf);
 	c->obuf = NULL;
@@ -293,6 +290,9 @@ conn_fail(struct kv_conn *c, int status, const char *msg)
 	    status != 400 && status != 414 && status != 431 && status != 501;
 	if (c->keyid[0] != '\0')
 		snprintf(extra, sizeof(extra), "x-kilovolt-key: %s\r\n", c->keyid);
+	if (status == 503 && c->retry_after > 0)
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+		    "Retry-After: %d\r\n", c->retry_after);
 	free(c->obuf);
 	c->obuf = NULL;
 	c->olen = c->opos = c->ocap = 0;
@@ -368,6 +368,7 @@ conn_next_request(struct kv_conn *c)
 	/* Everything from `method` on is per-request. */
 	memset(&c->method, 0, sizeof(*c) - offsetof(struct kv_conn, method));
 	c->resv = -1;
+	c->spfd = -1;
 	c->pipefd[0] = c->pipefd[1] = -1;
 	c->state = CS_HEAD;
 	conn_watch_client(c, EPOLLIN | EPOLLRDHUP);

@@ -11,13 +11,13 @@
 #include <stdarg.h>
 #include <time.h>
 #include <sys/epoll.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "common/money.h"
-
-static const char inject_text[] = "\"stream_options\":{\"include_usage\":true},";
+#include "worker/spool.h"
 
 static ssize_t
 client_read(struct kv_conn *c, char *buf, size_t len)
@@ -35,32 +35,110 @@ client_read(struct kv_conn *c, char *buf, size_t len)
 	return n;
 }
 
-/* The credential: Authorization: Bearer K, or x-api-key: K. */
+/* The bearer token of an Authorization value, or NULL. */
+static const char *
+bearer(const struct kv_http_header *h, size_t *len)
+{
+	const char *k;
+	size_t n;
+
+	if (h->value_len <= 7 || strncasecmp(h->value, "Bearer ", 7) != 0)
+		return NULL;
+	k = h->value + 7;
+	n = h->value_len - 7;
+	while (n > 0 && *k == ' ') {
+		k++;
+		n--;
+	}
+	*len = n;
+	return n > 0 ? k : NULL;
+}
+
+static int
+is_name(const struct kv_http_header *h, const char *name)
+{
+	return h->name_len == strlen(name) && strncasecmp(h->name, name, h->name_len) == 0;
+}
+
+/* Does a Connection header list a header kilovolt reads? Such a header
+ * would be hop-by-hop to an intermediary and end-to-end to us. */
+static int
+connection_names_ours(const struct kv_http_header *h)
+{
+	static const char *const ours[] = { "authorization", "x-api-key", "content-length",
+	    "transfer-encoding", "content-encoding", "host", NULL };
+	const char *p = h->value, *end = h->value + h->value_len, *t;
+	const char *const *o;
+
+	while (p < end) {
+		while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+			p++;
+		for (t = p; p < end && *p != ',' && *p != ' ' && *p != '\t'; p++)
+			;
+		for (o = ours; *o != NULL && p > t; o++)
+			if ((size_t)(p - t) == strlen(*o) && strncasecmp(t, *o, (size_t)(p - t)) == 0)
+				return 1;
+	}
+	return 0;
+}
+
+/* The one credential the request carries: Authorization: Bearer K or
+ * x-api-key: K. The account charged must be the key the provider sees, so
+ * two credential headers that differ, a repeated one, or a Connection
+ * header naming one of them are refused (*why set, -2); -1 when there is
+ * none. */
 static int
 find_credential(struct kv_conn *c, const struct kv_http_request *req,
-    const char **key, size_t *len)
+    const char **key, size_t *len, const char **why)
 {
-	const struct kv_http_header *h;
+	const struct kv_http_header *auth = NULL, *xkey = NULL;
+	const char *bk = NULL;
+	size_t i, blen = 0;
 
-	h = kv_http_find(req->headers, req->nheaders, "authorization");
-	if (h != NULL && h->value_len > 7 && strncasecmp(h->value, "Bearer ", 7) == 0) {
-		*key = h->value + 7;
-		*len = h->value_len - 7;
-		while (*len > 0 && **key == ' ') {
-			(*key)++;
-			(*len)--;
+	for (i = 0; i < req->nheaders; i++) {
+		const struct kv_http_header *h = &req->headers[i];
+
+		if (is_name(h, "connection") && connection_names_ours(h)) {
+			*why = "a Connection header names a header kilovolt reads";
+			return -2;
 		}
-		if (*len > 0)
-			return 0;
+		if (is_name(h, "authorization") || is_name(h, "x-api-key")) {
+			if ((h->name[0] | 0x20) == 'a' ? auth != NULL : xkey != NULL) {
+				*why = "the credential header is repeated";
+				return -2;
+			}
+			*((h->name[0] | 0x20) == 'a' ? &auth : &xkey) = h;
+		}
 	}
-	h = kv_http_find(req->headers, req->nheaders, "x-api-key");
-	if (h != NULL && h->value_len > 0) {
-		*key = h->value;
-		*len = h->value_len;
+	if (auth != NULL)
+		bk = bearer(auth, &blen);
+	if (auth != NULL && xkey != NULL && (bk == NULL || blen != xkey->value_len ||
+	    memcmp(bk, xkey->value, blen) != 0)) {
+		*why = "Authorization and x-api-key carry different keys";
+		return -2;
+	}
+	if (bk != NULL) {
+		*key = bk;
+		*len = blen;
+		return 0;
+	}
+	if (xkey != NULL && xkey->value_len > 0) {
+		*key = xkey->value;
+		*len = xkey->value_len;
 		c->auth_x_api_key = 1;
 		return 0;
 	}
 	return -1;
+}
+
+/* A metered body is scanned, and a scanner cannot read a coded body. */
+static int
+coded_body(const struct kv_http_request *req)
+{
+	const struct kv_http_header *h;
+
+	h = kv_http_find(req->headers, req->nheaders, "content-encoding");
+	return h != NULL && !(h->value_len == 8 && strncasecmp(h->value, "identity", 8) == 0);
 }
 
 static enum step
@@ -68,8 +146,9 @@ on_head(struct kv_conn *c, size_t hl)
 {
 	const struct kv_http_request *req = &c->w->req;
 	const struct kv_config *cf = c->w->cf;
-	const char *key;
+	const char *key, *why = NULL;
 	size_t klen;
+	int r;
 
 	c->t_start_ms = c->w->now_ms;
 	c->head_len = hl;
@@ -85,7 +164,9 @@ on_head(struct kv_conn *c, size_t hl)
 	c->chunked_req = req->chunked;
 	c->body_left = req->chunked ? 0 : (req->content_length > 0 ? req->content_length : 0);
 	c->body_done = !req->chunked && c->body_left == 0;
-	if (find_credential(c, req, &key, &klen) == -1)
+	if ((r = find_credential(c, req, &key, &klen, &why)) == -2)
+		return conn_fail(c, 400, why);
+	if (r == -1)
 		return conn_fail(c, 401, "missing API key: send Authorization: Bearer KEY or x-api-key: KEY");
 	kv_key_hash(key, klen, c->keyhash);
 	kv_key_id(c->keyhash, c->keyid);
@@ -95,19 +176,22 @@ on_head(struct kv_conn *c, size_t hl)
 		c->state = CS_BODY_IN;
 		return STEP_CONT;
 	}
+	if (c->api != KV_API_OTHER && coded_body(req))
+		return conn_fail(c, 415, "a Content-Encoding other than identity: send the body "
+		    "uncompressed, kilovolt reads it to admit the request");
+	if (c->api != KV_API_OTHER) {
+		if ((c->rs = malloc(sizeof(*c->rs))) == NULL)
+			return conn_fail(c, 503, "out of memory");
+		kv_reqscan_init(c->rs, c->api);
+	}
 	if (req->expect_continue) {
 		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
 		/* A fresh socket takes 25 bytes; if not, the client sends anyway. */
 		(void)send(c->cfd, cont, sizeof(cont) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 	}
 	kv_chunked_init(&c->req_dec);
-	c->icap = c->chunked_req ? KV_INSPECT_MAX :
-	    (size_t)(c->body_left < KV_INSPECT_MAX ? c->body_left : KV_INSPECT_MAX);
-	/* The per-worker cap: past it, bodies stream uninspected. */
-	if (c->w->held_bytes + c->icap > KV_WORKER_HOLD_CAP ||
-	    (c->ibuf = malloc(c->icap)) == NULL)
-		c->icap = 0;
-	c->w->held_bytes += c->icap;
+	c->icap = c->chunked_req || c->body_left > KV_BODY_WINDOW ? KV_BODY_WINDOW :
+	    (size_t)c->body_left;
 	c->state = CS_BODY_IN;
 	return STEP_CONT;
 }
@@ -155,41 +239,121 @@ request_head(struct kv_conn *c)
 	}
 }
 
-/* Move body bytes already read from cbuf into the inspection buffer.
- * Returns 1 when inspection is over, 0 for more input, -1 bad framing. */
+/* ---- body intake: every byte scanned, small bodies in memory, the rest
+ * spooled to an unlinked file, nothing forwarded before admission ---- */
+
+/* Charge n more spooled bytes to the worker's spool_max. */
 static int
-inspect_consume(struct kv_conn *c)
+spool_charge(struct kv_conn *c, int64_t n)
+{
+	struct kv_worker *w = c->w;
+
+	if (w->spool_bytes + (uint64_t)n > w->cf->spool_max)
+		return -1;
+	w->spool_bytes += (uint64_t)n;
+	c->sp_charged += n;
+	return 0;
+}
+
+/* Past the window: move what memory holds to a new spool file. A
+ * Content-Length body is charged whole at once, so a body that cannot fit
+ * is refused before it is read. */
+static int
+spool_start(struct kv_conn *c, const char **msg)
+{
+	int64_t want = c->chunked_req ? (int64_t)c->ilen : c->body_bytes + c->body_left;
+
+	*msg = "the gateway's request spool is full, retry later";
+	if (spool_charge(c, want) == -1)
+		return -1;
+	if ((c->spfd = kv_spool_open(c->w->cf)) == -1) {
+		kv_log_warn("KV0504", "cannot create a request spool file");
+		*msg = "the gateway cannot spool the request body, retry later";
+		return -1;
+	}
+	if (c->ilen > 0 && kv_spool_append(c->spfd, c->ibuf, c->ilen) == -1) {
+		kv_log_warn("KV0505", "writing the request spool");
+		*msg = "the gateway cannot spool the request body, retry later";
+		return -1;
+	}
+	free(c->ibuf);
+	c->ibuf = NULL;
+	return 0;
+}
+
+/* Take n decoded body bytes: scan them, then keep them in the window or
+ * the spool. Returns 0, or the status to refuse with (*msg why). */
+static int
+body_take(struct kv_conn *c, const char *p, size_t n, const char **msg)
+{
+	const struct kv_config *cf = c->w->cf;
+
+	if (n == 0)
+		return 0;
+	c->body_bytes += (int64_t)n;
+	if (cf->max_body > 0 && c->body_bytes > (int64_t)cf->max_body) {
+		*msg = "request body exceeds max_body";
+		return 413;
+	}
+	if (c->rs != NULL && kv_reqscan_feed(c->rs, p, n) == -1) {
+		*msg = c->rs->err;
+		return 400;
+	}
+	if (c->spfd == -1 && c->ilen + n <= c->icap) {
+		if (c->ibuf == NULL && (c->ibuf = malloc(c->icap)) == NULL) {
+			*msg = "out of memory";
+			return 503;
+		}
+		memcpy(c->ibuf + c->ilen, p, n);
+		c->ilen += n;
+		return 0;
+	}
+	if (c->spfd == -1 && spool_start(c, msg) == -1)
+		return 503;
+	if (c->chunked_req && spool_charge(c, (int64_t)n) == -1) {
+		*msg = "the gateway's request spool is full, retry later";
+		return 503;
+	}
+	if (kv_spool_append(c->spfd, p, n) == -1) {
+		kv_log_warn("KV0505", "writing the request spool");
+		*msg = "the gateway cannot spool the request body, retry later";
+		return 503;
+	}
+	return 0;
+}
+
+/* Decode the body bytes read into cbuf. Returns 0, or a status (*msg). */
+static int
+body_consume(struct kv_conn *c, const char **msg)
 {
 	const char *data;
-	size_t dlen, avail, room;
+	size_t dlen;
 	ssize_t n;
+	int st;
 
-	while (c->cpos < c->clen && c->ilen < c->icap && !c->body_done) {
-		avail = c->clen - c->cpos;
-		room = c->icap - c->ilen;
+	while (c->cpos < c->clen && !c->body_done) {
 		if (!c->chunked_req) {
-			n = (ssize_t)(avail < room ? avail : room);
+			n = (ssize_t)(c->clen - c->cpos);
 			if ((int64_t)n > c->body_left)
 				n = (ssize_t)c->body_left;
-			memcpy(c->ibuf + c->ilen, c->cbuf + c->cpos, (size_t)n);
+			data = c->cbuf + c->cpos;
+			dlen = (size_t)n;
 			c->body_left -= n;
 			c->body_done = c->body_left == 0;
-			dlen = (size_t)n;
 		} else {
-			/* Never feed more than fits, so a payload run always fits. */
-			n = kv_chunked_feed(&c->req_dec, c->cbuf + c->cpos,
-			    avail < room ? avail : room, &data, &dlen);
-			if (n == -1)
-				return -1;
-			if (dlen > 0)	/* a size line yields no data (NULL) */
-				memcpy(c->ibuf + c->ilen, data, dlen);
+			n = kv_chunked_feed(&c->req_dec, c->cbuf + c->cpos, c->clen - c->cpos,
+			    &data, &dlen);
+			if (n == -1) {
+				*msg = "malformed chunked request body";
+				return 400;
+			}
 			c->body_done = c->req_dec.done;
 		}
-		c->ilen += dlen;
-		c->body_bytes += (int64_t)dlen;
 		c->cpos += (size_t)n;
+		if ((st = body_take(c, data, dlen, msg)) != 0)
+			return st;
 	}
-	return c->body_done || c->ilen == c->icap;
+	return 0;
 }
 
 static enum step admit(struct kv_conn *c);
@@ -197,17 +361,17 @@ static enum step admit(struct kv_conn *c);
 enum step
 request_body_in(struct kv_conn *c)
 {
-	const struct kv_config *cf = c->w->cf;
+	const char *msg;
 	size_t want;
 	ssize_t n;
-	int r;
+	int st;
 
 	for (;;) {
-		if ((r = inspect_consume(c)) == -1)
-			return conn_fail(c, 400, "malformed chunked request body");
-		if (cf->max_body > 0 && c->body_bytes > (int64_t)cf->max_body)
-			return conn_fail(c, 413, "request body exceeds max_body");
-		if (r == 1)
+		if ((st = body_consume(c, &msg)) != 0) {
+			c->retry_after = st == 503 ? 5 : 0;
+			return conn_fail(c, st, msg);
+		}
+		if (c->body_done)
 			return admit(c);
 		if (c->cpos == c->clen)		/* keep the head, reuse the rest */
 			c->cpos = c->clen = c->head_len;
@@ -227,26 +391,45 @@ request_body_in(struct kv_conn *c)
 	}
 }
 
-/* Reserve the request's worst case: every body byte an input token (a
- * token is at least one byte, so this bounds the input) plus the output
- * limit it names, else reserve_output_tokens. */
+/* ---- admission ---- */
+
+/* The worst case the provider can bill for this request (DESIGN 9):
+ * input: every body byte (a token is at least one byte), or the model's
+ * context window when the provider fetches or recalls content the body
+ * does not show; output: max(n, best_of, 1) x the largest output limit the
+ * request names, else the model's max_output, else reserve_output_tokens. */
 static int64_t
 estimate_nusd(struct kv_conn *c, const struct kv_price *p)
 {
 	const struct kv_config *cf = c->w->cf;
 	struct kv_usage est = { 0 };
-	int64_t cost;
+	int64_t cost, lim;
 
 	if (p == NULL || c->api == KV_API_OTHER)
 		return 0;
-	est.input = c->body_done ? c->body_bytes :
-	    (c->chunked_req ? c->body_bytes : c->body_bytes + c->body_left);
-	est.output = c->ri.max_output >= 0 ? c->ri.max_output : cf->reserve_output_tokens;
-	if (c->api == KV_API_OPENAI_EMBEDDINGS)
-		est.output = 0;
+	est.input = c->body_bytes;
+	if (c->ri.fetches[0] != '\0' && p->context_window > est.input)
+		est.input = p->context_window;
+	lim = c->ri.max_output >= 0 ? c->ri.max_output :
+	    p->max_output > 0 ? p->max_output : cf->reserve_output_tokens;
+	est.output = c->api == KV_API_OPENAI_EMBEDDINGS ? 0 : c->ri.mult * lim;
 	if (kv_cost(p, &est, &cost) == -1)
 		return INT64_MAX / 4;
 	return cost;
+}
+
+/* A request whose input the body does not bound needs the model's context
+ * window to be reserved; without one it cannot be admitted safely. */
+static enum step
+refuse_unbounded(struct kv_conn *c, const struct kv_price *p)
+{
+	char msg[512];
+
+	snprintf(msg, sizeof(msg), "this request makes the provider fetch or recall "
+	    "content (%s) that its body does not bound; set context_window in [price %s] "
+	    "so that kilovolt can reserve for it", c->ri.fetches,
+	    p != NULL ? p->model : c->ri.model[0] ? c->ri.model : "MODEL");
+	return conn_fail(c, 400, msg);
 }
 
 static enum step
@@ -254,6 +437,7 @@ reserve(struct kv_conn *c)
 {
 	const struct kv_config *cf = c->w->cf;
 	struct kv_ledger *l = c->w->ledger;
+	const struct kv_price *p;
 	char msg[256], rem[32], need[32];
 	int64_t amount;
 
@@ -269,7 +453,11 @@ reserve(struct kv_conn *c)
 		return conn_fail(c, 503, "gateway key table is full");
 	}
 	kv_ledger_period_roll(c->acct, cf->period, (int64_t)time(NULL));
-	amount = estimate_nusd(c, kv_config_price(cf, c->ri.model));
+	p = kv_config_price(cf, c->ri.model);
+	if (c->api != KV_API_OTHER && c->ri.fetches[0] != '\0' &&
+	    (p == NULL || p->context_window <= 0))
+		return refuse_unbounded(c, p);
+	amount = estimate_nusd(c, p);
 	c->resv = kv_ledger_reserve(l, c->w->slot, c->acct, amount, &c->remaining);
 	if (c->resv == -1) {
 		atomic_fetch_add(&l->hdr->counters.budget_refusals_total, 1);
@@ -288,6 +476,8 @@ reserve(struct kv_conn *c)
 	c->counted_stream = 1;
 	return STEP_CONT;
 }
+
+/* ---- the upstream request ---- */
 
 static int
 want_header(const struct kv_conn *c, const struct kv_http_header *h)
@@ -309,24 +499,59 @@ want_header(const struct kv_conn *c, const struct kv_http_header *h)
 	return 1;
 }
 
-/* The body part that was inspected, with include_usage injected. */
+/* Body bytes [off, off+len) from the window or the spool. */
 static int
-build_body(struct kv_conn *c)
+body_read(struct kv_conn *c, char *buf, size_t len, int64_t off)
 {
-	size_t at = c->ri.object_start;
-
-	if (c->body_done) {
-		if (c->inject)
-			return conn_obuf_put(c, c->ibuf, at) == -1 ||
-			    conn_obuf_put(c, inject_text, sizeof(inject_text) - 1) == -1 ||
-			    conn_obuf_put(c, c->ibuf + at, c->ilen - at) == -1 ? -1 : 0;
-		return conn_obuf_put(c, c->ibuf, c->ilen);
+	if (c->spfd == -1) {
+		memcpy(buf, c->ibuf + off, len);
+		return 0;
 	}
-	if (c->chunked_req && c->ilen > 0)
-		return conn_obuf_reserve(c, c->ilen + 32) == -1 ||
-		    conn_obuf_printf(c, "%zx\r\n", c->ilen) == -1 ||
-		    conn_obuf_put(c, c->ibuf, c->ilen) == -1 || conn_obuf_put(c, "\r\n", 2) == -1 ? -1 : 0;
-	return conn_obuf_put(c, c->ibuf, c->ilen);
+	return kv_spool_pread(c->spfd, buf, len, off) == (ssize_t)len ? 0 : -1;
+}
+
+#define KV_SO_MAX 4096	/* client stream_options members we carry over */
+
+/* Usage is always asked for (issue 11): a streamed chat or legacy
+ * completion goes upstream with stream_options.include_usage true. The
+ * member is added last, before the top-level '}', so that it wins over any
+ * stream_options the client sent (the last duplicate wins, for the
+ * providers as for our scanner), carrying the client's other members over,
+ * with its own include_usage overridden by ours for the same reason. */
+static int
+build_inject(struct kv_conn *c, const char **msg)
+{
+	static const char head[] = "\"stream_options\":{", tail[] = "\"include_usage\":true}";
+	const struct kv_request_info *ri = &c->ri;
+	size_t inner = 0, at = 0;
+
+	if (ri->so_start != 0 && ri->so_members > 0)
+		inner = (size_t)(ri->so_end - ri->so_start - 1);
+	if (inner > KV_SO_MAX) {
+		*msg = "stream_options is larger than 4 KiB";
+		return 400;
+	}
+	c->injlen = (ri->members > 0) + sizeof(head) - 1 + inner + (inner > 0) + sizeof(tail) - 1;
+	if ((c->inj = malloc(c->injlen)) == NULL) {
+		*msg = "out of memory";
+		return 503;
+	}
+	if (ri->members > 0)
+		c->inj[at++] = ',';
+	memcpy(c->inj + at, head, sizeof(head) - 1);
+	at += sizeof(head) - 1;
+	if (inner > 0) {
+		if (body_read(c, c->inj + at, inner, (int64_t)ri->so_start + 1) == -1) {
+			kv_log_warn("KV0506", "reading the request spool");
+			*msg = "the gateway cannot read the spooled request body";
+			return 503;
+		}
+		at += inner;
+		c->inj[at++] = ',';
+	}
+	memcpy(c->inj + at, tail, sizeof(tail) - 1);
+	c->inj_at = (int64_t)ri->obj_end;
+	return 0;
 }
 
 static int
@@ -344,6 +569,8 @@ build_request(struct kv_conn *c)
 		return -1;
 	need = c->head_len + strlen(up->base_path) + strlen(up->host_header) + 256 +
 	    (up->api_key ? strlen(up->api_key) : 0);
+	if (c->spfd == -1)
+		need += c->ilen + c->injlen;
 	if (conn_obuf_reserve(c, need) == -1 ||
 	    conn_obuf_printf(c, "%s %s%s HTTP/1.1\r\nHost: %s\r\n", c->method, up->base_path,
 	    c->target, up->host_header) == -1)
@@ -356,20 +583,40 @@ build_request(struct kv_conn *c)
 	if (up->api_key != NULL && conn_obuf_printf(c, c->auth_x_api_key ? "x-api-key: %s\r\n" :
 	    "Authorization: Bearer %s\r\n", up->api_key) == -1)
 		return -1;
-	if (c->body_done && (c->ilen > 0 || c->chunked_req || kv_http_find(req->headers,
-	    req->nheaders, "content-length") != NULL)) {
-		if (conn_obuf_printf(c, "Content-Length: %zu\r\n", c->ilen +
-		    (c->inject ? sizeof(inject_text) - 1 : 0)) == -1)
-			return -1;
-	} else if (!c->body_done && c->chunked_req) {
-		if (conn_obuf_printf(c, "Transfer-Encoding: chunked\r\n") == -1)
-			return -1;
-	} else if (!c->body_done &&
-	    conn_obuf_printf(c, "Content-Length: %lld\r\n", (long long)(c->ilen + c->body_left)) == -1)
+	/* The whole body was read: always our own Content-Length framing. */
+	if ((c->body_bytes > 0 || c->chunked_req ||
+	    kv_http_find(req->headers, req->nheaders, "content-length") != NULL) &&
+	    conn_obuf_printf(c, "Content-Length: %lld\r\n",
+	    (long long)(c->body_bytes + (int64_t)c->injlen)) == -1)
 		return -1;
 	if (conn_obuf_printf(c, "Connection: keep-alive\r\n\r\n") == -1)
 		return -1;
-	return build_body(c);
+	if (c->spfd != -1)
+		return 0;	/* the body follows from the spool */
+	if (c->inj != NULL)
+		return conn_obuf_put(c, c->ibuf, (size_t)c->inj_at) == -1 ||
+		    conn_obuf_put(c, c->inj, c->injlen) == -1 ||
+		    conn_obuf_put(c, c->ibuf + c->inj_at, c->ilen - (size_t)c->inj_at) == -1 ? -1 : 0;
+	return conn_obuf_put(c, c->ibuf, c->ilen);
+}
+
+/* The body was read whole: what it says, or a refusal. */
+static int
+scan_done(struct kv_conn *c, const char **msg)
+{
+	memset(&c->ri, 0, sizeof(c->ri));
+	c->ri.max_output = -1;
+	c->ri.mult = 1;
+	if (c->rs == NULL)
+		return 0;
+	if (kv_reqscan_finish(c->rs) == -1) {
+		*msg = c->rs->err;
+		return 400;
+	}
+	c->ri = c->rs->ri;
+	free(c->rs);
+	c->rs = NULL;
+	return 0;
 }
 
 static enum step
@@ -377,30 +624,31 @@ admit(struct kv_conn *c)
 {
 	const struct kv_config *cf = c->w->cf;
 	const struct kv_upstream *up;
+	const char *msg;
 	enum step st;
+	int s;
 
-	if (c->ilen > 0)
-		kv_request_scan(c->ibuf, c->ilen, &c->ri);
-	else {
-		memset(&c->ri, 0, sizeof(c->ri));
-		c->ri.max_output = -1;
-	}
+	if ((s = scan_done(c, &msg)) != 0)
+		return conn_fail(c, s, msg);
 	up = kv_config_route(cf, c->target, c->ri.model[0] ? c->ri.model : NULL);
 	if (up == NULL)
 		return conn_fail(c, 404, "no upstream is configured for this path");
 	c->rt = kv_upstreams_find(c->w->ups, cf->nupstreams, up);
 	c->upstream_name = up->name;
-	/* Only a streamed chat completion that did not ask for usage gets it
-	 * injected, and only when the whole body was seen. */
-	c->inject = c->api == KV_API_OPENAI_CHAT && c->ri.stream && !c->ri.has_stream_options &&
-	    c->body_done && c->ri.complete && c->ri.valid && c->ri.object_start > 0;
+	/* A client that asked for usage itself is sent as it is; for any
+	 * other, usage is added, and its event dropped on the way back. */
+	c->force_usage = (c->api == KV_API_OPENAI_CHAT || c->api == KV_API_OPENAI_COMPLETIONS) &&
+	    c->ri.stream && !c->ri.include_usage && c->body_bytes > 0;
+	c->inject = c->force_usage;
 	/* conn_fail() answers STEP_CONT too (to run CS_ERRWRITE): a refusal
 	 * (401, 402, 503) is told apart by the state it leaves. */
 	if ((st = reserve(c)) != STEP_CONT || c->state == CS_ERRWRITE)
 		return st;
+	if (c->force_usage && (s = build_inject(c, &msg)) != 0)
+		return conn_fail(c, s, msg);
 	if (build_request(c) == -1)
 		return conn_fail(c, 502, "cannot build the upstream request");
-	c->keep_obuf = c->body_done;	/* all of it is in obuf: retryable */
+	c->keep_obuf = c->spfd == -1;	/* all of it is in obuf: retryable */
 	if (c->keep_obuf && c->ocap > c->olen + 256) {
 		/* Kept until the response head: 1,000 streams waiting for their
 		 * first token keep their request, not a 4 KB buffer each. */
@@ -410,15 +658,12 @@ admit(struct kv_conn *c)
 			c->ocap = c->olen;
 		}
 	}
-	if (c->ibuf != NULL) {
-		c->w->held_bytes -= c->icap;
-		free(c->ibuf);
-		c->ibuf = NULL;
-		c->icap = 0;
-	}
-	if (c->body_done && c->cpos == c->clen) {
-		/* The request is all in obuf: a stream waiting for its upstream
-		 * connection must not hold the 20 KB head buffer too. */
+	free(c->ibuf);
+	c->ibuf = NULL;
+	c->ilen = c->icap = 0;
+	if (c->cpos == c->clen) {
+		/* The head was rebuilt into obuf: a stream waiting for its
+		 * upstream connection must not hold the 20 KB head buffer too. */
 		free(c->cbuf);
 		c->cbuf = NULL;
 		c->cpos = c->clen = 0;
@@ -529,8 +774,8 @@ request_send(struct kv_conn *c)
 	if (!c->keep_obuf) {
 		c->olen = c->opos = 0;
 	}
-	c->state = c->body_done ? CS_RESP_HEAD : CS_SEND_BODY;
-	if (c->body_done && c->cpos == c->clen) {
+	c->state = c->spfd != -1 ? CS_SEND_BODY : CS_RESP_HEAD;
+	if (c->cpos == c->clen) {
 		free(c->cbuf);		/* nothing pipelined: no need to hold it */
 		c->cbuf = NULL;
 		c->cpos = c->clen = 0;
@@ -538,123 +783,82 @@ request_send(struct kv_conn *c)
 	return STEP_CONT;
 }
 
-/* Stream the rest of a body to the upstream: Content-Length bodies as they
- * are, chunked bodies re-framed from the decoded payload (so framing the
- * upstream sees is always our own). */
-static int
-body_fill(struct kv_conn *c)
+/* The spool is sent: its file and its share of spool_max go, and so does
+ * the staging buffer, so a request waiting for its response head holds
+ * only its connection state. */
+static enum step
+spool_sent(struct kv_conn *c)
 {
-	const char *data;
-	size_t dlen;
-	ssize_t n;
-
-	c->olen = c->opos = 0;
-	if (conn_obuf_reserve(c, KV_CBUF_SIZE + 64) == -1)
-		return -1;
-	while (c->cpos < c->clen && !c->body_done) {
-		if (!c->chunked_req) {
-			n = (ssize_t)(c->clen - c->cpos);
-			if ((int64_t)n > c->body_left)
-				n = (ssize_t)c->body_left;
-			memcpy(c->obuf + c->olen, c->cbuf + c->cpos, (size_t)n);
-			c->olen += (size_t)n;
-			c->body_left -= n;
-			c->body_done = c->body_left == 0;
-			dlen = (size_t)n;
-		} else {
-			n = kv_chunked_feed(&c->req_dec, c->cbuf + c->cpos, c->clen - c->cpos,
-			    &data, &dlen);
-			if (n == -1)
-				return -1;
-			if (dlen > 0) {
-				c->olen += (size_t)sprintf(c->obuf + c->olen, "%zx\r\n", dlen);
-				memcpy(c->obuf + c->olen, data, dlen);
-				c->olen += dlen;
-				memcpy(c->obuf + c->olen, "\r\n", 2);
-				c->olen += 2;
-			}
-			if ((c->body_done = c->req_dec.done))
-				c->olen += (size_t)sprintf(c->obuf + c->olen, "0\r\n\r\n");
-		}
-		c->body_bytes += (int64_t)dlen;
-		c->cpos += (size_t)n;
-		if (c->olen > KV_CBUF_SIZE - 64)
-			break;
-	}
-	return 0;
+	kv_request_release(c);
+	free(c->obuf);
+	c->obuf = NULL;
+	c->olen = c->opos = c->ocap = 0;
+	c->state = CS_RESP_HEAD;
+	return STEP_CONT;
 }
 
-/* Zero-copy client -> pipe -> upstream for the rest of a Content-Length
- * body bound for a plaintext upstream: nothing in it needs inspection. */
-static enum step
-body_splice(struct kv_conn *c)
+/* The next piece of the spooled body, as the upstream sees it: the file up
+ * to inj_at, the injected member, the file's rest. Plaintext goes with
+ * sendfile(); TLS (or a sendfile that cannot) is staged through obuf.
+ * Returns 1 sent some, 0 wait for EPOLLOUT, -1 error. */
+static int
+spool_piece(struct kv_conn *c)
 {
+	int64_t total = c->body_bytes + (int64_t)c->injlen, at = c->inj != NULL ? c->inj_at : total;
+	int64_t fpos, end;
+	size_t want;
 	ssize_t n;
 
-	if (c->pipefd[0] == -1 && pipe2(c->pipefd, O_NONBLOCK | O_CLOEXEC) == -1) {
-		c->pipefd[0] = c->pipefd[1] = -1;
-		c->w->splice_ok = 0;
-		return STEP_CONT;
+	if (c->inj != NULL && c->sp_off >= at && c->sp_off < at + (int64_t)c->injlen) {
+		want = (size_t)(at + (int64_t)c->injlen - c->sp_off);
+		memcpy(c->obuf, c->inj + (c->sp_off - at), want);
+		c->olen = want;
+		c->opos = 0;
+		c->sp_off += (int64_t)want;
+		return 1;
 	}
-	for (;;) {
-		if (c->pipe_len > 0) {
-			n = splice(c->pipefd[0], NULL, c->uc->s.fd, NULL, c->pipe_len,
-			    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-			if (n > 0) {
-				c->pipe_len -= (size_t)n;
-				continue;
-			}
-			if (n == -1 && errno == EAGAIN) {
-				conn_watch_client(c, EPOLLRDHUP);
-				conn_watch_upstream(c, EPOLLOUT);
-				conn_set_deadline(c, 1);
-				return STEP_WAIT;
-			}
-			return conn_fail(c, 502, "upstream closed while receiving the body");
-		}
-		if (c->body_left == 0) {
-			c->body_done = 1;
-			c->state = CS_RESP_HEAD;
-			return STEP_CONT;
-		}
-		n = splice(c->cfd, NULL, c->pipefd[1], NULL,
-		    c->body_left < 65536 ? (size_t)c->body_left : 65536,
-		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	fpos = c->sp_off < at ? c->sp_off : c->sp_off - (int64_t)c->injlen;
+	end = c->sp_off < at ? at : c->body_bytes;
+	if (c->uc->s.ssl == NULL && c->w->splice_ok) {
+		off_t o = (off_t)fpos;
+
+		n = sendfile(c->uc->s.fd, c->spfd, &o, (size_t)(end - fpos < (1 << 20) ?
+		    end - fpos : (1 << 20)));
 		if (n > 0) {
-			c->pipe_len += (size_t)n;
-			c->body_left -= n;
-			c->body_bytes += n;
-			c->bytes_in += (uint64_t)n;
-			conn_set_deadline(c, 0);
-			continue;
+			c->sp_off += n;
+			return 1;
 		}
-		/* The pipe is empty here, so EAGAIN means the socket is. */
-		if (n == -1 && errno == EAGAIN) {
-			conn_watch_upstream(c, 0);
-			conn_watch_client(c, EPOLLIN | EPOLLRDHUP);
-			return STEP_WAIT;
-		}
-		if (n == -1 && (errno == EINVAL || errno == ENOSYS)) {
-			c->w->splice_ok = 0;
-			return STEP_CONT;
-		}
-		c->cut = 1;
-		conn_close(c);
-		return STEP_CLOSED;
+		if (n == -1 && errno == EAGAIN)
+			return 0;
+		if (n == -1 && (errno == EINVAL || errno == ENOSYS))
+			c->w->splice_ok = 0;	/* then stage it below */
+		else
+			return -1;
 	}
+	want = (size_t)(end - fpos < KV_SPOOL_STAGE ? end - fpos : KV_SPOOL_STAGE);
+	if ((n = kv_spool_pread(c->spfd, c->obuf, want, fpos)) != (ssize_t)want) {
+		kv_log_warn("KV0507", "reading the request spool");
+		return -1;
+	}
+	c->olen = want;
+	c->opos = 0;
+	c->sp_off += (int64_t)want;
+	return 1;
 }
 
 enum step
 request_send_body(struct kv_conn *c)
 {
-	const struct kv_config *cf = c->w->cf;
 	ssize_t n;
+	int r;
 
+	if (c->ocap < KV_SPOOL_STAGE && conn_obuf_reserve(c, KV_SPOOL_STAGE) == -1)
+		return conn_fail(c, 503, "out of memory");
 	for (;;) {
 		if (c->opos < c->olen) {
 			n = kv_stream_write(&c->uc->s, c->obuf + c->opos, c->olen - c->opos);
 			if (n == KV_IO_AGAIN) {
-				conn_watch_client(c, EPOLLRDHUP);
+				conn_quiet_client(c);
 				conn_watch_upstream(c, (uint32_t)c->uc->s.want);
 				conn_set_deadline(c, 1);
 				return STEP_WAIT;
@@ -664,35 +868,32 @@ request_send_body(struct kv_conn *c)
 			c->opos += (size_t)n;
 			continue;
 		}
-		if (c->body_done) {
-			c->olen = c->opos = 0;
-			c->state = CS_RESP_HEAD;
-			return STEP_CONT;
-		}
-		if (c->cpos < c->clen) {
-			if (body_fill(c) == -1)
-				return conn_fail(c, 400, "malformed chunked request body");
-			if (cf->max_body > 0 && c->body_bytes > (int64_t)cf->max_body)
-				return conn_fail(c, 413, "request body exceeds max_body");
-			continue;
-		}
-		c->cpos = c->clen = 0;	/* the head went out long ago */
-		/* Bytes in the pipe leave through it, whatever splice_ok says now. */
-		if (c->pipe_len > 0 || (!c->chunked_req && c->uc->s.ssl == NULL &&
-		    c->w->splice_ok && cf->max_body == 0))
-			return body_splice(c);
-		n = client_read(c, c->cbuf, !c->chunked_req && c->body_left < KV_CBUF_SIZE ?
-		    (size_t)c->body_left : KV_CBUF_SIZE);
-		if (n == KV_IO_AGAIN) {
-			conn_watch_upstream(c, 0);
-			conn_watch_client(c, EPOLLIN | EPOLLRDHUP);
+		c->olen = c->opos = 0;
+		if (c->sp_off == c->body_bytes + (int64_t)c->injlen)
+			return spool_sent(c);
+		if ((r = spool_piece(c)) == 0) {
+			conn_quiet_client(c);
+			conn_watch_upstream(c, EPOLLOUT);
+			conn_set_deadline(c, 1);
 			return STEP_WAIT;
 		}
-		if (n <= 0) {
-			c->cut = 1;
-			conn_close(c);
-			return STEP_CLOSED;
-		}
-		c->clen = (size_t)n;
+		if (r == -1)
+			return conn_fail(c, 502, "upstream closed while receiving the body");
 	}
+}
+
+void
+kv_request_release(struct kv_conn *c)
+{
+	if (c->spfd != -1) {
+		close(c->spfd);
+		c->spfd = -1;
+	}
+	c->w->spool_bytes -= (uint64_t)c->sp_charged;
+	c->sp_charged = 0;
+	free(c->rs);
+	c->rs = NULL;
+	free(c->inj);
+	c->inj = NULL;
+	c->injlen = 0;
 }

@@ -107,29 +107,6 @@ void	kv_usage_feed(struct kv_usage_scanner *s, const char *buf, size_t len);
  * is 0 when the response carried none. */
 const struct kv_usage *kv_usage_result(const struct kv_usage_scanner *s);
 
-/* What a request body says, from a bounded prefix of it (JSON object). */
-struct kv_request_info {
-	char		 model[KV_SCAN_MODEL];	/* "" when absent or too long */
-	int		 stream;		/* "stream": true */
-	int		 has_stream_options;	/* a "stream_options" key exists */
-	int		 include_usage;		/* stream_options.include_usage: true */
-	int64_t		 max_output;	/* max_tokens / max_completion_tokens /
-					   max_output_tokens; -1 when absent */
-	size_t		 object_start;	/* offset just past the top-level '{' */
-	int		 complete;	/* the whole top-level object was seen */
-	int		 valid;		/* parsed as a JSON object so far */
-};
-
-/* Scan body[0..len) (a prefix or the whole body). Only top-level keys
- * count; a key given twice takes its last value, and when several
- * output-limit spellings appear max_output is the largest. A limit that is
- * not a non-negative integer counts as absent. object_start is 0 until the
- * top-level '{' is seen. valid stays 1 while the bytes so far can begin a
- * JSON object (an empty or all-whitespace prefix included) and turns 0 at
- * the first byte that cannot, including anything but whitespace after the
- * object's end. UTF-8 is not validated. */
-void	kv_request_scan(const char *body, size_t len, struct kv_request_info *ri);
-
 /* For a buffered SSE event's data (the JSON after "data: "): 1 when it is
  * OpenAI's extra usage-only chunk ("choices": [] and a non-null "usage"),
  * which the proxy drops when it injected include_usage itself. */

@@ -10,7 +10,6 @@
 #include "worker/http.h"
 #include "worker/upstream.h"
 
-#define KV_WORKER_HOLD_CAP	(8u << 20)	/* request-body bytes a worker holds for inspection */
 #define KV_EXIT_CONFIG		2		/* exit code: broken config, do not respawn */
 
 enum kv_ev_kind { KV_EV_LISTEN, KV_EV_CLIENT, KV_EV_UPSTREAM };
@@ -39,7 +38,7 @@ struct kv_worker {
 	size_t			 nconns;
 	struct kv_conn		*ready;		/* connections with work epoll cannot see */
 	struct kv_conn		*dead;		/* closed; freed once no event can name them */
-	size_t			 held_bytes;	/* request bytes held for inspection */
+	uint64_t		 spool_bytes;	/* request bytes spooled now ([server] spool_max) */
 	int			 draining;
 	int64_t			 drain_deadline_ms;
 	int64_t			 now_ms;

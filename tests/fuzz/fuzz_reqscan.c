@@ -1,74 +1,81 @@
-/* libFuzzer target: the request-body scanner and the usage-only chunk test.
- * Beyond "no crash" it checks: results stay inside the input, a prefix of
- * a body valid so far is itself valid so far (the relay scans a growing
- * prefix), what a complete object says does not change when more bytes of
- * a prefix are seen, and a usage-only chunk is a complete JSON object. */
+/* libFuzzer target: the strict JSON validator and the request scanner on
+ * top of it, and the usage-only chunk test. Beyond "no crash" it checks:
+ * the verdict, the error text and everything the scanner found do not
+ * depend on how the body is split (the relay feeds it as it arrives), and
+ * the offsets it reports point at the braces they name. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "worker/reqscan.h"
 #include "worker/usage.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void
-scan_copy(const uint8_t *data, size_t len, struct kv_request_info *ri)
+/* Scan data in pieces: cut at a, then b (a <= b <= size). */
+static int
+scan3(const uint8_t *data, size_t size, size_t a, size_t b, struct kv_reqscan *r)
 {
-	char *copy = malloc(len ? len : 1);
+	char *copy = malloc(size ? size : 1);
+	int ok;
 
 	if (copy == NULL)
 		abort();
-	memcpy(copy, data, len);
-	kv_request_scan(copy, len, ri);
+	memcpy(copy, data, size);
+	kv_reqscan_init(r, KV_API_OPENAI_RESPONSES);
+	ok = kv_reqscan_feed(r, copy, a) == 0 && kv_reqscan_feed(r, copy + a, b - a) == 0 &&
+	    kv_reqscan_feed(r, copy + b, size - b) == 0 && kv_reqscan_finish(r) == 0;
 	free(copy);
-}
-
-static void
-check_sane(const struct kv_request_info *ri, size_t len)
-{
-	if (memchr(ri->model, '\0', sizeof(ri->model)) == NULL)
-		abort();
-	if (ri->object_start > len || ri->max_output < -1)
-		abort();
-	if (ri->include_usage && !ri->has_stream_options)
-		abort();
-	if (ri->complete && ri->object_start == 0)
-		abort();
+	return ok;
 }
 
 static int
-same_info(const struct kv_request_info *a, const struct kv_request_info *b)
+same(const struct kv_request_info *x, const struct kv_request_info *y)
 {
-	return strcmp(a->model, b->model) == 0 && a->stream == b->stream &&
-	    a->has_stream_options == b->has_stream_options &&
-	    a->include_usage == b->include_usage && a->max_output == b->max_output &&
-	    a->object_start == b->object_start;
+	return strcmp(x->model, y->model) == 0 && x->stream == y->stream &&
+	    x->has_stream_options == y->has_stream_options &&
+	    x->include_usage == y->include_usage && x->max_output == y->max_output &&
+	    x->mult == y->mult && strcmp(x->fetches, y->fetches) == 0 &&
+	    x->so_start == y->so_start && x->so_end == y->so_end &&
+	    x->so_members == y->so_members && x->obj_end == y->obj_end &&
+	    x->members == y->members;
+}
+
+static void
+check_offsets(const uint8_t *data, size_t size, const struct kv_request_info *ri)
+{
+	if (ri->obj_end >= size || data[ri->obj_end] != '}')
+		abort();
+	if (ri->so_start != 0 && ri->so_end != 0 &&
+	    (data[ri->so_start] != '{' || data[ri->so_end] != '}' || ri->so_end <= ri->so_start))
+		abort();
+	if (ri->max_output < -1 || ri->max_output > KV_REQ_LIMIT_MAX || ri->mult < 1)
+		abort();
 }
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct kv_request_info full, pre;
-	size_t cut = size ? data[0] % (size + 1) : 0;
+	static struct kv_reqscan whole, split;
+	size_t a = size ? data[0] % (size + 1) : 0, b;
+	int ok1, ok2;
 	char *copy;
-	int only;
 
-	scan_copy(data, size, &full);
-	check_sane(&full, size);
-	scan_copy(data, cut, &pre);
-	check_sane(&pre, cut);
-	if (full.valid && !pre.valid)
+	b = size > 1 ? a + data[1] % (size - a + 1) : size;
+	ok1 = scan3(data, size, size, size, &whole);
+	ok2 = scan3(data, size, a, b, &split);
+	if (ok1 != ok2 || strcmp(whole.err, split.err) != 0)
 		abort();
-	/* once the object is complete, later bytes can only make it invalid */
-	if (pre.valid && pre.complete && full.valid && !same_info(&pre, &full))
-		abort();
+	if (ok1) {
+		if (!same(&whole.ri, &split.ri))
+			abort();
+		check_offsets(data, size, &whole.ri);
+	}
 	copy = malloc(size ? size : 1);
 	if (copy == NULL)
 		abort();
 	memcpy(copy, data, size);
-	only = kv_sse_is_usage_only(copy, size);
+	(void)kv_sse_is_usage_only(copy, size);
 	free(copy);
-	if (only && !(full.valid && full.complete))
-		abort();
 	return 0;
 }

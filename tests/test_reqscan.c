@@ -1,0 +1,288 @@
+/* Unit tests for the strict JSON validator and the request scanner: what
+ * is refused (and the reason given), what a valid body says, and that
+ * neither depends on how the body is split. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/reqscan.h"
+#include "tests/unit.h"
+
+/* Scan body whole, then a byte at a time; both must agree. Returns 0/-1. */
+static int
+scan(const char *body, size_t len, enum kv_api api, struct kv_reqscan *r)
+{
+	static struct kv_reqscan b;
+	size_t i;
+	int ok1, ok2;
+
+	kv_reqscan_init(r, api);
+	ok1 = kv_reqscan_feed(r, body, len) == 0 && kv_reqscan_finish(r) == 0;
+	kv_reqscan_init(&b, api);
+	for (ok2 = 1, i = 0; i < len && ok2; i++)
+		ok2 = kv_reqscan_feed(&b, body + i, 1) == 0;
+	ok2 = ok2 && kv_reqscan_finish(&b) == 0;
+	CHECK_INT(ok1, ok2);
+	CHECK_STR(b.err, r->err);
+	if (ok1 && ok2)
+		CHECK(memcmp(&b.ri, &r->ri, sizeof(r->ri)) == 0);
+	return ok1 ? 0 : -1;
+}
+
+static const struct { const char *body; const char *why; } bad[] = {
+	{ "\xef\xbb\xbf{}", "byte order mark" },
+	{ "{\"t\":NaN}", "NaN and Infinity" },
+	{ "{\"t\":-Infinity}", "bad number" },
+	{ "{\"t\":Infinity}", "NaN and Infinity" },
+	{ "{\"a\":\"\xff\"}", "invalid UTF-8 (byte 0xff) at byte 6" },
+	{ "{\"a\":\"\xc0\xaf\"}", "invalid UTF-8" },		/* overlong '/' */
+	{ "{\"a\":\"\xed\xa0\x80\"}", "invalid UTF-8" },	/* a raw surrogate */
+	{ "{\"a\":\"\xf4\x90\x80\x80\"}", "invalid UTF-8" },	/* past U+10FFFF */
+	{ "{\"a\":\"\xe2\x82\"}", "invalid UTF-8" },		/* cut short */
+	{ "{\"a\":\"\x01\"}", "control character" },
+	{ "{\"a\":\"\\x\"}", "bad escape" },
+	{ "{\"a\":\"\\u12g4\"}", "bad \\u escape" },
+	{ "{\"a\":1,}", "expected a member name" },
+	{ "{\"a\":[1,]}", "expected a value" },
+	{ "{\"a\":01}", "leading zero" },
+	{ "{\"a\":1.}", "bad number" },
+	{ "{\"a\":.5}", "expected a value" },
+	{ "{\"a\":+1}", "expected a value" },
+	{ "{\"a\" 1}", "expected ':'" },
+	{ "{\"a\":1]", "mismatched bracket" },
+	{ "{\"a\":tru}", "expected true, false or null" },
+	{ "{'a':1}", "expected a member name" },
+	{ "{} x", "data after the JSON value" },
+	{ "{}{}", "data after the JSON value" },
+	{ "{\"a\":1", "ends inside the JSON value" },
+	{ "", "the body is empty" },
+	{ "[1]", "not a JSON object" },
+	{ "\"x\"", "not a JSON object" },
+	{ "{\"model\":5}", "model must be a string" },
+	{ "{\"model\":\"0123456789012345678901234567890123456789012345678901234567890"
+	  "1234567890123456789012345678901234567\"}", "not a model name" },
+	{ "{\"model\":\"a\\u0000b\"}", "not a model name" },
+	{ "{\"stream\":\"true\"}", "stream must be true or false" },
+	{ "{\"stream_options\":true}", "stream_options must be an object" },
+	{ "{\"max_tokens\":\"8192\"}", "max_tokens must be an integer" },
+	{ "{\"max_tokens\":true}", "max_tokens must be an integer" },
+	{ "{\"max_tokens\":1.5}", "max_tokens is not an integer" },
+	{ "{\"max_tokens\":8.1925e3}", "max_tokens is not an integer" },
+	{ "{\"max_tokens\":1e-400}", "max_tokens is not an integer" },
+	{ "{\"max_tokens\":-1}", "max_tokens is negative" },
+	{ "{\"max_completion_tokens\":2147483648}", "max_completion_tokens is out of range" },
+	{ "{\"max_output_tokens\":1e300}", "max_output_tokens is out of range" },
+	{ "{\"n\":2.5}", "n is not an integer" },
+	{ "{\"best_of\":-3}", "best_of is negative" },
+};
+
+static void
+test_refused(void)
+{
+	struct kv_reqscan r;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int before = unit_fail;
+
+		CHECK_INT(scan(bad[i].body, strlen(bad[i].body), KV_API_OPENAI_CHAT, &r), -1);
+		CHECK(strstr(r.err, bad[i].why) != NULL);
+		if (unit_fail != before)
+			fprintf(stderr, "  ^ body %zu: %s -> %s\n", i, bad[i].body, r.err);
+	}
+}
+
+static void
+test_depth(void)
+{
+	struct kv_reqscan r;
+	char body[600];
+	int d;
+
+	for (d = 127; d <= 128; d++) {
+		memset(body, '[', (size_t)d);
+		body[0] = '{';
+		memcpy(body + 1, "\"a\":", 4);
+		memset(body + 5, '[', (size_t)d - 1);
+		memset(body + 4 + d, ']', (size_t)d - 1);
+		body[3 + 2 * d] = '}';
+		/* d - 1 arrays inside the object: d levels in all */
+		CHECK_INT(scan(body, (size_t)(4 + 2 * d), KV_API_OPENAI_CHAT, &r), 0);
+	}
+	memset(body, '[', 129);
+	body[0] = '{';
+	memcpy(body + 1, "\"a\":", 4);
+	memset(body + 5, '[', 129);
+	CHECK_INT(scan(body, 134, KV_API_OPENAI_CHAT, &r), -1);
+	CHECK(strstr(r.err, "nesting deeper than 128") != NULL);
+}
+
+static void
+test_fields(void)
+{
+	static const char body[] = " {\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9\","
+	    "\"model\":\"nested\",\"max_tokens\":9}],\"m\\u006fdel\":\"gpt-4o\",\"model\":\"llama-3\","
+	    "\"stream\":true,\"stream_options\":{\"include_usage\":true},"
+	    "\"stream_options\":{\"include_obfuscation\":false,\"include_usage\":false},"
+	    "\"max_tokens\":100,\"max_completion_tokens\":8.192e3,\"max_output_tokens\":8192.0,"
+	    "\"n\":3,\"best_of\":5} \n";
+	struct kv_reqscan r;
+	const struct kv_request_info *ri = &r.ri;
+
+	CHECK_INT(scan(body, strlen(body), KV_API_OPENAI_CHAT, &r), 0);
+	CHECK_STR(ri->model, "llama-3");		/* the last top-level one */
+	CHECK_INT(ri->stream, 1);
+	CHECK_INT(ri->has_stream_options, 1);
+	CHECK_INT(ri->include_usage, 0);		/* the last stream_options */
+	CHECK_INT(ri->so_members, 2);
+	CHECK_INT(body[ri->so_start], '{');
+	CHECK_INT(body[ri->so_end], '}');
+	CHECK(memcmp(body + ri->so_start, "{\"include_obfuscation\"", 22) == 0);
+	CHECK_INT(ri->max_output, 8192);
+	CHECK_INT(ri->mult, 5);
+	CHECK_INT(body[ri->obj_end], '}');
+	CHECK_INT(ri->obj_end, strlen(body) - 3);
+	CHECK_INT(ri->members, 11);
+	CHECK_STR(ri->fetches, "");
+}
+
+static void
+test_absent(void)
+{
+	static const char *const bodies[] = {
+		"{}", "{\"max_tokens\":null,\"n\":null,\"stream\":null,\"model\":\"m\"}",
+		"{\"max_tokens\":5,\"max_tokens\":null}", "{\"n\":0,\"best_of\":1}",
+	};
+	struct kv_reqscan r;
+	size_t i;
+
+	for (i = 0; i < 4; i++) {
+		CHECK_INT(scan(bodies[i], strlen(bodies[i]), KV_API_OPENAI_CHAT, &r), 0);
+		CHECK_INT(r.ri.max_output, -1);
+		CHECK_INT(r.ri.mult, 1);
+		CHECK_INT(r.ri.stream, 0);
+	}
+	CHECK_INT(scan("{\"max_tokens\":0}", 16, KV_API_OPENAI_CHAT, &r), 0);
+	CHECK_INT(r.ri.max_output, 0);
+	CHECK_INT(scan("{\"max_tokens\":-0.0e5}", 21, KV_API_OPENAI_CHAT, &r), 0);
+	CHECK_INT(r.ri.max_output, 0);
+	CHECK_INT(scan("{\"max_tokens\":2147483647}", 25, KV_API_OPENAI_CHAT, &r), 0);
+	CHECK_INT(r.ri.max_output, 2147483647);
+	CHECK_INT(scan("{\"stream_options\":null}", 23, KV_API_OPENAI_CHAT, &r), 0);
+	CHECK_INT(r.ri.has_stream_options, 1);
+	CHECK_INT(r.ri.so_start, 0);
+}
+
+static const struct { enum kv_api api; const char *body; const char *fetches; } refs[] = {
+	{ KV_API_OPENAI_CHAT, "{\"messages\":[{\"content\":[{\"type\":\"image_url\","
+	  "\"image_url\":{\"url\":\"https://e.x/a.png\"}}]}]}", "a URL to fetch" },
+	{ KV_API_OPENAI_CHAT, "{\"messages\":[{\"content\":[{\"type\":\"image_url\","
+	  "\"image_url\":{\"url\":\"data:image/png;base64,AAAA\"}}]}]}", "" },
+	{ KV_API_OPENAI_RESPONSES, "{\"input\":[{\"content\":[{\"type\":\"input_image\","
+	  "\"image_url\":\"https://e.x/a.png\"}]}]}", "a URL to fetch" },
+	{ KV_API_OPENAI_RESPONSES, "{\"input\":[{\"content\":[{\"type\":\"input_file\","
+	  "\"file_id\":\"file-1\"}]}]}", "a input_file block or tool" },
+	{ KV_API_OPENAI_CHAT, "{\"messages\":[{\"content\":[{\"type\":\"file\","
+	  "\"file\":{\"file_id\":\"file-1\"}}]}]}", "file_id" },
+	{ KV_API_ANTHROPIC_MESSAGES, "{\"messages\":[{\"content\":[{\"type\":\"document\","
+	  "\"source\":{\"type\":\"url\",\"url\":\"https://e.x/a.pdf\"}}]}]}",
+	  "a document block or tool" },
+	{ KV_API_ANTHROPIC_MESSAGES, "{\"messages\":[{\"content\":[{\"type\":\"image\","
+	  "\"source\":{\"type\":\"url\",\"url\":\"https://e.x/a.png\"}}]}]}", "a URL to fetch" },
+	{ KV_API_OPENAI_RESPONSES, "{\"previous_response_id\":\"resp_1\"}", "previous_response_id" },
+	{ KV_API_OPENAI_RESPONSES, "{\"previous_response_id\":null}", "" },
+	{ KV_API_OPENAI_RESPONSES, "{\"conversation\":\"conv_1\"}", "conversation" },
+	{ KV_API_OPENAI_RESPONSES, "{\"prompt\":{\"id\":\"pmpt_1\"}}", "prompt" },
+	{ KV_API_OPENAI_COMPLETIONS, "{\"prompt\":\"Say hi\"}", "" },
+	{ KV_API_OPENAI_RESPONSES, "{\"tools\":[{\"type\":\"web_search_preview\"}]}",
+	  "a web_search_preview block or tool" },
+	{ KV_API_ANTHROPIC_MESSAGES, "{\"tools\":[{\"type\":\"web_fetch_20250910\","
+	  "\"name\":\"web_fetch\"}]}", "a web_fetch_20250910 block or tool" },
+	{ KV_API_OPENAI_RESPONSES, "{\"tools\":[{\"type\":\"file_search\"}]}",
+	  "a file_search block or tool" },
+	{ KV_API_OPENAI_CHAT, "{\"web_search_options\":{}}", "web_search_options" },
+	{ KV_API_OPENAI_CHAT, "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":"
+	  "\"web_search\",\"parameters\":{\"type\":\"object\",\"properties\":{\"url\":"
+	  "{\"type\":\"string\"}}}}}]}", "" },
+};
+
+static void
+test_fetches(void)
+{
+	struct kv_reqscan r;
+	size_t i;
+
+	for (i = 0; i < sizeof(refs) / sizeof(refs[0]); i++) {
+		int before = unit_fail;
+
+		CHECK_INT(scan(refs[i].body, strlen(refs[i].body), refs[i].api, &r), 0);
+		CHECK_STR(r.ri.fetches, refs[i].fetches);
+		if (unit_fail != before)
+			fprintf(stderr, "  ^ body %zu: %s\n", i, refs[i].body);
+	}
+}
+
+static void
+test_intval(void)
+{
+	static const struct { const char *s; int ok; int64_t v; } v[] = {
+		{ "8192", 1, 8192 }, { "8192.0", 1, 8192 }, { "8.192e3", 1, 8192 },
+		{ "81920e-1", 1, 8192 }, { "0.08192E+5", 1, 8192 }, { "0", 1, 0 },
+		{ "-0", 1, 0 }, { "0e99999999", 1, 0 }, { "1e9", 1, 1000000000 },
+		{ "1e10", 0, 0 }, { "0.5", 0, 0 }, { "-2", 0, 0 }, { "12.30", 0, 0 },
+		{ "2147483647", 1, 2147483647 }, { "2147483648", 0, 0 },
+		{ "99999999999999999999999", 0, 0 },
+	};
+	const char *why;
+	int64_t out;
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		out = -7;
+		CHECK_INT(kv_reqscan_intval(v[i].s, strlen(v[i].s), KV_REQ_LIMIT_MAX, &out,
+		    &why) == 0, v[i].ok);
+		if (v[i].ok)
+			CHECK_INT(out, v[i].v);
+	}
+}
+
+/* A 2 MB body with the fields last, in pieces of every small size. */
+static void
+test_large(void)
+{
+	static const char tail[] = "\"}],\"model\":\"llama-3\",\"max_tokens\":50,\"stream\":true}";
+	size_t n = 2 << 20, len, i, step;
+	char *body = malloc(n + 64);
+	struct kv_reqscan r;
+	int ok = 1;
+
+	if (body == NULL)
+		abort();
+	len = (size_t)sprintf(body, "{\"messages\":[{\"role\":\"user\",\"content\":\"");
+	memset(body + len, 'x', n - len);
+	memcpy(body + n, tail, sizeof(tail));
+	len = n + sizeof(tail) - 1;
+	kv_reqscan_init(&r, KV_API_OPENAI_CHAT);
+	for (i = 0, step = 1; i < len && ok; i += step, step = step % 7919 + 13)
+		ok = kv_reqscan_feed(&r, body + i, step < len - i ? step : len - i) == 0;
+	CHECK(ok && kv_reqscan_finish(&r) == 0);
+	CHECK_STR(r.ri.model, "llama-3");
+	CHECK_INT(r.ri.max_output, 50);
+	CHECK_INT(r.ri.stream, 1);
+	CHECK_INT(r.ri.obj_end, len - 1);
+	free(body);
+}
+
+int
+main(void)
+{
+	test_refused();
+	test_depth();
+	test_fields();
+	test_absent();
+	test_fetches();
+	test_intval();
+	test_large();
+	return unit_done();
+}

@@ -1,0 +1,361 @@
+/* The request scanner on top of the strict validator. See reqscan.h. */
+#include "worker/reqscan.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum {
+	K_NONE, K_OTHER, K_MODEL, K_STREAM, K_STREAM_OPTIONS, K_INCLUDE_USAGE,
+	K_MAX_TOKENS, K_MAX_COMPLETION_TOKENS, K_MAX_OUTPUT_TOKENS, K_N, K_BEST_OF,
+	K_TYPE, K_URL, K_IMAGE_URL, K_FILE_URL, K_FILE_ID, K_PREVIOUS_RESPONSE_ID,
+	K_CONVERSATION, K_PROMPT, K_WEB_SEARCH_OPTIONS, K_MCP_SERVERS,
+};
+
+static const char *const key_names[] = {
+	[K_MODEL] = "model", [K_STREAM] = "stream", [K_STREAM_OPTIONS] = "stream_options",
+	[K_INCLUDE_USAGE] = "include_usage", [K_MAX_TOKENS] = "max_tokens",
+	[K_MAX_COMPLETION_TOKENS] = "max_completion_tokens",
+	[K_MAX_OUTPUT_TOKENS] = "max_output_tokens", [K_N] = "n", [K_BEST_OF] = "best_of",
+	[K_TYPE] = "type", [K_URL] = "url", [K_IMAGE_URL] = "image_url",
+	[K_FILE_URL] = "file_url", [K_FILE_ID] = "file_id",
+	[K_PREVIOUS_RESPONSE_ID] = "previous_response_id", [K_CONVERSATION] = "conversation",
+	[K_PROMPT] = "prompt", [K_WEB_SEARCH_OPTIONS] = "web_search_options",
+	[K_MCP_SERVERS] = "mcp_servers",
+};
+#define NKEYS ((int)(sizeof(key_names) / sizeof(key_names[0])))
+
+/* "type" values of content blocks and tools whose cost the body's bytes do
+ * not bound: server tools bill what they fetch as input, and files and
+ * documents expand (a PDF page is an image). A trailing '*' is a prefix. */
+static const char *const fetch_types[] = {
+	"web_search*", "web_fetch*", "file_search*", "mcp", "code_interpreter*",
+	"input_file", "document", NULL,
+};
+
+enum { CAP_NONE, CAP_MODEL, CAP_TYPE, CAP_URL, CAP_LIMIT };
+
+static void
+refuse(struct kv_reqscan *r, const char *fmt, const char *a, const char *b)
+{
+	if (r->bad)
+		return;
+	r->bad = 1;
+	snprintf(r->err, sizeof(r->err), fmt, a, b);
+}
+
+static void
+fetches(struct kv_reqscan *r, const char *what)
+{
+	if (r->ri.fetches[0] == '\0')
+		snprintf(r->ri.fetches, sizeof(r->ri.fetches), "%s", what);
+}
+
+void
+kv_reqscan_init(struct kv_reqscan *r, enum kv_api api)
+{
+	int i;
+
+	memset(r, 0, sizeof(*r));
+	kv_jv_init(&r->jv);
+	r->api = api;
+	for (i = 0; i < 5; i++)
+		r->lim[i] = -1;
+	r->ri.max_output = -1;
+	r->ri.mult = 1;
+}
+
+static int
+key_id(const char *k, size_t n)
+{
+	int i;
+
+	if (n >= sizeof(((struct kv_reqscan *)0)->kbuf))
+		return K_OTHER;
+	for (i = K_MODEL; i < NKEYS; i++)
+		if (strlen(key_names[i]) == n && memcmp(key_names[i], k, n) == 0)
+			return i;
+	return K_OTHER;
+}
+
+/* A value of a top-level member. */
+static void
+top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
+{
+	int isnull = ev == KV_JV_NULL;
+
+	switch (key) {
+	case K_MODEL:
+		if (ev != KV_JV_STR)
+			refuse(r, "%s must be a string", "model", "");
+		r->cap = CAP_MODEL;
+		break;
+	case K_STREAM:
+		if (ev != KV_JV_TRUE && ev != KV_JV_FALSE && !isnull)
+			refuse(r, "%s must be true or false", "stream", "");
+		r->ri.stream = ev == KV_JV_TRUE;
+		break;
+	case K_STREAM_OPTIONS:
+		if (ev != KV_JV_OBJ_OPEN && !isnull)
+			refuse(r, "%s must be an object", "stream_options", "");
+		r->ri.has_stream_options = 1;
+		r->ri.include_usage = 0;
+		r->ri.so_members = 0;
+		r->ri.so_start = ev == KV_JV_OBJ_OPEN ? off : 0;
+		r->ri.so_end = 0;
+		break;
+	case K_MAX_TOKENS: case K_MAX_COMPLETION_TOKENS: case K_MAX_OUTPUT_TOKENS:
+	case K_N: case K_BEST_OF:
+		if (ev != KV_JV_NUM && !isnull)
+			refuse(r, "%s must be an integer", key_names[key], "");
+		r->lim[key - K_MAX_TOKENS] = -1;
+		r->cap = CAP_LIMIT + key - K_MAX_TOKENS;
+		break;
+	case K_PROMPT:		/* legacy completions: the prompt text */
+		if (r->api != KV_API_OPENAI_RESPONSES)
+			break;
+		/* FALLTHROUGH */
+	case K_PREVIOUS_RESPONSE_ID: case K_CONVERSATION:
+	case K_WEB_SEARCH_OPTIONS: case K_MCP_SERVERS:
+		if (!isnull)
+			fetches(r, key_names[key]);
+		break;
+	}
+}
+
+static void
+value_begin(struct kv_reqscan *r, enum kv_jv_ev ev, int level, uint64_t off)
+{
+	int key = r->key;
+
+	r->key = K_NONE;
+	r->cap = CAP_NONE;
+	r->vlen = 0;
+	r->vlong = 0;
+	if (level == 0) {
+		if (ev != KV_JV_OBJ_OPEN)
+			refuse(r, "the body is not a JSON object", "", "");
+		return;
+	}
+	if (level == 1)
+		top_value(r, ev, r->top = key, off);
+	else if (level == 2 && r->top == K_STREAM_OPTIONS && key == K_INCLUDE_USAGE)
+		r->ri.include_usage = ev == KV_JV_TRUE;
+	if (ev == KV_JV_STR && key == K_TYPE)
+		r->cap = CAP_TYPE;
+	if (ev == KV_JV_STR && (key == K_URL || key == K_IMAGE_URL || key == K_FILE_URL))
+		r->cap = CAP_URL;
+	if (key == K_FILE_ID && ev != KV_JV_NULL)
+		fetches(r, "file_id");
+}
+
+static int
+type_fetches(const char *v, size_t n)
+{
+	const char *const *t;
+	size_t l;
+
+	for (t = fetch_types; *t != NULL; t++) {
+		l = strlen(*t);
+		if ((*t)[l - 1] == '*' ? n >= l - 1 && memcmp(*t, v, l - 1) == 0 :
+		    n == l && memcmp(*t, v, n) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static void
+string_end(struct kv_reqscan *r)
+{
+	char what[48];
+
+	switch (r->cap) {
+	case CAP_MODEL:
+		if (r->vlong || memchr(r->vbuf, '\0', r->vlen) != NULL)
+			refuse(r, "%s is not a model name (longer than 95 bytes or with a NUL)",
+			    "model", "");
+		else {
+			memcpy(r->ri.model, r->vbuf, r->vlen);
+			r->ri.model[r->vlen] = '\0';
+		}
+		break;
+	case CAP_TYPE:
+		if (!r->vlong && type_fetches(r->vbuf, r->vlen)) {
+			snprintf(what, sizeof(what), "a %.*s block or tool",
+			    (int)(r->vlen < 24 ? r->vlen : 24), r->vbuf);
+			fetches(r, what);
+		}
+		break;
+	case CAP_URL:	/* a data: URL is inline, its bytes bound it */
+		if (r->vlen < 5 || memcmp(r->vbuf, "data:", 5) != 0)
+			fetches(r, "a URL to fetch");
+		break;
+	}
+	r->cap = CAP_NONE;
+}
+
+static void
+number_end(struct kv_reqscan *r)
+{
+	const char *why = "is out of range";
+	int i = r->cap - CAP_LIMIT;
+	int64_t v;
+
+	if (r->cap < CAP_LIMIT)
+		return;
+	if (r->vlong || kv_reqscan_intval(r->vbuf, r->vlen, KV_REQ_LIMIT_MAX, &v, &why) == -1)
+		refuse(r, "%s %s", key_names[K_MAX_TOKENS + i], why);
+	else
+		r->lim[i] = v;
+	r->cap = CAP_NONE;
+}
+
+static void
+bytes(struct kv_reqscan *r, int inkey, const char *p, size_t n)
+{
+	size_t room;
+
+	if (inkey) {
+		room = sizeof(r->kbuf) - r->klen;
+		if (n > room)
+			n = room;	/* a name that long matches nothing */
+		memcpy(r->kbuf + r->klen, p, n);
+		r->klen += n;
+		return;
+	}
+	if (r->cap == CAP_NONE)
+		return;
+	room = sizeof(r->vbuf) - 1 - r->vlen;
+	if (n > room) {
+		n = room;
+		r->vlong = 1;
+	}
+	memcpy(r->vbuf + r->vlen, p, n);
+	r->vlen += n;
+}
+
+static void
+on_event(void *arg, enum kv_jv_ev ev, int level, uint64_t off, const char *p, size_t n)
+{
+	struct kv_reqscan *r = arg;
+
+	switch (ev) {
+	case KV_JV_KEY:
+		r->klen = 0;
+		r->key = K_OTHER;
+		r->cap = CAP_NONE;
+		r->vlen = 0;
+		if (level == 1)
+			r->ri.members++;
+		if (level == 2 && r->top == K_STREAM_OPTIONS)
+			r->ri.so_members++;
+		r->inkey = 1;
+		break;
+	case KV_JV_KEY_END:
+		r->key = key_id(r->kbuf, r->klen);
+		r->inkey = 0;
+		break;
+	case KV_JV_BYTES:
+		bytes(r, r->inkey, p, n);
+		break;
+	case KV_JV_STR_END:
+		string_end(r);
+		break;
+	case KV_JV_NUM_END:
+		number_end(r);
+		break;
+	case KV_JV_OBJ_CLOSE:
+		if (level == 0)
+			r->ri.obj_end = off;
+		if (level == 1 && r->top == K_STREAM_OPTIONS)
+			r->ri.so_end = off;
+		break;
+	case KV_JV_ARR_CLOSE:
+		break;
+	default:
+		value_begin(r, ev, level, off);
+		break;
+	}
+}
+
+int
+kv_reqscan_feed(struct kv_reqscan *r, const char *buf, size_t len)
+{
+	if (r->bad)
+		return -1;
+	if (kv_jv_feed(&r->jv, buf, len, on_event, r) == -1)
+		refuse(r, "the body is not valid JSON: %s%s", r->jv.err, "");
+	return r->bad ? -1 : 0;
+}
+
+int
+kv_reqscan_finish(struct kv_reqscan *r)
+{
+	int i;
+
+	if (r->bad)
+		return -1;
+	if (kv_jv_finish(&r->jv) == -1) {
+		refuse(r, "the body is not valid JSON: %s%s", r->jv.err, "");
+		return -1;
+	}
+	for (i = 0; i < 3; i++)
+		if (r->lim[i] > r->ri.max_output)
+			r->ri.max_output = r->lim[i];
+	for (i = 3; i < 5; i++)
+		if (r->lim[i] > r->ri.mult)
+			r->ri.mult = r->lim[i];
+	return 0;
+}
+
+int
+kv_reqscan_intval(const char *s, size_t n, int64_t max, int64_t *out, const char **why)
+{
+	char d[KV_REQ_MODEL];
+	size_t i = 0, nd = 0, frac = 0, lead;
+	long long e = 0, esign = 1;
+	int neg = 0, infrac = 0;
+	uint64_t v = 0;
+
+	if (i < n && s[i] == '-')
+		neg = 1, i++;
+	for (; i < n && s[i] != 'e' && s[i] != 'E'; i++) {
+		if (s[i] == '.') {
+			infrac = 1;
+			continue;
+		}
+		if (nd < sizeof(d))
+			d[nd++] = s[i];
+		frac += infrac;
+	}
+	if (i < n) {	/* exponent: [eE][+-]?digits, capped well past any use */
+		i++;
+		if (s[i] == '+' || s[i] == '-')
+			esign = s[i++] == '-' ? -1 : 1;
+		for (; i < n; i++)
+			if (e < 100000)
+				e = e * 10 + (s[i] - '0');
+		e *= esign;
+	}
+	for (lead = 0; lead < nd && d[lead] == '0'; lead++)
+		;
+	if (lead == nd) {		/* zero, "-0" included */
+		*out = 0;
+		return 0;
+	}
+	e -= (long long)frac;
+	while (nd > lead && d[nd - 1] == '0') {
+		nd--;
+		e++;
+	}
+	*why = e < 0 ? "is not an integer" : neg ? "is negative" : "is out of range";
+	if (e < 0 || neg || (long long)(nd - lead) + e > 18)
+		return -1;
+	for (i = lead; i < nd; i++)
+		v = v * 10 + (uint64_t)(d[i] - '0');
+	for (; e > 0; e--)
+		v *= 10;
+	if (v > (uint64_t)max)
+		return -1;
+	*out = (int64_t)v;
+	return 0;
+}

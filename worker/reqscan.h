@@ -1,0 +1,76 @@
+/* The request scanner: reads a whole request body as it arrives (any split),
+ * validates it strictly (jsonv.h: one JSON object) and takes what admission
+ * needs: the model, whether it streams, its output limits and n, where
+ * stream_options lies, and whether it makes the provider fetch or recall
+ * content its bytes do not show. Holds no body bytes. */
+#ifndef KV_REQSCAN_H
+#define KV_REQSCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "worker/jsonv.h"
+#include "worker/usage.h"
+
+#define KV_REQ_MODEL	96	/* model names are shorter; longer is a 400 */
+#define KV_REQ_LIMIT_MAX 2147483647	/* output limits and n past this: 400 */
+
+/* What a complete, valid body says. Top-level members only, the last of
+ * duplicate names winning, except where noted. */
+struct kv_request_info {
+	char		 model[KV_REQ_MODEL];	/* "" when absent */
+	int		 stream;		/* "stream": true */
+	int		 has_stream_options;	/* a "stream_options" member */
+	int		 include_usage;		/* the client asked: its last
+						   stream_options.include_usage is true */
+	int64_t		 max_output;	/* largest of max_tokens,
+					   max_completion_tokens,
+					   max_output_tokens; -1 when none */
+	int64_t		 mult;		/* max(n, best_of, 1) */
+	char		 fetches[48];	/* "" or what makes the provider fetch or
+					   recall content (any depth): "image_url URL",
+					   "file_id", "web_search tool", ... */
+	uint64_t	 so_start;	/* offset of the last stream_options '{', */
+	uint64_t	 so_end;	/* ... and of its '}'; both 0 when it is not
+					   an object */
+	int		 so_members;	/* members in that object */
+	uint64_t	 obj_end;	/* offset of the top-level '}' */
+	int		 members;	/* top-level members */
+};
+
+struct kv_reqscan {
+	struct kv_jv	 jv;
+	enum kv_api	 api;
+	int		 bad;		/* a member has a value admission refuses */
+	char		 err[128];	/* why the body is refused */
+	int		 key;		/* id of the member name just read */
+	int		 top;		/* id of the top-level member being read */
+	int		 inkey;		/* between a name's quotes */
+	char		 kbuf[32];	/* the name being read */
+	size_t		 klen;
+	int		 cap;		/* what the current string/number is kept for */
+	char		 vbuf[KV_REQ_MODEL];
+	size_t		 vlen;
+	int		 vlong;		/* it did not fit */
+	int64_t		 lim[5];	/* the three limits, n, best_of; -1 absent */
+	struct kv_request_info ri;
+};
+
+/* Start scanning a body for a request to API. */
+void	kv_reqscan_init(struct kv_reqscan *r, enum kv_api api);
+
+/* Feed decoded body bytes. Returns 0, or -1 once the body is refused
+ * (r->err says why, fit for the client); later calls return -1. */
+int	kv_reqscan_feed(struct kv_reqscan *r, const char *buf, size_t len);
+
+/* The body ended. Returns 0 with r->ri filled in, or -1 (r->err). */
+int	kv_reqscan_finish(struct kv_reqscan *r);
+
+/* Parse JSON number text (already valid by the grammar) as an integer
+ * value: "8192", "8192.0", "8.192e3" are 8192. Returns 0 and *out, or -1
+ * with *why "is not an integer", "is negative" or "is out of range" (above
+ * max). */
+int	kv_reqscan_intval(const char *s, size_t n, int64_t max, int64_t *out,
+	    const char **why);
+
+#endif
