@@ -115,7 +115,7 @@ conn_set_deadline(struct kv_conn *c, int upstream_side)
 
 	if (!upstream_side)
 		secs = cf->client_timeout;
-	else if (c->state == CS_UPWAIT || c->state == CS_CONNECT || c->state == CS_HANDSHAKE)
+	else if (c->state == CS_CONNECT || c->state == CS_HANDSHAKE)
 		secs = cf->upstream_timeout < KV_CONNECT_TIMEOUT_S ?
 		    cf->upstream_timeout : KV_CONNECT_TIMEOUT_S;
 	else

@@ -478,6 +478,7 @@ wait_client(struct kv_conn *c)
 		c->ulen = c->upos = 0;
 	}
 	c->read_big = 0;
+	kv_stream_idle(&c->uc->s);
 	conn_watch_upstream(c, 0);
 	conn_watch_client(c, EPOLLOUT | EPOLLRDHUP);
 	conn_set_deadline(c, 0);
@@ -498,6 +499,8 @@ wait_upstream(struct kv_conn *c, uint32_t ev)
 static void
 idle_buffers(struct kv_conn *c)
 {
+	if (c->uc != NULL)
+		kv_stream_idle(&c->uc->s);	/* OpenSSL's record buffers too */
 	free(c->ubuf);
 	c->ubuf = NULL;
 	free(c->obuf);

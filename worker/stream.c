@@ -21,6 +21,13 @@ tls_idle(struct kv_stream *s)
 	(void)SSL_free_buffers(s->ssl);
 }
 
+void
+kv_stream_idle(struct kv_stream *s)
+{
+	if (s->ssl != NULL)
+		tls_idle(s);
+}
+
 /* Map an OpenSSL result to KV_IO_AGAIN / KV_IO_ERROR, recording the wait. */
 static ssize_t
 tls_result(struct kv_stream *s, int r)
@@ -80,6 +87,8 @@ kv_stream_write(struct kv_stream *s, const void *buf, size_t len)
 	if (s->ssl != NULL) {
 		ERR_clear_error();
 		r = SSL_write(s->ssl, buf, len > 0x7fffffff ? 0x7fffffff : (int)len);
+		if (r > 0 && (size_t)r == len)
+			tls_idle(s);
 		return r > 0 ? r : tls_result(s, r);
 	}
 	do
@@ -103,8 +112,10 @@ kv_stream_handshake(struct kv_stream *s, char *err, size_t errlen)
 
 	ERR_clear_error();
 	r = SSL_connect(s->ssl);
-	if (r == 1)
+	if (r == 1) {
+		tls_idle(s);
 		return 1;
+	}
 	switch (SSL_get_error(s->ssl, r)) {
 	case SSL_ERROR_WANT_READ:
 		s->want = EPOLLIN;

@@ -29,6 +29,11 @@ ssize_t	kv_stream_read(struct kv_stream *s, void *buf, size_t len);
 /* Write up to len bytes: returns > 0, KV_IO_AGAIN or KV_IO_ERROR. */
 ssize_t	kv_stream_write(struct kv_stream *s, const void *buf, size_t len);
 
+/* The stream will not be read for a while (its turn is over, or its
+ * client is behind): give back TLS record buffers that hold no unread
+ * bytes. A no-op on plaintext. */
+void	kv_stream_idle(struct kv_stream *s);
+
 /* Drive the TLS client handshake: 1 done, KV_IO_AGAIN, or KV_IO_ERROR with
  * a reason (certificate verification result included) in err. Waiting
  * between flights holds no record buffer either. */

@@ -15,7 +15,7 @@
 #define KV_POOL_MAX_IDLE	64	/* idle connections kept per upstream */
 #define KV_POOL_IDLE_SECS	30	/* providers close idle keep-alive sooner */
 #define KV_DNS_REFRESH_SECS	60
-#define KV_TLS_HANDSHAKES_MAX	16	/* TLS handshakes in flight per upstream */
+#define KV_TLS_HANDSHAKES_MAX	32	/* TLS handshakes in flight per upstream */
 
 struct kv_upconn;
 
