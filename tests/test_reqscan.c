@@ -37,6 +37,7 @@ static const struct { const char *body; const char *why; } bad[] = {
 	{ "{\"t\":Infinity}", "NaN and Infinity" },
 	{ "{\"a\":\"\xff\"}", "invalid UTF-8 (byte 0xff) at byte 6" },
 	{ "{\"a\":\"\xc0\xaf\"}", "invalid UTF-8" },		/* overlong '/' */
+	{ "{\"mo\x91\":5}", "invalid UTF-8 (byte 0x91) at byte 4" },	/* same offset split */
 	{ "{\"a\":\"\xed\xa0\x80\"}", "invalid UTF-8" },	/* a raw surrogate */
 	{ "{\"a\":\"\xf4\x90\x80\x80\"}", "invalid UTF-8" },	/* past U+10FFFF */
 	{ "{\"a\":\"\xe2\x82\"}", "invalid UTF-8" },		/* cut short */

@@ -214,10 +214,10 @@ flush_surrogate(struct feed *f)
 	}
 }
 
-/* The next byte of a UTF-8 sequence: lo..hi bound the one after a lead
- * byte so that overlong forms, surrogates and code points past U+10FFFF
- * are refused (RFC 3629). */
-static int
+/* A lead byte (0xc2..0xf4): lo..hi bound the byte after it so that
+ * overlong forms, surrogates and code points past U+10FFFF are refused
+ * (RFC 3629). */
+static void
 utf8_lead(struct kv_jv *v, unsigned char c)
 {
 	v->u8lo = 0x80;
@@ -230,15 +230,13 @@ utf8_lead(struct kv_jv *v, unsigned char c)
 			v->u8lo = 0xa0;
 		if (c == 0xed)
 			v->u8hi = 0x9f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
+	} else {
 		v->u8need = 3;
 		if (c == 0xf0)
 			v->u8lo = 0x90;
 		if (c == 0xf4)
 			v->u8hi = 0x8f;
-	} else
-		return fail(v, "invalid UTF-8", c);
-	return 0;
+	}
 }
 
 /* A run of string content up to a quote or backslash; returns the bytes
@@ -268,10 +266,12 @@ str_run(struct feed *f, const unsigned char *p, size_t n)
 			v->off += i;
 			return fail(v, "control character in a string", c);
 		}
-		if (c >= 0x80 && utf8_lead(v, c) == -1) {
+		if (c >= 0x80 && (c < 0xc2 || c > 0xf4)) {
 			v->off += i;
-			return -1;
+			return fail(v, "invalid UTF-8", c);
 		}
+		if (c >= 0x80)
+			utf8_lead(v, c);
 	}
 	if (i > 0) {
 		emit(f, KV_JV_BYTES, v->depth, (const char *)p, i);
