@@ -34,7 +34,8 @@
 #define CFG_MAX_SECONDS		86400
 #define CFG_MAX_KEYS		(1u << 20)
 
-enum cfg_sect { SECT_NONE, SECT_SERVER, SECT_BUDGET, SECT_UPSTREAM, SECT_PRICE, SECT_KEY };
+enum cfg_sect { SECT_NONE, SECT_SERVER, SECT_BUDGET, SECT_UPSTREAM, SECT_PRICE, SECT_KEY,
+    SECT_CLUSTER };
 
 struct cfg_parse {
 	struct kv_config *cf;
@@ -50,6 +51,7 @@ struct cfg_parse {
 	uint32_t	 seen;		/* keys already set in this section */
 	int		 seen_server;
 	int		 seen_budget;
+	int		 seen_cluster;
 	int		 workers_auto;
 	int		 failed;
 	char		*err;
@@ -782,6 +784,95 @@ set_key_budget(struct cfg_parse *p, const char *v)
 	return cfg_money(p, "budget", v, &cur_key(p)->budget_nusd);
 }
 
+/* ---- [cluster] ------------------------------------------------------------ */
+
+/* redis://HOST[:PORT] or unix:PATH */
+static int
+set_redis(struct cfg_parse *p, const char *v)
+{
+	struct kv_cluster *c = &p->cf->cluster;
+	char hp[300];
+
+	c->redis_host[0] = c->redis_unix[0] = '\0';
+	if (strncmp(v, "unix:", 5) == 0) {
+		if (v[5] != '/' || strlen(v + 5) >= sizeof(c->redis_unix))
+			return cfg_err(p, p->lineno, "redis: unix: needs an absolute path "
+			    "of at most %zu bytes", sizeof(c->redis_unix) - 1);
+		strcpy(c->redis_unix, v + 5);
+		return 0;
+	}
+	if (strncmp(v, "redis://", 8) != 0 || strlen(v + 8) >= sizeof(hp) - 6 ||
+	    strchr(v + 8, '/') != NULL || strchr(v + 8, '@') != NULL)
+		return cfg_err(p, p->lineno, "redis: want redis://HOST:PORT or unix:PATH "
+		    "(the password goes in 'password')");
+	snprintf(hp, sizeof(hp), "%s%s", v + 8,
+	    (strrchr(v + 8, ':') == NULL || strrchr(v + 8, ']') > strrchr(v + 8, ':')) ?
+	    ":6379" : "");
+	if (parse_hostport(hp, c->redis_host, c->redis_port) == -1 || hp[0] == ':')
+		return cfg_err(p, p->lineno, "redis: bad host or port in '%s'", v);
+	return 0;
+}
+
+static int
+set_redis_password(struct cfg_parse *p, const char *v)
+{
+	free_secret(p->cf->cluster.password);
+	p->cf->cluster.password = NULL;
+	if (*v == '\0')
+		return 0;
+	if ((p->cf->cluster.password = strdup(v)) == NULL)
+		return cfg_err(p, p->lineno, "out of memory");
+	return 0;
+}
+
+static int
+set_host_id(struct cfg_parse *p, const char *v)
+{
+	if (!valid_name(v, sizeof(p->cf->cluster.host_id), 0) || strchr(v, ':') != NULL)
+		return cfg_err(p, p->lineno, "host_id: at most %zu printable characters, "
+		    "no blanks or ':'", sizeof(p->cf->cluster.host_id) - 1);
+	strcpy(p->cf->cluster.host_id, v);
+	return 0;
+}
+
+static int
+set_lease_min(struct cfg_parse *p, const char *v)
+{
+	return cfg_money(p, "lease_min", v, &p->cf->cluster.lease_min_nusd);
+}
+
+static int
+set_lease_max(struct cfg_parse *p, const char *v)
+{
+	return cfg_money(p, "lease_max", v, &p->cf->cluster.lease_max_nusd);
+}
+
+static int
+set_lease_share(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	if (cfg_int(p, "lease_share", v, 1, 100, &n) == -1)
+		return -1;
+	p->cf->cluster.lease_share = (int)n;
+	return 0;
+}
+
+static int
+set_lease_ttl(struct cfg_parse *p, const char *v)
+{
+	return set_seconds(p, "lease_ttl", v, 2, &p->cf->cluster.lease_ttl);
+}
+
+static int
+set_on_redis_down(struct cfg_parse *p, const char *v)
+{
+	if (strcmp(v, "closed") != 0 && strcmp(v, "open") != 0)
+		return cfg_err(p, p->lineno, "on_redis_down: want closed or open, not '%s'", v);
+	p->cf->cluster.open_when_down = strcmp(v, "open") == 0;
+	return 0;
+}
+
 /* ---- key tables ---------------------------------------------------------- */
 
 static const struct cfg_key server_keys[] = {
@@ -835,6 +926,18 @@ static const struct cfg_key key_keys[] = {
 	{ NULL, NULL, 0 }
 };
 
+static const struct cfg_key cluster_keys[] = {
+	{ "redis",		set_redis,		0 },
+	{ "password",		set_redis_password,	CFG_SECRET | CFG_ENV_OPT },
+	{ "host_id",		set_host_id,		0 },
+	{ "lease_min",		set_lease_min,		0 },
+	{ "lease_max",		set_lease_max,		0 },
+	{ "lease_share",	set_lease_share,	0 },
+	{ "lease_ttl",		set_lease_ttl,		0 },
+	{ "on_redis_down",	set_on_redis_down,	0 },
+	{ NULL, NULL, 0 }
+};
+
 static const struct cfg_key *const sect_keys[] = {
 	[SECT_NONE] = NULL,
 	[SECT_SERVER] = server_keys,
@@ -842,6 +945,7 @@ static const struct cfg_key *const sect_keys[] = {
 	[SECT_UPSTREAM] = upstream_keys,
 	[SECT_PRICE] = price_keys,
 	[SECT_KEY] = key_keys,
+	[SECT_CLUSTER] = cluster_keys,
 };
 
 /* ---- the inih handler ---------------------------------------------------- */
@@ -927,6 +1031,13 @@ end_section(struct cfg_parse *p)
 	case SECT_PRICE:
 		if (!(p->seen & 1u))
 			return cfg_err(p, p->sect_line, "%s: input is required", p->sect_text);
+		break;
+	case SECT_CLUSTER:
+		if (!(p->seen & 1u))
+			return cfg_err(p, p->sect_line, "%s: redis is required", p->sect_text);
+		if (cf->cluster.lease_min_nusd > cf->cluster.lease_max_nusd)
+			return cfg_err(p, p->sect_line, "%s: lease_min is above lease_max",
+			    p->sect_text);
 		break;
 	case SECT_KEY:
 		if (!(p->seen & 1u))
@@ -1047,6 +1158,10 @@ begin_section(struct cfg_parse *p, const char *text)
 		return begin_plain(p, SECT_SERVER, &p->seen_server);
 	if (strcmp(kind, "budget") == 0 && *name == '\0')
 		return begin_plain(p, SECT_BUDGET, &p->seen_budget);
+	if (strcmp(kind, "cluster") == 0 && *name == '\0') {
+		p->cf->cluster.enabled = 1;
+		return begin_plain(p, SECT_CLUSTER, &p->seen_cluster);
+	}
 	if (*name == '\0')
 		return cfg_err(p, p->lineno, "unknown section %s", p->sect_text);
 	if (strcmp(kind, "upstream") == 0)
@@ -1208,6 +1323,30 @@ cfg_defaults(struct kv_config *cf)
 	cf->default_budget_nusd = 2000000000;
 	cf->period = KV_PERIOD_NONE;
 	cf->reserve_output_tokens = 1024;
+	cf->cluster.lease_min_nusd = 10000000;		/* $0.01 */
+	cf->cluster.lease_max_nusd = 1000000000;	/* $1.00 */
+	cf->cluster.lease_share = 25;
+	cf->cluster.lease_ttl = 10;
+}
+
+/* The cluster's host_id defaults to the host name, cut at the first '.'. */
+static int
+cluster_defaults(struct cfg_parse *p)
+{
+	struct kv_cluster *c = &p->cf->cluster;
+	char name[256];
+
+	if (!c->enabled || c->host_id[0] != '\0')
+		return 0;
+	if (gethostname(name, sizeof(name)) == -1)
+		return cfg_err(p, 0, "[cluster]: gethostname: %s (set host_id)", strerror(errno));
+	name[sizeof(name) - 1] = '\0';
+	name[strcspn(name, ". \t:")] = '\0';
+	name[sizeof(c->host_id) - 1] = '\0';
+	if (name[0] == '\0')
+		return cfg_err(p, 0, "[cluster]: the host has no name: set host_id");
+	memcpy(c->host_id, name, strlen(name) + 1);
+	return 0;
 }
 
 static int
@@ -1263,7 +1402,7 @@ kv_config_load(struct kv_config *cf, const char *file, char *err, size_t errlen)
 		return -1;
 	}
 	strcpy(cf->path, file);
-	if (cfg_parse_file(&p) == -1 || env_overrides(&p) == -1) {
+	if (cfg_parse_file(&p) == -1 || env_overrides(&p) == -1 || cluster_defaults(&p) == -1) {
 		kv_config_free(cf);
 		memset(cf, 0, sizeof(*cf));
 		return -1;
@@ -1307,6 +1446,8 @@ kv_config_free(struct kv_config *cf)
 	cf->nkeys = 0;
 	free_secret(cf->admin_token);
 	cf->admin_token = NULL;
+	free_secret(cf->cluster.password);
+	cf->cluster.password = NULL;
 }
 
 /* ---- lookups ------------------------------------------------------------- */

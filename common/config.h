@@ -43,6 +43,22 @@ struct kv_keydef {
 	int64_t	  budget_nusd;	/* -1: the [budget] default */
 };
 
+/* [cluster]: several hosts share each key's budget through leases from
+ * Redis (docs/cluster.md). Absent section: enabled == 0, no Redis. */
+struct kv_cluster {
+	int	  enabled;
+	char	  redis_host[256];	/* redis://HOST:PORT; "" when redis_unix is set */
+	char	  redis_port[8];
+	char	  redis_unix[108];	/* unix:PATH */
+	char	 *password;		/* NULL: no AUTH */
+	char	  host_id[64];		/* default: the host name */
+	int64_t	  lease_min_nusd;	/* smallest free lease a host asks for */
+	int64_t	  lease_max_nusd;	/* largest free lease a host holds per key */
+	int	  lease_share;		/* percent of the unleased budget one grant may take */
+	int	  lease_ttl;		/* seconds a lease lives without renewal */
+	int	  open_when_down;	/* on_redis_down = open */
+};
+
 struct kv_config {
 	char	  path[4096];	/* file it was read from */
 
@@ -78,6 +94,8 @@ struct kv_config {
 	struct kv_price default_price;
 	struct kv_keydef *keys;
 	size_t	  nkeys;
+
+	struct kv_cluster cluster;
 };
 
 /* Read and validate FILE, apply KILOVOLT_* environment overrides and resolve

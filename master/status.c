@@ -315,8 +315,12 @@ admin_apply(struct kv_status *st, struct MHD_Connection *c, const char *id,
 		    "key id prefix is ambiguous" : "no such key");
 	kv_key_id(a->hash, kid);
 	if (strcmp(action, "reset") == 0) {
-		/* Workers add to spent concurrently: exchange, never store. */
-		int64_t old = atomic_exchange(&a->spent_nusd, 0);
+		/* Workers add to spent concurrently: exchange, never store. A
+		 * cluster lease is capped in spent units: close it first. */
+		int64_t old;
+
+		atomic_store(&a->lease_cap_nusd, 0);
+		old = atomic_exchange(&a->spent_nusd, 0);
 
 		kv_log_info("status: key %s reset by admin (was %" PRId64 " nusd)",
 		    kid, old);

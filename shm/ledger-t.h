@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define KV_LEDGER_MAGIC		0x5245474445564b31ULL	/* "1KVLEDGER" */
-#define KV_LEDGER_VERSION	2u	/* 2: claim tags, repair and lock identity */
+#define KV_LEDGER_VERSION	3u	/* 2: claim tags, repair and lock identity; 3: cluster leases */
 #define KV_WORKER_SLOTS		64	/* room for two generations during a reload */
 #define KV_RESV_PER_WORKER	2048	/* in-flight reservations one worker may hold */
 #define KV_MODEL_SLOTS		256
@@ -46,7 +46,11 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free");
 	X(output_tokens_total,		"output tokens billed") \
 	X(cached_input_tokens_total,	"cached input tokens billed") \
 	X(cost_nusd_total,		"cost charged, nano-dollars") \
-	X(estimated_requests_total,	"requests whose usage was estimated")
+	X(estimated_requests_total,	"requests whose usage was estimated") \
+	X(cluster_lease_refusals_total,	"requests refused with 503 while this host's lease was short") \
+	X(cluster_syncs_total,		"lease syncs with Redis that succeeded") \
+	X(cluster_redis_errors_total,	"Redis connection failures and error replies") \
+	X(cluster_overdraft_nusd_total,	"spent past this host's lease while Redis was down (open)")
 
 struct kv_counters {
 #define KV_X_FIELD(name, help) _Atomic uint64_t name;
@@ -89,6 +93,11 @@ struct kv_ledger_header {
 	uint32_t	  pad1;
 	_Atomic uint64_t  repairs;		/* counters and slots the repair corrected */
 	char		  master_host[64];	/* hostname of the lock holder */
+	/* Version 3. Cluster leases (master/cluster.c): 1 while admission is bounded by
+	 * each account's lease_cap_nusd; 0 without [cluster]. */
+	_Atomic uint32_t  cluster;
+	_Atomic uint32_t  cluster_up;		/* 1 while Redis answers */
+	_Atomic int64_t	  cluster_synced_ms;	/* last successful sync, unix ms */
 };
 
 /* One in-flight reservation, written only by the owning worker and released
@@ -167,6 +176,17 @@ struct kv_account {
 	_Atomic uint32_t  aflags;		/* KV_AF_* */
 	uint32_t	  pad1;
 	_Atomic int64_t	  config_budget_nusd;	/* the config's budget when overridden */
+	/* Version 3. Cluster leases, written by the master (docs/cluster.md). In local
+	 * spent units: this host admits while spent + reserved + amount <=
+	 * lease_cap_nusd, and refuses for the budget (402) when the other
+	 * hosts' commitment plus that passes the budget. */
+	_Atomic int64_t	  lease_cap_nusd;
+	_Atomic int64_t	  cluster_other_nusd;	/* committed by the other hosts */
+	_Atomic int64_t	  cluster_spent_nusd;	/* settled spend of all hosts (display) */
+	_Atomic int64_t	  lease_need_nusd;	/* largest amount refused for the lease */
+	_Atomic int64_t	  lease_expires_ms;	/* unix ms this host's lease lasts to */
+	_Atomic int64_t	  cluster_base_nusd;	/* spend cleared here by a reset, still in Redis */
+	int64_t		  cluster_pad[2];
 };
 
 #define KV_ACCOUNT_NAMED 0x1u

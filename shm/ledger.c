@@ -660,6 +660,9 @@ kv_ledger_period_roll(struct kv_account *a, enum kv_period period, int64_t now)
 	ps = atomic_load(&a->period_start);
 	while (ps < start) {
 		if (atomic_compare_exchange_weak(&a->period_start, &ps, start)) {
+			/* A cluster lease is the old period's: cap first, so no
+			 * admission sees the cleared spent under the old cap. */
+			atomic_store(&a->lease_cap_nusd, 0);
 			atomic_exchange(&a->spent_nusd, 0);
 			return;
 		}
@@ -742,24 +745,40 @@ admits(int64_t budget, int64_t spent, int64_t reserved, int64_t amount)
  * may over-count but never under-count. The CAS on reserved alone cannot
  * see spent move (reserved can come back to the same value: ABA), so after
  * a successful CAS spent is read again; unchanged means the check held at
- * the instant of the CAS, changed means undo and try again. */
+ * the instant of the CAS, changed means undo and try again.
+ * With cluster leases (LEASED) the budget is what the other hosts have not
+ * committed, and this host's lease caps it too (-3 when only the lease
+ * refuses). The master lowers a cap before it reads spent and reserved to
+ * return the rest, so a cap seen lower after the CAS means undo and retry:
+ * either this admission sees the new cap or the master sees it. */
 static int
-admit(struct kv_account *a, int64_t amount, int64_t *remaining)
+admit(struct kv_account *a, int64_t amount, int64_t *remaining, int leased)
 {
-	int64_t budget, spent, reserved;
+	int64_t budget, spent, reserved, cap = 0;
 	int tries;
 
 	for (tries = 0; ; tries++) {
 		reserved = atomic_load(&a->reserved_nusd);
 		spent = atomic_load(&a->spent_nusd);
 		budget = atomic_load(&a->budget_nusd);
+		if (leased)
+			budget -= atomic_load(&a->cluster_other_nusd);
 		if (!admits(budget, spent, reserved, amount)) {
 			*remaining = kv_sat_add(kv_sat_add(budget, -spent), -reserved);
 			return -1;
 		}
+		if (leased && !admits(cap = atomic_load(&a->lease_cap_nusd), spent, reserved,
+		    amount)) {
+			*remaining = kv_sat_add(kv_sat_add(budget, -spent), -reserved);
+			return -3;
+		}
 		if (!atomic_compare_exchange_strong(&a->reserved_nusd, &reserved,
 		    reserved + amount))
 			continue;
+		if (leased && atomic_load(&a->lease_cap_nusd) < cap) {
+			atomic_fetch_sub(&a->reserved_nusd, amount);
+			continue;
+		}
 		/* Past the bound, accept the (rarely ABA-prone) plain CAS rather
 		 * than spin forever under a storm of settlements. */
 		if (tries > ADMIT_VALIDATE_TRIES ||
@@ -775,7 +794,7 @@ int
 kv_ledger_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
     struct kv_account *a, int64_t amount, int64_t *remaining)
 {
-	int r;
+	int r, rc;
 
 	if (amount < 0)
 		amount = 0;
@@ -789,7 +808,18 @@ kv_ledger_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
 		op_leave(l);
 		return -2;
 	}
-	if (admit(a, amount, remaining) == -1) {
+	rc = admit(a, amount, remaining, atomic_load(&l->hdr->cluster) != 0);
+	if (rc == -3) {
+		int64_t need = atomic_load(&a->lease_need_nusd);
+
+		while (need < amount &&
+		    !atomic_compare_exchange_weak(&a->lease_need_nusd, &need, amount))
+			;
+		resv_clear(w, r);
+		op_leave(l);
+		return -3;
+	}
+	if (rc == -1) {
 		atomic_fetch_add(&a->refusals, 1);
 		resv_clear(w, r);
 		op_leave(l);

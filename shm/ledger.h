@@ -77,7 +77,9 @@ int64_t	kv_period_start(enum kv_period period, int64_t now);
  * On success returns the reservation index (>= 0) recorded in W and sets
  * *remaining to budget - spent - reserved after it. Returns -1 when the
  * budget refuses (*remaining set too), -2 when W has no free
- * reservation slot. */
+ * reservation slot, -3 when the budget would admit but this host's cluster
+ * lease is short (the master leases more within a second; the amount is
+ * recorded in lease_need_nusd so that it asks for at least that). */
 int	kv_ledger_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
 	    struct kv_account *a, int64_t amount, int64_t *remaining);
 

@@ -468,6 +468,15 @@ reserve(struct kv_conn *c)
 		c->resv = -1;
 		return conn_fail(c, 402, msg);
 	}
+	if (c->resv == -3) {
+		/* The key has budget, but not in this host's lease yet: the
+		 * master leases more within a second (docs/cluster.md). */
+		atomic_fetch_add(&l->hdr->counters.cluster_lease_refusals_total, 1);
+		c->resv = -1;
+		c->retry_after = 1;
+		return conn_fail(c, 503, "this host's share of the key's budget is being "
+		    "renewed; retry in a second");
+	}
 	if (c->resv < 0) {
 		c->resv = -1;
 		return conn_fail(c, 503, "too many requests in flight");
