@@ -54,6 +54,7 @@ static const char usage_text[] =
 "  reset KEY | --all            set spent to 0\n"
 "  budget KEY AMOUNT            set a key's budget in USD (e.g. 25.00)\n"
 "  models [--json]              per-model requests, tokens and cost\n"
+"  cluster [--json]             hosts, leases and shared spend, from Redis\n"
 "\n"
 "  -c CONFIG   read the ledger path from CONFIG (default: $KILOVOLT_CONFIG,\n"
 "              /etc/kilovolt/kilovolt.ini, ./kilovolt.ini)\n"
@@ -284,6 +285,9 @@ cmd_show(struct kvctl *k)
 static int64_t
 reset_account(struct kv_account *a)
 {
+	/* A cluster lease is capped in spent units: close it first, the
+	 * master re-leases (docs/cluster.md). */
+	atomic_store(&a->lease_cap_nusd, 0);
 	return atomic_exchange(&a->spent_nusd, 0);
 }
 
@@ -363,6 +367,19 @@ cmd_models(struct kvctl *k)
 	return KVCTL_EXIT_OK;
 }
 
+/* Needs the config (Redis is named there), not only a ledger. */
+static int
+cmd_cluster(struct kvctl *k)
+{
+	if (k->config == NULL && k->ledger != NULL) {
+		fputs("kvctl: cluster: needs -c CONFIG (Redis is named in its [cluster])\n",
+		    stderr);
+		return KVCTL_EXIT_USAGE;
+	}
+	return kvctl_cluster(k->config ? k->config : kv_config_default_path(), &k->l,
+	    k->json);
+}
+
 static const struct command commands[] = {
 	{ "status",	0, 0, 0, "j",	cmd_status },
 	{ "keys",	0, 0, 0, "jw",	cmd_keys },
@@ -370,6 +387,7 @@ static const struct command commands[] = {
 	{ "reset",	1, 0, 1, "a",	cmd_reset },
 	{ "budget",	1, 2, 2, "",	cmd_budget },
 	{ "models",	0, 0, 0, "j",	cmd_models },
+	{ "cluster",	0, 0, 0, "j",	cmd_cluster },
 };
 
 /* ---- command line ------------------------------------------------------- */

@@ -43,4 +43,9 @@ void	kvctl_print_models(FILE *f, const struct kv_ledger *l);
  * TTY. Returns a KVCTL_EXIT_* code (messages already on stderr). */
 int	kvctl_watch_keys(const struct kv_ledger *l, long count);
 
+/* kvctl cluster: hosts, leases and the global figures of every key, read
+ * from the Redis that CONFIG's [cluster] names; labels from ledger L.
+ * Returns a KVCTL_EXIT_* code (messages already on stderr). */
+int	kvctl_cluster(const char *config, const struct kv_ledger *l, int json);
+
 #endif

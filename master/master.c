@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "master/cluster.h"
 #include "master/notify.h"
 #include "master/status.h"
 #include "master/trim.h"
@@ -47,6 +48,7 @@ struct master {
 	struct kv_ledger	 ledger;
 	int			 lfd;
 	struct kv_status	*status;
+	struct kv_cluster_host	*cluster;	/* NULL without [cluster] */
 	struct proc		 procs[KV_WORKER_SLOTS];	/* index = ledger slot */
 	uint32_t		 generation;
 	int			 wanted;	/* workers of the current generation */
@@ -268,6 +270,7 @@ spawn(struct master *m)
 	if (pid == 0) {
 		close(sigpipe_fds[0]);
 		close(sigpipe_fds[1]);
+		kv_cluster_forget(m->cluster);
 		kv_worker_main(m->cf, &m->ledger, slot, m->generation, m->lfd);
 	}
 	atomic_store(&ws->pid, (int32_t)pid);
@@ -561,7 +564,7 @@ master_loop(struct master *m)
 {
 	struct pollfd pfd[16];
 	int64_t last_tick = 0, last_sync = kv_now_ms();
-	int n, timeout;
+	int n, c0, timeout;
 	char drain[64];
 
 	for (;;) {
@@ -594,6 +597,9 @@ master_loop(struct master *m)
 		timeout = 1000;
 		if (m->status != NULL)
 			n += kv_status_pollfds(m->status, pfd + 1, 15, &timeout);
+		c0 = n;
+		if (m->cluster != NULL)
+			n += kv_cluster_pollfds(m->cluster, pfd + n, 16 - n, &timeout);
 		if (timeout < 0 || timeout > 1000)
 			timeout = 1000;
 		if (poll(pfd, (nfds_t)n, timeout) == -1 && errno != EINTR)
@@ -602,6 +608,8 @@ master_loop(struct master *m)
 			;
 		if (m->status != NULL)
 			kv_status_run(m->status);
+		if (m->cluster != NULL)
+			kv_cluster_run(m->cluster, pfd + c0, n - c0);
 	}
 }
 
@@ -670,6 +678,7 @@ master_start(struct master *m)
 		return 2;
 	startup_repair(m);
 	apply_keys(m);
+	m->cluster = kv_cluster_start(m->cf, &m->ledger);
 	if ((m->lfd = open_listener(m->cf)) == -1)
 		return 1;
 	if (m->cf->status_port[0] != '\0')
@@ -700,6 +709,7 @@ kv_master_run(struct kv_config *cf)
 		return r;
 	master_loop(&m);
 	reap(&m);
+	kv_cluster_stop(m.cluster);
 	if (m.status != NULL)
 		kv_status_stop(m.status);
 	if (kv_ledger_sync(&m.ledger) == -1)

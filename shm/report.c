@@ -38,6 +38,23 @@ kv_report_json_string(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* A cluster lease (docs/cluster.md), once the master has synced the key:
+ * this host's unused lease, and the figures of all hosts as last synced. */
+static void
+report_lease_json(FILE *f, const struct kv_account *a, int64_t spent, int64_t reserved)
+{
+	int64_t exp = atomic_load(&a->lease_expires_ms), cap, free;
+
+	if (exp == 0)
+		return;
+	cap = atomic_load(&a->lease_cap_nusd);
+	free = cap - spent - reserved;
+	fprintf(f, ",\"cluster\":{\"lease_nusd\":%" PRId64 ",\"lease_cap_nusd\":%" PRId64
+	    ",\"others_nusd\":%" PRId64 ",\"cluster_spent_nusd\":%" PRId64
+	    ",\"lease_expires_ms\":%" PRId64 "}", free > 0 ? free : 0, cap,
+	    atomic_load(&a->cluster_other_nusd), atomic_load(&a->cluster_spent_nusd), exp);
+}
+
 void
 kv_report_account_json(FILE *f, const struct kv_account *a)
 {
@@ -62,10 +79,12 @@ kv_report_account_json(FILE *f, const struct kv_account *a)
 	    budget, spent, reserved, budget - spent - reserved);
 	fprintf(f, ",\"requests\":%" PRIu64 ",\"input_tokens\":%" PRIu64
 	    ",\"output_tokens\":%" PRIu64 ",\"cached_input_tokens\":%" PRIu64
-	    ",\"refusals\":%" PRIu64 ",\"last_used\":%" PRId64 "}",
+	    ",\"refusals\":%" PRIu64 ",\"last_used\":%" PRId64,
 	    atomic_load(&a->requests), atomic_load(&a->input_tokens),
 	    atomic_load(&a->output_tokens), atomic_load(&a->cached_input_tokens),
 	    atomic_load(&a->refusals), atomic_load(&a->last_used));
+	report_lease_json(f, a, spent, reserved);
+	fputc('}', f);
 }
 
 /* Accounts are sorted on a snapshot of their spend: sorting on live values

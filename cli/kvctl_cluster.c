@@ -1,0 +1,364 @@
+/* kvctl cluster: the cluster's view of every key, read from Redis (the
+ * ledger of record across hosts; docs/cluster.md): budget, settled spend of
+ * all hosts, what is committed, and each host's lease. kvctl may block, so
+ * this is a plain blocking client over common/resp.c, with timeouts. */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "cli/kvctl.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/resp.h"
+#include "shm/report.h"
+
+#define MAX_KEYS	100000
+#define IO_TIMEOUT_S	3
+
+struct rconn {
+	int			 fd;
+	char			*buf;
+	size_t			 len, cap, used;
+	struct kv_resp_reply	 r;
+};
+
+static int
+dial(const struct kv_cluster *c)
+{
+	struct addrinfo hints, *ai = NULL, *a;
+	struct sockaddr_un sun;
+	struct timeval tv = { IO_TIMEOUT_S, 0 };
+	int fd = -1;
+
+	if (c->redis_unix[0] != '\0') {
+		memset(&sun, 0, sizeof(sun));
+		sun.sun_family = AF_UNIX;
+		memcpy(sun.sun_path, c->redis_unix, strlen(c->redis_unix) + 1);
+		if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) != -1 &&
+		    connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+			close(fd);
+			fd = -1;
+		}
+	} else {
+		memset(&hints, 0, sizeof(hints));
+		hints.ai_socktype = SOCK_STREAM;
+		hints.ai_flags = AI_NUMERICSERV;
+		if (getaddrinfo(c->redis_host, c->redis_port, &hints, &ai) != 0) {
+			errno = EHOSTUNREACH;
+			return -1;
+		}
+		for (a = ai; a != NULL && fd == -1; a = a->ai_next) {
+			if ((fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+				continue;
+			if (connect(fd, a->ai_addr, a->ai_addrlen) == -1) {
+				close(fd);
+				fd = -1;
+			}
+		}
+		freeaddrinfo(ai);
+	}
+	if (fd != -1 && (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == -1)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Send one command and wait for its reply (valid until the next call). */
+static const struct kv_resp_value *
+call(struct rconn *c, int argc, const char *const *argv)
+{
+	size_t lens[8], off = 0;
+	char out[1024];
+	long n;
+	int i, rc;
+
+	for (i = 0; i < argc; i++)
+		lens[i] = strlen(argv[i]);
+	if ((n = kv_resp_command(out, sizeof(out), argc, argv, lens)) < 0)
+		return NULL;
+	while (off < (size_t)n) {
+		ssize_t w = send(c->fd, out + off, (size_t)n - off, MSG_NOSIGNAL);
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w == -1)
+			return NULL;
+		off += (size_t)w;
+	}
+	memmove(c->buf, c->buf + c->used, c->len - c->used);
+	c->len -= c->used;
+	c->used = 0;
+	while ((rc = kv_resp_parse(c->buf, c->len, &c->r, &c->used)) == 0) {
+		ssize_t r;
+
+		if (c->cap - c->len < 4096) {
+			char *p = realloc(c->buf, c->cap ? c->cap * 2 : 65536);
+			if (p == NULL || c->cap > (64u << 20))
+				return NULL;
+			c->buf = p;
+			c->cap = c->cap ? c->cap * 2 : 65536;
+		}
+		r = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			if (r == 0)
+				errno = ECONNRESET;
+			return NULL;
+		}
+		c->len += (size_t)r;
+	}
+	return rc == 1 ? &c->r.nodes[0] : NULL;
+}
+
+static int
+field_is(const struct kv_resp_value *v, const char *s)
+{
+	return v->type == KV_RESP_BULK && !v->nil && v->len == strlen(s) &&
+	    memcmp(v->str, s, v->len) == 0;
+}
+
+static int64_t
+num(const struct kv_resp_value *v)
+{
+	int64_t x = 0;
+
+	return kv_resp_int(v, &x) == 0 ? x : 0;
+}
+
+/* One key's hash (HGETALL reply) as a JSON object or a table block. */
+static void
+print_key(FILE *f, const char *key, const struct kv_resp_value *h,
+    const struct kv_ledger *l, int64_t now, int json, int first)
+{
+	char id[13], label[KV_LABEL_MAX] = "", money[3][32];
+	int64_t budget = 0, spent = 0, committed = 0, retired = 0;
+	size_t i, j, nh = 0;
+	char kid[13];
+	uint32_t k;
+
+	memcpy(id, key + 3, 12);
+	id[12] = '\0';
+	for (k = 0; l != NULL && l->base != NULL && k < l->hdr->max_keys; k++) {
+		if (atomic_load(&l->accounts[k].state) != 2)
+			continue;
+		kv_key_id(l->accounts[k].hash, kid);
+		if (strcmp(kid, id) == 0) {
+			memcpy(label, l->accounts[k].label, sizeof(label));
+			label[sizeof(label) - 1] = '\0';
+			break;
+		}
+	}
+	for (i = 0; i + 1 < h->n; i += 2) {
+		const struct kv_resp_value *n = &h->elem[i], *v = &h->elem[i + 1];
+		if (field_is(n, "budget"))
+			budget = num(v);
+		else if (field_is(n, "S"))
+			spent = num(v);
+		else if (field_is(n, "C"))
+			committed = num(v);
+		else if (field_is(n, "R"))
+			retired = num(v);
+	}
+	if (json) {
+		fprintf(f, "%s{\"id\":\"%s\",\"label\":", first ? "" : ",", id);
+		if (label[0] != '\0')
+			kv_report_json_string(f, label);
+		else
+			fputs("null", f);
+		fprintf(f, ",\"period\":%s,\"budget_nusd\":%" PRId64 ",\"spent_nusd\":%"
+		    PRId64 ",\"committed_nusd\":%" PRId64 ",\"retired_nusd\":%" PRId64
+		    ",\"hosts\":[", strrchr(key, ':') + 1, budget, spent, committed, retired);
+	} else {
+		kvctl_format_money(budget, money[0], sizeof(money[0]));
+		kvctl_format_money(spent, money[1], sizeof(money[1]));
+		kvctl_format_money(committed, money[2], sizeof(money[2]));
+		fprintf(f, "%s %-16s budget %s  spent %s  committed %s\n", id,
+		    label[0] ? label : "-", money[0], money[1], money[2]);
+	}
+	for (i = 0; i + 1 < h->n; i += 2) {
+		const struct kv_resp_value *n = &h->elem[i];
+		int64_t g = 0, u = 0, e = 0;
+		char host[80];
+
+		if (n->type != KV_RESP_BULK || n->len < 3 || memcmp(n->str, "g:", 2) != 0 ||
+		    n->len - 2 >= sizeof(host))
+			continue;
+		memcpy(host, n->str + 2, n->len - 2);
+		host[n->len - 2] = '\0';
+		g = num(&h->elem[i + 1]);
+		for (j = 0; j + 1 < h->n; j += 2) {
+			const struct kv_resp_value *m = &h->elem[j];
+			if (m->len == n->len && memcmp(m->str + 2, host, n->len - 2) == 0 &&
+			    m->str[1] == ':') {
+				if (m->str[0] == 'u')
+					u = num(&h->elem[j + 1]);
+				else if (m->str[0] == 'e')
+					e = num(&h->elem[j + 1]);
+			}
+		}
+		if (json) {
+			fprintf(f, "%s{\"host\":", nh ? "," : "");
+			kv_report_json_string(f, host);
+			fprintf(f, ",\"granted_nusd\":%" PRId64 ",\"spent_nusd\":%" PRId64
+			    ",\"lease_nusd\":%" PRId64 ",\"expires_ms\":%" PRId64
+			    ",\"expired\":%s}", g, u, g > u ? g - u : 0, e,
+			    e <= now ? "true" : "false");
+		} else {
+			kvctl_format_money(g > u ? g - u : 0, money[0], sizeof(money[0]));
+			kvctl_format_money(u, money[1], sizeof(money[1]));
+			kvctl_printable(host);
+			fprintf(f, "    host %-20s lease %s  spent %s  %s %.1f s\n", host,
+			    money[0], money[1], e <= now ? "expired" : "expires in",
+			    (double)(e > now ? e - now : now - e) / 1000);
+		}
+		nh++;
+	}
+	if (json)
+		fputs("]}", f);
+}
+
+static int
+print_hosts(FILE *f, struct rconn *c, int64_t now, int json)
+{
+	const char *hg[] = { "HGETALL", "kv:hosts" };
+	const struct kv_resp_value *v = call(c, 2, hg);
+	size_t i;
+	char host[80];
+
+	if (v == NULL || v->type != KV_RESP_ARRAY)
+		return -1;
+	fputs(json ? "\"hosts\":[" : "hosts:", f);
+	for (i = 0; i + 1 < v->n; i += 2) {
+		size_t n = v->elem[i].len < sizeof(host) ? v->elem[i].len : sizeof(host) - 1;
+		int64_t seen = num(&v->elem[i + 1]);
+
+		memcpy(host, v->elem[i].str, n);
+		host[n] = '\0';
+		if (json) {
+			fputs(i ? ",{\"host\":" : "{\"host\":", f);
+			kv_report_json_string(f, host);
+			fprintf(f, ",\"last_sync_ms\":%" PRId64 "}", seen);
+		} else {
+			kvctl_printable(host);
+			fprintf(f, " %s (synced %.1f s ago)", host, (double)(now - seen) / 1000);
+		}
+	}
+	fputs(json ? "]" : "\n", f);
+	return 0;
+}
+
+/* Every kv:* key: SCAN, then HGETALL each (each one atomic). */
+static int
+print_keys(FILE *f, struct rconn *c, const struct kv_ledger *l, int64_t now, int json)
+{
+	char cursor[32] = "0", **keys = NULL;
+	size_t nkeys = 0, i;
+	const struct kv_resp_value *v;
+	int rc = 0;
+
+	do {
+		const char *scan[] = { "SCAN", cursor, "MATCH", "kv:*:*", "COUNT", "1000" };
+
+		if ((v = call(c, 6, scan)) == NULL || v->type != KV_RESP_ARRAY || v->n != 2 ||
+		    v->elem[0].len >= sizeof(cursor))
+			goto fail;
+		memcpy(cursor, v->elem[0].str, v->elem[0].len);
+		cursor[v->elem[0].len] = '\0';
+		for (i = 0; i < v->elem[1].n && nkeys < MAX_KEYS; i++) {
+			const struct kv_resp_value *k = &v->elem[1].elem[i];
+			char **p = realloc(keys, (nkeys + 1) * sizeof(*keys));
+
+			if (p == NULL)
+				goto fail;
+			keys = p;
+			if ((keys[nkeys] = strndup(k->str, k->len)) == NULL)
+				goto fail;
+			nkeys++;
+		}
+	} while (strcmp(cursor, "0") != 0);
+	fputs(json ? ",\"keys\":[" : "", f);
+	for (i = 0; i < nkeys; i++) {
+		const char *hg[] = { "HGETALL", keys[i] };
+
+		if (strlen(keys[i]) < 16 || (v = call(c, 2, hg)) == NULL ||
+		    v->type != KV_RESP_ARRAY)
+			continue;
+		print_key(f, keys[i], v, l, now, json, i == 0);
+	}
+	fputs(json ? "]" : "", f);
+	goto out;
+fail:
+	rc = -1;
+out:
+	for (i = 0; i < nkeys; i++)
+		free(keys[i]);
+	free(keys);
+	return rc;
+}
+
+int
+kvctl_cluster(const char *config, const struct kv_ledger *l, int json)
+{
+	static struct rconn c;
+	struct kv_config *cf = calloc(1, sizeof(*cf));
+	const struct kv_resp_value *v;
+	const char *tm[] = { "TIME" };
+	char err[1024];
+	int64_t now;
+	int rc = KVCTL_EXIT_USAGE;
+
+	if (cf == NULL || kv_config_load(cf, config, err, sizeof(err)) == -1) {
+		fprintf(stderr, "kvctl: %s\n", cf ? err : "out of memory");
+		free(cf);
+		return KVCTL_EXIT_USAGE;
+	}
+	if (!cf->cluster.enabled) {
+		fprintf(stderr, "kvctl: %s has no [cluster] section\n", config);
+		goto out;
+	}
+	if ((c.fd = dial(&cf->cluster)) == -1) {
+		fprintf(stderr, "kvctl: cannot reach Redis: %s\n", strerror(errno));
+		goto out;
+	}
+	if (cf->cluster.password != NULL) {
+		const char *auth[] = { "AUTH", cf->cluster.password };
+		if ((v = call(&c, 2, auth)) == NULL || v->type == KV_RESP_ERROR) {
+			fprintf(stderr, "kvctl: Redis refused AUTH\n");
+			goto out;
+		}
+	}
+	if ((v = call(&c, 1, tm)) == NULL || v->type != KV_RESP_ARRAY || v->n != 2) {
+		fprintf(stderr, "kvctl: Redis: no TIME: %s\n", strerror(errno));
+		goto out;
+	}
+	now = num(&v->elem[0]) * 1000 + num(&v->elem[1]) / 1000;
+	if (json)
+		fprintf(stdout, "{\"now_ms\":%" PRId64 ",", now);
+	if (print_hosts(stdout, &c, now, json) == -1 || print_keys(stdout, &c, l, now, json) == -1) {
+		fprintf(stderr, "kvctl: Redis: read failed: %s\n", strerror(errno));
+		goto out;
+	}
+	if (json)
+		fputs("}\n", stdout);
+	rc = KVCTL_EXIT_OK;
+out:
+	if (c.fd > 0)
+		close(c.fd);
+	free(c.buf);
+	kv_config_free(cf);
+	free(cf);
+	return rc;
+}

@@ -1,0 +1,582 @@
+/* Budget leases across hosts; see cluster.h and docs/cluster.md.
+ *
+ * Units: Redis counts host H's spend as u = base + the account's local
+ * spent_nusd, where base is spend a local reset cleared (it stays spent in
+ * Redis). The grant g is in the same units, so the local cap is g - base.
+ * The cap is only ever raised from a reply (what Redis granted) and is
+ * lowered here before anything is returned, so this host never admits
+ * past what Redis counts as its commitment. */
+#include "master/cluster.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "master/redis.h"
+#include "worker/worker.h"
+
+#define SYNC_MS		500	/* settled spend reaches Redis within a second */
+#define BATCH		128	/* accounts per script call */
+#define DEMAND_SECS	2	/* a lease covers this many seconds of spend */
+#define IDLE_SECS	60	/* an unnamed key unused this long returns its lease */
+#define OPEN_AFTER_MS	2000	/* Redis silent this long: on_redis_down applies */
+#define CAP_OPEN	(INT64_MAX / 4)
+
+extern const char kv_cluster_sync_lua[];
+
+struct acct {
+	int64_t		 period;	/* period_start the figures below are for */
+	int64_t		 last_spent;	/* local spent at the last sync */
+	int64_t		 granted;	/* g, from the last reply */
+	int64_t		 cap;		/* what we last stored in lease_cap_nusd */
+	int64_t		 known_budget;	/* budget agreed with Redis; -1 before */
+	int64_t		 rate;		/* spend per second, decaying */
+	int64_t		 deadline_ms;	/* monotonic: the lease holds until here */
+	int64_t		 last_u;
+	int64_t		 rate_ms;
+	int		 inflight;
+	int		 open;		/* admitting past the lease (open mode) */
+};
+
+struct batch {
+	struct kv_cluster_host	*h;
+	size_t			 n;
+	int64_t			 sent_ms;
+	uint32_t		 idx[BATCH];
+	int64_t			 period[BATCH];
+	int64_t			 budget[BATCH];	/* local budget read when sent */
+	int			 final;
+};
+
+struct kv_cluster_host {
+	struct kv_cluster	 c;
+	enum kv_period		 period;
+	struct kv_ledger	*l;
+	struct kv_redis		*redis;
+	struct acct		*acct;
+	char			 sha[41];	/* of the loaded script; "" before */
+	char			 inc[32];	/* this ledger's incarnation */
+	int64_t			 next_sync_ms;
+	int64_t			 last_ok_ms;
+	int			 inflight;	/* batches awaiting a reply */
+	int			 stopping;
+	int			 warned_down;
+};
+
+static void sync_all(struct kv_cluster_host *h, int final);
+
+/* ---- script loading ------------------------------------------------------ */
+
+static void
+on_loaded(void *arg, const struct kv_resp_value *v)
+{
+	struct kv_cluster_host *h = arg;
+
+	if (v == NULL)
+		return;
+	if (v->type != KV_RESP_BULK || v->nil || v->len != 40) {
+		kv_log_warnx("KV0754", "redis: SCRIPT LOAD failed: %.*s", (int)v->len,
+		    v->str ? v->str : "");
+		atomic_fetch_add(&h->l->hdr->counters.cluster_redis_errors_total, 1);
+		kv_redis_reset(h->redis, "no lease script");
+		return;
+	}
+	memcpy(h->sha, v->str, 40);
+	h->sha[40] = '\0';
+	h->next_sync_ms = 0;	/* sync now */
+}
+
+static void
+load_script(struct kv_cluster_host *h)
+{
+	const char *argv[3] = { "SCRIPT", "LOAD", kv_cluster_sync_lua };
+	size_t lens[3] = { 6, 4, strlen(kv_cluster_sync_lua) };
+
+	h->sha[0] = '\0';
+	if (kv_redis_call(h->redis, 3, argv, lens, on_loaded, h) == -1)
+		kv_redis_reset(h->redis, "cannot queue SCRIPT LOAD");
+}
+
+static void
+on_ready(void *arg)
+{
+	load_script(arg);
+}
+
+/* ---- building a sync ----------------------------------------------------- */
+
+static int64_t
+key_ttl(enum kv_period p)
+{
+	switch (p) {
+	case KV_PERIOD_DAILY:	return 2 * 86400;
+	case KV_PERIOD_WEEKLY:	return 14 * 86400;
+	case KV_PERIOD_MONTHLY:	return 62 * 86400;
+	default:		return 0;
+	}
+}
+
+/* The period an account's spend is in, the same on every host: the UTC
+ * calendar start (0 without periods), not the local period_start, which
+ * without periods is when the account was made here. */
+static int64_t
+acct_period(const struct kv_cluster_host *h, struct kv_account *a)
+{
+	return kv_period_start(h->period, atomic_load(&a->period_start));
+}
+
+/* Lower the cap to at most V (never raise it here). */
+static void
+cap_lower(struct kv_account *a, struct acct *s, int64_t v)
+{
+	int64_t cur = atomic_load(&a->lease_cap_nusd);
+
+	while (cur > v && !atomic_compare_exchange_weak(&a->lease_cap_nusd, &cur, v))
+		;
+	s->cap = cur > v ? v : cur;
+}
+
+/* A new period, or a local reset of spent, seen since the last sync. */
+static void
+follow_local(struct kv_account *a, struct acct *s, int64_t period, int64_t spent)
+{
+	if (period != s->period) {
+		memset(s, 0, sizeof(*s));
+		s->period = period;
+		s->known_budget = -1;
+		atomic_store(&a->cluster_base_nusd, 0);
+	} else if (spent < s->last_spent) {
+		atomic_fetch_add(&a->cluster_base_nusd, s->last_spent - spent);
+	}
+	s->last_spent = spent;
+}
+
+/* The free lease to hold: DEMAND_SECS of the spend rate, within
+ * [lease_min, lease_max], or nothing for an idle unnamed key; never less
+ * than the largest request refused for want of lease. */
+static int64_t
+free_want(struct kv_cluster_host *h, struct kv_account *a, struct acct *s, int64_t u,
+    int64_t reserved, int64_t need)
+{
+	int64_t now = kv_now_ms(), dt = now - s->rate_ms, w;
+
+	if (s->rate_ms != 0 && dt > 0) {
+		int64_t r = (u - s->last_u) * 1000 / dt;
+		s->rate = r > s->rate ? r : s->rate * 3 / 4;
+	}
+	s->rate_ms = now;
+	s->last_u = u;
+	if (h->stopping)
+		return 0;
+	if (!(a->flags & KV_ACCOUNT_NAMED) && reserved == 0 && need == 0 && s->rate == 0 &&
+	    atomic_load(&a->last_used) + IDLE_SECS < (int64_t)time(NULL))
+		return 0;
+	w = s->rate * DEMAND_SECS;
+	if (w < h->c.lease_min_nusd)
+		w = h->c.lease_min_nusd;
+	if (w > h->c.lease_max_nusd)
+		w = h->c.lease_max_nusd;
+	return w > need ? w : need;
+}
+
+#define ARGS_PER	7
+#define NUMBUF		24
+
+struct callbuf {
+	const char	*argv[3 + BATCH + 4 + BATCH * ARGS_PER];
+	size_t		 lens[3 + BATCH + 4 + BATCH * ARGS_PER];
+	char		 keys[BATCH][112];
+	char		 nums[4 + BATCH * ARGS_PER][NUMBUF];
+	int		 argc, nn;
+};
+
+static void
+arg_str(struct callbuf *cb, const char *s, size_t len)
+{
+	cb->argv[cb->argc] = s;
+	cb->lens[cb->argc++] = len;
+}
+
+static void
+arg_num(struct callbuf *cb, int64_t v)
+{
+	int n = snprintf(cb->nums[cb->nn], NUMBUF, "%" PRId64, v);
+
+	arg_str(cb, cb->nums[cb->nn++], (size_t)n);
+}
+
+/* The account's figures for one sync: returns 0, or -1 to leave it out. */
+static int
+add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
+    struct callbuf *ab, uint32_t i)
+{
+	struct kv_account *a = &h->l->accounts[i];
+	struct acct *s = &h->acct[i];
+	int64_t spent, reserved, base, u, floor, want, need, budget, bs;
+	char hex[65];
+	int k;
+
+	if (atomic_load_explicit(&a->state, memory_order_acquire) != 2 || s->inflight)
+		return -1;
+	follow_local(a, s, acct_period(h, a), atomic_load(&a->spent_nusd));
+	s->cap = atomic_load(&a->lease_cap_nusd);
+	base = atomic_load(&a->cluster_base_nusd);
+	reserved = atomic_load(&a->reserved_nusd);
+	u = base + s->last_spent;
+	need = atomic_exchange(&a->lease_need_nusd, 0);
+	want = u + reserved + free_want(h, a, s, u, reserved, need);
+	if (want < s->granted && !s->open) {
+		/* Returning: stop admitting past WANT first, then see what the
+		 * workers hold (an admission racing the lowering is either
+		 * refused by the new cap or seen in reserved below). */
+		cap_lower(a, s, want - base);
+		reserved = atomic_load(&a->reserved_nusd);
+		spent = atomic_load(&a->spent_nusd);
+		if (spent > s->last_spent) {
+			s->last_spent = spent;
+			u = base + spent;
+		}
+	}
+	floor = u + reserved;
+	if (want < floor)
+		want = floor;
+	budget = atomic_load(&a->budget_nusd);
+	/* A budget changed here since the last agreement with Redis (kvctl,
+	 * the admin API, a reload) goes to Redis; at the first sync after a
+	 * start the host adopts Redis's, so a restart does not undo a change
+	 * made elsewhere. */
+	bs = s->known_budget != -1 && budget != s->known_budget ? budget : -1;
+	for (k = 0; k < 32; k++)
+		snprintf(hex + 2 * k, 3, "%02x", a->hash[k]);
+	k = snprintf(kb->keys[b->n], sizeof(kb->keys[0]), "kv:%s:%" PRId64, hex, s->period);
+	arg_str(kb, kb->keys[b->n], (size_t)k);
+	arg_num(ab, u);
+	arg_num(ab, want);
+	arg_num(ab, floor);
+	arg_num(ab, need);
+	arg_num(ab, bs);
+	arg_num(ab, budget);
+	arg_num(ab, key_ttl(h->period));
+	b->idx[b->n] = i;
+	b->period[b->n] = s->period;
+	b->budget[b->n] = budget;
+	b->n++;
+	s->inflight = 1;
+	return 0;
+}
+
+/* ---- a sync's reply ------------------------------------------------------ */
+
+static int
+reply_fields(const struct kv_resp_value *v, int64_t f[5])
+{
+	size_t j;
+
+	if (v->type != KV_RESP_ARRAY || v->nil || v->n != 5)
+		return -1;
+	for (j = 0; j < 5; j++)
+		if (kv_resp_int(&v->elem[j], &f[j]) == -1)
+			return -1;
+	return 0;
+}
+
+static void
+overdraft(struct kv_cluster_host *h, struct kv_account *a, struct acct *s, int64_t u)
+{
+	char id[13], usd[32];
+
+	s->open = 0;
+	if (u <= s->granted)
+		return;
+	kv_key_id(a->hash, id);
+	kv_format_usd(u - s->granted, usd, sizeof(usd));
+	kv_log_warnx("KV0757", "key %s spent $%s past its lease while Redis was down "
+	    "(on_redis_down = open); Redis has it now", id, usd);
+	atomic_fetch_add(&h->l->hdr->counters.cluster_overdraft_nusd_total,
+	    (uint64_t)(u - s->granted));
+}
+
+static void
+apply(struct kv_cluster_host *h, struct batch *b, size_t j, const int64_t f[5])
+{
+	uint32_t i = b->idx[j];
+	struct kv_account *a = &h->l->accounts[i];
+	struct acct *s = &h->acct[i];
+	int64_t base = atomic_load(&a->cluster_base_nusd), cur, exp;
+
+	if (s->period != b->period[j])
+		return;		/* the period rolled meanwhile: figures are stale */
+	if (s->open)
+		overdraft(h, a, s, f[1]);
+	s->granted = f[0];
+	s->deadline_ms = b->sent_ms + (int64_t)h->c.lease_ttl * 1000 - SYNC_MS;
+	atomic_store(&a->cluster_other_nusd, f[3]);
+	atomic_store(&a->cluster_spent_nusd, f[4]);
+	atomic_store(&a->lease_expires_ms, (int64_t)time(NULL) * 1000 +
+	    (int64_t)h->c.lease_ttl * 1000);
+	exp = b->budget[j];
+	if (atomic_compare_exchange_strong(&a->budget_nusd, &exp, f[2]))
+		s->known_budget = f[2];
+	/* A reset or period roll since the send zeroed the cap: leave it to
+	 * the next sync, which sees the new base or period. */
+	cur = s->cap;
+	if (atomic_compare_exchange_strong(&a->lease_cap_nusd, &cur, f[0] - base))
+		s->cap = f[0] - base;
+}
+
+static void
+on_synced(void *arg, const struct kv_resp_value *v)
+{
+	struct batch *b = arg;
+	struct kv_cluster_host *h = b->h;
+	const struct kv_resp_value *list;
+	int64_t f[5];
+	size_t j;
+
+	h->inflight--;
+	for (j = 0; j < b->n; j++)
+		h->acct[b->idx[j]].inflight = 0;
+	if (v == NULL)
+		goto out;
+	if (v->type == KV_RESP_ERROR) {
+		atomic_fetch_add(&h->l->hdr->counters.cluster_redis_errors_total, 1);
+		if (v->len >= 8 && memcmp(v->str, "NOSCRIPT", 8) == 0) {
+			load_script(h);
+			goto out;
+		}
+		kv_log_warnx("KV0755", "redis: lease script failed: %.*s", (int)v->len, v->str);
+		goto out;
+	}
+	if (v->type != KV_RESP_ARRAY || v->nil || v->n != 2 ||
+	    v->elem[1].type != KV_RESP_ARRAY || v->elem[1].n != b->n) {
+		kv_log_warnx("KV0756", "redis: lease script: unexpected reply");
+		goto out;
+	}
+	list = &v->elem[1];
+	for (j = 0; j < b->n; j++)
+		if (reply_fields(&list->elem[j], f) == 0)
+			apply(h, b, j, f);
+	h->last_ok_ms = kv_now_ms();
+	atomic_store(&h->l->hdr->cluster_up, 1);
+	atomic_store(&h->l->hdr->cluster_synced_ms, (int64_t)time(NULL) * 1000);
+	atomic_fetch_add(&h->l->hdr->counters.cluster_syncs_total, 1);
+	if (h->warned_down) {
+		kv_log_info("cluster: leases synced with Redis again");
+		h->warned_down = 0;
+	}
+out:
+	free(b);
+}
+
+static void
+send_batch(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
+    struct callbuf *ab)
+{
+	static struct callbuf cb;
+	char nk[NUMBUF];
+	int i;
+
+	cb.argc = cb.nn = 0;
+	arg_str(&cb, "EVALSHA", 7);
+	arg_str(&cb, h->sha, 40);
+	snprintf(nk, sizeof(nk), "%zu", b->n);
+	arg_str(&cb, nk, strlen(nk));
+	for (i = 0; i < kb->argc; i++)
+		arg_str(&cb, kb->argv[i], kb->lens[i]);
+	for (i = 0; i < ab->argc; i++)
+		arg_str(&cb, ab->argv[i], ab->lens[i]);
+	b->sent_ms = kv_now_ms();
+	if (kv_redis_call(h->redis, cb.argc, cb.argv, cb.lens, on_synced, b) == -1) {
+		for (i = 0; i < (int)b->n; i++)
+			h->acct[b->idx[i]].inflight = 0;
+		free(b);
+		return;
+	}
+	h->inflight++;
+}
+
+static void
+sync_all(struct kv_cluster_host *h, int final)
+{
+	static struct callbuf kb, ab;
+	uint32_t i, max = h->l->hdr->max_keys;
+	struct batch *b = NULL;
+
+	if (!kv_redis_ready(h->redis) || h->sha[0] == '\0')
+		return;
+	for (i = 0; i < max; i++) {
+		if (b == NULL) {
+			if ((b = calloc(1, sizeof(*b))) == NULL)
+				return;
+			b->h = h;
+			b->final = final;
+			kb.argc = kb.nn = ab.argc = ab.nn = 0;
+			arg_str(&ab, h->c.host_id, strlen(h->c.host_id));
+			arg_str(&ab, h->inc, strlen(h->inc));
+			arg_num(&ab, (int64_t)h->c.lease_ttl * 1000);
+			arg_num(&ab, h->c.lease_share);
+		}
+		if (add_account(h, b, &kb, &ab, i) == -1 || b->n < BATCH)
+			continue;
+		send_batch(h, b, &kb, &ab);
+		b = NULL;
+	}
+	if (b != NULL && b->n > 0)
+		send_batch(h, b, &kb, &ab);
+	else
+		free(b);
+}
+
+/* ---- Redis down ------------------------------------------------------------ */
+
+/* closed: each lease holds to its deadline, then nothing new is admitted.
+ * open: past OPEN_AFTER_MS without a sync, admit against the budget as
+ * last known (budget minus the other hosts' commitment) alone. */
+static void
+when_down(struct kv_cluster_host *h, int64_t now)
+{
+	uint32_t i, max = h->l->hdr->max_keys;
+	int down = now - h->last_ok_ms > OPEN_AFTER_MS;
+
+	if (!down)
+		return;
+	atomic_store(&h->l->hdr->cluster_up, 0);
+	if (!h->warned_down) {
+		kv_log_warnx("KV0758", "cluster: no lease sync with Redis for %d s: %s",
+		    OPEN_AFTER_MS / 1000, h->c.open_when_down ?
+		    "admitting against the last known budget (on_redis_down = open)" :
+		    "leases run out at their expiry (on_redis_down = closed)");
+		h->warned_down = 1;
+	}
+	for (i = 0; i < max; i++) {
+		struct kv_account *a = &h->l->accounts[i];
+		struct acct *s = &h->acct[i];
+
+		if (atomic_load_explicit(&a->state, memory_order_acquire) != 2)
+			continue;
+		if (h->c.open_when_down) {
+			if (!s->open) {
+				s->open = 1;
+				atomic_store(&a->lease_cap_nusd, CAP_OPEN);
+				s->cap = CAP_OPEN;
+			}
+		} else if (now >= s->deadline_ms)
+			cap_lower(a, s, atomic_load(&a->spent_nusd) +
+			    atomic_load(&a->reserved_nusd));
+	}
+}
+
+/* ---- the loop ----------------------------------------------------------- */
+
+int
+kv_cluster_pollfds(struct kv_cluster_host *h, struct pollfd *pfd, int max, int *timeout_ms)
+{
+	int64_t d = h->next_sync_ms - kv_now_ms();
+
+	if (d < 0)
+		d = 0;
+	if (*timeout_ms < 0 || d < *timeout_ms)
+		*timeout_ms = (int)d;
+	if (max < 1)
+		return 0;
+	return kv_redis_pollfd(h->redis, pfd, timeout_ms);
+}
+
+void
+kv_cluster_run(struct kv_cluster_host *h, const struct pollfd *pfd, int n)
+{
+	int64_t now;
+
+	kv_redis_run(h->redis, n > 0 ? pfd : NULL);
+	now = kv_now_ms();
+	if (now < h->next_sync_ms)
+		return;
+	h->next_sync_ms = now + SYNC_MS;
+	sync_all(h, 0);
+	when_down(h, now);
+}
+
+void
+kv_cluster_forget(struct kv_cluster_host *h)
+{
+	if (h != NULL)
+		kv_redis_forget(h->redis);
+}
+
+struct kv_cluster_host *
+kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l)
+{
+	struct kv_cluster_host *h;
+	uint32_t i;
+
+	atomic_store(&l->hdr->cluster, 0);
+	if (!cf->cluster.enabled)
+		return NULL;
+	if ((h = calloc(1, sizeof(*h))) == NULL ||
+	    (h->acct = calloc(l->hdr->max_keys, sizeof(*h->acct))) == NULL ||
+	    (h->redis = kv_redis_new(&cf->cluster, on_ready, h)) == NULL) {
+		kv_log_warnx("KV0759", "cluster: out of memory");
+		if (h != NULL)
+			free(h->acct);
+		free(h);
+		return NULL;
+	}
+	h->c = cf->cluster;
+	h->c.password = NULL;	/* the connection keeps its own copy */
+	h->period = cf->period;
+	h->l = l;
+	h->last_ok_ms = kv_now_ms();
+	snprintf(h->inc, sizeof(h->inc), "%" PRId64, (int64_t)atomic_load(&l->hdr->created));
+	for (i = 0; i < l->hdr->max_keys; i++) {
+		struct kv_account *a = &l->accounts[i];
+		struct acct *s = &h->acct[i];
+
+		s->period = acct_period(h, a);
+		s->last_spent = atomic_load(&a->spent_nusd);
+		s->known_budget = -1;
+		/* What a previous run was granted is unknown until the first
+		 * sync: admit nothing new until then. */
+		cap_lower(a, s, s->last_spent + atomic_load(&a->reserved_nusd));
+	}
+	atomic_store(&l->hdr->cluster_up, 0);
+	atomic_store(&l->hdr->cluster, 1);
+	kv_log_info("cluster: host %s leasing budgets from %s%s (on_redis_down = %s)",
+	    h->c.host_id, h->c.redis_unix[0] ? "unix:" : "redis://",
+	    h->c.redis_unix[0] ? h->c.redis_unix : h->c.redis_host,
+	    h->c.open_when_down ? "open" : "closed");
+	return h;
+}
+
+void
+kv_cluster_stop(struct kv_cluster_host *h)
+{
+	int64_t until = kv_now_ms() + 1000;
+
+	if (h == NULL)
+		return;
+	h->stopping = 1;
+	while (h->inflight > 0 && kv_now_ms() < until) {
+		struct pollfd pfd;
+		int t = 100, n = kv_redis_pollfd(h->redis, &pfd, &t);
+
+		if (poll(&pfd, (nfds_t)n, t) == -1 && errno != EINTR)
+			break;
+		kv_redis_run(h->redis, n > 0 ? &pfd : NULL);
+	}
+	sync_all(h, 1);
+	while (h->inflight > 0 && kv_now_ms() < until) {
+		struct pollfd pfd;
+		int t = 100, n = kv_redis_pollfd(h->redis, &pfd, &t);
+
+		if (poll(&pfd, (nfds_t)n, t) == -1 && errno != EINTR)
+			break;
+		kv_redis_run(h->redis, n > 0 ? &pfd : NULL);
+	}
+	kv_redis_free(h->redis);
+	free(h->acct);
+	free(h);
+}

@@ -1,0 +1,467 @@
+/* The master's Redis connection; see redis.h. States: IDLE (waiting for the
+ * next attempt), CONNECTING (non-blocking connect in progress), AUTH (AUTH
+ * sent, its reply awaited), READY. Any socket error, protocol error or a
+ * reply overdue by REPLY_TIMEOUT_MS drops the connection: every pending
+ * callback gets NULL, which the lease code treats as "not known to have
+ * happened" (its scripts are idempotent, so a resend is safe). */
+#include "master/redis.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "worker/worker.h"
+
+#define CONNECT_TIMEOUT_MS	2000
+#define REPLY_TIMEOUT_MS	3000
+#define BACKOFF_MIN_MS		100
+#define BACKOFF_MAX_MS		5000
+#define OUT_MAX			(4 << 20)	/* queued command bytes */
+#define IN_MAX			(KV_RESP_MAX_BULK + 4096)
+#define PENDING_MAX		4096
+
+enum state { ST_IDLE, ST_CONNECTING, ST_AUTH, ST_READY };
+
+struct pending {
+	kv_redis_cb	 cb;
+	void		*arg;
+	int64_t		 sent_ms;
+};
+
+struct kv_redis {
+	struct kv_cluster	 c;		/* copy; password is ours */
+	kv_redis_ready_cb	 ready;
+	void			*ready_arg;
+	enum state		 st;
+	int			 fd;
+	int64_t			 next_try_ms;
+	int64_t			 deadline_ms;	/* connect deadline */
+	int			 backoff_ms;
+	int			 warned;	/* logged this outage already */
+	char			*out;
+	size_t			 olen, opos, ocap;
+	char			*in;
+	size_t			 ilen, icap;
+	struct pending		 pend[PENDING_MAX];
+	size_t			 phead, pcount;
+	struct kv_resp_reply	 reply;
+};
+
+static void on_auth(void *arg, const struct kv_resp_value *v);
+
+struct kv_redis *
+kv_redis_new(const struct kv_cluster *c, kv_redis_ready_cb ready, void *arg)
+{
+	struct kv_redis *r = calloc(1, sizeof(*r));
+
+	if (r == NULL)
+		return NULL;
+	r->c = *c;
+	r->c.password = NULL;
+	if (c->password != NULL && (r->c.password = strdup(c->password)) == NULL) {
+		free(r);
+		return NULL;
+	}
+	r->ready = ready;
+	r->ready_arg = arg;
+	r->fd = -1;
+	r->backoff_ms = BACKOFF_MIN_MS;
+	return r;
+}
+
+/* Fail every pending callback, oldest first. */
+static void
+fail_pending(struct kv_redis *r)
+{
+	while (r->pcount > 0) {
+		struct pending p = r->pend[r->phead];
+
+		r->phead = (r->phead + 1) % PENDING_MAX;
+		r->pcount--;
+		if (p.cb != NULL)
+			p.cb(p.arg, NULL);
+	}
+	r->phead = 0;
+}
+
+static void
+drop(struct kv_redis *r)
+{
+	if (r->fd != -1)
+		close(r->fd);
+	r->fd = -1;
+	r->st = ST_IDLE;
+	r->olen = r->opos = r->ilen = 0;
+	r->next_try_ms = kv_now_ms() + r->backoff_ms;
+	r->backoff_ms = r->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : r->backoff_ms * 2;
+	fail_pending(r);
+}
+
+void
+kv_redis_reset(struct kv_redis *r, const char *why)
+{
+	if (!r->warned)
+		kv_log_warnx("KV0750", "redis: %s; reconnecting", why);
+	r->warned = 1;
+	drop(r);
+}
+
+static void
+fail_errno(struct kv_redis *r, const char *what)
+{
+	if (!r->warned)
+		kv_log_warn("KV0751", "redis: %s", what);
+	r->warned = 1;
+	drop(r);
+}
+
+void
+kv_redis_free(struct kv_redis *r)
+{
+	if (r == NULL)
+		return;
+	drop(r);
+	if (r->c.password != NULL) {
+		explicit_bzero(r->c.password, strlen(r->c.password));
+		free(r->c.password);
+	}
+	free(r->out);
+	free(r->in);
+	free(r);
+}
+
+void
+kv_redis_forget(struct kv_redis *r)
+{
+	if (r != NULL && r->fd != -1)
+		close(r->fd);
+}
+
+/* The address is resolved on each attempt, so a moved Redis is found; a
+ * name needs DNS, which blocks: use an IP literal or a unix socket where
+ * the master must never wait (the usual case: localhost or a service IP). */
+static int
+open_socket(struct kv_redis *r)
+{
+	struct addrinfo hints, *ai = NULL, *a;
+	struct sockaddr_un sun;
+	int fd = -1, rc;
+
+	if (r->c.redis_unix[0] != '\0') {
+		memset(&sun, 0, sizeof(sun));
+		sun.sun_family = AF_UNIX;
+		memcpy(sun.sun_path, r->c.redis_unix, strlen(r->c.redis_unix) + 1);
+		if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1)
+			return -1;
+		if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 &&
+		    errno != EINPROGRESS && errno != EAGAIN) {
+			close(fd);
+			return -1;
+		}
+		return fd;
+	}
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	if ((rc = getaddrinfo(r->c.redis_host, r->c.redis_port, &hints, &ai)) != 0) {
+		errno = EHOSTUNREACH;
+		if (!r->warned)
+			kv_log_warnx("KV0752", "redis: %s: %s", r->c.redis_host, gai_strerror(rc));
+		r->warned = 1;
+		return -1;
+	}
+	for (a = ai; a != NULL; a = a->ai_next) {
+		fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd == -1)
+			continue;
+		if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 || errno == EINPROGRESS)
+			break;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
+static int
+queue(struct kv_redis *r, int argc, const char *const *argv, const size_t *lens,
+    kv_redis_cb cb, void *arg)
+{
+	long n;
+	size_t need = 64;
+	int i;
+
+	if (r->pcount >= PENDING_MAX)
+		return -1;
+	for (i = 0; i < argc; i++)
+		need += lens[i] + 24;
+	if (r->opos > 0 && r->opos == r->olen)
+		r->opos = r->olen = 0;
+	if (r->olen + need > r->ocap) {
+		size_t cap = r->ocap ? r->ocap : 4096;
+		char *p;
+
+		while (cap < r->olen + need)
+			cap *= 2;
+		if (cap > OUT_MAX || (p = realloc(r->out, cap)) == NULL)
+			return -1;
+		r->out = p;
+		r->ocap = cap;
+	}
+	if ((n = kv_resp_command(r->out + r->olen, r->ocap - r->olen, argc, argv, lens)) < 0)
+		return -1;
+	r->olen += (size_t)n;
+	r->pend[(r->phead + r->pcount) % PENDING_MAX] = (struct pending){ cb, arg, kv_now_ms() };
+	r->pcount++;
+	return 0;
+}
+
+static void
+connected(struct kv_redis *r)
+{
+	const char *argv[2] = { "AUTH", r->c.password };
+	size_t lens[2] = { 4, 0 };
+
+	if (r->c.password == NULL) {
+		on_auth(r, NULL);
+		return;
+	}
+	lens[1] = strlen(r->c.password);
+	r->st = ST_AUTH;
+	if (queue(r, 2, argv, lens, on_auth, r) == -1)
+		kv_redis_reset(r, "cannot queue AUTH");
+}
+
+/* AUTH's reply, or the start of a connection without a password (v NULL
+ * while st is CONNECTING). */
+static void
+on_auth(void *arg, const struct kv_resp_value *v)
+{
+	struct kv_redis *r = arg;
+
+	if (r->st == ST_AUTH) {
+		if (v == NULL)
+			return;		/* connection lost: drop() reconnects */
+		if (v->type == KV_RESP_ERROR) {
+			kv_log_warnx("KV0753", "redis: AUTH refused: %.*s", (int)v->len, v->str);
+			r->warned = 1;
+			drop(r);
+			return;
+		}
+	}
+	r->st = ST_READY;
+	r->backoff_ms = BACKOFF_MIN_MS;
+	if (r->warned)
+		kv_log_info("redis: connected again to %s", r->c.redis_unix[0] ?
+		    r->c.redis_unix : r->c.redis_host);
+	else
+		kv_log_info("redis: connected to %s", r->c.redis_unix[0] ?
+		    r->c.redis_unix : r->c.redis_host);
+	r->warned = 0;
+	if (r->ready != NULL)
+		r->ready(r->ready_arg);
+}
+
+int
+kv_redis_call(struct kv_redis *r, int argc, const char *const *argv, const size_t *lens,
+    kv_redis_cb cb, void *arg)
+{
+	if (r->st != ST_READY)
+		return -1;
+	return queue(r, argc, argv, lens, cb, arg);
+}
+
+int
+kv_redis_ready(const struct kv_redis *r)
+{
+	return r->st == ST_READY;
+}
+
+static int
+min_timeout(int cur, int64_t at, int64_t now)
+{
+	int64_t d = at - now;
+
+	if (d < 0)
+		d = 0;
+	if (cur < 0 || d < cur)
+		return (int)d;
+	return cur;
+}
+
+int
+kv_redis_pollfd(struct kv_redis *r, struct pollfd *pfd, int *timeout_ms)
+{
+	int64_t now = kv_now_ms();
+
+	if (r->st == ST_IDLE) {
+		*timeout_ms = min_timeout(*timeout_ms, r->next_try_ms, now);
+		return 0;
+	}
+	pfd->fd = r->fd;
+	pfd->events = POLLIN;
+	pfd->revents = 0;
+	if (r->st == ST_CONNECTING || r->opos < r->olen)
+		pfd->events |= POLLOUT;
+	if (r->st == ST_CONNECTING)
+		*timeout_ms = min_timeout(*timeout_ms, r->deadline_ms, now);
+	else if (r->pcount > 0)
+		*timeout_ms = min_timeout(*timeout_ms,
+		    r->pend[r->phead].sent_ms + REPLY_TIMEOUT_MS, now);
+	return 1;
+}
+
+static void
+try_connect(struct kv_redis *r)
+{
+	if (kv_now_ms() < r->next_try_ms)
+		return;
+	if ((r->fd = open_socket(r)) == -1) {
+		fail_errno(r, "connect");
+		return;
+	}
+	r->st = ST_CONNECTING;
+	r->deadline_ms = kv_now_ms() + CONNECT_TIMEOUT_MS;
+}
+
+static void
+finish_connect(struct kv_redis *r, const struct pollfd *pfd)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (pfd == NULL || pfd->revents == 0) {
+		if (kv_now_ms() >= r->deadline_ms) {
+			errno = ETIMEDOUT;
+			fail_errno(r, "connect");
+		}
+		return;
+	}
+	if (getsockopt(r->fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1 || err != 0) {
+		if (err != 0)
+			errno = err;
+		fail_errno(r, "connect");
+		return;
+	}
+	connected(r);
+}
+
+static int
+flush_out(struct kv_redis *r)
+{
+	while (r->opos < r->olen) {
+		ssize_t n = send(r->fd, r->out + r->opos, r->olen - r->opos, MSG_NOSIGNAL);
+
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n == -1) {
+			fail_errno(r, "send");
+			return -1;
+		}
+		r->opos += (size_t)n;
+	}
+	r->opos = r->olen = 0;
+	return 0;
+}
+
+/* Hand every complete reply in the input to its callback. A callback may
+ * queue commands but may also drop the connection (r->fd == -1 then). */
+static void
+dispatch(struct kv_redis *r)
+{
+	size_t off = 0, used;
+	int rc;
+
+	while (r->fd != -1 && off < r->ilen) {
+		rc = kv_resp_parse(r->in + off, r->ilen - off, &r->reply, &used);
+		if (rc == 0)
+			break;
+		if (rc == -1 || r->pcount == 0) {
+			kv_redis_reset(r, rc == -1 ? "malformed reply" : "reply to no command");
+			return;
+		}
+		{
+			struct pending p = r->pend[r->phead];
+
+			r->phead = (r->phead + 1) % PENDING_MAX;
+			r->pcount--;
+			off += used;
+			if (p.cb != NULL)
+				p.cb(p.arg, &r->reply.nodes[0]);
+		}
+	}
+	if (r->fd == -1)
+		return;
+	memmove(r->in, r->in + off, r->ilen - off);
+	r->ilen -= off;
+}
+
+static void
+read_in(struct kv_redis *r)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (r->icap - r->ilen < 4096) {
+			size_t cap = r->icap ? r->icap * 2 : 16384;
+			char *p;
+
+			if (cap > IN_MAX || (p = realloc(r->in, cap)) == NULL) {
+				kv_redis_reset(r, "reply over its bound");
+				return;
+			}
+			r->in = p;
+			r->icap = cap;
+		}
+		n = recv(r->fd, r->in + r->ilen, r->icap - r->ilen, 0);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n == 0) {
+			kv_redis_reset(r, "connection closed by the server");
+			return;
+		}
+		if (n == -1) {
+			fail_errno(r, "recv");
+			return;
+		}
+		r->ilen += (size_t)n;
+		dispatch(r);
+		if (r->fd == -1)
+			return;
+	}
+}
+
+void
+kv_redis_run(struct kv_redis *r, const struct pollfd *pfd)
+{
+	if (r->st == ST_IDLE) {
+		try_connect(r);
+		return;
+	}
+	if (r->st == ST_CONNECTING) {
+		finish_connect(r, pfd);
+		if (r->st == ST_CONNECTING || r->fd == -1)
+			return;
+	} else if (pfd != NULL && (pfd->revents & (POLLIN | POLLHUP | POLLERR))) {
+		read_in(r);
+		if (r->fd == -1)
+			return;
+	}
+	if (r->pcount > 0 && kv_now_ms() - r->pend[r->phead].sent_ms > REPLY_TIMEOUT_MS) {
+		kv_redis_reset(r, "no reply within 3 s");
+		return;
+	}
+	flush_out(r);
+}

@@ -1,0 +1,284 @@
+#!/bin/bash
+# t_cluster: three kilovolt hosts (three daemons, their own ports and
+# ledgers) share one budget through leases from a real redis-server started
+# here (private port and unix socket, a password, AOF with fsync always).
+#  - 300 concurrent requests round-robin over the hosts, on a key whose
+#    budget fits exactly M: spend never above the budget, at least M minus
+#    hosts x the largest lease (in requests) admitted, the exact figures in
+#    Redis, in kvctl cluster and in the ledgers, the mock saw only the 200s;
+#  - kvctl budget on one host reaches the others within a second or so;
+#  - kill -9 of a host mid-load: the others keep serving, its lease expires
+#    and stays counted, and after it comes back the figures are exact;
+#  - Redis stopped mid-load: the closed host refuses past its lease with 503
+#    and retry-after (the mock sees none of those), the open host admits
+#    against the last known budget; Redis back: reconciled, no double count.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+command -v redis-server >/dev/null || skip "redis-server not installed"
+command -v redis-cli >/dev/null || skip "redis-cli not installed"
+command -v jq >/dev/null || skip "jq not installed"
+export LC_ALL=C
+KV_TIMEOUT=${KV_TIMEOUT:-400}
+
+RPW=kv-test-redis-Pa55-$$
+export KV_TEST_REDIS_PW=$RPW
+RPORT=$(kv_free_port)
+RSOCK=$T/redis.sock
+KEY=sk-kvtest-cluster-shared-30103
+M=20		# max_tokens; the mock streams exactly that many
+N=100		# requests the budget fits
+LEASE_MAX=10	# requests in the largest lease one host holds
+
+rcli() { redis-cli -s "$RSOCK" -a "$RPW" --no-auth-warning "$@"; }
+
+redis_start() {
+	redis-server --port "$RPORT" --bind 127.0.0.1 --unixsocket "$RSOCK" \
+		--unixsocketperm 700 --requirepass "$RPW" --dir "$T" \
+		--appendonly yes --appendfsync always --save '' \
+		--logfile "$T/redis.log" </dev/null &
+	REDIS_PID=$!
+	kv_track "$REDIS_PID"
+	kv_wait_for 10 sh -c "redis-cli -s '$RSOCK' -a '$RPW' --no-auth-warning ping 2>/dev/null | grep -q PONG"
+}
+
+redis_stop() {
+	kv_kill "$REDIS_PID" 10
+	wait "$REDIS_PID" 2>/dev/null
+}
+
+# Prices (nano-dollars per 1M tokens) that make a request's real cost equal
+# its reservation, as in t_budget: body bytes and body/4 input tokens both
+# round up to one nano-dollar, M output tokens cost M x 1000.
+BODY='{"model":"kv-cl-1","max_tokens":'$M',"messages":[{"role":"user","content":"one budget, three hosts"}]}'
+B=${#BODY}
+R=$((($B * 1000 + M * 1000000000 + 999999) / 1000000))
+A=$((($B / 4 * 1000 + M * 1000000000 + 999999) / 1000000))
+usd() { printf '%d.%09d' $(($1 / 1000000000)) $(($1 % 1000000000)); }
+BUDGET=$((N * R))
+echo "# reservation $R nUSD, real cost $A, budget $BUDGET ($N requests)"
+
+# host_start NAME [on_redis_down] [redis URL]: a daemon with its own config
+# $T/NAME.ini, ledger $T/NAME.ledger, log $T/kilovoltd-NAME.log.
+# Sets PORT_NAME and PID_NAME.
+host_start() {
+	local name=$1 down=${2:-closed} url=${3:-unix:$RSOCK} port i
+	port=$(eval echo "\${PORT_$name:-}")
+	if [ -z "$port" ]; then
+		port=$(kv_free_port)
+		KV_PORT=$port KV_STATUS_PORT=$(kv_free_port) kv_write_config <<EOF
+[server]
+ledger = $T/$name.ledger
+shutdown_timeout = 3
+
+[price kv-cl*]
+input = 0.000001
+output = 1.00
+
+[key shared]
+key = $KEY
+budget = $(usd $BUDGET)
+
+[cluster]
+redis = $url
+password = env:KV_TEST_REDIS_PW
+host_id = $name
+lease_min = $(usd $((2 * R)))
+lease_max = $(usd $((LEASE_MAX * R)))
+lease_share = 40
+lease_ttl = 4
+on_redis_down = $down
+EOF
+		mv "$T/kilovolt.ini" "$T/$name.ini"
+		eval "PORT_$name=$port"
+	fi
+	KILOVOLT_LEDGER=$T/$name.ledger "$KV_DAEMON_BIN" -c "$T/$name.ini" \
+		</dev/null >>"$T/kilovoltd-$name.log" 2>&1 &
+	eval "PID_$name=$!"
+	kv_track "$!"
+	for ((i = 0; i < 200; i++)); do
+		curl -s -o /dev/null -m 1 "http://127.0.0.1:$port/" && return 0
+		sleep 0.1
+	done
+	fail "host $name started"
+	tail -n 20 "$T/kilovoltd-$name.log"
+	kv_finish
+}
+
+hctl() { local h=$1; shift; "$KV_CTL_BIN" -c "$T/$h.ini" "$@"; }
+kfield() { hctl "$1" keys --json | jq -r ".keys[] | select(.label == \"shared\") | $2"; }
+rkey() { rcli --scan --pattern 'kv:*:*' | head -n 1; }
+rfield() { rcli hget "$(rkey)" "$1"; }
+spent_sum() { echo $(($(kfield a .spent_nusd) + $(kfield b .spent_nusd) + $(kfield c .spent_nusd))); }
+
+# synced H: the host has leased for the key (its lease fields are set).
+synced() { [ "$(kfield "$1" '.cluster.lease_expires_ms // 0')" != 0 ]; }
+
+# client OUT PORT: one request, retried (as SDKs do) on 503 up to 40 times.
+client() {
+	local out=$1 port=$2 try code
+	for ((try = 0; try < 40; try++)); do
+		code=$(curl -sS -m 60 -o "$out.body" -D "$out.head" -w '%{http_code}' \
+			-H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+			-H "x-mock-tokens: $M" -H 'x-mock-first-delay-ms: 50' \
+			--data-binary "$BODY" "http://127.0.0.1:$port/v1/chat/completions" 2>>"$out.err")
+		[ "$code" = 503 ] || break
+		echo 503 >>"$out.503"
+		sleep 0.2
+	done
+	echo "$code" >"$out.code"
+}
+
+count() { cat "$1"/*.code 2>/dev/null | grep -c "^$2\$"; }
+
+kv_start_mock
+redis_start
+host_start a
+host_start b
+host_start c
+for h in a b c; do
+	check "host $h leased for the key within 5 s" kv_wait_for 5 synced $h
+done
+check_eq "Redis holds the key's budget" "$(rfield budget)" $BUDGET
+check "committed in Redis (all leases) is within the budget" test "$(rfield C)" -le $BUDGET
+
+# ---- 300 concurrent requests, round-robin, room for N ---------------------------
+
+mkdir -p "$T/l"
+pids=()
+hosts=(a b c)
+for i in $(seq 0 299); do
+	h=${hosts[$((i % 3))]}
+	client "$T/l/$i" "$(eval echo "\$PORT_$h")" &
+	pids+=($!)
+done
+wait "${pids[@]}"
+n200=$(count "$T/l" 200)
+n402=$(count "$T/l" 402)
+n503=$(cat "$T"/l/*.503 2>/dev/null | wc -l)
+echo "# 300 concurrent: $n200 x 200, $n402 x 402 (503s retried: $n503), others:" \
+	"$(cat "$T"/l/*.code | grep -vx -e 200 -e 402 | sort | uniq -c | tr '\n' ' ')"
+check "at most $N of 300 admitted ($n200)" test "$n200" -le $N
+check "at least N - 3 x largest lease admitted ($n200 >= $((N - 3 * LEASE_MAX)))" \
+	test "$n200" -ge $((N - 3 * LEASE_MAX))
+check_eq "every request ends 200 or 402" "$((n200 + n402))" 300
+# (the mock counts the stats request that asks, too)
+check_eq "the mock served exactly the admitted requests" "$(kv_mock_stat requests)" $((n200 + 1))
+sleep 1.5	# settled spend reaches Redis within a second
+total=$(spent_sum)
+check_eq "the three ledgers' spend is exactly the admitted requests" "$total" $((n200 * R))
+check "spend is within the budget" test "$total" -le $BUDGET
+for h in a b c; do
+	check_eq "host $h holds no reservation" "$(kfield $h .reserved_nusd)" 0
+done
+check_eq "Redis's settled spend equals the ledgers'" "$(rfield S)" "$total"
+check "Redis's committed spend is within the budget" test "$(rfield C)" -le $BUDGET
+hctl a cluster --json >"$T/cluster.json"
+check_eq "kvctl cluster: the key's spend" \
+	"$(jq -r '.keys[] | select(.label == "shared") | .spent_nusd' "$T/cluster.json")" "$total"
+check_eq "kvctl cluster: the three hosts' spend adds up" \
+	"$(jq -r '[.keys[] | select(.label == "shared") | .hosts[].spent_nusd] | add' "$T/cluster.json")" "$total"
+check_eq "kvctl cluster lists the three hosts" \
+	"$(jq -r '[.hosts[].host] | sort | join(",")' "$T/cluster.json")" "a,b,c"
+hctl a cluster >"$T/cluster.txt"
+check "kvctl cluster's table names the key" grep -q "shared" "$T/cluster.txt"
+
+# ---- a budget raised on one host reaches the others --------------------------
+
+NEWB=$((BUDGET + 1000 * R))
+hctl a budget shared "$(usd $NEWB)" >/dev/null
+budget_is() { [ "$(kfield "$1" .budget_nusd)" = "$2" ]; }
+check "host b sees the raised budget within 2 s" kv_wait_for 2 budget_is b $NEWB
+check "host c sees the raised budget within 2 s" kv_wait_for 2 budget_is c $NEWB
+check_eq "Redis holds the raised budget" "$(rfield budget)" $NEWB
+mkdir -p "$T/r"
+client "$T/r/c" "$PORT_c"
+check_eq "host c admits under the raised budget" "$(cat "$T/r/c.code")" 200
+
+# ---- kill -9 of one host mid-load ----------------------------------------------
+
+mock_before=$(kv_mock_stat requests)
+mkdir -p "$T/k"
+pids=()
+for i in $(seq 0 59); do
+	h=${hosts[$((i % 3))]}
+	[ "$h" = b ] && [ "$i" -ge 30 ] && h=a	# b is gone by then
+	( sleep "0.$((i % 10))"; client "$T/k/$i" "$(eval echo "\$PORT_$h")" ) &
+	pids+=($!)
+done
+sleep 0.5
+workers=$(ps -o pid= --ppid "$PID_b")
+kill -KILL "$PID_b" $workers 2>/dev/null
+wait "${pids[@]}" 2>/dev/null
+ok_ac=0
+for i in $(seq 0 59); do
+	case $((i % 3)) in 1) [ "$i" -lt 30 ] && continue ;; esac
+	[ "$(cat "$T/k/$i.code")" = 200 ] && ok_ac=$((ok_ac + 1))
+done
+check "hosts a and c served their share while b died ($ok_ac of 50)" test "$ok_ac" -ge 48
+expired() { hctl a cluster --json | jq -e '.keys[] | select(.label == "shared") |
+	.hosts[] | select(.host == "b") | .expired' >/dev/null; }
+check "host b's lease expires in Redis" kv_wait_for 8 expired
+check "b's lease stays counted: committed within the budget" test "$(rfield C)" -le $NEWB
+check "b's unsettled lease stays counted in committed" \
+	test "$(rfield C)" -ge $(($(rfield S) + $(rcli hget "$(rkey)" g:b) - $(rcli hget "$(rkey)" u:b)))
+host_start b
+check "host b synced again after its restart" kv_wait_for 5 synced b
+sleep 1.5
+total=$(spent_sum)
+check_eq "after b's return, Redis's spend equals the three ledgers'" "$(rfield S)" "$total"
+check "spend is within the budget" test "$total" -le $NEWB
+
+# ---- Redis stopped mid-load: closed (a) and open (c) ---------------------------
+
+# Host c goes open; its restart keeps its ledger and its place.
+kill -TERM "$PID_c"; wait "$PID_c" 2>/dev/null
+sed -i 's/^on_redis_down = closed/on_redis_down = open/' "$T/c.ini"
+host_start c
+check "host c (open) synced after its restart" kv_wait_for 5 synced c
+sleep 1
+again() { grep -c 'leases synced with Redis again' "$T/kilovoltd-$1.log"; }
+again_a=$(again a) again_b=$(again b) again_c=$(again c)
+cap_a=$(kfield a .cluster.lease_cap_nusd)
+spent_a0=$(kfield a .spent_nusd)
+redis_stop
+mock_before=$(kv_mock_stat requests)
+mkdir -p "$T/d"
+# a: 2 x its lease's worth, one at a time, no retries: past the lease -> 503
+na=$(((cap_a - spent_a0) / R + 5))
+for i in $(seq 1 "$na"); do
+	curl -sS -m 30 -o "$T/d/a$i.body" -D "$T/d/a$i.head" -w '%{http_code}\n' \
+		-H "Authorization: Bearer $KEY" -H "x-mock-tokens: $M" \
+		--data-binary "$BODY" "http://127.0.0.1:$PORT_a/v1/chat/completions" >"$T/d/a$i.code"
+done
+sleep 2.5	# past OPEN_AFTER_MS: c admits against the last known budget
+for i in $(seq 1 30); do
+	curl -sS -m 30 -o /dev/null -w '%{http_code}\n' -H "Authorization: Bearer $KEY" \
+		-H "x-mock-tokens: $M" --data-binary "$BODY" \
+		"http://127.0.0.1:$PORT_c/v1/chat/completions" >"$T/d/c$i.code"
+done
+a200=$(cat "$T"/d/a*.code | grep -c '^200$')
+a503=$(cat "$T"/d/a*.code | grep -c '^503$')
+c200=$(cat "$T"/d/c*.code | grep -c '^200$')
+echo "# Redis down: a (closed) $a200 x 200, $a503 x 503 of $na; c (open) $c200 x 200 of 30"
+check "closed: a refuses past its lease with 503" test "$a503" -ge 5
+check "closed: a's spend stays within its lease" test "$(kfield a .spent_nusd)" -le "$cap_a"
+check "closed: a 503 carries retry-after" grep -qi '^retry-after:' $(grep -l '^HTTP/1.1 503' "$T"/d/a*.head | head -n 1)
+check_eq "the mock saw only the admitted requests" "$(kv_mock_stat requests)" $((mock_before + a200 + c200 + 1))
+check_eq "open: c admits against the last known budget" "$c200" 30
+check "c logged the outage" grep -q KV0758 "$T/kilovoltd-c.log"
+redis_start
+synced_again() { [ "$(again "$1")" -gt "$2" ]; }
+check "host a syncs again once Redis is back" kv_wait_for 10 synced_again a "$again_a"
+check "host b syncs again once Redis is back" kv_wait_for 10 synced_again b "$again_b"
+check "host c syncs again once Redis is back" kv_wait_for 10 synced_again c "$again_c"
+sleep 1.5
+total=$(spent_sum)
+check_eq "after Redis's return, its spend equals the ledgers' (nothing double-counted)" \
+	"$(rfield S)" "$total"
+check "c's overdraft was reconciled and logged" grep -q KV0757 "$T/kilovoltd-c.log"
+check "c counts the overdraft in its metrics" \
+	test "$(hctl c status --json | jq -r '.counters.cluster_overdraft_nusd_total // .cluster_overdraft_nusd_total // 0')" -gt 0
+check "committed covers the spend" test "$(rfield C)" -ge "$total"
+
+KV_KILLS_WORKERS=1	# b's workers were killed on purpose
+kv_finish
