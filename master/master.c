@@ -377,13 +377,25 @@ log_repair(const struct kv_repair_report *r, const char *when)
  * the live workers paused between ledger operations. A worker that stays
  * inside one (stopped by a debugger?) defers the recount to the next tick;
  * the dead slots are then released without it. */
+static uint64_t
+quiesce_timeouts(const struct master *m)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < KV_WORKER_SLOTS; i++)
+		n += atomic_load(&m->ledger.workers[i].quiesce_timeouts);
+	return n;
+}
+
 static void
 repair_now(struct master *m)
 {
 	struct kv_repair_report r;
-	uint64_t dead = m->dead_mask, live = live_mask(m);
+	uint64_t dead = m->dead_mask, live = live_mask(m), timeouts;
 	int i, quiet;
 
+	timeouts = quiesce_timeouts(m);
 	quiet = kv_ledger_quiesce(&m->ledger, live, QUIESCE_MS) == 0;
 	if (!quiet) {
 		for (i = 0; i < KV_WORKER_SLOTS; i++)
@@ -400,6 +412,10 @@ repair_now(struct master *m)
 	}
 	if (quiet)
 		kv_ledger_unquiesce(&m->ledger);
+	/* A worker that stopped waiting (this process was stalled past its
+	 * patience) may have raced the recount: do it again next tick. */
+	if (quiesce_timeouts(m) != timeouts)
+		m->recount = 1;
 	for (i = 0; i < KV_WORKER_SLOTS; i++) {
 		struct kv_worker_slot *ws = &m->ledger.workers[i];
 

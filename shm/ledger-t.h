@@ -129,7 +129,7 @@ struct kv_worker_slot {
 	/* Version 2. in_ledger is 1 while the worker is inside a ledger
 	 * operation; the master's repair waits for 0 (see kv_ledger_quiesce). */
 	_Alignas(64) _Atomic uint32_t in_ledger;
-	uint32_t	  pad1;
+	_Atomic uint32_t  quiesce_timeouts;	/* ops that stopped waiting for a repair */
 	_Atomic uint64_t  instance;		/* header instance of the spawning master */
 	_Atomic uint64_t  pid_start;		/* the worker's start time, clock ticks */
 };

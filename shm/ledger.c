@@ -480,8 +480,10 @@ op_enter(struct kv_ledger *l)
 			return;
 		if (deadline == 0)
 			deadline = mono_ns() + QUIESCE_WAIT_NS;
-		else if (mono_ns() > deadline)
+		else if (mono_ns() > deadline) {
+			atomic_fetch_add(&w->quiesce_timeouts, 1);
 			return;
+		}
 		atomic_store(&w->in_ledger, 0);
 		sched_yield();
 	}
