@@ -12,6 +12,11 @@
  *                                 period that began long ago, for roll tests)
  *   worker SLOT PID               mark a worker slot alive (for status)
  *   master PID                    record a master pid and start time
+ *   halfclaim RAW                 write RAW's claim tag into the first free
+ *                                 slot of its chain and stop there, as a
+ *                                 claimer killed mid-claim leaves it
+ *   skew RAW NUSD                 add NUSD to RAW's reserved_nusd with no
+ *                                 reservation recorded (a torn counter)
  *
  * Each key step prints "ID LABEL" so scripts learn the ids. Exit 0, or 1
  * with a message on any failure (a refused reservation is a failure). */
@@ -139,6 +144,38 @@ step_master(struct kv_ledger *l, char **a)
 	return 0;
 }
 
+static int
+step_halfclaim(struct kv_ledger *l, char **a)
+{
+	uint32_t n = l->hdr->max_keys, i;
+	uint64_t start = 0, zero;
+	uint8_t h[32];
+
+	kv_key_hash(a[0], strlen(a[0]), h);
+	for (i = 0; i < 8; i++)
+		start = start << 8 | h[i];
+	start %= n;	/* the home slot, as the ledger computes it */
+	for (i = 0; i < n; i++) {
+		struct kv_account *acct = &l->accounts[(start + i) % n];
+
+		zero = 0;
+		if (atomic_compare_exchange_strong(&acct->tag, &zero, kv_account_tag(h)))
+			return 0;
+	}
+	return fail("key table full", a[0]);
+}
+
+static int
+step_skew(struct kv_ledger *l, char **a)
+{
+	struct kv_account *acct = account_of(l, a[0]);
+
+	if (acct == NULL)
+		return fail("no such key", a[0]);
+	atomic_fetch_add(&acct->reserved_nusd, atoll(a[1]));
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int nargs;
@@ -150,6 +187,8 @@ static const struct {
 	{ "period", 2, step_period },
 	{ "worker", 2, step_worker },
 	{ "master", 1, step_master },
+	{ "halfclaim", 1, step_halfclaim },
+	{ "skew", 2, step_skew },
 };
 
 static int

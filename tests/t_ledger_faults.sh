@@ -1,0 +1,138 @@
+#!/bin/bash
+# Faults on the ledger itself (issue 12): a second daemon on the same
+# ledger from another PID namespace refuses to start and touches nothing
+# of the first one's; a half-claimed slot written into the file stalls no
+# lookup and is repaired by the master (at start-up, and after a worker
+# death); a torn reserved_nusd is recomputed from the recorded
+# reservations; kill -9 of workers under load leaves reserved == 0 once
+# the load is over.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+for tool in curl jq unshare; do
+	command -v $tool >/dev/null || skip "$tool not installed"
+done
+KV_KILLS_WORKERS=1
+FILL=$top_builddir/tests/ledger_fill
+
+kv_start_mock
+kv_write_config <<EOF
+[key alice]
+key = sk-alice-faults
+budget = 5.00
+EOF
+kv_start
+CHAT='{"model":"gpt-4o-mini","max_tokens":50,"stream":true,"stream_options":{"include_usage":true}}'
+acct() { kv_ctl keys --json | jq -c ".keys[] | select(.id == \"$1\")"; }
+field() { kv_ctl keys --json | jq -r ".keys[] | select(.id == \"$1\") | .$2"; }
+idof() { printf '%s' "$1" | sha256sum | cut -c1-12; }
+ALICE=$(idof sk-alice-faults)
+workers() { ps -o pid= --ppid "$KV_PID" | tr -d ' '; }
+reserved_total() { kv_ctl keys --json | jq '[.keys[].reserved_nusd] | add // 0'; }
+reserved_zero() { [ "$(reserved_total)" = 0 ]; }
+
+# ---- a second daemon, in its own PID namespace -------------------------------
+
+# A 3 s stream in flight on the first daemon while the second one tries.
+kv_curl /v1/chat/completions -o "$T/stream1" -H "Authorization: Bearer sk-alice-faults" \
+	-H 'x-mock-tokens: 30' -H 'x-mock-delay-ms: 100' -d "$CHAT" &
+STREAM=$!
+kv_wait_for 5 eval '[ "$(field "$ALICE" reserved_nusd)" -gt 0 ]'
+held=$(field "$ALICE" reserved_nusd)
+check "the first daemon's stream holds a reservation ($held nusd)" test "$held" -gt 0
+P2=$(kv_free_port)
+sed -e "s/^listen = .*/listen = 127.0.0.1:$P2/" -e "s/^status_listen = .*/status_listen =/" \
+	"$T/kilovolt.ini" >"$T/second.ini"
+timeout 20 unshare -pf --mount-proc "$KV_DAEMON_BIN" -c "$T/second.ini" >"$T/second.log" 2>&1
+rc=$?
+check_eq "a second daemon in another pid namespace exits 2" "$rc" 2
+check "... saying the ledger is in use, naming the holder's pid" \
+	grep -q "KV0602: ledger $T/ledger is in use by another kilovoltd (master pid $KV_PID" "$T/second.log"
+check "... and it never listened" eval "! grep -q 'listening on' '$T/second.log'"
+check "kvctl works beside the running daemon" kv_ctl status
+check "the first daemon's reservation is untouched" \
+	test "$(field "$ALICE" reserved_nusd)" -ge "$held"
+wait $STREAM
+check "the first daemon's stream completed" grep -q 'data: \[DONE\]' "$T/stream1"
+kv_wait_for 5 reserved_zero
+check_eq "... its reservation was settled, nothing left reserved" "$(field "$ALICE" reserved_nusd)" 0
+check "... and it was charged" test "$(field "$ALICE" spent_nusd)" -gt 0
+check "the first daemon still serves" kv_curl /v1/models -o /dev/null -f \
+	-H "Authorization: Bearer sk-alice-faults"
+
+# ---- a half-claimed slot, written while the daemon runs ------------------------
+
+HALF=sk-half-claimed-at-runtime
+"$FILL" "$T/ledger" 0 halfclaim "$HALF"
+t0=$(date +%s%3N)
+code=$(kv_curl /v1/chat/completions -o "$T/half.out" -w '%{http_code}' \
+	-H "Authorization: Bearer $HALF" -d '{"model":"gpt-4o-mini","max_tokens":5}')
+ms=$(($(date +%s%3N) - t0))
+check_eq "its own key is told to retry (503) while the slot is half-made" "$code" 503
+check "... at once, not after a 1 s spin (${ms} ms)" test "$ms" -lt 900
+t0=$(date +%s%3N)
+for i in $(seq 1 20); do
+	kv_curl /v1/chat/completions -o /dev/null -H "Authorization: Bearer sk-other-$i" \
+		-d '{"model":"gpt-4o-mini","max_tokens":5}'
+done
+ms=$(($(date +%s%3N) - t0))
+check "20 other new keys are served without stalling (${ms} ms)" test "$ms" -lt 8000
+victim=$(workers | head -n 1)
+kill -9 "$victim"
+kv_wait_for 10 grep -q "KV0600: ledger repair after a worker exit: .* 1 half-claimed" "$KV_LOG"
+check "after a worker death the master retires the half-made slot" \
+	grep -q "KV0600: ledger repair after a worker exit: .* 1 half-claimed" "$KV_LOG"
+code=$(kv_curl /v1/chat/completions -o /dev/null -w '%{http_code}' \
+	-H "Authorization: Bearer $HALF" -d '{"model":"gpt-4o-mini","max_tokens":5}')
+check_eq "... then the key is served" "$code" 200
+check_eq "... with exactly one account" \
+	"$(kv_ctl keys --json | jq "[.keys[] | select(.id == \"$(idof "$HALF")\")] | length")" 1
+
+# ---- a torn reserved_nusd, fixed after a worker death ------------------------------
+
+"$FILL" "$T/ledger" 0 skew sk-alice-faults 777000
+check_eq "a torn counter: alice shows 777000 reserved with nothing in flight" \
+	"$(field "$ALICE" reserved_nusd)" 777000
+kill -9 "$(workers | head -n 1)"
+kv_wait_for 10 reserved_zero
+check_eq "after the next worker death it is recomputed: 0" "$(field "$ALICE" reserved_nusd)" 0
+
+# ---- the same two faults at start-up -------------------------------------------------
+
+kv_stop
+"$FILL" "$T/ledger" 0 halfclaim sk-half-at-start skew sk-alice-faults 5000
+kv_start
+check "at start-up the master retires the half-made slot and fixes the counter" \
+	grep -q "KV0600: ledger repair at start-up: 1 accounts' reserved_nusd recomputed .* 1 half-claimed" "$KV_LOG"
+check_eq "... alice: 0 reserved" "$(field "$ALICE" reserved_nusd)" 0
+code=$(kv_curl /v1/chat/completions -o /dev/null -w '%{http_code}' \
+	-H "Authorization: Bearer sk-half-at-start" -d '{"model":"gpt-4o-mini","max_tokens":5}')
+check_eq "... and the half-claimed key is served" "$code" 200
+
+# ---- kill -9 under load ------------------------------------------------------------
+
+# Six clients, 40 requests each (some streaming); three workers killed meanwhile.
+load() {
+	local i
+	for i in $(seq 1 40); do
+		kv_curl /v1/chat/completions -o /dev/null -H "Authorization: Bearer sk-load-$1" \
+			-H 'x-mock-tokens: 8' -H 'x-mock-delay-ms: 5' -d "$CHAT" 2>/dev/null
+	done
+}
+pids=()
+for c in 1 2 3 4 5 6; do
+	load $c &
+	pids+=($!)
+done
+for k in 1 2 3; do
+	sleep 0.7
+	kill -9 "$(workers | tail -n 1)" 2>/dev/null
+done
+wait "${pids[@]}"
+kv_wait_for 10 reserved_zero
+check_eq "after the load and 3 kill -9s, nothing stays reserved" "$(reserved_total)" 0
+neg=$(kv_ctl keys --json | jq '[.keys[] | select(.spent_nusd < 0 or .reserved_nusd < 0)] | length')
+check_eq "... no counter went negative" "$neg" 0
+check "the daemon still serves" kv_curl /v1/models -o /dev/null -f \
+	-H "Authorization: Bearer sk-alice-faults"
+
+kv_finish
