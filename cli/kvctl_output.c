@@ -170,9 +170,9 @@ shown_money(const struct kv_account *a, int64_t out[4])
 static void
 account_row(struct table *t, const struct kv_account *a)
 {
-	char id[13], label[KV_LABEL_MAX], m[4][32], n[3][24], last[32];
+	char id[13], label[KV_LABEL_MAX], m[4][32], n[5][24], last[32];
 	int64_t money[4];
-	const char *cells[11];
+	const char *cells[13];
 	int i;
 
 	kv_key_id(a->hash, id);
@@ -184,12 +184,15 @@ account_row(struct table *t, const struct kv_account *a)
 	snprintf(n[0], sizeof(n[0]), "%" PRIu64, atomic_load(&a->requests));
 	snprintf(n[1], sizeof(n[1]), "%" PRIu64, atomic_load(&a->input_tokens));
 	snprintf(n[2], sizeof(n[2]), "%" PRIu64, atomic_load(&a->output_tokens));
+	snprintf(n[3], sizeof(n[3]), "%" PRIu64, atomic_load(&a->estimated_requests));
+	snprintf(n[4], sizeof(n[4]), "%" PRIu64, atomic_load(&a->free_requests));
 	kvctl_format_time(atomic_load(&a->last_used), last, sizeof(last));
 	cells[0] = id;
 	cells[1] = label[0] != '\0' ? label : "-";
 	cells[2] = m[0], cells[3] = m[1], cells[4] = m[2], cells[5] = m[3];
 	cells[6] = n[0], cells[7] = n[1], cells[8] = n[2];
-	cells[9] = last;
+	cells[9] = n[3], cells[10] = n[4];
+	cells[11] = last;
 	table_add(t, cells);
 }
 
@@ -198,14 +201,14 @@ kvctl_print_keys(FILE *f, const struct kv_ledger *l)
 {
 	static const char *const head[] = { "ID", "LABEL", "BUDGET", "SPENT",
 	    "RESERVED", "REMAINING", "REQUESTS", "TOKENS IN", "TOKENS OUT",
-	    "LAST USED" };
-	static const int right[] = { 0, 0, 1, 1, 1, 1, 1, 1, 1, 0 };
+	    "ESTIMATED", "FREE", "LAST USED" };
+	static const int right[] = { 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0 };
 	const struct kv_account **v;
 	struct table t;
 	size_t i, n;
 
 	n = kv_report_sorted_accounts(l, &v);
-	if (table_init(&t, 10, right, n) == -1) {
+	if (table_init(&t, 12, right, n) == -1) {
 		free(v);
 		fputs("kvctl: out of memory\n", stderr);
 		return;
@@ -306,9 +309,11 @@ kvctl_print_account(FILE *f, const struct kv_account *a)
 	}
 	fprintf(f, "requests: %" PRIu64 "\ninput_tokens: %" PRIu64
 	    "\noutput_tokens: %" PRIu64 "\ncached_input_tokens: %" PRIu64
-	    "\nrefusals: %" PRIu64 "\n", atomic_load(&a->requests),
+	    "\nrefusals: %" PRIu64 "\nestimated_requests: %" PRIu64
+	    "\nfree_requests: %" PRIu64 "\n", atomic_load(&a->requests),
 	    atomic_load(&a->input_tokens), atomic_load(&a->output_tokens),
-	    atomic_load(&a->cached_input_tokens), atomic_load(&a->refusals));
+	    atomic_load(&a->cached_input_tokens), atomic_load(&a->refusals),
+	    atomic_load(&a->estimated_requests), atomic_load(&a->free_requests));
 	kvctl_format_time(atomic_load(&a->last_used), when, sizeof(when));
 	fprintf(f, "last_used: %s\n", when);
 	kvctl_format_time(atomic_load(&a->period_start), when, sizeof(when));

@@ -658,6 +658,23 @@ set_api_key(struct cfg_parse *p, const char *v)
 	return 0;
 }
 
+static int
+set_free_paths(struct cfg_parse *p, const char *v)
+{
+	struct kv_upstream *u = cur_upstream(p);
+
+	return set_words(p, "free_paths", v, &u->free_paths, &u->nfree_paths, check_path);
+}
+
+static int
+set_shared_stored_objects(struct cfg_parse *p, const char *v)
+{
+	if (strcmp(v, "yes") != 0 && strcmp(v, "no") != 0)
+		return cfg_err(p, p->lineno, "shared_stored_objects: '%s' is not yes or no", v);
+	cur_upstream(p)->shared_stored_objects = v[0] == 'y';
+	return 0;
+}
+
 /* Checked here so that `kilovoltd -t` catches a typo before a reload. */
 static int
 set_ca_file(struct cfg_parse *p, const char *v)
@@ -907,6 +924,8 @@ static const struct cfg_key upstream_keys[] = {
 	{ "models",	set_models,	CFG_LIST },
 	{ "api_key",	set_api_key,	CFG_SECRET },
 	{ "ca_file",	set_ca_file,	0 },
+	{ "free_paths",	set_free_paths,	CFG_LIST },
+	{ "shared_stored_objects", set_shared_stored_objects, 0 },
 	{ NULL, NULL, 0 }
 };
 
@@ -1024,7 +1043,8 @@ end_section(struct cfg_parse *p)
 	case SECT_UPSTREAM:
 		if (cur_upstream(p)->url[0] == '\0')
 			return cfg_err(p, p->sect_line, "%s: url is required", p->sect_text);
-		if (cur_upstream(p)->npaths == 0 && cur_upstream(p)->nmodels == 0)
+		if (cur_upstream(p)->npaths == 0 && cur_upstream(p)->nmodels == 0 &&
+		    cur_upstream(p)->nfree_paths == 0)
 			return cfg_err(p, p->sect_line, "%s: needs paths or models",
 			    p->sect_text);
 		break;
@@ -1432,6 +1452,7 @@ kv_config_free(struct kv_config *cf)
 	for (i = 0; i < cf->nupstreams; i++) {
 		free_strs(cf->upstreams[i].paths, cf->upstreams[i].npaths);
 		free_strs(cf->upstreams[i].models, cf->upstreams[i].nmodels);
+		free_strs(cf->upstreams[i].free_paths, cf->upstreams[i].nfree_paths);
 		free_secret(cf->upstreams[i].api_key);
 		free(cf->upstreams[i].ca_file);
 	}
@@ -1462,10 +1483,8 @@ kv_glob_match(const char *pattern, const char *s)
 	return strcmp(pattern, s) == 0;
 }
 
-/* A prefix matches at a segment boundary: /v1/models matches /v1/models,
- * /v1/models/x and /v1/models?x but not /v1/modelsX. */
-static int
-path_match(const char *prefix, const char *path)
+int
+kv_path_match(const char *prefix, const char *path)
 {
 	size_t len = strlen(prefix);
 
@@ -1484,9 +1503,15 @@ kv_config_route(const struct kv_config *cf, const char *path, const char *model)
 		for (j = 0; j < cf->upstreams[i].nmodels; j++)
 			if (kv_glob_match(cf->upstreams[i].models[j], model))
 				return &cf->upstreams[i];
+	/* free_paths first: an upstream that lists a path serves it, even
+	 * when another upstream's paths (a /v1 catch-all) cover it too */
+	for (i = 0; path != NULL && i < cf->nupstreams; i++)
+		for (j = 0; j < cf->upstreams[i].nfree_paths; j++)
+			if (kv_path_match(cf->upstreams[i].free_paths[j], path))
+				return &cf->upstreams[i];
 	for (i = 0; path != NULL && i < cf->nupstreams; i++)
 		for (j = 0; j < cf->upstreams[i].npaths; j++)
-			if (path_match(cf->upstreams[i].paths[j], path))
+			if (kv_path_match(cf->upstreams[i].paths[j], path))
 				return &cf->upstreams[i];
 	return NULL;
 }

@@ -24,6 +24,10 @@ struct kv_upstream {
 	size_t	  nmodels;
 	char	 *api_key;	/* NULL: pass the client's credential through */
 	char	 *ca_file;	/* NULL: the system trust store */
+	/* endpoint policy (worker/endpoints.c) */
+	char	**free_paths;	/* path prefixes relayed unmetered ($0) */
+	size_t	  nfree_paths;
+	int	  shared_stored_objects;	/* virtual keys may reach stored objects */
 };
 
 /* Prices are nano-dollars per 1M tokens, parsed exactly from decimal text. */
@@ -114,13 +118,19 @@ const char *kv_config_default_path(void);
 void	kv_config_free(struct kv_config *cf);
 
 /* The upstream for a request: the first whose model globs match MODEL
- * (may be NULL), else the first whose path prefixes match PATH. NULL if none. */
+ * (may be NULL), else the first whose free_paths prefixes match PATH, else
+ * the first whose paths do. NULL if none. */
 const struct kv_upstream *kv_config_route(const struct kv_config *cf,
 	    const char *path, const char *model);
 
 /* The price for MODEL: exact match first, then the longest matching
  * trailing-'*' prefix, then [price default]; NULL when there is none. */
 const struct kv_price *kv_config_price(const struct kv_config *cf, const char *model);
+
+/* PATH (a request target) is PREFIX or below it at a segment boundary:
+ * /v1/models matches /v1/models, /v1/models/x and /v1/models?x, not
+ * /v1/modelsX. */
+int	kv_path_match(const char *prefix, const char *path);
 
 /* Glob with a single trailing '*' (or none: exact). */
 int	kv_glob_match(const char *pattern, const char *s);

@@ -133,10 +133,11 @@ put_histogram(FILE *f, const char *name, const char *help,
 struct series {
 	char	 name[KV_MODEL_NAME + 1];	/* key id or model name */
 	char	 label[KV_LABEL_MAX + 1];
-	int64_t	 v[8];
+	int64_t	 v[10];
 };
 
-enum { K_REQ, K_SPENT, K_BUDGET, K_RESERVED, K_IN, K_OUT, K_CACHED, K_REFUSED };
+enum { K_REQ, K_SPENT, K_BUDGET, K_RESERVED, K_IN, K_OUT, K_CACHED, K_REFUSED,
+	K_ESTIMATED, K_FREE };
 enum { M_REQ, M_IN, M_OUT, M_CACHED, M_COST };
 
 struct family {
@@ -160,6 +161,10 @@ static const struct family key_families[] = {
 	    "cached input tokens by key", K_CACHED, 0 },
 	{ "kilovolt_key_budget_refusals_total", "counter",
 	    "requests refused with 402 by key", K_REFUSED, 0 },
+	{ "kilovolt_key_estimated_requests_total", "counter",
+	    "requests charged by an estimate by key", K_ESTIMATED, 0 },
+	{ "kilovolt_key_free_requests_total", "counter",
+	    "requests relayed unmetered by key", K_FREE, 0 },
 };
 
 static const struct family model_families[] = {
@@ -232,6 +237,8 @@ key_snapshot(struct series *s, const struct kv_account *a)
 	s->v[K_OUT] = ldu64(&a->output_tokens);
 	s->v[K_CACHED] = ldu64(&a->cached_input_tokens);
 	s->v[K_REFUSED] = ldu64(&a->refusals);
+	s->v[K_ESTIMATED] = ldu64(&a->estimated_requests);
+	s->v[K_FREE] = ldu64(&a->free_requests);
 }
 
 /* Add S into the catch-all series: overflow saturates (display only). */
@@ -269,7 +276,7 @@ put_key_metrics(FILE *f, const struct kv_ledger *l)
 			struct series one;
 
 			key_snapshot(&one, acc[i]);
-			series_add(&s[ns], &one, 8);
+			series_add(&s[ns], &one, sizeof(one.v) / sizeof(one.v[0]));
 		}
 		ns++;
 	}

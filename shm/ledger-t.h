@@ -15,7 +15,8 @@
 #include <stdint.h>
 
 #define KV_LEDGER_MAGIC		0x5245474445564b31ULL	/* "1KVLEDGER" */
-#define KV_LEDGER_VERSION	3u	/* 2: claim tags, repair and lock identity; 3: cluster leases */
+#define KV_LEDGER_VERSION	4u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
+					   4: per-key estimated and free counts */
 #define KV_WORKER_SLOTS		64	/* room for two generations during a reload */
 #define KV_RESV_PER_WORKER	2048	/* in-flight reservations one worker may hold */
 #define KV_MODEL_SLOTS		256
@@ -50,7 +51,8 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free");
 	X(cluster_lease_refusals_total,	"requests refused with 503 while this host's lease was short") \
 	X(cluster_syncs_total,		"lease syncs with Redis that succeeded") \
 	X(cluster_redis_errors_total,	"Redis connection failures and error replies") \
-	X(cluster_overdraft_nusd_total,	"spent past this host's lease while Redis was down (open)")
+	X(cluster_overdraft_nusd_total,	"spent past this host's lease while Redis was down (open)") \
+	X(free_requests_total,		"requests relayed unmetered (free endpoints, free_paths)")
 
 struct kv_counters {
 #define KV_X_FIELD(name, help) _Atomic uint64_t name;
@@ -187,6 +189,9 @@ struct kv_account {
 	_Atomic int64_t	  lease_expires_ms;	/* unix ms this host's lease lasts to */
 	_Atomic int64_t	  cluster_base_nusd;	/* spend cleared here by a reset, still in Redis */
 	int64_t		  cluster_pad[2];
+	/* Version 4. */
+	_Atomic uint64_t  estimated_requests;	/* charged by estimate, not usage */
+	_Atomic uint64_t  free_requests;	/* relayed unmetered */
 };
 
 #define KV_ACCOUNT_NAMED 0x1u

@@ -79,10 +79,12 @@ kv_report_account_json(FILE *f, const struct kv_account *a)
 	    budget, spent, reserved, budget - spent - reserved);
 	fprintf(f, ",\"requests\":%" PRIu64 ",\"input_tokens\":%" PRIu64
 	    ",\"output_tokens\":%" PRIu64 ",\"cached_input_tokens\":%" PRIu64
-	    ",\"refusals\":%" PRIu64 ",\"last_used\":%" PRId64,
+	    ",\"refusals\":%" PRIu64 ",\"estimated_requests\":%" PRIu64
+	    ",\"free_requests\":%" PRIu64 ",\"last_used\":%" PRId64,
 	    atomic_load(&a->requests), atomic_load(&a->input_tokens),
 	    atomic_load(&a->output_tokens), atomic_load(&a->cached_input_tokens),
-	    atomic_load(&a->refusals), atomic_load(&a->last_used));
+	    atomic_load(&a->refusals), atomic_load(&a->estimated_requests),
+	    atomic_load(&a->free_requests), atomic_load(&a->last_used));
 	report_lease_json(f, a, spent, reserved);
 	fputc('}', f);
 }

@@ -11,7 +11,10 @@
 
 /* One account object: {"id","label","budget_nusd","spent_nusd",
  * "reserved_nusd","remaining_nusd","requests","input_tokens",
- * "output_tokens","cached_input_tokens","refusals","last_used"}. */
+ * "output_tokens","cached_input_tokens","refusals","estimated_requests",
+ * "free_requests","last_used"}: estimated_requests counts the requests
+ * charged by an estimate (cut, timed out, or without usage), free_requests
+ * those relayed unmetered. */
 void	kv_report_account_json(FILE *f, const struct kv_account *a);
 
 /* {"keys":[...]}, accounts sorted by spend, highest first. */

@@ -18,7 +18,11 @@
  *   POST /v1/embeddings                          float or base64 vector
  *   POST /v1/responses                           JSON, or SSE ending in response.completed
  *   POST /v1/messages                            Anthropic JSON or SSE (max_tokens required)
- *   GET  /v1/models
+ *   GET  /v1/models, /v1/models/{id}; POST /v1/messages/count_tokens
+ *   POST /v1/responses with "background": true   queued, "usage": null; then
+ *        GET /v1/responses/{id} completed with the usage; DELETE deletes
+ *   GET  /v1/chat/completions (stored completions), /v1/batches[/{id}],
+ *        POST /v1/batches, /v1/messages/batches, /v1/images/generations
  *   POST /sink           reads the body streaming: {"bytes":N,"sha256":"hex"}
  *   GET  /blob?bytes=N&seed=S[&chunked=1|&close=1]   N deterministic bytes,
  *        header x-body-sha256 holds their digest
@@ -135,6 +139,7 @@ struct req {
 	char		 so_keys[128];	/* member names of the last stream_options */
 	int		 b64;		/* embeddings encoding_format=base64 */
 	int		 ignore_max;	/* x-mock-ignore-max-tokens: generate past the limit */
+	int		 background;	/* Responses "background": true */
 
 	long		 tokens;
 	size_t		 token_bytes;
@@ -776,6 +781,8 @@ scan_top(struct req *rq, const char *k, size_t n, const char *v)
 			rq->n = strtol(v, NULL, 10);
 	} else if (KEY_IS(k, n, "encoding_format")) {
 		rq->b64 = strncmp(v, "\"base64\"", 8) == 0;
+	} else if (KEY_IS(k, n, "background")) {
+		rq->background = is_true(v);
 	}
 }
 
@@ -1281,6 +1288,99 @@ stats(struct conn *c)
 	return send_simple(c, 200, json);
 }
 
+/* ---- stored objects, batches, background responses ------------------------ */
+
+/* A background response is queued with "usage": null; its usage comes on a
+ * later GET /v1/responses/{id}. The id carries the numbers, so the mock
+ * keeps no state: resp_bg_<input>_<output>. */
+static int
+background_response(struct conn *c)
+{
+	struct req *rq = &c->rq;
+	char json[512];
+
+	snprintf(json, sizeof(json), "{\"id\":\"resp_bg_%ld_%ld\",\"object\":\"response\","
+	    "\"created_at\":%lld,\"status\":\"queued\",\"background\":true,\"model\":\"%s\","
+	    "\"output\":[],\"usage\":null}", prompt_tokens(rq), rq->tokens, now_ms() / 1000,
+	    echo_model(rq));
+	return send_simple(c, 200, json);
+}
+
+static int
+stored_response(struct conn *c, const char *id, int get)
+{
+	long in = 0, out = 0;
+	char json[768];
+
+	if (!get) {
+		snprintf(json, sizeof(json), "{\"id\":\"%.64s\",\"object\":\"response\","
+		    "\"deleted\":true}", id);
+		return send_simple(c, 200, json);
+	}
+	if (sscanf(id, "resp_bg_%ld_%ld", &in, &out) != 2)
+		in = out = 7;
+	snprintf(json, sizeof(json), "{\"id\":\"%.64s\",\"object\":\"response\","
+	    "\"status\":\"completed\",\"model\":\"gpt-4o-mini-2024-07-18\",\"output\":[],"
+	    "\"usage\":{\"input_tokens\":%ld,\"input_tokens_details\":{\"cached_tokens\":0},"
+	    "\"output_tokens\":%ld,\"total_tokens\":%ld}}", id, in, out, in + out);
+	return send_simple(c, 200, json);
+}
+
+static int
+batch(struct conn *c, int anthropic)
+{
+	if (anthropic)
+		return send_simple(c, 200, "{\"id\":\"msgbatch_mock\",\"type\":\"message_batch\","
+		    "\"processing_status\":\"in_progress\",\"request_counts\":{\"processing\":2,"
+		    "\"succeeded\":0,\"errored\":0,\"canceled\":0,\"expired\":0}}");
+	return send_simple(c, 200, "{\"id\":\"batch_mock\",\"object\":\"batch\","
+	    "\"endpoint\":\"/v1/chat/completions\",\"status\":\"validating\","
+	    "\"request_counts\":{\"total\":0,\"completed\":0,\"failed\":0}}");
+}
+
+static int
+prefixed(const char *path, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return strncmp(path, prefix, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Endpoints the gateway meters nothing on: 1 when PATH is not one. */
+static int
+objects(struct conn *c, int *rc)
+{
+	struct req *rq = &c->rq;
+	int get = strcmp(rq->method, "GET") == 0, post = strcmp(rq->method, "POST") == 0;
+	int del = strcmp(rq->method, "DELETE") == 0;
+	char json[512];
+
+	if (post && strcmp(rq->path, "/v1/responses") == 0 && rq->background)
+		*rc = background_response(c);
+	else if ((get || del) && strncmp(rq->path, "/v1/responses/", 14) == 0)
+		*rc = stored_response(c, rq->path + 14, get);
+	else if (get && strcmp(rq->path, "/v1/chat/completions") == 0)
+		*rc = send_simple(c, 200, "{\"object\":\"list\",\"data\":[{\"id\":"
+		    "\"chatcmpl-stored\",\"object\":\"chat.completion\",\"model\":\"gpt-4o-mini\"}],"
+		    "\"has_more\":false}");
+	else if (prefixed(rq->path, "/v1/batches"))
+		*rc = batch(c, 0);
+	else if (prefixed(rq->path, "/v1/messages/batches"))
+		*rc = batch(c, 1);
+	else if (post && strcmp(rq->path, "/v1/messages/count_tokens") == 0) {
+		snprintf(json, sizeof(json), "{\"input_tokens\":%ld}", prompt_tokens(rq));
+		*rc = send_simple(c, 200, json);
+	} else if (get && strncmp(rq->path, "/v1/models/", 11) == 0) {
+		snprintf(json, sizeof(json), "{\"id\":\"%.64s\",\"object\":\"model\","
+		    "\"created\":1721172741,\"owned_by\":\"system\"}", rq->path + 11);
+		*rc = send_simple(c, 200, json);
+	} else if (post && strcmp(rq->path, "/v1/images/generations") == 0)
+		*rc = send_simple(c, 200, "{\"created\":1721172741,\"data\":[]}");
+	else
+		return 1;
+	return 0;
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 static int stream_dispatch(struct conn *c);
@@ -1336,9 +1436,12 @@ route(struct conn *c)
 {
 	struct req *rq = &c->rq;
 	int get = strcmp(rq->method, "GET") == 0, post = strcmp(rq->method, "POST") == 0;
+	int rc;
 
 	if (rq->status >= 400)
 		return send_mock_error(c);
+	if (objects(c, &rc) == 0)
+		return rc;
 	if (post && is_provider_path(rq->path))
 		return provider(c);
 	if (get && strcmp(rq->path, "/v1/models") == 0)

@@ -24,7 +24,7 @@ models = closed-*
 
 [upstream files]
 url = $M
-paths = /blob
+free_paths = /blob
 EOF
 kv_start
 KEY=sk-faults-test

@@ -40,7 +40,8 @@ paths = /v1/messages
 
 [upstream mock]
 url = http://127.0.0.1:$MOCK_PORT
-paths = /v1/models /v1/completions /v1/embeddings /v1/responses /blob /sink
+paths = /v1/models /v1/completions /v1/embeddings /v1/responses
+free_paths = /blob /sink
 EOF
 }
 write_config 30

@@ -30,7 +30,7 @@ api_key = env:UPSTREAM_KEY
 
 [upstream files]
 url = $M
-paths = /sink /blob
+free_paths = /sink /blob
 
 [upstream pool]
 url = http://127.0.0.1:$POOL_PORT

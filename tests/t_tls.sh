@@ -70,7 +70,7 @@ models = burst-*
 [upstream resume]
 url = https://localhost:$SPORT
 ca_file = $CA
-paths = /tlsinfo
+free_paths = /tlsinfo
 EOF
 kv_start
 AUTH=(-H 'Authorization: Bearer sk-tls-test')

@@ -502,31 +502,6 @@ test_usage_only(void)
 	}
 }
 
-static void
-test_api_from_path(void)
-{
-	static const struct { const char *p; enum kv_api want; } v[] = {
-		{ "/v1/chat/completions", KV_API_OPENAI_CHAT },
-		{ "/v1/chat/completions?x=1", KV_API_OPENAI_CHAT },
-		{ "/v1/chat/completions/", KV_API_OPENAI_CHAT },
-		{ "/openai/deployments/d/chat/completions?api-version=1", KV_API_OPENAI_CHAT },
-		{ "/v1/completions", KV_API_OPENAI_COMPLETIONS },
-		{ "/v1/embeddings", KV_API_OPENAI_EMBEDDINGS },
-		{ "/v1/responses", KV_API_OPENAI_RESPONSES },
-		{ "/v1/responses/resp_123", KV_API_OTHER },
-		{ "/v1/messages", KV_API_ANTHROPIC_MESSAGES },
-		{ "/v1/messages/count_tokens", KV_API_OTHER },
-		{ "/v1/models", KV_API_OTHER },
-		{ "/", KV_API_OTHER },
-		{ "", KV_API_OTHER },
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
-		CHECK_INT(kv_api_from_path(v[i].p, strlen(v[i].p)), v[i].want);
-	CHECK_INT(kv_api_from_path(NULL, 0), KV_API_OTHER);
-}
-
 /* ---- differential test against jansson ------------------------------------ */
 
 struct gen {
@@ -1191,7 +1166,6 @@ main(void)
 	test_vectors();
 	test_deep_and_long();
 	test_usage_only();
-	test_api_from_path();
 	test_differential();
 	return unit_done();
 }

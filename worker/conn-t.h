@@ -64,6 +64,7 @@ struct kv_conn {
 	char			*target;
 	int			 minor, keep_alive, anthropic, is_head;
 	enum kv_api		 api;
+	int			 free_ep;	/* an endpoint relayed at $0 */
 	int			 chunked_req;
 	struct kv_chunked	 req_dec;
 	int64_t			 body_left;	/* Content-Length bytes still to read */

@@ -764,6 +764,8 @@ count(struct kv_conn *c, const struct kv_usage *u, int64_t cost)
 	atomic_fetch_add(&k->cached_input_tokens_total, (uint64_t)u->cached_input);
 	atomic_fetch_add(&k->cost_nusd_total, (uint64_t)cost);
 	atomic_fetch_add(&k->estimated_requests_total, (uint64_t)u->estimated);
+	if (c->free_ep && c->t_first_ms > 0)
+		atomic_fetch_add(&k->free_requests_total, 1);
 	atomic_fetch_add(&c->w->slot->requests, 1);
 	if (c->t_first_ms > 0)
 		kv_histogram_observe(&h->ttfb, (uint64_t)(c->t_first_ms - c->t_start_ms) * 1000);
@@ -787,6 +789,11 @@ relay_finish(struct kv_conn *c)
 		    u.input || u.output ? &u : NULL, model);
 		c->resv = -1;
 	}
+	/* Per key: how many charges were estimates, how many relayed free. */
+	if (c->acct != NULL && u.estimated)
+		atomic_fetch_add(&c->acct->estimated_requests, 1);
+	if (c->acct != NULL && c->free_ep && c->t_first_ms > 0)
+		atomic_fetch_add(&c->acct->free_requests, 1);
 	if (c->counted_stream) {
 		atomic_fetch_sub(&c->w->slot->active_streams, 1);
 		c->counted_stream = 0;

@@ -9,6 +9,7 @@ enum {
 	K_MAX_TOKENS, K_MAX_COMPLETION_TOKENS, K_MAX_OUTPUT_TOKENS, K_N, K_BEST_OF,
 	K_TYPE, K_URL, K_IMAGE_URL, K_FILE_URL, K_FILE_ID, K_PREVIOUS_RESPONSE_ID,
 	K_CONVERSATION, K_PROMPT, K_WEB_SEARCH_OPTIONS, K_MCP_SERVERS,
+	K_BACKGROUND,
 };
 
 static const char *const key_names[] = {
@@ -20,7 +21,7 @@ static const char *const key_names[] = {
 	[K_FILE_URL] = "file_url", [K_FILE_ID] = "file_id",
 	[K_PREVIOUS_RESPONSE_ID] = "previous_response_id", [K_CONVERSATION] = "conversation",
 	[K_PROMPT] = "prompt", [K_WEB_SEARCH_OPTIONS] = "web_search_options",
-	[K_MCP_SERVERS] = "mcp_servers",
+	[K_MCP_SERVERS] = "mcp_servers", [K_BACKGROUND] = "background",
 };
 #define NKEYS ((int)(sizeof(key_names) / sizeof(key_names[0])))
 
@@ -93,6 +94,9 @@ top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
 		if (ev != KV_JV_TRUE && ev != KV_JV_FALSE && !isnull)
 			refuse(r, "%s must be true or false", "stream", "");
 		r->ri.stream = ev == KV_JV_TRUE;
+		break;
+	case K_BACKGROUND:	/* refused by the endpoint policy (admit) */
+		r->ri.background = ev == KV_JV_TRUE;
 		break;
 	case K_STREAM_OPTIONS:
 		if (ev != KV_JV_OBJ_OPEN && !isnull)

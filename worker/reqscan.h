@@ -20,6 +20,7 @@
 struct kv_request_info {
 	char		 model[KV_REQ_MODEL];	/* "" when absent */
 	int		 stream;		/* "stream": true */
+	int		 background;		/* "background": true (Responses API) */
 	int		 has_stream_options;	/* a "stream_options" member */
 	int		 include_usage;		/* the client asked: its last
 						   stream_options.include_usage is true */

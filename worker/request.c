@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "common/money.h"
+#include "worker/endpoints.h"
 #include "worker/spool.h"
 
 static ssize_t
@@ -159,11 +160,15 @@ on_head(struct kv_conn *c, size_t hl)
 	c->minor = req->minor;
 	c->keep_alive = req->keep_alive;
 	c->is_head = strcmp(c->method, "HEAD") == 0;
-	c->api = kv_api_from_path(req->target, req->target_len);
-	c->anthropic = c->api == KV_API_ANTHROPIC_MESSAGES;
+	c->api = kv_endpoint_api(c->method, req->target, req->target_len);
+	c->anthropic = kv_endpoint_anthropic(req->target, req->target_len);
 	c->chunked_req = req->chunked;
 	c->body_left = req->chunked ? 0 : (req->content_length > 0 ? req->content_length : 0);
 	c->body_done = !req->chunked && c->body_left == 0;
+	/* Before anything else: a target a provider might read differently
+	 * from how we classify it is never forwarded. */
+	if (kv_target_check(req->target, req->target_len, &why) == -1)
+		return conn_fail(c, 400, why);
 	if ((r = find_credential(c, req, &key, &klen, &why)) == -2)
 		return conn_fail(c, 400, why);
 	if (r == -1)
@@ -628,6 +633,27 @@ scan_done(struct kv_conn *c, const char **msg)
 	return 0;
 }
 
+/* The endpoint policy: metered, free, or refused before anything is
+ * reserved or sent. */
+static enum step
+admit_endpoint(struct kv_conn *c, const struct kv_upstream *up)
+{
+	struct kv_endpoint ep;
+
+	kv_endpoint_classify(c->method, c->target, strlen(c->target), up, &ep);
+	if (ep.kind == KV_EP_REFUSED)
+		return conn_fail(c, ep.status, ep.msg);
+	c->free_ep = ep.kind == KV_EP_FREE;
+	/* A background response is billed later, on a GET kilovolt would
+	 * have to meter per response id; refused rather than left unpaid. */
+	if (c->api == KV_API_OPENAI_RESPONSES && c->ri.background)
+		return conn_fail(c, 400, "background responses are not supported by "
+		    "kilovolt: their usage is only reported on a later GET, which it "
+		    "cannot charge to this request; send the request without "
+		    "\"background\": true");
+	return STEP_CONT;
+}
+
 static enum step
 admit(struct kv_conn *c)
 {
@@ -644,6 +670,8 @@ admit(struct kv_conn *c)
 		return conn_fail(c, 404, "no upstream is configured for this path");
 	c->rt = kv_upstreams_find(c->w->ups, cf->nupstreams, up);
 	c->upstream_name = up->name;
+	if ((st = admit_endpoint(c, up)) != STEP_CONT || c->state == CS_ERRWRITE)
+		return st;
 	/* A client that asked for usage itself is sent as it is; for any
 	 * other, usage is added, and its event dropped on the way back. */
 	c->force_usage = (c->api == KV_API_OPENAI_CHAT || c->api == KV_API_OPENAI_COMPLETIONS) &&

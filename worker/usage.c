@@ -1063,42 +1063,6 @@ kv_usage_result(const struct kv_usage_scanner *s)
 	return &s->usage;
 }
 
-/* ---- API of a path ----------------------------------------------------- */
-
-static int
-path_ends(const char *path, size_t len, const char *suffix)
-{
-	size_t n = strlen(suffix);
-
-	return len >= n && memcmp(path + len - n, suffix, n) == 0;
-}
-
-enum kv_api
-kv_api_from_path(const char *path, size_t len)
-{
-	const char *q;
-
-	if (path == NULL || len == 0)
-		return KV_API_OTHER;
-	if ((q = memchr(path, '?', len)) != NULL)
-		len = (size_t)(q - path);
-	while (len > 1 && path[len - 1] == '/')
-		len--;
-	/* by suffix, so a base path (an Azure-style prefix) still matches;
-	 * "/v1/responses/{id}" and "/v1/messages/count_tokens" do not */
-	if (path_ends(path, len, "/chat/completions"))
-		return KV_API_OPENAI_CHAT;
-	if (path_ends(path, len, "/completions"))
-		return KV_API_OPENAI_COMPLETIONS;
-	if (path_ends(path, len, "/embeddings"))
-		return KV_API_OPENAI_EMBEDDINGS;
-	if (path_ends(path, len, "/responses"))
-		return KV_API_OPENAI_RESPONSES;
-	if (path_ends(path, len, "/messages"))
-		return KV_API_ANTHROPIC_MESSAGES;
-	return KV_API_OTHER;
-}
-
 /* ---- the usage-only chunk ---------------------------------------------- */
 
 enum { CH_NONE, CH_OPEN, CH_EMPTY, CH_OTHER };

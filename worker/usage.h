@@ -20,9 +20,6 @@ enum kv_api {
 	KV_API_OTHER,			/* no usage expected */
 };
 
-/* Which API a request path speaks (query string ignored). */
-enum kv_api kv_api_from_path(const char *path, size_t len);
-
 #define KV_SCAN_DEPTH	32	/* levels whose key is remembered */
 #define KV_SCAN_NEST	512	/* nesting beyond this is treated as malformed */
 #define KV_SCAN_MODEL	96

@@ -1,0 +1,280 @@
+/* The endpoint policy (see endpoints.h). The lists here are the whole of
+ * what kilovolt meters: a provider endpoint missing from them is refused
+ * rather than relayed uncharged. */
+#include "worker/endpoints.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- the request target -------------------------------------------------- */
+
+static size_t
+path_len(const char *target, size_t len)
+{
+	const char *q = memchr(target, '?', len);
+
+	return q != NULL ? (size_t)(q - target) : len;
+}
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* One segment (between slashes) of LEN bytes at S. */
+static int
+segment_ok(const char *s, size_t len, const char **why)
+{
+	size_t i;
+	int v;
+
+	if (len == 0) {
+		*why = "empty path segment (//) in the request target";
+		return -1;
+	}
+	if ((len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.')) {
+		*why = "dot segment (. or ..) in the request target";
+		return -1;
+	}
+	for (i = 0; i < len; i++) {
+		if (s[i] == '\\') {
+			*why = "backslash in the request target";
+			return -1;
+		}
+		if (s[i] != '%')
+			continue;
+		if (i + 2 >= len || hexval(s[i + 1]) < 0 || hexval(s[i + 2]) < 0) {
+			*why = "bad percent-encoding in the request target";
+			return -1;
+		}
+		v = hexval(s[i + 1]) * 16 + hexval(s[i + 2]);
+		if (v == '/' || v == '.' || v == '\\') {
+			*why = "percent-encoded '/', '.' or '\\' in the request target";
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int
+kv_target_check(const char *target, size_t len, const char **why)
+{
+	size_t plen = path_len(target, len), i, start;
+
+	if (plen == 0 || target[0] != '/') {
+		*why = "the request target must be a path starting with /";
+		return -1;
+	}
+	/* Segments between slashes; a single trailing slash ends the last one
+	 * (such a path simply matches no endpoint). */
+	for (start = 1, i = 1; i <= plen; i++) {
+		if (i < plen && target[i] != '/')
+			continue;
+		if (!(i == plen && i == start) &&
+		    segment_ok(target + start, i - start, why) == -1)
+			return -1;
+		start = i + 1;
+	}
+	return 0;
+}
+
+/* ---- the lists ----------------------------------------------------------- */
+
+static int
+ends_with(const char *p, size_t len, const char *suffix)
+{
+	size_t n = strlen(suffix);
+
+	return len >= n && memcmp(p + len - n, suffix, n) == 0;
+}
+
+static int
+method_is(const char *method, const char *m)
+{
+	return strcmp(method, m) == 0;
+}
+
+static const struct {
+	const char	*suffix;
+	enum kv_api	 api;
+} metered[] = {
+	/* OpenAI's by their last segments, so Azure's
+	 * /openai/deployments/{name}/chat/completions is metered too */
+	{ "/chat/completions",		KV_API_OPENAI_CHAT },
+	{ "/completions",		KV_API_OPENAI_COMPLETIONS },
+	{ "/embeddings",		KV_API_OPENAI_EMBEDDINGS },
+	{ "/responses",			KV_API_OPENAI_RESPONSES },
+	/* not .../threads/{id}/messages (OpenAI Assistants) */
+	{ "/v1/messages",		KV_API_ANTHROPIC_MESSAGES },
+};
+
+enum kv_api
+kv_endpoint_api(const char *method, const char *target, size_t len)
+{
+	size_t plen = path_len(target, len), i;
+
+	if (!method_is(method, "POST"))
+		return KV_API_OTHER;
+	for (i = 0; i < sizeof(metered) / sizeof(metered[0]); i++)
+		if (ends_with(target, plen, metered[i].suffix))
+			return metered[i].api;
+	return KV_API_OTHER;
+}
+
+/* The path from its "/v1/" on (the provider's own namespace), or NULL. */
+static const char *
+v1_part(const char *path, size_t plen, size_t *rlen)
+{
+	const char *p = memmem(path, plen, "/v1/", 4);
+
+	if (p == NULL)
+		return NULL;
+	*rlen = plen - (size_t)(p - path);
+	return p;
+}
+
+/* P[0..len) is PREFIX or below it (at a segment boundary). */
+static int
+under(const char *p, size_t len, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return len >= n && memcmp(p, prefix, n) == 0 && (len == n || p[n] == '/');
+}
+
+static int
+builtin_free(const char *method, const char *path, size_t plen)
+{
+	const char *r, *id;
+	size_t rlen;
+
+	if (method_is(method, "POST"))
+		return ends_with(path, plen, "/v1/messages/count_tokens");
+	if (!method_is(method, "GET") && !method_is(method, "HEAD"))
+		return 0;
+	if (ends_with(path, plen, "/v1/models"))
+		return 1;
+	/* /v1/models/{id}: one segment after it */
+	if ((r = v1_part(path, plen, &rlen)) == NULL || !under(r, rlen, "/v1/models") ||
+	    rlen <= 11)
+		return 0;
+	id = r + 11;
+	return memchr(id, '/', rlen - 11) == NULL;
+}
+
+static int
+is_batch(const char *r, size_t rlen)
+{
+	return under(r, rlen, "/v1/batches") || under(r, rlen, "/v1/messages/batches");
+}
+
+/* Endpoints that read or change objects the provider keeps per account:
+ * under one shared api_key every tenant would see every other's. */
+static int
+is_stored_object(const char *method, const char *r, size_t rlen)
+{
+	static const char *const prefixes[] = {
+		"/v1/conversations", "/v1/files", "/v1/vector_stores", "/v1/assistants",
+		"/v1/threads", "/v1/batches", "/v1/fine_tuning", "/v1/uploads",
+		"/v1/containers", "/v1/evals", "/v1/messages/batches", "/v1/skills",
+		"/v1/videos", "/v1/chatkit",
+	};
+	size_t i;
+
+	if (rlen == 20 && memcmp(r, "/v1/chat/completions", 20) == 0)
+		return !method_is(method, "POST");	/* GET lists stored completions */
+	if (under(r, rlen, "/v1/chat/completions") || under(r, rlen, "/v1/responses"))
+		return 1;	/* .../{id}, .../{id}/messages, .../{id}/input_items */
+	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (under(r, rlen, prefixes[i]))
+			return 1;
+	return 0;
+}
+
+static int
+listed_free(const struct kv_upstream *up, const char *target)
+{
+	size_t i;
+
+	for (i = 0; i < up->nfree_paths; i++)
+		if (kv_path_match(up->free_paths[i], target))
+			return 1;
+	return 0;
+}
+
+static void
+refuse(struct kv_endpoint *ep, const char *method, const char *path, size_t plen,
+    const char *fmt, const char *name, int virtual_keys)
+{
+	int n;
+
+	ep->kind = KV_EP_REFUSED;
+	ep->status = 404;
+	n = snprintf(ep->msg, sizeof(ep->msg), "%s %.*s%s: ", method,
+	    (int)(plen > 96 ? 96 : plen), path, plen > 96 ? "..." : "");
+	if (n < 0 || (size_t)n >= sizeof(ep->msg))
+		return;
+	snprintf(ep->msg + n, sizeof(ep->msg) - (size_t)n, fmt, name,
+	    virtual_keys ? " and set shared_stored_objects = yes (every kilovolt key "
+	    "then shares the stored objects of the provider account behind api_key)" : "");
+}
+
+void
+kv_endpoint_classify(const char *method, const char *target, size_t len,
+    const struct kv_upstream *up, struct kv_endpoint *ep)
+{
+	size_t plen = path_len(target, len), rlen = 0;
+	const char *r = v1_part(target, plen, &rlen);
+	int stored = r != NULL && is_stored_object(method, r, rlen);
+	int vk = up->api_key != NULL && !up->shared_stored_objects;
+
+	memset(ep, 0, sizeof(*ep));
+	ep->api = kv_endpoint_api(method, target, len);
+	if (ep->api != KV_API_OTHER) {
+		ep->kind = KV_EP_METERED;
+		return;
+	}
+	if (builtin_free(method, target, plen)) {
+		ep->kind = KV_EP_FREE;
+		return;
+	}
+	if (listed_free(up, target) && !(stored && vk)) {
+		ep->kind = KV_EP_FREE;
+		return;
+	}
+	if (stored && listed_free(up, target))
+		refuse(ep, method, target, plen, "with api_key set, every kilovolt key would "
+		    "share the stored objects of one provider account; set [upstream %s] "
+		    "shared_stored_objects = yes to relay it%s", up->name, 0);
+	else if (r != NULL && is_batch(r, rlen))
+		refuse(ep, method, target, plen, "batches are not metered by kilovolt (their "
+		    "usage never passes through it), so they are not relayed; to relay them "
+		    "unmetered, list the path in [upstream %s] free_paths%s", up->name, vk);
+	else if (stored)
+		refuse(ep, method, target, plen, "stored-object endpoints are not relayed by "
+		    "default; to relay them unmetered, list the path in [upstream %s] "
+		    "free_paths%s", up->name, vk);
+	else
+		refuse(ep, method, target, plen, "not an endpoint kilovolt meters, so it is "
+		    "not relayed; to relay it unmetered ($0 to the key), list it in "
+		    "[upstream %s] free_paths%s", up->name, 0);
+}
+
+int
+kv_endpoint_anthropic(const char *target, size_t len)
+{
+	size_t plen = path_len(target, len), rlen;
+	const char *r = v1_part(target, plen, &rlen);
+
+	if (ends_with(target, plen, "/v1/messages"))
+		return 1;
+	return r != NULL && under(r, rlen, "/v1/messages");
+}
