@@ -22,9 +22,11 @@
 
 #include "common/log.h"
 #include "master/cluster.h"
+#include "master/ledger_watch.h"
 #include "master/notify.h"
 #include "master/status.h"
 #include "master/trim.h"
+#include "shm/guard.h"
 #include "shm/ledger.h"
 #include "shm/lock.h"
 #include "shm/repair.h"
@@ -58,6 +60,7 @@ struct master {
 	int64_t			 stop_deadline_ms;
 	int			 exit_code;
 	uint64_t		 dead_mask;	/* reaped slots awaiting the repair */
+	struct kv_ledger_watch	 watch;
 	int			 recount;	/* recompute reserved at the next chance */
 };
 
@@ -311,6 +314,18 @@ describe_exit(int st, char *buf, size_t len)
 		snprintf(buf, len, "stopped");
 }
 
+static void begin_stop(struct master *m);
+
+/* Truncated, deleted or replaced under us: logged once, then stop. */
+static void
+check_ledger_file(struct master *m)
+{
+	if (kv_ledger_watch_check(&m->watch, &m->ledger) == KV_LF_NONE)
+		return;
+	m->exit_code = 1;
+	begin_stop(m);
+}
+
 /* A dead worker's gauges and reservations die with it. */
 static void
 reaped(struct master *m, int slot, int st)
@@ -322,6 +337,9 @@ reaped(struct master *m, int slot, int st)
 
 
 	describe_exit(st, how, sizeof(how));
+	/* Before this process touches a page the file may no longer back. */
+	if (WIFEXITED(st) && WEXITSTATUS(st) == KV_EXIT_LEDGER)
+		check_ledger_file(m);
 	/* Its reservations go in the repair after this round of reaping; the
 	 * slot stays taken (pid set) until then. */
 	m->dead_mask |= UINT64_C(1) << slot;
@@ -562,6 +580,7 @@ tick(struct master *m, int64_t *last_sync)
 {
 	int64_t now = kv_now_ms();
 
+	check_ledger_file(m);
 	if (m->recount)
 		repair_now(m);
 	roll_periods(m);
@@ -693,6 +712,9 @@ master_start(struct master *m)
 	if (check_ledger_owner(m) == -1)
 		return 2;
 	startup_repair(m);
+	kv_ledger_watch_init(&m->watch, &m->ledger, m->cf->ledger);
+	if (kv_ledger_guard(&m->ledger) == -1)
+		kv_log_warn("KV0610", "sigaction(SIGBUS)");
 	apply_keys(m);
 	m->cluster = kv_cluster_start(m->cf, &m->ledger);
 	if ((m->lfd = open_listener(m->cf)) == -1)
@@ -731,6 +753,7 @@ kv_master_run(struct kv_config *cf)
 	if (kv_ledger_sync(&m.ledger) == -1)
 		kv_log_warn("KV0118", "msync %s", m.cf->ledger);
 	atomic_store(&m.ledger.hdr->master_pid, 0);
+	kv_ledger_watch_finish(&m.watch, &m.ledger);
 	kv_ledger_close(&m.ledger);
 	kv_log_info("stopped");
 	kv_config_free(m.cf);

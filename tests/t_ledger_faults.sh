@@ -5,7 +5,9 @@
 # lookup and is repaired by the master (at start-up, and after a worker
 # death); a torn reserved_nusd is recomputed from the recorded
 # reservations; kill -9 of workers under load leaves reserved == 0 once
-# the load is over.
+# the load is over; a ledger truncated, deleted or replaced under load is
+# noticed within a second or two, logged once with what to do, and the
+# daemon stops cleanly (no SIGBUS), keeping every saved cent it can.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 for tool in curl jq unshare; do
@@ -134,5 +136,82 @@ neg=$(kv_ctl keys --json | jq '[.keys[] | select(.spent_nusd < 0 or .reserved_nu
 check_eq "... no counter went negative" "$neg" 0
 check "the daemon still serves" kv_curl /v1/models -o /dev/null -f \
 	-H "Authorization: Bearer sk-alice-faults"
+
+# ---- the file truncated under load ---------------------------------------------
+
+# kv_gone_wait SECS: wait for the daemon to leave by itself; sets RC.
+kv_gone_wait() {
+	local i
+	for ((i = 0; i < $1 * 10; i++)); do
+		kv_alive "$KV_PID" || break
+		sleep 0.1
+	done
+	if kv_alive "$KV_PID"; then RC=timeout; return 1; fi
+	wait "$KV_PID" 2>/dev/null
+	RC=$?
+	KV_PID=
+}
+slow_load() {
+	local i
+	for i in $(seq 1 30); do
+		kv_curl /v1/chat/completions -o /dev/null -H "Authorization: Bearer sk-alice-faults" \
+			-H 'x-mock-tokens: 10' -H 'x-mock-delay-ms: 20' -d "$CHAT" 2>/dev/null
+	done
+}
+kv_stop
+mv "$KV_LOG" "$T/kilovoltd-part1.log"
+kv_start
+slow_load & LOAD=$!
+sleep 1
+t0=$(date +%s%3N)
+truncate -s 0 "$T/ledger"
+kv_gone_wait 20
+ms=$(($(date +%s%3N) - t0))
+kill "$LOAD" 2>/dev/null; wait "$LOAD" 2>/dev/null
+check_eq "truncated under load: the daemon stopped by itself, exit 1 (not a signal)" "$RC" 1
+check "... within 10 s, drain included (${ms} ms)" test "$ms" -lt 10000
+check_eq "... logged once, saying what to do" "$(grep -c 'KV0603: ledger .* was truncated to 0 bytes.*Restore' "$KV_LOG")" 1
+check "... no process died of SIGBUS" eval "! grep -E 'signal 7|Bus error' '$KV_LOG'"
+check "... the file was extended back: kvctl accepts its size and header again" kv_ctl status
+mv "$KV_LOG" "$T/kilovoltd-truncated.log"
+
+# ---- the file deleted under load: written back, no spend lost ---------------------------
+
+kv_start
+kv_curl /v1/chat/completions -o /dev/null -H "Authorization: Bearer sk-alice-faults" \
+	-d '{"model":"gpt-4o-mini","max_tokens":5}'
+slow_load & LOAD=$!
+sleep 1
+rm -f "$T/ledger"
+kv_gone_wait 20
+kill "$LOAD" 2>/dev/null; wait "$LOAD" 2>/dev/null
+check_eq "deleted under load: the daemon stopped by itself, exit 1" "$RC" 1
+check_eq "... logged once" "$(grep -c 'KV0605: ledger .* was deleted while running: wrote' "$KV_LOG")" 1
+check "... the ledger is back at its path" test -s "$T/ledger"
+spent_file=$(field "$ALICE" spent_nusd)
+served=$(grep -c 'key='"$ALICE"' POST .* status=200' "$KV_LOG")
+check "... holding the spend of all $served requests it served (spent $spent_file)" \
+	test "${spent_file:-0}" -gt 0
+check_eq "... and the requests count of the ledger matches the access log" \
+	"$(field "$ALICE" requests)" "$served"
+mv "$KV_LOG" "$T/kilovoltd-deleted.log"
+
+# ---- the file replaced: left alone, our state saved beside it ----------------------------
+
+kv_start
+cp "$T/ledger" "$T/other"
+kv_curl /v1/chat/completions -o /dev/null -H "Authorization: Bearer sk-alice-faults" \
+	-d '{"model":"gpt-4o-mini","max_tokens":5}'
+ours=$(field "$ALICE" spent_nusd)
+mv "$T/other" "$T/ledger"
+theirs=$(field "$ALICE" spent_nusd)
+pid=$KV_PID
+kv_gone_wait 20
+check_eq "replaced: the daemon stopped by itself, exit 1" "$RC" 1
+check_eq "... logged once" "$(grep -c 'KV0606: ledger .* was replaced' "$KV_LOG")" 1
+check_eq "... the replacement was left as it was" "$(field "$ALICE" spent_nusd)" "$theirs"
+check_eq "... our state was saved beside it" \
+	"$("$KV_CTL_BIN" -l "$T/ledger.replaced.$pid" keys --json |
+		jq -r ".keys[] | select(.id == \"$ALICE\") | .spent_nusd")" "$ours"
 
 kv_finish
