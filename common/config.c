@@ -471,6 +471,42 @@ set_max_body(struct cfg_parse *p, const char *v)
 	return 0;
 }
 
+/* auto: the limit of the memory cgroup the daemon runs in (read by each
+ * worker at start); off; or a size. */
+static int
+set_memory_limit(struct cfg_parse *p, const char *v)
+{
+	size_t n;
+
+	if (strcmp(v, "auto") == 0)
+		p->cf->memory_limit = -1;
+	else if (strcmp(v, "off") == 0)
+		p->cf->memory_limit = 0;
+	else if (parse_size(v, &n) == 0 && n >= (1u << 20))
+		p->cf->memory_limit = (int64_t)n;
+	else
+		return cfg_err(p, p->lineno, "memory_limit: '%s' is not auto, off or a size "
+		    "of at least 1m (bytes with an optional k, m or g)", v);
+	return 0;
+}
+
+static int
+set_memory_refuse(struct cfg_parse *p, const char *v)
+{
+	long long n;
+	size_t len = strlen(v);
+	char num[8];
+
+	if (len == 0 || len >= sizeof(num) || v[len - 1] != '%')
+		return cfg_err(p, p->lineno, "memory_refuse: '%s' is not a percentage (50%%..99%%)", v);
+	memcpy(num, v, len - 1);
+	num[len - 1] = '\0';
+	if (cfg_int(p, "memory_refuse", num, 50, 99, &n) == -1)
+		return -1;
+	p->cf->memory_refuse_pct = (int)n;
+	return 0;
+}
+
 static int
 set_spool_dir(struct cfg_parse *p, const char *v)
 {
@@ -905,6 +941,8 @@ static const struct cfg_key server_keys[] = {
 	{ "max_body",		set_max_body,		0 },
 	{ "spool_dir",		set_spool_dir,		0 },
 	{ "spool_max",		set_spool_max,		0 },
+	{ "memory_limit",	set_memory_limit,	0 },
+	{ "memory_refuse",	set_memory_refuse,	0 },
 	{ "admin_token",	set_admin_token,	CFG_SECRET | CFG_ENV_OPT },
 	{ "user",		set_user,		0 },
 	{ NULL, NULL, 0 }
@@ -1340,6 +1378,8 @@ cfg_defaults(struct kv_config *cf)
 	cf->max_connections = 4096;
 	cf->max_body = 64 << 20;
 	cf->spool_max = (size_t)1 << 30;
+	cf->memory_limit = -1;
+	cf->memory_refuse_pct = 95;
 	cf->default_budget_nusd = 2000000000;
 	cf->period = KV_PERIOD_NONE;
 	cf->reserve_output_tokens = 1024;

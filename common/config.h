@@ -81,6 +81,8 @@ struct kv_config {
 	size_t	  max_body;		/* bytes; 0 = no limit (413 above it) */
 	char	  spool_dir[4096];	/* request bodies past the window; "" = beside the ledger */
 	size_t	  spool_max;		/* bytes of spooled bodies per worker (503 above it) */
+	int64_t	  memory_limit;		/* bytes workers keep under; 0 off, -1 auto (the cgroup's) */
+	int	  memory_refuse_pct;	/* new requests get 503 past this percent of it */
 	char	 *admin_token;		/* NULL: status-service writes refused */
 	char	  user[64];		/* drop to this user when started as root; "" = stay */
 

@@ -677,6 +677,9 @@ admit(struct kv_conn *c)
 	c->force_usage = (c->api == KV_API_OPENAI_CHAT || c->api == KV_API_OPENAI_COMPLETIONS) &&
 	    c->ri.stream && !c->ri.include_usage && c->body_bytes > 0;
 	c->inject = c->force_usage;
+	/* Past the memory budget: refuse before anything is reserved or sent. */
+	if (kv_memguard_full(&c->w->mem, c->w->now_ms) && (c->retry_after = KV_MEMGUARD_RETRY_S))
+		return conn_fail(c, 503, "the gateway is at its memory limit; retry shortly");
 	/* conn_fail() answers STEP_CONT too (to run CS_ERRWRITE): a refusal
 	 * (401, 402, 503) is told apart by the state it leaves. */
 	if ((st = reserve(c)) != STEP_CONT || c->state == CS_ERRWRITE)

@@ -309,6 +309,7 @@ kv_worker_main(const struct kv_config *cf, struct kv_ledger *l, int slot,
 		kv_log_warnx("KV0506", "%s", err);
 		_exit(KV_EXIT_CONFIG);
 	}
+	kv_memguard_init(&w.mem, cf, cf->workers);
 	if ((w.epfd = epoll_create1(EPOLL_CLOEXEC)) == -1) {
 		kv_log_warn("KV0507", "epoll_create1");
 		_exit(1);
@@ -321,6 +322,7 @@ kv_worker_main(const struct kv_config *cf, struct kv_ledger *l, int slot,
 	kv_conn_close_all(&w);
 	kv_log_flush();
 	kv_upstreams_free(w.ups, cf->nupstreams);
+	kv_memguard_close(&w.mem);
 	atomic_store(&w.slot->state, KV_WORKER_DRAINING);
 	_exit(0);
 }

@@ -8,6 +8,7 @@
 #include "common/config.h"
 #include "shm/ledger.h"
 #include "worker/http.h"
+#include "worker/memguard.h"
 #include "worker/upstream.h"
 
 #define KV_EXIT_CONFIG		2		/* exit code: broken config, do not respawn */
@@ -43,6 +44,7 @@ struct kv_worker {
 	int64_t			 drain_deadline_ms;
 	int64_t			 now_ms;
 	int			 splice_ok;
+	struct kv_memguard	 mem;		/* 503 past the memory budget */
 	/* scratch for the parser, one request or response at a time */
 	struct kv_http_request	 req;
 	struct kv_http_response	 res;
