@@ -29,6 +29,10 @@ struct kvctl {
 	int		 watch;
 	int		 all;
 	int		 stdin_key;	/* show --key: the raw key on stdin */
+	const char	*req_key;	/* requests --key */
+	const char	*req_since;	/* requests --since */
+	const char	*req_file;	/* requests --file */
+	char		 reqlog[4096];	/* [server] request_log of the config */
 	long		 count;		/* --count N for --watch */
 	char		*args[2];	/* positional arguments of the command */
 	int		 nargs;
@@ -39,7 +43,7 @@ struct command {
 	int		 writes;	/* maps the ledger read-write */
 	int		 min_args, max_args;
 	const char	*flags;		/* accepted: j=--json w=--watch/--count a=--all
-					   k=--key */
+					   k=--key r=--key K/--since T/--file F */
 	int		(*run)(struct kvctl *);
 };
 
@@ -55,6 +59,9 @@ static const char usage_text[] =
 "  budget KEY AMOUNT            set a key's budget in USD (e.g. 25.00)\n"
 "  models [--json]              per-model requests, tokens and cost\n"
 "  cluster [--json]             hosts, leases and shared spend, from Redis\n"
+"  requests [--key KEY] [--since T] [--file LOG] [--json]\n"
+"                               the request log ([server] request_log); T is\n"
+"                               10m, 2h, 1d, unix seconds or 2026-12-01T21:00Z\n"
 "\n"
 "  -c CONFIG   read the ledger path from CONFIG (default: $KILOVOLT_CONFIG,\n"
 "              /etc/kilovolt/kilovolt.ini, ./kilovolt.ini)\n"
@@ -380,6 +387,22 @@ cmd_cluster(struct kvctl *k)
 	    k->json);
 }
 
+static int
+cmd_requests(struct kvctl *k)
+{
+	const char *path = k->req_file != NULL ? k->req_file : k->reqlog;
+	int64_t since = 0;
+
+	if (path[0] == '\0')
+		return usage_error("%s", "requests: no request log: the config has "
+		    "no [server] request_log (or give --file LOG)");
+	if (k->req_since != NULL &&
+	    kvctl_parse_since(k->req_since, (int64_t)time(NULL), &since) == -1)
+		return usage_error("requests: --since '%s': give 10m, 2h, 1d, unix "
+		    "seconds or a UTC time like 2026-12-01T21:00:00Z", k->req_since);
+	return kvctl_requests(stdout, path, k->req_key, since, k->json);
+}
+
 static const struct command commands[] = {
 	{ "status",	0, 0, 0, "j",	cmd_status },
 	{ "keys",	0, 0, 0, "jw",	cmd_keys },
@@ -388,6 +411,7 @@ static const struct command commands[] = {
 	{ "budget",	1, 2, 2, "",	cmd_budget },
 	{ "models",	0, 0, 0, "j",	cmd_models },
 	{ "cluster",	0, 0, 0, "j",	cmd_cluster },
+	{ "requests",	0, 0, 0, "jr",	cmd_requests },
 };
 
 /* ---- command line ------------------------------------------------------- */
@@ -420,6 +444,17 @@ parse_flag(struct kvctl *k, const struct command *c, char **argv, int argc,
 		k->all = 1;
 	else if (strcmp(a, "--key") == 0 && strchr(c->flags, 'k'))
 		k->stdin_key = 1;
+	else if (strchr(c->flags, 'r') && (strcmp(a, "--key") == 0 ||
+	    strcmp(a, "--since") == 0 || strcmp(a, "--file") == 0)) {
+		if (++*i >= argc)
+			return usage_error("%s needs a value", a);
+		if (a[2] == 'k')
+			k->req_key = argv[*i];
+		else if (a[2] == 's')
+			k->req_since = argv[*i];
+		else
+			k->req_file = argv[*i];
+	}
 	else if (strcmp(a, "--count") == 0 && strchr(c->flags, 'w')) {
 		(*i)++;
 		return parse_count(k, *i < argc ? argv[*i] : NULL);
@@ -546,6 +581,7 @@ resolve_ledger(struct kvctl *k)
 		return -1;
 	}
 	snprintf(k->path, sizeof(k->path), "%s", cf->ledger);
+	snprintf(k->reqlog, sizeof(k->reqlog), "%s", cf->request_log);
 	kv_config_free(cf);
 	free(cf);
 	return 0;
@@ -595,7 +631,14 @@ main(int argc, char **argv)
 	rc = parse_command_args(&k, c, argc - optind, argv + optind);
 	if (rc != 0)
 		return rc;
-	if (resolve_ledger(&k) == -1 || open_ledger(&k, c->writes) == -1)
+	/* requests reads only the log; --file needs no config at all. */
+	if (c->run == cmd_requests && (k.req_file != NULL || k.ledger != NULL))
+		return finish_output(c->run(&k));
+	if (resolve_ledger(&k) == -1)
+		return KVCTL_EXIT_USAGE;
+	if (c->run == cmd_requests)
+		return finish_output(c->run(&k));
+	if (open_ledger(&k, c->writes) == -1)
 		return KVCTL_EXIT_USAGE;
 	rc = c->run(&k);
 	kv_ledger_close(&k.l);

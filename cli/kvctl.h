@@ -48,4 +48,15 @@ int	kvctl_watch_keys(const struct kv_ledger *l, long count);
  * Returns a KVCTL_EXIT_* code (messages already on stderr). */
 int	kvctl_cluster(const char *config, const struct kv_ledger *l, int json);
 
+/* Parse --since: unix seconds, "30s"/"10m"/"2h"/"1d" before NOW (unix
+ * seconds), or a UTC time "2026-12-01T21:00:00Z" / "2026-12-01 21:00:00" /
+ * "2026-12-01". *ms: milliseconds since the epoch. Returns 0 or -1. */
+int	kvctl_parse_since(const char *s, int64_t now, int64_t *ms);
+
+/* Print the request log at PATH: lines of KEY (id prefix or label; NULL
+ * all) from SINCE_MS on (0: all), as a table or {"requests":[...]} of the
+ * log's own objects. Returns a KVCTL_EXIT_* code. */
+int	kvctl_requests(FILE *out, const char *path, const char *key,
+	    int64_t since_ms, int json);
+
 #endif

@@ -525,6 +525,18 @@ set_spool_max(struct cfg_parse *p, const char *v)
 	return 0;
 }
 
+static int
+set_request_log(struct cfg_parse *p, const char *v)
+{
+	if (*v == '\0' || strlen(v) >= sizeof(p->cf->request_log))
+		return cfg_err(p, p->lineno, "request_log: a file name or off");
+	if (strcmp(v, "off") == 0)
+		p->cf->request_log[0] = '\0';
+	else
+		strcpy(p->cf->request_log, v);
+	return 0;
+}
+
 /* An empty token would match "Authorization: Bearer " — treat it as none. */
 static int
 set_admin_token(struct cfg_parse *p, const char *v)
@@ -945,6 +957,7 @@ static const struct cfg_key server_keys[] = {
 	{ "memory_refuse",	set_memory_refuse,	0 },
 	{ "admin_token",	set_admin_token,	CFG_SECRET | CFG_ENV_OPT },
 	{ "user",		set_user,		0 },
+	{ "request_log",	set_request_log,	0 },
 	{ NULL, NULL, 0 }
 };
 

@@ -85,6 +85,8 @@ struct kv_config {
 	int	  memory_refuse_pct;	/* new requests get 503 past this percent of it */
 	char	 *admin_token;		/* NULL: status-service writes refused */
 	char	  user[64];		/* drop to this user when started as root; "" = stay */
+	/* ux (issue 15) */
+	char	  request_log[4096];	/* one JSON line per request; "" = off */
 
 	/* [budget] */
 	int64_t	  default_budget_nusd;

@@ -64,7 +64,7 @@ struct master {
 	int			 recount;	/* recompute reserved at the next chance */
 };
 
-static volatile sig_atomic_t sig_term, sig_hup, sig_chld;
+static volatile sig_atomic_t sig_term, sig_hup, sig_chld, sig_usr1;
 static int sigpipe_fds[2] = { -1, -1 };
 
 static void
@@ -79,6 +79,8 @@ on_signal(int sig)
 		sig_hup = 1;
 	else if (sig == SIGCHLD)
 		sig_chld = 1;
+	else if (sig == SIGUSR1)
+		sig_usr1 = 1;
 	/* Wake poll(); a full pipe already has a wake-up queued. */
 	if (write(sigpipe_fds[1], &b, 1) == -1)
 		(void)0;
@@ -99,7 +101,8 @@ master_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
 	if (sigaction(SIGTERM, &sa, NULL) == -1 || sigaction(SIGINT, &sa, NULL) == -1 ||
-	    sigaction(SIGHUP, &sa, NULL) == -1 || sigaction(SIGCHLD, &sa, NULL) == -1) {
+	    sigaction(SIGHUP, &sa, NULL) == -1 || sigaction(SIGCHLD, &sa, NULL) == -1 ||
+	    sigaction(SIGUSR1, &sa, NULL) == -1) {
 		kv_log_warn("KV0102", "sigaction");
 		return -1;
 	}
@@ -478,6 +481,18 @@ signal_workers(struct master *m, int sig, int old_only)
 	}
 }
 
+/* SIGUSR1 (logrotate): each worker reopens the request log itself. */
+static void
+forward_reopen(struct master *m)
+{
+	int i;
+
+	for (i = 0; i < KV_WORKER_SLOTS; i++)
+		if (m->procs[i].pid != 0 && kill(m->procs[i].pid, SIGUSR1) == -1 &&
+		    errno != ESRCH)
+			kv_log_warn("KV0803", "kill %d", (int)m->procs[i].pid);
+}
+
 static void
 reload(struct master *m)
 {
@@ -615,6 +630,10 @@ master_loop(struct master *m)
 		if (sig_term) {
 			sig_term = 0;
 			begin_stop(m);
+		}
+		if (sig_usr1) {
+			sig_usr1 = 0;
+			forward_reopen(m);
 		}
 		if (m->stopping && live_procs(m) == 0)
 			return;

@@ -7,6 +7,7 @@
 
 #include "worker/conn.h"
 #include "worker/http.h"
+#include "worker/reqlog.h"
 #include "worker/upstream.h"
 #include "worker/reqscan.h"
 #include "worker/usage.h"
@@ -61,6 +62,7 @@ struct kv_conn {
 	/* the request, copied out of the head */
 	char			 method[16];	/* first per-request field */
 	int			 logged;	/* settled and logged */
+	char			 reqid[KV_REQID_LEN + 1];	/* "" until asked for */
 	char			*target;
 	int			 minor, keep_alive, anthropic, is_head;
 	enum kv_api		 api;
@@ -151,6 +153,9 @@ int	conn_obuf_printf(struct kv_conn *c, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
 int	conn_obuf_header(struct kv_conn *c, const struct kv_http_header *h);
 void	conn_free_buf(struct kv_conn *c);
+/* This request's id (x-kilovolt-request-id, the request log), made on
+ * first use. */
+const char *conn_request_id(struct kv_conn *c);
 
 /* request.c */
 enum step request_head(struct kv_conn *c);

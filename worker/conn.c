@@ -273,10 +273,19 @@ kv_conn_reap(struct kv_worker *w)
 
 /* Answer with an error of our own. After response bytes went out, all we can
  * do is cut the stream. */
+const char *
+conn_request_id(struct kv_conn *c)
+{
+	if (c->reqid[0] == '\0')
+		kv_reqlog_new_id(c->reqid);
+	return c->reqid;
+}
+
 enum step
 conn_fail(struct kv_conn *c, int status, const char *msg)
 {
 	char extra[160] = "";
+	size_t xl;
 	int n, keep;
 
 	if (c->sent_any || c->state == CS_RELAY) {
@@ -293,6 +302,9 @@ conn_fail(struct kv_conn *c, int status, const char *msg)
 	if (status == 503 && c->retry_after > 0)
 		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
 		    "Retry-After: %d\r\n", c->retry_after);
+	xl = strlen(extra);
+	snprintf(extra + xl, sizeof(extra) - xl, "x-kilovolt-request-id: %s\r\n",
+	    conn_request_id(c));
 	free(c->obuf);
 	c->obuf = NULL;
 	c->olen = c->opos = c->ocap = 0;

@@ -13,6 +13,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -77,8 +78,8 @@ build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 			return -1;
 	}
 	kv_format_usd(c->remaining, rem, sizeof(rem));
-	if (conn_obuf_printf(c, "x-kilovolt-key: %s\r\nx-kilovolt-budget-remaining: %s\r\n",
-	    c->keyid, rem) == -1)
+	if (conn_obuf_printf(c, "x-kilovolt-key: %s\r\nx-kilovolt-budget-remaining: %s\r\n"
+	    "x-kilovolt-request-id: %s\r\n", c->keyid, rem, conn_request_id(c)) == -1)
 		return -1;
 	if (((!c->reframe && c->resp_chunked) || c->out_chunked) &&
 	    conn_obuf_printf(c, "Transfer-Encoding: chunked\r\n") == -1)
@@ -772,6 +773,57 @@ count(struct kv_conn *c, const struct kv_usage *u, int64_t cost)
 	kv_histogram_observe(&h->duration, (uint64_t)(c->w->now_ms - c->t_start_ms) * 1000);
 }
 
+static int64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_REALTIME, &ts) == -1)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One line in the request log ([server] request_log). */
+static void
+log_request(struct kv_conn *c, const struct kv_usage *u, const char *model,
+    int64_t cost)
+{
+	char label[KV_LABEL_MAX] = "", path[600];
+	int64_t dur = c->w->now_ms - c->t_start_ms;
+	struct kv_reqlog_rec r;
+
+	if (!kv_reqlog_enabled())
+		return;
+	if (c->acct != NULL) {
+		memcpy(label, c->acct->label, sizeof(label));
+		label[sizeof(label) - 1] = '\0';
+	}
+	/* The query string may carry secrets (?key=): the path only. */
+	snprintf(path, sizeof(path), "%.*s", c->target ? (int)strcspn(c->target, "?") : 0,
+	    c->target ? c->target : "");
+	memset(&r, 0, sizeof(r));
+	r.time_ms = wall_ms() - dur;
+	r.request_id = conn_request_id(c);
+	r.key_id = c->keyid;
+	r.label = label;
+	r.method = strcmp(c->method, "-") == 0 ? "" : c->method;
+	r.path = path;
+	r.model = model;
+	r.upstream = c->upstream_name;
+	r.status = c->status;
+	r.input_tokens = u->input;
+	r.output_tokens = u->output;
+	r.cached_input_tokens = u->cached_input;
+	r.cost_nusd = cost;
+	r.estimated = u->estimated;
+	r.cut = c->cut;
+	r.ttfb_ms = c->t_first_ms ? c->t_first_ms - c->t_start_ms : -1;
+	r.duration_ms = dur;
+	r.bytes_in = c->bytes_in;
+	r.bytes_out = c->bytes_out;
+	kv_reqlog_write(&r);
+}
+
 void
 relay_finish(struct kv_conn *c)
 {
@@ -809,4 +861,5 @@ relay_finish(struct kv_conn *c)
 	    (long long)(c->t_first_ms ? c->t_first_ms - c->t_start_ms : -1),
 	    (long long)(c->w->now_ms - c->t_start_ms), (long long)u.input, (long long)u.output,
 	    usd, u.estimated ? " estimated" : "", c->cut ? " cut" : "");
+	log_request(c, &u, model, cost);
 }

@@ -1,5 +1,6 @@
 /* The worker process: accept, dispatch epoll events to connections, tick
  * timers, drain on SIGTERM, leave when the master is gone. */
+#include "worker/reqlog.h"
 #include "worker/worker.h"
 
 #include <errno.h>
@@ -31,13 +32,21 @@
 #define SHARE_SLACK	8	/* connections over the average before stepping back */
 #define SHARE_PAUSE_MS	5
 
-static volatile sig_atomic_t worker_stop;
+static volatile sig_atomic_t worker_stop, worker_reopen;
 
 static void
 on_stop(int sig)
 {
 	(void)sig;
 	worker_stop = 1;
+}
+
+/* SIGUSR1: reopen the request log (logrotate; the master forwards it). */
+static void
+on_reopen(int sig)
+{
+	(void)sig;
+	worker_reopen = 1;
 }
 
 int64_t
@@ -60,6 +69,8 @@ worker_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = on_reopen;
+	sigaction(SIGUSR1, &sa, NULL);
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
@@ -259,6 +270,10 @@ worker_loop(struct kv_worker *w, pid_t master)
 	for (;;) {
 		if (worker_stop)
 			start_drain(w);
+		if (worker_reopen) {
+			worker_reopen = 0;
+			kv_reqlog_reopen();
+		}
 		if (w->draining && (w->nconns == 0 || w->now_ms >= w->drain_deadline_ms))
 			return;
 		kv_log_flush();
@@ -315,6 +330,7 @@ kv_worker_main(const struct kv_config *cf, struct kv_ledger *l, int slot,
 		_exit(1);
 	}
 	listener_watch(&w, 1);
+	(void)kv_reqlog_open(cf->request_log);	/* on failure: logged, served without */
 	kv_log_batch_access(1);
 	atomic_store(&w.slot->heartbeat, (int64_t)time(NULL));
 	atomic_store(&w.slot->state, KV_WORKER_RUNNING);
