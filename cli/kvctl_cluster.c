@@ -97,9 +97,11 @@ call(struct rconn *c, int argc, const char *const *argv)
 			return NULL;
 		off += (size_t)w;
 	}
-	memmove(c->buf, c->buf + c->used, c->len - c->used);
-	c->len -= c->used;
-	c->used = 0;
+	if (c->used > 0) {
+		memmove(c->buf, c->buf + c->used, c->len - c->used);
+		c->len -= c->used;
+		c->used = 0;
+	}
 	while ((rc = kv_resp_parse(c->buf, c->len, &c->r, &c->used)) == 0) {
 		ssize_t r;
 
