@@ -522,6 +522,55 @@ test_default_path(void)
 	    "/etc/kilovolt/kilovolt.ini" : "./kilovolt.ini");
 }
 
+static void
+test_cluster(void)
+{
+	struct kv_config cf;
+
+	CHECK_INT(load_text(&cf, UP), 0);
+	CHECK_INT(cf.cluster.enabled, 0);
+	kv_config_free(&cf);
+	CHECK_INT(load_text(&cf, UP "[cluster]\nredis = redis://10.0.0.5\nhost_id = gw-1\n"
+	    "lease_max = 2.50\non_redis_down = open\n"), 0);
+	CHECK_INT(cf.cluster.enabled, 1);
+	CHECK_STR(cf.cluster.redis_host, "10.0.0.5");
+	CHECK_STR(cf.cluster.redis_port, "6379");
+	CHECK_STR(cf.cluster.host_id, "gw-1");
+	CHECK_INT(cf.cluster.lease_max_nusd, 2500000000LL);
+	CHECK_INT(cf.cluster.lease_min_nusd, 10000000);
+	CHECK_INT(cf.cluster.lease_ttl, 10);
+	CHECK_INT(cf.cluster.open_when_down, 1);
+	CHECK(cf.cluster.password == NULL);
+	kv_config_free(&cf);
+	setenv("KV_TEST_SECRET", "s3cret", 1);
+	CHECK_INT(load_text(&cf, UP "[cluster]\nredis = unix:/run/redis.sock\n"
+	    "password = env:KV_TEST_SECRET\n"), 0);
+	CHECK_STR(cf.cluster.redis_unix, "/run/redis.sock");
+	CHECK_STR(cf.cluster.password, "s3cret");
+	CHECK(cf.cluster.host_id[0] != '\0');	/* the host name */
+	kv_config_free(&cf);
+	unsetenv("KV_TEST_SECRET");
+	CHECK_INT(load_text(&cf, UP "[cluster]\nredis = redis://[::1]:7000\n"), 0);
+	CHECK_STR(cf.cluster.redis_host, "::1");
+	CHECK_STR(cf.cluster.redis_port, "7000");
+	kv_config_free(&cf);
+	EXPECT_ERR(UP "[cluster]\nhost_id = a\n", ":4: [cluster]: redis is required");
+	EXPECT_ERR(UP "[cluster]\nredis = http://x\n", ":5: redis: want redis://HOST:PORT "
+	    "or unix:PATH (the password goes in 'password')");
+	EXPECT_ERR(UP "[cluster]\nredis = redis://u:p@x:1\n", ":5: redis: want "
+	    "redis://HOST:PORT or unix:PATH (the password goes in 'password')");
+	EXPECT_ERR(UP "[cluster]\nredis = unix:rel\n", ":5: redis: unix: needs an absolute "
+	    "path of at most 107 bytes");
+	EXPECT_ERR(UP "[cluster]\nredis = redis://x:0\n", ":5: redis: bad host or port in "
+	    "'redis://x:0'");
+	EXPECT_ERR(UP "[cluster]\nredis = redis://x\non_redis_down = maybe\n",
+	    ":6: on_redis_down: want closed or open, not 'maybe'");
+	EXPECT_ERR(UP "[cluster]\nredis = redis://x\nlease_min = 2\nlease_max = 1\n",
+	    ":4: [cluster]: lease_min is above lease_max");
+	EXPECT_ERR(UP "[cluster]\nredis = redis://x\nhost_id = a:b\n",
+	    ":6: host_id: at most 63 printable characters, no blanks or ':'");
+}
+
 int
 main(void)
 {
@@ -542,6 +591,7 @@ main(void)
 	test_route();
 	test_price();
 	test_default_path();
+	test_cluster();
 	unlink(tmpfile_path);
 	rmdir(tmpdir);
 	return unit_done();
