@@ -26,6 +26,7 @@
 #include "master/notify.h"
 #include "master/status.h"
 #include "master/trim.h"
+#include "shm/grow.h"
 #include "shm/guard.h"
 #include "shm/ledger.h"
 #include "shm/lock.h"
@@ -710,6 +711,33 @@ startup_repair(struct master *m)
 	log_repair(&r, "at start-up");
 }
 
+/* max_keys raised in the config, or tombstones to drop: rebuild the file
+ * (every account's history kept). A smaller max_keys is refused: the
+ * accounts might not fit, and dropping some is not ours to choose. */
+static int
+resize_ledger(struct master *m)
+{
+	uint32_t have = m->ledger.hdr->max_keys, want = m->cf->max_keys;
+	uint32_t dead = kv_ledger_tombstones(&m->ledger);
+	char err[1024];
+
+	if (want < have) {
+		kv_log_warnx("KV0611", "ledger %s has %u key slots, the config asks for %u: "
+		    "a ledger only grows (set max_keys = %u, or move the file away to "
+		    "start afresh)", m->cf->ledger, have, want, have);
+		return -1;
+	}
+	if (want == have && dead == 0)
+		return 0;
+	if (kv_ledger_grow(&m->ledger, m->cf->ledger, want, err, sizeof(err)) == -1) {
+		kv_log_warnx("KV0612", "%s", err);
+		return -1;
+	}
+	kv_log_info("ledger %s rebuilt: %u -> %u key slots, %u retired slots dropped, "
+	    "all history kept", m->cf->ledger, have, want, dead);
+	return 0;
+}
+
 static int
 master_start(struct master *m)
 {
@@ -719,8 +747,10 @@ master_start(struct master *m)
 		kv_log_warn("KV0120", "prctl(PR_SET_DUMPABLE)");
 	if (mkdir_parent(m->cf->ledger) == -1)
 		kv_log_warn("KV0121", "mkdir for %s", m->cf->ledger);
-	if (kv_ledger_open(&m->ledger, m->cf->ledger, m->cf->max_keys, KV_LEDGER_CREATE,
-	    err, sizeof(err)) == -1) {
+	/* Any size first: a smaller one is grown below, once locked. */
+	if (kv_ledger_open(&m->ledger, m->cf->ledger, 0, 0, err, sizeof(err)) == -1 &&
+	    (errno != ENOENT || kv_ledger_open(&m->ledger, m->cf->ledger, m->cf->max_keys,
+	    KV_LEDGER_CREATE, err, sizeof(err)) == -1)) {
 		kv_log_warnx("KV0122", "%s", err);
 		return 2;
 	}
@@ -731,6 +761,8 @@ master_start(struct master *m)
 	if (check_ledger_owner(m) == -1)
 		return 2;
 	startup_repair(m);
+	if (resize_ledger(m) == -1)
+		return 2;
 	kv_ledger_watch_init(&m->watch, &m->ledger, m->cf->ledger);
 	if (kv_ledger_guard(&m->ledger) == -1)
 		kv_log_warn("KV0610", "sigaction(SIGBUS)");

@@ -137,6 +137,27 @@ check_eq "... no counter went negative" "$neg" 0
 check "the daemon still serves" kv_curl /v1/models -o /dev/null -f \
 	-H "Authorization: Bearer sk-alice-faults"
 
+# ---- max_keys raised: the ledger grows at start-up, history kept ----------------
+
+before=$(kv_ctl keys --json | jq -c '[.keys[] | {id, spent_nusd, requests}] | sort_by(.id)')
+kv_stop
+sed -i 's/^max_keys = .*/max_keys = 2048/' "$T/kilovolt.ini"
+kv_start
+check "max_keys 1024 -> 2048: the master rebuilt the ledger" \
+	grep -q "ledger $T/ledger rebuilt: 1024 -> 2048 key slots" "$KV_LOG"
+check_eq "... kvctl sees 2048 slots" "$(kv_ctl status --json | jq .max_keys)" 2048
+after=$(kv_ctl keys --json | jq -c '[.keys[] | {id, spent_nusd, requests}] | sort_by(.id)')
+check_eq "... every key's spend and requests kept" "$after" "$before"
+check_eq "... and alice is still served" "$(kv_curl /v1/chat/completions -o /dev/null -w '%{http_code}' \
+	-H "Authorization: Bearer sk-alice-faults" -d '{"model":"gpt-4o-mini","max_tokens":5}')" 200
+kv_stop
+sed -i 's/^max_keys = .*/max_keys = 1024/' "$T/kilovolt.ini"
+timeout 20 "$KV_DAEMON_BIN" -c "$T/kilovolt.ini" >"$T/shrink.log" 2>&1
+check_eq "a smaller max_keys is refused (exit 2)" "$?" 2
+check "... saying a ledger only grows" grep -q "KV0611: .* a ledger only grows (set max_keys = 2048" "$T/shrink.log"
+sed -i 's/^max_keys = .*/max_keys = 2048/' "$T/kilovolt.ini"
+kv_start
+
 # ---- the file truncated under load ---------------------------------------------
 
 # kv_gone_wait SECS: wait for the daemon to leave by itself; sets RC.

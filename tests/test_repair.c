@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "shm/ledger.h"
+#include "shm/grow.h"
 #include "shm/repair.h"
 #include "tests/unit.h"
 
@@ -307,6 +308,55 @@ test_saturation(void)
 	kv_ledger_close(&l);
 }
 
+/* Grow 8 -> 64 slots: every account's numbers, the models and the
+ * counters survive; a tombstone is dropped; lookups find every key. */
+static void
+test_grow(void)
+{
+	struct kv_ledger l;
+	struct kv_account *a;
+	char err[512];
+	uint8_t h[32];
+	int64_t rem;
+	int i, r;
+
+	CHECK_INT(open_new(&l, 8), 0);
+	for (i = 0; i < 6; i++) {
+		a = key_acct(&l, i, 1000000);
+		CHECK(a != NULL);
+		r = kv_ledger_reserve(&l, &l.workers[0], a, 10, &rem);
+		kv_ledger_settle(&l, &l.workers[0], r, 100 * (i + 1), NULL, "gpt-x");
+	}
+	atomic_store(&l.hdr->counters.requests_total, 77);
+	kv_key_hash("sk-dead", 7, h);
+	for (i = 0; i < 8 && atomic_load(&l.accounts[i].tag) != 0; i++)
+		;
+	CHECK(i < 8);
+	atomic_store(&l.accounts[i].tag, kv_account_tag(h));
+	atomic_store(&l.accounts[i].state, KV_SLOT_DEAD);
+	CHECK_INT(kv_ledger_tombstones(&l), 1);
+	CHECK_INT(kv_ledger_grow(&l, path, 4, err, sizeof(err)), -1);
+	CHECK_INT(kv_ledger_grow(&l, path, 64, err, sizeof(err)), 0);
+	CHECK_INT(l.hdr->max_keys, 64);
+	CHECK_INT(kv_ledger_tombstones(&l), 0);
+	CHECK_INT(atomic_load(&l.hdr->accounts_used), 6);
+	CHECK_INT(atomic_load(&l.hdr->counters.requests_total), 77);
+	CHECK(kv_ledger_model(&l, "gpt-x") != NULL &&
+	    atomic_load(&kv_ledger_model(&l, "gpt-x")->requests) == 6);
+	for (i = 0; i < 6; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "sk-repair-%d", i);
+		kv_key_hash(name, strlen(name), h);
+		a = kv_ledger_account(&l, h, 0, NULL, 0);
+		CHECK(a != NULL && atomic_load(&a->spent_nusd) == 100 * (i + 1));
+	}
+	kv_ledger_close(&l);
+	/* The file at the path is the grown one. */
+	CHECK_INT(kv_ledger_open(&l, path, 64, 0, err, sizeof(err)), 0);
+	kv_ledger_close(&l);
+}
+
 int
 main(void)
 {
@@ -319,6 +369,7 @@ main(void)
 	test_half_claim();
 	test_roll_all();
 	test_saturation();
+	test_grow();
 	test_kill_loop();
 	unlink(path);
 	rmdir(tmpdir);
