@@ -133,11 +133,11 @@ put_histogram(FILE *f, const char *name, const char *help,
 struct series {
 	char	 name[KV_MODEL_NAME + 1];	/* key id or model name */
 	char	 label[KV_LABEL_MAX + 1];
-	int64_t	 v[10];
+	int64_t	 v[12];
 };
 
 enum { K_REQ, K_SPENT, K_BUDGET, K_RESERVED, K_IN, K_OUT, K_CACHED, K_REFUSED,
-	K_ESTIMATED, K_FREE };
+	K_ESTIMATED, K_FREE, K_LEASE, K_CSPENT };
 enum { M_REQ, M_IN, M_OUT, M_CACHED, M_COST };
 
 struct family {
@@ -165,6 +165,14 @@ static const struct family key_families[] = {
 	    "requests charged by an estimate by key", K_ESTIMATED, 0 },
 	{ "kilovolt_key_free_requests_total", "counter",
 	    "requests relayed unmetered by key", K_FREE, 0 },
+};
+
+/* With [cluster] only (docs/cluster.md). */
+static const struct family cluster_families[] = {
+	{ "kilovolt_key_lease_dollars", "gauge",
+	    "this host's unused cluster lease by key, USD", K_LEASE, 1 },
+	{ "kilovolt_key_cluster_spent_dollars", "gauge",
+	    "spend of all cluster hosts by key as last synced, USD", K_CSPENT, 1 },
 };
 
 static const struct family model_families[] = {
@@ -223,6 +231,21 @@ ldu64(const _Atomic uint64_t *p)
 	return v > INT64_MAX ? INT64_MAX : (int64_t)v;
 }
 
+/* The unused lease: what this host may still admit, which the budget left
+ * by the other hosts also bounds (an open host's cap is unbounded). */
+static void
+key_lease_snapshot(struct series *s, const struct kv_account *a)
+{
+	int64_t cap = ld64(&a->lease_cap_nusd), room;
+
+	room = ld64(&a->budget_nusd) - ld64(&a->cluster_other_nusd);
+	if (cap > room)
+		cap = room;
+	cap -= ld64(&a->spent_nusd) + ld64(&a->reserved_nusd);
+	s->v[K_LEASE] = ld64(&a->lease_expires_ms) != 0 && cap > 0 ? cap : 0;
+	s->v[K_CSPENT] = ld64(&a->cluster_spent_nusd);
+}
+
 static void
 key_snapshot(struct series *s, const struct kv_account *a)
 {
@@ -239,6 +262,7 @@ key_snapshot(struct series *s, const struct kv_account *a)
 	s->v[K_REFUSED] = ldu64(&a->refusals);
 	s->v[K_ESTIMATED] = ldu64(&a->estimated_requests);
 	s->v[K_FREE] = ldu64(&a->free_requests);
+	key_lease_snapshot(s, a);
 }
 
 /* Add S into the catch-all series: overflow saturates (display only). */
@@ -282,6 +306,9 @@ put_key_metrics(FILE *f, const struct kv_ledger *l)
 	}
 	put_series(f, key_families, sizeof(key_families) / sizeof(key_families[0]),
 	    s, ns, "key");
+	if (atomic_load(&l->hdr->cluster))
+		put_series(f, cluster_families,
+		    sizeof(cluster_families) / sizeof(cluster_families[0]), s, ns, "key");
 	free(s);
 	free(acc);
 }

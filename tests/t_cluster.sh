@@ -65,7 +65,8 @@ host_start() {
 	port=$(eval echo "\${PORT_$name:-}")
 	if [ -z "$port" ]; then
 		port=$(kv_free_port)
-		KV_PORT=$port KV_STATUS_PORT=$(kv_free_port) kv_write_config <<EOF
+		eval "SPORT_$name=$(kv_free_port)"
+		KV_PORT=$port KV_STATUS_PORT=$(eval echo "\$SPORT_$name") kv_write_config <<EOF
 [server]
 ledger = $T/$name.ledger
 shutdown_timeout = 3
@@ -179,6 +180,16 @@ check_eq "kvctl cluster: the three hosts' spend adds up" \
 	"$(jq -r '[.keys[] | select(.label == "shared") | .hosts[].spent_nusd] | add' "$T/cluster.json")" "$total"
 check_eq "kvctl cluster lists the three hosts" \
 	"$(jq -r '[.hosts[].host] | sort | join(",")' "$T/cluster.json")" "a,b,c"
+dollars() { printf '%d.%09d' $(($1 / 1000000000)) $(($1 % 1000000000)); }
+curl -sS -m 10 "http://127.0.0.1:$SPORT_a/metrics" >"$T/metrics.txt"
+check "/metrics: the cluster-wide spend of the key" grep -qx \
+	"kilovolt_key_cluster_spent_dollars{key=\"[0-9a-f]*\",label=\"shared\"} $(dollars "$total")" "$T/metrics.txt"
+check "/metrics: this host's unused lease of the key" \
+	grep -q '^kilovolt_key_lease_dollars{key="[0-9a-f]*",label="shared"} ' "$T/metrics.txt"
+check "/metrics: lease syncs are counted" grep -q '^kilovolt_cluster_syncs_total [1-9]' "$T/metrics.txt"
+check_eq "/status.json: the key's cluster-wide spend" "$(curl -sS -m 10 \
+	"http://127.0.0.1:$SPORT_a/status.json" | jq -r '.keys[] | select(.label == "shared") |
+	.cluster.cluster_spent_nusd')" "$total"
 hctl a cluster >"$T/cluster.txt"
 check "kvctl cluster's table names the key" grep -q "shared" "$T/cluster.txt"
 
@@ -279,6 +290,12 @@ check "c's overdraft was reconciled and logged" grep -q KV0757 "$T/kilovoltd-c.l
 check "c counts the overdraft in its metrics" \
 	test "$(hctl c status --json | jq -r '.counters.cluster_overdraft_nusd_total // .cluster_overdraft_nusd_total // 0')" -gt 0
 check "committed covers the spend" test "$(rfield C)" -ge "$total"
+
+# ---- a host that stops returns its lease ---------------------------------------
+
+kill -TERM "$PID_a"; wait "$PID_a" 2>/dev/null
+check_eq "host a returned its lease when it stopped (granted = spent in Redis)" \
+	"$(rcli hget "$(rkey)" g:a)" "$(rcli hget "$(rkey)" u:a)"
 
 KV_KILLS_WORKERS=1	# b's workers were killed on purpose
 kv_finish
