@@ -1569,6 +1569,33 @@ kv_config_route(const struct kv_config *cf, const char *path, const char *model)
 	return NULL;
 }
 
+int
+kv_config_shared_path(const char *path)
+{
+	static const char *const shared[] = { "/v1/models", "/v1/files" };
+	size_t i, n;
+
+	for (i = 0; path != NULL && i < sizeof(shared) / sizeof(shared[0]); i++) {
+		n = strlen(shared[i]);
+		if (strncmp(path, shared[i], n) == 0 &&
+		    (path[n] == '\0' || path[n] == '/' || path[n] == '?'))
+			return 1;
+	}
+	return 0;
+}
+
+const struct kv_upstream *
+kv_config_route_client(const struct kv_config *cf, const char *path,
+    const char *model, int anthropic_client)
+{
+	const struct kv_upstream *up;
+
+	if (anthropic_client && kv_config_shared_path(path) &&
+	    (up = kv_config_route(cf, "/v1/messages", NULL)) != NULL)
+		return up;
+	return kv_config_route(cf, path, model);
+}
+
 const struct kv_price *
 kv_config_price(const struct kv_config *cf, const char *model)
 {

@@ -127,6 +127,17 @@ void	kv_config_free(struct kv_config *cf);
 const struct kv_upstream *kv_config_route(const struct kv_config *cf,
 	    const char *path, const char *model);
 
+/* Whether PATH is one both providers serve under the same name
+ * (/v1/models, /v1/files and what is below them). */
+int	kv_config_shared_path(const char *path);
+
+/* kv_config_route, except that a shared path asked for by a client of the
+ * Anthropic API (it sent anthropic-version, or its key in x-api-key) goes
+ * to the upstream that serves /v1/messages: @anthropic-ai/sdk's
+ * models.list() must not reach OpenAI with an Anthropic key. */
+const struct kv_upstream *kv_config_route_client(const struct kv_config *cf,
+	    const char *path, const char *model, int anthropic_client);
+
 /* The price for MODEL: exact match first, then the longest matching
  * trailing-'*' prefix, then [price default]; NULL when there is none. */
 const struct kv_price *kv_config_price(const struct kv_config *cf, const char *model);

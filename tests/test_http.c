@@ -345,7 +345,12 @@ test_request_line(void)
 	REFUSE("GET http://evil/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
 	REFUSE("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n", 400);
 	REFUSE("CONNECT h:443 HTTP/1.1\r\nHost: h\r\n\r\n", 400);
-	REFUSE("GET / HTTP/2.0\r\nHost: h\r\n\r\n", 400);
+	/* A major version past 1 is 505 (RFC 9110 15.6.6), the HTTP/2
+	 * preface of a client with prior knowledge included. */
+	REFUSE("GET / HTTP/2.0\r\nHost: h\r\n\r\n", 505);
+	REFUSE("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505);
+	REFUSE("GET / HTTP/3.0\r\nHost: h\r\n\r\n", 505);
+	REFUSE("GET / HTTP/2.x\r\nHost: h\r\n\r\n", 400);
 	REFUSE("GET / HTTP/1.2\r\nHost: h\r\n\r\n", 400);
 	REFUSE("GET / http/1.1\r\nHost: h\r\n\r\n", 400);
 	REFUSE("GET / HTTP/1.1 \r\nHost: h\r\n\r\n", 400);

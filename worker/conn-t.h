@@ -65,6 +65,7 @@ struct kv_conn {
 	char			 reqid[KV_REQID_LEN + 1];	/* "" until asked for */
 	char			*target;
 	int			 minor, keep_alive, anthropic, is_head;
+	int			 anthropic_client;	/* sent anthropic-version or x-api-key */
 	enum kv_api		 api;
 	int			 free_ep;	/* an endpoint relayed at $0 */
 	int			 chunked_req;

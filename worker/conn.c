@@ -296,7 +296,8 @@ conn_fail(struct kv_conn *c, int status, const char *msg)
 	upstream_detach(c, 0);
 	/* Keep the connection only when the whole request was read. */
 	keep = c->keep_alive && !c->drain && c->body_done &&
-	    status != 400 && status != 414 && status != 431 && status != 501;
+	    status != 400 && status != 414 && status != 431 && status != 501 &&
+	    status != 505;
 	if (c->keyid[0] != '\0')
 		snprintf(extra, sizeof(extra), "x-kilovolt-key: %s\r\n", c->keyid);
 	if (status == 503 && c->retry_after > 0)

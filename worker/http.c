@@ -449,6 +449,13 @@ http_request_line(const char *p, size_t n, struct kv_http_request *req,
 	req->method_len = (size_t)(sp1 - p);
 	req->target = sp1 + 1;
 	req->target_len = (size_t)(sp2 - sp1 - 1);
+	/* "PRI * HTTP/2.0" (the HTTP/2 preface of a client with prior
+	 * knowledge) or any major version but 1: say so, not "bad target". */
+	if (n - (size_t)(sp2 + 1 - p) == 8 && memcmp(sp2 + 1, "HTTP/", 5) == 0 &&
+	    sp2[6] >= '2' && sp2[6] <= '9' && sp2[7] == '.' &&
+	    sp2[8] >= '0' && sp2[8] <= '9')
+		return http_fail(e, 505, "HTTP/2 is not supported: kilovolt speaks "
+		    "HTTP/1.1 (do not use HTTP/2 prior knowledge)");
 	if (!http_target_ok(req->target, req->target_len))
 		return http_fail(e, 400, "target not in origin-form");
 	req->minor = http_version(sp2 + 1, n - (size_t)(sp2 + 1 - p));

@@ -61,6 +61,20 @@ is_name(const struct kv_http_header *h, const char *name)
 	return h->name_len == strlen(name) && strncasecmp(h->name, name, h->name_len) == 0;
 }
 
+/* A client of the Anthropic API names its version or sends x-api-key; on a
+ * path both providers serve it is routed, and answered, as Anthropic. */
+static void
+note_anthropic_client(struct kv_conn *c, const struct kv_http_request *req)
+{
+	size_t i;
+
+	c->anthropic_client = c->auth_x_api_key;
+	for (i = 0; i < req->nheaders && !c->anthropic_client; i++)
+		c->anthropic_client = is_name(&req->headers[i], "anthropic-version");
+	if (c->anthropic_client && kv_config_shared_path(c->target))
+		c->anthropic = 1;
+}
+
 /* Does a Connection header list a header kilovolt reads? Such a header
  * would be hop-by-hop to an intermediary and end-to-end to us. */
 static int
@@ -175,6 +189,7 @@ on_head(struct kv_conn *c, size_t hl)
 		return conn_fail(c, 401, "missing API key: send Authorization: Bearer KEY or x-api-key: KEY");
 	kv_key_hash(key, klen, c->keyhash);
 	kv_key_id(c->keyhash, c->keyid);
+	note_anthropic_client(c, req);
 	if (cf->max_body > 0 && req->content_length > (int64_t)cf->max_body)
 		return conn_fail(c, 413, "request body exceeds max_body");
 	if (c->body_done) {
@@ -219,6 +234,9 @@ request_head(struct kv_conn *c)
 				return on_head(c, (size_t)r);
 			if (r < 0) {
 				kv_log_debug("bad request: %s", reason);
+				if (status == 505)
+					kv_log_warnx("KV0804", "a client spoke HTTP/2 (prior "
+					    "knowledge): HTTP/1.1 is required; answered 505");
 				c->t_start_ms = c->w->now_ms;
 				snprintf(c->method, sizeof(c->method), "-");
 				return conn_fail(c, status, reason);
@@ -660,14 +678,19 @@ admit(struct kv_conn *c)
 	const struct kv_config *cf = c->w->cf;
 	const struct kv_upstream *up;
 	const char *msg;
+	char msg404[256];
 	enum step st;
 	int s;
 
 	if ((s = scan_done(c, &msg)) != 0)
 		return conn_fail(c, s, msg);
-	up = kv_config_route(cf, c->target, c->ri.model[0] ? c->ri.model : NULL);
-	if (up == NULL)
-		return conn_fail(c, 404, "no upstream is configured for this path");
+	up = kv_config_route_client(cf, c->target, c->ri.model[0] ? c->ri.model : NULL,
+	    c->anthropic_client);
+	if (up == NULL) {
+		snprintf(msg404, sizeof(msg404), "no upstream is configured for the path %.*s",
+		    (int)strcspn(c->target, "?") < 200 ? (int)strcspn(c->target, "?") : 200, c->target);
+		return conn_fail(c, 404, msg404);
+	}
 	c->rt = kv_upstreams_find(c->w->ups, cf->nupstreams, up);
 	c->upstream_name = up->name;
 	if ((st = admit_endpoint(c, up)) != STEP_CONT || c->state == CS_ERRWRITE)
