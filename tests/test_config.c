@@ -101,6 +101,8 @@ test_bundled(void)
 	CHECK_INT(cf.max_connections, 4096);
 	CHECK_INT(cf.max_body, 64 << 20);
 	CHECK_INT(cf.spool_max, 1 << 30);
+	CHECK_INT(cf.memory_limit, -1);
+	CHECK_INT(cf.memory_refuse_pct, 95);
 	CHECK_STR(cf.spool_dir, "");
 	CHECK(cf.admin_token == NULL);
 	CHECK_INT(cf.default_budget_nusd, 2000000000);
@@ -189,6 +191,13 @@ test_errors(void)
 	    ":6: context_window: '1.5' is not a number");
 	EXPECT_ERR("[server]\nspool_max = 0\n",
 	    ":2: spool_max: '0' is not a size above 0 (bytes with an optional k, m or g)");
+	EXPECT_ERR("[server]\nmemory_limit = 512k\n",
+	    ":2: memory_limit: '512k' is not auto, off or a size of at least 1m "
+	    "(bytes with an optional k, m or g)");
+	EXPECT_ERR("[server]\nmemory_refuse = 95\n",
+	    ":2: memory_refuse: '95' is not a percentage (50%..99%)");
+	EXPECT_ERR("[server]\nmemory_refuse = 100%\n",
+	    ":2: memory_refuse: 100 is out of range (50..99)");
 	EXPECT_ERR("[server]\nadmin_token = x\n[upstream a]\napi_key = env:KV_TEST_SECRET\n",
 	    ":4: api_key: environment variable KV_TEST_SECRET is not set");
 	EXPECT_ERR("[server]\nledger = env:1BAD\n",
@@ -286,7 +295,7 @@ test_values(void)
 	CHECK_INT(load_text(&cf, UP
 	    "[server]\nlisten = [::1]:8443\nworkers = 3\nstatus_listen = off\n"
 	    "max_body = 16m\nuser = kilovolt\nshutdown_timeout = 0\n"
-	    "spool_dir = /tmp/sp\nspool_max = 2m\n"
+	    "spool_dir = /tmp/sp\nspool_max = 2m\nmemory_limit = 30m\nmemory_refuse = 90%\n"
 	    "[price m1]\ninput = 1\noutput = 2\nmax_output = 32000\ncontext_window = 200000\n"
 	    "[budget]\nperiod = monthly\nunknown_keys = deny\ndefault = 0.5\n"
 	    "[key alice]\nkey = abc\nbudget = 25.00\n"
@@ -300,6 +309,8 @@ test_values(void)
 	CHECK_INT(cf.max_body, 16 << 20);
 	CHECK_STR(cf.spool_dir, "/tmp/sp");
 	CHECK_INT(cf.spool_max, 2 << 20);
+	CHECK_INT(cf.memory_limit, 30 << 20);
+	CHECK_INT(cf.memory_refuse_pct, 90);
 	CHECK_INT(kv_config_price(&cf, "m1")->max_output, 32000);
 	CHECK_INT(kv_config_price(&cf, "m1")->context_window, 200000);
 	CHECK_STR(cf.user, "kilovolt");
