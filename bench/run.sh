@@ -12,6 +12,10 @@
 #   2 large   256 concurrent SSE streams of ~5 MB each, at full speed
 #   3 paced   1,000 concurrent SSE streams of 100 chunks 20 ms apart
 #   4 cgroup  scenario 2 with the proxy in a 30 MiB memory cgroup
+#   5 tls     scenario 3 with the upstream over TLS 1.3 (the mock serves the
+#             chain of tests/gen_certs.sh; every proxy verifies chain and
+#             host name and reuses sessions); no direct row (loadgen speaks
+#             plaintext); the mock's full / resumed handshake counts per run
 # Targets: direct (the mock itself), kilovolt (2 workers, full accounting:
 # the client does not ask for usage, so kilovolt adds include_usage
 # upstream and filters the usage event out), haproxy (2 threads), nginx
@@ -22,7 +26,7 @@
 # tree is writable, to $top_srcdir/bench/RESULTS.md (the committed copy).
 #
 # Environment: top_srcdir, top_builddir (as make check exports them),
-# BENCH_SCENARIOS (default "1 2 3 4"), BENCH_TARGETS (default "direct
+# BENCH_SCENARIOS (default "1 2 3 4 5"), BENCH_TARGETS (default "direct
 # kilovolt haproxy nginx"), BENCH_SMALL_SECS (8), BENCH_ROUNDS (3: each
 # scenario runs that many times, targets interleaved, and each target's row
 # is its round with the median key number: req/s for scenario 1, TTFB p99
@@ -37,7 +41,7 @@ set -u
 : "${top_srcdir:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 : "${top_builddir:=.}"
 top_builddir=$(cd "$top_builddir" && pwd)
-SCENARIOS=${BENCH_SCENARIOS:-1 2 3 4}
+SCENARIOS=${BENCH_SCENARIOS:-1 2 3 4 5}
 TARGETS=${BENCH_TARGETS:-direct kilovolt haproxy nginx}
 SMALL_SECS=${BENCH_SMALL_SECS:-8}
 ROUNDS=${BENCH_ROUNDS:-3}
@@ -50,6 +54,8 @@ CG_LIMIT=$((30 * 1024 * 1024))
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/kvbench.XXXXXX") || exit 1
 MOCK_PID=
+MOCK_TLS_PID=
+UP_TLS=0	# this run's upstream is the TLS mock (scenario 5)
 PROXY_PID=
 SAMPLER_PID=
 CGROUP=
@@ -75,6 +81,7 @@ cleanup() {
 	stop_pid "$SAMPLER_PID"
 	stop_pid "$PROXY_PID"
 	stop_pid "$MOCK_PID"
+	stop_pid "$MOCK_TLS_PID"
 	cgroup_remove
 	if [ "${KEEP:-0}" = 1 ]; then log "kept $W"; else rm -rf "$W"; fi
 }
@@ -152,6 +159,26 @@ start_mock() {
 	[ -n "$MOCK_PORT" ] || { log "mock_upstream did not start"; cat "$W/mock.err" >&2; exit 1; }
 }
 
+# The mock again, over TLS, with a chain made here (scenario 5).
+start_mock_tls() {
+	bash "$top_srcdir/tests/gen_certs.sh" "$W/certs" >"$W/certs.log" 2>&1 ||
+		{ log "gen_certs.sh failed"; cat "$W/certs.log" >&2; return 1; }
+	"$MOCK" -p 0 -P "$W/mock-tls.port" -t "$W/certs/server-chain.pem" "$W/certs/server.key" \
+		</dev/null >"$W/mock-tls.err" 2>&1 &
+	MOCK_TLS_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		[ -s "$W/mock-tls.port" ] && break
+		sleep 0.1
+	done
+	MOCK_TLS_PORT=$(cat "$W/mock-tls.port" 2>/dev/null)
+	[ -n "$MOCK_TLS_PORT" ] || { log "mock_upstream -t did not start"; cat "$W/mock-tls.err" >&2; return 1; }
+}
+
+# tls_stats FILE: the TLS mock's handshake counters.
+tls_stats() {
+	curl -s -m 5 --cacert "$W/certs/ca.pem" "https://localhost:$MOCK_TLS_PORT/mock/stats" >"$1" 2>/dev/null
+}
+
 # ---- proxies ------------------------------------------------------------------
 
 # The same config shape tests/lib.sh writes: openai upstream → the mock,
@@ -175,7 +202,12 @@ unknown_keys = allow
 reserve_output_tokens = 1024
 
 [upstream openai]
-url = http://127.0.0.1:$MOCK_PORT
+$(if [ "$UP_TLS" = 1 ]; then
+	echo "url = https://localhost:$MOCK_TLS_PORT"
+	echo "ca_file = $W/certs/ca.pem"
+else
+	echo "url = http://127.0.0.1:$MOCK_PORT"
+fi)
 paths = /v1/chat/completions /v1/completions /v1/embeddings /v1/responses /v1/models
 
 [price gpt-4o-mini*]
@@ -193,7 +225,15 @@ EOF
 
 # fill TEMPLATE OUT: the template with our ports, limits and dir.
 fill() {
-	sed -e "s|@PORT@|$PORT|g" -e "s|@UPSTREAM_PORT@|$MOCK_PORT|g" \
+	local up=$MOCK_PORT tls= scheme=http ssl=
+	if [ "$UP_TLS" = 1 ]; then
+		up=$MOCK_TLS_PORT
+		tls=" ssl verify required ca-file $W/certs/ca.pem sni str(localhost) verifyhost localhost"
+		scheme=https
+		ssl="proxy_ssl_verify on; proxy_ssl_trusted_certificate $W/certs/ca.pem; proxy_ssl_name localhost; proxy_ssl_server_name on; proxy_ssl_session_reuse on;"
+	fi
+	sed -e "s|@PORT@|$PORT|g" -e "s|@UPSTREAM_PORT@|$up|g" \
+	    -e "s|@UPSTREAM_TLS@|$tls|g" -e "s|@UPSTREAM_SCHEME@|$scheme|g" -e "s|@PROXY_SSL@|$ssl|g" \
 	    -e "s|@MAXCONN@|$MAXCONN|g" -e "s|@NOFILE@|$NOFILE|g" -e "s|@DIR@|$W/nginx|g" \
 	    "$top_srcdir/bench/$1" >"$2"
 }
@@ -317,7 +357,7 @@ load_args() {
 	2|4) CONC=256
 	   LOAD=("${common[@]}" -c 256 -n 256 -t 120 -s -e 5000000 -b "$BODY_STREAM"
 		-H 'x-mock-tokens: 5000' -H 'x-mock-token-bytes: 800') ;;
-	3) CONC=1000
+	3|5) CONC=1000
 	   LOAD=("${common[@]}" -c 1000 -n 2000 -t 60 -s -b "$BODY_STREAM"
 		-H 'x-mock-tokens: 100' -H 'x-mock-delay-ms: 20') ;;
 	esac
@@ -328,6 +368,8 @@ run_one() {
 	local s=$1 t=$2 out=$W/s$1-$2.r$3 port rc alive
 	rm -f "$out".*
 	load_args "$s"
+	UP_TLS=0
+	[ "$s" = 5 ] && UP_TLS=1
 	if [ "$s" = 4 ] && ! cgroup_create "$t"; then
 		log "scenario 4: cannot make a memory cgroup here, skipped"
 		return 0
@@ -344,9 +386,17 @@ run_one() {
 		kill -USR1 "$SAMPLER_PID"
 	fi
 	log "scenario $s, $t, round $3 of $ROUNDS"
+	[ "$UP_TLS" = 1 ] && tls_stats "$out.tls0.json"
 	wait_quiet >"$out.busy"
 	timeout 300 "$LOADGEN" -p "$port" -l "$t" "${LOAD[@]}" >"$out.load.json" 2>"$out.load.err"
 	rc=$?
+	# Handshakes this run made: the counters' difference, less the two
+	# stats requests' own.
+	if [ "$UP_TLS" = 1 ] && tls_stats "$out.tls1.json"; then
+		jq -n --slurpfile a "$out.tls0.json" --slurpfile b "$out.tls1.json" \
+			'{full: ($b[0].tls_full - $a[0].tls_full - 1), resumed: ($b[0].tls_resumed - $a[0].tls_resumed)}' \
+			>"$out.tls.json" 2>/dev/null
+	fi
 	cat "$out.load.err" >&2
 	[ $rc = 0 ] || FAILED=1
 	if [ -n "$SAMPLER_PID" ]; then
@@ -372,7 +422,7 @@ run_one() {
 key_metric() {
 	case $1 in
 	1) echo .rps ;;
-	3) echo .ttfb_ms.p99 ;;
+	3|5) echo .ttfb_ms.p99 ;;
 	*) echo .mbps ;;
 	esac
 }
@@ -413,6 +463,7 @@ scenario_title() {
 	1) echo "1. Small non-streamed chat completions, 64 keep-alive connections, ${SMALL_SECS} s" ;;
 	2) echo "2. 256 concurrent SSE streams of ~5 MB each, full speed" ;;
 	3) echo "3. 1,000 concurrent SSE streams of 100 chunks 20 ms apart (2,000 streams in all)" ;;
+	5) echo "5. Scenario 3 with the upstream over TLS 1.3, chain and host name verified" ;;
 	4) echo "4. Scenario 2 inside a 30 MiB memory cgroup" ;;
 	esac
 }
@@ -451,6 +502,17 @@ versus() {
 		"$(ratio "$(j "$k.pss.json" .cpu_s)" "$(j "$p.pss.json" .cpu_s)")"
 }
 
+# Full and resumed upstream handshakes per target in scenario 5's row.
+tls_handshakes() {
+	local t line=
+	for t in $TARGETS; do
+		[ -s "$W/s5-$t.tls.json" ] || continue
+		line="$line${line:+, }$t $(j "$W/s5-$t.tls.json" .full) / $(j "$W/s5-$t.tls.json" .resumed)"
+	done
+	[ -n "$line" ] && { echo; echo "Upstream TLS handshakes, full / resumed: $line."; }
+	return 0
+}
+
 cgroup_table() {
 	local t f
 	echo
@@ -475,7 +537,7 @@ scenario_table() {
 	echo "| target | req/s | MB/s | req/s vs direct | TTFB p50 / p99 ms | latency p50 / p99 ms | max chunk gap ms | idle PSS MiB | peak PSS MiB | PSS growth KiB/stream | CPU s | errors | CPU busy before % |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for t in $TARGETS; do
-		[ "$s" = 4 ] && [ "$t" = direct ] && continue
+		[ "$s" = 4 ] || [ "$s" = 5 ] && [ "$t" = direct ] && continue
 		table_row "$s" "$t"
 	done
 	echo
@@ -487,6 +549,7 @@ scenario_table() {
 		echo "kilovolt responses per worker: $(cat "$W/s$s-kilovolt.workers")."
 	fi
 	[ "$s" = 4 ] && cgroup_table
+	[ "$s" = 5 ] && tls_handshakes
 	return 0
 }
 
@@ -523,6 +586,8 @@ targets() {
 	verdict "scenario 1 req/s vs HAProxy" "$(j "$k1.load.json" .rps)" ">=" "$(j "$W/s1-$h.load.json" .rps)"
 	verdict "scenario 4 cgroup peak (bytes) vs the lowest peer" "$(j "$W/s4-kilovolt.cg.json" .cg_peak)" "<=" \
 		"$(for t in haproxy nginx; do j "$W/s4-$t.cg.json" .cg_peak; done | sort -n | head -n 1)"
+	verdict "scenario 5 peak PSS (KiB), issue 16" "$(j "$W/s5-kilovolt.pss.json" .peak_kb)" "<=" 15360
+	verdict "scenario 5 full upstream handshakes, issue 16" "$(j "$W/s5-kilovolt.tls.json" .full)" "<=" 2
 	verdict "scenario 4 kilovolt survived (1 = yes)" \
 		"$(j "$W/s4-kilovolt.alive.json" '.survived | if . then 1 else 0 end')" ">=" 1
 }
@@ -587,12 +652,13 @@ main() {
 	raise_nofile
 	mkdir -p "$top_builddir/bench"
 	start_mock
+	case " $SCENARIOS " in *" 5 "*) start_mock_tls || exit 1 ;; esac
 	# Rounds interleave the targets, so a busy spell of the shared machine
 	# falls on all of them rather than on one.
 	for s in $SCENARIOS; do
 		for r in $(seq 1 "$ROUNDS"); do
 			for t in $TARGETS; do
-				[ "$s" = 4 ] && [ "$t" = direct ] && continue
+				[ "$s" = 4 ] || [ "$s" = 5 ] && [ "$t" = direct ] && continue
 				have_target "$t" || { log "$t is not installed, skipped"; continue; }
 				run_one "$s" "$t" "$r"
 			done
