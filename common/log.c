@@ -164,3 +164,41 @@ kv_log_access(const char *fmt, ...)
 	memcpy(access_buf + access_len, buf, n);
 	access_len += n;
 }
+
+const char *
+kv_log_escape(const char *s, size_t n, char *out, size_t outlen)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, o = 0;
+	unsigned char ch;
+
+	if (outlen == 0)
+		return out;
+	for (i = 0; s != NULL && i < n && s[i] != '\0'; i++) {
+		ch = (unsigned char)s[i];
+		if (ch > 0x20 && ch < 0x7f && ch != '"' && ch != '\\') {
+			if (o + 1 >= outlen)
+				goto cut;
+			out[o++] = (char)ch;
+			continue;
+		}
+		if (o + 4 >= outlen)
+			goto cut;
+		out[o++] = '\\';
+		out[o++] = 'x';
+		out[o++] = hex[ch >> 4];
+		out[o++] = hex[ch & 0xf];
+	}
+	out[o] = '\0';
+	return out;
+cut:
+	/* Room for "..." by construction of the checks above: back off. */
+	while (o > 0 && o + 4 > outlen)
+		o--;
+	if (outlen >= 4) {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	out[o < outlen ? o : outlen - 1] = '\0';
+	return out;
+}

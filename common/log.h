@@ -5,6 +5,7 @@
 #define KV_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 /* Set the role shown on every line; call after fork(). */
 void kv_log_set_role(const char *role);
@@ -15,6 +16,13 @@ void kv_log_warn(const char *id, const char *fmt, ...)
 void kv_log_warnx(const char *id, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void kv_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Copy S (n bytes, or up to its NUL when n is (size_t)-1) into OUT for a
+ * log line: printable ASCII other than space, '"' and '\\' as is, every
+ * other byte as \xHH, so a client-supplied value can neither forge a
+ * field or a line nor send a terminal escape. Cut with "..." when OUT
+ * (outlen >= 4) is too small. Returns OUT. */
+const char *kv_log_escape(const char *s, size_t n, char *out, size_t outlen);
 
 /* Access log: one line per request, already formatted by the caller. */
 void kv_log_access(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

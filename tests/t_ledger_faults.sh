@@ -34,9 +34,9 @@ reserved_zero() { [ "$(reserved_total)" = 0 ]; }
 
 # ---- a second daemon, in its own PID namespace -------------------------------
 
-# A 3 s stream in flight on the first daemon while the second one tries.
+# A 10 s stream in flight on the first daemon while the second one tries.
 kv_curl /v1/chat/completions -o "$T/stream1" -H "Authorization: Bearer sk-alice-faults" \
-	-H 'x-mock-tokens: 30' -H 'x-mock-delay-ms: 100' -d "$CHAT" &
+	-H 'x-mock-tokens: 100' -H 'x-mock-delay-ms: 100' -d "$CHAT" &
 STREAM=$!
 kv_wait_for 5 eval '[ "$(field "$ALICE" reserved_nusd)" -gt 0 ]'
 held=$(field "$ALICE" reserved_nusd)
@@ -136,6 +136,33 @@ neg=$(kv_ctl keys --json | jq '[.keys[] | select(.spent_nusd < 0 or .reserved_nu
 check_eq "... no counter went negative" "$neg" 0
 check "the daemon still serves" kv_curl /v1/models -o /dev/null -f \
 	-H "Authorization: Bearer sk-alice-faults"
+
+# ---- client values in the log are escaped; long methods get 501 ---------------
+
+before=$(wc -l <"$KV_LOG")
+# JSON escapes for a newline, a quote, ESC; plus spaces that would forge fields.
+cat >"$T/evil.json" <<'EOF'
+{"model":"gpt-4o-mini status=200 \u001b[31m \" forged\nline","max_tokens":5}
+EOF
+kv_curl '/v1/chat/completions' -o /dev/null -H "Authorization: Bearer sk-alice-faults" \
+	-H 'x-mock-status: 400' --data-binary @"$T/evil.json"
+sleep 0.5
+tail -n +$((before + 1)) "$KV_LOG" >"$T/evil.log"
+line=$(grep -a "key=$ALICE POST /v1/chat/completions" "$T/evil.log")
+check_eq "a hostile model name makes exactly one access line" "$(printf '%s\n' "$line" | grep -c .)" 1
+check "... its spaces written as \\x20, so no field is forged" \
+	grep -qF 'model=gpt-4o-mini\x20status=200\x20' "$T/evil.log"
+check_eq "... and no line starts with the forged text" "$(grep -ac '^line' "$T/evil.log")" 0
+check "... and no raw ESC byte reached the log" eval "! LC_ALL=C grep -q \$'\\x1b' '$T/evil.log'"
+before_m=$(grep -c . "$MOCK_LOG")
+code=$(kv_curl /v1/chat/completions -o /dev/null -w '%{http_code}' -X ABCDEFGHIJKLMNOPQ \
+	-H "Authorization: Bearer sk-alice-faults" -d '{"model":"gpt-4o-mini"}')
+check_eq "a 17-byte method is refused with 501" "$code" 501
+check_eq "... and never forwarded (cut or whole)" \
+	"$(tail -n +$((before_m + 1)) "$MOCK_LOG" | grep -c '^ABCDEFGHIJKLMNO')" 0
+code=$(kv_curl /v1/chat/completions -o /dev/null -w '%{http_code}' -X ABCDEFGHIJKLMNO \
+	-H "Authorization: Bearer sk-alice-faults" -d '{"model":"gpt-4o-mini"}')
+check "a 15-byte method is not refused as too long ($code)" test "$code" != 501
 
 # ---- max_keys raised: the ledger grows at start-up, history kept ----------------
 

@@ -71,6 +71,20 @@ test_simple_get(void)
 	CHECK(hval("x-missing") == NULL);
 }
 
+/* Methods past KV_HTTP_MAX_METHOD are 501, never cut to fit. */
+static void
+test_long_method(void)
+{
+	const char *ok = "ABCDEFGHIJKLMNO / HTTP/1.1\r\nHost: x\r\n\r\n";
+	const char *bad = "ABCDEFGHIJKLMNOP / HTTP/1.1\r\nHost: x\r\n\r\n";
+	int st = 0;
+
+	CHECK_INT(parse_req(ok, strlen(ok), &st), (int)strlen(ok));
+	CHECK_INT(req.method_len, KV_HTTP_MAX_METHOD);
+	CHECK_INT(parse_req(bad, strlen(bad), &st), -1);
+	CHECK_INT(st, 501);
+}
+
 static void
 test_post_with_body(void)
 {
@@ -713,6 +727,7 @@ int
 main(void)
 {
 	test_simple_get();
+	test_long_method();
 	test_post_with_body();
 	test_chunked_request();
 	test_keep_alive();

@@ -60,7 +60,7 @@ struct kv_conn {
 	size_t			 clen, cpos, head_len;
 
 	/* the request, copied out of the head */
-	char			 method[16];	/* first per-request field */
+	char			 method[KV_HTTP_MAX_METHOD + 1];	/* first per-request field */
 	int			 logged;	/* settled and logged */
 	char			 reqid[KV_REQID_LEN + 1];	/* "" until asked for */
 	char			*target;

@@ -442,6 +442,9 @@ http_request_line(const char *p, size_t n, struct kv_http_request *req,
 	sp1 = memchr(p, ' ', n);
 	if (sp1 == NULL || !http_is_token(p, (size_t)(sp1 - p)))
 		return http_fail(e, 400, "bad method");
+	/* No method we relay is this long; cutting one would forward another. */
+	if ((size_t)(sp1 - p) > KV_HTTP_MAX_METHOD)
+		return http_fail(e, 501, "method not implemented (too long)");
 	sp2 = memchr(sp1 + 1, ' ', n - (size_t)(sp1 + 1 - p));
 	if (sp2 == NULL)
 		return http_fail(e, 400, "bad request line");

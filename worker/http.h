@@ -11,6 +11,7 @@
 #define KV_HTTP_MAX_HEADERS	100
 #define KV_HTTP_MAX_HEAD	16384	/* whole request head; 431 beyond */
 #define KV_HTTP_MAX_LINE	8192	/* request line; 414 beyond */
+#define KV_HTTP_MAX_METHOD	15	/* method bytes; 501 beyond, never cut */
 
 struct kv_http_header {
 	const char	*name;

@@ -713,6 +713,7 @@ charge(struct kv_conn *c, struct kv_usage *u, const char **model)
 	const struct kv_usage *found = c->scan_on ? kv_usage_result(&c->scan) : NULL;
 	const struct kv_price *p;
 	int64_t cost = 0;
+	char esc[512];
 
 	memset(u, 0, sizeof(*u));
 	*model = c->scan_on && c->scan.model[0] ? c->scan.model : c->ri.model;
@@ -735,11 +736,12 @@ charge(struct kv_conn *c, struct kv_usage *u, const char **model)
 	}
 	if (p == NULL) {
 		kv_log_warnx("KV0440", "no price for model '%s' and no [price default]: charged 0",
-		    *model);
+		    kv_log_escape(*model, (size_t)-1, esc, sizeof(esc)));
 		return 0;
 	}
 	if (kv_cost(p, u, &cost) == -1) {
-		kv_log_warnx("KV0441", "cost overflow for key %s model %s", c->keyid, *model);
+		kv_log_warnx("KV0441", "cost overflow for key %s model %s", c->keyid,
+		    kv_log_escape(*model, (size_t)-1, esc, sizeof(esc)));
 		cost = INT64_MAX / 4;
 	}
 	return cost;
@@ -829,7 +831,7 @@ relay_finish(struct kv_conn *c)
 {
 	struct kv_usage u;
 	const char *model;
-	char usd[32];
+	char usd[32], mesc[4 * KV_HTTP_MAX_METHOD + 4], tesc[1024], oesc[512];
 	int64_t cost;
 
 	if (c->logged)
@@ -852,11 +854,16 @@ relay_finish(struct kv_conn *c)
 	}
 	count(c, &u, cost);
 	kv_format_usd(cost, usd, sizeof(usd));
-	kv_log_access("key=%s %s %.*s model=%s upstream=%s status=%d in=%llu out=%llu "
+	/* Method, path and model come from the client: escaped, so that no
+	 * request can forge a field, a line or a terminal escape. */
+	kv_log_escape(c->method[0] ? c->method : "-", (size_t)-1, mesc, sizeof(mesc));
+	kv_log_escape(c->target ? c->target : "-", c->target ? strcspn(c->target, "?") : 1,
+	    tesc, sizeof(tesc));
+	kv_log_escape(model[0] ? model : "-", (size_t)-1, oesc, sizeof(oesc));
+	kv_log_access("key=%s %s %s model=%s upstream=%s status=%d in=%llu out=%llu "
 	    "ttfb_ms=%lld ms=%lld tokens=%lld/%lld cost=$%s%s%s",
-	    c->keyid[0] ? c->keyid : "-", c->method[0] ? c->method : "-",
-	    c->target ? (int)strcspn(c->target, "?") : 1, c->target ? c->target : "-",
-	    model[0] ? model : "-", c->upstream_name ? c->upstream_name : "-", c->status,
+	    c->keyid[0] ? c->keyid : "-", mesc, tesc, oesc,
+	    c->upstream_name ? c->upstream_name : "-", c->status,
 	    (unsigned long long)c->bytes_in, (unsigned long long)c->bytes_out,
 	    (long long)(c->t_first_ms ? c->t_first_ms - c->t_start_ms : -1),
 	    (long long)(c->w->now_ms - c->t_start_ms), (long long)u.input, (long long)u.output,
