@@ -537,6 +537,28 @@ set_request_log(struct cfg_parse *p, const char *v)
 	return 0;
 }
 
+/* Origins as a browser sends them: scheme://host[:port], no path, or "*". */
+static int
+set_cors_origins(struct cfg_parse *p, const char *v)
+{
+	const char *s = v;
+	size_t n, sl;
+
+	if (strlen(v) >= sizeof(p->cf->cors_origins))
+		return cfg_err(p, p->lineno, "cors_origins: too long");
+	while (*(s += strspn(s, " \t")) != '\0') {
+		n = strcspn(s, " \t");
+		sl = strncmp(s, "http://", 7) == 0 ? 7 : strncmp(s, "https://", 8) == 0 ? 8 : 0;
+		if (!(n == 1 && *s == '*') && (sl == 0 || n <= sl ||
+		    memchr(s + sl, '/', n - sl) != NULL))
+			return cfg_err(p, p->lineno, "cors_origins: '%.*s' is not an "
+			    "origin (scheme://host[:port], or *)", (int)n, s);
+		s += n;
+	}
+	snprintf(p->cf->cors_origins, sizeof(p->cf->cors_origins), "%s", v);
+	return 0;
+}
+
 /* An empty token would match "Authorization: Bearer " — treat it as none. */
 static int
 set_admin_token(struct cfg_parse *p, const char *v)
@@ -958,6 +980,7 @@ static const struct cfg_key server_keys[] = {
 	{ "admin_token",	set_admin_token,	CFG_SECRET | CFG_ENV_OPT },
 	{ "user",		set_user,		0 },
 	{ "request_log",	set_request_log,	0 },
+	{ "cors_origins",	set_cors_origins,	0 },
 	{ NULL, NULL, 0 }
 };
 

@@ -87,6 +87,7 @@ struct kv_config {
 	char	  user[64];		/* drop to this user when started as root; "" = stay */
 	/* ux (issue 15) */
 	char	  request_log[4096];	/* one JSON line per request; "" = off */
+	char	  cors_origins[1024];	/* space-separated allowed origins, or *; "" = none */
 
 	/* [budget] */
 	int64_t	  default_budget_nusd;

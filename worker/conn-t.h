@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "worker/conn.h"
+#include "worker/cors.h"
 #include "worker/http.h"
 #include "worker/reqlog.h"
 #include "worker/upstream.h"
@@ -66,6 +67,7 @@ struct kv_conn {
 	char			*target;
 	int			 minor, keep_alive, anthropic, is_head;
 	int			 anthropic_client;	/* sent anthropic-version or x-api-key */
+	char			 cors_origin[KV_CORS_ORIGIN_MAX];	/* a listed Origin, or "" */
 	enum kv_api		 api;
 	int			 free_ep;	/* an endpoint relayed at $0 */
 	int			 chunked_req;

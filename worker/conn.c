@@ -284,7 +284,7 @@ conn_request_id(struct kv_conn *c)
 enum step
 conn_fail(struct kv_conn *c, int status, const char *msg)
 {
-	char extra[160] = "";
+	char extra[512] = "";
 	size_t xl;
 	int n, keep;
 
@@ -306,6 +306,9 @@ conn_fail(struct kv_conn *c, int status, const char *msg)
 	xl = strlen(extra);
 	snprintf(extra + xl, sizeof(extra) - xl, "x-kilovolt-request-id: %s\r\n",
 	    conn_request_id(c));
+	xl = strlen(extra);
+	if (c->cors_origin[0] != '\0')	/* so a browser app can read the error */
+		(void)kv_cors_response_headers(extra + xl, sizeof(extra) - xl, c->cors_origin);
 	free(c->obuf);
 	c->obuf = NULL;
 	c->olen = c->opos = c->ocap = 0;

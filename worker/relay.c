@@ -63,6 +63,7 @@ build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 {
 	char rem[32];
 	size_t i;
+	int n = 0;
 
 	c->olen = c->opos = 0;
 	if (conn_obuf_reserve(c, res->head_len + 256) == -1)
@@ -74,6 +75,10 @@ build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 		if (h->hop || (c->reframe && h->name_len == 14 &&
 		    strncasecmp(h->name, "content-length", 14) == 0))
 			continue;
+		/* Ours replace the provider's: two Allow-Origin values fail in a browser. */
+		if (c->cors_origin[0] != '\0' && h->name_len > 15 &&
+		    strncasecmp(h->name, "access-control-", 15) == 0)
+			continue;
 		if (conn_obuf_header(c, h) == -1)
 			return -1;
 	}
@@ -81,6 +86,12 @@ build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 	if (conn_obuf_printf(c, "x-kilovolt-key: %s\r\nx-kilovolt-budget-remaining: %s\r\n"
 	    "x-kilovolt-request-id: %s\r\n", c->keyid, rem, conn_request_id(c)) == -1)
 		return -1;
+	if (c->cors_origin[0] != '\0' && (conn_obuf_reserve(c, 512) == -1 ||
+	    (n = kv_cors_response_headers(c->obuf + c->olen, c->ocap - c->olen,
+	    c->cors_origin)) == -1))
+		return -1;
+	if (c->cors_origin[0] != '\0')
+		c->olen += (size_t)n;
 	if (((!c->reframe && c->resp_chunked) || c->out_chunked) &&
 	    conn_obuf_printf(c, "Transfer-Encoding: chunked\r\n") == -1)
 		return -1;

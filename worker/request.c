@@ -183,6 +183,10 @@ on_head(struct kv_conn *c, size_t hl)
 	 * from how we classify it is never forwarded. */
 	if (kv_target_check(req->target, req->target_len, &why) == -1)
 		return conn_fail(c, 400, why);
+	/* CORS: a preflight is answered here, before any credential. */
+	kv_cors_origin(cf->cors_origins, req, c->cors_origin);
+	if (kv_cors_is_preflight(c->method, req))
+		return (enum step)kv_cors_answer_preflight(c, req);
 	if ((r = find_credential(c, req, &key, &klen, &why)) == -2)
 		return conn_fail(c, 400, why);
 	if (r == -1)
