@@ -248,7 +248,10 @@ request_head(struct kv_conn *c)
 			if (c->clen >= KV_CBUF_SIZE)
 				return conn_fail(c, 431, "request head too large");
 		}
-		n = client_read(c, c->cbuf + c->clen, KV_CBUF_SIZE - c->clen);
+		/* 8 KB a read: the head's first read must not fill all of
+		 * cbuf with body bytes (a large upload would touch 20 KB). */
+		n = client_read(c, c->cbuf + c->clen, KV_CBUF_SIZE - c->clen < KV_BODY_WINDOW ?
+		    KV_CBUF_SIZE - c->clen : KV_BODY_WINDOW);
 		if (n == KV_IO_AGAIN) {
 			if (c->clen == 0) {
 				/* A connection waiting for its request holds no buffer. */
@@ -402,7 +405,12 @@ request_body_in(struct kv_conn *c)
 			return admit(c);
 		if (c->cpos == c->clen)		/* keep the head, reuse the rest */
 			c->cpos = c->clen = c->head_len;
-		want = KV_CBUF_SIZE - c->clen;
+		/* Reads stay within the window's size past the head: a large
+		 * upload touches no more of cbuf than a small one does. */
+		want = c->head_len + KV_BODY_WINDOW > c->clen ?
+		    c->head_len + KV_BODY_WINDOW - c->clen : 0;
+		if (want == 0 || want > KV_CBUF_SIZE - c->clen)
+			want = KV_CBUF_SIZE - c->clen;
 		if (!c->chunked_req && (int64_t)want > c->body_left)
 			want = (size_t)c->body_left;
 		n = client_read(c, c->cbuf + c->clen, want);
