@@ -34,6 +34,7 @@ struct kvctl {
 	const char	*req_file;	/* requests --file */
 	char		 reqlog[4096];	/* [server] request_log of the config */
 	long		 count;		/* --count N for --watch */
+	long long	 rpm, tpm;	/* --rpm N / --tpm N for limits; -1 unset */
 	char		*args[2];	/* positional arguments of the command */
 	int		 nargs;
 };
@@ -43,7 +44,8 @@ struct command {
 	int		 writes;	/* maps the ledger read-write */
 	int		 min_args, max_args;
 	const char	*flags;		/* accepted: j=--json w=--watch/--count a=--all
-					   k=--key r=--key K/--since T/--file F */
+					   k=--key r=--key K/--since T/--file F
+					   L=--rpm/--tpm */
 	int		(*run)(struct kvctl *);
 };
 
@@ -57,6 +59,8 @@ static const char usage_text[] =
 "  show --key [--json]          the key whose raw value is on standard input\n"
 "  reset KEY | --all            set spent to 0\n"
 "  budget KEY AMOUNT            set a key's budget in USD (e.g. 25.00)\n"
+"  limits KEY [--rpm N] [--tpm N]  show or set a key's requests and tokens\n"
+"                               per minute (0 = no limit)\n"
 "  models [--json]              per-model requests, tokens and cost\n"
 "  cluster [--json]             hosts, leases and shared spend, from Redis\n"
 "  requests [--key KEY] [--since T] [--file LOG] [--json]\n"
@@ -364,6 +368,51 @@ cmd_budget(struct kvctl *k)
 	return KVCTL_EXIT_OK;
 }
 
+/* "60", or "none" for no limit. */
+static void
+format_limit(uint32_t v, char *buf, size_t len)
+{
+	if (v == 0)
+		snprintf(buf, len, "none");
+	else
+		snprintf(buf, len, "%u", v);
+}
+
+static int
+cmd_limits(struct kvctl *k)
+{
+	struct kv_account *a;
+	char desc[80], r[16], t[16], rw[16], tw[16];
+	uint32_t was_r, was_t;
+	int rc;
+
+	rc = resolve_key(k, k->args[0], &a);
+	if (rc != KVCTL_EXIT_OK)
+		return rc;
+	was_r = atomic_load(&a->rpm);
+	was_t = atomic_load(&a->tpm);
+	/* A limit set here starts from a full bucket, as a new key does. */
+	if (k->rpm >= 0) {
+		atomic_store(&a->rpm, (uint32_t)k->rpm);
+		atomic_store(&a->rpm_tat, 0);
+	}
+	if (k->tpm >= 0) {
+		atomic_store(&a->tpm, (uint32_t)k->tpm);
+		atomic_store(&a->tpm_tat, 0);
+	}
+	describe_key(a, desc, sizeof(desc));
+	format_limit(atomic_load(&a->rpm), r, sizeof(r));
+	format_limit(atomic_load(&a->tpm), t, sizeof(t));
+	format_limit(was_r, rw, sizeof(rw));
+	format_limit(was_t, tw, sizeof(tw));
+	if (k->rpm < 0 && k->tpm < 0)
+		printf("limits of %s: rpm %s, tpm %s\n", desc, r, t);
+	else
+		printf("limits of %s: rpm %s, tpm %s (was rpm %s, tpm %s)\n", desc, r, t,
+		    rw, tw);
+	return KVCTL_EXIT_OK;
+}
+
 static int
 cmd_models(struct kvctl *k)
 {
@@ -409,12 +458,30 @@ static const struct command commands[] = {
 	{ "show",	0, 0, 1, "jk",	cmd_show },
 	{ "reset",	1, 0, 1, "a",	cmd_reset },
 	{ "budget",	1, 2, 2, "",	cmd_budget },
+	{ "limits",	1, 1, 1, "L",	cmd_limits },
 	{ "models",	0, 0, 0, "j",	cmd_models },
 	{ "cluster",	0, 0, 0, "j",	cmd_cluster },
 	{ "requests",	0, 0, 0, "jr",	cmd_requests },
 };
 
 /* ---- command line ------------------------------------------------------- */
+
+/* --rpm N / --tpm N: a limit per minute, 0 for none. */
+static int
+parse_limit(const char *flag, const char *s, long long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = s != NULL ? strtoll(s, &end, 10) : -1;
+	if (s == NULL || errno != 0 || end == s || *end != '\0' || *out < 0 ||
+	    *out > 4000000000LL) {
+		fprintf(stderr, "kvctl: %s wants a number 0..4000000000 (0 = no limit), "
+		    "not '%s'\n(kvctl --help for usage)\n", flag, s != NULL ? s : "");
+		return KVCTL_EXIT_USAGE;
+	}
+	return 0;
+}
 
 static int
 parse_count(struct kvctl *k, const char *s)
@@ -458,6 +525,10 @@ parse_flag(struct kvctl *k, const struct command *c, char **argv, int argc,
 	else if (strcmp(a, "--count") == 0 && strchr(c->flags, 'w')) {
 		(*i)++;
 		return parse_count(k, *i < argc ? argv[*i] : NULL);
+	} else if ((strcmp(a, "--rpm") == 0 || strcmp(a, "--tpm") == 0) &&
+	    strchr(c->flags, 'L')) {
+		(*i)++;
+		return parse_limit(a, *i < argc ? argv[*i] : NULL, a[2] == 'r' ? &k->rpm : &k->tpm);
 	} else {
 		fprintf(stderr, "kvctl: %s: unknown option '%s'\n(kvctl --help "
 		    "for usage)\n", c->name, a);
@@ -622,6 +693,7 @@ main(int argc, char **argv)
 	int rc;
 
 	memset(&k, 0, sizeof(k));
+	k.rpm = k.tpm = -1;
 	k.l.fd = -1;
 	if ((rc = parse_global(&k, argc, argv)) != -1)
 		return rc;

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shm/ratelimit.h"
 #include "shm/report.h"
 
 #define CELL_MAX	(KV_MODEL_NAME + 4)	/* a whole model name fits */
@@ -167,12 +168,22 @@ shown_money(const struct kv_account *a, int64_t out[4])
 		out[3] = INT64_MIN / 1000 * 1000;
 }
 
+/* A rate limit per minute, "-" for none. */
+static void
+limit_cell(uint32_t v, char *buf, size_t len)
+{
+	if (v == 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%u", v);
+}
+
 static void
 account_row(struct table *t, const struct kv_account *a)
 {
-	char id[13], label[KV_LABEL_MAX], m[4][32], n[5][24], last[32];
+	char id[13], label[KV_LABEL_MAX], m[4][32], n[5][24], last[32], lim[2][16];
 	int64_t money[4];
-	const char *cells[13];
+	const char *cells[15];
 	int i;
 
 	kv_key_id(a->hash, id);
@@ -192,7 +203,10 @@ account_row(struct table *t, const struct kv_account *a)
 	cells[2] = m[0], cells[3] = m[1], cells[4] = m[2], cells[5] = m[3];
 	cells[6] = n[0], cells[7] = n[1], cells[8] = n[2];
 	cells[9] = n[3], cells[10] = n[4];
-	cells[11] = last;
+	limit_cell(atomic_load(&a->rpm), lim[0], sizeof(lim[0]));
+	limit_cell(atomic_load(&a->tpm), lim[1], sizeof(lim[1]));
+	cells[11] = lim[0], cells[12] = lim[1];
+	cells[13] = last;
 	table_add(t, cells);
 }
 
@@ -201,14 +215,14 @@ kvctl_print_keys(FILE *f, const struct kv_ledger *l)
 {
 	static const char *const head[] = { "ID", "LABEL", "BUDGET", "SPENT",
 	    "RESERVED", "REMAINING", "REQUESTS", "TOKENS IN", "TOKENS OUT",
-	    "ESTIMATED", "FREE", "LAST USED" };
-	static const int right[] = { 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0 };
+	    "ESTIMATED", "FREE", "RPM", "TPM", "LAST USED" };
+	static const int right[] = { 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0 };
 	const struct kv_account **v;
 	struct table t;
 	size_t i, n;
 
 	n = kv_report_sorted_accounts(l, &v);
-	if (table_init(&t, 12, right, n) == -1) {
+	if (table_init(&t, 14, right, n) == -1) {
 		free(v);
 		fputs("kvctl: out of memory\n", stderr);
 		return;
@@ -285,6 +299,23 @@ print_keys_narrow(FILE *f, const struct kv_ledger *l)
 		fputs("(no keys yet)\n", f);
 }
 
+/* "rpm: 60" and "requests_remaining: 59 (full in 1s)", or "rpm: none". */
+static void
+print_limit(FILE *f, const char *what, uint32_t limit, int64_t tat)
+{
+	int64_t rem, reset;
+	char d[32];
+
+	fprintf(f, "%s: ", what[0] == 'r' ? "rpm" : "tpm");
+	if (limit == 0) {
+		fputs("none\n", f);
+		return;
+	}
+	kv_gcra_state(tat, limit, kv_rl_now_ns(), &rem, &reset);
+	kv_format_duration(reset, d, sizeof(d));
+	fprintf(f, "%u\n%s_remaining: %" PRId64 " (full in %s)\n", limit, what, rem, d);
+}
+
 void
 kvctl_print_account(FILE *f, const struct kv_account *a)
 {
@@ -318,6 +349,9 @@ kvctl_print_account(FILE *f, const struct kv_account *a)
 	fprintf(f, "last_used: %s\n", when);
 	kvctl_format_time(atomic_load(&a->period_start), when, sizeof(when));
 	fprintf(f, "period_start: %s\n", when);
+	print_limit(f, "requests", atomic_load(&a->rpm), atomic_load(&a->rpm_tat));
+	print_limit(f, "tokens", atomic_load(&a->tpm), atomic_load(&a->tpm_tat));
+	fprintf(f, "rate_refusals: %" PRIu64 "\n", atomic_load(&a->rate_refusals));
 }
 
 static int

@@ -634,6 +634,35 @@ set_reserve_output(struct cfg_parse *p, const char *v)
 	return 0;
 }
 
+/* Rate limits per key and minute: 0 (or unset) is no limit. */
+static int
+cfg_rate(struct cfg_parse *p, const char *name, const char *v, long long *n)
+{
+	return cfg_int(p, name, v, 0, 4000000000LL, n);
+}
+
+static int
+set_default_rpm(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	if (cfg_rate(p, "rpm", v, &n) == -1)
+		return -1;
+	p->cf->default_rpm = (uint32_t)n;
+	return 0;
+}
+
+static int
+set_default_tpm(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	if (cfg_rate(p, "tpm", v, &n) == -1)
+		return -1;
+	p->cf->default_tpm = (uint32_t)n;
+	return 0;
+}
+
 /* ---- [upstream NAME] ----------------------------------------------------- */
 
 static struct kv_upstream *
@@ -871,6 +900,28 @@ set_key_budget(struct cfg_parse *p, const char *v)
 	return cfg_money(p, "budget", v, &cur_key(p)->budget_nusd);
 }
 
+static int
+set_key_rpm(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	if (cfg_rate(p, "rpm", v, &n) == -1)
+		return -1;
+	cur_key(p)->rpm = n;
+	return 0;
+}
+
+static int
+set_key_tpm(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	if (cfg_rate(p, "tpm", v, &n) == -1)
+		return -1;
+	cur_key(p)->tpm = n;
+	return 0;
+}
+
 /* ---- [cluster] ------------------------------------------------------------ */
 
 /* redis://HOST[:PORT] or unix:PATH */
@@ -989,6 +1040,8 @@ static const struct cfg_key budget_keys[] = {
 	{ "period",		set_period,		0 },
 	{ "unknown_keys",	set_unknown_keys,	0 },
 	{ "reserve_output_tokens", set_reserve_output,	0 },
+	{ "rpm",		set_default_rpm,	0 },
+	{ "tpm",		set_default_tpm,	0 },
 	{ NULL, NULL, 0 }
 };
 
@@ -1016,6 +1069,8 @@ static const struct cfg_key price_keys[] = {
 static const struct cfg_key key_keys[] = {
 	{ "key",	set_key,	CFG_SECRET },
 	{ "budget",	set_key_budget,	0 },
+	{ "rpm",	set_key_rpm,	0 },
+	{ "tpm",	set_key_tpm,	0 },
 	{ NULL, NULL, 0 }
 };
 
@@ -1214,6 +1269,7 @@ begin_key(struct cfg_parse *p, const char *label)
 	if (grow(&cf->keys, cf->nkeys, sizeof(*cf->keys)) == -1)
 		return cfg_err(p, p->lineno, "out of memory");
 	strcpy(cf->keys[cf->nkeys].label, label);
+	cf->keys[cf->nkeys].rpm = cf->keys[cf->nkeys].tpm = -1;
 	cf->keys[cf->nkeys++].budget_nusd = -1;
 	return 0;
 }

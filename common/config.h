@@ -45,6 +45,7 @@ struct kv_keydef {
 	char	  label[64];
 	uint8_t	  hash[32];	/* SHA-256 of the raw key */
 	int64_t	  budget_nusd;	/* -1: the [budget] default */
+	int64_t	  rpm, tpm;	/* per minute; -1: the [budget] default, 0: none */
 };
 
 /* [cluster]: several hosts share each key's budget through leases from
@@ -94,6 +95,8 @@ struct kv_config {
 	enum kv_period period;
 	int	  unknown_keys_deny;
 	int64_t	  reserve_output_tokens;
+	uint32_t  default_rpm;		/* requests per minute per key; 0 = none */
+	uint32_t  default_tpm;		/* tokens per minute per key; 0 = none */
 
 	struct kv_upstream *upstreams;
 	size_t	  nupstreams;

@@ -167,7 +167,8 @@ mkdir_parent(const char *path)
 	return 0;
 }
 
-/* Named keys are in the ledger from start-up; the config's budget wins. */
+/* Named keys are in the ledger from start-up; the config's budget and
+ * rate limits win. New unnamed keys start with the [budget] rpm/tpm. */
 static void
 apply_keys(struct master *m)
 {
@@ -175,6 +176,8 @@ apply_keys(struct master *m)
 	struct kv_account *a;
 	size_t i;
 
+	atomic_store(&m->ledger.hdr->default_rpm, cf->default_rpm);
+	atomic_store(&m->ledger.hdr->default_tpm, cf->default_tpm);
 	for (i = 0; i < cf->nkeys; i++) {
 		const struct kv_keydef *k = &cf->keys[i];
 		int64_t budget = k->budget_nusd >= 0 ? k->budget_nusd : cf->default_budget_nusd;
@@ -185,6 +188,8 @@ apply_keys(struct master *m)
 			continue;
 		}
 		atomic_store(&a->budget_nusd, budget);
+		atomic_store(&a->rpm, k->rpm >= 0 ? (uint32_t)k->rpm : cf->default_rpm);
+		atomic_store(&a->tpm, k->tpm >= 0 ? (uint32_t)k->tpm : cf->default_tpm);
 	}
 }
 

@@ -252,6 +252,59 @@ parse_budget_body(const char *body, int64_t *out)
 	return 0;
 }
 
+/* Parse {"rpm": N, "tpm": N} (either member or both, once each, N an
+ * integer 0..4000000000 where 0 is no limit); an absent member is -1.
+ * Returns 0 or -1. */
+static int
+parse_limits_body(const char *body, int64_t *rpm, int64_t *tpm)
+{
+	const char *p = skip_ws(body);
+	int64_t *dst, v;
+
+	*rpm = *tpm = -1;
+	if (*p++ != '{')
+		return -1;
+	for (;;) {
+		p = skip_ws(p);
+		if (strncmp(p, "\"rpm\"", 5) == 0)
+			dst = rpm;
+		else if (strncmp(p, "\"tpm\"", 5) == 0)
+			dst = tpm;
+		else
+			return -1;
+		p = skip_ws(p + 5);
+		if (*dst != -1 || *p++ != ':')
+			return -1;
+		p = skip_ws(p);
+		if (!isdigit((unsigned char)*p) || (p[0] == '0' && isdigit((unsigned char)p[1])))
+			return -1;
+		for (v = 0; isdigit((unsigned char)*p); p++)
+			if ((v = v * 10 + (*p - '0')) > 4000000000LL)
+				return -1;
+		*dst = v;
+		p = skip_ws(p);
+		if (*p == '}')
+			break;
+		if (*p++ != ',')
+			return -1;
+	}
+	return *skip_ws(p + 1) == '\0' ? 0 : -1;
+}
+
+/* A limit set at run time starts from a full bucket, as a new key does. */
+static void
+apply_limits(struct kv_account *a, int64_t rpm, int64_t tpm)
+{
+	if (rpm >= 0) {
+		atomic_store(&a->rpm, (uint32_t)rpm);
+		atomic_store(&a->rpm_tat, 0);
+	}
+	if (tpm >= 0) {
+		atomic_store(&a->tpm, (uint32_t)tpm);
+		atomic_store(&a->tpm_tat, 0);
+	}
+}
+
 /* The account named by ID: a full 12-hex id, a unique id prefix, or else
  * an exact label (as kvctl accepts). Sets *status to 404 or 409 on failure. */
 static struct kv_account *
@@ -297,7 +350,7 @@ send_account(struct MHD_Connection *c, const struct kv_account *a)
 	return out_send(c, &o, MHD_HTTP_OK, "application/json");
 }
 
-/* Apply ACTION ("reset" or "budget") to account ID with BODY. */
+/* Apply ACTION ("reset", "budget" or "limits") to account ID with BODY. */
 static enum MHD_Result
 admin_apply(struct kv_status *st, struct MHD_Connection *c, const char *id,
     const char *action, const char *body)
@@ -305,11 +358,14 @@ admin_apply(struct kv_status *st, struct MHD_Connection *c, const char *id,
 	unsigned int status = 0;
 	struct kv_account *a;
 	char kid[13];
-	int64_t v = 0;
+	int64_t v = 0, rpm = -1, tpm = -1;
 
 	if (strcmp(action, "budget") == 0 && parse_budget_body(body, &v) == -1)
 		return send_error(c, MHD_HTTP_BAD_REQUEST,
 		    "body must be {\"budget_nusd\": N} with N an integer >= 0");
+	if (strcmp(action, "limits") == 0 && parse_limits_body(body, &rpm, &tpm) == -1)
+		return send_error(c, MHD_HTTP_BAD_REQUEST, "body must be {\"rpm\": N, "
+		    "\"tpm\": N} (either or both) with N an integer 0..4000000000, 0 = no limit");
 	if ((a = find_account(st->l, id, &status)) == NULL)
 		return send_error(c, status, status == MHD_HTTP_CONFLICT ?
 		    "key id prefix is ambiguous" : "no such key");
@@ -324,6 +380,10 @@ admin_apply(struct kv_status *st, struct MHD_Connection *c, const char *id,
 
 		kv_log_info("status: key %s reset by admin (was %" PRId64 " nusd)",
 		    kid, old);
+	} else if (strcmp(action, "limits") == 0) {
+		apply_limits(a, rpm, tpm);
+		kv_log_info("status: key %s limits set to rpm %u tpm %u by admin", kid,
+		    atomic_load(&a->rpm), atomic_load(&a->tpm));
 	} else {
 		atomic_store(&a->budget_nusd, v);
 		kv_log_info("status: key %s budget set to %" PRId64 " nusd by admin",
@@ -348,7 +408,8 @@ parse_admin_path(const char *url, char *id, size_t idlen, const char **action)
 	slash = strchr(p, '/');
 	if (slash == NULL || slash == p || (size_t)(slash - p) >= idlen)
 		return -1;
-	if (strcmp(slash + 1, "reset") != 0 && strcmp(slash + 1, "budget") != 0)
+	if (strcmp(slash + 1, "reset") != 0 && strcmp(slash + 1, "budget") != 0 &&
+	    strcmp(slash + 1, "limits") != 0)
 		return -1;
 	memcpy(id, p, slash - p);
 	id[slash - p] = '\0';

@@ -133,11 +133,11 @@ put_histogram(FILE *f, const char *name, const char *help,
 struct series {
 	char	 name[KV_MODEL_NAME + 1];	/* key id or model name */
 	char	 label[KV_LABEL_MAX + 1];
-	int64_t	 v[12];
+	int64_t	 v[15];
 };
 
 enum { K_REQ, K_SPENT, K_BUDGET, K_RESERVED, K_IN, K_OUT, K_CACHED, K_REFUSED,
-	K_ESTIMATED, K_FREE, K_LEASE, K_CSPENT };
+	K_ESTIMATED, K_FREE, K_LEASE, K_CSPENT, K_RPM, K_TPM, K_RATE_REFUSED };
 enum { M_REQ, M_IN, M_OUT, M_CACHED, M_COST };
 
 struct family {
@@ -165,6 +165,12 @@ static const struct family key_families[] = {
 	    "requests charged by an estimate by key", K_ESTIMATED, 0 },
 	{ "kilovolt_key_free_requests_total", "counter",
 	    "requests relayed unmetered by key", K_FREE, 0 },
+	{ "kilovolt_key_rate_limit_requests_per_minute", "gauge",
+	    "rpm limit by key, 0 = none", K_RPM, 0 },
+	{ "kilovolt_key_rate_limit_tokens_per_minute", "gauge",
+	    "tpm limit by key, 0 = none", K_TPM, 0 },
+	{ "kilovolt_key_rate_limited_total", "counter",
+	    "requests refused with 429 for rpm or tpm by key", K_RATE_REFUSED, 0 },
 };
 
 /* With [cluster] only (docs/cluster.md). */
@@ -263,6 +269,9 @@ key_snapshot(struct series *s, const struct kv_account *a)
 	s->v[K_ESTIMATED] = ldu64(&a->estimated_requests);
 	s->v[K_FREE] = ldu64(&a->free_requests);
 	key_lease_snapshot(s, a);
+	s->v[K_RPM] = atomic_load_explicit(&a->rpm, memory_order_relaxed);
+	s->v[K_TPM] = atomic_load_explicit(&a->tpm, memory_order_relaxed);
+	s->v[K_RATE_REFUSED] = ldu64(&a->rate_refusals);
 }
 
 /* Add S into the catch-all series: overflow saturates (display only). */

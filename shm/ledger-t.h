@@ -15,8 +15,9 @@
 #include <stdint.h>
 
 #define KV_LEDGER_MAGIC		0x5245474445564b31ULL	/* "1KVLEDGER" */
-#define KV_LEDGER_VERSION	4u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
-					   4: per-key estimated and free counts */
+#define KV_LEDGER_VERSION	5u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
+					   4: per-key estimated and free counts;
+					   5: rate limits (account, kv_resv.tokens) */
 #define KV_WORKER_SLOTS		64	/* room for two generations during a reload */
 #define KV_RESV_PER_WORKER	2048	/* in-flight reservations one worker may hold */
 #define KV_MODEL_SLOTS		256
@@ -52,7 +53,8 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free");
 	X(cluster_syncs_total,		"lease syncs with Redis that succeeded") \
 	X(cluster_redis_errors_total,	"Redis connection failures and error replies") \
 	X(cluster_overdraft_nusd_total,	"spent past this host's lease while Redis was down (open)") \
-	X(free_requests_total,		"requests relayed unmetered (free endpoints, free_paths)")
+	X(free_requests_total,		"requests relayed unmetered (free endpoints, free_paths)") \
+	X(rate_limited_total,		"requests refused with 429 by a key's rpm or tpm")
 
 struct kv_counters {
 #define KV_X_FIELD(name, help) _Atomic uint64_t name;
@@ -100,13 +102,16 @@ struct kv_ledger_header {
 	_Atomic uint32_t  cluster;
 	_Atomic uint32_t  cluster_up;		/* 1 while Redis answers */
 	_Atomic int64_t	  cluster_synced_ms;	/* last successful sync, unix ms */
+	/* Version 5: the [budget] rpm/tpm a new account starts with; set by the master. */
+	_Atomic uint32_t  default_rpm;
+	_Atomic uint32_t  default_tpm;
 };
 
 /* One in-flight reservation, written only by the owning worker and released
  * by the master when that worker dies. */
 struct kv_resv {
 	_Atomic uint32_t  account;		/* account index + 1; 0 = free */
-	uint32_t	  pad;
+	_Atomic uint32_t  tokens;		/* TPM reservation (shm/ratelimit.h) */
 	_Atomic int64_t	  amount_nusd;
 };
 
@@ -192,6 +197,13 @@ struct kv_account {
 	/* Version 4. */
 	_Atomic uint64_t  estimated_requests;	/* charged by estimate, not usage */
 	_Atomic uint64_t  free_requests;	/* relayed unmetered */
+	/* Version 5. Rate limits (shm/ratelimit.h): per minute, 0 = none; each limit's
+	 * GCRA theoretical arrival time in unix nanoseconds, CAS-updated. */
+	_Atomic uint32_t  rpm;
+	_Atomic uint32_t  tpm;
+	_Atomic int64_t	  rpm_tat;
+	_Atomic int64_t	  tpm_tat;
+	_Atomic uint64_t  rate_refusals;	/* 429s for rpm or tpm */
 };
 
 #define KV_ACCOUNT_NAMED 0x1u

@@ -3,6 +3,7 @@
 #endif
 
 #include "shm/ledger.h"
+#include "shm/ratelimit.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -548,6 +549,9 @@ account_probe(struct kv_ledger *l, const uint8_t hash[32], int create,
 			if (!create || busy)
 				break;
 			if (slot_try_claim(&a->tag, tag, &t)) {
+				/* before account_fill() publishes the slot */
+				atomic_store(&a->rpm, atomic_load(&l->hdr->default_rpm));
+				atomic_store(&a->tpm, atomic_load(&l->hdr->default_tpm));
 				account_fill(a, hash, label, budget_nusd);
 				atomic_fetch_add(&l->hdr->accounts_used, 1);
 				return a;
@@ -901,6 +905,7 @@ kv_ledger_release_worker(struct kv_ledger *l, struct kv_worker_slot *w)
 	int64_t amount;
 	int n = 0;
 
+	(void)kv_ratelimit_release_worker(l, w);	/* reads the same records */
 	for (i = 0; i < KV_RESV_PER_WORKER; i++) {
 		idx = atomic_load(&w->resv[i].account);
 		if (idx == 0)

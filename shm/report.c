@@ -3,6 +3,7 @@
 #endif
 
 #include "shm/report.h"
+#include "shm/ratelimit.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -55,6 +56,29 @@ report_lease_json(FILE *f, const struct kv_account *a, int64_t spent, int64_t re
 	    atomic_load(&a->cluster_other_nusd), atomic_load(&a->cluster_spent_nusd), exp);
 }
 
+/* "rpm"/"tpm" (0 = none), what is left of each now (null when off), and
+ * "rate_refusals" (429s). */
+static void
+report_limits_json(FILE *f, const struct kv_account *a)
+{
+	uint32_t rpm = atomic_load(&a->rpm), tpm = atomic_load(&a->tpm);
+	int64_t now = kv_rl_now_ns(), rem, reset;
+
+	fprintf(f, ",\"rpm\":%u,\"tpm\":%u,\"requests_remaining\":", rpm, tpm);
+	if (rpm != 0) {
+		kv_gcra_state(atomic_load(&a->rpm_tat), rpm, now, &rem, &reset);
+		fprintf(f, "%" PRId64, rem);
+	} else
+		fputs("null", f);
+	fputs(",\"tokens_remaining\":", f);
+	if (tpm != 0) {
+		kv_gcra_state(atomic_load(&a->tpm_tat), tpm, now, &rem, &reset);
+		fprintf(f, "%" PRId64, rem);
+	} else
+		fputs("null", f);
+	fprintf(f, ",\"rate_refusals\":%" PRIu64, atomic_load(&a->rate_refusals));
+}
+
 void
 kv_report_account_json(FILE *f, const struct kv_account *a)
 {
@@ -86,6 +110,7 @@ kv_report_account_json(FILE *f, const struct kv_account *a)
 	    atomic_load(&a->refusals), atomic_load(&a->estimated_requests),
 	    atomic_load(&a->free_requests), atomic_load(&a->last_used));
 	report_lease_json(f, a, spent, reserved);
+	report_limits_json(f, a);
 	fputc('}', f);
 }
 

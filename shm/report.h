@@ -12,9 +12,11 @@
 /* One account object: {"id","label","budget_nusd","spent_nusd",
  * "reserved_nusd","remaining_nusd","requests","input_tokens",
  * "output_tokens","cached_input_tokens","refusals","estimated_requests",
- * "free_requests","last_used"}: estimated_requests counts the requests
+ * "free_requests","last_used","rpm","tpm","requests_remaining",
+ * "tokens_remaining","rate_refusals"}: estimated_requests counts the requests
  * charged by an estimate (cut, timed out, or without usage), free_requests
- * those relayed unmetered. */
+ * those relayed unmetered; rpm/tpm 0 is no limit, and its remaining is then
+ * null. */
 void	kv_report_account_json(FILE *f, const struct kv_account *a);
 
 /* {"keys":[...]}, accounts sorted by spend, highest first. */

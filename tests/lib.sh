@@ -409,7 +409,8 @@ kv_sdk_setup() {
 		return 1
 	fi
 	mkdir -p "$dst"
-	for f in package.json package-lock.json check.mjs openai_test.mjs anthropic_test.mjs; do
+	for f in package.json package-lock.json check.mjs openai_test.mjs anthropic_test.mjs \
+	    ratelimit_test.mjs; do
 		[ "$src/$f" -ef "$dst/$f" ] || cp "$src/$f" "$dst/$f"
 	done
 	if ! cmp -s "$dst/package-lock.json" "$dst/node_modules/.kv-lock"; then

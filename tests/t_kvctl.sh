@@ -112,7 +112,8 @@ check "keys --json is {\"keys\":[...]}" jqout '(keys == ["keys"]) and (.keys | l
 check "keys --json: object fields" jqout '.keys | all(keys == (["budget_nusd",
 	"cached_input_tokens", "estimated_requests", "free_requests", "id", "input_tokens",
 	"label", "last_used", "output_tokens", "refusals", "remaining_nusd", "requests",
-	"reserved_nusd", "spent_nusd"] | sort))'
+	"reserved_nusd", "spent_nusd", "rpm", "tpm", "requests_remaining", "tokens_remaining",
+	"rate_refusals"] | sort))'
 check "keys --json: ids are 12 hex digits" jqout 'all(.keys[].id; test("^[0-9a-f]{12}$"))'
 check "keys --json: money is integer nano-dollars" jqout \
 	'all(.keys[] | .budget_nusd, .spent_nusd, .reserved_nusd, .remaining_nusd; type == "number" and . == floor)'
@@ -120,7 +121,9 @@ check "keys --json: alice's numbers" jqout ".keys[0] == {\"id\":\"$ALICE\",\"lab
 	\"budget_nusd\":25000000000,\"spent_nusd\":3001500000,\"reserved_nusd\":0,
 	\"remaining_nusd\":21998500000,\"requests\":2,\"input_tokens\":3000,\"output_tokens\":700,
 	\"cached_input_tokens\":100,\"refusals\":0,\"estimated_requests\":0,
-	\"free_requests\":0,\"last_used\":.keys[0].last_used}"
+	\"free_requests\":0,\"last_used\":.keys[0].last_used,
+	\"rpm\":0,\"tpm\":0,\"requests_remaining\":null,\"tokens_remaining\":null,
+	\"rate_refusals\":0}"
 check "keys --json: label null when unnamed" jqout '.keys[1].label == null'
 check "keys --json: reservation counted" jqout '.keys[2].reserved_nusd == 500000000 and .keys[2].remaining_nusd == 500000000'
 check "keys --json matches status --json" \

@@ -12,6 +12,7 @@
 #include "worker/upstream.h"
 #include "worker/reqscan.h"
 #include "worker/usage.h"
+#include "shm/ratelimit.h"
 
 #define KV_CBUF_SIZE	(KV_HTTP_MAX_HEAD + 4096)	/* head plus room for body reads */
 #define KV_BODY_WINDOW	(8 * 1024)	/* request body held in memory; more is spooled */
@@ -87,7 +88,7 @@ struct kv_conn {
 	char			*inj;		/* the member added, at body offset inj_at */
 	size_t			 injlen;
 	int64_t			 inj_at;
-	int			 retry_after;	/* seconds, for a 503 we answer */
+	int			 retry_after;	/* seconds, for a 502/503/504 we answer */
 	int			 auth_x_api_key;	/* credential came in x-api-key */
 	uint8_t			 keyhash[32];
 	char			 keyid[13];
@@ -97,6 +98,11 @@ struct kv_conn {
 	int			 resv;		/* reservation index, -1 none */
 	int64_t			 remaining;
 	int			 counted_stream;
+
+	/* rate limits (limits.c) and what our own errors tell clients */
+	int			 rl_on;		/* the key has a limit: send x-ratelimit-* */
+	struct kv_rl_view	 rl;
+	int			 no_retry;	/* our error cannot pass on a retry */
 
 	/* output staging: the upstream request, then what goes to the client */
 	char			*obuf;
@@ -171,6 +177,20 @@ enum step request_send_body(struct kv_conn *c);
 enum step request_retry(struct kv_conn *c);
 /* Close the spool and free the scanner and injection of this request. */
 void	kv_request_release(struct kv_conn *c);
+
+/* limits.c */
+/* Take the request's rpm and tpm share of its key (after the budget
+ * reservation). Returns 0 admitted; else the budget reservation is released
+ * and the 429 is under way (conn_fail's result is in *st). */
+int	conn_rate_admit(struct kv_conn *c, enum step *st);
+/* Settle the request's tokens (before the budget settle). */
+void	conn_rate_settle(struct kv_conn *c, const struct kv_usage *u);
+/* Append this response's x-ratelimit-* lines to obuf (nothing when the key
+ * has no limit). Returns 0 or -1. */
+int	conn_rate_headers(struct kv_conn *c);
+/* The retry headers of our own error STATUS (x-ratelimit-*, retry-after,
+ * x-should-retry) into BUF; returns the length or -1. */
+int	conn_error_headers(struct kv_conn *c, int status, char *buf, size_t len);
 
 /* relay.c */
 enum step relay_head(struct kv_conn *c);

@@ -284,9 +284,9 @@ conn_request_id(struct kv_conn *c)
 enum step
 conn_fail(struct kv_conn *c, int status, const char *msg)
 {
-	char extra[512] = "";
+	char extra[1024] = "";
 	size_t xl;
-	int n, keep;
+	int n, keep, k;
 
 	if (c->sent_any || c->state == CS_RELAY) {
 		c->cut = 1;
@@ -300,9 +300,9 @@ conn_fail(struct kv_conn *c, int status, const char *msg)
 	    status != 505;
 	if (c->keyid[0] != '\0')
 		snprintf(extra, sizeof(extra), "x-kilovolt-key: %s\r\n", c->keyid);
-	if (status == 503 && c->retry_after > 0)
-		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
-		    "Retry-After: %d\r\n", c->retry_after);
+	k = (int)strlen(extra);
+	if (conn_error_headers(c, status, extra + k, sizeof(extra) - (size_t)k) == -1)
+		extra[k] = '\0';
 	xl = strlen(extra);
 	snprintf(extra + xl, sizeof(extra) - xl, "x-kilovolt-request-id: %s\r\n",
 	    conn_request_id(c));

@@ -21,6 +21,7 @@ static const struct err_shape shapes[] = {
 	{ 408, "Request Timeout", "invalid_request_error", "timeout", "timeout_error" },
 	{ 413, "Payload Too Large", "invalid_request_error", "request_too_large", "request_too_large" },
 	{ 414, "URI Too Long", "invalid_request_error", "uri_too_long", "invalid_request_error" },
+	{ 429, "Too Many Requests", "requests", "rate_limit_exceeded", "rate_limit_error" },
 	{ 431, "Request Header Fields Too Large", "invalid_request_error", "headers_too_large", "invalid_request_error" },
 	{ 501, "Not Implemented", "invalid_request_error", "not_implemented", "invalid_request_error" },
 	{ 502, "Bad Gateway", "upstream_error", "bad_gateway", "api_error" },

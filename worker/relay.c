@@ -92,6 +92,8 @@ build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 		return -1;
 	if (c->cors_origin[0] != '\0')
 		c->olen += (size_t)n;
+	if (conn_rate_headers(c) == -1)
+		return -1;
 	if (((!c->reframe && c->resp_chunked) || c->out_chunked) &&
 	    conn_obuf_printf(c, "Transfer-Encoding: chunked\r\n") == -1)
 		return -1;
@@ -849,6 +851,7 @@ relay_finish(struct kv_conn *c)
 		return;
 	c->logged = 1;
 	cost = charge(c, &u, &model);
+	conn_rate_settle(c, &u);
 	if (c->resv >= 0) {
 		kv_ledger_settle(c->w->ledger, c->w->slot, c->resv, cost,
 		    u.input || u.output ? &u : NULL, model);

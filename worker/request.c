@@ -475,6 +475,7 @@ reserve(struct kv_conn *c)
 	const struct kv_price *p;
 	char msg[256], rem[32], need[32];
 	int64_t amount;
+	enum step st;
 
 	c->acct = kv_ledger_account(l, c->keyhash, !cf->unknown_keys_deny, NULL,
 	    cf->default_budget_nusd);
@@ -485,6 +486,7 @@ reserve(struct kv_conn *c)
 			return conn_fail(c, 401, "unknown API key");
 		kv_log_warnx("KV0410", "account table full (max_keys %u): refusing new key %s",
 		    l->hdr->max_keys, c->keyid);
+		c->no_retry = 1;
 		return conn_fail(c, 503, "gateway key table is full");
 	}
 	kv_ledger_period_roll(c->acct, cf->period, (int64_t)time(NULL));
@@ -516,6 +518,8 @@ reserve(struct kv_conn *c)
 		c->resv = -1;
 		return conn_fail(c, 503, "too many requests in flight");
 	}
+	if (conn_rate_admit(c, &st) == -1)
+		return st;
 	atomic_fetch_add(&c->w->slot->active_streams, 1);
 	c->counted_stream = 1;
 	return STEP_CONT;

@@ -1,0 +1,283 @@
+/* GCRA rate limits in the ledger's account slots; see shm/ratelimit.h. */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "shm/ratelimit.h"
+
+#include <stdio.h>
+#include <time.h>
+
+/* A TAT never runs further ahead than this (an overrun past the window is
+ * kept for one more window), so a TAT beyond it means the clock went back. */
+#define KV_RL_AHEAD_MAX	(2 * KV_RL_WINDOW_NS)
+
+int64_t
+kv_rl_now_ns(void)
+{
+	struct timespec ts;
+
+	/* CLOCK_REALTIME cannot fail with a valid clock id and pointer. */
+	(void)clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* COST units in nanoseconds of the window at LIMIT per minute, rounded
+ * down so that exactly LIMIT units fit in a full bucket. */
+static int64_t
+units_ns(uint32_t limit, int64_t cost)
+{
+	__int128 ns = (__int128)cost * KV_RL_WINDOW_NS / limit;
+
+	if (ns > KV_RL_AHEAD_MAX)
+		return KV_RL_AHEAD_MAX;
+	if (ns < -KV_RL_AHEAD_MAX)
+		return -KV_RL_AHEAD_MAX;
+	return (int64_t)ns;
+}
+
+int
+kv_gcra_take(_Atomic int64_t *tat, uint32_t limit, int64_t cost, int64_t now,
+    int64_t *wait_ns)
+{
+	int64_t old, base, next, inc;
+
+	if (limit == 0)
+		return 0;
+	if (cost > (int64_t)limit) {
+		*wait_ns = -1;
+		return -1;
+	}
+	inc = units_ns(limit, cost);
+	old = atomic_load(tat);
+	for (;;) {
+		base = old > now ? old : now;
+		if (base > now + KV_RL_AHEAD_MAX)
+			base = now + KV_RL_AHEAD_MAX;
+		next = base + inc;
+		if (next - now > KV_RL_WINDOW_NS) {
+			*wait_ns = next - KV_RL_WINDOW_NS - now;
+			return -1;
+		}
+		if (atomic_compare_exchange_weak(tat, &old, next))
+			return 0;
+	}
+}
+
+void
+kv_gcra_adjust(_Atomic int64_t *tat, uint32_t limit, int64_t cost)
+{
+	int64_t old, next, now;
+
+	if (limit == 0 || cost == 0)
+		return;
+	now = cost > 0 ? kv_rl_now_ns() : 0;
+	old = atomic_load(tat);
+	do {
+		next = old + units_ns(limit, cost);
+		/* An overrun counts from a full bucket at the latest: tokens a
+		 * request used in the past cannot be charged to the past. */
+		if (cost > 0 && old < now)
+			next = now + units_ns(limit, cost);
+		if (cost > 0 && next > now + KV_RL_AHEAD_MAX)
+			next = now + KV_RL_AHEAD_MAX;
+	} while (!atomic_compare_exchange_weak(tat, &old, next));
+}
+
+void
+kv_gcra_state(int64_t tat, uint32_t limit, int64_t now, int64_t *remaining,
+    int64_t *reset_ms)
+{
+	int64_t ahead = tat > now ? tat - now : 0;
+	__int128 r;
+
+	if (ahead > KV_RL_AHEAD_MAX)
+		ahead = KV_RL_AHEAD_MAX;
+	r = (__int128)(KV_RL_WINDOW_NS - ahead) * limit / KV_RL_WINDOW_NS;
+	*remaining = r < 0 ? 0 : r > limit ? (int64_t)limit : (int64_t)r;
+	*reset_ms = (ahead + 999999) / 1000000;
+}
+
+static void
+fill_view(const struct kv_account *a, uint32_t rpm, uint32_t tpm, int64_t now,
+    struct kv_rl_view *v)
+{
+	v->rpm = rpm;
+	v->tpm = tpm;
+	v->req_remaining = v->tok_remaining = 0;
+	v->req_reset_ms = v->tok_reset_ms = 0;
+	if (rpm != 0)
+		kv_gcra_state(atomic_load(&a->rpm_tat), rpm, now, &v->req_remaining,
+		    &v->req_reset_ms);
+	if (tpm != 0)
+		kv_gcra_state(atomic_load(&a->tpm_tat), tpm, now, &v->tok_remaining,
+		    &v->tok_reset_ms);
+}
+
+static int
+refuse(const struct kv_account *a, uint32_t rpm, uint32_t tpm, int64_t now,
+    int by, int64_t wait_ns, struct kv_rl_view *v)
+{
+	fill_view(a, rpm, tpm, now, v);
+	v->refused_by = by;
+	v->retry_after_s = wait_ns < 0 ? -1 : (wait_ns + 999999999) / 1000000000;
+	if (v->retry_after_s == 0)
+		v->retry_after_s = 1;
+	v->tokens = 0;
+	return -1;
+}
+
+int
+kv_ratelimit_admit(struct kv_worker_slot *w, int resv, struct kv_account *a,
+    int64_t tokens, int64_t now, struct kv_rl_view *v)
+{
+	uint32_t rpm = atomic_load(&a->rpm), tpm = atomic_load(&a->tpm);
+	int64_t wait;
+
+	v->refused_by = 0;
+	v->retry_after_s = 0;
+	v->tokens = 0;
+	if (tokens < 0)
+		tokens = 0;
+	if (tpm != 0 && tokens > (int64_t)tpm)
+		tokens = tpm;
+	if (tpm == 0)
+		tokens = 0;
+	if (rpm != 0 && kv_gcra_take(&a->rpm_tat, rpm, 1, now, &wait) == -1)
+		return refuse(a, rpm, tpm, now, 'r', wait, v);
+	if (tokens > 0 && kv_gcra_take(&a->tpm_tat, tpm, tokens, now, &wait) == -1) {
+		kv_gcra_adjust(&a->rpm_tat, rpm, -1);	/* all or nothing */
+		return refuse(a, rpm, tpm, now, 't', wait, v);
+	}
+	/* Recorded after the CAS: a worker dying in between leaks a charge
+	 * that refills within a minute; recorded before, the master would
+	 * refund tokens never taken and let the key past its limit. */
+	if (tokens > 0 && resv >= 0 && resv < KV_RESV_PER_WORKER)
+		atomic_store(&w->resv[resv].tokens, (uint32_t)tokens);
+	v->tokens = tokens;
+	fill_view(a, rpm, tpm, now, v);
+	return 0;
+}
+
+/* The account a reservation belongs to, or NULL. */
+static struct kv_account *
+resv_account(struct kv_ledger *l, const struct kv_resv *r)
+{
+	uint32_t idx = atomic_load(&r->account);
+
+	if (idx == 0 || idx > l->hdr->max_keys)
+		return NULL;
+	return &l->accounts[idx - 1];
+}
+
+void
+kv_ratelimit_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
+    int64_t tokens)
+{
+	struct kv_account *a;
+	int64_t held;
+
+	if (resv < 0 || resv >= KV_RESV_PER_WORKER)
+		return;
+	if ((a = resv_account(l, &w->resv[resv])) == NULL)
+		return;
+	held = (int64_t)atomic_exchange(&w->resv[resv].tokens, 0);
+	if (tokens < 0)
+		tokens = 0;
+	/* A key whose tpm was off at admission held nothing; it counts from
+	 * when its limit is on, like a request admitted before the limit. */
+	if (held == 0 && tokens > 0 && atomic_load(&a->tpm) == 0)
+		return;
+	kv_gcra_adjust(&a->tpm_tat, atomic_load(&a->tpm), tokens - held);
+}
+
+int64_t
+kv_ratelimit_release_worker(struct kv_ledger *l, struct kv_worker_slot *w)
+{
+	struct kv_account *a;
+	int64_t held, total = 0;
+	uint32_t i;
+
+	for (i = 0; i < KV_RESV_PER_WORKER; i++) {
+		if ((a = resv_account(l, &w->resv[i])) == NULL)
+			continue;
+		held = (int64_t)atomic_exchange(&w->resv[i].tokens, 0);
+		if (held == 0)
+			continue;
+		kv_gcra_adjust(&a->tpm_tat, atomic_load(&a->tpm), -held);
+		total += held;
+	}
+	return total;
+}
+
+int64_t
+kv_ratelimit_tokens(const struct kv_usage *u, int anthropic)
+{
+	int64_t n = u->input + u->output;
+
+	if (anthropic)
+		n -= u->cached_input;
+	return n > 0 ? n : 0;
+}
+
+void
+kv_format_duration(int64_t ms, char *buf, size_t len)
+{
+	int64_t h, m, s, frac;
+	int o = 0;
+
+	if (ms <= 0) {
+		snprintf(buf, len, "0s");
+		return;
+	}
+	if (ms < 1000) {
+		snprintf(buf, len, "%lldms", (long long)ms);
+		return;
+	}
+	h = ms / 3600000;
+	m = ms / 60000 % 60;
+	s = ms / 1000 % 60;
+	frac = ms % 1000;
+	if (h > 0)
+		o = snprintf(buf, len, "%lldh%lldm", (long long)h, (long long)m);
+	else if (m > 0)
+		o = snprintf(buf, len, "%lldm", (long long)m);
+	if (o < 0 || (size_t)o >= len)
+		return;
+	if (frac == 0)
+		snprintf(buf + o, len - (size_t)o, "%llds", (long long)s);
+	else if (frac % 100 == 0)
+		snprintf(buf + o, len - (size_t)o, "%lld.%llds", (long long)s, (long long)(frac / 100));
+	else if (frac % 10 == 0)
+		snprintf(buf + o, len - (size_t)o, "%lld.%02llds", (long long)s, (long long)(frac / 10));
+	else
+		snprintf(buf + o, len - (size_t)o, "%lld.%03llds", (long long)s, (long long)frac);
+}
+
+int
+kv_ratelimit_headers(const struct kv_rl_view *v, char *buf, size_t len)
+{
+	char rr[32], tr[32];
+	int n = 0, k;
+
+	if (len > 0)
+		buf[0] = '\0';
+	if (v->rpm != 0) {
+		kv_format_duration(v->req_reset_ms, rr, sizeof(rr));
+		n = snprintf(buf, len, "x-ratelimit-limit-requests: %u\r\n"
+		    "x-ratelimit-remaining-requests: %lld\r\nx-ratelimit-reset-requests: %s\r\n",
+		    v->rpm, (long long)v->req_remaining, rr);
+		if (n < 0 || (size_t)n >= len)
+			return -1;
+	}
+	if (v->tpm != 0) {
+		kv_format_duration(v->tok_reset_ms, tr, sizeof(tr));
+		k = snprintf(buf + n, len - (size_t)n, "x-ratelimit-limit-tokens: %u\r\n"
+		    "x-ratelimit-remaining-tokens: %lld\r\nx-ratelimit-reset-tokens: %s\r\n",
+		    v->tpm, (long long)v->tok_remaining, tr);
+		if (k < 0 || (size_t)k >= len - (size_t)n)
+			return -1;
+		n += k;
+	}
+	return n;
+}

@@ -1,0 +1,93 @@
+/* Rate limits per key: requests and tokens per minute, by GCRA.
+ *
+ * State, all in the key's account slot (shm/ledger-t.h):
+ *   rpm, tpm          the limits per minute (0 = none);
+ *   rpm_tat, tpm_tat  each limit's "theoretical arrival time", unix ns.
+ * A limit L allows a burst of L and refills continuously at L per minute:
+ * the emission interval is T = 60 s / L per unit, and a cost c is admitted
+ * when max(TAT, now) + c*T - now <= 60 s, which then becomes the new TAT
+ * (one CAS). The time until the bucket is full again is TAT - now; a refused
+ * request can pass after exactly max(TAT, now) + c*T - 60 s - now.
+ *
+ * Tokens are reserved like dollars: the estimate is taken at admission and
+ * written into the request's kv_resv (its `tokens` word), then settled to
+ * the real count (TAT moved back for a refund, forward for an overrun).
+ * A worker's death releases what its kv_resv records still hold.
+ *
+ * For a cluster lease (issue 14), the words are plain: a lease of N units
+ * is admitting cost N locally; returning U unused units is a refund of U. */
+#ifndef KV_RATELIMIT_H
+#define KV_RATELIMIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/money.h"
+#include "shm/ledger.h"
+
+#define KV_RL_WINDOW_NS	60000000000LL	/* limits are per minute */
+
+/* What a response tells the client about a key's limits. */
+struct kv_rl_view {
+	uint32_t  rpm, tpm;		/* 0: that limit is off */
+	int64_t	  req_remaining, tok_remaining;
+	int64_t	  req_reset_ms, tok_reset_ms;	/* until the bucket is full */
+	int64_t	  retry_after_s;	/* refusals: whole seconds, -1 = never fits */
+	int	  refused_by;		/* 0, or 'r' (requests) / 't' (tokens) */
+	int64_t	  tokens;		/* tokens this request reserved */
+};
+
+/* Unix time in nanoseconds (CLOCK_REALTIME: shared by every process on
+ * the host and meaningful after a restart, as the ledger is). */
+int64_t	kv_rl_now_ns(void);
+
+/* One GCRA step on the word TAT for a limit of LIMIT per minute: take COST
+ * units at NOW. Returns 0 (taken) or -1 with *wait_ns, the time after which
+ * the same cost would pass (-1 when cost > limit: never). A TAT more than
+ * a window ahead (the clock went back) counts as exactly one window ahead. */
+int	kv_gcra_take(_Atomic int64_t *tat, uint32_t limit, int64_t cost, int64_t now,
+	    int64_t *wait_ns);
+
+/* Move TAT by COST units: back for a refund (cost < 0), forward (not
+ * checked against the limit) for an overrun. */
+void	kv_gcra_adjust(_Atomic int64_t *tat, uint32_t limit, int64_t cost);
+
+/* Units left at NOW (0..limit) and ms until the bucket is full. */
+void	kv_gcra_state(int64_t tat, uint32_t limit, int64_t now, int64_t *remaining,
+	    int64_t *reset_ms);
+
+/* Admit one request costing TOKENS on account A, whose budget reservation
+ * RESV in worker slot W is already made: takes one request from rpm and
+ * TOKENS (capped at tpm, so a request larger than the whole limit waits for
+ * a full bucket instead of failing forever) from tpm, recording the tokens
+ * in the reservation. All or nothing. Fills V (with the state after this
+ * request). Returns 0 admitted, -1 refused (V says by what and when to
+ * retry; nothing was taken). A key with no limit is always admitted. */
+int	kv_ratelimit_admit(struct kv_worker_slot *w, int resv, struct kv_account *a,
+	    int64_t tokens, int64_t now, struct kv_rl_view *v);
+
+/* Settle reservation RESV of worker W to the TOKENS really counted; call it
+ * before kv_ledger_settle(), which frees the reservation. */
+void	kv_ratelimit_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
+	    int64_t tokens);
+
+/* Refund every token reservation worker slot W still records; the master
+ * calls it after reaping the worker, before kv_ledger_release_worker().
+ * Returns the tokens released. */
+int64_t	kv_ratelimit_release_worker(struct kv_ledger *l, struct kv_worker_slot *w);
+
+/* The tokens a response counts against tpm, as the providers count them:
+ * OpenAI's prompt tokens include cached ones, so input + output; Anthropic
+ * does not count cache reads toward its input limit, so input (which here
+ * includes cache reads and writes) - cache reads + output. */
+int64_t	kv_ratelimit_tokens(const struct kv_usage *u, int anthropic);
+
+/* The x-ratelimit-* header lines (OpenAI's six, for the limits that are
+ * set) for V into BUF. Returns the length written, or -1 if it does not fit. */
+int	kv_ratelimit_headers(const struct kv_rl_view *v, char *buf, size_t len);
+
+/* Go-style duration, as OpenAI writes its reset values: "0s", "12ms",
+ * "1s", "1.5s", "6m0s", "1h0m0s". */
+void	kv_format_duration(int64_t ms, char *buf, size_t len);
+
+#endif
