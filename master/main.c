@@ -7,6 +7,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "master/master.h"
+#include "worker/upstream.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "0.1.0"
@@ -26,6 +27,7 @@ int
 main(int argc, char **argv)
 {
 	struct kv_config *cf;
+	struct kv_upstream_rt *rts = NULL;
 	const char *path = NULL;
 	char err[1024];
 	int ch, test = 0;
@@ -65,6 +67,15 @@ main(int argc, char **argv)
 		return 2;
 	}
 	if (test) {
+		/* Every TLS context the workers will build (ca_file, client
+		 * certificates): a reload that passes -t does not fail on them. */
+		if (kv_upstreams_init(&rts, cf, err, sizeof(err)) == -1) {
+			fprintf(stderr, "%s: %s\n", path, err);
+			kv_config_free(cf);
+			free(cf);
+			return 2;
+		}
+		kv_upstreams_free(rts, cf->nupstreams);
 		printf("%s: ok\n", path);
 		kv_config_free(cf);
 		free(cf);

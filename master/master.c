@@ -53,7 +53,11 @@ struct master {
 	struct kv_status	*status;
 	struct kv_cluster_host	*cluster;	/* NULL without [cluster] */
 	struct proc		 procs[KV_WORKER_SLOTS];	/* index = ledger slot */
-	uint32_t		 generation;
+	uint32_t		 generation;	/* the newest: spawned and topped up */
+	uint32_t		 serving;	/* the generation trusted to serve */
+	uint32_t		 last_gen;	/* generation numbers are never reused */
+	struct kv_config	*prev_cf;	/* serving's config while a reload is pending */
+	int			 prev_lfd;	/* serving's listener, when the reload moved it */
 	int			 wanted;	/* workers of the current generation */
 	int			 crashes;
 	int64_t			 respawn_at_ms;
@@ -324,6 +328,7 @@ describe_exit(int st, char *buf, size_t len)
 }
 
 static void begin_stop(struct master *m);
+static void reload_failed(struct master *m);
 
 /* Truncated, deleted or replaced under us: logged once, then stop. */
 static void
@@ -360,7 +365,10 @@ reaped(struct master *m, int slot, int st)
 	else
 		kv_log_warnx("KV0112", "worker %d (pid %d) %s; released %d reservations",
 		    slot, (int)p->pid, how, released);
-	if (!p->exiting && !m->stopping && WIFEXITED(st) && WEXITSTATUS(st) == KV_EXIT_CONFIG) {
+	if (!p->exiting && !m->stopping && WIFEXITED(st) && WEXITSTATUS(st) == KV_EXIT_CONFIG &&
+	    p->generation == m->generation && m->serving != m->generation) {
+		reload_failed(m);
+	} else if (!p->exiting && !m->stopping && WIFEXITED(st) && WEXITSTATUS(st) == KV_EXIT_CONFIG) {
 		kv_log_warnx("KV0113", "worker cannot serve this config; not respawning");
 		m->wanted = 0;
 		m->exit_code = 2;
@@ -499,6 +507,71 @@ forward_reopen(struct master *m)
 			kv_log_warn("KV0803", "kill %d", (int)m->procs[i].pid);
 }
 
+/* The newest generation's workers all run: the older ones drain now, and
+ * only now, so a burst of reloads or a failing one never leaves no worker
+ * accepting. */
+static void
+maybe_handover(struct master *m)
+{
+	int i, running = 0;
+
+	if (m->serving == m->generation || m->stopping)
+		return;
+	for (i = 0; i < KV_WORKER_SLOTS; i++)
+		if (m->procs[i].pid != 0 && !m->procs[i].exiting &&
+		    m->procs[i].generation == m->generation &&
+		    atomic_load(&m->ledger.workers[i].state) == KV_WORKER_RUNNING)
+			running++;
+	if (running < m->wanted)
+		return;
+	signal_workers(m, SIGTERM, 1);
+	m->serving = m->generation;
+	if (m->prev_cf != NULL) {
+		kv_config_free(m->prev_cf);
+		free(m->prev_cf);
+		m->prev_cf = NULL;
+	}
+	if (m->prev_lfd != -1 && close(m->prev_lfd) == -1)
+		kv_log_warn("KV0613", "close the previous listener");
+	m->prev_lfd = -1;
+	kv_log_info("reloaded %s: generation %u serving, %d workers", m->cf->path,
+	    m->generation, m->wanted);
+	kv_notify("READY=1");
+}
+
+/* A worker of the pending generation cannot serve its config (it logged
+ * why): stop that generation, the serving one goes on as it was. */
+static void
+reload_failed(struct master *m)
+{
+	uint32_t failed = m->generation;
+
+	kv_log_warnx("KV0614", "reload failed: generation %u cannot serve the new config "
+	    "(the worker said why above); generation %u keeps serving the previous one",
+	    failed, m->serving);
+	m->generation = m->serving;
+	signal_workers(m, SIGTERM, 1);	/* everything not of m->generation */
+	kv_config_free(m->cf);
+	free(m->cf);
+	m->cf = m->prev_cf;
+	m->prev_cf = NULL;
+	if (m->prev_lfd != -1) {
+		if (close(m->lfd) == -1)
+			kv_log_warn("KV0613", "close the new listener");
+		m->lfd = m->prev_lfd;
+		m->prev_lfd = -1;
+	}
+	m->wanted = m->cf->workers;
+	apply_keys(m);
+	if (m->status != NULL)
+		kv_status_set_config(m->status, m->cf);
+	kv_notify("READY=1");
+}
+
+/* Parse the config again; start a new generation of workers on it. The
+ * serving generation drains only once the new one runs (maybe_handover);
+ * a new one that fails is dropped (reload_failed). A reload arriving while
+ * one is pending replaces the pending one. */
 static void
 reload(struct master *m)
 {
@@ -527,25 +600,42 @@ reload(struct master *m)
 			return;
 		}
 	}
-	/* New workers accept first, then the old ones drain: no refused connection. */
-	kv_config_free(m->cf);
-	free(m->cf);
+	if (m->serving != m->generation) {
+		/* Replace the pending reload: its workers never took over. */
+		uint32_t pending = m->generation;
+
+		m->generation = m->serving;
+		for (int i = 0; i < KV_WORKER_SLOTS; i++)
+			if (m->procs[i].pid != 0 && m->procs[i].generation == pending) {
+				m->procs[i].exiting = 1;
+				if (kill(m->procs[i].pid, SIGTERM) == -1 && errno != ESRCH)
+					kv_log_warn("KV0114", "kill %d", (int)m->procs[i].pid);
+			}
+		kv_config_free(m->cf);
+		free(m->cf);
+		if (m->prev_lfd != -1 && nfd != m->lfd) {
+			if (close(m->lfd) == -1)
+				kv_log_warn("KV0613", "close the pending listener");
+			m->lfd = m->prev_lfd;
+			m->prev_lfd = -1;
+		}
+	} else
+		m->prev_cf = m->cf;
 	m->cf = ncf;
 	if (nfd != m->lfd) {
-		close(m->lfd);
+		m->prev_lfd = m->lfd;
 		m->lfd = nfd;
 	}
-	m->generation++;
+	m->generation = ++m->last_gen;
 	m->wanted = ncf->workers;
 	m->crashes = 0;
 	m->respawn_at_ms = 0;
 	apply_keys(m);
 	top_up(m);
-	signal_workers(m, SIGTERM, 1);
 	if (m->status != NULL)
 		kv_status_set_config(m->status, ncf);
-	kv_log_info("reloaded %s: generation %u, %d workers", ncf->path, m->generation, m->wanted);
-	kv_notify("READY=1");
+	kv_log_info("reloading %s: generation %u starting %d workers; generation %u serves "
+	    "until they run", ncf->path, m->generation, m->wanted, m->serving);
 }
 
 static void
@@ -641,6 +731,7 @@ master_loop(struct master *m)
 			sig_usr1 = 0;
 			forward_reopen(m);
 		}
+		maybe_handover(m);
 		if (m->stopping && live_procs(m) == 0)
 			return;
 		if (m->stopping && kv_now_ms() >= m->stop_deadline_ms) {
@@ -784,7 +875,7 @@ master_start(struct master *m)
 	if (master_signals() == -1)
 		return 1;
 	m->wanted = m->cf->workers;
-	m->generation = 1;
+	m->generation = m->serving = m->last_gen = 1;
 	top_up(m);
 	kv_notify("READY=1");
 	kv_log_info("kilovoltd started: %d workers, ledger %s", m->wanted, m->cf->ledger);
@@ -799,6 +890,7 @@ kv_master_run(struct kv_config *cf)
 
 	m.cf = cf;
 	m.lfd = -1;
+	m.prev_lfd = -1;
 	if ((r = master_start(&m)) != 0)
 		return r;
 	master_loop(&m);
@@ -812,6 +904,10 @@ kv_master_run(struct kv_config *cf)
 	kv_ledger_watch_finish(&m.watch, &m.ledger);
 	kv_ledger_close(&m.ledger);
 	kv_log_info("stopped");
+	if (m.prev_cf != NULL) {
+		kv_config_free(m.prev_cf);
+		free(m.prev_cf);
+	}
 	kv_config_free(m.cf);
 	free(m.cf);
 	return m.exit_code;
