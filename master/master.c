@@ -850,12 +850,13 @@ master_start(struct master *m)
 		kv_log_warnx("KV0122", "%s", err);
 		return 2;
 	}
+	/* Before the lock, which writes its holder into the header. */
+	if (check_ledger_owner(m) == -1)
+		return 2;
 	if (kv_ledger_lock(&m->ledger, m->cf->ledger, err, sizeof(err)) == -1) {
 		kv_log_warnx("KV0602", "%s", err);
 		return 2;
 	}
-	if (check_ledger_owner(m) == -1)
-		return 2;
 	startup_repair(m);
 	if (resize_ledger(m) == -1)
 		return 2;
