@@ -20,6 +20,7 @@
 #include "worker/worker.h"
 
 #define SYNC_MS		500	/* settled spend reaches Redis within a second */
+#define NEED_MS		100	/* a refusal for want of lease is answered this soon */
 #define BATCH		128	/* accounts per script call */
 #define DEMAND_SECS	2	/* a lease covers this many seconds of spend */
 #define IDLE_SECS	60	/* an unnamed key unused this long returns its lease */
@@ -38,6 +39,7 @@ struct acct {
 	int64_t		 deadline_ms;	/* monotonic: the lease holds until here */
 	int64_t		 last_u;
 	int64_t		 rate_ms;
+	int64_t		 free;		/* the free lease asked for last time */
 	int		 inflight;
 	int		 open;		/* admitting past the lease (open mode) */
 };
@@ -61,6 +63,7 @@ struct kv_cluster_host {
 	char			 sha[41];	/* of the loaded script; "" before */
 	char			 inc[32];	/* this ledger's incarnation */
 	int64_t			 next_sync_ms;
+	int64_t			 next_need_ms;	/* next look for refusals */
 	int64_t			 last_ok_ms;
 	int			 inflight;	/* batches awaiting a reply */
 	int			 stopping;
@@ -176,10 +179,14 @@ free_want(struct kv_cluster_host *h, struct kv_account *a, struct acct *s, int64
 	    atomic_load(&a->last_used) + IDLE_SECS < (int64_t)time(NULL))
 		return 0;
 	w = s->rate * DEMAND_SECS;
+	/* Refused for want of lease: the rate lags a new burst, so double. */
+	if (need > 0 && w < 2 * s->free)
+		w = 2 * s->free;
 	if (w < h->c.lease_min_nusd)
 		w = h->c.lease_min_nusd;
 	if (w > h->c.lease_max_nusd)
 		w = h->c.lease_max_nusd;
+	s->free = w;
 	return w > need ? w : need;
 }
 
@@ -229,6 +236,10 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 	u = base + s->last_spent;
 	need = atomic_exchange(&a->lease_need_nusd, 0);
 	want = u + reserved + free_want(h, a, s, u, reserved, need);
+	/* Hold a lease up to half again the demand: returning and
+	 * re-leasing on every wobble of the rate would refuse requests. */
+	if (want < s->granted && s->granted - want <= (want - u) / 2 && !s->open)
+		want = s->granted;
 	if (want < s->granted && !s->open) {
 		/* Returning: stop admitting past WANT first, then see what the
 		 * workers hold (an admission racing the lowering is either
@@ -475,7 +486,8 @@ when_down(struct kv_cluster_host *h, int64_t now)
 int
 kv_cluster_pollfds(struct kv_cluster_host *h, struct pollfd *pfd, int max, int *timeout_ms)
 {
-	int64_t d = h->next_sync_ms - kv_now_ms();
+	int64_t d = (h->next_need_ms < h->next_sync_ms ? h->next_need_ms : h->next_sync_ms) -
+	    kv_now_ms();
 
 	if (d < 0)
 		d = 0;
@@ -486,6 +498,19 @@ kv_cluster_pollfds(struct kv_cluster_host *h, struct pollfd *pfd, int max, int *
 	return kv_redis_pollfd(h->redis, pfd, timeout_ms);
 }
 
+/* A worker refused a request for want of lease since the last sync. */
+static int
+lease_wanted(const struct kv_cluster_host *h)
+{
+	uint32_t i, max = h->l->hdr->max_keys;
+
+	for (i = 0; i < max; i++)
+		if (atomic_load_explicit(&h->l->accounts[i].lease_need_nusd,
+		    memory_order_relaxed) != 0)
+			return 1;
+	return 0;
+}
+
 void
 kv_cluster_run(struct kv_cluster_host *h, const struct pollfd *pfd, int n)
 {
@@ -493,6 +518,11 @@ kv_cluster_run(struct kv_cluster_host *h, const struct pollfd *pfd, int n)
 
 	kv_redis_run(h->redis, n > 0 ? pfd : NULL);
 	now = kv_now_ms();
+	if (now >= h->next_need_ms) {
+		h->next_need_ms = now + NEED_MS;
+		if (now < h->next_sync_ms && h->inflight == 0 && lease_wanted(h))
+			h->next_sync_ms = now;
+	}
 	if (now < h->next_sync_ms)
 		return;
 	h->next_sync_ms = now + SYNC_MS;
