@@ -19,7 +19,8 @@
 # Targets: direct (the mock itself), kilovolt (2 workers, full accounting:
 # the client does not ask for usage, so kilovolt adds include_usage
 # upstream and filters the usage event out), haproxy (2 threads), nginx
-# (2 workers). Memory is the PSS of the proxy's whole process tree
+# (2 workers), kvcluster (kilovolt with [cluster] on a local redis-server,
+# scenario 1 only; its line gives Redis commands per request). Memory is the PSS of the proxy's whole process tree
 # (bench/pss), CPU the tree's user+system seconds during the load.
 #
 # Writes the tables to $top_builddir/bench/RESULTS.md and, when the source
@@ -42,7 +43,7 @@ set -u
 : "${top_builddir:=.}"
 top_builddir=$(cd "$top_builddir" && pwd)
 SCENARIOS=${BENCH_SCENARIOS:-1 2 3 4 5}
-TARGETS=${BENCH_TARGETS:-direct kilovolt haproxy nginx}
+TARGETS=${BENCH_TARGETS:-direct kilovolt kvcluster haproxy nginx}
 SMALL_SECS=${BENCH_SMALL_SECS:-8}
 ROUNDS=${BENCH_ROUNDS:-3}
 
@@ -82,6 +83,7 @@ cleanup() {
 	stop_pid "$PROXY_PID"
 	stop_pid "$MOCK_PID"
 	stop_pid "$MOCK_TLS_PID"
+	stop_pid "$REDIS_PID"
 	cgroup_remove
 	if [ "${KEEP:-0}" = 1 ]; then log "kept $W"; else rm -rf "$W"; fi
 }
@@ -223,6 +225,28 @@ EOF
 	CMD=("$KVD" -c "$W/kilovolt.ini")
 }
 
+# kilovolt with [cluster] leasing from a redis-server of our own (unix
+# socket, no persistence): scenario 1 only, to show the hot path stays
+# local (issue 14).
+REDIS_PID=
+rcli() { redis-cli -s "$W/redis.sock" "$@"; }
+write_kvcluster() {
+	write_kilovolt
+	# lease_max covers a few seconds of this load's spend (~$9/s reserved)
+	printf '\n[cluster]\nredis = unix:%s\nhost_id = bench\nlease_max = 50.00\n' "$W/redis.sock" >>"$W/kilovolt.ini"
+	if [ -z "$REDIS_PID" ]; then
+		redis-server --port 0 --unixsocket "$W/redis.sock" --save '' --appendonly no \
+			--dir "$W" </dev/null >"$W/redis.log" 2>&1 &
+		REDIS_PID=$!
+		for ((i = 0; i < 50; i++)); do rcli ping >/dev/null 2>&1 && break; sleep 0.1; done
+	fi
+	rcli flushall >/dev/null
+}
+# Redis commands served so far (INFO commandstats, all commands).
+redis_calls() {
+	rcli info commandstats | awk -F'[=,]' '/^cmdstat_/ { n += $2 } END { print n + 0 }'
+}
+
 # fill TEMPLATE OUT: the template with our ports, limits and dir.
 fill() {
 	local up=$MOCK_PORT tls= scheme=http ssl=
@@ -254,6 +278,7 @@ have_target() {
 	case $1 in
 	direct) return 0 ;;
 	kilovolt) [ -x "$KVD" ] ;;
+	kvcluster) [ -x "$KVD" ] && command -v redis-server >/dev/null && command -v redis-cli >/dev/null ;;
 	*) command -v "$1" >/dev/null ;;
 	esac
 }
@@ -379,6 +404,10 @@ run_one() {
 	else
 		start_proxy "$t" || { FAILED=1; cgroup_remove; return 0; }
 		port=$PORT
+		# kvcluster: the lease grows from lease_min to the load's demand
+		# in about a second; the steady state after that is compared.
+		[ "$t" = kvcluster ] && "$LOADGEN" -p "$port" -l warmup "${LOAD[@]}" -d 2 \
+			>/dev/null 2>&1
 		sleep 1	# settle: idle is measured after start-up, before load
 		"$PSS" "$PROXY_PID" >"$out.pss.json" 2>"$out.pss.err" &
 		SAMPLER_PID=$!
@@ -388,6 +417,7 @@ run_one() {
 	log "scenario $s, $t, round $3 of $ROUNDS"
 	[ "$UP_TLS" = 1 ] && tls_stats "$out.tls0.json"
 	wait_quiet >"$out.busy"
+	[ "$t" = kvcluster ] && redis_calls >"$out.rc0"
 	timeout 300 "$LOADGEN" -p "$port" -l "$t" "${LOAD[@]}" >"$out.load.json" 2>"$out.load.err"
 	rc=$?
 	# Handshakes this run made: the counters' difference, less the two
@@ -397,6 +427,7 @@ run_one() {
 			'{full: ($b[0].tls_full - $a[0].tls_full - 1), resumed: ($b[0].tls_resumed - $a[0].tls_resumed)}' \
 			>"$out.tls.json" 2>/dev/null
 	fi
+	[ "$t" = kvcluster ] && redis_calls >"$out.rc1"
 	cat "$out.load.err" >&2
 	[ $rc = 0 ] || FAILED=1
 	if [ -n "$SAMPLER_PID" ]; then
@@ -529,6 +560,18 @@ cgroup_table() {
 	done
 }
 
+# kvcluster against kilovolt without [cluster], and Redis commands per request.
+cluster_line() {
+	local c=$W/s$1-kvcluster k=$W/s$1-kilovolt n calls
+	n=$(j "$c.load.json" .requests)
+	calls=$(( $(cat "$c.rc1" 2>/dev/null || echo 0) - $(cat "$c.rc0" 2>/dev/null || echo 0) ))
+	echo
+	echo "kilovolt with [cluster] (leases from a local Redis): req/s $(fmt "$(j "$c.load.json" .rps)" 0)" \
+		"= $(ratio "$(j "$c.load.json" .rps)" "$(j "$k.load.json" .rps)") of kilovolt without it;" \
+		"$calls Redis commands for $n requests" \
+		"($(awk -v c="$calls" -v n="$n" 'BEGIN { if (n > 0) printf "%.5f", c / n; else print "–" }') per request)."
+}
+
 scenario_table() {
 	local s=$1 t
 	echo
@@ -538,12 +581,15 @@ scenario_table() {
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for t in $TARGETS; do
 		[ "$s" = 4 ] || [ "$s" = 5 ] && [ "$t" = direct ] && continue
+		[ "$s" = 4 ] && [ "$t" = direct ] && continue
+		[ "$t" = kvcluster ] && [ "$s" != 1 ] && continue
 		table_row "$s" "$t"
 	done
 	echo
 	echo "| ratio | req/s | MB/s | TTFB p99 | latency p99 | peak PSS | CPU s |"
 	echo "|---|---:|---:|---:|---:|---:|---:|"
 	for t in haproxy nginx; do versus "$s" "$t"; done
+	[ -s "$W/s$s-kvcluster.load.json" ] && cluster_line "$s"
 	if [ -s "$W/s$s-kilovolt.workers" ]; then
 		echo
 		echo "kilovolt responses per worker: $(cat "$W/s$s-kilovolt.workers")."
@@ -659,6 +705,8 @@ main() {
 		for r in $(seq 1 "$ROUNDS"); do
 			for t in $TARGETS; do
 				[ "$s" = 4 ] || [ "$s" = 5 ] && [ "$t" = direct ] && continue
+				[ "$s" = 4 ] && [ "$t" = direct ] && continue
+				[ "$t" = kvcluster ] && [ "$s" != 1 ] && continue
 				have_target "$t" || { log "$t is not installed, skipped"; continue; }
 				run_one "$s" "$t" "$r"
 			done
