@@ -6,6 +6,8 @@
 #    budget fits exactly M: spend never above the budget, at least M minus
 #    hosts x the largest lease (in requests) admitted, the exact figures in
 #    Redis, in kvctl cluster and in the ledgers, the mock saw only the 200s;
+#  - a key's rpm drains with the whole cluster's traffic (10 on host a
+#    leave about 10 of 20 for host b);
 #  - kvctl budget on one host reaches the others within a second or so;
 #  - kill -9 of a host mid-load: the others keep serving, its lease expires
 #    and stays counted, and after it comes back the figures are exact;
@@ -17,6 +19,7 @@
 command -v redis-server >/dev/null || skip "redis-server not installed"
 command -v redis-cli >/dev/null || skip "redis-cli not installed"
 command -v jq >/dev/null || skip "jq not installed"
+command -v sha256sum >/dev/null || skip "sha256sum not installed"
 export LC_ALL=C
 KV_TIMEOUT=${KV_TIMEOUT:-400}
 
@@ -25,6 +28,7 @@ export KV_TEST_REDIS_PW=$RPW
 RPORT=$(kv_free_port)
 RSOCK=$T/redis.sock
 KEY=sk-kvtest-cluster-shared-30103
+KEYRL=sk-kvtest-cluster-rpm-47712
 M=20		# max_tokens; the mock streams exactly that many
 N=100		# requests the budget fits
 LEASE_MAX=10	# requests in the largest lease one host holds
@@ -79,6 +83,10 @@ output = 1.00
 key = $KEY
 budget = $(usd $BUDGET)
 
+[key limited]
+key = $KEYRL
+rpm = 20
+
 [cluster]
 redis = $url
 password = env:KV_TEST_REDIS_PW
@@ -107,7 +115,7 @@ EOF
 
 hctl() { local h=$1; shift; "$KV_CTL_BIN" -c "$T/$h.ini" "$@"; }
 kfield() { hctl "$1" keys --json | jq -r ".keys[] | select(.label == \"shared\") | $2"; }
-rkey() { rcli --scan --pattern 'kv:*:*' | head -n 1; }
+rkey() { echo "kv:$(printf %s "$KEY" | sha256sum | cut -d' ' -f1):0"; }
 rfield() { rcli hget "$(rkey)" "$1"; }
 spent_sum() { echo $(($(kfield a .spent_nusd) + $(kfield b .spent_nusd) + $(kfield c .spent_nusd))); }
 
@@ -192,6 +200,32 @@ check_eq "/status.json: the key's cluster-wide spend" "$(curl -sS -m 10 \
 	.cluster.cluster_spent_nusd')" "$total"
 hctl a cluster >"$T/cluster.txt"
 check "kvctl cluster's table names the key" grep -q "shared" "$T/cluster.txt"
+
+# ---- a rate limit drains with the whole cluster's traffic ---------------------
+
+# rl_burst PORT N OUT: N requests one after another on the limited key.
+rl_burst() {
+	local i
+	local i try code
+	for ((i = 0; i < $2; i++)); do
+		for ((try = 0; try < 20; try++)); do	# a 503 (lease) is retried
+			code=$(curl -sS -m 30 -o /dev/null -w '%{http_code}' \
+				-H "Authorization: Bearer $KEYRL" -H "x-mock-tokens: $M" \
+				--data-binary "$BODY" "http://127.0.0.1:$1/v1/chat/completions")
+			[ "$code" = 503 ] || break
+			sleep 0.2
+		done
+		echo "$code"
+	done >"$3"
+}
+rl_burst "$PORT_a" 10 "$T/rl-a"
+check_eq "rpm 20: host a admits its 10" "$(grep -c '^200$' "$T/rl-a")" 10
+sleep 1.5	# one sync tells b about a's requests
+rl_burst "$PORT_b" 20 "$T/rl-b"
+rb=$(grep -c '^200$' "$T/rl-b")
+echo "# rpm 20: after 10 on a, b admitted $rb of 20 ($(grep -c '^429$' "$T/rl-b") x 429)"
+check "rpm 20: host b admits only what a left (about 10, not 20: $rb)" test "$rb" -le 12
+check_eq "rpm 20: b refuses the rest with 429" "$(grep -c '^429$' "$T/rl-b")" $((20 - rb))
 
 # ---- a budget raised on one host reaches the others --------------------------
 
