@@ -28,6 +28,7 @@ struct kvctl {
 	int		 json;
 	int		 watch;
 	int		 all;
+	int		 use_config;	/* budget KEY --config */
 	int		 stdin_key;	/* show --key: the raw key on stdin */
 	const char	*req_key;	/* requests --key */
 	const char	*req_since;	/* requests --since */
@@ -58,7 +59,8 @@ static const char usage_text[] =
 "  show KEY [--json]            one key; KEY is an id prefix or a label\n"
 "  show --key [--json]          the key whose raw value is on standard input\n"
 "  reset KEY | --all            set spent to 0\n"
-"  budget KEY AMOUNT            set a key's budget in USD (e.g. 25.00)\n"
+"  budget KEY AMOUNT            override a key's budget in USD (e.g. 25.00)\n"
+"  budget KEY --config          drop the override: the config's budget again\n"
 "  limits KEY [--rpm N] [--tpm N]  show or set a key's requests and tokens\n"
 "                               per minute (0 = no limit)\n"
 "  models [--json]              per-model requests, tokens and cost\n"
@@ -344,6 +346,31 @@ cmd_reset(struct kvctl *k)
 	return KVCTL_EXIT_OK;
 }
 
+/* budget KEY --config: drop the override, back to the budget the daemon
+ * last applied from the config (named keys only). */
+static int
+budget_from_config(struct kvctl *k, struct kv_account *a)
+{
+	char desc[80], now[32];
+	int64_t v;
+
+	describe_key(a, desc, sizeof(desc));
+	if (!(atomic_load(&a->aflags) & KV_AF_CONFIG)) {
+		fprintf(stderr, "kvctl: %s is not a key of the config: it has no config "
+		    "budget to go back to (set one with `kvctl budget KEY AMOUNT`)\n", desc);
+		return KVCTL_EXIT_USAGE;
+	}
+	v = atomic_load(&a->config_budget_nusd);
+	atomic_fetch_and(&a->aflags, ~KV_AF_OVERRIDE);
+	atomic_store(&a->budget_nusd, v);
+	kvctl_format_money(v, now, sizeof(now));
+	printf("budget of %s: %s (the config's; override dropped)\n", desc, now);
+	(void)k;
+	return KVCTL_EXIT_OK;
+}
+
+/* An override: it stands across reloads and restarts until the config's
+ * own value for the key changes, or `budget KEY --config`. */
 static int
 cmd_budget(struct kvctl *k)
 {
@@ -353,18 +380,26 @@ cmd_budget(struct kvctl *k)
 	int64_t v;
 	int rc;
 
-	if (amount[0] == '$')
-		amount++;
-	if (kv_parse_nano(amount, &v) == -1)
-		return usage_error("budget: '%s' is not an amount in USD "
-		    "(e.g. 25.00)", k->args[1]);
+	if (k->use_config != (k->nargs == 1))
+		return usage_error("%s", "budget: give KEY AMOUNT, or KEY --config");
+	if (!k->use_config) {
+		if (amount[0] == '$')
+			amount++;
+		if (kv_parse_nano(amount, &v) == -1)
+			return usage_error("budget: '%s' is not an amount in USD "
+			    "(e.g. 25.00)", k->args[1]);
+	}
 	rc = resolve_key(k, k->args[0], &a);
 	if (rc != KVCTL_EXIT_OK)
 		return rc;
+	if (k->use_config)
+		return budget_from_config(k, a);
+	atomic_fetch_or(&a->aflags, KV_AF_OVERRIDE);
 	kvctl_format_money(atomic_exchange(&a->budget_nusd, v), was, sizeof(was));
 	kvctl_format_money(v, now, sizeof(now));
 	describe_key(a, desc, sizeof(desc));
-	printf("budget of %s: %s (was %s)\n", desc, now, was);
+	printf("budget of %s: %s (was %s); an override: kept across reloads and "
+	    "restarts until the config's value for this key changes\n", desc, now, was);
 	return KVCTL_EXIT_OK;
 }
 
@@ -457,7 +492,7 @@ static const struct command commands[] = {
 	{ "keys",	0, 0, 0, "jw",	cmd_keys },
 	{ "show",	0, 0, 1, "jk",	cmd_show },
 	{ "reset",	1, 0, 1, "a",	cmd_reset },
-	{ "budget",	1, 2, 2, "",	cmd_budget },
+	{ "budget",	1, 1, 2, "C",	cmd_budget },
 	{ "limits",	1, 1, 1, "L",	cmd_limits },
 	{ "models",	0, 0, 0, "j",	cmd_models },
 	{ "cluster",	0, 0, 0, "j",	cmd_cluster },
@@ -509,6 +544,8 @@ parse_flag(struct kvctl *k, const struct command *c, char **argv, int argc,
 		k->watch = 1;
 	else if (strcmp(a, "--all") == 0 && strchr(c->flags, 'a'))
 		k->all = 1;
+	else if (strcmp(a, "--config") == 0 && strchr(c->flags, 'C'))
+		k->use_config = 1;
 	else if (strcmp(a, "--key") == 0 && strchr(c->flags, 'k'))
 		k->stdin_key = 1;
 	else if (strchr(c->flags, 'r') && (strcmp(a, "--key") == 0 ||

@@ -338,6 +338,11 @@ kvctl_print_account(FILE *f, const struct kv_account *a)
 		kvctl_format_money(shown[i], money, sizeof(money));
 		fprintf(f, "%s: %s\n", names[i], money);
 	}
+	if (atomic_load(&a->aflags) & KV_AF_OVERRIDE) {
+		kvctl_format_money(atomic_load(&a->config_budget_nusd), money, sizeof(money));
+		fprintf(f, "budget_override: yes (the config says %s; `kvctl budget KEY "
+		    "--config` drops it)\n", money);
+	}
 	fprintf(f, "requests: %" PRIu64 "\ninput_tokens: %" PRIu64
 	    "\noutput_tokens: %" PRIu64 "\ncached_input_tokens: %" PRIu64
 	    "\nrefusals: %" PRIu64 "\nestimated_requests: %" PRIu64

@@ -171,15 +171,49 @@ mkdir_parent(const char *path)
 	return 0;
 }
 
-/* Named keys are in the ledger from start-up; the config's budget and
- * rate limits win. New unnamed keys start with the [budget] rpm/tpm. */
+/* The budget a config key gets. An override (kvctl budget, admin API)
+ * stands while the config's own value stays what it was when the override
+ * was made; a changed config value wins and drops the override. */
+static void
+apply_budget(struct kv_account *a, const struct kv_keydef *k, int64_t budget)
+{
+	uint32_t fl = atomic_load(&a->aflags);
+
+	if ((fl & KV_AF_OVERRIDE) && atomic_load(&a->config_budget_nusd) == budget)
+		return;
+	if (fl & KV_AF_OVERRIDE) {
+		atomic_fetch_and(&a->aflags, ~KV_AF_OVERRIDE);
+		kv_log_info("key %s: the config's budget changed, dropping the override of "
+		    "%lld nusd", k->label, (long long)atomic_load(&a->budget_nusd));
+	}
+	atomic_store(&a->config_budget_nusd, budget);
+	atomic_store(&a->budget_nusd, budget);
+}
+
+static int
+in_config(const struct kv_config *cf, const uint8_t hash[32])
+{
+	size_t i;
+
+	for (i = 0; i < cf->nkeys; i++)
+		if (memcmp(cf->keys[i].hash, hash, 32) == 0)
+			return 1;
+	return 0;
+}
+
+/* Named keys are in the ledger from start-up, each marked KV_AF_CONFIG;
+ * a key no longer in the config loses the mark, so under unknown_keys =
+ * deny it is refused at once (workers check the mark, not their copy of
+ * the config). New unnamed keys start with the [budget] rpm/tpm. */
 static void
 apply_keys(struct master *m)
 {
 	const struct kv_config *cf = m->cf;
 	struct kv_account *a;
+	uint32_t j;
 	size_t i;
 
+	atomic_store(&m->ledger.hdr->policy, cf->unknown_keys_deny ? KV_POLICY_DENY : 0);
 	atomic_store(&m->ledger.hdr->default_rpm, cf->default_rpm);
 	atomic_store(&m->ledger.hdr->default_tpm, cf->default_tpm);
 	for (i = 0; i < cf->nkeys; i++) {
@@ -191,9 +225,16 @@ apply_keys(struct master *m)
 			kv_log_warnx("KV0105", "key %s: the account table is full", k->label);
 			continue;
 		}
-		atomic_store(&a->budget_nusd, budget);
+		apply_budget(a, k, budget);
 		atomic_store(&a->rpm, k->rpm >= 0 ? (uint32_t)k->rpm : cf->default_rpm);
 		atomic_store(&a->tpm, k->tpm >= 0 ? (uint32_t)k->tpm : cf->default_tpm);
+		atomic_fetch_or(&a->aflags, KV_AF_CONFIG | KV_AF_KEPT);
+	}
+	for (j = 0; j < m->ledger.hdr->max_keys; j++) {
+		a = &m->ledger.accounts[j];
+		if (atomic_load(&a->state) == KV_SLOT_READY &&
+		    (atomic_load(&a->aflags) & KV_AF_CONFIG) && !in_config(cf, a->hash))
+			atomic_fetch_and(&a->aflags, ~KV_AF_CONFIG);
 	}
 }
 

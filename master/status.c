@@ -385,6 +385,8 @@ admin_apply(struct kv_status *st, struct MHD_Connection *c, const char *id,
 		kv_log_info("status: key %s limits set to rpm %u tpm %u by admin", kid,
 		    atomic_load(&a->rpm), atomic_load(&a->tpm));
 	} else {
+		/* An override, as kvctl budget's: see master apply_budget. */
+		atomic_fetch_or(&a->aflags, KV_AF_OVERRIDE);
 		atomic_store(&a->budget_nusd, v);
 		kv_log_info("status: key %s budget set to %" PRId64 " nusd by admin",
 		    kid, v);

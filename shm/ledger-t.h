@@ -15,9 +15,10 @@
 #include <stdint.h>
 
 #define KV_LEDGER_MAGIC		0x5245474445564b31ULL	/* "1KVLEDGER" */
-#define KV_LEDGER_VERSION	5u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
+#define KV_LEDGER_VERSION	6u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
 					   4: per-key estimated and free counts;
-					   5: rate limits (account, kv_resv.tokens) */
+					   5: rate limits (account, kv_resv.tokens);
+					   6: key policy, reclaim request */
 #define KV_WORKER_SLOTS		64	/* room for two generations during a reload */
 #define KV_RESV_PER_WORKER	2048	/* in-flight reservations one worker may hold */
 #define KV_MODEL_SLOTS		256
@@ -105,7 +106,14 @@ struct kv_ledger_header {
 	/* Version 5: the [budget] rpm/tpm a new account starts with; set by the master. */
 	_Atomic uint32_t  default_rpm;
 	_Atomic uint32_t  default_tpm;
+	/* Version 6: the running config's key policy, set by the master and
+	 * read by every generation's workers, so a reload's unknown_keys
+	 * applies at once; and a worker's "table full" call for a reclaim. */
+	_Atomic uint32_t  policy;		/* KV_POLICY_* bits */
+	_Atomic uint32_t  reclaim_wanted;	/* set by workers, cleared by the master */
 };
+
+#define KV_POLICY_DENY	0x1u	/* unknown_keys = deny */
 
 /* One in-flight reservation, written only by the owning worker and released
  * by the master when that worker dies. */

@@ -110,6 +110,11 @@ kv_report_account_json(FILE *f, const struct kv_account *a)
 	    atomic_load(&a->refusals), atomic_load(&a->estimated_requests),
 	    atomic_load(&a->free_requests), atomic_load(&a->last_used));
 	report_lease_json(f, a, spent, reserved);
+	/* Only when set, as "cluster": a budget from kvctl or the admin API
+	 * that stands until the config's own value changes. */
+	if (atomic_load(&a->aflags) & KV_AF_OVERRIDE)
+		fprintf(f, ",\"budget_override\":{\"config_budget_nusd\":%" PRId64 "}",
+		    atomic_load(&a->config_budget_nusd));
 	report_limits_json(f, a);
 	fputc('}', f);
 }

@@ -476,18 +476,28 @@ reserve(struct kv_conn *c)
 	char msg[256], rem[32], need[32];
 	int64_t amount;
 	enum step st;
+	int deny;
 
-	c->acct = kv_ledger_account(l, c->keyhash, !cf->unknown_keys_deny, NULL,
+	/* The master's policy, not this worker's config: an old generation
+	 * still draining applies a reload's unknown_keys at once. */
+	deny = (atomic_load(&l->hdr->policy) & KV_POLICY_DENY) != 0;
+	c->acct = kv_ledger_account(l, c->keyhash, !deny, NULL,
 	    cf->default_budget_nusd);
 	if (c->acct == NULL) {
 		if (errno == EAGAIN)	/* another worker is creating it this instant */
 			return conn_fail(c, 503, "key account is being created; retry");
-		if (cf->unknown_keys_deny)
+		if (deny)
 			return conn_fail(c, 401, "unknown API key");
 		kv_log_warnx("KV0410", "account table full (max_keys %u): refusing new key %s",
 		    l->hdr->max_keys, c->keyid);
 		c->no_retry = 1;
 		return conn_fail(c, 503, "gateway key table is full");
+	}
+	/* Under deny only the running config's keys: a key removed or rotated
+	 * out by a reload loses KV_AF_CONFIG at once (master apply_keys). */
+	if (deny && !(atomic_load(&c->acct->aflags) & KV_AF_CONFIG)) {
+		c->acct = NULL;
+		return conn_fail(c, 401, "unknown API key");
 	}
 	kv_ledger_period_roll(c->acct, cf->period, (int64_t)time(NULL));
 	p = kv_config_price(cf, c->ri.model);
