@@ -81,12 +81,12 @@ KV_DAEMON_BIN=$T/in-cgroup.sh
 kv_start
 KV_DAEMON_BIN=$REAL_DAEMON
 check "the daemon runs in the test's cgroup" grep -qx "$KV_PID" "$CG/cgroup.procs"
-check "each worker took the cgroup's limit ($((LIMIT >> 10)) kB)" \
-	test "$(grep -c "memory guard: .* of $((LIMIT >> 10)) kB (the cgroup's limit)" "$T/kilovoltd.log")" -ge 2
+guards() { [ "$(grep -c "memory guard: .* of $((LIMIT >> 10)) kB (the cgroup's limit)" "$T/kilovoltd.log")" -ge 2 ]; }
+check "each worker took the cgroup's limit ($((LIMIT >> 10)) kB)" kv_wait_for 10 guards
 
 id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
 ctl() { "$KV_CTL_BIN" -l "$T/ledger" "$@"; }
-TOKENS=60
+TOKENS=200
 CLIENTS=()
 
 # N streams at once in batches of 50 per curl; each transfer writes

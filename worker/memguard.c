@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "worker/upstream.h"
 
 #define CG1_ROOT	"/sys/fs/cgroup/memory"
 #define CG2_ROOT	"/sys/fs/cgroup"
@@ -111,8 +112,8 @@ kv_memguard_cgroup_limit(void)
 }
 
 /* The cgroup's page cache that is not in use (inactive_file) counts in
- * its usage, yet the kernel reclaims it before it kills: subtract it. Read
- * only when the usage looks high. */
+ * its usage, yet the kernel reclaims it before it kills: subtract it (a
+ * container's idle usage is half image files read at start). */
 static int64_t
 reclaimable(const struct kv_memguard *g)
 {
@@ -143,9 +144,7 @@ read_used(struct kv_memguard *g)
 	if (g->cg) {
 		if (read_num(g->usage_fd, &v) == -1)
 			return -1;
-		if (v >= g->refuse_at)
-			v -= reclaimable(g);
-		g->used = v;
+		g->used = v - reclaimable(g);
 		return 0;
 	}
 	/* /proc/self/statm: size resident shared, in pages */
@@ -160,14 +159,19 @@ read_used(struct kv_memguard *g)
 }
 
 void
-kv_memguard_init(struct kv_memguard *g, const struct kv_config *cf, int nworkers)
+kv_memguard_init(struct kv_memguard *g, const struct kv_config *cf, int nworkers,
+    const struct kv_upstream_rt *ups, size_t nups, const size_t *nconns)
 {
 	char dir[4096] = "";
 	int v2 = 0;
 
 	memset(g, 0, sizeof(*g));
 	g->usage_fd = -1;
+	g->idle = -1;
+	g->nconns = nconns;
 	g->nworkers = nworkers > 0 ? nworkers : 1;
+	g->ups = ups;
+	g->nups = nups;
 	g->limit = cf->memory_limit == -1 ? kv_memguard_cgroup_limit() : cf->memory_limit;
 	if (g->limit <= 0) {
 		g->limit = 0;
@@ -193,7 +197,8 @@ kv_memguard_init(struct kv_memguard *g, const struct kv_config *cf, int nworkers
 int
 kv_memguard_full(struct kv_memguard *g, int64_t now_ms)
 {
-	int64_t predicted;
+	int64_t predicted, est;
+	int pending, hs;
 
 	if (g->limit == 0)
 		return 0;
@@ -202,23 +207,28 @@ kv_memguard_full(struct kv_memguard *g, int64_t now_ms)
 			return 0;	/* unreadable for once: never refuse on no data */
 		g->read_ms = now_ms;
 	}
-	if (now_ms - g->window_ms >= 1000) {
-		g->window_ms = now_ms;
-		g->base = g->used;
-		g->admitted = 0;
-	}
-	/* The usage at the window's start plus what this second's requests
-	 * may add: the reading alone lags a burst by its handshakes, and the
-	 * reading plus the estimate counts twice the streams already set up. */
-	predicted = g->base + (int64_t)g->admitted * g->nworkers * KV_MEMGUARD_STREAM_EST;
-	if (predicted < g->used)
-		predicted = g->used;
+	/* A request's memory comes after its admission: count what is still
+	 * to come. An admitted request goes straight to the gate, and one
+	 * parked there for a handshake slot may wait seconds; one in the
+	 * handshake holds its SSL object and sockets already, about half. A
+	 * stream costs what the carried ones cost now, when that is more (a
+	 * worker that is behind holds bytes for slow clients). */
+	pending = kv_upstreams_pending(g->ups, g->nups, &hs);
+	est = KV_MEMGUARD_STREAM_EST;
+	if (g->idle < 0)
+		g->idle = g->used;
+	if (*g->nconns > 16 && (g->used - g->idle) / ((int64_t)*g->nconns * g->nworkers) > est)
+		est = (g->used - g->idle) / ((int64_t)*g->nconns * g->nworkers);
+	if (est > KV_MEMGUARD_STREAM_MAX)
+		est = KV_MEMGUARD_STREAM_MAX;
+	predicted = g->used + ((int64_t)pending * 2 + hs) * g->nworkers * est / 2;
+	pending += hs;
 	/* Back under by 2 % of the limit before accepting again: no flapping. */
 	if (predicted >= g->refuse_at || (g->full && predicted >= g->refuse_at - g->limit / 50)) {
 		if (!g->full)
-			kv_log_warnx("KV0650", "memory %lld kB (with %d requests just admitted) of "
+			kv_log_warnx("KV0650", "memory %lld kB (and %d requests still to set up) of "
 			    "%lld kB: refusing new requests with 503 until it falls",
-			    (long long)(g->used >> 10), g->admitted, (long long)(g->limit >> 10));
+			    (long long)(g->used >> 10), pending, (long long)(g->limit >> 10));
 		g->full = 1;
 		g->refused++;
 		return 1;
@@ -229,7 +239,6 @@ kv_memguard_full(struct kv_memguard *g, int64_t now_ms)
 		    (unsigned long long)g->refused);
 	g->full = 0;
 	g->refused = 0;
-	g->admitted++;
 	return 0;
 }
 

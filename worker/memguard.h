@@ -10,10 +10,14 @@
 
 #include "common/config.h"
 
-/* What a request admitted now may still add once its streams are set up
- * (TLS session, record and socket buffers): the cgroup growth measured per
- * paced TLS stream, 21 KB, rounded up (docs/tls-memory.md). */
+struct kv_upstream_rt;
+
+/* What a request still to be set up may add (TLS session, record and
+ * socket buffers, kernel socket memory): the cgroup growth measured per
+ * paced TLS stream, 21 KB, rounded up (docs/tls-memory.md); more when the
+ * carried streams cost more, up to the second figure. */
 #define KV_MEMGUARD_STREAM_EST	(22 * 1024)
+#define KV_MEMGUARD_STREAM_MAX	(64 * 1024)
 #define KV_MEMGUARD_READ_MS	10	/* re-read the usage at most this often */
 #define KV_MEMGUARD_RETRY_S	1	/* Retry-After of a refusal */
 
@@ -21,15 +25,16 @@ struct kv_memguard {
 	int64_t		limit;		/* bytes; 0: the guard is off */
 	int64_t		refuse_at;	/* limit * memory_refuse / 100 */
 	int		nworkers;
+	const struct kv_upstream_rt *ups;	/* for their pending handshakes */
+	size_t		nups;
+	const size_t	*nconns;	/* the worker's connections */
+	int64_t		idle;		/* the first reading, -1 before it */
 	int		usage_fd;	/* the cgroup's usage file, or /proc/self/statm */
 	int		cg;		/* usage_fd is the cgroup's */
 	int		v2;
 	char		cgdir[4096];
 	int64_t		used;		/* last reading, bytes */
 	int64_t		read_ms;
-	int64_t		window_ms;	/* start of the admissions window */
-	int64_t		base;		/* the reading at its start */
-	int		admitted;	/* requests admitted in the window */
 	int		full;		/* refusing */
 	uint64_t	refused;
 };
@@ -38,16 +43,21 @@ struct kv_memguard {
  * (v2 memory.max, v1 memory.limit_in_bytes; no limit there: off) and open
  * the cgroup's usage file (memory.current or memory.usage_in_bytes) when
  * it can be read; without one, each worker holds its own private resident
- * memory to 1/nworkers of the limit. Logs what it decided. Never fails:
- * a guard it cannot set up is off. */
-void	kv_memguard_init(struct kv_memguard *g, const struct kv_config *cf, int nworkers);
+ * memory to 1/nworkers of the limit. ups: the worker's upstreams (their
+ * handshakes still to come count as memory to come); nconns: its count of
+ * connections. Logs what it decided.
+ * Never fails: a guard it cannot set up is off. */
+void	kv_memguard_init(struct kv_memguard *g, const struct kv_config *cf, int nworkers,
+	    const struct kv_upstream_rt *ups, size_t nups, const size_t *nconns);
 
-/* Should a new request be refused? Reads the usage at most every
- * KV_MEMGUARD_READ_MS; within each second, the usage at its start plus
- * KV_MEMGUARD_STREAM_EST for each request admitted since (times nworkers:
- * the others admit too), or the reading if higher, must stay under the
- * refusal point: a request's memory comes after its admission. Logs once when refusing
- * starts and once when it stops. now_ms: the worker's clock. */
+/* Should a new request be refused? The usage (the cgroup's less its
+ * inactive page cache, which the kernel reclaims before it kills; read at
+ * most every KV_MEMGUARD_READ_MS) plus KV_MEMGUARD_STREAM_EST for each
+ * request whose memory is still to come (parked at the handshake gate;
+ * half of it for one in the handshake), at what a carried stream costs
+ * now if that is more, times nworkers (the
+ * others admit too), must stay under the refusal point. Logs once when
+ * refusing starts and once when it stops. now_ms: the worker's clock. */
 int	kv_memguard_full(struct kv_memguard *g, int64_t now_ms);
 
 void	kv_memguard_close(struct kv_memguard *g);

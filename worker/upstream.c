@@ -57,6 +57,7 @@ gate_wake(struct kv_upstream_rt *rt)
 		w->pprev = NULL;
 		w->granted = 1;
 		rt->granted++;
+		rt->nwaiting--;
 		w->wake(w);
 	}
 }
@@ -81,6 +82,7 @@ kv_upstream_gate(struct kv_upstream_rt *rt, struct kv_upwait *w)
 	w->pprev = rt->waiters_tail;
 	*rt->waiters_tail = w;
 	rt->waiters_tail = &w->next;
+	rt->nwaiting++;
 	return 1;
 }
 
@@ -102,8 +104,23 @@ kv_upstream_ungate(struct kv_upwait *w)
 			rt->waiters_tail = w->pprev;
 		w->next = NULL;
 		w->pprev = NULL;
+		rt->nwaiting--;
 	}
 	gate_wake(rt);
+}
+
+int
+kv_upstreams_pending(const struct kv_upstream_rt *rts, size_t n, int *handshaking)
+{
+	size_t i;
+	int parked = 0;
+
+	*handshaking = 0;
+	for (i = 0; i < n; i++) {
+		parked += rts[i].nwaiting + rts[i].granted;
+		*handshaking += rts[i].handshaking;
+	}
+	return parked;
 }
 
 /* The connection no longer holds back requests waiting for a ticket. */

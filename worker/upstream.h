@@ -44,6 +44,7 @@ struct kv_upstream_rt {
 	int		 unsettled;	/* started with no session, no ticket yet */
 	int		 no_tickets;	/* a connection settled and got none */
 	int		 granted;	/* slots held for woken waiters */
+	int		 nwaiting;	/* parked */
 	struct kv_upwait *waiters;	/* parked by kv_upstream_gate, FIFO */
 	struct kv_upwait **waiters_tail;
 };
@@ -85,6 +86,11 @@ int	kv_upstream_gate(struct kv_upstream_rt *rt, struct kv_upwait *w);
 
 /* Unpark w if it is parked (it is then never woken). */
 void	kv_upstream_ungate(struct kv_upwait *w);
+
+/* Requests of this worker whose TLS connection is not set up yet: the
+ * number parked or woken (returned) and in the handshake (*handshaking).
+ * Their memory is still to come (in part, for the latter). */
+int	kv_upstreams_pending(const struct kv_upstream_rt *rts, size_t n, int *handshaking);
 
 /* A pooled connection that is still open, or NULL. One released this very
  * second (now, the pool's clock: time(NULL)) is taken without asking the

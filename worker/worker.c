@@ -324,7 +324,7 @@ kv_worker_main(const struct kv_config *cf, struct kv_ledger *l, int slot,
 		kv_log_warnx("KV0506", "%s", err);
 		_exit(KV_EXIT_CONFIG);
 	}
-	kv_memguard_init(&w.mem, cf, cf->workers);
+	kv_memguard_init(&w.mem, cf, cf->workers, w.ups, cf->nupstreams, &w.nconns);
 	if ((w.epfd = epoll_create1(EPOLL_CLOEXEC)) == -1) {
 		kv_log_warn("KV0507", "epoll_create1");
 		_exit(1);
