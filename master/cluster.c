@@ -41,6 +41,7 @@ struct acct {
 	int64_t		 last_u;
 	int64_t		 rate_ms;
 	int64_t		 free;		/* the free lease asked for last time */
+	int64_t		 peak_reserved;	/* most in flight seen since the last sync */
 	int64_t		 others_rq;	/* the other hosts' requests, last sync */
 	int64_t		 others_tk;	/* and tokens */
 	int		 rl_seen;	/* others_* hold a baseline */
@@ -182,7 +183,13 @@ free_want(struct kv_cluster_host *h, struct kv_account *a, struct acct *s, int64
 	if (!(a->flags & KV_ACCOUNT_NAMED) && reserved == 0 && need == 0 && s->rate == 0 &&
 	    atomic_load(&a->last_used) + IDLE_SECS < (int64_t)time(NULL))
 		return 0;
+	/* Room for the most the workers had in flight since the last sync:
+	 * reservations are often far above what requests end up costing,
+	 * so the spend rate alone would not admit a steady concurrency. */
 	w = s->rate * DEMAND_SECS;
+	if (w < s->peak_reserved)
+		w = s->peak_reserved;
+	s->peak_reserved = reserved;
 	/* Refused for want of lease: the rate lags a new burst, so double. */
 	if (need > 0 && w < 2 * s->free)
 		w = 2 * s->free;
@@ -528,17 +535,28 @@ kv_cluster_pollfds(struct kv_cluster_host *h, struct pollfd *pfd, int max, int *
 	return kv_redis_pollfd(h->redis, pfd, timeout_ms);
 }
 
-/* A worker refused a request for want of lease since the last sync. */
+/* Every NEED_MS: note each account's reservations in flight (the lease
+ * must hold their peak), and whether a worker refused a request for want
+ * of lease since the last sync. */
 static int
-lease_wanted(const struct kv_cluster_host *h)
+lease_wanted(struct kv_cluster_host *h)
 {
 	uint32_t i, max = h->l->hdr->max_keys;
+	int wanted = 0;
 
-	for (i = 0; i < max; i++)
-		if (atomic_load_explicit(&h->l->accounts[i].lease_need_nusd,
-		    memory_order_relaxed) != 0)
-			return 1;
-	return 0;
+	for (i = 0; i < max; i++) {
+		struct kv_account *a = &h->l->accounts[i];
+		int64_t r;
+
+		if (atomic_load_explicit(&a->state, memory_order_relaxed) != 2)
+			continue;
+		r = atomic_load_explicit(&a->reserved_nusd, memory_order_relaxed);
+		if (r > h->acct[i].peak_reserved)
+			h->acct[i].peak_reserved = r;
+		if (atomic_load_explicit(&a->lease_need_nusd, memory_order_relaxed) != 0)
+			wanted = 1;
+	}
+	return wanted;
 }
 
 void
@@ -550,7 +568,7 @@ kv_cluster_run(struct kv_cluster_host *h, const struct pollfd *pfd, int n)
 	now = kv_now_ms();
 	if (now >= h->next_need_ms) {
 		h->next_need_ms = now + NEED_MS;
-		if (now < h->next_sync_ms && h->inflight == 0 && lease_wanted(h))
+		if (lease_wanted(h) && now < h->next_sync_ms && h->inflight == 0)
 			h->next_sync_ms = now;
 	}
 	if (now < h->next_sync_ms)
