@@ -364,7 +364,78 @@ kv_curl /v1/chat/completions -o "$T/asked.out" -H "Authorization: Bearer $K" -d 
 check "a client that asked include_usage gets the usage event" grep -q '"usage":{' "$T/asked.out"
 check "... and its body went up as sent" grep -q "body_bytes=${#body} " <(tail -n 1 "$MOCK_LOG")
 
-# ---- 9. memory: 200 uploads of 4 MB hold what 200 of 4 KB hold ------------------------
+# ---- 9. the spool: bounded, sent over TLS too, tmpfs warned about ----------------------
+
+kv_start_mock_tls
+SHM=
+[ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] && SHM=$(mktemp -d /dev/shm/kv-adm.XXXXXX)
+kv_stop
+cp "$T/kilovolt.ini" "$T/kilovolt.ini.keep"
+kv_write_config <<EOF
+[server]
+spool_max = 3m
+${SHM:+spool_dir = $SHM}
+
+[upstream tls]
+url = https://localhost:$MOCK_TLS_PORT
+ca_file = $KV_CERTS/ca.pem
+paths = /tls-only
+models = tlsm-*
+
+[price tlsm-*]
+input = 0.10
+output = 1.00
+
+[upstream local]
+url = http://127.0.0.1:$LOCAL_PORT
+paths = /local-only
+models = llama-*
+
+[price llama-*]
+input = 0.10
+output = 1.00
+EOF
+kv_start
+if [ -n "$SHM" ]; then
+	check "a spool_dir on tmpfs is warned about at start" grep -q 'KV0502.*tmpfs' "$KV_LOG"
+fi
+K=sk-kvtest-adm-tls-1
+sdk_body "$T/tls.json" $P ',"model":"tlsm-1","max_tokens":20,"stream":true,"stream_options":{"include_obfuscation":false}'
+TB=$(stat -c %s "$T/tls.json")
+INJ=',"stream_options":{"include_obfuscation":false,"include_usage":true}'
+TB=$((TB + ${#INJ}))	# what the provider gets: the member added last
+kv_curl /v1/chat/completions -o "$T/tls.out" -H "Authorization: Bearer $K" \
+	-H 'Transfer-Encoding: chunked' -H 'x-mock-tokens: 20' --data-binary @"$T/tls.json"
+line=$(tail -n 1 "$MOCK_TLS_LOG")
+check "a 2 MB chunked stream body went over TLS from the spool, usage added" \
+	grep -q "include_usage=1 stream_options=1 body_bytes=$TB model=tlsm-1 max_tokens=20 n=1 so_keys=include_obfuscation,include_usage " <<<"$line"
+check "... the client got no usage event" bash -c "! grep -q '\"usage\":{' '$T/tls.out'"
+check "... charged exactly" kv_wait_for 10 key_field_is "$(id_of "$K")" spent_nusd \
+	"$(cost $((TB / 4)) 20)"
+# spool_max 3m: a 2 MB upload still arriving holds its 2 MB; a second is refused
+K=sk-kvtest-adm-full-2
+l0=$(lines "$LOCAL_LOG")
+exec {up}<>/dev/tcp/127.0.0.1/"$KV_PORT"
+printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n' "$K" "$B" >&"$up"
+head -c $((B - 1)) "$T/sdk.json" >&"$up"
+sleep 1
+st=$(kv_curl /v1/chat/completions -D "$T/full.h" -o "$T/full.out" -w '%{http_code}' \
+	-H "Authorization: Bearer $K" --data-binary @"$T/sdk.json")
+check_eq "a body past the worker's spool_max: 503" "$st" 503
+check "... with Retry-After" grep -qi '^retry-after: [0-9]' "$T/full.h"
+head -c 1 <(tail -c 1 "$T/sdk.json") >&"$up"
+lines_are() { [ "$(lines "$1")" = "$2" ]; }
+check "... the first, once whole, is served" kv_wait_for 20 lines_are "$LOCAL_LOG" $((l0 + 1))
+exec {up}>&-
+st=$(kv_curl /v1/chat/completions -o /dev/null -w '%{http_code}' \
+	-H "Authorization: Bearer $K" --data-binary @"$T/sdk.json")
+check_eq "... and with the spool free again the next is 200" "$st" 200
+kv_stop
+[ -n "$SHM" ] && rm -rf "$SHM"
+cp "$T/kilovolt.ini.keep" "$T/kilovolt.ini"
+kv_start
+
+# ---- 10. memory: 200 uploads of 4 MB hold what 200 of 4 KB hold ------------------------
 
 # stalled SIZE: 200 connections each send a head for SIZE body bytes and
 # all but the last byte, then wait; prints the process tree's PSS in kB.

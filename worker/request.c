@@ -1,5 +1,6 @@
-/* The request leg: head, inspected body prefix, admission (account and
- * budget), the upstream request, and streaming the rest of the body. */
+/* The request leg: head, the whole body read and scanned (spooled past a
+ * small window), admission (account, route and budget), the upstream
+ * request, and sending a spooled body from its file. */
 #include "worker/conn-t.h"
 
 #include <errno.h>
