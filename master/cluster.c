@@ -174,7 +174,9 @@ free_want(struct kv_cluster_host *h, struct kv_account *a, struct acct *s, int64
 
 	if (s->rate_ms != 0 && dt > 0) {
 		int64_t r = (u - s->last_u) * 1000 / dt;
-		s->rate = r > s->rate ? r : s->rate * 3 / 4;
+		/* Up at once, down with a half-life of about 5 s: traffic that
+		 * pauses for a few seconds finds its lease still there. */
+		s->rate = r > s->rate ? r : s->rate - s->rate / 16;
 	}
 	s->rate_ms = now;
 	s->last_u = u;
@@ -190,9 +192,9 @@ free_want(struct kv_cluster_host *h, struct kv_account *a, struct acct *s, int64
 	if (w < s->peak_reserved)
 		w = s->peak_reserved;
 	s->peak_reserved = reserved;
-	/* Refused for want of lease: the rate lags a new burst, so double. */
-	if (need > 0 && w < 2 * s->free)
-		w = 2 * s->free;
+	/* Refused for want of lease: the rate lags a new burst, so grow fast. */
+	if (need > 0 && w < 4 * s->free)
+		w = 4 * s->free;
 	if (w < h->c.lease_min_nusd)
 		w = h->c.lease_min_nusd;
 	if (w > h->c.lease_max_nusd)
