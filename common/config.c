@@ -671,16 +671,102 @@ cur_upstream(struct cfg_parse *p)
 	return &p->cf->upstreams[p->cf->nupstreams - 1];
 }
 
+static int set_words(struct cfg_parse *p, const char *name, const char *v, char ***arr,
+    size_t *n, int (*check)(const char *, size_t));
+
+/* url = URL [URL ...]: the first is this entry's; the others are checked
+ * now and become targets of their own after the file (expand_targets). */
 static int
 set_url(struct cfg_parse *p, const char *v)
 {
+	struct kv_upstream *u = cur_upstream(p), tmp;
+	char one[512];
+	size_t len, n = 0;
+
+	free_strs(u->extra_urls, u->nextra);
+	u->extra_urls = NULL;
+	u->nextra = 0;
+	for (v += strspn(v, " \t"); *v != '\0'; v += strspn(v, " \t"), n++) {
+		len = strcspn(v, " \t");
+		memset(&tmp, 0, sizeof(tmp));
+		if (len >= sizeof(one))
+			return cfg_err(p, p->lineno, "url: URL too long");
+		memcpy(one, v, len);
+		one[len] = '\0';
+		v += len;
+		if (parse_url(one, n == 0 ? u : &tmp) == -1)
+			return cfg_err(p, p->lineno, "url: bad URL '%s' "
+			    "(want http[s]://HOST[:PORT][/PATH])", one);
+		if (n == 0) {
+			strcpy(u->url, one);
+			url_host_header(u);
+		} else if (grow(&u->extra_urls, u->nextra, sizeof(char *)) == -1 ||
+		    (u->extra_urls[u->nextra++] = strdup(one)) == NULL)
+			return cfg_err(p, p->lineno, "out of memory");
+	}
+	if (n == 0)
+		return cfg_err(p, p->lineno, "url: empty value");
+	return 0;
+}
+
+static int
+set_fallback(struct cfg_parse *p, const char *v)
+{
 	struct kv_upstream *u = cur_upstream(p);
 
-	if (strlen(v) >= sizeof(u->url) || parse_url(v, u) == -1)
-		return cfg_err(p, p->lineno, "url: bad URL '%s' "
-		    "(want http[s]://HOST[:PORT][/PATH])", v);
-	strcpy(u->url, v);
-	url_host_header(u);
+	if (!valid_name(v, sizeof(u->fallback), 0))
+		return cfg_err(p, p->lineno, "fallback: bad upstream name '%s'", v);
+	strcpy(u->fallback, v);
+	return 0;
+}
+
+static int
+check_model_pair(const char *w, size_t len)
+{
+	const char *eq = memchr(w, '=', len);
+
+	return eq != NULL && eq != w && eq != w + len - 1 &&
+	    memchr(eq + 1, '=', len - (size_t)(eq + 1 - w)) == NULL && len < KV_NAME_MAX * 2;
+}
+
+static int
+set_model_map(struct cfg_parse *p, const char *v)
+{
+	struct kv_upstream *u = cur_upstream(p);
+
+	return set_words(p, "model_map", v, &u->model_map, &u->nmodel_map, check_model_pair);
+}
+
+static int
+set_eject_after(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	if (cfg_int(p, "eject_after", v, 1, 1000, &n) == -1)
+		return -1;
+	cur_upstream(p)->eject_after = (int)n;
+	return 0;
+}
+
+static int
+set_eject_time(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	if (cfg_int(p, "eject_time", v, 1, 3600, &n) == -1)
+		return -1;
+	cur_upstream(p)->eject_secs = (int)n;
+	return 0;
+}
+
+static int
+set_retry_budget(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	if (cfg_int(p, "retry_budget", v, 0, 600, &n) == -1)
+		return -1;
+	cur_upstream(p)->retry_budget = (int)n;
 	return 0;
 }
 
@@ -1052,6 +1138,11 @@ static const struct cfg_key upstream_keys[] = {
 	{ "api_key",	set_api_key,	CFG_SECRET },
 	{ "ca_file",	set_ca_file,	0 },
 	{ "free_paths",	set_free_paths,	CFG_LIST },
+	{ "fallback",	set_fallback,	0 },
+	{ "model_map",	set_model_map,	CFG_LIST },
+	{ "eject_after", set_eject_after, 0 },
+	{ "eject_time",	set_eject_time,	0 },
+	{ "retry_budget", set_retry_budget, 0 },
 	{ "shared_stored_objects", set_shared_stored_objects, 0 },
 	{ NULL, NULL, 0 }
 };
@@ -1221,6 +1312,9 @@ begin_upstream(struct cfg_parse *p, const char *name)
 			return dup_section(p);
 	if (grow(&cf->upstreams, cf->nupstreams, sizeof(*cf->upstreams)) == -1)
 		return cfg_err(p, p->lineno, "out of memory");
+	cf->upstreams[cf->nupstreams].eject_after = 5;
+	cf->upstreams[cf->nupstreams].eject_secs = 30;
+	cf->upstreams[cf->nupstreams].retry_budget = 10;
 	strcpy(cf->upstreams[cf->nupstreams++].name, name);
 	return 0;
 }
@@ -1511,6 +1605,60 @@ cpu_count(void)
 	return n > CFG_MAX_WORKERS ? CFG_MAX_WORKERS : (int)n;
 }
 
+/* One entry per extra target of upstream I: its own URL, the rest as I's. */
+static int
+add_target(struct cfg_parse *p, size_t i, const char *url)
+{
+	struct kv_config *cf = p->cf;
+	struct kv_upstream *t, *u;
+
+	if (grow(&cf->upstreams, cf->nupstreams, sizeof(*cf->upstreams)) == -1)
+		return cfg_err(p, 0, "out of memory");
+	u = &cf->upstreams[i];
+	t = &cf->upstreams[cf->nupstreams++];
+	memset(t, 0, sizeof(*t));
+	strcpy(t->name, u->name);
+	(void)parse_url(url, t);	/* checked by set_url */
+	strcpy(t->url, url);
+	url_host_header(t);
+	t->target_of = i + 1;
+	t->shared_stored_objects = u->shared_stored_objects;
+	if ((u->api_key != NULL && (t->api_key = strdup(u->api_key)) == NULL) ||
+	    (u->ca_file != NULL && (t->ca_file = strdup(u->ca_file)) == NULL))
+		return cfg_err(p, 0, "out of memory");
+	return 0;
+}
+
+/* After the whole file: extra targets become entries, fallbacks resolve. */
+static int
+expand_targets(struct cfg_parse *p)
+{
+	struct kv_config *cf = p->cf;
+	size_t n0 = cf->nupstreams, i, j;
+
+	for (i = 0; i < n0; i++) {
+		cf->upstreams[i].first_extra = cf->nupstreams;
+		for (j = 0; j < cf->upstreams[i].nextra; j++)
+			if (add_target(p, i, cf->upstreams[i].extra_urls[j]) == -1)
+				return -1;
+		free_strs(cf->upstreams[i].extra_urls, cf->upstreams[i].nextra);
+		cf->upstreams[i].extra_urls = NULL;
+	}
+	for (i = 0; i < n0; i++) {
+		struct kv_upstream *u = &cf->upstreams[i];
+
+		if (u->fallback[0] == '\0')
+			continue;
+		for (j = 0; j < n0; j++)
+			if (j != i && strcmp(cf->upstreams[j].name, u->fallback) == 0)
+				u->fallback_idx = j + 1;
+		if (u->fallback_idx == 0)
+			return cfg_err(p, 0, "[upstream %s] fallback: no other upstream named '%s'",
+			    u->name, u->fallback);
+	}
+	return 0;
+}
+
 static int
 cfg_parse_file(struct cfg_parse *p)
 {
@@ -1534,7 +1682,7 @@ cfg_parse_file(struct cfg_parse *p)
 		return cfg_err(p, r, "syntax error");
 	if (p->cf->nupstreams == 0)
 		return cfg_err(p, 0, "no [upstream NAME] section");
-	return 0;
+	return expand_targets(p);
 }
 
 int
@@ -1585,6 +1733,9 @@ kv_config_free(struct kv_config *cf)
 		free_strs(cf->upstreams[i].paths, cf->upstreams[i].npaths);
 		free_strs(cf->upstreams[i].models, cf->upstreams[i].nmodels);
 		free_strs(cf->upstreams[i].free_paths, cf->upstreams[i].nfree_paths);
+		free_strs(cf->upstreams[i].model_map, cf->upstreams[i].nmodel_map);
+		if (cf->upstreams[i].extra_urls != NULL)
+			free_strs(cf->upstreams[i].extra_urls, cf->upstreams[i].nextra);
 		free_secret(cf->upstreams[i].api_key);
 		free(cf->upstreams[i].ca_file);
 	}

@@ -28,6 +28,21 @@ struct kv_upstream {
 	char	**free_paths;	/* path prefixes relayed unmetered ($0) */
 	size_t	  nfree_paths;
 	int	  shared_stored_objects;	/* virtual keys may reach stored objects */
+	/* Several targets and failover (worker/upstream_set.c). `url = A B C`:
+	 * this entry is target A; B and C become entries of their own appended
+	 * after every section (own pool, TLS context and DNS), with no paths
+	 * or models so that routing never picks them directly. */
+	size_t	  target_of;	/* hidden target: 1 + index of its upstream; 0 */
+	size_t	  first_extra;	/* index of this upstream's first extra target */
+	size_t	  nextra;	/* extra targets (contiguous from first_extra) */
+	char	**extra_urls;	/* while parsing only */
+	char	  fallback[64];	/* [upstream NAME] to try when all targets fail; "" */
+	size_t	  fallback_idx;	/* 1 + its index; 0 none */
+	char	**model_map;	/* "from=to" words: model names for this upstream */
+	size_t	  nmodel_map;
+	int	  eject_after;	/* consecutive failures that eject a target (5) */
+	int	  eject_secs;	/* first ejection's cool-down, grows with each (30) */
+	int	  retry_budget;	/* seconds after which no new attempt starts (10) */
 };
 
 /* Prices are nano-dollars per 1M tokens, parsed exactly from decimal text. */

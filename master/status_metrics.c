@@ -6,6 +6,7 @@
 #endif
 
 #include "master/status_metrics.h"
+#include "shm/targets.h"
 
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -421,6 +422,50 @@ put_gauges(FILE *f, const struct kv_ledger *l, int64_t now)
 	    l->hdr->max_keys);
 }
 
+/* Upstream targets (shm/targets.h), label target="NAME/HOST:PORT". At
+ * most KV_TARGET_SLOTS series per family: bounded by the config. */
+static void
+put_target_metrics(FILE *f, const struct kv_ledger *l, int64_t now)
+{
+	static const struct { const char *name, *type, *help; } fam[] = {
+		{ "kilovolt_upstream_target_requests_total", "counter", "attempts sent to the target" },
+		{ "kilovolt_upstream_target_failures_total", "counter",
+		    "connect, TLS, reset or 502/503/504/429 failures of the target" },
+		{ "kilovolt_upstream_target_retries_total", "counter",
+		    "requests moved from the target to another one" },
+		{ "kilovolt_upstream_target_ejections_total", "counter", "times the target was ejected" },
+		{ "kilovolt_upstream_target_in_flight", "gauge", "requests in flight to the target" },
+		{ "kilovolt_upstream_target_up", "gauge", "0 while the target is ejected or cooling" },
+	};
+	char name[KV_TARGET_NAME];
+	size_t i;
+	int t;
+
+	for (i = 0; i < sizeof(fam) / sizeof(fam[0]); i++) {
+		put_family(f, fam[i].name, fam[i].type, fam[i].help);
+		for (t = 0; t < KV_TARGET_SLOTS; t++) {
+			const struct kv_target_slot *s = &l->hdr->targets[t];
+			uint64_t v;
+
+			if (atomic_load_explicit(&s->state, memory_order_acquire) != 2)
+				continue;
+			memcpy(name, s->name, sizeof(name));
+			name[sizeof(name) - 1] = '\0';
+			switch (i) {
+			case 0: v = atomic_load(&s->requests); break;
+			case 1: v = atomic_load(&s->failures); break;
+			case 2: v = atomic_load(&s->retries); break;
+			case 3: v = atomic_load(&s->ejections_total); break;
+			case 4: v = kv_target_inflight(l, t); break;
+			default: v = atomic_load(&s->down_until_ms) <= now * 1000; break;
+			}
+			fprintf(f, "%s{target=\"", fam[i].name);
+			put_label(f, name);
+			fprintf(f, "\"} %" PRIu64 "\n", v);
+		}
+	}
+}
+
 void
 kv_status_metrics(FILE *f, const struct kv_ledger *l, int64_t now)
 {
@@ -437,4 +482,5 @@ kv_status_metrics(FILE *f, const struct kv_ledger *l, int64_t now)
 	    "time from request to the end of the response", &l->hdr->duration);
 	put_key_metrics(f, l);
 	put_model_metrics(f, l);
+	put_target_metrics(f, l, now);
 }

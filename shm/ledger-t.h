@@ -15,15 +15,19 @@
 #include <stdint.h>
 
 #define KV_LEDGER_MAGIC		0x5245474445564b31ULL	/* "1KVLEDGER" */
-#define KV_LEDGER_VERSION	6u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
+#define KV_LEDGER_VERSION	7u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
 					   4: per-key estimated and free counts;
 					   5: rate limits (account, kv_resv.tokens);
-					   6: key policy, reclaim request */
+					   6: key policy, reclaim request;
+					   7: upstream targets (header, worker in-flight) */
 #define KV_WORKER_SLOTS		64	/* room for two generations during a reload */
 #define KV_RESV_PER_WORKER	2048	/* in-flight reservations one worker may hold */
 #define KV_MODEL_SLOTS		256
 #define KV_MODEL_NAME		96
 #define KV_LABEL_MAX		48
+#define KV_TARGET_SLOTS		16	/* upstream targets (shm/targets.h); the header
+					   stays under 4 KB */
+#define KV_TARGET_NAME		64
 #define KV_HIST_BUCKETS		12	/* + the implicit +Inf bucket */
 
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free");
@@ -69,6 +73,23 @@ struct kv_histogram {
 	_Atomic uint64_t count;
 };
 
+/* One upstream target ("NAME/HOST:PORT"), claimed by CAS on `state` and
+ * shared by every worker: passive health and per-target counters. Its
+ * in-flight requests are counted per worker (kv_worker_slot), so that a
+ * dead worker's die with it. */
+struct kv_target_slot {
+	_Alignas(64) _Atomic uint32_t state;	/* 0 free, 1 claiming, 2 ready */
+	uint32_t	  pad;
+	char		  name[KV_TARGET_NAME];
+	_Atomic uint32_t  fails;		/* consecutive failures */
+	_Atomic uint32_t  ejections;		/* in a row: the cool-down grows */
+	_Atomic int64_t	  down_until_ms;	/* ejected or cooling until, unix ms */
+	_Atomic uint64_t  requests;		/* attempts sent to it */
+	_Atomic uint64_t  failures;
+	_Atomic uint64_t  retries;		/* attempts moved away from it */
+	_Atomic uint64_t  ejections_total;
+};
+
 struct kv_ledger_header {
 	uint64_t	  magic;
 	uint32_t	  version;
@@ -111,6 +132,8 @@ struct kv_ledger_header {
 	 * applies at once; and a worker's "table full" call for a reclaim. */
 	_Atomic uint32_t  policy;		/* KV_POLICY_* bits */
 	_Atomic uint32_t  reclaim_wanted;	/* set by workers, cleared by the master */
+	/* Version 7. */
+	struct kv_target_slot targets[KV_TARGET_SLOTS];
 };
 
 #define KV_POLICY_DENY	0x1u	/* unknown_keys = deny */
@@ -147,6 +170,8 @@ struct kv_worker_slot {
 	_Atomic uint32_t  quiesce_timeouts;	/* ops that stopped waiting for a repair */
 	_Atomic uint64_t  instance;		/* header instance of the spawning master */
 	_Atomic uint64_t  pid_start;		/* the worker's start time, clock ticks */
+	/* Version 7: requests in flight per target (shm/targets.h). */
+	_Atomic uint16_t  target_inflight[KV_TARGET_SLOTS];
 };
 
 /* Slot states of accounts and models. A slot is claimed by a CAS of its
@@ -222,6 +247,7 @@ struct kv_account {
 #define KV_AF_KEPT	0x4u	/* charged or answered 2xx once: never reclaimed */
 
 _Static_assert(sizeof(struct kv_resv) == 16, "kv_resv layout");
+_Static_assert(sizeof(struct kv_target_slot) % 64 == 0, "target slots are cache-line sized");
 _Static_assert(sizeof(struct kv_account) % 64 == 0, "accounts are cache-line sized");
 _Static_assert(sizeof(struct kv_model_slot) % 64 == 0, "model slots are cache-line sized");
 _Static_assert(sizeof(struct kv_worker_slot) % 64 == 0, "worker slots are cache-line sized");

@@ -4,6 +4,7 @@
 
 #include "shm/ledger.h"
 #include "shm/ratelimit.h"
+#include "shm/targets.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -906,6 +907,7 @@ kv_ledger_release_worker(struct kv_ledger *l, struct kv_worker_slot *w)
 	int n = 0;
 
 	(void)kv_ratelimit_release_worker(l, w);	/* reads the same records */
+	kv_targets_release_worker(w);
 	for (i = 0; i < KV_RESV_PER_WORKER; i++) {
 		idx = atomic_load(&w->resv[i].account);
 		if (idx == 0)

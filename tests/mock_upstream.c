@@ -93,6 +93,13 @@
 #define IO_TIMEOUT_S	300		/* no thread outlives a silent peer by more */
 #define HANG_MAX_MS	600000
 
+/* Whole-process behaviour (upstream targets of one upstream, issue 13):
+ * -R answers each request, then resets its connection (a keep-alive client
+ * finds the pooled connection dead on its next request); -S STATUS
+ * and -D MS are the defaults of x-mock-status and x-mock-first-delay-ms. */
+static int mock_reset_all;
+static long mock_def_status, mock_def_first_delay;
+
 struct mock {
 	SSL_CTX		*tls;
 	FILE		*log;
@@ -801,11 +808,12 @@ scan_controls(struct req *rq)
 	if (rq->token_bytes == 0)
 		rq->token_bytes = 1;
 	rq->delay_ms = hdr_long(rq, "x-mock-delay-ms", 0, 60000);
-	rq->first_delay_ms = hdr_long(rq, "x-mock-first-delay-ms", 0, HANG_MAX_MS);
+	rq->first_delay_ms = hdr_long(rq, "x-mock-first-delay-ms", mock_def_first_delay,
+	    HANG_MAX_MS);
 	rq->cached = hdr_long(rq, "x-mock-cached", 0, LONG_MAX);
 	rq->cache_write = hdr_long(rq, "x-mock-cache-write", 0, LONG_MAX);
 	rq->two_deltas = hdr_long(rq, "x-mock-two-deltas", 0, 1) == 1;
-	rq->status = (int)hdr_long(rq, "x-mock-status", 0, 599);
+	rq->status = (int)hdr_long(rq, "x-mock-status", mock_def_status, 599);
 	rq->fail = FAIL_NONE;
 	if (fail != NULL && strcasecmp(fail, "reset") == 0)
 		rq->fail = FAIL_RESET;
@@ -1520,7 +1528,7 @@ serve_one(struct conn *c)
 	if (route(c) == -1)
 		return -1;
 	c->in_response = 0;
-	if (hdr(rq, "x-mock-silent-close") != NULL)
+	if (hdr(rq, "x-mock-silent-close") != NULL || mock_reset_all)
 		return 1;
 	return rq->keepalive ? 0 : 1;
 }
@@ -1551,6 +1559,11 @@ conn_thread(void *arg)
 	if (c->rq.body != NULL && c->tokbuf != NULL)
 		serve(c);
 	SSL_free(c->ssl);
+	if (mock_reset_all) {
+		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+		(void)setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
 	close(c->fd);
 	free(c->rq.body);
 	free(c->tokbuf);
@@ -1956,6 +1969,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: mock_upstream -p PORT [-t CERT KEY] [-l LOGFILE] [-P PORTFILE]\n"
+	    "       [-R] [-S STATUS] [-D FIRST-DELAY-MS]\n"
 	    "       mock_upstream --free-port\n");
 	exit(2);
 }
@@ -1969,7 +1983,7 @@ main(int argc, char **argv)
 
 	if (argc == 2 && strcmp(argv[1], "--free-port") == 0)
 		return free_port();
-	while ((ch = getopt(argc, argv, "p:t:l:P:")) != -1) {
+	while ((ch = getopt(argc, argv, "p:t:l:P:RS:D:")) != -1) {
 		switch (ch) {
 		case 'p': port = optarg; break;
 		case 't':
@@ -1980,6 +1994,9 @@ main(int argc, char **argv)
 			break;
 		case 'l': logfile = optarg; break;
 		case 'P': portfile = optarg; break;
+		case 'R': mock_reset_all = 1; break;
+		case 'S': mock_def_status = strtol(optarg, NULL, 10); break;
+		case 'D': mock_def_first_delay = strtol(optarg, NULL, 10); break;
 		default: usage();
 		}
 	}

@@ -104,6 +104,15 @@ struct kv_conn {
 	struct kv_rl_view	 rl;
 	int			 no_retry;	/* our error cannot pass on a retry */
 
+	/* upstream targets (upstream_set.c) */
+	const struct kv_upstream *ugroup;	/* the upstream whose targets are tried */
+	int			 tslot1;	/* 1 + ledger target slot in flight; 0 none */
+	uint64_t		 tried;		/* positions in ugroup tried */
+	int			 tpos;		/* current position */
+	int			 fell_back;	/* ugroup is the fallback now */
+	int64_t			 t_first_try_ms;
+	char			 tlabel[64];	/* NAME/HOST:PORT, for x-kilovolt-upstream */
+
 	/* output staging: the upstream request, then what goes to the client */
 	char			*obuf;
 	size_t			 olen, opos, ocap;
@@ -183,11 +192,12 @@ void	kv_request_release(struct kv_conn *c);
  * reservation). Returns 0 admitted; else the budget reservation is released
  * and the 429 is under way (conn_fail's result is in *st). */
 int	conn_rate_admit(struct kv_conn *c, enum step *st);
-/* Settle the request's tokens (before the budget settle). */
-void	conn_rate_settle(struct kv_conn *c, const struct kv_usage *u);
-/* Append this response's x-ratelimit-* lines to obuf (nothing when the key
- * has no limit). Returns 0 or -1. */
-int	conn_rate_headers(struct kv_conn *c);
+/* Settle the request's tokens (before the budget settle) and end its
+ * target's in-flight count. */
+void	conn_traffic_settle(struct kv_conn *c, const struct kv_usage *u);
+/* Append this response's x-kilovolt-upstream and x-ratelimit-* lines (when
+ * the key has a limit) to obuf. Returns 0 or -1. */
+int	conn_traffic_headers(struct kv_conn *c);
 /* The retry headers of our own error STATUS (x-ratelimit-*, retry-after,
  * x-should-retry) into BUF; returns the length or -1. */
 int	conn_error_headers(struct kv_conn *c, int status, char *buf, size_t len);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "worker/upstream_set.h"
 
 /* The tokens a request can cost at most, as the budget bound counts them:
  * every body byte an input token, plus the output limit it names (else
@@ -67,22 +68,25 @@ conn_rate_admit(struct kv_conn *c, enum step *st)
 }
 
 void
-conn_rate_settle(struct kv_conn *c, const struct kv_usage *u)
+conn_traffic_settle(struct kv_conn *c, const struct kv_usage *u)
 {
+	conn_upset_finish(c);
 	if (c->resv >= 0)
 		kv_ratelimit_settle(c->w->ledger, c->w->slot, c->resv,
 		    kv_ratelimit_tokens(u, c->anthropic));
 }
 
 int
-conn_rate_headers(struct kv_conn *c)
+conn_traffic_headers(struct kv_conn *c)
 {
 	int n;
 
+	if (conn_obuf_reserve(c, 640) == -1)
+		return -1;
+	if (c->ugroup != NULL && conn_obuf_printf(c, "x-kilovolt-upstream: %s\r\n", c->tlabel) == -1)
+		return -1;
 	if (!c->rl_on)
 		return 0;
-	if (conn_obuf_reserve(c, 512) == -1)
-		return -1;
 	if ((n = kv_ratelimit_headers(&c->rl, c->obuf + c->olen, c->ocap - c->olen)) == -1)
 		return -1;
 	c->olen += (size_t)n;

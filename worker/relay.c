@@ -2,6 +2,7 @@
  * (splice for plaintext bytes nobody needs to see), scan it for usage,
  * filter the usage event we injected, and settle the charge. */
 #include "worker/conn-t.h"
+#include "worker/upstream_set.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -92,7 +93,7 @@ build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 		return -1;
 	if (c->cors_origin[0] != '\0')
 		c->olen += (size_t)n;
-	if (conn_rate_headers(c) == -1)
+	if (conn_traffic_headers(c) == -1)
 		return -1;
 	if (((!c->reframe && c->resp_chunked) || c->out_chunked) &&
 	    conn_obuf_printf(c, "Transfer-Encoding: chunked\r\n") == -1)
@@ -441,6 +442,8 @@ relay_head(struct kv_conn *c)
 				c->ulen -= (size_t)r;
 				continue;
 			}
+			if (r > 0 && conn_upset_answer(c, &c->w->res))
+				return conn_failover(c, 502, "upstream refused the request", 1);
 			if (r > 0)
 				return on_resp_head(c, (size_t)r);
 			if (r < 0) {
@@ -851,7 +854,7 @@ relay_finish(struct kv_conn *c)
 		return;
 	c->logged = 1;
 	cost = charge(c, &u, &model);
-	conn_rate_settle(c, &u);
+	conn_traffic_settle(c, &u);
 	if (c->resv >= 0) {
 		kv_ledger_settle(c->w->ledger, c->w->slot, c->resv, cost,
 		    u.input || u.output ? &u : NULL, model);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "worker/upstream_set.h"
 #include "common/money.h"
 #include "worker/endpoints.h"
 #include "worker/spool.h"
@@ -734,6 +735,7 @@ admit(struct kv_conn *c)
 	 * (401, 402, 503) is told apart by the state it leaves. */
 	if ((st = reserve(c)) != STEP_CONT || c->state == CS_ERRWRITE)
 		return st;
+	conn_upset_pick(c, up);
 	if (c->force_usage && (s = build_inject(c, &msg)) != 0)
 		return conn_fail(c, s, msg);
 	if (build_request(c) == -1)
@@ -781,7 +783,7 @@ request_connect(struct kv_conn *c)
 	}
 	if ((c->uc = kv_upconn_connect(c->rt, err, sizeof(err))) == NULL) {
 		kv_log_warnx("KV0420", "%s", err);
-		return conn_fail(c, 502, "upstream unreachable");
+		return conn_failover(c, 502, "upstream unreachable", 1);
 	}
 	c->state = CS_CONNECT;
 	conn_watch_client(c, EPOLLRDHUP);
@@ -797,7 +799,7 @@ request_connect_done(struct kv_conn *c)
 
 	if (kv_upconn_connected(c->uc, err, sizeof(err)) == -1) {
 		kv_log_warnx("KV0421", "%s", err);
-		return conn_fail(c, 502, "upstream unreachable");
+		return conn_failover(c, 502, "upstream unreachable", 1);
 	}
 	c->state = c->uc->s.ssl != NULL ? CS_HANDSHAKE : CS_SEND_REQ;
 	return STEP_CONT;
@@ -819,7 +821,7 @@ request_handshake(struct kv_conn *c)
 		return STEP_WAIT;
 	}
 	kv_log_warnx("KV0422", "upstream %s: %s", c->rt->cf->name, err);
-	return conn_fail(c, 502, "TLS to the upstream failed");
+	return conn_failover(c, 502, "TLS to the upstream failed", 1);
 }
 
 /* A pooled connection the server closed under us: one fresh try, when the
@@ -828,7 +830,8 @@ enum step
 request_retry(struct kv_conn *c)
 {
 	if (!c->uc->reused || c->retried || !c->keep_obuf)
-		return conn_fail(c, 502, "upstream closed the connection");
+		return conn_failover(c, 502, "upstream closed the connection",
+		    c->opos == 0 || conn_upset_unacked(c));
 	kv_upconn_close(c->uc, 0);
 	if (c->uregistered) {
 		/* close() already removed the fd from epoll */

@@ -1,0 +1,125 @@
+/* Upstream target slots in the ledger header; see shm/targets.h. */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "shm/targets.h"
+
+#include <sched.h>
+#include <string.h>
+
+int
+kv_target_slot(struct kv_ledger *l, const char *name)
+{
+	struct kv_target_slot *s;
+	uint32_t st, zero;
+	int i, spins;
+
+	for (i = 0; i < KV_TARGET_SLOTS; i++) {
+		s = &l->hdr->targets[i];
+		st = atomic_load_explicit(&s->state, memory_order_acquire);
+		if (st == 0) {
+			zero = 0;
+			if (atomic_compare_exchange_strong(&s->state, &zero, 1)) {
+				memset(s->name, 0, sizeof(s->name));
+				strncpy(s->name, name, sizeof(s->name) - 1);
+				atomic_store_explicit(&s->state, 2, memory_order_release);
+				return i;
+			}
+			st = zero;
+		}
+		/* A claimer only copies a name: it is ready in a moment. */
+		for (spins = 0; st == 1 && spins < 1000; spins++) {
+			sched_yield();
+			st = atomic_load_explicit(&s->state, memory_order_acquire);
+		}
+		if (st == 2 && strncmp(s->name, name, sizeof(s->name) - 1) == 0)
+			return i;
+	}
+	return -1;
+}
+
+uint64_t
+kv_target_inflight(const struct kv_ledger *l, int t)
+{
+	uint64_t sum = 0;
+	int i;
+
+	if (t < 0)
+		return 0;
+	for (i = 0; i < KV_WORKER_SLOTS; i++)
+		if (atomic_load(&l->workers[i].pid) != 0)
+			sum += atomic_load(&l->workers[i].target_inflight[t]);
+	return sum;
+}
+
+void
+kv_target_count(struct kv_worker_slot *w, int t, int delta)
+{
+	if (t < 0)
+		return;
+	if (delta > 0)
+		atomic_fetch_add(&w->target_inflight[t], 1);
+	else if (atomic_load(&w->target_inflight[t]) > 0)	/* only this worker writes it */
+		atomic_fetch_sub(&w->target_inflight[t], 1);
+}
+
+int
+kv_target_down(const struct kv_ledger *l, int t, int64_t now_ms)
+{
+	return t >= 0 && atomic_load(&l->hdr->targets[t].down_until_ms) > now_ms;
+}
+
+void
+kv_target_ok(struct kv_ledger *l, int t)
+{
+	if (t < 0)
+		return;
+	atomic_store(&l->hdr->targets[t].fails, 0);
+	atomic_store(&l->hdr->targets[t].ejections, 0);
+}
+
+int
+kv_target_fail(struct kv_ledger *l, int t, int64_t now_ms, int eject_after,
+    int eject_secs, int may_eject)
+{
+	struct kv_target_slot *s;
+	uint32_t n, fails;
+
+	if (t < 0)
+		return 0;
+	s = &l->hdr->targets[t];
+	atomic_fetch_add(&s->failures, 1);
+	fails = atomic_fetch_add(&s->fails, 1) + 1;
+	if (fails < (uint32_t)eject_after || !may_eject)
+		return 0;
+	/* One of the workers that see the threshold ejects it. */
+	if (!atomic_compare_exchange_strong(&s->fails, &fails, 0))
+		return 0;
+	n = atomic_fetch_add(&s->ejections, 1) + 1;
+	atomic_store(&s->down_until_ms, now_ms + (int64_t)eject_secs * 1000 * n);
+	atomic_fetch_add(&s->ejections_total, 1);
+	return 1;
+}
+
+void
+kv_target_cool(struct kv_ledger *l, int t, int64_t now_ms, int secs)
+{
+	int64_t until = now_ms + (int64_t)secs * 1000, old;
+
+	if (t < 0 || secs <= 0)
+		return;
+	old = atomic_load(&l->hdr->targets[t].down_until_ms);
+	while (old < until &&
+	    !atomic_compare_exchange_weak(&l->hdr->targets[t].down_until_ms, &old, until))
+		;
+}
+
+void
+kv_targets_release_worker(struct kv_worker_slot *w)
+{
+	int i;
+
+	for (i = 0; i < KV_TARGET_SLOTS; i++)
+		atomic_store(&w->target_inflight[i], 0);
+}

@@ -1,0 +1,121 @@
+/* Rewrite a kept request for another target; see upstream_rewrite.h. */
+#include "worker/upstream_rewrite.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+const char *
+kv_model_map(const struct kv_upstream *u, const char *model, size_t *len)
+{
+	size_t i, n = strlen(model);
+
+	for (i = 0; i < u->nmodel_map; i++) {
+		const char *w = u->model_map[i], *eq = strchr(w, '=');
+
+		if (eq != NULL && (size_t)(eq - w) == n && strncmp(w, model, n) == 0) {
+			*len = strlen(eq + 1);
+			return eq + 1;
+		}
+	}
+	return NULL;
+}
+
+/* Where the top-level "model" string's value (without quotes) lies in the
+ * JSON body B: the first "model" member whose value is exactly MODEL.
+ * Member names inside strings are escaped (\"model\"), so a raw match
+ * starts a real member. Returns the offset or -1. */
+static long
+find_model(const char *b, size_t len, const char *model)
+{
+	size_t ml = strlen(model), i, j;
+
+	for (i = 0; i + 7 < len; i++) {
+		if (memcmp(b + i, "\"model\"", 7) != 0 || (i > 0 && b[i - 1] == '\\'))
+			continue;
+		j = i + 7;
+		while (j < len && (b[j] == ' ' || b[j] == '\t' || b[j] == '\r' || b[j] == '\n'))
+			j++;
+		if (j >= len || b[j++] != ':')
+			continue;
+		while (j < len && (b[j] == ' ' || b[j] == '\t' || b[j] == '\r' || b[j] == '\n'))
+			j++;
+		if (j + ml + 2 <= len && b[j] == '"' && memcmp(b + j + 1, model, ml) == 0 &&
+		    b[j + 1 + ml] == '"')
+			return (long)(j + 1);
+	}
+	return -1;
+}
+
+static int
+drop_header(const struct kv_http_header *h, int creds)
+{
+	static const char *const drop[] = { "host", "content-length", "connection", NULL };
+	const char *const *d;
+
+	for (d = drop; *d != NULL; d++)
+		if (h->name_len == strlen(*d) && strncasecmp(h->name, *d, h->name_len) == 0)
+			return 1;
+	return creds && ((h->name_len == 13 && strncasecmp(h->name, "authorization", 13) == 0) ||
+	    (h->name_len == 9 && strncasecmp(h->name, "x-api-key", 9) == 0));
+}
+
+int
+kv_upset_rewrite(struct kv_conn *c, const struct kv_upstream *from)
+{
+	const struct kv_upstream *to = c->rt->cf;
+	struct kv_http_request *req = &c->w->req;
+	const char *reason, *body, *mapped = NULL;
+	size_t blen, mlen = 0, i, cap;
+	long at = -1;
+	int status, hl, n, creds;
+	char *nb;
+
+	if ((hl = kv_http_parse_request(c->obuf, c->olen, req, &status, &reason)) <= 0)
+		return -1;
+	body = c->obuf + hl;
+	blen = c->olen - (size_t)hl;
+	if (c->fell_back && c->ri.model[0] != '\0' &&
+	    (mapped = kv_model_map(c->ugroup, c->ri.model, &mlen)) != NULL &&
+	    (at = find_model(body, blen, c->ri.model)) < 0)
+		mapped = NULL;
+	/* A provider key of ours never goes to another provider. */
+	creds = from->api_key != NULL || to->api_key != NULL;
+	cap = (size_t)hl + blen + mlen + strlen(to->base_path) + strlen(to->host_header) +
+	    (to->api_key ? strlen(to->api_key) : 0) + 2 * req->nheaders + 256;
+	if ((nb = malloc(cap)) == NULL)
+		return -1;
+	n = snprintf(nb, cap, "%s %s%s HTTP/1.1\r\nHost: %s\r\n", c->method, to->base_path,
+	    c->target, to->host_header);
+	for (i = 0; i < req->nheaders; i++) {
+		const struct kv_http_header *h = &req->headers[i];
+
+		if (drop_header(h, creds))
+			continue;
+		n += snprintf(nb + n, cap - (size_t)n, "%.*s: %.*s\r\n", (int)h->name_len, h->name,
+		    (int)h->value_len, h->value);
+	}
+	if (to->api_key != NULL)
+		n += snprintf(nb + n, cap - (size_t)n, c->auth_x_api_key ? "x-api-key: %s\r\n" :
+		    "Authorization: Bearer %s\r\n", to->api_key);
+	if (blen > 0 || kv_http_find(req->headers, req->nheaders, "content-length") != NULL)
+		n += snprintf(nb + n, cap - (size_t)n, "Content-Length: %zu\r\n",
+		    mapped ? blen - strlen(c->ri.model) + mlen : blen);
+	n += snprintf(nb + n, cap - (size_t)n, "Connection: keep-alive\r\n\r\n");
+	if (mapped != NULL) {
+		memcpy(nb + n, body, (size_t)at);
+		memcpy(nb + n + at, mapped, mlen);
+		memcpy(nb + n + at + mlen, body + at + strlen(c->ri.model),
+		    blen - (size_t)at - strlen(c->ri.model));
+		n += (int)(blen - strlen(c->ri.model) + mlen);
+	} else {
+		memcpy(nb + n, body, blen);
+		n += (int)blen;
+	}
+	free(c->obuf);
+	c->obuf = nb;
+	c->olen = (size_t)n;
+	c->ocap = cap;
+	return 0;
+}

@@ -1,0 +1,39 @@
+/* Upstreams with several targets (`url = A B C`), chosen by power of two
+ * choices on the fewest requests in flight (counted in the ledger, so every
+ * worker sees the same load), with passive health (shm/targets.h) and
+ * failover: before any response byte reaches the client, a request whose
+ * target could not have billed it (connect or TLS failure, a reset before
+ * the target acknowledged a request byte, a 429/502/503/504 answer) moves
+ * to another target of its upstream, at most once per target and within
+ * retry_budget seconds, then to the `fallback` upstream with its api_key
+ * and model_map. Nothing is retried once the response started. */
+#ifndef KV_UPSTREAM_SET_H
+#define KV_UPSTREAM_SET_H
+
+#include "worker/conn-t.h"
+
+/* Choose the first target of upstream UP for C: sets c->rt, the target
+ * it counts in flight, and the name x-kilovolt-upstream shows. */
+void	conn_upset_pick(struct kv_conn *c, const struct kv_upstream *up);
+
+/* The attempt failed before any response byte (STATUS and MSG are what the
+ * client gets when no other target can take it). SAFE: the target cannot
+ * have received the request (nothing written, or nothing acknowledged).
+ * Records the failure, then tries the next target or the fallback. */
+enum step conn_failover(struct kv_conn *c, int status, const char *msg, int safe);
+
+/* Is nothing of what was written to C's upstream connection acknowledged
+ * by the target (TCP_INFO)? A target that reset without reading cannot
+ * have billed. 0 when unsure. */
+int	conn_upset_unacked(const struct kv_conn *c);
+
+/* A response head with STATUS arrived. Returns 1 when the request should
+ * move to another target instead (429/502/503/504 and one is left; a
+ * retry-after cools the target for that long), else 0 (and the target
+ * counts as working). */
+int	conn_upset_answer(struct kv_conn *c, const struct kv_http_response *res);
+
+/* The request is over: its target is no longer in flight. */
+void	conn_upset_finish(struct kv_conn *c);
+
+#endif
