@@ -143,7 +143,7 @@ kv_start_mock
 redis_start
 host_start a
 host_start b
-host_start c
+host_start c closed "redis://127.0.0.1:$RPORT"	# c over TCP, a and b over the unix socket
 for h in a b c; do
 	check "host $h leased for the key within 5 s" kv_wait_for 5 synced $h
 done
