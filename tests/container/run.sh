@@ -80,7 +80,12 @@ build_image() {
 		say "FAIL: image build"
 		exit 1
 	fi
-	say "image built in $((SECONDS - t0)) s, $($P image inspect --format '{{.Size}}' "$IMAGE" | awk '{ printf "%.1f MB", $1 / 1e6 }')"
+	local bytes
+	bytes=$($P image inspect --format '{{.Size}}' "$IMAGE")
+	say "image built in $((SECONDS - t0)) s, $(awk -v b="$bytes" 'BEGIN { printf "%.1f MB", b / 1e6 }')"
+	# The runtime stage holds the programs, their libraries, CA certificates
+	# and the config: no shell, no package manager (issue 15: under 40 MB).
+	[ "$bytes" -lt 40000000 ] || { say "FAIL: the image is $bytes bytes, over 40 MB"; fail=1; }
 }
 
 start_mock() {
@@ -106,9 +111,11 @@ free_port() {
 
 # The image's own config, with the upstreams pointed at the mock.
 write_config() {
-	$P run --rm --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 "$IMAGE" \
-	    cat /etc/kilovolt/kilovolt.ini > "$tmp/image.ini" 2> /dev/null ||
-	    { say "FAIL: no /etc/kilovolt/kilovolt.ini in the image"; exit 1; }
+	# The image has no shell or cat: copy the file out of a created container.
+	local cid
+	cid=$($P create "$IMAGE" 2> /dev/null) && $P cp "$cid:/etc/kilovolt/kilovolt.ini" "$tmp/image.ini" 2> /dev/null
+	[ -n "$cid" ] && $P rm -f "$cid" > /dev/null 2>&1
+	[ -s "$tmp/image.ini" ] || { say "FAIL: no /etc/kilovolt/kilovolt.ini in the image"; exit 1; }
 	grep -q '^ledger = /var/lib/kilovolt/ledger' "$tmp/image.ini" ||
 	    { say "FAIL: the image's config does not keep its ledger on the volume"; exit 1; }
 	sed -e "s|^url = https://api.openai.com|url = http://127.0.0.1:$mock_port|" \

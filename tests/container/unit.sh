@@ -18,23 +18,30 @@ mkdir -p "$tmp/unit" || exit 1
 # The image is configured with --prefix=/usr --sysconfdir=/etc.
 sed -e 's|@sbindir@|/usr/sbin|g' -e 's|@sysconfdir@|/etc|g' \
     "$top_srcdir/systemd/kilovolt.service.in" > "$tmp/unit/kilovolt.service"
+# IMAGE has no shell or package manager: the image's own programs, config
+# and libraries on a Debian base that has them, as on a full host.
 cat > "$tmp/unit/Containerfile" <<CF
-FROM $image
-USER root
+FROM $image AS kv
+FROM debian:bookworm-slim
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends systemd procps \\
- && rm -rf /var/lib/apt/lists/*
+        libssl3 libinih1 libmicrohttpd12 ca-certificates \\
+ && rm -rf /var/lib/apt/lists/* \\
+ && useradd --system --user-group --home-dir /var/lib/kilovolt --shell /usr/sbin/nologin kilovolt
+COPY --from=kv /usr/sbin/kilovoltd /usr/sbin/kilovoltd
+COPY --from=kv /usr/bin/kvctl /usr/bin/kvctl
+COPY --from=kv /etc/kilovolt /etc/kilovolt
 COPY kilovolt.service /etc/systemd/system/kilovolt.service
 RUN systemctl mask systemd-logind.service getty.target console-getty.service
 STOPSIGNAL SIGRTMIN+3
 CMD ["/lib/systemd/systemd"]
 CF
 timeout 900 $P build --network host --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
-    -t kilovolt:test-systemd "$tmp/unit" > "$tmp/unit/build.log" 2>&1 ||
+    -t "$image-systemd" "$tmp/unit" > "$tmp/unit/build.log" 2>&1 ||
     { tail -n 20 "$tmp/unit/build.log"; bad "image with systemd"; exit 1; }
 
 # Namespaces for ProtectSystem= and friends need a privileged container.
 $P run -d --name "$name" --privileged --systemd=always --network host \
-    --ulimit nofile=4096:4096 --ulimit nproc=1024:1024 kilovolt:test-systemd > "$tmp/unit/run.log" 2>&1 ||
+    --ulimit nofile=4096:4096 --ulimit nproc=1024:1024 "$image-systemd" > "$tmp/unit/run.log" 2>&1 ||
     { cat "$tmp/unit/run.log"; bad "podman run"; exit 1; }
 trap '$P rm -f -v -t 5 "$name" > /dev/null 2>&1' EXIT
 
