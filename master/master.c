@@ -26,6 +26,7 @@
 #include "master/notify.h"
 #include "master/status.h"
 #include "master/trim.h"
+#include "shm/history.h"
 #include "shm/grow.h"
 #include "shm/guard.h"
 #include "shm/ledger.h"
@@ -737,6 +738,7 @@ tick(struct master *m, int64_t *last_sync)
 		repair_now(m);
 	roll_periods(m);
 	top_up(m);
+	kv_history_sample_all(&m->ledger, (int64_t)time(NULL));	/* the status page's charts */
 	if (now - *last_sync >= SYNC_SECS * 1000) {
 		*last_sync = now;
 		if (kv_ledger_sync(&m->ledger) == -1)

@@ -28,7 +28,7 @@
 
 #include "common/log.h"
 #include "master/status_metrics.h"
-#include "master/status_page.h"
+#include "master/status_html.h"
 #include "shm/report.h"
 
 #define STATUS_MAX_BODY		1024	/* admin bodies are one small object */
@@ -127,18 +127,6 @@ send_error(struct MHD_Connection *c, unsigned int status, const char *msg)
 	kv_report_json_string(o.f, msg);
 	fputs("}\n", o.f);
 	return out_send(c, &o, status, "application/json");
-}
-
-static enum MHD_Result
-send_static(struct MHD_Connection *c, unsigned int status, const char *body,
-    const char *ctype)
-{
-	struct status_out o;
-
-	if (out_open(&o) == -1)
-		return MHD_NO;
-	fputs(body, o.f);
-	return out_send(c, &o, status, ctype);
 }
 
 /* ---- health ---------------------------------------------------------- */
@@ -446,8 +434,10 @@ serve_get(struct kv_status *st, struct MHD_Connection *c, enum route r)
 
 	switch (r) {
 	case R_PAGE:
-		return send_static(c, MHD_HTTP_OK, kv_status_page,
-		    "text/html; charset=utf-8");
+		if (out_open(&o) == -1)
+			return MHD_NO;
+		kv_status_html(o.f, st->l, now);
+		return out_send(c, &o, MHD_HTTP_OK, "text/html; charset=utf-8");
 	case R_HEALTH:
 		return serve_healthz(c, st->l, now);
 	case R_JSON:

@@ -15,11 +15,12 @@
 #include <stdint.h>
 
 #define KV_LEDGER_MAGIC		0x5245474445564b31ULL	/* "1KVLEDGER" */
-#define KV_LEDGER_VERSION	7u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
+#define KV_LEDGER_VERSION	8u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
 					   4: per-key estimated and free counts;
 					   5: rate limits (account, kv_resv.tokens);
 					   6: key policy, reclaim request;
-					   7: upstream targets (header, worker in-flight) */
+					   7: upstream targets (header, worker in-flight);
+					   8: per-key spend history */
 #define KV_WORKER_SLOTS		64	/* room for two generations during a reload */
 #define KV_RESV_PER_WORKER	2048	/* in-flight reservations one worker may hold */
 #define KV_MODEL_SLOTS		256
@@ -29,6 +30,9 @@
 					   stays under 4 KB */
 #define KV_TARGET_NAME		64
 #define KV_HIST_BUCKETS		12	/* + the implicit +Inf bucket */
+#define KV_HIST_MINUTES		60	/* spend history: the last hour by minute */
+#define KV_HIST_HOURS		24	/* ... and the last day by hour */
+#define KV_HIST_PAD		1	/* keeps struct kv_account a multiple of 64 bytes */
 
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free");
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free");
@@ -237,6 +241,16 @@ struct kv_account {
 	_Atomic int64_t	  rpm_tat;
 	_Atomic int64_t	  tpm_tat;
 	_Atomic uint64_t  rate_refusals;	/* 429s for rpm or tpm */
+	/* Version 8. Spend history for the status page's chart and
+	 * /status.json, written by the master only (master/history.c): rings
+	 * indexed by time, spend per minute over the last hour and per hour
+	 * over the last day. */
+	_Atomic int64_t	  hist_sampled_nusd;	/* spent_nusd at the last sample */
+	_Atomic int64_t	  hist_minute;		/* unix minute of the newest minute bucket; 0 = never */
+	_Atomic int64_t	  hist_hour;		/* unix hour of the newest hour bucket */
+	_Atomic int64_t	  hist_minute_nusd[KV_HIST_MINUTES];	/* [minute % 60] */
+	_Atomic int64_t	  hist_hour_nusd[KV_HIST_HOURS];	/* [hour % 24] */
+	int64_t		  hist_pad[KV_HIST_PAD];
 };
 
 #define KV_ACCOUNT_NAMED 0x1u

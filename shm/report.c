@@ -4,6 +4,7 @@
 
 #include "shm/report.h"
 #include "shm/ratelimit.h"
+#include "shm/history.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -349,5 +350,6 @@ kv_report_status_json(FILE *f, const struct kv_ledger *l, int64_t now)
 	keys_array(f, l);
 	fputs(",\"models\":", f);
 	models_array(f, l);
+	kv_history_json(f, l, now);
 	fputs("}\n", f);
 }

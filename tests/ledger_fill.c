@@ -12,6 +12,10 @@
  *                                 period that began long ago, for roll tests)
  *   worker SLOT PID               mark a worker slot alive (for status)
  *   master PID                    record a master pid and start time
+ *   spend RAW SECS_AGO NUSD       RAW spent NUSD nano-dollars SECS_AGO
+ *                                 seconds ago: the spend goes into RAW's
+ *                                 history rings through the master's own
+ *                                 kv_history_sample (give them oldest first)
  *   halfclaim RAW                 write RAW's claim tag into the first free
  *                                 slot of its chain and stop there, as a
  *                                 claimer killed mid-claim leaves it
@@ -30,6 +34,7 @@
 #include <time.h>
 
 #include "common/money.h"
+#include "shm/history.h"
 #include "shm/ledger.h"
 
 static int
@@ -176,6 +181,21 @@ step_skew(struct kv_ledger *l, char **a)
 	return 0;
 }
 
+static int
+step_spend(struct kv_ledger *l, char **a)
+{
+	struct kv_account *acct = account_of(l, a[0]);
+	int64_t t = (int64_t)time(NULL) - atoll(a[1]);
+
+	if (acct == NULL)
+		return fail("no such key", a[0]);
+	if (atomic_load(&acct->hist_minute) == 0)
+		kv_history_sample(acct, t);	/* where spend stood before */
+	atomic_fetch_add(&acct->spent_nusd, atoll(a[2]));
+	kv_history_sample(acct, t);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int nargs;
@@ -189,6 +209,7 @@ static const struct {
 	{ "master", 1, step_master },
 	{ "halfclaim", 1, step_halfclaim },
 	{ "skew", 2, step_skew },
+	{ "spend", 3, step_spend },
 };
 
 static int

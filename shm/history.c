@@ -1,0 +1,118 @@
+/* Per-key spend history: see history.h. */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "shm/history.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shm/report.h"
+
+/* Move ring R (n buckets, newest at unit *newest) forward to unit `unit`,
+ * zeroing the buckets in between; then add delta to it. */
+static void
+ring_add(_Atomic int64_t *r, int n, _Atomic int64_t *newest, int64_t unit,
+    int64_t delta)
+{
+	int64_t have = atomic_load_explicit(newest, memory_order_relaxed), u;
+
+	if (unit > have) {
+		for (u = have + 1 > unit - n + 1 ? have + 1 : unit - n + 1; u <= unit; u++)
+			atomic_store_explicit(&r[u % n], 0, memory_order_relaxed);
+		atomic_store_explicit(newest, unit, memory_order_release);
+	}
+	if (delta != 0 && unit >= have - n + 1)
+		atomic_fetch_add_explicit(&r[unit % n], delta, memory_order_relaxed);
+}
+
+void
+kv_history_sample(struct kv_account *a, int64_t now)
+{
+	int64_t cur = atomic_load(&a->spent_nusd);
+	int64_t was = atomic_load_explicit(&a->hist_sampled_nusd, memory_order_relaxed);
+	int64_t delta;
+
+	if (now <= 0)
+		return;
+	delta = cur >= was ? cur - was : (cur > 0 ? cur : 0);
+	ring_add(a->hist_minute_nusd, KV_HIST_MINUTES, &a->hist_minute, now / 60, delta);
+	ring_add(a->hist_hour_nusd, KV_HIST_HOURS, &a->hist_hour, now / 3600, delta);
+	atomic_store_explicit(&a->hist_sampled_nusd, cur, memory_order_relaxed);
+}
+
+void
+kv_history_sample_all(struct kv_ledger *l, int64_t now)
+{
+	uint32_t i;
+
+	for (i = 0; i < l->hdr->max_keys; i++)
+		if (atomic_load_explicit(&l->accounts[i].state, memory_order_acquire) ==
+		    KV_SLOT_READY)
+			kv_history_sample(&l->accounts[i], now);
+}
+
+static void
+ring_read(const _Atomic int64_t *r, int n, int64_t newest, int64_t unit,
+    int64_t *out)
+{
+	int64_t u;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		u = unit - n + 1 + i;
+		out[i] = u <= newest && u > newest - n ?
+		    atomic_load_explicit(&r[u % n], memory_order_relaxed) : 0;
+	}
+}
+
+void
+kv_history_read(const struct kv_account *a, int64_t now,
+    int64_t minutes[KV_HIST_MINUTES], int64_t hours[KV_HIST_HOURS])
+{
+	ring_read(a->hist_minute_nusd, KV_HIST_MINUTES,
+	    atomic_load_explicit(&a->hist_minute, memory_order_acquire), now / 60, minutes);
+	ring_read(a->hist_hour_nusd, KV_HIST_HOURS,
+	    atomic_load_explicit(&a->hist_hour, memory_order_acquire), now / 3600, hours);
+}
+
+static void
+series_json(FILE *f, const char *name, const int64_t *v, int n)
+{
+	int i;
+
+	fprintf(f, ",\"%s\":[", name);
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s%" PRId64, i ? "," : "", v[i]);
+	fputc(']', f);
+}
+
+void
+kv_history_json(FILE *f, const struct kv_ledger *l, int64_t now)
+{
+	const struct kv_account **v;
+	int64_t mins[KV_HIST_MINUTES], hours[KV_HIST_HOURS];
+	char id[13], label[KV_LABEL_MAX];
+	size_t i, n;
+
+	n = kv_report_sorted_accounts(l, &v);
+	fputs(",\"history\":[", f);
+	for (i = 0; i < n; i++) {
+		kv_key_id(v[i]->hash, id);
+		memcpy(label, v[i]->label, sizeof(label));
+		label[sizeof(label) - 1] = '\0';
+		fprintf(f, "%s{\"id\":\"%s\",\"label\":", i ? "," : "", id);
+		if (label[0] != '\0')
+			kv_report_json_string(f, label);
+		else
+			fputs("null", f);
+		kv_history_read(v[i], now, mins, hours);
+		series_json(f, "minute_nusd", mins, KV_HIST_MINUTES);
+		series_json(f, "hour_nusd", hours, KV_HIST_HOURS);
+		fputc('}', f);
+	}
+	fputc(']', f);
+	free(v);
+}

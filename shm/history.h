@@ -1,0 +1,34 @@
+/* Per-key spend history (ledger version 5): rings of spend per minute over
+ * the last hour and per hour over the last day, in each account slot. The
+ * master samples every account's spent_nusd (kv_history_sample) and is the
+ * only writer; readers (the status page, /status.json, kvctl) take a
+ * consistent-enough copy with kv_history_read. */
+#ifndef KV_HISTORY_H
+#define KV_HISTORY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "shm/ledger.h"
+
+/* Add what A spent since the last sample to the buckets of minute
+ * NOW / 60 and hour NOW / 3600, clearing buckets the clock skipped. The
+ * rings came with the ledger (version 5) and the master samples every
+ * second, so a first sample's spend is at most that old; a spend that went
+ * down (reset, new period) counts from 0. */
+void	kv_history_sample(struct kv_account *a, int64_t now);
+
+/* kv_history_sample for every ready account of L. */
+void	kv_history_sample_all(struct kv_ledger *l, int64_t now);
+
+/* A's history as of NOW, oldest first: minutes[i] is the spend in minute
+ * (NOW/60 - 59 + i), hours[i] in hour (NOW/3600 - 23 + i); buckets the
+ * master has not reached yet (it samples every few seconds) read 0. */
+void	kv_history_read(const struct kv_account *a, int64_t now,
+	    int64_t minutes[KV_HIST_MINUTES], int64_t hours[KV_HIST_HOURS]);
+
+/* ,"history":[{"id","label","minute_nusd":[60],"hour_nusd":[24]}] for
+ * every ready account, sorted by spend (appended to /status.json). */
+void	kv_history_json(FILE *f, const struct kv_ledger *l, int64_t now);
+
+#endif
