@@ -18,6 +18,8 @@
 
 #include "common/config.h"
 #include "common/money.h"
+#include "shm/lock.h"
+#include "shm/repair.h"
 #include "shm/report.h"
 
 struct kvctl {
@@ -61,6 +63,7 @@ static const char usage_text[] =
 "  reset KEY | --all            set spent to 0\n"
 "  budget KEY AMOUNT            override a key's budget in USD (e.g. 25.00)\n"
 "  budget KEY --config          drop the override: the config's budget again\n"
+"  forget KEY                   delete a key's account and its history\n"
 "  limits KEY [--rpm N] [--tpm N]  show or set a key's requests and tokens\n"
 "                               per minute (0 = no limit)\n"
 "  models [--json]              per-model requests, tokens and cost\n"
@@ -346,6 +349,57 @@ cmd_reset(struct kvctl *k)
 	return KVCTL_EXIT_OK;
 }
 
+/* Has the account at A been retired (or its slot reused) since? */
+static int
+retired(const struct kv_account *a, uint64_t tag)
+{
+	return atomic_load(&a->state) != KV_SLOT_READY || atomic_load(&a->tag) != tag;
+}
+
+#define FORGET_WAIT_S	10	/* for the master's next tick, and in-flight requests */
+
+/* forget KEY: delete the account and its history. With a daemon running,
+ * only its master may retire a slot (it pauses the workers first), so
+ * mark it and wait; without one, retire it here. */
+static int
+cmd_forget(struct kvctl *k)
+{
+	struct kv_account *a;
+	char desc[80];
+	uint64_t tag;
+	int rc, i, running, cfg;
+
+	rc = resolve_key(k, k->args[0], &a);
+	if (rc != KVCTL_EXIT_OK)
+		return rc;
+	describe_key(a, desc, sizeof(desc));
+	tag = atomic_load(&a->tag);
+	cfg = (atomic_load(&a->aflags) & KV_AF_CONFIG) != 0;
+	if ((running = kv_ledger_locked(k->path)) == -1) {
+		fprintf(stderr, "kvctl: %s: cannot tell whether kilovoltd runs: %s\n",
+		    k->path, strerror(errno));
+		return KVCTL_EXIT_USAGE;
+	}
+	if (!running) {
+		kv_account_retire(&k->l, a);
+		printf("forgot %s (no daemon running)%s\n", desc, cfg ? "; a key of the "
+		    "config gets a fresh account at the next start" : "");
+		return KVCTL_EXIT_OK;
+	}
+	atomic_fetch_or(&a->aflags, KV_AF_FORGET);
+	atomic_store(&k->l.hdr->reclaim_wanted, 1);
+	for (i = 0; i < FORGET_WAIT_S * 10 && !retired(a, tag); i++)
+		usleep(100000);
+	if (!retired(a, tag)) {
+		fprintf(stderr, "kvctl: %s is marked to be forgotten; kilovoltd has not done "
+		    "it yet (requests in flight?): it will once they end\n", desc);
+		return KVCTL_EXIT_USAGE;
+	}
+	printf("forgot %s%s\n", desc, cfg ? " (a key of the config: the next reload or "
+	    "restart gives it a fresh account)" : "");
+	return KVCTL_EXIT_OK;
+}
+
 /* budget KEY --config: drop the override, back to the budget the daemon
  * last applied from the config (named keys only). */
 static int
@@ -493,6 +547,7 @@ static const struct command commands[] = {
 	{ "show",	0, 0, 1, "jk",	cmd_show },
 	{ "reset",	1, 0, 1, "a",	cmd_reset },
 	{ "budget",	1, 1, 2, "C",	cmd_budget },
+	{ "forget",	1, 1, 1, "",	cmd_forget },
 	{ "limits",	1, 1, 1, "L",	cmd_limits },
 	{ "models",	0, 0, 0, "j",	cmd_models },
 	{ "cluster",	0, 0, 0, "j",	cmd_cluster },

@@ -728,6 +728,37 @@ roll_periods(struct master *m)
 	kv_log_info("new budget period: spend reset on %u keys", i);
 }
 
+/* Strangers' accounts that never cost anything give their slots back:
+ * at once (idle 1 s) when a worker found the table full, after 30 s idle
+ * once it is 90 % used; kvctl forget marks accounts for here too. */
+#define RECLAIM_IDLE_FULL_S	1
+#define RECLAIM_IDLE_S		30
+
+static void
+reclaim_accounts(struct master *m)
+{
+	struct kv_ledger_header *h = m->ledger.hdr;
+	int64_t now = (int64_t)time(NULL), idle;
+	int wanted = atomic_exchange(&h->reclaim_wanted, 0) != 0, gone, junk;
+
+	if (!wanted && (uint64_t)atomic_load(&h->accounts_used) * 10 < (uint64_t)h->max_keys * 9)
+		return;
+	idle = wanted ? RECLAIM_IDLE_FULL_S : RECLAIM_IDLE_S;
+	if (kv_ledger_reclaimable(&m->ledger, now, idle) == 0 ||
+	    kv_ledger_quiesce(&m->ledger, live_mask(m), QUIESCE_MS) == -1)
+		return;
+	kv_ledger_reclaim(&m->ledger, now, idle, &gone, &junk);
+	kv_ledger_unquiesce(&m->ledger);
+	if (gone > 0) {
+		kv_log_info("forgot %d accounts (kvctl forget)", gone);
+		apply_keys(m);	/* a forgotten config key starts afresh */
+	}
+	if (junk > 0)
+		kv_log_info("reclaimed %d accounts of unknown keys that were never charged "
+		    "nor answered 2xx (%u of %u slots now used)", junk,
+		    atomic_load(&h->accounts_used), h->max_keys);
+}
+
 static void
 tick(struct master *m, int64_t *last_sync)
 {
@@ -737,6 +768,7 @@ tick(struct master *m, int64_t *last_sync)
 	if (m->recount)
 		repair_now(m);
 	roll_periods(m);
+	reclaim_accounts(m);
 	top_up(m);
 	kv_history_sample_all(&m->ledger, (int64_t)time(NULL));	/* the status page's charts */
 	if (now - *last_sync >= SYNC_SECS * 1000) {

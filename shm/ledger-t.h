@@ -185,6 +185,7 @@ struct kv_worker_slot {
 #define KV_SLOT_CLAIMING 1u
 #define KV_SLOT_READY	 2u
 #define KV_SLOT_DEAD	 3u	/* tombstone: skipped by lookups, chain goes on */
+#define KV_TAG_DEAD	 1u	/* the tag of a retired slot; a claim may reuse it */
 
 /* Per-model totals; slot claimed by CAS on `tag`. */
 struct kv_model_slot {
@@ -259,6 +260,7 @@ struct kv_account {
 #define KV_AF_CONFIG	0x1u	/* the key is in the running config */
 #define KV_AF_OVERRIDE	0x2u	/* budget set by kvctl/admin API, not the config */
 #define KV_AF_KEPT	0x4u	/* charged or answered 2xx once: never reclaimed */
+#define KV_AF_FORGET	0x8u	/* kvctl forget: the master retires it when idle */
 
 _Static_assert(sizeof(struct kv_resv) == 16, "kv_resv layout");
 _Static_assert(sizeof(struct kv_target_slot) % 64 == 0, "target slots are cache-line sized");

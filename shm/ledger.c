@@ -513,7 +513,10 @@ hash_start(const uint8_t h[32])
 uint64_t
 kv_account_tag(const uint8_t hash[32])
 {
-	return hash_start(hash) | 1;	/* never 0, the free tag */
+	uint64_t t = hash_start(hash) | 1;
+
+	/* Never 0 (free) nor KV_TAG_DEAD (a retired slot). */
+	return t == KV_TAG_DEAD ? 3 : t;
 }
 
 static void
@@ -522,6 +525,7 @@ account_fill(struct kv_account *a, const uint8_t hash[32], const char *label,
 {
 	memcpy(a->hash, hash, 32);
 	memset(a->label, 0, sizeof(a->label));
+	a->flags = 0;
 	if (label != NULL && label[0] != '\0') {
 		snprintf(a->label, sizeof(a->label), "%s", label);
 		a->flags = KV_ACCOUNT_NAMED;
@@ -532,45 +536,92 @@ account_fill(struct kv_account *a, const uint8_t hash[32], const char *label,
 	atomic_store_explicit(&a->state, KV_SLOT_READY, memory_order_release);
 }
 
-/* The probe loop; see kv_ledger_account. */
+/* Claim slot A (its tag was EXPECT: free or retired) for HASH. */
 static struct kv_account *
-account_probe(struct kv_ledger *l, const uint8_t hash[32], int create,
-    const char *label, int64_t budget_nusd)
+account_claim(struct kv_ledger *l, struct kv_account *a, uint64_t expect,
+    uint64_t tag, const uint8_t hash[32], const char *label, int64_t budget_nusd)
+{
+	if (!atomic_compare_exchange_strong(&a->tag, &expect, tag))
+		return NULL;
+	/* before account_fill() publishes the slot */
+	atomic_store(&a->rpm, atomic_load(&l->hdr->default_rpm));
+	atomic_store(&a->tpm, atomic_load(&l->hdr->default_tpm));
+	account_fill(a, hash, label, budget_nusd);
+	atomic_fetch_add(&l->hdr->accounts_used, 1);
+	return a;
+}
+
+/* One pass over HASH's chain: the account when found (or EAGAIN when
+ * someone is filling it); else the first free or retired slot in *avail.
+ * Retired slots are made only by the master while every worker is outside
+ * a ledger operation (kv_ledger_reclaim), and a probe and its claim run in
+ * one operation, so all claimers of one key see the same first slot and
+ * its tag CAS picks one of them: never two accounts for one key. */
+static struct kv_account *
+account_find(struct kv_ledger *l, const uint8_t hash[32], struct kv_account **avail,
+    int *busy)
 {
 	uint32_t n = l->hdr->max_keys, i, st;
 	uint64_t start = hash_start(hash) % n, tag = kv_account_tag(hash), t;
 	struct kv_account *a;
-	int busy = 0;
 
+	*avail = NULL;
+	*busy = 0;
 	for (i = 0; i < n; i++) {
 		a = &l->accounts[(start + i) % n];
 		t = atomic_load_explicit(&a->tag, memory_order_acquire);
-		if (t == 0) {
-			/* Slots are freed only as tombstones: a free tag ends the chain. */
-			if (!create || busy)
-				break;
-			if (slot_try_claim(&a->tag, tag, &t)) {
-				/* before account_fill() publishes the slot */
-				atomic_store(&a->rpm, atomic_load(&l->hdr->default_rpm));
-				atomic_store(&a->tpm, atomic_load(&l->hdr->default_tpm));
-				account_fill(a, hash, label, budget_nusd);
-				atomic_fetch_add(&l->hdr->accounts_used, 1);
-				return a;
-			}
+		if (t == 0 || t == KV_TAG_DEAD) {
+			if (*avail == NULL)
+				*avail = a;
+			if (t == 0)	/* the end of the chain */
+				return NULL;
+			continue;
 		}
 		if (t != tag)
 			continue;
 		st = atomic_load_explicit(&a->state, memory_order_acquire);
-		if (st == KV_SLOT_FREE || st == KV_SLOT_CLAIMING)
+		if (st != KV_SLOT_READY)
 			st = slot_poll_ready(&a->state);
 		if (st == KV_SLOT_READY && memcmp(a->hash, hash, 32) == 0)
 			return a;
 		/* Ours, still being filled by someone else: never claim a second
 		 * slot for the key behind it. */
-		if (st == KV_SLOT_FREE || st == KV_SLOT_CLAIMING)
-			busy = 1;
+		if (st != KV_SLOT_READY)
+			*busy = 1;
 	}
-	errno = busy ? EAGAIN : (i == n && create ? ENOSPC : ENOENT);
+	return NULL;
+}
+
+#define CLAIM_TRIES	8
+
+/* See kv_ledger_account. */
+static struct kv_account *
+account_probe(struct kv_ledger *l, const uint8_t hash[32], int create,
+    const char *label, int64_t budget_nusd)
+{
+	struct kv_account *a, *avail;
+	uint64_t expect;
+	int busy, tries;
+
+	for (tries = 0; tries < CLAIM_TRIES; tries++) {
+		if ((a = account_find(l, hash, &avail, &busy)) != NULL)
+			return a;
+		if (busy) {
+			errno = EAGAIN;
+			return NULL;
+		}
+		if (!create || avail == NULL) {
+			errno = create ? ENOSPC : ENOENT;
+			return NULL;
+		}
+		expect = atomic_load(&avail->tag);
+		if (expect != 0 && expect != KV_TAG_DEAD)
+			continue;	/* taken since: look again */
+		if ((a = account_claim(l, avail, expect, kv_account_tag(hash), hash, label,
+		    budget_nusd)) != NULL)
+			return a;
+	}
+	errno = EAGAIN;
 	return NULL;
 }
 
@@ -806,6 +857,12 @@ kv_ledger_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
 	if (amount < 0)
 		amount = 0;
 	op_enter(l);
+	/* Retired by the master between this worker's lookup and now. */
+	if (atomic_load(&a->state) != KV_SLOT_READY) {
+		op_leave(l);
+		*remaining = 0;
+		return -4;
+	}
 	/* Recorded first; a worker killed anywhere in here is made exact by
 	 * the master's repair, which recomputes reserved from the records of
 	 * the live workers (kv_ledger_repair). */

@@ -79,7 +79,9 @@ int64_t	kv_period_start(enum kv_period period, int64_t now);
  * budget refuses (*remaining set too), -2 when W has no free
  * reservation slot, -3 when the budget would admit but this host's cluster
  * lease is short (the master leases more within a second; the amount is
- * recorded in lease_need_nusd so that it asks for at least that). */
+ * recorded in lease_need_nusd so that it asks for at least that), -4 when
+ * the master retired the account since it was looked up (look it up
+ * again: kv_ledger_reclaim). */
 int	kv_ledger_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
 	    struct kv_account *a, int64_t amount, int64_t *remaining);
 

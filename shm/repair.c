@@ -51,20 +51,32 @@ kv_ledger_unquiesce(struct kv_ledger *l)
 	atomic_store(&l->hdr->quiesce, 0);
 }
 
-/* A slot with a tag but not READY has no live claimer once quiesced. */
+void
+kv_account_retire(struct kv_ledger *l, struct kv_account *a)
+{
+	if (atomic_load(&a->state) == KV_SLOT_READY)
+		atomic_fetch_sub(&l->hdr->accounts_used, 1);
+	memset(a, 0, sizeof(*a));
+	atomic_store(&a->state, KV_SLOT_DEAD);
+	atomic_store(&a->tag, KV_TAG_DEAD);
+}
+
+/* A slot with a key's tag but not READY has no live claimer once
+ * quiesced: retire it (a retired slot may be claimed again). */
 static int
 tombstone_half_claims(struct kv_ledger *l)
 {
 	uint32_t i, st;
+	uint64_t t;
 	int n = 0;
 
 	for (i = 0; i < l->hdr->max_keys; i++) {
 		struct kv_account *a = &l->accounts[i];
 
 		st = atomic_load(&a->state);
-		if (atomic_load(&a->tag) != 0 && (st == KV_SLOT_FREE ||
-		    st == KV_SLOT_CLAIMING)) {
-			atomic_store(&a->state, KV_SLOT_DEAD);
+		t = atomic_load(&a->tag);
+		if (t != 0 && t != KV_TAG_DEAD && st != KV_SLOT_READY) {
+			kv_account_retire(l, a);
 			n++;
 		}
 	}
@@ -151,4 +163,61 @@ kv_ledger_roll_all(struct kv_ledger *l, enum kv_period period, int64_t now)
 		n++;
 	}
 	return n;
+}
+
+/* Never charged, never answered 2xx, not the config's, no override, and
+ * idle: a stranger's key (a junk token) that must not hold a slot. */
+static int
+reclaimable(const struct kv_account *a, int64_t now, int64_t idle_s)
+{
+	/* Never used: idle since its creation (period_start is set then). */
+	int64_t used = atomic_load(&a->last_used);
+
+	if (used == 0)
+		used = atomic_load(&a->period_start);
+	return !(a->flags & KV_ACCOUNT_NAMED) &&
+	    !(atomic_load(&a->aflags) & (KV_AF_CONFIG | KV_AF_KEPT | KV_AF_OVERRIDE)) &&
+	    atomic_load(&a->spent_nusd) == 0 && atomic_load(&a->reserved_nusd) == 0 &&
+	    now - used >= idle_s;
+}
+
+int
+kv_ledger_reclaimable(const struct kv_ledger *l, int64_t now, int64_t idle_s)
+{
+	uint32_t i;
+	int n = 0;
+
+	for (i = 0; i < l->hdr->max_keys; i++) {
+		const struct kv_account *a = &l->accounts[i];
+
+		if (atomic_load(&a->state) != KV_SLOT_READY)
+			continue;
+		n += (atomic_load(&a->aflags) & KV_AF_FORGET) || reclaimable(a, now, idle_s);
+	}
+	return n;
+}
+
+void
+kv_ledger_reclaim(struct kv_ledger *l, int64_t now, int64_t idle_s, int *forgotten,
+    int *reclaimed)
+{
+	uint32_t i;
+
+	*forgotten = *reclaimed = 0;
+	for (i = 0; i < l->hdr->max_keys; i++) {
+		struct kv_account *a = &l->accounts[i];
+
+		if (atomic_load(&a->state) != KV_SLOT_READY)
+			continue;
+		if (atomic_load(&a->aflags) & KV_AF_FORGET) {
+			/* In flight: wait for its settlement. */
+			if (atomic_load(&a->reserved_nusd) != 0)
+				continue;
+			kv_account_retire(l, a);
+			(*forgotten)++;
+		} else if (reclaimable(a, now, idle_s)) {
+			kv_account_retire(l, a);
+			(*reclaimed)++;
+		}
+	}
 }

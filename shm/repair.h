@@ -40,4 +40,19 @@ int	kv_ledger_repair(struct kv_ledger *l, uint64_t dead_mask,
  * period_start). Returns the number of accounts rolled. */
 int	kv_ledger_roll_all(struct kv_ledger *l, enum kv_period period, int64_t now);
 
+/* Retire account A: zeroed, state DEAD, tag KV_TAG_DEAD (lookups skip
+ * it, a new claim may reuse it). Only with every writer quiesced, or no
+ * daemon running. */
+void	kv_account_retire(struct kv_ledger *l, struct kv_account *a);
+
+/* How many accounts kv_ledger_reclaim would retire now (no writes). */
+int	kv_ledger_reclaimable(const struct kv_ledger *l, int64_t now, int64_t idle_s);
+
+/* With the ledger quiesced: retire accounts marked KV_AF_FORGET (once
+ * nothing is reserved on them), and strangers' accounts that were never
+ * charged, never answered 2xx, are not in the config, have no override and
+ * were idle idle_s seconds. Counts into *forgotten and *reclaimed. */
+void	kv_ledger_reclaim(struct kv_ledger *l, int64_t now, int64_t idle_s,
+	    int *forgotten, int *reclaimed);
+
 #endif

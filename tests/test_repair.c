@@ -256,8 +256,10 @@ test_half_claim(void)
 	CHECK_INT(kv_ledger_repair(&l, 0, &r), 0);
 	CHECK_INT(r.claims_fixed, 1);
 	CHECK_INT(atomic_load(&l.accounts[start].state), KV_SLOT_DEAD);
+	CHECK_INT(atomic_load(&l.accounts[start].tag), KV_TAG_DEAD);
+	/* The retired slot is the first free one of the chain: reused. */
 	a = kv_ledger_account(&l, h, 1, NULL, 5);
-	CHECK(a != NULL && a != &l.accounts[start]);
+	CHECK(a == &l.accounts[start]);
 	CHECK(kv_ledger_account(&l, h, 0, NULL, 0) == a);
 	CHECK(kv_ledger_account(&l, g, 0, NULL, 0) == b);
 	kv_ledger_close(&l);

@@ -842,6 +842,22 @@ log_request(struct kv_conn *c, const struct kv_usage *u, const char *model,
 	kv_reqlog_write(&r);
 }
 
+/* The per-model row a request counts in: only models with a [price]
+ * section of their own get one; every other name (made-up ones included)
+ * adds to the single "other" row, so strangers cannot fill the table. */
+static const char *
+model_row(const struct kv_conn *c, const char *model)
+{
+	const struct kv_price *p;
+
+	if (model == NULL || model[0] == '\0')
+		return model;
+	p = kv_config_price(c->w->cf, model);
+	if (p == NULL || p == &c->w->cf->default_price)	/* priced as asked? (charge) */
+		p = c->ri.model[0] != '\0' ? kv_config_price(c->w->cf, c->ri.model) : NULL;
+	return p != NULL && p != &c->w->cf->default_price ? model : "other";
+}
+
 void
 relay_finish(struct kv_conn *c)
 {
@@ -857,9 +873,13 @@ relay_finish(struct kv_conn *c)
 	conn_traffic_settle(c, &u);
 	if (c->resv >= 0) {
 		kv_ledger_settle(c->w->ledger, c->w->slot, c->resv, cost,
-		    u.input || u.output ? &u : NULL, model);
+		    u.input || u.output ? &u : NULL, model_row(c, model));
 		c->resv = -1;
 	}
+	/* A key the provider accepted is kept even when it cost nothing; one
+	 * never charged nor answered 2xx may be reclaimed (shm/repair.h). */
+	if (c->acct != NULL && c->status >= 200 && c->status < 300)
+		atomic_fetch_or(&c->acct->aflags, KV_AF_KEPT);
 	/* Per key: how many charges were estimates, how many relayed free. */
 	if (c->acct != NULL && u.estimated)
 		atomic_fetch_add(&c->acct->estimated_requests, 1);

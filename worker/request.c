@@ -492,6 +492,8 @@ reserve(struct kv_conn *c)
 			return conn_fail(c, 401, "unknown API key");
 		kv_log_warnx("KV0410", "account table full (max_keys %u): refusing new key %s",
 		    l->hdr->max_keys, c->keyid);
+		/* The master gives back strangers' never-charged slots. */
+		atomic_store(&l->hdr->reclaim_wanted, 1);
 		c->no_retry = 1;
 		return conn_fail(c, 503, "gateway key table is full");
 	}
@@ -525,6 +527,12 @@ reserve(struct kv_conn *c)
 		c->retry_after = 1;
 		return conn_fail(c, 503, "this host's share of the key's budget is being "
 		    "renewed; retry in a second");
+	}
+	if (c->resv == -4) {
+		/* Retired by the master (never charged, idle) a moment ago. */
+		c->resv = -1;
+		c->retry_after = 1;
+		return conn_fail(c, 503, "key account was being recycled; retry");
 	}
 	if (c->resv < 0) {
 		c->resv = -1;
