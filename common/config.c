@@ -623,6 +623,18 @@ set_unknown_keys(struct cfg_parse *p, const char *v)
 	return cfg_err(p, p->lineno, "unknown_keys: '%s' is not allow or deny", v);
 }
 
+/* Stays -1 ("unset") until the end of the file, where it resolves to
+ * default when a [price default] exists, else deny. */
+static int
+set_unknown_models(struct cfg_parse *p, const char *v)
+{
+	if (strcmp(v, "default") == 0 || strcmp(v, "deny") == 0) {
+		p->cf->unknown_models_deny = strcmp(v, "deny") == 0;
+		return 0;
+	}
+	return cfg_err(p, p->lineno, "unknown_models: '%s' is not default or deny", v);
+}
+
 static int
 set_reserve_output(struct cfg_parse *p, const char *v)
 {
@@ -909,6 +921,84 @@ set_cache_write(struct cfg_parse *p, const char *v)
 	return cfg_money(p, "cache_write", v, &cur_price(p)->cache_write);
 }
 
+static int
+set_cache_write_1h(struct cfg_parse *p, const char *v)
+{
+	return cfg_money(p, "cache_write_1h", v, &cur_price(p)->cache_write_1h);
+}
+
+static int
+set_long_context_threshold(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	if (cfg_int(p, "long_context_threshold", v, 1, 100000000, &n) == -1)
+		return -1;
+	cur_price(p)->long_context_threshold = n;
+	return 0;
+}
+
+static int
+set_long_context_input(struct cfg_parse *p, const char *v)
+{
+	return cfg_money(p, "long_context_input", v, &cur_price(p)->long_context_input);
+}
+
+static int
+set_long_context_output(struct cfg_parse *p, const char *v)
+{
+	return cfg_money(p, "long_context_output", v, &cur_price(p)->long_context_output);
+}
+
+static int
+set_priority_input(struct cfg_parse *p, const char *v)
+{
+	return cfg_money(p, "priority_input", v, &cur_price(p)->priority_input);
+}
+
+static int
+set_priority_output(struct cfg_parse *p, const char *v)
+{
+	return cfg_money(p, "priority_output", v, &cur_price(p)->priority_output);
+}
+
+static int
+set_flex_input(struct cfg_parse *p, const char *v)
+{
+	return cfg_money(p, "flex_input", v, &cur_price(p)->flex_input);
+}
+
+static int
+set_flex_output(struct cfg_parse *p, const char *v)
+{
+	return cfg_money(p, "flex_output", v, &cur_price(p)->flex_output);
+}
+
+/* A price section is whole: output is never silently $0, and each tier
+ * has both of its prices. */
+static int
+end_price(struct cfg_parse *p)
+{
+	const struct kv_price *pr = cur_price(p);
+
+	if (!(p->seen & 1u))
+		return cfg_err(p, p->sect_line, "%s: input is required", p->sect_text);
+	if (!(p->seen & 2u))
+		return cfg_err(p, p->sect_line, "%s: output is required (write output = 0 "
+		    "for a model that bills no output, such as embeddings)", p->sect_text);
+	if ((pr->long_context_threshold > 0) != (pr->long_context_input >= 0) ||
+	    (pr->long_context_threshold > 0) != (pr->long_context_output >= 0))
+		return cfg_err(p, p->sect_line, "%s: long_context_threshold, long_context_input "
+		    "and long_context_output go together", p->sect_text);
+	if ((pr->priority_input >= 0) != (pr->priority_output >= 0))
+		return cfg_err(p, p->sect_line, "%s: priority_input and priority_output go "
+		    "together", p->sect_text);
+	if ((pr->flex_input >= 0) != (pr->flex_output >= 0))
+		return cfg_err(p, p->sect_line, "%s: flex_input and flex_output go together",
+		    p->sect_text);
+	return 0;
+}
+
 /* Token counts the reservation uses (issue 10): the most output a request
  * naming no limit can cost, and the most input one that makes the provider
  * fetch content can cost. */
@@ -1125,6 +1215,7 @@ static const struct cfg_key budget_keys[] = {
 	{ "default",		set_default_budget,	0 },
 	{ "period",		set_period,		0 },
 	{ "unknown_keys",	set_unknown_keys,	0 },
+	{ "unknown_models",	set_unknown_models,	0 },
 	{ "reserve_output_tokens", set_reserve_output,	0 },
 	{ "rpm",		set_default_rpm,	0 },
 	{ "tpm",		set_default_tpm,	0 },
@@ -1154,6 +1245,14 @@ static const struct cfg_key price_keys[] = {
 	{ "cache_write",	set_cache_write,	0 },
 	{ "max_output",		set_max_output,		0 },
 	{ "context_window",	set_context_window,	0 },
+	{ "cache_write_1h",	set_cache_write_1h,	0 },
+	{ "long_context_threshold", set_long_context_threshold, 0 },
+	{ "long_context_input",	set_long_context_input,	0 },
+	{ "long_context_output", set_long_context_output, 0 },
+	{ "priority_input",	set_priority_input,	0 },
+	{ "priority_output",	set_priority_output,	0 },
+	{ "flex_input",		set_flex_input,		0 },
+	{ "flex_output",	set_flex_output,	0 },
 	{ NULL, NULL, 0 }
 };
 
@@ -1269,9 +1368,7 @@ end_section(struct cfg_parse *p)
 			    p->sect_text);
 		break;
 	case SECT_PRICE:
-		if (!(p->seen & 1u))
-			return cfg_err(p, p->sect_line, "%s: input is required", p->sect_text);
-		break;
+		return end_price(p);
 	case SECT_CLUSTER:
 		if (!(p->seen & 1u))
 			return cfg_err(p, p->sect_line, "%s: redis is required", p->sect_text);
@@ -1344,6 +1441,8 @@ begin_price(struct cfg_parse *p, const char *model)
 	strcpy(pr->model, model);
 	pr->cached_input = pr->cache_write = -1;
 	pr->max_output = pr->context_window = -1;
+	pr->cache_write_1h = pr->long_context_input = pr->long_context_output = -1;
+	pr->priority_input = pr->priority_output = pr->flex_input = pr->flex_output = -1;
 	return 0;
 }
 
@@ -1569,6 +1668,7 @@ cfg_defaults(struct kv_config *cf)
 	cf->default_budget_nusd = 2000000000;
 	cf->period = KV_PERIOD_NONE;
 	cf->reserve_output_tokens = 1024;
+	cf->unknown_models_deny = -1;	/* resolved after the file */
 	cf->cluster.lease_min_nusd = 10000000;		/* $0.01 */
 	cf->cluster.lease_max_nusd = 1000000000;	/* $1.00 */
 	cf->cluster.lease_share = 25;
@@ -1709,6 +1809,8 @@ kv_config_load(struct kv_config *cf, const char *file, char *err, size_t errlen)
 	}
 	if (p.workers_auto)
 		cf->workers = cpu_count();
+	if (cf->unknown_models_deny == -1)
+		cf->unknown_models_deny = !cf->has_default_price;
 	return 0;
 }
 
@@ -1846,5 +1948,5 @@ kv_config_price(const struct kv_config *cf, const char *model)
 	}
 	if (best != NULL)
 		return best;
-	return cf->has_default_price ? &cf->default_price : NULL;
+	return cf->has_default_price && !cf->unknown_models_deny ? &cf->default_price : NULL;
 }

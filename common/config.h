@@ -54,6 +54,15 @@ struct kv_price {
 	int64_t	  cache_write;	/* -1 when unset: cache writes cost `input` */
 	int64_t	  max_output;	/* tokens; -1 unset: reserve_output_tokens */
 	int64_t	  context_window;	/* tokens; -1 unset: fetched content refused */
+	/* what else changes the bill (money.c); -1 when unset */
+	int64_t	  cache_write_1h;	/* Anthropic 1-hour cache writes; unset: 2 x input */
+	int64_t	  long_context_threshold;	/* input tokens; 0 = no long-context tier */
+	int64_t	  long_context_input;	/* past the threshold: every token at these */
+	int64_t	  long_context_output;
+	int64_t	  priority_input;	/* OpenAI service_tier "priority" */
+	int64_t	  priority_output;
+	int64_t	  flex_input;		/* OpenAI service_tier "flex" */
+	int64_t	  flex_output;
 };
 
 struct kv_keydef {
@@ -109,6 +118,7 @@ struct kv_config {
 	int64_t	  default_budget_nusd;
 	enum kv_period period;
 	int	  unknown_keys_deny;
+	int	  unknown_models_deny;	/* 400 for a model no [price] matches */
 	int64_t	  reserve_output_tokens;
 	uint32_t  default_rpm;		/* requests per minute per key; 0 = none */
 	uint32_t  default_tpm;		/* tokens per minute per key; 0 = none */
@@ -158,7 +168,8 @@ const struct kv_upstream *kv_config_route_client(const struct kv_config *cf,
 	    const char *path, const char *model, int anthropic_client);
 
 /* The price for MODEL: exact match first, then the longest matching
- * trailing-'*' prefix, then [price default]; NULL when there is none. */
+ * trailing-'*' prefix, then [price default] unless unknown_models = deny;
+ * NULL when there is none. */
 const struct kv_price *kv_config_price(const struct kv_config *cf, const char *model);
 
 /* PATH (a request target) is PREFIX or below it at a segment boundary:

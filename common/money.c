@@ -55,27 +55,98 @@ cost_term(i128 *acc, int64_t tokens, int64_t price)
 	return __builtin_add_overflow(*acc, t, acc) ? -1 : 0;
 }
 
+/* Per-1M prices of each kind of token, once the tiers are applied. */
+struct rates {
+	int64_t	in, out, cached, write, write1h;
+};
+
+/* v x num / den, rounded up; num when den is 0 (a free base price). */
+static int64_t
+scaled(int64_t v, int64_t num, int64_t den)
+{
+	i128 q;
+
+	if (den <= 0)
+		return num;
+	q = ((i128)v * num + den - 1) / den;
+	return q > INT64_MAX ? INT64_MAX : (int64_t)q;
+}
+
+/* Input-side prices move with IN, output with OUT, in proportion. */
+static void
+rates_rebase(struct rates *r, int64_t in, int64_t out)
+{
+	r->cached = scaled(r->cached, in, r->in);
+	r->write = scaled(r->write, in, r->in);
+	r->write1h = scaled(r->write1h, in, r->in);
+	r->in = in;
+	r->out = out;
+}
+
+static int64_t
+max3(int64_t a, int64_t b, int64_t c)
+{
+	return a > b ? (a > c ? a : c) : (b > c ? b : c);
+}
+
+/* A tier the section cannot price: the dearest price it has (of those it
+ * sets), for every input and every output token. */
+static void
+rates_dearest(struct rates *r, const struct kv_price *p)
+{
+	int64_t in = max3(r->in, max3(p->priority_input, p->flex_input,
+	    p->long_context_input), max3(p->cached_input, p->cache_write, p->cache_write_1h));
+	int64_t out = max3(r->out, max3(p->priority_output, p->flex_output,
+	    p->long_context_output), 0);
+
+	r->in = r->cached = r->write = r->write1h = in;
+	r->out = out;
+}
+
+static void
+rates_for(const struct kv_price *p, const struct kv_usage *u, struct rates *r)
+{
+	r->in = p->input;
+	r->out = p->output;
+	r->cached = p->cached_input >= 0 ? p->cached_input : p->input;
+	r->write = p->cache_write >= 0 ? p->cache_write : p->input;
+	r->write1h = p->cache_write_1h >= 0 ? p->cache_write_1h :
+	    (p->input > INT64_MAX / 2 ? INT64_MAX : 2 * p->input);
+	if (p->long_context_threshold > 0 && u->input > p->long_context_threshold)
+		rates_rebase(r, p->long_context_input, p->long_context_output);
+	if (u->tier == KV_TIER_PRIORITY && p->priority_input >= 0)
+		rates_rebase(r, scaled(r->in, p->priority_input, p->input),
+		    scaled(r->out, p->priority_output, p->output));
+	else if (u->tier == KV_TIER_FLEX && p->flex_input >= 0)
+		rates_rebase(r, scaled(r->in, p->flex_input, p->input),
+		    scaled(r->out, p->flex_output, p->output));
+	else if (u->tier != KV_TIER_STANDARD)
+		rates_dearest(r, p);
+}
+
 int
 kv_cost(const struct kv_price *p, const struct kv_usage *u, int64_t *cost)
 {
-	int64_t uncached, pc, pw;
+	struct rates r;
+	int64_t uncached;
 	i128 sum = 0, q;
 
 	*cost = INT64_MAX;
 	if (u->input < 0 || u->output < 0 || u->cached_input < 0 ||
-	    u->cache_write < 0 || p->input < 0 || p->output < 0)
+	    u->cache_write < 0 || u->cache_write_1h < 0 || p->input < 0 || p->output < 0)
 		return -1;
 	/* a provider reporting more cached than total input is inconsistent;
 	 * refuse rather than guess which number is wrong */
-	if ((i128)u->cached_input + u->cache_write > u->input)
+	if ((i128)u->cached_input + u->cache_write > u->input ||
+	    u->cache_write_1h > u->cache_write)
 		return -1;
 	uncached = u->input - u->cached_input - u->cache_write;
-	pc = p->cached_input >= 0 ? p->cached_input : p->input;
-	pw = p->cache_write >= 0 ? p->cache_write : p->input;
-	if (cost_term(&sum, uncached, p->input) == -1 ||
-	    cost_term(&sum, u->cached_input, pc) == -1 ||
-	    cost_term(&sum, u->cache_write, pw) == -1 ||
-	    cost_term(&sum, u->output, p->output) == -1)
+	rates_for(p, u, &r);
+	if (cost_term(&sum, uncached, r.in) == -1 ||
+	    cost_term(&sum, u->cached_input, r.cached) == -1 ||
+	    cost_term(&sum, u->cache_write - u->cache_write_1h, r.write) == -1 ||
+	    cost_term(&sum, u->cache_write_1h, r.write1h) == -1 ||
+	    cost_term(&sum, u->output, r.out) == -1)
 		return -1;
 	q = sum / PER_TOKENS + (sum % PER_TOKENS != 0);	/* sum >= 0: ceil */
 	if (q > INT64_MAX)

@@ -12,18 +12,37 @@
  * them and cache_write the cache writes among them (OpenAI's prompt_tokens
  * already include cached tokens; Anthropic's input_tokens exclude both cache
  * fields, so the scanner adds them). */
+/* The service tier a response says it ran on (OpenAI "service_tier"). */
+enum kv_tier {
+	KV_TIER_STANDARD = 0,	/* absent, "default" or "standard" */
+	KV_TIER_PRIORITY,	/* "priority" */
+	KV_TIER_FLEX,		/* "flex" */
+	KV_TIER_OTHER,		/* any other name ("scale", ...): the dearest price */
+};
+
 struct kv_usage {
 	int64_t	  input;
 	int64_t	  output;	/* includes reasoning tokens */
 	int64_t	  cached_input;
 	int64_t	  cache_write;
+	int64_t	  cache_write_1h;	/* among cache_write: Anthropic 1-hour writes */
+	int	  tier;		/* enum kv_tier */
 	int	  found;	/* the response carried usage */
 	int	  estimated;	/* counts are an estimate (cut stream, no usage) */
 };
 
-/* cost = uncached input × input + cached × cached_input + writes × cache_write
+/* cost = uncached input × input + cached × cached_input
+ *      + 5-minute writes × cache_write + 1-hour writes × cache_write_1h
  *      + output × output, prices per 1M tokens, rounded up to the nano-dollar.
- * Returns 0, or -1 on overflow or negative counts (then *cost is INT64_MAX). */
+ * Unset cached_input and cache_write cost the input price, an unset
+ * cache_write_1h twice the input price (Anthropic's rule). When the price
+ * has a long-context tier and input passes its threshold, every token is
+ * priced at the long-context prices (cache prices scaled by the same ratio
+ * as input). A priority or flex tier uses that tier's prices when the
+ * section has them (cache prices scaled likewise); a tier the section
+ * cannot price is charged at the dearest input and output prices the
+ * section has, never the standard ones. Returns 0, or -1 on overflow or
+ * inconsistent counts (then *cost is INT64_MAX). */
 int	kv_cost(const struct kv_price *p, const struct kv_usage *u, int64_t *cost);
 
 /* Parse a decimal amount ("2.00", "0.075") scaled by 1e9 into *out exactly.

@@ -15,12 +15,13 @@
 #include <stdint.h>
 
 #define KV_LEDGER_MAGIC		0x5245474445564b31ULL	/* "1KVLEDGER" */
-#define KV_LEDGER_VERSION	8u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
+#define KV_LEDGER_VERSION	9u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
 					   4: per-key estimated and free counts;
 					   5: rate limits (account, kv_resv.tokens);
 					   6: key policy, reclaim request;
 					   7: upstream targets (header, worker in-flight);
-					   8: per-key spend history */
+					   8: per-key spend history;
+					   9: kv_worker_slot.resv_sent_nusd */
 #define KV_WORKER_SLOTS		64	/* room for two generations during a reload */
 #define KV_RESV_PER_WORKER	2048	/* in-flight reservations one worker may hold */
 #define KV_MODEL_SLOTS		256
@@ -176,6 +177,10 @@ struct kv_worker_slot {
 	_Atomic uint64_t  pid_start;		/* the worker's start time, clock ticks */
 	/* Version 7: requests in flight per target (shm/targets.h). */
 	_Atomic uint16_t  target_inflight[KV_TARGET_SLOTS];
+	/* Version 9. Per reservation, once its request reached the provider:
+	 * what the master charges if the worker dies (kv_ledger_resv_sent);
+	 * 0 = nothing sent. */
+	_Atomic int64_t	  resv_sent_nusd[KV_RESV_PER_WORKER];
 };
 
 /* Slot states of accounts and models. A slot is claimed by a CAS of its

@@ -750,6 +750,7 @@ resv_record(struct kv_worker_slot *w, uint32_t account, int64_t amount)
 		if (atomic_load(&w->resv[j].account) != 0)
 			continue;
 		atomic_store(&w->resv[j].amount_nusd, amount);
+		atomic_store(&w->resv_sent_nusd[j], 0);
 		atomic_store_explicit(&w->resv[j].account, account,
 		    memory_order_release);
 		atomic_store(&w->resv_hint, (j + 1) % KV_RESV_PER_WORKER);
@@ -762,8 +763,27 @@ static void
 resv_clear(struct kv_worker_slot *w, int r)
 {
 	atomic_store(&w->resv[r].amount_nusd, 0);
+	atomic_store(&w->resv_sent_nusd[r], 0);
 	atomic_store_explicit(&w->resv[r].account, 0, memory_order_release);
 	atomic_store(&w->resv_hint, (uint32_t)r);
+}
+
+void
+kv_ledger_resv_sent(struct kv_worker_slot *w, int resv, int64_t min_nusd)
+{
+	if (resv < 0 || resv >= KV_RESV_PER_WORKER || min_nusd <= 0)
+		return;
+	atomic_store(&w->resv_sent_nusd[resv], min_nusd);
+}
+
+/* What a dead worker's reservation leaves spent: the minimum its worker
+ * recorded once the request was sent (at most the amount reserved). */
+static int64_t
+resv_death_charge(struct kv_worker_slot *w, uint32_t r, int64_t amount)
+{
+	int64_t min = atomic_load(&w->resv_sent_nusd[r]);
+
+	return min < amount ? min : amount;
 }
 
 int64_t
@@ -960,7 +980,7 @@ int
 kv_ledger_release_worker(struct kv_ledger *l, struct kv_worker_slot *w)
 {
 	uint32_t i, idx;
-	int64_t amount;
+	int64_t amount, charge;
 	int n = 0;
 
 	(void)kv_ratelimit_release_worker(l, w);	/* reads the same records */
@@ -970,8 +990,13 @@ kv_ledger_release_worker(struct kv_ledger *l, struct kv_worker_slot *w)
 		if (idx == 0)
 			continue;
 		amount = atomic_exchange(&w->resv[i].amount_nusd, 0);
+		charge = resv_death_charge(w, i, amount);
+		/* spent first, then reserved, as kv_ledger_settle does */
+		if (idx <= l->hdr->max_keys && charge > 0)
+			atomic_fetch_add(&l->accounts[idx - 1].spent_nusd, charge);
 		if (idx <= l->hdr->max_keys && amount != 0)
 			atomic_fetch_sub(&l->accounts[idx - 1].reserved_nusd, amount);
+		atomic_store(&w->resv_sent_nusd[i], 0);
 		atomic_store(&w->resv[i].account, 0);
 		n++;
 	}

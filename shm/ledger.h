@@ -91,8 +91,15 @@ int	kv_ledger_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
 void	kv_ledger_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
 	    int64_t cost, const struct kv_usage *usage, const char *model);
 
+/* The request behind reservation RESV of W reached the provider: should
+ * the worker die before settling, the master charges MIN_NUSD (at most the
+ * amount reserved) instead of releasing it all. Written only by the
+ * owning worker. */
+void	kv_ledger_resv_sent(struct kv_worker_slot *w, int resv, int64_t min_nusd);
+
 /* Release every reservation recorded in worker slot W and clear its gauges;
- * the master calls it after reaping the worker. Returns the number released. */
+ * the master calls it after reaping the worker. A reservation marked by
+ * kv_ledger_resv_sent leaves its minimum spent. Returns the number released. */
 int	kv_ledger_release_worker(struct kv_ledger *l, struct kv_worker_slot *w);
 
 /* Per-model slot, claimed on first use; NULL when the table is full. */

@@ -45,6 +45,11 @@
  *   x-mock-first-delay-ms N (before the head), x-mock-cached N (cached /
  *   cache-read tokens), x-mock-cache-write N, x-mock-two-deltas 1 (two
  *   cumulative message_delta events), x-mock-status 4xx|5xx (that error),
+ *   x-mock-service-tier NAME ("service_tier" of chat completions, JSON and
+ *   stream chunks), x-mock-cache-1h N (Anthropic usage.cache_creation: N of
+ *   the cache writes are 1-hour ones),
+ *   x-mock-hold-ms N (pause before a stream's last event: [DONE],
+ *   message_stop, response.completed),
  *   x-mock-fail reset|garbage|hang|close (RST after half the events / non-HTTP
  *   bytes / never answer / close unanswered), x-mock-silent-close 1 (answer
  *   as keep-alive, then close the connection anyway).
@@ -147,6 +152,9 @@ struct req {
 	int		 b64;		/* embeddings encoding_format=base64 */
 	int		 ignore_max;	/* x-mock-ignore-max-tokens: generate past the limit */
 	int		 background;	/* Responses "background": true */
+	char		 tier[32];	/* x-mock-service-tier, "" unset */
+	long		 cache_1h;	/* x-mock-cache-1h: 1-hour writes among cache_write */
+	long		 hold_ms;	/* x-mock-hold-ms: pause before a stream's last event */
 
 	long		 tokens;
 	size_t		 token_bytes;
@@ -814,6 +822,10 @@ scan_controls(struct req *rq)
 	rq->cache_write = hdr_long(rq, "x-mock-cache-write", 0, LONG_MAX);
 	rq->two_deltas = hdr_long(rq, "x-mock-two-deltas", 0, 1) == 1;
 	rq->status = (int)hdr_long(rq, "x-mock-status", mock_def_status, 599);
+	rq->cache_1h = hdr_long(rq, "x-mock-cache-1h", 0, LONG_MAX);
+	rq->hold_ms = hdr_long(rq, "x-mock-hold-ms", 0, HANG_MAX_MS);
+	if (hdr(rq, "x-mock-service-tier") != NULL)
+		snprintf(rq->tier, sizeof(rq->tier), "%s", hdr(rq, "x-mock-service-tier"));
 	rq->fail = FAIL_NONE;
 	if (fail != NULL && strcasecmp(fail, "reset") == 0)
 		rq->fail = FAIL_RESET;
@@ -1029,7 +1041,8 @@ chat_json(struct conn *c, const char *finish)
 	sb_printf(&post, "\",\"refusal\":null},\"logprobs\":null,\"finish_reason\":\"%s\"}],"
 	    "\"usage\":", finish);
 	openai_usage(&post, rq);
-	sb_printf(&post, ",\"service_tier\":\"default\",\"system_fingerprint\":\"fp_mock\"}");
+	sb_printf(&post, ",\"service_tier\":\"%s\",\"system_fingerprint\":\"fp_mock\"}",
+	    rq->tier[0] ? rq->tier : "default");
 	return send_json(c, 200, &pre, &t, post.buf);
 }
 
@@ -1106,7 +1119,10 @@ response_object(struct conn *c, struct sb *pre, struct sb *post, const char *sta
 	sb_printf(post, "],\"parallel_tool_calls\":true,\"previous_response_id\":null,"
 	    "\"reasoning\":{\"effort\":null,\"summary\":null},\"store\":true,\"temperature\":1.0,"
 	    "\"text\":{\"format\":{\"type\":\"text\"}},\"tool_choice\":\"auto\",\"tools\":[],"
-	    "\"top_p\":1.0,\"truncation\":\"disabled\",\"usage\":");
+	    "\"top_p\":1.0,\"truncation\":\"disabled\",");
+	if (rq->tier[0])
+		sb_printf(post, "\"service_tier\":\"%s\",", rq->tier);
+	sb_printf(post, "\"usage\":");
 	if (with_output)
 		sb_printf(post, "{\"input_tokens\":%ld,\"input_tokens_details\":{\"cached_tokens\":%ld},"
 		    "\"output_tokens\":%ld,\"output_tokens_details\":{\"reasoning_tokens\":0},"
@@ -1130,8 +1146,13 @@ static void
 anthropic_usage(struct sb *s, const struct req *rq, long output)
 {
 	sb_printf(s, "{\"input_tokens\":%ld,\"cache_creation_input_tokens\":%ld,"
-	    "\"cache_read_input_tokens\":%ld,\"output_tokens\":%ld}",
+	    "\"cache_read_input_tokens\":%ld,\"output_tokens\":%ld",
 	    prompt_tokens(rq), rq->cache_write, rq->cached, output);
+	if (rq->cache_1h > 0)
+		sb_printf(s, ",\"cache_creation\":{\"ephemeral_5m_input_tokens\":%ld,"
+		    "\"ephemeral_1h_input_tokens\":%ld}", rq->cache_write - rq->cache_1h,
+		    rq->cache_1h);
+	sb_printf(s, "}");
 }
 
 static int
@@ -1677,7 +1698,8 @@ oai_stream(struct conn *c, const struct oai_stream *os, const char *finish)
 		if (use.overflow || sse_event(c, NULL, &use, &no_text, "") == -1)
 			return -1;
 	}
-	if (sse_plain(c, NULL, "[DONE]") == -1)
+	if ((rq->hold_ms > 0 && wait_peer(c, rq->hold_ms) == -1) ||
+	    sse_plain(c, NULL, "[DONE]") == -1)
 		return -1;
 	return sse_end(c);
 }
@@ -1696,9 +1718,10 @@ chat_stream(struct conn *c, const char *finish)
 	};
 
 	snprintf(prefix, sizeof(prefix), "{\"id\":\"chatcmpl-mock\",\"object\":"
-	    "\"chat.completion.chunk\",\"created\":%lld,\"model\":\"%s\","
+	    "\"chat.completion.chunk\",\"created\":%lld,\"model\":\"%s\",%s%s%s"
 	    "\"system_fingerprint\":\"fp_mock\",\"choices\":", now_ms() / 1000,
-	    echo_model(&c->rq));
+	    echo_model(&c->rq), c->rq.tier[0] ? "\"service_tier\":\"" : "", c->rq.tier,
+	    c->rq.tier[0] ? "\"," : "");
 	return oai_stream(c, &os, finish);
 }
 
@@ -1773,6 +1796,7 @@ responses_stream(struct conn *c)
 	    "\"output_text\",\"annotations\":[],\"text\":\"", &all, "\"}}") == -1 ||
 	    resp_event(c, "response.output_item.done", RESP_ITEM "\"completed\",\"content\":"
 	    "[{\"type\":\"output_text\",\"annotations\":[],\"text\":\"", &all, "\"}]}}") == -1 ||
+	    (rq->hold_ms > 0 && wait_peer(c, rq->hold_ms) == -1) ||
 	    resp_whole(c, "response.completed", "completed", 1) == -1)
 		return -1;
 	return sse_end(c);
@@ -1820,6 +1844,7 @@ messages_stream(struct conn *c, const char *stop)
 	if (sse_plain(c, "content_block_stop", "{\"type\":\"content_block_stop\",\"index\":0}") == -1 ||
 	    (rq->two_deltas && anthropic_delta(c, NULL, rq->tokens / 2) == -1) ||
 	    anthropic_delta(c, stop, rq->tokens) == -1 ||
+	    (rq->hold_ms > 0 && wait_peer(c, rq->hold_ms) == -1) ||
 	    sse_plain(c, "message_stop", "{\"type\":\"message_stop\"}") == -1)
 		return -1;
 	return sse_end(c);

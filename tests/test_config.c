@@ -73,6 +73,8 @@ unset_env(void)
 	unsetenv("KV_TEST_SECRET");
 }
 
+static void check_bundled_prices(const struct kv_config *cf);
+
 static void
 test_bundled(void)
 {
@@ -110,10 +112,12 @@ test_bundled(void)
 	CHECK_INT(cf.unknown_keys_deny, 0);
 	CHECK_INT(cf.reserve_output_tokens, 1024);
 	CHECK_INT(cf.nupstreams, 3);
-	CHECK_INT(cf.nprices, 16);
+	CHECK_INT(cf.nprices, 71);
 	CHECK_INT(cf.has_default_price, 1);
-	CHECK_INT(cf.default_price.input, 1000000000);
-	CHECK_INT(cf.default_price.output, 3000000000);
+	CHECK_INT(cf.unknown_models_deny, 1);
+	CHECK_INT(cf.default_price.input, 150000000000);
+	CHECK_INT(cf.default_price.output, 600000000000);
+	check_bundled_prices(&cf);
 	CHECK_INT(cf.nkeys, 0);
 
 	u = kv_config_route(&cf, "/v1/chat/completions", "gpt-4o");
@@ -139,8 +143,48 @@ test_bundled(void)
 	CHECK_INT(kv_config_price(&cf, "text-embedding-3-small")->input, 20000000);
 	CHECK_INT(kv_config_price(&cf, "text-embedding-3-small")->output, 0);
 	CHECK_INT(kv_config_price(&cf, "text-embedding-3-small")->cached_input, -1);
-	CHECK_STR(kv_config_price(&cf, "some-other-model")->model, "default");
+	/* unknown_models = deny: no price, so the request is refused */
+	CHECK(kv_config_price(&cf, "some-other-model") == NULL);
+	CHECK(kv_config_price(&cf, "gpt-4o-search-preview") == NULL);
+	/* -pro, -deep-research and dated variants at their own prices */
+	CHECK_INT(kv_config_price(&cf, "o1-pro")->output, 600000000000);
+	CHECK_INT(kv_config_price(&cf, "o3-pro-2025-06-10")->input, 20000000000);
+	CHECK_INT(kv_config_price(&cf, "gpt-5-pro")->output, 120000000000);
+	CHECK_INT(kv_config_price(&cf, "gpt-5-2025-08-07")->input, 1250000000);
+	CHECK_INT(kv_config_price(&cf, "o3-deep-research")->input, 10000000000);
+	CHECK_INT(kv_config_price(&cf, "o4-mini-deep-research-2025-06-26")->output, 8000000000);
+	CHECK_INT(kv_config_price(&cf, "gpt-4o-2024-05-13")->input, 5000000000);
+	CHECK_INT(kv_config_price(&cf, "claude-opus-4-5-20251101")->input, 5000000000);
+	/* the tiers */
+	CHECK_INT(kv_config_price(&cf, "gpt-5")->priority_output, 20000000000);
+	CHECK_INT(kv_config_price(&cf, "claude-sonnet-4-5-20250929")->long_context_threshold, 200000);
+	CHECK_INT(kv_config_price(&cf, "claude-haiku-4-5")->cache_write_1h, 2000000000);
 	kv_config_free(&cf);
+}
+
+/* Every section of the bundled table is whole: max_output (but for
+ * embeddings) and context_window, and [price default] at least the dearest
+ * price in the file, so unknown_models = default never undercharges. */
+static void
+check_bundled_prices(const struct kv_config *cf)
+{
+	const struct kv_price *p, *d = &cf->default_price;
+	size_t i;
+
+	for (i = 0; i < cf->nprices; i++) {
+		p = &cf->prices[i];
+		if (p->output > 0)
+			CHECK(p->max_output > 0);
+		CHECK(p->context_window > 0);
+		CHECK(d->input >= p->input && d->input >= p->cached_input &&
+		    d->input >= p->cache_write && d->input >= p->cache_write_1h &&
+		    d->input >= p->priority_input && d->input >= p->flex_input &&
+		    d->input >= p->long_context_input);
+		CHECK(d->output >= p->output && d->output >= p->priority_output &&
+		    d->output >= p->flex_output && d->output >= p->long_context_output);
+		if (p->max_output <= 0 && p->output > 0)
+			fprintf(stderr, "bundled: [price %s] has no max_output\n", p->model);
+	}
 }
 
 static void
@@ -189,6 +233,23 @@ test_errors(void)
 	    ":6: max_output: 0 is out of range (1..100000000)");
 	EXPECT_ERR(UP "[price x]\ninput = 1\ncontext_window = 1.5\n",
 	    ":6: context_window: '1.5' is not a number");
+	/* prices fail closed */
+	EXPECT_ERR(UP "[price x]\ninput = 1\n", ":4: [price x]: output is required "
+	    "(write output = 0 for a model that bills no output, such as embeddings)");
+	EXPECT_ERR(UP "[price x]\ninput = 1\noutput = 2\nlong_context_threshold = 200000\n",
+	    ":4: [price x]: long_context_threshold, long_context_input and "
+	    "long_context_output go together");
+	EXPECT_ERR(UP "[price x]\ninput = 1\noutput = 2\nlong_context_input = 2\n"
+	    "long_context_output = 3\n", ":4: [price x]: long_context_threshold, "
+	    "long_context_input and long_context_output go together");
+	EXPECT_ERR(UP "[price x]\ninput = 1\noutput = 2\npriority_input = 2\n",
+	    ":4: [price x]: priority_input and priority_output go together");
+	EXPECT_ERR(UP "[price x]\ninput = 1\noutput = 2\nflex_output = 2\n",
+	    ":4: [price x]: flex_input and flex_output go together");
+	EXPECT_ERR(UP "[price x]\ninput = 1\noutput = 2\ncache_write_1h = x\n",
+	    ":7: cache_write_1h: 'x' is not a decimal amount");
+	EXPECT_ERR("[budget]\nunknown_models = maybe\n",
+	    ":2: unknown_models: 'maybe' is not default or deny");
 	EXPECT_ERR("[server]\nspool_max = 0\n",
 	    ":2: spool_max: '0' is not a size above 0 (bytes with an optional k, m or g)");
 	EXPECT_ERR("[server]\nmemory_limit = 512k\n",
@@ -203,9 +264,9 @@ test_errors(void)
 	EXPECT_ERR("[server]\nledger = env:1BAD\n",
 	    ":2: ledger: bad environment variable name '1BAD'");
 	EXPECT_ERR(UP "[upstream o]\n", ":4: duplicate section [upstream o]");
-	EXPECT_ERR(UP "[price a]\ninput=1\n[price a]\n", ":6: duplicate section [price a]");
-	EXPECT_ERR(UP "[price default]\ninput=1\n[price default]\n",
-	    ":6: duplicate section [price default]");
+	EXPECT_ERR(UP "[price a]\ninput=1\noutput=0\n[price a]\n", ":7: duplicate section [price a]");
+	EXPECT_ERR(UP "[price default]\ninput=1\noutput=1\n[price default]\n",
+	    ":7: duplicate section [price default]");
 	EXPECT_ERR("[server]\n[budget]\n[server]\n", ":3: duplicate section [server]");
 	EXPECT_ERR(UP "[key a]\nkey = k1\n[key a]\n", ":6: duplicate section [key a]");
 	EXPECT_ERR(UP "[key a]\nkey = k1\n[key b]\nkey = k1\n", ":6: [key b]: same key as [key a]");
@@ -495,10 +556,10 @@ test_price(void)
 	struct kv_config cf;
 
 	CHECK_INT(load_text(&cf, UP
-	    "[price gpt-4o*]\ninput = 5\n"
-	    "[price gpt-4o-mini*]\ninput = 0.15\n"
+	    "[price gpt-4o*]\ninput = 5\noutput = 1\n"
+	    "[price gpt-4o-mini*]\ninput = 0.15\noutput = 1\n"
 	    "[price gpt-4o]\ninput = 2.5\noutput = 10\ncached_input = 1.25\n"
-	    "[price g*]\ninput = 9\n"), 0);
+	    "[price g*]\ninput = 9\noutput = 0\n"), 0);
 	if (cf.nprices != 4) {
 		fprintf(stderr, "price: %s\n", err);
 		CHECK(0);
@@ -513,13 +574,45 @@ test_price(void)
 	CHECK_STR(PRICE(NULL), "(none)");
 	CHECK_INT(kv_config_price(&cf, "gpt-4o")->cached_input, 1250000000);
 	CHECK_INT(kv_config_price(&cf, "gpt-4o")->cache_write, -1);
+	CHECK_INT(kv_config_price(&cf, "gpt-4o")->cache_write_1h, -1);
+	CHECK_INT(kv_config_price(&cf, "gemini")->output, 0);
+	/* no [price default], unknown_models unset: deny */
+	CHECK_INT(cf.unknown_models_deny, 1);
 #undef PRICE
 	kv_config_free(&cf);
 
-	CHECK_INT(load_text(&cf, UP "[price default]\ninput = 1\n[price x]\ninput = 2\n"), 0);
+	/* a [price default], unknown_models unset: default */
+	CHECK_INT(load_text(&cf, UP "[price default]\ninput = 1\noutput = 1\n"
+	    "[price x]\ninput = 2\noutput = 2\n"), 0);
+	CHECK_INT(cf.unknown_models_deny, 0);
 	CHECK_STR(kv_config_price(&cf, "y")->model, "default");
 	CHECK_STR(kv_config_price(&cf, NULL)->model, "default");
 	CHECK_STR(kv_config_price(&cf, "x")->model, "x");
+	kv_config_free(&cf);
+
+	/* deny: [price default] is not used for unknown models */
+	CHECK_INT(load_text(&cf, "[budget]\nunknown_models = deny\n" UP
+	    "[price default]\ninput = 1\noutput = 1\n[price x]\ninput = 2\noutput = 2\n"), 0);
+	CHECK_INT(cf.unknown_models_deny, 1);
+	CHECK(kv_config_price(&cf, "y") == NULL);
+	CHECK_STR(kv_config_price(&cf, "x")->model, "x");
+	kv_config_free(&cf);
+	CHECK_INT(load_text(&cf, "[budget]\nunknown_models = default\n" UP
+	    "[price x]\ninput = 2\noutput = 2\n"), 0);
+	CHECK_INT(cf.unknown_models_deny, 0);
+	CHECK(kv_config_price(&cf, "y") == NULL);	/* nothing to default to */
+	kv_config_free(&cf);
+
+	/* the keys for what else changes the bill */
+	CHECK_INT(load_text(&cf, UP "[price c]\ninput = 3\noutput = 15\ncache_write_1h = 6\n"
+	    "long_context_threshold = 200000\nlong_context_input = 6\n"
+	    "long_context_output = 22.5\npriority_input = 5\npriority_output = 25\n"
+	    "flex_input = 1.5\nflex_output = 7.5\n"), 0);
+	CHECK_INT(kv_config_price(&cf, "c")->cache_write_1h, 6000000000LL);
+	CHECK_INT(kv_config_price(&cf, "c")->long_context_threshold, 200000);
+	CHECK_INT(kv_config_price(&cf, "c")->long_context_output, 22500000000LL);
+	CHECK_INT(kv_config_price(&cf, "c")->priority_output, 25000000000LL);
+	CHECK_INT(kv_config_price(&cf, "c")->flex_input, 1500000000LL);
 	kv_config_free(&cf);
 }
 

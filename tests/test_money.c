@@ -76,6 +76,8 @@ price(const char *in, const char *out, const char *cached, const char *write)
 	p.output = nano(out);
 	p.cached_input = cached ? nano(cached) : -1;
 	p.cache_write = write ? nano(write) : -1;
+	p.cache_write_1h = p.long_context_input = p.long_context_output = -1;
+	p.priority_input = p.priority_output = p.flex_input = p.flex_output = -1;
 	return p;
 }
 
@@ -120,8 +122,8 @@ test_cost_vectors(void)
 
 	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		struct kv_price p = price(v[i].in, v[i].out, v[i].cached, v[i].write);
-		struct kv_usage u = { v[i].input, v[i].output, v[i].cached_in,
-		    v[i].cache_write, 1, 0 };
+		struct kv_usage u = { .input = v[i].input, .output = v[i].output,
+		    .cached_input = v[i].cached_in, .cache_write = v[i].cache_write, .found = 1 };
 		int64_t c = -5;
 
 		CHECK_INT(kv_cost(&p, &u, &c), 0);
@@ -135,7 +137,8 @@ static void
 expect_cost_fail(const struct kv_price *p, int64_t in, int64_t out,
     int64_t cached, int64_t write)
 {
-	struct kv_usage u = { in, out, cached, write, 1, 0 };
+	struct kv_usage u = { .input = in, .output = out, .cached_input = cached,
+	    .cache_write = write, .found = 1 };
 	int64_t c = 0;
 
 	CHECK_INT(kv_cost(p, &u, &c), -1);
@@ -167,12 +170,77 @@ test_cost_overflow(void)
 	/* just below the limit is fine: 9223372036854 tokens at $1/1M */
 	{
 		struct kv_price one = price("1", "0", NULL, NULL);
-		struct kv_usage u = { 9223372036854LL, 0, 0, 0, 1, 0 };
+		struct kv_usage u = { .input = 9223372036854LL, .found = 1 };
 		int64_t c;
 
 		CHECK_INT(kv_cost(&one, &u, &c), 0);
 		CHECK_INT(c, 9223372036854000LL);
 	}
+}
+
+/* cost of U under P, or -1 */
+static int64_t
+cost_of(const struct kv_price *p, struct kv_usage u)
+{
+	int64_t c;
+
+	return kv_cost(p, &u, &c) == -1 ? -1 : c;
+}
+
+/* What else changes the bill: 1-hour cache writes, the long-context tier,
+ * service tiers, and the dearest price for a tier the section cannot
+ * price. Hand-computed in nano-dollars (prices per 1M tokens). */
+static void
+test_cost_tiers(void)
+{
+	struct kv_price s = price("3", "15", "0.30", "3.75");
+	struct kv_price g = price("1.25", "10", "0.125", NULL);
+	struct kv_price plain = price("2", "8", "0.5", NULL);
+
+	/* Anthropic: 1000 input, 1000 cache reads, 2000 writes of which 500
+	 * are 1-hour; unset cache_write_1h costs twice input ($6) */
+	CHECK_INT(cost_of(&s, (struct kv_usage){ .input = 4000, .cached_input = 1000,
+	    .cache_write = 2000, .cache_write_1h = 500 }),
+	    1000 * 3000 + 1000 * 300 + 1500 * 3750 + 500 * 6000);
+	s.cache_write_1h = nano("6.5");
+	CHECK_INT(cost_of(&s, (struct kv_usage){ .input = 500, .cache_write = 500,
+	    .cache_write_1h = 500 }), 500 * 6500);
+	/* more 1-hour writes than writes is inconsistent */
+	CHECK_INT(cost_of(&s, (struct kv_usage){ .input = 500, .cache_write = 100,
+	    .cache_write_1h = 101 }), -1);
+	/* long context: past 200000 input every token at 6 / 22.5, cache
+	 * prices scaled by 6/3 */
+	s.cache_write_1h = -1;
+	s.long_context_threshold = 200000;
+	s.long_context_input = nano("6");
+	s.long_context_output = nano("22.5");
+	CHECK_INT(cost_of(&s, (struct kv_usage){ .input = 200000, .output = 1000 }),
+	    (200000LL * 3000000000LL + 1000LL * 15000000000LL) / 1000000);	/* not past it */
+	CHECK_INT(cost_of(&s, (struct kv_usage){ .input = 300000, .output = 1000,
+	    .cached_input = 100000, .cache_write = 10000 }),
+	    (190000LL * 6000000000LL + 100000LL * 600000000LL + 10000LL * 7500000000LL +
+	    1000LL * 22500000000LL) / 1000000);
+	/* OpenAI tiers: priority and flex at their prices, cache scaled */
+	g.priority_input = nano("2.5");
+	g.priority_output = nano("20");
+	g.flex_input = nano("0.625");
+	g.flex_output = nano("5");
+	CHECK_INT(cost_of(&g, (struct kv_usage){ .input = 1000, .cached_input = 200,
+	    .output = 100, .tier = KV_TIER_STANDARD }), 800 * 1250 + 200 * 125 + 100 * 10000);
+	CHECK_INT(cost_of(&g, (struct kv_usage){ .input = 1000, .cached_input = 200,
+	    .output = 100, .tier = KV_TIER_PRIORITY }), 800 * 2500 + 200 * 250 + 100 * 20000);
+	CHECK_INT(cost_of(&g, (struct kv_usage){ .input = 1000, .cached_input = 200,
+	    .output = 100, .tier = KV_TIER_FLEX }), 800 * 625 + 200 * 625 / 10 + 100 * 5000);
+	/* a tier it cannot price ("scale"): the dearest input and output it has */
+	CHECK_INT(cost_of(&g, (struct kv_usage){ .input = 1000, .cached_input = 200,
+	    .output = 100, .tier = KV_TIER_OTHER }), 1000 * 2500 + 100 * 20000);
+	/* a section without flex prices: flex at its dearest, never below */
+	CHECK_INT(cost_of(&plain, (struct kv_usage){ .input = 1000, .output = 100,
+	    .tier = KV_TIER_FLEX }), 1000 * 2000 + 100 * 8000);
+	plain.priority_input = nano("3.5");
+	plain.priority_output = nano("14");
+	CHECK_INT(cost_of(&plain, (struct kv_usage){ .input = 1000, .output = 100,
+	    .tier = KV_TIER_FLEX }), 1000 * 3500 + 100 * 14000);
 }
 
 static void
@@ -209,6 +277,7 @@ main(void)
 	test_parse_bad();
 	test_cost_vectors();
 	test_cost_overflow();
+	test_cost_tiers();
 	test_format();
 	return unit_done();
 }

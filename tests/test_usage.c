@@ -342,9 +342,13 @@ static const struct vec vecs[] = {
 	  "},\"type\":\"response.completed\"}\n\n",
 	  1, 3, 4, 1, 0, "r", 0 },
 	{ "responses sse usage on other event ignored", RESP, 1,
-	  RESP_EV("response.in_progress", "\"response\":{\"model\":\"r\",\"usage\":"
+	  RESP_EV("response.output_item.done", "\"response\":{\"model\":\"r\",\"usage\":"
 	      RESP_USAGE(3, 1, 4, 0) "}"),
 	  0, 0, 0, 0, 0, "r", 0 },
+	{ "responses sse in_progress usage: the opening figures", RESP, 1,
+	  RESP_EV("response.in_progress", "\"response\":{\"model\":\"r\",\"usage\":"
+	      RESP_USAGE(3, 1, 4, 0) "}"),
+	  1, 3, 4, 1, 0, "r", 0 },
 	{ "responses sse cut before completed", RESP, 1,
 	  RESP_START "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{",
 	  0, 0, 0, 0, 0, "gpt-4.1-2025-04-14", 8 },
@@ -500,6 +504,96 @@ test_usage_only(void)
 			fprintf(stderr, "usage-only: %s\n", v[i].json);
 		CHECK_INT(got, v[i].want);
 	}
+}
+
+/* ---- what a cut is charged from: final figures, tiers, 1-hour writes ------ */
+
+static void
+scan_str(struct kv_usage_scanner *sc, enum kv_api api, int sse, const char *body)
+{
+	size_t i, n = strlen(body);
+
+	kv_usage_init(sc, api, sse);
+	for (i = 0; i < n; i++)	/* bytewise: every split point */
+		kv_usage_feed(sc, body + i, 1);
+}
+
+static void
+test_final_tiers(void)
+{
+	struct kv_usage_scanner sc;
+	const char *start = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":"
+	    "{\"model\":\"claude-sonnet-4-5\",\"usage\":{\"input_tokens\":10,"
+	    "\"cache_creation_input_tokens\":20,\"cache_read_input_tokens\":5,"
+	    "\"cache_creation\":{\"ephemeral_5m_input_tokens\":12,"
+	    "\"ephemeral_1h_input_tokens\":8},\"output_tokens\":1}}}\n\n";
+	const char *delta = "event: message_delta\ndata: {\"type\":\"message_delta\","
+	    "\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":50}}\n\n";
+	const char *stop = "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+	char buf[2048];
+
+	/* Anthropic: the opening figures are exact input, not final */
+	scan_str(&sc, KV_API_ANTHROPIC_MESSAGES, 1, start);
+	CHECK_INT(sc.final, 0);
+	CHECK_INT(sc.usage.input, 35);
+	CHECK_INT(sc.usage.cached_input, 5);
+	CHECK_INT(sc.usage.cache_write, 20);
+	CHECK_INT(sc.usage.cache_write_1h, 8);
+	snprintf(buf, sizeof(buf), "%s%s", start, delta);
+	scan_str(&sc, KV_API_ANTHROPIC_MESSAGES, 1, buf);
+	CHECK_INT(sc.final, 0);
+	CHECK_INT(sc.usage.output, 50);
+	CHECK_INT(sc.usage.cache_write_1h, 8);
+	/* message_stop makes them final (the model being known takes the
+	 * fast path for it: it must still be read) */
+	snprintf(buf, sizeof(buf), "%s%s%s", start, delta, stop);
+	scan_str(&sc, KV_API_ANTHROPIC_MESSAGES, 1, buf);
+	CHECK_INT(sc.final, 1);
+	CHECK_INT(sc.usage.output, 50);
+	/* a non-streamed message is final */
+	scan_str(&sc, KV_API_ANTHROPIC_MESSAGES, 0, "{\"type\":\"message\",\"usage\":"
+	    "{\"input_tokens\":3,\"output_tokens\":4,\"cache_creation_input_tokens\":2,"
+	    "\"cache_creation\":{\"ephemeral_1h_input_tokens\":2}}}");
+	CHECK_INT(sc.final, 1);
+	CHECK_INT(sc.usage.cache_write_1h, 2);
+	CHECK_INT(sc.usage.input, 5);
+	/* OpenAI: the tier the response reports */
+	scan_str(&sc, KV_API_OPENAI_CHAT, 0, "{\"model\":\"gpt-5\",\"service_tier\":"
+	    "\"priority\",\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3}}");
+	CHECK_INT(sc.final, 1);
+	CHECK_INT(sc.usage.tier, KV_TIER_PRIORITY);
+	CHECK_STR(sc.model, "gpt-5");
+	scan_str(&sc, KV_API_OPENAI_CHAT, 1, "data: {\"model\":\"gpt-5\",\"service_tier\":"
+	    "\"flex\",\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n");
+	CHECK_INT(sc.final, 0);
+	CHECK_INT(sc.usage.found, 0);
+	scan_str(&sc, KV_API_OPENAI_CHAT, 1, "data: {\"model\":\"gpt-5\",\"service_tier\":"
+	    "\"flex\",\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":"
+	    "3}}\n\ndata: [DONE]\n\n");
+	CHECK_INT(sc.final, 1);
+	CHECK_INT(sc.usage.tier, KV_TIER_FLEX);
+	scan_str(&sc, KV_API_OPENAI_CHAT, 0, "{\"service_tier\":\"scale\",\"usage\":"
+	    "{\"prompt_tokens\":1,\"completion_tokens\":1}}");
+	CHECK_INT(sc.usage.tier, KV_TIER_OTHER);
+	scan_str(&sc, KV_API_OPENAI_CHAT, 0, "{\"service_tier\":\"default\",\"usage\":"
+	    "{\"prompt_tokens\":1,\"completion_tokens\":1}}");
+	CHECK_INT(sc.usage.tier, KV_TIER_STANDARD);
+	/* Responses: response.completed's response.service_tier; a later
+	 * opening event never replaces final figures */
+	scan_str(&sc, KV_API_OPENAI_RESPONSES, 1, "event: response.created\ndata: {\"type\":"
+	    "\"response.created\",\"response\":{\"usage\":{\"input_tokens\":9,"
+	    "\"output_tokens\":0}}}\n\n");
+	CHECK_INT(sc.final, 0);
+	CHECK_INT(sc.usage.input, 9);
+	scan_str(&sc, KV_API_OPENAI_RESPONSES, 1, "event: response.completed\ndata: {\"type\":"
+	    "\"response.completed\",\"response\":{\"service_tier\":\"priority\",\"usage\":"
+	    "{\"input_tokens\":9,\"output_tokens\":30}}}\n\n"
+	    "event: response.in_progress\ndata: {\"type\":\"response.in_progress\",\"response\":"
+	    "{\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n");
+	CHECK_INT(sc.final, 1);
+	CHECK_INT(sc.usage.output, 30);
+	CHECK_INT(sc.usage.input, 9);
+	CHECK_INT(sc.usage.tier, KV_TIER_PRIORITY);
 }
 
 /* ---- differential test against jansson ------------------------------------ */
@@ -940,8 +1034,11 @@ static json_t *
 ref_usage_obj(json_t *root, enum kv_api api, int *ambiguous)
 {
 	static const char *const start[] = { "message_start", NULL };
+	/* a stream's opening events count too: their figures are exact
+	 * for input, and a later final one replaces them */
 	static const char *const done[] = {
-		"response.completed", "response.incomplete", "response.failed", NULL,
+		"response.completed", "response.incomplete", "response.failed",
+		"response.created", "response.in_progress", NULL,
 	};
 	const char *wrap = api == KV_API_ANTHROPIC_MESSAGES ? "message" :
 	    api == KV_API_OPENAI_RESPONSES ? "response" : NULL;
@@ -1023,7 +1120,7 @@ usage_eq(const struct kv_usage *a, const struct kv_usage *b)
 static void
 diff_one(struct gen *g, json_t *root, struct diffstats *st)
 {
-	struct kv_usage want = { 0, 0, 0, 0, 0, 0 };
+	struct kv_usage want = { .found = 0 };
 	struct result whole, split;
 	char model[KV_SCAN_MODEL];
 	json_t *uo;
@@ -1164,6 +1261,7 @@ int
 main(void)
 {
 	test_vectors();
+	test_final_tiers();
 	test_deep_and_long();
 	test_usage_only();
 	test_differential();

@@ -71,6 +71,8 @@ struct kv_conn {
 	char			 cors_origin[KV_CORS_ORIGIN_MAX];	/* a listed Origin, or "" */
 	enum kv_api		 api;
 	int			 free_ep;	/* an endpoint relayed at $0 */
+	int			 req_sent;	/* the whole request reached the upstream */
+	int			 client_gone;	/* left; the response is read to its end */
 	int			 chunked_req;
 	struct kv_chunked	 req_dec;
 	int64_t			 body_left;	/* Content-Length bytes still to read */
@@ -206,5 +208,8 @@ int	conn_error_headers(struct kv_conn *c, int status, char *buf, size_t len);
 enum step relay_head(struct kv_conn *c);
 enum step relay_body(struct kv_conn *c);
 void	relay_finish(struct kv_conn *c);
+/* The client hung up: 1 when the request goes on without it (see relay.c),
+ * 0 when the connection is to be closed as a cut. */
+int	relay_client_left(struct kv_conn *c);
 
 #endif

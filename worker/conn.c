@@ -74,7 +74,7 @@ conn_watch_client(struct kv_conn *c, uint32_t ev)
 {
 	struct epoll_event e;
 
-	if (c->cwatch == ev)
+	if (c->cwatch == ev || c->client_gone)
 		return;
 	e.events = ev;
 	e.data.ptr = &c->cev;
@@ -451,8 +451,16 @@ kv_conn_event(struct kv_conn *c, int upstream, uint32_t events)
 	    c->state == CS_RESP_HEAD || c->state == CS_RELAY);
 	/* The client left while we wait on the upstream or relay to it: stop
 	 * the upstream at once so the provider stops generating (and billing). */
+	if (!upstream && c->client_gone)
+		return;		/* an event from before it left */
 	if (!upstream && (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) &&
 	    c->state != CS_HEAD && c->state != CS_BODY_IN && c->state != CS_ERRWRITE) {
+		/* ... unless it is a non-streamed response the provider bills
+		 * whole anyway: that is read to its end and charged exactly */
+		if (relay_client_left(c)) {
+			conn_run(c);
+			return;
+		}
 		if (c->state == CS_RELAY)
 			atomic_fetch_add(&c->w->ledger->hdr->counters.client_aborts_total, 1);
 		c->cut = 1;

@@ -409,6 +409,8 @@ on_resp_head(struct kv_conn *c, size_t hl)
 	c->t_first_ms = c->w->now_ms;
 	c->keep_obuf = 0;
 	resp_framing(c, res);
+	if (c->client_gone)
+		c->client_keep = 0;
 	if (build_client_head(c, res) == -1)
 		return conn_fail(c, 502, "upstream response head too large");
 	c->upos = hl;
@@ -421,6 +423,73 @@ on_resp_head(struct kv_conn *c, size_t hl)
 	return STEP_CONT;
 }
 
+/* The price a charge for this request uses: the response's model, else
+ * the model that was asked for ("gpt-4o-mini-2024-07-18" priced as the
+ * "gpt-4o-mini" that was asked for). */
+static const struct kv_price *
+price_for(struct kv_conn *c, const char *model)
+{
+	const struct kv_config *cf = c->w->cf;
+	const struct kv_price *p = kv_config_price(cf, model), *q;
+
+	if ((p == NULL || p == &cf->default_price) && model != c->ri.model &&
+	    c->ri.model[0] != '\0') {
+		q = kv_config_price(cf, c->ri.model);
+		if (q != NULL && q != &cf->default_price)
+			p = q;
+	}
+	return p;
+}
+
+/* What the input of this request costs by estimate: body bytes / 4
+ * tokens at the input price of the model asked for. */
+static int64_t
+input_estimate_nusd(struct kv_conn *c)
+{
+	const struct kv_price *p = kv_config_price(c->w->cf, c->ri.model);
+	struct kv_usage u = { .input = c->body_bytes / 4 };
+	int64_t cost;
+
+	if (p == NULL || c->api == KV_API_OTHER || kv_cost(p, &u, &cost) == -1)
+		return 0;
+	return cost;
+}
+
+/* The whole request reached the provider, which may bill it from now on:
+ * a timeout or a cancel is charged at least its input, and so is a worker
+ * death (the master charges what the reservation records). */
+static void
+mark_sent(struct kv_conn *c)
+{
+	c->req_sent = 1;
+	if (c->resv >= 0 && c->api != KV_API_OTHER)
+		kv_ledger_resv_sent(c->w->slot, c->resv, input_estimate_nusd(c));
+}
+
+/* The client left while a metered, non-streamed response is on its way:
+ * the provider generates (and bills) all of it anyway, so it is read to its
+ * end (up to upstream_timeout) and charged by its usage; the bytes go
+ * nowhere. Returns 1 when the connection goes on without its client. */
+int
+relay_client_left(struct kv_conn *c)
+{
+	if (c->client_gone)
+		return 1;
+	if (c->api == KV_API_OTHER || c->ri.stream || !c->req_sent ||
+	    (c->state != CS_RESP_HEAD && c->state != CS_RELAY) || c->pipe_len > 0)
+		return 0;
+	if (epoll_ctl(c->w->epfd, EPOLL_CTL_DEL, c->cfd, NULL) == -1) {
+		kv_log_warn("KV0550", "epoll_ctl del client");
+		return 0;
+	}
+	atomic_fetch_add(&c->w->ledger->hdr->counters.client_aborts_total, 1);
+	c->client_gone = 1;
+	c->client_keep = 0;
+	c->drain = 1;
+	c->cwatch = 0;
+	return 1;
+}
+
 enum step
 relay_head(struct kv_conn *c)
 {
@@ -428,6 +497,8 @@ relay_head(struct kv_conn *c)
 	ssize_t n;
 	int r;
 
+	if (!c->req_sent)
+		mark_sent(c);
 	if (c->ubuf == NULL) {
 		if ((c->ubuf = malloc(KV_UBUF_SIZE)) == NULL)
 			return conn_fail(c, 503, "out of memory");
@@ -552,6 +623,12 @@ flush_client(struct kv_conn *c)
 	struct msghdr m = { .msg_iov = iov };
 	ssize_t n;
 
+	if (c->client_gone) {
+		/* nobody to send to: the bytes were scanned, that is all */
+		c->upos = c->ulen;
+		c->olen = c->opos = 0;
+		return 1;
+	}
 	for (;;) {
 		m.msg_iovlen = 0;
 		if (c->opos < c->olen)
@@ -671,7 +748,9 @@ relay_body(struct kv_conn *c)
 	int i, r;
 
 	for (i = 0;; i++) {
-		if ((r = flush_client(c)) != 1)
+		if ((r = flush_client(c)) == -1 && relay_client_left(c))
+			r = flush_client(c);
+		if (r != 1)
 			return r == 0 ? wait_client(c) : cut(c);
 		if (c->resp_done && c->pipe_len == 0) {
 			relay_finish(c);
@@ -720,37 +799,60 @@ relay_body(struct kv_conn *c)
 	}
 }
 
-/* What the request costs: the provider's usage when the response carried it
- * whole; an estimate (marked) when the stream was cut or had none; nothing
- * for an error response. */
+/* The counts a request is charged for (SPEC "Money", README "How cuts are
+ * charged"): the provider's usage when it is final, even when the client
+ * left after it; for a cut stream the exact opening figures it gave (input
+ * and cache fields) plus the output relayed so far (the stream's own
+ * cumulative count when larger); for a request the provider got whole but
+ * never answered (timeout, cancel, broken connection) the input estimate.
+ * Anything but usage read whole is marked estimated. Returns 0 when
+ * nothing is charged. */
+static int
+charge_usage(struct kv_conn *c, struct kv_usage *u)
+{
+	const struct kv_usage *found = c->scan_on ? kv_usage_result(&c->scan) : NULL;
+	int64_t out;
+
+	memset(u, 0, sizeof(*u));
+	if (c->api == KV_API_OTHER)
+		return 0;
+	if (c->t_first_ms == 0) {
+		/* no response head: ours (504, 502, 499) or nothing */
+		if (!c->req_sent)
+			return 0;
+		u->input = c->body_bytes / 4;
+		u->estimated = 1;
+		return 1;
+	}
+	if (c->status < 200 || c->status >= 300)
+		return 0;
+	if (found != NULL && found->found && (c->scan.final || !c->cut)) {
+		*u = *found;
+		return 1;
+	}
+	if (found != NULL && found->found)
+		*u = *found;	/* exact input and cache fields, output so far */
+	else
+		u->input = c->body_bytes / 4;
+	out = c->scan_on ? c->scan.output_bytes / 4 : 0;
+	if (u->output < out)
+		u->output = out;
+	u->found = 0;
+	u->estimated = 1;
+	return 1;
+}
+
 static int64_t
 charge(struct kv_conn *c, struct kv_usage *u, const char **model)
 {
-	const struct kv_usage *found = c->scan_on ? kv_usage_result(&c->scan) : NULL;
 	const struct kv_price *p;
 	int64_t cost = 0;
 	char esc[512];
 
-	memset(u, 0, sizeof(*u));
 	*model = c->scan_on && c->scan.model[0] ? c->scan.model : c->ri.model;
-	if (c->status < 200 || c->status >= 300 || c->api == KV_API_OTHER)
+	if (!charge_usage(c, u))
 		return 0;
-	if (found != NULL && found->found && !c->cut)
-		*u = *found;
-	else {
-		u->input = found != NULL && found->input > 0 ? found->input : c->body_bytes / 4;
-		u->output = c->scan_on ? c->scan.output_bytes / 4 : 0;
-		u->estimated = 1;
-	}
-	p = kv_config_price(c->w->cf, *model);
-	/* "gpt-4o-mini-2024-07-18" priced as the "gpt-4o-mini" that was asked for. */
-	if ((p == NULL || p == &c->w->cf->default_price) && *model != c->ri.model &&
-	    c->ri.model[0] != '\0') {
-		const struct kv_price *q = kv_config_price(c->w->cf, c->ri.model);
-		if (q != NULL && q != &c->w->cf->default_price)
-			p = q;
-	}
-	if (p == NULL) {
+	if ((p = price_for(c, *model)) == NULL) {
 		kv_log_warnx("KV0440", "no price for model '%s' and no [price default]: charged 0",
 		    kv_log_escape(*model, (size_t)-1, esc, sizeof(esc)));
 		return 0;

@@ -450,6 +450,10 @@ estimate_nusd(struct kv_conn *c, const struct kv_price *p)
 	lim = c->ri.max_output >= 0 ? c->ri.max_output :
 	    p->max_output > 0 ? p->max_output : cf->reserve_output_tokens;
 	est.output = c->api == KV_API_OPENAI_EMBEDDINGS ? 0 : c->ri.mult * lim;
+	/* the response may say it ran on any tier the section prices (the
+	 * client asks for one in the body): reserve for the dearest */
+	if (p->priority_input >= 0 || p->flex_input >= 0)
+		est.tier = KV_TIER_OTHER;
 	if (kv_cost(p, &est, &cost) == -1)
 		return INT64_MAX / 4;
 	return cost;
@@ -466,6 +470,23 @@ refuse_unbounded(struct kv_conn *c, const struct kv_price *p)
 	    "content (%s) that its body does not bound; set context_window in [price %s] "
 	    "so that kilovolt can reserve for it", c->ri.fetches,
 	    p != NULL ? p->model : c->ri.model[0] ? c->ri.model : "MODEL");
+	return conn_fail(c, 400, msg);
+}
+
+/* Prices fail closed: a metered request for a model no [price] section
+ * matches is refused, never relayed at $0 (unknown_models = deny, or no
+ * [price default]). */
+static enum step
+refuse_unpriced(struct kv_conn *c)
+{
+	char msg[384];
+
+	if (c->ri.model[0] == '\0')
+		return conn_fail(c, 400, "the request names no model, and kilovolt "
+		    "cannot price it");
+	snprintf(msg, sizeof(msg), "model '%s' has no price in kilovolt: add a "
+	    "[price %s] section, or set [budget] unknown_models = default to charge "
+	    "it at [price default]", c->ri.model, c->ri.model);
 	return conn_fail(c, 400, msg);
 }
 
@@ -505,6 +526,8 @@ reserve(struct kv_conn *c)
 	}
 	kv_ledger_period_roll(c->acct, cf->period, (int64_t)time(NULL));
 	p = kv_config_price(cf, c->ri.model);
+	if (c->api != KV_API_OTHER && p == NULL)
+		return refuse_unpriced(c);
 	if (c->api != KV_API_OTHER && c->ri.fetches[0] != '\0' &&
 	    (p == NULL || p->context_window <= 0))
 		return refuse_unbounded(c, p);

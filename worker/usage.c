@@ -25,6 +25,7 @@ enum {
 	K_MAX_TOKENS, K_MAX_COMPLETION_TOKENS, K_MAX_OUTPUT_TOKENS,
 	K_CONTENT, K_TEXT, K_DELTA, K_ARGUMENTS, K_PARTIAL_JSON, K_THINKING,
 	K_REFUSAL, K_REASONING_CONTENT,
+	K_SERVICE_TIER, K_CACHE_CREATION_OBJ, K_EPHEMERAL_1H,
 	K_COUNT
 };
 
@@ -53,6 +54,9 @@ static const struct {
 	[K_ARGUMENTS] = KEY("arguments"), [K_PARTIAL_JSON] = KEY("partial_json"),
 	[K_THINKING] = KEY("thinking"), [K_REFUSAL] = KEY("refusal"),
 	[K_REASONING_CONTENT] = KEY("reasoning_content"),
+	[K_SERVICE_TIER] = KEY("service_tier"),
+	[K_CACHE_CREATION_OBJ] = KEY("cache_creation"),
+	[K_EPHEMERAL_1H] = KEY("ephemeral_1h_input_tokens"),
 };
 #undef KEY
 
@@ -526,17 +530,19 @@ json_str_run(struct kv_json *j, const unsigned char *p, size_t n)
 
 /* ---- the response scanner --------------------------------------------- */
 
-enum { T_NONE, T_OTHER, T_MESSAGE_START, T_RESPONSE_DONE };
+enum { T_NONE, T_OTHER, T_MESSAGE_START, T_MESSAGE_STOP, T_RESPONSE_START, T_RESPONSE_DONE };
 enum { SRC_TOP = 1, SRC_NESTED };
 enum {
 	C_PROMPT, C_COMPLETION, C_INPUT, C_OUTPUT, C_CACHED_P, C_CACHED_I,
-	C_CACHE_WRITE, C_CACHE_READ, C_N
+	C_CACHE_WRITE, C_CACHE_READ, C_CACHE_1H, C_N
 };
-enum { A_INPUT, A_WRITE, A_READ, A_OUTPUT, A_N };
+enum { A_INPUT, A_WRITE, A_READ, A_OUTPUT, A_WRITE_1H, A_N };
 enum { L_START, L_FIELD, L_SPACE, L_DATA, L_IGNORE };
 
 _Static_assert(C_N <= sizeof(((struct kv_usage_scanner *)0)->cand) / sizeof(int64_t),
     "cand[] holds every usage field");
+_Static_assert(A_N <= sizeof(((struct kv_usage_scanner *)0)->anth) / sizeof(int64_t),
+    "anth[] holds every Anthropic field");
 
 static void
 event_reset(struct kv_usage_scanner *s)
@@ -630,6 +636,9 @@ cand_number(struct kv_usage_scanner *s)
 			f = C_CACHED_P;
 		else if (key_at(j, d - 2) == K_INPUT_DETAILS)
 			f = C_CACHED_I;
+	} else if (d == s->cand_depth + 1 && key_at(j, d - 1) == K_EPHEMERAL_1H &&
+	    key_at(j, d - 2) == K_CACHE_CREATION_OBJ) {
+		f = C_CACHE_1H;	/* Anthropic usage.cache_creation: 1-hour writes */
 	}
 	if (f >= 0)
 		s->cand[f] = j->num;
@@ -674,7 +683,8 @@ sat_add(int64_t a, int64_t b)
 static void
 commit_anthropic(struct kv_usage_scanner *s)
 {
-	static const int from[A_N] = { C_INPUT, C_CACHE_WRITE, C_CACHE_READ, C_OUTPUT };
+	static const int from[A_N] = { C_INPUT, C_CACHE_WRITE, C_CACHE_READ, C_OUTPUT,
+	    C_CACHE_1H };
 	int64_t *a = s->anth;
 	struct kv_usage *u = &s->usage;
 	int i, any = 0;
@@ -689,28 +699,48 @@ commit_anthropic(struct kv_usage_scanner *s)
 		return;
 	u->cached_input = a[A_READ] > 0 ? a[A_READ] : 0;
 	u->cache_write = a[A_WRITE] > 0 ? a[A_WRITE] : 0;
+	/* the 1-hour writes are among cache_creation_input_tokens */
+	u->cache_write_1h = a[A_WRITE_1H] > 0 ? a[A_WRITE_1H] : 0;
+	if (u->cache_write_1h > u->cache_write)
+		u->cache_write_1h = u->cache_write;
 	u->input = sat_add(sat_add(a[A_INPUT] > 0 ? a[A_INPUT] : 0,
 	    u->cached_input), u->cache_write);
 	u->output = a[A_OUTPUT] > 0 ? a[A_OUTPUT] : 0;
 	u->found = 1;
 }
 
-/* The top-level object ended: take its usage if it may carry one. */
+/* The top-level object ended: take its usage if it may carry one. A
+ * stream's opening figures (message_start, response.created/in_progress)
+ * are taken but are not final, and never replace final ones. */
 static void
 commit(struct kv_usage_scanner *s)
 {
+	int final = 1;
+
+	if (s->api == KV_API_ANTHROPIC_MESSAGES && s->sse && s->ev_type == T_MESSAGE_STOP &&
+	    s->usage.found)
+		s->final = 1;	/* the last message_delta was the last */
 	if (!s->cand_done)
 		return;
 	if (s->cand_src == SRC_NESTED) {
 		if (s->api == KV_API_ANTHROPIC_MESSAGES && s->ev_type != T_MESSAGE_START)
 			return;
-		if (s->api == KV_API_OPENAI_RESPONSES && s->ev_type != T_RESPONSE_DONE)
+		if (s->api == KV_API_OPENAI_RESPONSES && s->ev_type != T_RESPONSE_DONE &&
+		    s->ev_type != T_RESPONSE_START)
 			return;
+		final = s->ev_type == T_RESPONSE_DONE;
 	}
+	/* an Anthropic stream's message_delta counts are cumulative so far */
+	if (s->api == KV_API_ANTHROPIC_MESSAGES && s->sse)
+		final = 0;
+	if (!final && s->final)
+		return;
 	if (s->api == KV_API_ANTHROPIC_MESSAGES)
 		commit_anthropic(s);
 	else if (is_openai(s->api))
 		commit_openai(s);
+	if (s->usage.found && final)
+		s->final = 1;
 }
 
 static int
@@ -725,6 +755,10 @@ event_type(const struct kv_json *j)
 		return T_OTHER;
 	if (strcmp(j->str, "message_start") == 0)
 		return T_MESSAGE_START;
+	if (strcmp(j->str, "message_stop") == 0)
+		return T_MESSAGE_STOP;
+	if (strcmp(j->str, "response.created") == 0 || strcmp(j->str, "response.in_progress") == 0)
+		return T_RESPONSE_START;
 	for (i = 0; i < sizeof(done) / sizeof(done[0]); i++)
 		if (strcmp(j->str, done[i]) == 0)
 			return T_RESPONSE_DONE;
@@ -756,10 +790,26 @@ on_string_begin(struct kv_usage_scanner *s)
 	int d = j->depth, key = key_at(j, d - 1);
 
 	j->count = (uint8_t)counted_key(s, d, key);
-	if (d == 1 && (key == K_MODEL || key == K_TYPE))
+	if (d == 1 && (key == K_MODEL || key == K_TYPE || key == K_SERVICE_TIER))
 		j->capture = 1;
-	else if (d == 2 && key == K_MODEL && key_at(j, 0) == nested_parent(s->api))
+	else if (d == 2 && (key == K_MODEL || key == K_SERVICE_TIER) &&
+	    key_at(j, 0) == nested_parent(s->api))
 		j->capture = 1;
+}
+
+/* OpenAI's "service_tier" names the tier the response ran on. */
+static int
+tier_of(const struct kv_json *j)
+{
+	if (j->str_bad)
+		return KV_TIER_OTHER;
+	if (strcmp(j->str, "default") == 0 || strcmp(j->str, "standard") == 0)
+		return KV_TIER_STANDARD;
+	if (strcmp(j->str, "priority") == 0)
+		return KV_TIER_PRIORITY;
+	if (strcmp(j->str, "flex") == 0)
+		return KV_TIER_FLEX;
+	return KV_TIER_OTHER;
 }
 
 static void
@@ -773,7 +823,10 @@ on_string_end(struct kv_usage_scanner *s)
 	j->str[j->slen] = '\0';
 	if (d == 1 && key_at(j, 0) == K_TYPE)
 		s->ev_type = event_type(j);
-	else if (!j->str_bad && j->slen > 0)
+	else if (key_at(j, d - 1) == K_SERVICE_TIER) {
+		if (is_openai(s->api))
+			s->usage.tier = tier_of(j);
+	} else if (!j->str_bad && j->slen > 0)
 		memcpy(s->model, j->str, j->slen + 1);
 }
 
@@ -919,7 +972,7 @@ fast_key(const char *k, size_t len)
 {
 #define FK(name, id) if (memcmp(k, name, len) == 0) return id
 	switch (len) {
-	case 4:  FK("text", K_TEXT); break;
+	case 4:  FK("text", K_TEXT); FK("type", K_TYPE); break;
 	case 5:  FK("usage", K_USAGE); FK("model", K_MODEL); break;
 	case 7:  FK("content", K_CONTENT); FK("refusal", K_REFUSAL); break;
 	case 8:  FK("thinking", K_THINKING); break;
@@ -955,6 +1008,9 @@ line_fast_count(const unsigned char *p, size_t n, const char *model, int64_t *by
 			;
 		key = fast_key((const char *)q + 1, kl);
 		if (key == K_USAGE && (v >= e || *v != 'n'))
+			return -1;
+		/* Anthropic's end of message makes its usage final */
+		if (key == K_TYPE && e - v >= 14 && memcmp(v, "\"message_stop\"", 14) == 0)
 			return -1;
 		if (v >= e || *v != '"' || (key != K_MODEL && !counted_key_name(key)))
 			continue;

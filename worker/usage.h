@@ -67,6 +67,14 @@ struct kv_usage_scanner {
 	 * one-line SSE event without usage is counted without lexing, so for
 	 * a malformed event the count may depend on how the bytes arrived. */
 	int64_t		 output_bytes;
+	/* usage holds the provider's final figures: a non-streamed body's
+	 * usage, the usage chunk of an OpenAI stream, a Responses API
+	 * response.completed/incomplete/failed, or an Anthropic stream's
+	 * last message_delta once message_stop is seen. 0 while only a
+	 * stream's opening figures (message_start, response.created/
+	 * in_progress) are known: then usage.input (cache fields included)
+	 * is exact and usage.output is what the stream counted so far. */
+	int		 final;
 
 	/* opaque to callers: fixed size, no pointers */
 	struct kv_json	 json;
@@ -78,8 +86,8 @@ struct kv_usage_scanner {
 	int		 cand_depth;	/* depth of the usage object being read */
 	int		 cand_src;	/* where it sits (top level or nested) */
 	int		 cand_done;	/* a complete usage object was read */
-	int64_t		 cand[8];	/* its numbers, -1 when absent */
-	int64_t		 anth[4];	/* Anthropic fields so far, -1 unseen */
+	int64_t		 cand[10];	/* its numbers, -1 when absent */
+	int64_t		 anth[5];	/* Anthropic fields so far, -1 unseen */
 };
 
 /* Start scanning a response of API; sse when Content-Type is

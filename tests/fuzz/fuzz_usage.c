@@ -42,7 +42,8 @@ same(const struct kv_usage_scanner *a, const struct kv_usage_scanner *b)
 	return x->found == y->found && x->input == y->input &&
 	    x->output == y->output && x->cached_input == y->cached_input &&
 	    x->cache_write == y->cache_write && x->estimated == y->estimated &&
-	    strcmp(a->model, b->model) == 0;
+	    x->cache_write_1h == y->cache_write_1h && x->tier == y->tier &&
+	    a->final == b->final && strcmp(a->model, b->model) == 0;
 }
 
 static void
@@ -56,7 +57,10 @@ check_sane(const struct kv_usage_scanner *s, size_t len)
 		abort();
 	if (u->input < 0 || u->output < 0 || u->cached_input < 0 || u->cache_write < 0)
 		abort();
-	if (u->found && (u->cached_input > u->input || u->cache_write > u->input))
+	if (u->found && (u->cached_input > u->input || u->cache_write > u->input ||
+	    u->cache_write_1h > u->cache_write))
+		abort();
+	if (s->final && !u->found)
 		abort();
 	if (!u->found && (u->input || u->output || u->cached_input || u->cache_write))
 		abort();
