@@ -109,8 +109,8 @@ check_eq "upstream pool: the mock saw the 12 requests" "$(kv_mock_stat requests 
 
 # One client connection, several upstreams: each request finds its own
 # upstream's pooled connection, and one the server closed after answering
-# (without saying so) is not used again, or is retried once if the close
-# is not seen in time.
+# (without saying so) is not used again: the liveness check sees the close
+# before any byte is written (a request is never sent twice).
 : >"$T/verbose"
 curl -sv -m 30 "${AUTH[@]}" -d '{"model":"pool-1"}' -o "$T/k1" -w '%{http_code} ' "$url" \
 	--next "${AUTH[@]}" -d '{"model":"gpt-4o-mini"}' -o "$T/k2" -w '%{http_code} ' "$url" \

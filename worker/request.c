@@ -855,12 +855,15 @@ request_handshake(struct kv_conn *c)
 	return conn_failover(c, 502, "TLS to the upstream failed", 1);
 }
 
-/* A pooled connection the server closed under us: one fresh try, when the
- * whole request is still in obuf. */
+/* A pooled connection the server closed under us before any byte of the
+ * request was written to it: one fresh try, when the whole request is
+ * still in obuf. A request goes upstream at most once. */
 enum step
 request_retry(struct kv_conn *c)
 {
-	if (!c->uc->reused || c->retried || !c->keep_obuf)
+	/* Once any byte of the request was written, the provider may have
+	 * read it all and bill it: sending it again could bill it twice. */
+	if (!c->uc->reused || c->retried || !c->keep_obuf || c->opos > 0 || c->req_sent)
 		return conn_failover(c, 502, "upstream closed the connection",
 		    c->opos == 0 || conn_upset_unacked(c));
 	kv_upconn_close(c->uc, 0);

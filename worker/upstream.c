@@ -389,7 +389,10 @@ kv_upconn_take_idle(struct kv_upstream_rt *rt, int64_t now)
 		rt->idle = uc->next;
 		rt->nidle--;
 		uc->next = NULL;
-		if (uc->idle_since == now || idle_is_alive(uc)) {
+		/* Checked every time, even for a connection released this
+		 * second: a request is never sent twice (request_retry), so a
+		 * server's close must be seen before any byte is written. */
+		if (idle_is_alive(uc)) {
 			uc->reused = 1;
 			return uc;
 		}
