@@ -11,7 +11,10 @@ set -u
 url=$1 out=$2 n=$3 tokens=$4 delay=$5
 per=50
 mkdir -p "$out" || exit 2
-body='{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"Say hello."}]}'
+# max_tokens bounds each stream's reservation: with none, the bundled file
+# reserves gpt-4o-mini's max_output (16384 tokens, about $0.01), and the
+# key's $2 would admit only some 200 of these streams at once.
+body='{"model":"gpt-4o-mini","stream":true,"max_tokens":'"$tokens"',"messages":[{"role":"user","content":"Say hello."}]}'
 pids=()
 for ((j = 0; j * per < n; j++)); do
 	for ((i = 0; i < per && j * per + i < n; i++)); do
