@@ -119,6 +119,10 @@ rkey() { echo "kv:$(printf %s "$KEY" | sha256sum | cut -d' ' -f1):0"; }
 rfield() { rcli hget "$(rkey)" "$1"; }
 spent_sum() { echo $(($(kfield a .spent_nusd) + $(kfield b .spent_nusd) + $(kfield c .spent_nusd))); }
 
+# again H: how often H logged that it synced again after an outage.
+again() { grep -c 'leases synced with Redis again' "$T/kilovoltd-$1.log"; }
+synced_again() { [ "$(again "$1")" -gt "$2" ]; }
+
 # synced H: the host has leased for the key (its lease fields are set).
 synced() { [ "$(kfield "$1" '.cluster.lease_expires_ms // 0')" != 0 ]; }
 
@@ -139,11 +143,43 @@ client() {
 
 count() { cat "$1"/*.code 2>/dev/null | grep -c "^$2\$"; }
 
+# A TCP relay to Redis for host c: SIGSTOP on it partitions c from Redis
+# (and leaves what c sent queued), SIGCONT heals the partition.
+relay_start() {
+	RELAY_PORT=$(kv_free_port)
+	python3 -c '
+import socket, sys, threading
+lp, rp = int(sys.argv[1]), int(sys.argv[2])
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", lp)); ls.listen(64)
+def pump(a, b):
+    try:
+        while True:
+            d = a.recv(65536)
+            if not d: break
+            b.sendall(d)
+    except OSError: pass
+    for x in (a, b):
+        try: x.shutdown(socket.SHUT_RDWR)
+        except OSError: pass
+while True:
+    c, _ = ls.accept()
+    try: u = socket.create_connection(("127.0.0.1", rp))
+    except OSError: c.close(); continue
+    for a, b in ((c, u), (u, c)):
+        threading.Thread(target=pump, args=(a, b), daemon=True).start()
+' "$RELAY_PORT" "$RPORT" </dev/null >"$T/relay.log" 2>&1 &
+	RELAY_PID=$!
+	kv_track "$RELAY_PID"
+	kv_wait_for 5 sh -c "exec 3<>/dev/tcp/127.0.0.1/$RELAY_PORT" 2>/dev/null
+}
+
 kv_start_mock
 redis_start
+relay_start
 host_start a
 host_start b
-host_start c closed "redis://127.0.0.1:$RPORT"	# c over TCP, a and b over the unix socket
+host_start c closed "redis://127.0.0.1:$RELAY_PORT"	# c over TCP through the relay
 for h in a b c; do
 	check "host $h leased for the key within 5 s" kv_wait_for 5 synced $h
 done
@@ -172,6 +208,8 @@ check "at least N - 3 x largest lease admitted ($n200 >= $((N - 3 * LEASE_MAX)))
 check_eq "every request ends 200 or 402" "$((n200 + n402))" 300
 # (the mock counts the stats request that asks, too)
 check_eq "the mock served exactly the admitted requests" "$(kv_mock_stat requests)" $((n200 + 1))
+idle() { for h in a b c; do [ "$(kfield $h .reserved_nusd)" = 0 ] || return 1; done; }
+check "every request settled (no reservation left on any host)" kv_wait_for 20 idle
 sleep 1.5	# settled spend reaches Redis within a second
 total=$(spent_sum)
 check_eq "the three ledgers' spend is exactly the admitted requests" "$total" $((n200 * R))
@@ -221,10 +259,14 @@ rl_burst() {
 rl_burst "$PORT_a" 10 "$T/rl-a"
 check_eq "rpm 20: host a admits its 10" "$(grep -c '^200$' "$T/rl-a")" 10
 sleep 1.5	# one sync tells b about a's requests
+t0=$(date +%s)
 rl_burst "$PORT_b" 20 "$T/rl-b"
 rb=$(grep -c '^200$' "$T/rl-b")
-echo "# rpm 20: after 10 on a, b admitted $rb of 20 ($(grep -c '^429$' "$T/rl-b") x 429)"
-check "rpm 20: host b admits only what a left (about 10, not 20: $rb)" test "$rb" -le 12
+# the bucket refills by one request every 3 s while b's burst runs
+refill=$((($(date +%s) - t0 + 3) / 3 + 1))
+echo "# rpm 20: after 10 on a, b admitted $rb of 20 ($(grep -c '^429$' "$T/rl-b") x 429), refill allowance $refill"
+check "rpm 20: host b admits only what a left (10 + refill $refill, not 20: $rb)" \
+	test "$rb" -le $((10 + refill))
 check_eq "rpm 20: b refuses the rest with 429" "$(grep -c '^429$' "$T/rl-b")" $((20 - rb))
 
 # ---- a budget raised on one host reaches the others --------------------------
@@ -273,6 +315,31 @@ total=$(spent_sum)
 check_eq "after b's return, Redis's spend equals the three ledgers'" "$(rfield S)" "$total"
 check "spend is within the budget" test "$total" -le $NEWB
 
+# ---- host c cut off from Redis, then the partition heals ----------------------
+
+c_before=$(again c)
+kill -STOP "$RELAY_PID"
+mkdir -p "$T/p"
+sleep 1
+for i in $(seq 1 12); do	# c (closed): its lease, then 503s; a and b serve on
+	h=${hosts[$((i % 3))]}
+	curl -sS -m 30 -o /dev/null -w '%{http_code}\n' -H "Authorization: Bearer $KEY" \
+		-H "x-mock-tokens: $M" --data-binary "$BODY" \
+		"http://127.0.0.1:$(eval echo "\$PORT_$h")/v1/chat/completions" >"$T/p/$h.$i"
+	sleep 0.5
+done
+pa=$(cat "$T"/p/[ab].* | grep -c '^200$')
+echo "# partition: a and b $pa x 200 of 8; c: $(cat "$T"/p/c.* | sort | uniq -c | tr '\n' ' ')"
+check_eq "while c is cut off, a and b serve" "$pa" 8
+check_eq "c (closed) refuses with 503 once its lease expired" "$(cat "$T/p/c.11")" 503
+kill -CONT "$RELAY_PID"
+check "c syncs again after the partition heals" kv_wait_for 15 synced_again c "$c_before"
+sleep 1.5
+total=$(spent_sum)
+check_eq "after the partition heals, Redis's spend equals the ledgers' (nothing double-counted)" \
+	"$(rfield S)" "$total"
+check "committed within the budget after the partition" test "$(rfield C)" -le $NEWB
+
 # ---- Redis stopped mid-load: closed (a) and open (c) ---------------------------
 
 # Host c goes open; its restart keeps its ledger and its place.
@@ -281,7 +348,6 @@ sed -i 's/^on_redis_down = closed/on_redis_down = open/' "$T/c.ini"
 host_start c
 check "host c (open) synced after its restart" kv_wait_for 5 synced c
 sleep 1
-again() { grep -c 'leases synced with Redis again' "$T/kilovoltd-$1.log"; }
 again_a=$(again a) again_b=$(again b) again_c=$(again c)
 cap_a=$(kfield a .cluster.lease_cap_nusd)
 spent_a0=$(kfield a .spent_nusd)
@@ -312,7 +378,6 @@ check_eq "the mock saw only the admitted requests" "$(kv_mock_stat requests)" $(
 check_eq "open: c admits against the last known budget" "$c200" 30
 check "c logged the outage" grep -q KV0758 "$T/kilovoltd-c.log"
 redis_start
-synced_again() { [ "$(again "$1")" -gt "$2" ]; }
 check "host a syncs again once Redis is back" kv_wait_for 10 synced_again a "$again_a"
 check "host b syncs again once Redis is back" kv_wait_for 10 synced_again b "$again_b"
 check "host c syncs again once Redis is back" kv_wait_for 10 synced_again c "$again_c"
