@@ -20,7 +20,7 @@
 #include "shm/report.h"
 
 #define CELL_MAX	(KV_MODEL_NAME + 4)	/* a whole model name fits */
-#define TABLE_COLS	12
+#define TABLE_COLS	16	/* the widest table: keys, 14 columns */
 
 /* A table of short strings; row 0 is the heading. Columns are sized to the
  * widest cell when printed. */
@@ -36,6 +36,8 @@ struct table {
 static int
 table_init(struct table *t, int ncols, const int *right, size_t rows)
 {
+	if (ncols > TABLE_COLS)	/* table_print sizes its widths by TABLE_COLS */
+		return -1;
 	t->ncols = ncols;
 	t->nrows = 0;
 	t->cap = rows + 1;
