@@ -31,6 +31,10 @@ kv__mock reset -R || exit 1
 RST_PORT=$KV__PORT RST_LOG=$T/reset.log
 kv__mock backup || exit 1
 FB_PORT=$KV__PORT FB_LOG=$T/backup.log
+kv__mock busy -S 429 || exit 1
+BUSY_PORT=$KV__PORT BUSY_LOG=$T/busy.log
+kv__mock calm || exit 1
+CALM_PORT=$KV__PORT CALM_LOG=$T/calm.log
 DEAD_PORT=$(kv_free_port)
 DEAD2_PORT=$(kv_free_port)
 
@@ -44,6 +48,11 @@ eject_time = 2
 url = http://127.0.0.1:$DEAD2_PORT
 models = fb-model*
 fallback = backup
+
+[upstream limited]
+url = http://127.0.0.1:$BUSY_PORT http://127.0.0.1:$CALM_PORT
+models = lim-model*
+eject_after = 1
 
 [upstream backup]
 url = http://127.0.0.1:$FB_PORT
@@ -170,5 +179,21 @@ check "the fallback's reservation settles" kv_wait_for 20 key_field_is "$KF_ID" 
 fb_bytes=$(sed -n "s/.* auth=$BK_ID .*body_bytes=\([0-9]*\).*/\1/p" "$FB_LOG" | head -n 1)
 check_eq "charged at [price default] for what the backup billed" \
 	"$(key_field "$KF_ID" spent_nusd)" $(( (fb_bytes / 4) * 1000 + 5 * 3000 ))
+
+# ---- a target answering 429 is cooled, not ejected, and not relayed -------
+
+KL=sk-kvtest-failover-limited
+KL_ID=$(id_of "$KL")
+LBODY='{"model":"lim-model","max_tokens":10,"messages":[{"role":"user","content":"busy?"}]}'
+bad=0
+for i in 1 2 3 4 5 6; do [ "$(DATA=$LBODY chat "$KL" "$T/l$i")" = 200 ] || bad=$((bad + 1)); done
+check_eq "6 requests to an upstream whose other target answers 429: all 200" "$bad" 0
+check "the 429 target got at most one of them (cooled 5 s after its 429)" \
+	test "$(posts "$KL_ID" "$BUSY_LOG")" -le 1
+check_eq "the calm target answered all 6" "$(posts "$KL_ID" "$CALM_LOG")" 6
+BUSY_T="limited/127.0.0.1:$BUSY_PORT"
+check_eq "a 429 does not eject (eject_after = 1)" \
+	"$(metric kilovolt_upstream_target_ejections_total "$BUSY_T")" 0
+check "the ledger charged the 6 exactly once" kv_wait_for 20 key_field_is "$KL_ID" requests 6
 
 kv_finish

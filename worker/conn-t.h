@@ -112,6 +112,7 @@ struct kv_conn {
 	uint64_t		 tried;		/* positions in ugroup tried */
 	int			 tpos;		/* current position */
 	int			 fell_back;	/* ugroup is the fallback now */
+	int			 cooled;	/* the target answered 429: cooled, not failed */
 	int64_t			 t_first_try_ms;
 	char			 tlabel[64];	/* NAME/HOST:PORT, for x-kilovolt-upstream */
 

@@ -212,7 +212,9 @@ conn_failover(struct kv_conn *c, int status, const char *msg, int safe)
 
 	if (g == NULL)
 		return conn_fail(c, status, msg);
-	if (kv_target_fail(l, s, c->w->now_ms, g->eject_after, g->eject_secs, others_usable(c)))
+	/* A 429 is the target working as told: cooled already, not a failure. */
+	if (!c->cooled &&
+	    kv_target_fail(l, s, c->w->now_ms, g->eject_after, g->eject_secs, others_usable(c)))
 		kv_log_warnx("KV0701", "upstream target %s ejected after %d failures in a row",
 		    c->tlabel, g->eject_after);
 	if (!safe || !c->keep_obuf || c->sent_any || c->state == CS_RELAY ||
@@ -239,6 +241,7 @@ conn_failover(struct kv_conn *c, int status, const char *msg, int safe)
 	c->opos = 0;
 	c->retried = 0;
 	c->status = 0;
+	c->cooled = 0;
 	if (kv_upset_rewrite(c, from) == -1)
 		return conn_fail(c, 502, "cannot build the upstream request");
 	kv_log_info("key %s: %s failed (%s): %s to %s", c->keyid, was, msg,
@@ -277,6 +280,7 @@ conn_upset_answer(struct kv_conn *c, const struct kv_http_response *res)
 	}
 	if (st == 429 || (st == 503 && kv_http_find(res->headers, res->nheaders, "retry-after")))
 		kv_target_cool(l, s, c->w->now_ms, retry_after_secs(res));
+	c->cooled = st == 429;
 	if (!c->keep_obuf || c->sent_any ||
 	    c->w->now_ms - c->t_first_try_ms > (int64_t)c->ugroup->retry_budget * 1000)
 		return 0;
