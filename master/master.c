@@ -822,7 +822,7 @@ master_loop(struct master *m)
 		n = 1;
 		timeout = 1000;
 		if (m->status != NULL)
-			n += kv_status_pollfds(m->status, pfd + 1, 15, &timeout);
+			n += kv_status_pollfds(m->status, pfd + 1, 14, &timeout);	/* one left for Redis */
 		c0 = n;
 		if (m->cluster != NULL)
 			n += kv_cluster_pollfds(m->cluster, pfd + n, 16 - n, &timeout);
