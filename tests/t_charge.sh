@@ -10,8 +10,8 @@
 #    once and charged its exact opening input (cache fields included) plus
 #    the output so far (the stream's cumulative count where given), marked
 #    estimated; exact usage already read is never replaced by an estimate;
-#  - a 504 and a worker killed after the request was sent charge at least
-#    the input estimate; kvctl and /status.json count estimated charges;
+#  - a 504, a stream cancelled before its head and a worker killed after
+#    the request was sent charge at least the input estimate; kvctl and /status.json count estimated charges;
 #  - a pooled connection that closes after reading a request: the request
 #    is not sent again.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
@@ -158,6 +158,17 @@ check "... the exact input, cache reads at cached_input, plus output so far ($s 
 	test "$s" -gt "$in_cost" -a "$s" -le $(( in_cost + 400 * 2 * 100000 ))
 check "... not cache reads at the input price (that is $(( p * 10000 + 10000 * 10000 + 1000 * 20000 )))" \
 	test "$s" -lt $(( p * 10000 + 10000 * 10000 + 1000 * 20000 ))
+
+K=sk-charge-cancel-stream
+body=$(chat kv-cut-cancel hello ',"stream":true')
+ab0=$(kv_mock_stat aborted_streams)
+post $K /v1/chat/completions "$body" -m 1 -H 'x-mock-first-delay-ms: 2500' >/dev/null 2>&1
+check "a stream cancelled before the response head: the upstream is closed" \
+	kv_wait_for 10 aborted_since "$ab0"
+check "... and charged its input estimate (body bytes / 4 at the input price)" \
+	kv_wait_for 10 spent_is $K $(( ${#body} / 4 * 10000 ))
+check_eq "... marked estimated" "$(estimated $K)" 1
+check_eq "... the mock got it once" "$(mock_got kv-cut-cancel)" 1
 
 K=sk-charge-cut-cumulative
 body='{"model":"kv-cut-c","max_tokens":1000,"stream":true,"messages":[{"role":"user","content":"hi"}]}'
