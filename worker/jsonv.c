@@ -239,6 +239,12 @@ utf8_lead(struct kv_jv *v, unsigned char c)
 	}
 }
 
+#define ONES	0x0101010101010101ULL
+/* Nonzero when a byte of w is below n (n <= 128), or is zero (exact as a
+ * yes/no; which byte is not told). */
+#define has_less(w, n)	(((w) - ONES * (n)) & ~(w) & ONES * 0x80)
+#define has_zero(w)	has_less(w, 1)
+
 /* A run of string content up to a quote or backslash; returns the bytes
  * consumed (the run), or -1. */
 static ssize_t
@@ -248,8 +254,22 @@ str_run(struct feed *f, const unsigned char *p, size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		unsigned char c = p[i];
+		unsigned char c;
 
+		/* Eight plain ASCII bytes at a time (no quote, backslash,
+		 * control byte or high bit): prompts are mostly that. */
+		while (v->u8need == 0 && n - i >= 8) {
+			uint64_t w;
+
+			memcpy(&w, p + i, 8);
+			if (((w & ONES * 0x80) | has_less(w, 0x20) | has_zero(w ^ ONES * '"') |
+			    has_zero(w ^ ONES * '\\')) != 0)
+				break;
+			i += 8;
+		}
+		if (i == n)
+			break;
+		c = p[i];
 		if (v->u8need > 0) {
 			if (c < v->u8lo || c > v->u8hi) {
 				v->off += i;
