@@ -35,7 +35,7 @@
 #define CFG_MAX_KEYS		(1u << 20)
 
 enum cfg_sect { SECT_NONE, SECT_SERVER, SECT_BUDGET, SECT_UPSTREAM, SECT_PRICE, SECT_KEY,
-    SECT_CLUSTER };
+    SECT_CLUSTER, SECT_ALERTS };
 
 struct cfg_parse {
 	struct kv_config *cf;
@@ -52,6 +52,7 @@ struct cfg_parse {
 	int		 seen_server;
 	int		 seen_budget;
 	int		 seen_cluster;
+	int		 seen_alerts;
 	int		 workers_auto;
 	int		 failed;
 	char		*err;
@@ -1178,6 +1179,52 @@ set_lease_ttl(struct cfg_parse *p, const char *v)
 	return set_seconds(p, "lease_ttl", v, 2, &p->cf->cluster.lease_ttl);
 }
 
+/* ---- [alerts] --------------------------------------------------------------- */
+
+static int
+set_alert_webhook(struct cfg_parse *p, const char *v)
+{
+	if ((strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) ||
+	    strlen(v) >= sizeof(p->cf->alerts.webhook) || strchr(v, ' ') != NULL)
+		return cfg_err(p, p->lineno, "webhook: want an http:// or https:// URL");
+	strcpy(p->cf->alerts.webhook, v);
+	return 0;
+}
+
+static int
+set_alert_thresholds(struct cfg_parse *p, const char *v)
+{
+	struct kv_alerts *a = &p->cf->alerts;
+	const char *s = v;
+	char *end;
+	long t;
+
+	a->nthresholds = 0;
+	while (*(s += strspn(s, " \t")) != '\0') {
+		errno = 0;
+		t = strtol(s, &end, 10);
+		if (end == s || errno != 0 || t < 1 || t > 1000 || (*end != '\0' &&
+		    *end != ' ' && *end != '\t') || a->nthresholds == KV_ALERT_THRESHOLDS_MAX ||
+		    (a->nthresholds > 0 && t <= a->thresholds[a->nthresholds - 1]))
+			return cfg_err(p, p->lineno, "thresholds: want up to %d ascending "
+			    "percentages of the budget, e.g. 50 80 100", KV_ALERT_THRESHOLDS_MAX);
+		a->thresholds[a->nthresholds++] = (int)t;
+		s = end;
+	}
+	if (a->nthresholds == 0)
+		return cfg_err(p, p->lineno, "thresholds: none given");
+	return 0;
+}
+
+static int
+set_alert_format(struct cfg_parse *p, const char *v)
+{
+	if (strcmp(v, "json") != 0 && strcmp(v, "slack") != 0)
+		return cfg_err(p, p->lineno, "format: want json or slack, not '%s'", v);
+	p->cf->alerts.slack = strcmp(v, "slack") == 0;
+	return 0;
+}
+
 static int
 set_on_redis_down(struct cfg_parse *p, const char *v)
 {
@@ -1276,6 +1323,13 @@ static const struct cfg_key cluster_keys[] = {
 	{ NULL, NULL, 0 }
 };
 
+static const struct cfg_key alerts_keys[] = {
+	{ "webhook",		set_alert_webhook,	CFG_SECRET },
+	{ "thresholds",		set_alert_thresholds,	0 },
+	{ "format",		set_alert_format,	0 },
+	{ NULL, NULL, 0 }
+};
+
 static const struct cfg_key *const sect_keys[] = {
 	[SECT_NONE] = NULL,
 	[SECT_SERVER] = server_keys,
@@ -1284,6 +1338,7 @@ static const struct cfg_key *const sect_keys[] = {
 	[SECT_PRICE] = price_keys,
 	[SECT_KEY] = key_keys,
 	[SECT_CLUSTER] = cluster_keys,
+	[SECT_ALERTS] = alerts_keys,
 };
 
 /* ---- the inih handler ---------------------------------------------------- */
@@ -1375,6 +1430,16 @@ end_section(struct cfg_parse *p)
 		if (cf->cluster.lease_min_nusd > cf->cluster.lease_max_nusd)
 			return cfg_err(p, p->sect_line, "%s: lease_min is above lease_max",
 			    p->sect_text);
+		break;
+	case SECT_ALERTS:
+		if (cf->alerts.webhook[0] == '\0')
+			return cfg_err(p, p->sect_line, "%s: webhook is required", p->sect_text);
+		if (cf->alerts.nthresholds == 0) {	/* the default */
+			cf->alerts.thresholds[0] = 50;
+			cf->alerts.thresholds[1] = 80;
+			cf->alerts.thresholds[2] = 100;
+			cf->alerts.nthresholds = 3;
+		}
 		break;
 	case SECT_KEY:
 		if (!(p->seen & 1u))
@@ -1501,6 +1566,10 @@ begin_section(struct cfg_parse *p, const char *text)
 		return begin_plain(p, SECT_SERVER, &p->seen_server);
 	if (strcmp(kind, "budget") == 0 && *name == '\0')
 		return begin_plain(p, SECT_BUDGET, &p->seen_budget);
+	if (strcmp(kind, "alerts") == 0 && *name == '\0') {
+		p->cf->alerts.enabled = 1;
+		return begin_plain(p, SECT_ALERTS, &p->seen_alerts);
+	}
 	if (strcmp(kind, "cluster") == 0 && *name == '\0') {
 		p->cf->cluster.enabled = 1;
 		return begin_plain(p, SECT_CLUSTER, &p->seen_cluster);

@@ -88,6 +88,17 @@ struct kv_cluster {
 	int	  open_when_down;	/* on_redis_down = open */
 };
 
+/* [alerts]: spend alerts posted by the master (master/alerts.c).
+ * Absent section: enabled == 0. */
+#define KV_ALERT_THRESHOLDS_MAX 8
+struct kv_alerts {
+	int	  enabled;
+	char	  webhook[1024];	/* http:// or https:// (verified) URL */
+	int	  thresholds[KV_ALERT_THRESHOLDS_MAX];	/* percent of budget, ascending */
+	int	  nthresholds;
+	int	  slack;		/* format = slack: {"text": ...} */
+};
+
 struct kv_config {
 	char	  path[4096];	/* file it was read from */
 
@@ -133,6 +144,7 @@ struct kv_config {
 	size_t	  nkeys;
 
 	struct kv_cluster cluster;
+	struct kv_alerts alerts;
 };
 
 /* Read and validate FILE, apply KILOVOLT_* environment overrides and resolve

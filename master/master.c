@@ -1,6 +1,7 @@
 /* The master: owns the ledger mapping, the listener and the process table;
  * forks and respawns workers, reloads on SIGHUP, drains on SIGTERM, syncs
  * the ledger, and drives the status service from its own poll loop. */
+#include "master/alerts.h"
 #include "master/master.h"
 
 #include <errno.h>
@@ -52,6 +53,7 @@ struct master {
 	struct kv_ledger	 ledger;
 	int			 lfd;
 	struct kv_status	*status;
+	struct kv_alerts_state	*alerts;	/* [alerts]: what each key was told */
 	struct kv_cluster_host	*cluster;	/* NULL without [cluster] */
 	struct proc		 procs[KV_WORKER_SLOTS];	/* index = ledger slot */
 	uint32_t		 generation;	/* the newest: spawned and topped up */
@@ -771,6 +773,9 @@ tick(struct master *m, int64_t *last_sync)
 	reclaim_accounts(m);
 	top_up(m);
 	kv_history_sample_all(&m->ledger, (int64_t)time(NULL));	/* the status page's charts */
+	if (m->cf->alerts.enabled && m->alerts == NULL)
+		m->alerts = kv_alerts_new(&m->ledger);
+	kv_alerts_tick(m->alerts, m->cf, &m->ledger, (int64_t)time(NULL));
 	if (now - *last_sync >= SYNC_SECS * 1000) {
 		*last_sync = now;
 		if (kv_ledger_sync(&m->ledger) == -1)
@@ -974,6 +979,7 @@ kv_master_run(struct kv_config *cf)
 	kv_cluster_stop(m.cluster);
 	if (m.status != NULL)
 		kv_status_stop(m.status);
+	kv_alerts_free(m.alerts);
 	if (kv_ledger_sync(&m.ledger) == -1)
 		kv_log_warn("KV0118", "msync %s", m.cf->ledger);
 	atomic_store(&m.ledger.hdr->master_pid, 0);
