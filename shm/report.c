@@ -53,8 +53,9 @@ report_lease_json(FILE *f, const struct kv_account *a, int64_t spent, int64_t re
 	free = cap - spent - reserved;
 	fprintf(f, ",\"cluster\":{\"lease_nusd\":%" PRId64 ",\"lease_cap_nusd\":%" PRId64
 	    ",\"others_nusd\":%" PRId64 ",\"cluster_spent_nusd\":%" PRId64
-	    ",\"lease_expires_ms\":%" PRId64 "}", free > 0 ? free : 0, cap,
-	    atomic_load(&a->cluster_other_nusd), atomic_load(&a->cluster_spent_nusd), exp);
+	    ",\"lease_expires_ms\":%" PRId64 ",\"reset_nusd\":%" PRId64 "}",
+	    free > 0 ? free : 0, cap, atomic_load(&a->cluster_other_nusd),
+	    atomic_load(&a->cluster_spent_nusd), exp, atomic_load(&a->cluster_base_nusd));
 }
 
 /* "rpm"/"tpm" (0 = none), what is left of each now (null when off), and

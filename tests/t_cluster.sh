@@ -117,7 +117,10 @@ hctl() { local h=$1; shift; "$KV_CTL_BIN" -c "$T/$h.ini" "$@"; }
 kfield() { hctl "$1" keys --json | jq -r ".keys[] | select(.label == \"shared\") | $2"; }
 rkey() { echo "kv:$(printf %s "$KEY" | sha256sum | cut -d' ' -f1):0"; }
 rfield() { rcli hget "$(rkey)" "$1"; }
-spent_sum() { echo $(($(kfield a .spent_nusd) + $(kfield b .spent_nusd) + $(kfield c .spent_nusd))); }
+# What a host has spent in this period as Redis counts it: its ledger's
+# spend plus what a local reset cleared (cluster.reset_nusd).
+host_spent() { kfield "$1" '.spent_nusd + (.cluster.reset_nusd // 0)'; }
+spent_sum() { echo $(($(host_spent a) + $(host_spent b) + $(host_spent c))); }
 
 # again H: how often H logged that it synced again after an outage.
 again() { grep -c 'leases synced with Redis again' "$T/kilovoltd-$1.log"; }
@@ -280,6 +283,20 @@ check_eq "Redis holds the raised budget" "$(rfield budget)" $NEWB
 mkdir -p "$T/r"
 client "$T/r/c" "$PORT_c"
 check_eq "host c admits under the raised budget" "$(cat "$T/r/c.code")" 200
+
+# ---- kvctl reset on one host: local only, Redis keeps counting ---------------
+
+sleep 1.5	# c's request above reaches Redis first
+s0=$(rfield S)
+a0=$(kfield a .spent_nusd)
+hctl a reset shared >/dev/null
+check_eq "reset on host a clears its local spend" "$(kfield a .spent_nusd)" 0
+client "$T/r/a2" "$PORT_a"
+check_eq "host a admits again after its reset" "$(cat "$T/r/a2.code")" 200
+sleep 1.5
+check_eq "host a keeps what the reset cleared as cluster.reset_nusd" \
+	"$(kfield a '.cluster.reset_nusd')" "$a0"
+check_eq "Redis still counts what the reset cleared, plus the new request" "$(rfield S)" $((s0 + R))
 
 # ---- kill -9 of one host mid-load ----------------------------------------------
 
