@@ -1417,10 +1417,8 @@ end_section(struct cfg_parse *p)
 	case SECT_UPSTREAM:
 		if (cur_upstream(p)->url[0] == '\0')
 			return cfg_err(p, p->sect_line, "%s: url is required", p->sect_text);
-		if (cur_upstream(p)->npaths == 0 && cur_upstream(p)->nmodels == 0 &&
-		    cur_upstream(p)->nfree_paths == 0)
-			return cfg_err(p, p->sect_line, "%s: needs paths or models",
-			    p->sect_text);
+		/* With neither, it must be another's fallback (expand_targets). */
+		cur_upstream(p)->sect_line = p->sect_line;
 		break;
 	case SECT_PRICE:
 		return end_price(p);
@@ -1798,6 +1796,28 @@ add_target(struct cfg_parse *p, size_t i, const char *url)
 	return 0;
 }
 
+/* Every upstream is reached by its paths or models, or as a fallback. */
+static int
+check_reachable(struct cfg_parse *p, size_t n0)
+{
+	const struct kv_config *cf = p->cf;
+	size_t i, j;
+	int named;
+
+	for (i = 0; i < n0; i++) {
+		const struct kv_upstream *u = &cf->upstreams[i];
+
+		if (u->npaths > 0 || u->nmodels > 0 || u->nfree_paths > 0)
+			continue;
+		for (named = 0, j = 0; j < n0; j++)
+			named |= cf->upstreams[j].fallback_idx == i + 1;
+		if (!named)
+			return cfg_err(p, u->sect_line, "[upstream %s]: needs paths or models "
+			    "(or to be another upstream's fallback)", u->name);
+	}
+	return 0;
+}
+
 /* After the whole file: extra targets become entries, fallbacks resolve. */
 static int
 expand_targets(struct cfg_parse *p)
@@ -1825,7 +1845,7 @@ expand_targets(struct cfg_parse *p)
 			return cfg_err(p, 0, "[upstream %s] fallback: no other upstream named '%s'",
 			    u->name, u->fallback);
 	}
-	return 0;
+	return check_reachable(p, n0);
 }
 
 static int

@@ -43,6 +43,7 @@ struct kv_upstream {
 	int	  eject_after;	/* consecutive failures that eject a target (5) */
 	int	  eject_secs;	/* first ejection's cool-down, grows with each (30) */
 	int	  retry_budget;	/* seconds after which no new attempt starts (10) */
+	int	  sect_line;	/* line of its section header, for errors */
 };
 
 /* Prices are nano-dollars per 1M tokens, parsed exactly from decimal text. */

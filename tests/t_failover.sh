@@ -56,7 +56,6 @@ eject_after = 1
 
 [upstream backup]
 url = http://127.0.0.1:$FB_PORT
-models = backup-*
 api_key = $BACKUP_KEY
 model_map = fb-model=backup-deployment
 EOF

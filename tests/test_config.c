@@ -273,7 +273,12 @@ test_errors(void)
 	EXPECT_ERR("[server]\nlisten = 8080\n", ": no [upstream NAME] section");
 	EXPECT_ERR("", ": no [upstream NAME] section");
 	EXPECT_ERR("[upstream a]\npaths = /x\n[server]\n", ":1: [upstream a]: url is required");
-	EXPECT_ERR("[upstream a]\nurl = http://h\n", ":1: [upstream a]: needs paths or models");
+	EXPECT_ERR("[upstream a]\nurl = http://h\n", ":1: [upstream a]: needs paths or models "
+	    "(or to be another upstream's fallback)");
+	EXPECT_ERR(UP "fallback = nope\n", ": [upstream o] fallback: no other upstream named 'nope'");
+	EXPECT_ERR("[upstream o]\nurl = http://a ftp://b\n", ":2: url: bad URL 'ftp://b' "
+	    "(want http[s]://HOST[:PORT][/PATH])");
+	EXPECT_ERR(UP "model_map = a=b c\n", ":4: model_map: bad entry 'c'");
 	EXPECT_ERR(UP "[price a]\noutput = 1\n", ":4: [price a]: input is required");
 	EXPECT_ERR(UP "[key a]\nbudget = 1\n", ":4: [key a]: key is required");
 	EXPECT_ERR(UP "[key a]\nkey = sha256:abc\n", ":5: key: sha256: needs 64 hex digits");
@@ -675,6 +680,43 @@ test_cluster(void)
 	    ":6: host_id: at most 63 printable characters, no blanks or ':'");
 }
 
+/* url = A B C: extra targets become entries with no routes; a fallback
+ * may have neither paths nor models. */
+static void
+test_targets(void)
+{
+	struct kv_config cf;
+	const struct kv_upstream *u, *t;
+
+	CHECK_INT(load_text(&cf, "[upstream pool]\nurl = http://a:1 https://b/base http://c:3\n"
+	    "paths = /v1\neject_after = 3\neject_time = 7\nfallback = spare\n"
+	    "[upstream spare]\nurl = https://spare\napi_key = sk-spare\n"
+	    "model_map = gpt-4o=dep1 x=y\n"), 0);
+	if (unit_fail)
+		return;
+	CHECK_INT(cf.nupstreams, 4);
+	u = &cf.upstreams[0];
+	CHECK_INT(u->nextra, 2);
+	CHECK_INT(u->first_extra, 2);
+	CHECK_INT(u->eject_after, 3);
+	CHECK_INT(u->eject_secs, 7);
+	CHECK_INT(u->retry_budget, 10);
+	CHECK_INT(u->fallback_idx, 2);
+	t = &cf.upstreams[2];
+	CHECK_STR(t->name, "pool");
+	CHECK_STR(t->host, "b");
+	CHECK_STR(t->port, "443");
+	CHECK_STR(t->base_path, "/base");
+	CHECK_INT(t->tls, 1);
+	CHECK_INT(t->npaths, 0);
+	CHECK_INT(t->target_of, 1);
+	CHECK_STR(cf.upstreams[3].port, "3");
+	CHECK_INT(cf.upstreams[1].nmodel_map, 2);
+	CHECK(kv_config_route(&cf, "/v1/x", NULL) == u);
+	CHECK(kv_config_route(&cf, "/other", NULL) == NULL);
+	kv_config_free(&cf);
+}
+
 int
 main(void)
 {
@@ -696,6 +738,7 @@ main(void)
 	test_price();
 	test_default_path();
 	test_cluster();
+	test_targets();
 	unlink(tmpfile_path);
 	rmdir(tmpdir);
 	return unit_done();
