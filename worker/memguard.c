@@ -119,13 +119,8 @@ reclaimable(const struct kv_memguard *g)
 {
 	char buf[8192], *p;
 	ssize_t n;
-	int fd;
 
-	if ((fd = open_cg_file(g->cgdir, "memory.stat")) == -1)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
+	if (g->stat_fd == -1 || (n = pread(g->stat_fd, buf, sizeof(buf) - 1, 0)) <= 0)
 		return 0;
 	buf[n] = '\0';
 	/* v1: total_inactive_file (hierarchical); v2: inactive_file */
@@ -167,6 +162,7 @@ kv_memguard_init(struct kv_memguard *g, const struct kv_config *cf, int nworkers
 
 	memset(g, 0, sizeof(*g));
 	g->usage_fd = -1;
+	g->stat_fd = -1;
 	g->idle = -1;
 	g->nconns = nconns;
 	g->nworkers = nworkers > 0 ? nworkers : 1;
@@ -182,7 +178,7 @@ kv_memguard_init(struct kv_memguard *g, const struct kv_config *cf, int nworkers
 	    (g->usage_fd = open_cg_file(dir, v2 ? "memory.current" : "memory.usage_in_bytes")) != -1) {
 		g->cg = 1;
 		g->v2 = v2;
-		snprintf(g->cgdir, sizeof(g->cgdir), "%s", dir);
+		g->stat_fd = open_cg_file(dir, "memory.stat");
 	} else if ((g->usage_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC)) == -1) {
 		kv_log_warn("KV0652", "memory guard off: /proc/self/statm");
 		g->limit = 0;
@@ -247,6 +243,8 @@ kv_memguard_close(struct kv_memguard *g)
 {
 	if (g->usage_fd != -1)
 		close(g->usage_fd);
-	g->usage_fd = -1;
+	if (g->stat_fd != -1)
+		close(g->stat_fd);
+	g->usage_fd = g->stat_fd = -1;
 	g->limit = 0;
 }

@@ -32,7 +32,7 @@ struct kv_memguard {
 	int		usage_fd;	/* the cgroup's usage file, or /proc/self/statm */
 	int		cg;		/* usage_fd is the cgroup's */
 	int		v2;
-	char		cgdir[4096];
+	int		stat_fd;	/* the cgroup's memory.stat, -1 none */
 	int64_t		used;		/* last reading, bytes */
 	int64_t		read_ms;
 	int		full;		/* refusing */
