@@ -55,6 +55,7 @@ struct kv_redis {
 };
 
 static void on_auth(void *arg, const struct kv_resp_value *v);
+static void became_ready(struct kv_redis *r);
 
 struct kv_redis *
 kv_redis_new(const struct kv_cluster *c, kv_redis_ready_cb ready, void *arg)
@@ -231,7 +232,7 @@ connected(struct kv_redis *r)
 	size_t lens[2] = { 4, 0 };
 
 	if (r->c.password == NULL) {
-		on_auth(r, NULL);
+		became_ready(r);
 		return;
 	}
 	lens[1] = strlen(r->c.password);
@@ -240,23 +241,28 @@ connected(struct kv_redis *r)
 		kv_redis_reset(r, "cannot queue AUTH");
 }
 
-/* AUTH's reply, or the start of a connection without a password (v NULL
- * while st is CONNECTING). */
+/* AUTH's reply; NULL when the connection was lost before it (drop()
+ * reconnects). */
 static void
 on_auth(void *arg, const struct kv_resp_value *v)
 {
 	struct kv_redis *r = arg;
 
-	if (r->st == ST_AUTH) {
-		if (v == NULL)
-			return;		/* connection lost: drop() reconnects */
-		if (v->type == KV_RESP_ERROR) {
+	if (v == NULL || r->st != ST_AUTH)
+		return;
+	if (v->type == KV_RESP_ERROR) {
+		if (!r->warned)
 			kv_log_warnx("KV0753", "redis: AUTH refused: %.*s", (int)v->len, v->str);
-			r->warned = 1;
-			drop(r);
-			return;
-		}
+		r->warned = 1;
+		drop(r);
+		return;
 	}
+	became_ready(r);
+}
+
+static void
+became_ready(struct kv_redis *r)
+{
 	r->st = ST_READY;
 	r->backoff_ms = BACKOFF_MIN_MS;
 	if (r->warned)
