@@ -407,6 +407,17 @@ check "c counts the overdraft in its metrics" \
 	test "$(hctl c status --json | jq -r '.counters.cluster_overdraft_nusd_total // .cluster_overdraft_nusd_total // 0')" -gt 0
 check "committed covers the spend" test "$(rfield C)" -ge "$total"
 
+# ---- a host with the wrong password leases nothing -----------------------------
+
+KV_TEST_REDIS_PW=not-the-password host_start d
+sleep 2
+check "host d: Redis refused its AUTH, logged once" \
+	test "$(grep -c KV0753 "$T/kilovoltd-d.log")" = 1
+check_eq "host d refuses with 503: it has no lease" "$(curl -sS -m 30 -o /dev/null \
+	-w '%{http_code}' -H "Authorization: Bearer $KEY" -H "x-mock-tokens: $M" \
+	--data-binary "$BODY" "http://127.0.0.1:$PORT_d/v1/chat/completions")" 503
+kill -TERM "$PID_d"; wait "$PID_d" 2>/dev/null
+
 # ---- a host that stops returns its lease ---------------------------------------
 
 kill -TERM "$PID_a"; wait "$PID_a" 2>/dev/null
