@@ -99,8 +99,9 @@
 #define HANG_MAX_MS	600000
 
 /* Whole-process behaviour (upstream targets of one upstream, issue 13):
- * -R answers each request, then resets its connection (a keep-alive client
- * finds the pooled connection dead on its next request); -S STATUS
+ * -R answers each request, closes its side with the answer and then resets
+ * the connection (a keep-alive client finds the pooled connection dead before
+ * its next request); -S STATUS
  * and -D MS are the defaults of x-mock-status and x-mock-first-delay-ms. */
 static int mock_reset_all;
 static long mock_def_status, mock_def_first_delay;
@@ -1577,12 +1578,27 @@ conn_thread(void *arg)
 
 	c->rq.body = malloc(SCAN_MAX + 1);
 	c->tokbuf = malloc(TOKEN_BYTES_MAX);
+	if (mock_reset_all) {
+		/* Corked, the answer's last bytes leave with the FIN below, so a
+		 * client never holds a complete answer on a connection that
+		 * still looks open: a real server that resets right after its
+		 * answer races the client's next request, and such a request
+		 * may have been read, so a gateway rightly never resends it. */
+		int one = 1;
+
+		(void)setsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &one, sizeof(one));
+	}
 	if (c->rq.body != NULL && c->tokbuf != NULL)
 		serve(c);
 	SSL_free(c->ssl);
 	if (mock_reset_all) {
 		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
 
+		/* FIN with the answer, then the reset once the client has
+		 * seen it (it closes) or after a second. */
+		(void)shutdown(c->fd, SHUT_WR);
+		(void)poll(&pfd, 1, 1000);
 		(void)setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	}
 	close(c->fd);
