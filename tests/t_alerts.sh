@@ -100,8 +100,37 @@ kv_start
 sleep 3
 check_eq "after a restart nothing is posted again" "$(messages)" 0
 kv_ctl reset alice >/dev/null
+sleep 1.5	# the master notices a reset at its next look (every second)
 for i in 1 2 3 4 5 6; do chat >>"$T/codes"; done
 check "after a reset, crossing 50% again posts again" kv_wait_for 10 has 1
 check "format = slack: {\"text\": ...}" jq -e 'keys == ["text"] and (.text | test("^kilovolt: key alice \\(.*\\) has spent 50% of its budget"))' \
 	<(sed -n 1p "$T/hook.log")
+
+# HTTPS is verified: the mock over TLS (a test CA no system store holds)
+# as the webhook. Without its CA the handshake is refused; with it
+# (SSL_CERT_FILE) the POST goes through, and the mock answers 404 for a path
+# it does not serve, which the log shows as the HTTP status it got.
+kv_start_mock_tls
+kv_stop
+sed -i "s|^webhook = .*|webhook = https://localhost:$MOCK_TLS_PORT/hooks/kilovolt|" "$T/kilovolt.ini"
+kv_start
+sleep 2	# the master's first look: what is passed by then counts as sent
+kv_ctl reset alice >/dev/null
+sleep 1.5	# the master notices a reset at its next look (every second)
+for i in 1 2 3 4 5 6; do chat >>"$T/codes"; done
+check "https, CA not trusted: the handshake is refused and logged" \
+	kv_wait_for 15 grep -q "KV0812: alerts: TLS to localhost: certificate verify failed" "$KV_LOG"
+# Let the refused delivery's child finish its retries (1+2+4 s) first: a
+# restart while it ran failed here with KV0602 (the ledger's lock held),
+# though the child holds no ledger descriptor. Not understood yet: see
+# /work/notes/ux.md.
+sleep 8
+kv_stop
+SSL_CERT_FILE=$KV_CERTS/ca.pem kv_start
+sleep 2
+kv_ctl reset alice >/dev/null
+sleep 1.5	# the master notices a reset at its next look (every second)
+for i in 1 2 3 4 5 6; do chat >>"$T/codes"; done
+check "https with the CA: the message reaches the server (its answer: HTTP 404)" \
+	kv_wait_for 15 grep -q "KV0814: alerts: key $AID at 50%: attempt 1 of 4 got HTTP 404" "$KV_LOG"
 kv_finish
