@@ -69,7 +69,7 @@ sdk_body() {
 }
 
 # inflight NAME KEY EXPECTED_RESV FILE [CURL ARGS]: post FILE with the mock
-# holding its answer 2 s, check the key's reservation while it waits, then
+# holding its answer 5 s, check the key's reservation while it waits, then
 # wait for the answer (status in $T/NAME.status).
 inflight() {
 	local name=$1 key=$2 want=$3 file=$4 id
@@ -77,10 +77,10 @@ inflight() {
 	id=$(id_of "$key")
 	kv_curl /v1/chat/completions -o "$T/$name.out" -w '%{http_code}' \
 		-H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
-		-H 'x-mock-first-delay-ms: 2000' --data-binary @"$file" "$@" \
+		-H 'x-mock-first-delay-ms: 5000' --data-binary @"$file" "$@" \
 		>"$T/$name.status" 2>"$T/$name.err" &
 	local pid=$!
-	kv_wait_for 10 reserved_nonzero "$id"
+	kv_wait_for 60 reserved_nonzero "$id"
 	check_eq "$name: reserved while in flight" "$(key_field "$id" reserved_nusd)" "$want"
 	wait "$pid"
 }

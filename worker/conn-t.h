@@ -21,6 +21,7 @@
 #define KV_UBUF_FAST	(64 * 1024)	/* ... while bytes pour through */
 #define KV_EBUF_SIZE	(16 * 1024)	/* one SSE event, when filtering */
 #define KV_CONNECT_TIMEOUT_S 10
+#define KV_LINGER_MS	5000	/* nginx's lingering_timeout */
 
 enum conn_state {
 	CS_HEAD,	/* reading a request head */
@@ -33,6 +34,7 @@ enum conn_state {
 	CS_RESP_HEAD,	/* reading the response head */
 	CS_RELAY,	/* streaming the response to the client */
 	CS_ERRWRITE,	/* writing a response we made ourselves */
+	CS_LINGER,	/* refused mid-upload: reading the rest away before close */
 };
 
 enum step { STEP_CONT, STEP_WAIT, STEP_CLOSED };

@@ -350,11 +350,43 @@ conn_errwrite(struct kv_conn *c)
 	}
 	if (c->method[0] != '\0' || c->status != 0)
 		relay_finish(c);
+	if (!c->client_keep && !c->body_done && shutdown(c->cfd, SHUT_WR) == 0) {
+		c->state = CS_LINGER;
+		c->deadline_ms = c->w->now_ms + KV_LINGER_MS;
+		return STEP_CONT;
+	}
 	if (!c->client_keep) {
 		conn_close(c);
 		return STEP_CLOSED;
 	}
 	return conn_next_request(c);
+}
+
+/* A response refused a request whose body is still arriving (413, 503,
+ * 402...). Closing at once with unread bytes makes the kernel send a reset,
+ * which can destroy the response before the client reads it (curl then
+ * reports only "100" or a broken pipe). Like nginx's lingering close, our
+ * side is shut and the client's bytes are read and dropped until it closes,
+ * or until it stays silent for KV_LINGER_MS (the tick closes it then). */
+static enum step
+conn_linger(struct kv_conn *c)
+{
+	struct kv_stream cs = { .fd = c->cfd };
+	char sink[4096];
+	ssize_t n;
+
+	for (;;) {
+		n = kv_stream_read(&cs, sink, sizeof(sink));
+		if (n == KV_IO_AGAIN) {
+			conn_watch_client(c, EPOLLIN | EPOLLRDHUP);
+			return STEP_WAIT;
+		}
+		if (n <= 0) {
+			conn_close(c);
+			return STEP_CLOSED;
+		}
+		c->bytes_in += (uint64_t)n;
+	}
 }
 
 /* Reset for the next request on a keep-alive connection; bytes of a
@@ -408,6 +440,7 @@ conn_step(struct kv_conn *c)
 	case CS_RESP_HEAD:	return relay_head(c);
 	case CS_RELAY:		return relay_body(c);
 	case CS_ERRWRITE:	return conn_errwrite(c);
+	case CS_LINGER:		return conn_linger(c);
 	}
 	return STEP_WAIT;
 }
@@ -454,7 +487,8 @@ kv_conn_event(struct kv_conn *c, int upstream, uint32_t events)
 	if (!upstream && c->client_gone)
 		return;		/* an event from before it left */
 	if (!upstream && (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) &&
-	    c->state != CS_HEAD && c->state != CS_BODY_IN && c->state != CS_ERRWRITE) {
+	    c->state != CS_HEAD && c->state != CS_BODY_IN && c->state != CS_ERRWRITE &&
+	    c->state != CS_LINGER) {
 		/* ... unless it is a non-streamed response the provider bills
 		 * whole anyway: that is read to its end and charged exactly */
 		if (relay_client_left(c)) {
