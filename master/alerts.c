@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -261,13 +262,18 @@ out:
 }
 
 static void __attribute__((noreturn))
-deliver(const char *url, const char *body, const char *what)
+deliver(const struct kv_ledger *l, const char *url, const char *body, const char *what)
 {
 	struct url u;
 	int i, st = -1;
 
 	/* Nothing of the master's: a listener kept open here would stop a
-	 * restarted daemon from binding its port. stderr stays for the log. */
+	 * restarted daemon from binding its port, and the ledger's mapping
+	 * holds its file, so the daemon's flock, past the fd's close: a
+	 * restart during the retries failed with KV0602. stderr stays for
+	 * the log. */
+	if (munmap(l->base, l->size) == -1)
+		kv_log_warn("KV0818", "alerts: munmap of the ledger");
 	if (close_range(3, ~0U, 0) == -1)
 		for (i = 3; i < 1024; i++)
 			(void)close(i);
@@ -295,7 +301,8 @@ deliver(const char *url, const char *body, const char *what)
 }
 
 static void
-send_alert(const struct kv_config *cf, const struct kv_account *a, int threshold, int64_t now)
+send_alert(const struct kv_config *cf, const struct kv_ledger *l, const struct kv_account *a,
+    int threshold, int64_t now)
 {
 	char body[2048], what[64], id[13];
 	pid_t pid;
@@ -311,7 +318,7 @@ send_alert(const struct kv_config *cf, const struct kv_account *a, int threshold
 		return;
 	}
 	if (pid == 0)
-		deliver(cf->alerts.webhook, body, what);
+		deliver(l, cf->alerts.webhook, body, what);	/* a, in the ledger, is gone there */
 	/* The master's reap() collects it with the workers (unknown pids are
 	 * just reaped). */
 }
@@ -358,7 +365,7 @@ kv_alerts_tick(struct kv_alerts_state *s, const struct kv_config *cf,
 		fresh = m & (uint8_t)~s->sent[i];
 		for (t = 0; t < al->nthresholds; t++)
 			if (fresh & (1u << t))
-				send_alert(cf, a, al->thresholds[t], now);
+				send_alert(cf, l, a, al->thresholds[t], now);
 		s->sent[i] |= fresh;
 	}
 	s->started = 1;

@@ -120,11 +120,9 @@ sleep 1.5	# the master notices a reset at its next look (every second)
 for i in 1 2 3 4 5 6; do chat >>"$T/codes"; done
 check "https, CA not trusted: the handshake is refused and logged" \
 	kv_wait_for 15 grep -q "KV0812: alerts: TLS to localhost: certificate verify failed" "$KV_LOG"
-# Let the refused delivery's child finish its retries (1+2+4 s) first: a
-# restart while it ran failed here with KV0602 (the ledger's lock held),
-# though the child holds no ledger descriptor. Not understood yet: see
-# /work/notes/ux.md.
-sleep 8
+# Restart while the refused delivery's child still retries: the child must
+# not keep the ledger's lock (its mapping held the file, and so the flock,
+# until it unmapped it), or this start fails with KV0602.
 kv_stop
 SSL_CERT_FILE=$KV_CERTS/ca.pem kv_start
 sleep 2
