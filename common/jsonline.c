@@ -5,6 +5,8 @@
 
 #include "common/jsonline.h"
 
+#include "common/hex.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -38,18 +40,6 @@ full:
 	if (cap > 0)
 		buf[cap - 1 < p ? cap - 1 : p] = '\0';
 	*pos = p;
-	return -1;
-}
-
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
 	return -1;
 }
 
@@ -90,7 +80,7 @@ copy_string(const char *s, size_t len, size_t i, char *out, size_t outlen)
 				if (i + 4 >= len)
 					return 0;
 				for (v = 0, k = 1; k <= 4; k++) {
-					if ((d = hexval(s[i + (size_t)k])) < 0)
+					if ((d = kv_hexval((unsigned char)s[i + (size_t)k])) < 0)
 						return 0;
 					v = v * 16 + d;
 				}

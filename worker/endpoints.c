@@ -3,6 +3,8 @@
  * rather than relayed uncharged. */
 #include "worker/endpoints.h"
 
+#include "common/hex.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -17,24 +19,12 @@ path_len(const char *target, size_t len)
 	return q != NULL ? (size_t)(q - target) : len;
 }
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* One segment (between slashes) of LEN bytes at S. */
 static int
 segment_ok(const char *s, size_t len, const char **why)
 {
 	size_t i;
-	int v;
+	int v, hi, lo;
 
 	if (len == 0) {
 		*why = "empty path segment (//) in the request target";
@@ -51,11 +41,13 @@ segment_ok(const char *s, size_t len, const char **why)
 		}
 		if (s[i] != '%')
 			continue;
-		if (i + 2 >= len || hexval(s[i + 1]) < 0 || hexval(s[i + 2]) < 0) {
+		hi = i + 2 < len ? kv_hexval((unsigned char)s[i + 1]) : -1;
+		lo = i + 2 < len ? kv_hexval((unsigned char)s[i + 2]) : -1;
+		if (hi < 0 || lo < 0) {
 			*why = "bad percent-encoding in the request target";
 			return -1;
 		}
-		v = hexval(s[i + 1]) * 16 + hexval(s[i + 2]);
+		v = hi * 16 + lo;
 		if (v == '/' || v == '.' || v == '\\') {
 			*why = "percent-encoded '/', '.' or '\\' in the request target";
 			return -1;

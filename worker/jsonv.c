@@ -1,5 +1,6 @@
 /* The strict streaming JSON validator (RFC 8259). See jsonv.h. */
 #include "worker/jsonv.h"
+#include "common/hex.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -300,18 +301,6 @@ str_run(struct feed *f, const unsigned char *p, size_t n)
 	return (ssize_t)i;
 }
 
-static int
-hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static void
 unit_done(struct feed *f)
 {
@@ -339,7 +328,7 @@ escape(struct feed *f, unsigned char c)
 	int h;
 
 	if (v->state == S_UHEX) {
-		if ((h = hexval(c)) < 0)
+		if ((h = kv_hexval(c)) < 0)
 			return fail(v, "bad \\u escape", c);
 		v->ucp = v->ucp << 4 | (uint32_t)h;
 		if (++v->uhex == 4) {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "worker/usage.h"
+#include "common/hex.h"
 
 /* ---- key ids ----------------------------------------------------------- */
 
@@ -307,21 +308,9 @@ esc_byte(struct kv_json *j, unsigned char c)
 }
 
 static int
-hex_val(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-static int
 uhex_byte(struct kv_json *j, unsigned char c)
 {
-	int v = hex_val(c);
+	int v = kv_hexval(c);
 	uint32_t cp;
 
 	if (v == -1)
