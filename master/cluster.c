@@ -631,6 +631,21 @@ kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l)
 	return h;
 }
 
+/* At stop, the master's loop is gone: drive the connection until every
+ * reply in flight has come back, or until the deadline. */
+static void
+await_replies(struct kv_cluster_host *h, int64_t until)
+{
+	while (h->inflight > 0 && kv_now_ms() < until) {
+		struct pollfd pfd;
+		int t = 100, n = kv_redis_pollfd(h->redis, &pfd, &t);
+
+		if (poll(&pfd, (nfds_t)n, t) == -1 && errno != EINTR)
+			break;
+		kv_redis_run(h->redis, n > 0 ? &pfd : NULL);
+	}
+}
+
 void
 kv_cluster_stop(struct kv_cluster_host *h)
 {
@@ -639,23 +654,9 @@ kv_cluster_stop(struct kv_cluster_host *h)
 	if (h == NULL)
 		return;
 	h->stopping = 1;
-	while (h->inflight > 0 && kv_now_ms() < until) {
-		struct pollfd pfd;
-		int t = 100, n = kv_redis_pollfd(h->redis, &pfd, &t);
-
-		if (poll(&pfd, (nfds_t)n, t) == -1 && errno != EINTR)
-			break;
-		kv_redis_run(h->redis, n > 0 ? &pfd : NULL);
-	}
+	await_replies(h, until);
 	sync_all(h, 1);
-	while (h->inflight > 0 && kv_now_ms() < until) {
-		struct pollfd pfd;
-		int t = 100, n = kv_redis_pollfd(h->redis, &pfd, &t);
-
-		if (poll(&pfd, (nfds_t)n, t) == -1 && errno != EINTR)
-			break;
-		kv_redis_run(h->redis, n > 0 ? &pfd : NULL);
-	}
+	await_replies(h, until);
 	kv_redis_free(h->redis);
 	free(h->acct);
 	free(h);
