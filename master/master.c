@@ -70,6 +70,7 @@ struct master {
 	uint64_t		 dead_mask;	/* reaped slots awaiting the repair */
 	struct kv_ledger_watch	 watch;
 	int			 recount;	/* recompute reserved at the next chance */
+	int64_t			 reclaim_until;	/* a worker found the table full: retry till then */
 };
 
 static volatile sig_atomic_t sig_term, sig_hup, sig_chld, sig_usr1;
@@ -732,17 +733,24 @@ roll_periods(struct master *m)
 
 /* Strangers' accounts that never cost anything give their slots back:
  * at once (idle 1 s) when a worker found the table full, after 30 s idle
- * once it is 90 % used; kvctl forget marks accounts for here too. */
+ * once it is 90 % used; kvctl forget marks accounts for here too.  A
+ * worker's call is honoured for RECLAIM_RETRY_S: the junk that filled the
+ * table was touched this second, so the first tick may find none idle
+ * enough, and a quiesce may time out under load. */
 #define RECLAIM_IDLE_FULL_S	1
 #define RECLAIM_IDLE_S		30
+#define RECLAIM_RETRY_S		5
 
 static void
 reclaim_accounts(struct master *m)
 {
 	struct kv_ledger_header *h = m->ledger.hdr;
 	int64_t now = (int64_t)time(NULL), idle;
-	int wanted = atomic_exchange(&h->reclaim_wanted, 0) != 0, gone, junk;
+	int wanted, gone, junk;
 
+	if (atomic_exchange(&h->reclaim_wanted, 0) != 0)
+		m->reclaim_until = now + RECLAIM_RETRY_S;
+	wanted = now <= m->reclaim_until;
 	if (!wanted && (uint64_t)atomic_load(&h->accounts_used) * 10 < (uint64_t)h->max_keys * 9)
 		return;
 	idle = wanted ? RECLAIM_IDLE_FULL_S : RECLAIM_IDLE_S;
@@ -751,6 +759,7 @@ reclaim_accounts(struct master *m)
 		return;
 	kv_ledger_reclaim(&m->ledger, now, idle, &gone, &junk);
 	kv_ledger_unquiesce(&m->ledger);
+	m->reclaim_until = 0;
 	if (gone > 0) {
 		kv_log_info("forgot %d accounts (kvctl forget)", gone);
 		apply_keys(m);	/* a forgotten config key starts afresh */
