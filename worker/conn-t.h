@@ -16,6 +16,7 @@
 
 #define KV_CBUF_SIZE	(KV_HTTP_MAX_HEAD + 4096)	/* head plus room for body reads */
 #define KV_BODY_WINDOW	(8 * 1024)	/* request body held in memory; more is spooled */
+#define KV_SPOOL_IO	(64 * 1024)	/* one read of a spooled body, per worker */
 #define KV_SPOOL_STAGE	(16 * 1024)	/* spool bytes staged per TLS write */
 #define KV_UBUF_SIZE	(16 * 1024)	/* upstream read buffer */
 #define KV_UBUF_FAST	(64 * 1024)	/* ... while bytes pour through */

@@ -390,6 +390,37 @@ body_consume(struct kv_conn *c, const char **msg)
 
 static enum step admit(struct kv_conn *c);
 
+/* A spooled Content-Length body is read KV_SPOOL_IO bytes at a time into
+ * the worker's one buffer, scanned and written to the file before the
+ * next read: 8 times fewer read and write calls than through cbuf's body
+ * window (bench scenario 6), and no memory per connection, since the
+ * buffer is empty again before the loop serves anyone else. Returns the
+ * bytes taken, 0 for "read into cbuf instead", KV_IO_AGAIN, or -1 closed
+ * (*st then 0) or refused (*st the status). */
+static ssize_t
+spool_read(struct kv_conn *c, int *st, const char **msg)
+{
+	struct kv_worker *w = c->w;
+	size_t want = KV_SPOOL_IO;
+	ssize_t n;
+
+	*st = 0;
+	if (c->spfd == -1 || c->chunked_req || c->cpos != c->clen)
+		return 0;
+	if (w->spool_io == NULL && (w->spool_io = malloc(KV_SPOOL_IO)) == NULL)
+		return 0;
+	if ((int64_t)want > c->body_left)
+		want = (size_t)c->body_left;
+	n = client_read(c, w->spool_io, want);
+	if (n == KV_IO_AGAIN || n <= 0)
+		return n == KV_IO_AGAIN ? KV_IO_AGAIN : -1;
+	c->body_left -= n;
+	c->body_done = c->body_left == 0;
+	if ((*st = body_take(c, w->spool_io, (size_t)n, msg)) != 0)
+		return -1;
+	return n;
+}
+
 enum step
 request_body_in(struct kv_conn *c)
 {
@@ -405,6 +436,20 @@ request_body_in(struct kv_conn *c)
 		}
 		if (c->body_done)
 			return admit(c);
+		if ((n = spool_read(c, &st, &msg)) != 0) {
+			if (n > 0)
+				continue;
+			if (n == KV_IO_AGAIN) {
+				conn_watch_client(c, EPOLLIN | EPOLLRDHUP);
+				return STEP_WAIT;
+			}
+			if (st != 0) {
+				c->retry_after = st == 503 ? 5 : 0;
+				return conn_fail(c, st, msg);
+			}
+			conn_close(c);
+			return STEP_CLOSED;
+		}
 		if (c->cpos == c->clen)		/* keep the head, reuse the rest */
 			c->cpos = c->clen = c->head_len;
 		/* Reads stay within the window's size past the head: a large

@@ -40,6 +40,7 @@ struct kv_worker {
 	struct kv_conn		*ready;		/* connections with work epoll cannot see */
 	struct kv_conn		*dead;		/* closed; freed once no event can name them */
 	uint64_t		 spool_bytes;	/* request bytes spooled now ([server] spool_max) */
+	char			*spool_io;	/* KV_SPOOL_IO bytes: see request_body_in */
 	int			 draining;
 	int64_t			 drain_deadline_ms;
 	int64_t			 now_ms;
