@@ -783,6 +783,43 @@ set_retry_budget(struct cfg_parse *p, const char *v)
 	return 0;
 }
 
+static int
+set_health_check(struct cfg_parse *p, const char *v)
+{
+	struct kv_upstream *u = cur_upstream(p);
+	size_t n = strlen(v), i;
+
+	/* An origin-form path: it goes on the request line as written. */
+	for (i = 0; i < n; i++)
+		if ((unsigned char)v[i] <= ' ' || v[i] == 0x7f || v[i] == '#')
+			break;
+	if (v[0] != '/' || n >= sizeof(u->health_path) || i != n)
+		return cfg_err(p, p->lineno, "health_check: '%s' is not a path "
+		    "(want /PATH, no spaces)", v);
+	memcpy(u->health_path, v, n + 1);
+	return 0;
+}
+
+/* Seconds, "10" or "10s". */
+static int
+set_health_interval(struct cfg_parse *p, const char *v)
+{
+	char num[24];
+	size_t n = strlen(v);
+	long long secs;
+
+	if (n > 1 && n < sizeof(num) && v[n - 1] == 's')
+		n--;
+	if (n >= sizeof(num))
+		n = sizeof(num) - 1;
+	memcpy(num, v, n);
+	num[n] = '\0';
+	if (cfg_int(p, "health_interval", num, 1, 3600, &secs) == -1)
+		return -1;
+	cur_upstream(p)->health_interval = (int)secs;
+	return 0;
+}
+
 /* Space-separated words into a list; CHECK rejects a bad word. */
 static int
 set_words(struct cfg_parse *p, const char *name, const char *v, char ***arr,
@@ -1281,6 +1318,8 @@ static const struct cfg_key upstream_keys[] = {
 	{ "eject_after", set_eject_after, 0 },
 	{ "eject_time",	set_eject_time,	0 },
 	{ "retry_budget", set_retry_budget, 0 },
+	{ "health_check", set_health_check, 0 },
+	{ "health_interval", set_health_interval, 0 },
 	{ "shared_stored_objects", set_shared_stored_objects, 0 },
 	{ NULL, NULL, 0 }
 };
@@ -1475,6 +1514,7 @@ begin_upstream(struct cfg_parse *p, const char *name)
 	cf->upstreams[cf->nupstreams].eject_after = 5;
 	cf->upstreams[cf->nupstreams].eject_secs = 30;
 	cf->upstreams[cf->nupstreams].retry_budget = 10;
+	cf->upstreams[cf->nupstreams].health_interval = 10;
 	strcpy(cf->upstreams[cf->nupstreams++].name, name);
 	return 0;
 }

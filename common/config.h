@@ -43,6 +43,10 @@ struct kv_upstream {
 	int	  eject_after;	/* consecutive failures that eject a target (5) */
 	int	  eject_secs;	/* first ejection's cool-down, grows with each (30) */
 	int	  retry_budget;	/* seconds after which no new attempt starts (10) */
+	/* Active health check (master/health_check.c): GET health_path on
+	 * every target each health_interval seconds; "" = none. */
+	char	  health_path[256];
+	int	  health_interval;	/* seconds (10) */
 	int	  sect_line;	/* line of its section header, for errors */
 };
 

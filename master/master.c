@@ -23,6 +23,7 @@
 
 #include "common/log.h"
 #include "master/cluster.h"
+#include "master/health_check.h"
 #include "master/ledger_watch.h"
 #include "master/notify.h"
 #include "master/status.h"
@@ -55,6 +56,8 @@ struct master {
 	struct kv_status	*status;
 	struct kv_alerts_state	*alerts;	/* [alerts]: what each key was told */
 	struct kv_cluster_host	*cluster;	/* NULL without [cluster] */
+	struct kv_health	*health;	/* NULL without a health_check */
+	const struct kv_config	*health_cf;	/* the config its probes were made from */
 	struct proc		 procs[KV_WORKER_SLOTS];	/* index = ledger slot */
 	uint32_t		 generation;	/* the newest: spawned and topped up */
 	uint32_t		 serving;	/* the generation trusted to serve */
@@ -332,6 +335,7 @@ spawn(struct master *m)
 		close(sigpipe_fds[0]);
 		close(sigpipe_fds[1]);
 		kv_cluster_forget(m->cluster);
+		kv_health_forget(m->health);
 		kv_worker_main(m->cf, &m->ledger, slot, m->generation, m->lfd);
 	}
 	atomic_store(&ws->pid, (int32_t)pid);
@@ -794,6 +798,19 @@ tick(struct master *m, int64_t *last_sync)
 	    (unsigned long long)kv_ledger_sum_active_streams(&m->ledger));
 }
 
+/* The probes follow m->cf: a reload, a failed one and a replaced pending
+ * one all change it. The old probes only hold their own sockets and
+ * labels, so they are freed safely after the config they came from. */
+static void
+sync_health(struct master *m)
+{
+	if (m->health_cf == m->cf)
+		return;
+	kv_health_free(m->health);
+	m->health = kv_health_start(m->cf, &m->ledger);
+	m->health_cf = m->cf;
+}
+
 static void
 master_loop(struct master *m)
 {
@@ -831,12 +848,14 @@ master_loop(struct master *m)
 			last_tick = kv_now_ms();
 			tick(m, &last_sync);
 		}
+		sync_health(m);
 		pfd[0].fd = sigpipe_fds[0];
 		pfd[0].events = POLLIN;
 		n = 1;
 		timeout = 1000;
 		if (m->status != NULL)
-			n += kv_status_pollfds(m->status, pfd + 1, 14, &timeout);	/* one left for Redis */
+			n += kv_status_pollfds(m->status, pfd + 1, 13, &timeout);	/* room for checks, Redis */
+		n += kv_health_pollfds(m->health, pfd + n, 16 - n, &timeout);
 		c0 = n;
 		if (m->cluster != NULL)
 			n += kv_cluster_pollfds(m->cluster, pfd + n, 16 - n, &timeout);
@@ -848,6 +867,7 @@ master_loop(struct master *m)
 			;
 		if (m->status != NULL)
 			kv_status_run(m->status);
+		kv_health_run(m->health);
 		if (m->cluster != NULL)
 			kv_cluster_run(m->cluster, pfd + c0, n - c0);
 	}
@@ -958,6 +978,7 @@ master_start(struct master *m)
 		return 1;
 	if (m->cf->status_port[0] != '\0')
 		m->status = kv_status_start(m->cf, &m->ledger);
+	sync_health(m);	/* before dropping privileges: CA files are read now */
 	trim_startup_pages();
 	if (drop_privileges(m) == -1)
 		return 2;
@@ -986,6 +1007,7 @@ kv_master_run(struct kv_config *cf)
 	master_loop(&m);
 	reap(&m);
 	kv_cluster_stop(m.cluster);
+	kv_health_free(m.health);
 	if (m.status != NULL)
 		kv_status_stop(m.status);
 	kv_alerts_free(m.alerts);

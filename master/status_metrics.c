@@ -435,7 +435,7 @@ put_target_metrics(FILE *f, const struct kv_ledger *l, int64_t now)
 		    "requests moved from the target to another one" },
 		{ "kilovolt_upstream_target_ejections_total", "counter", "times the target was ejected" },
 		{ "kilovolt_upstream_target_in_flight", "gauge", "requests in flight to the target" },
-		{ "kilovolt_upstream_target_up", "gauge", "0 while the target is ejected or cooling" },
+		{ "kilovolt_upstream_target_up", "gauge", "0 while the target is ejected, cooling or failing its health check" },
 	};
 	char name[KV_TARGET_NAME];
 	size_t i;
@@ -457,7 +457,7 @@ put_target_metrics(FILE *f, const struct kv_ledger *l, int64_t now)
 			case 2: v = atomic_load(&s->retries); break;
 			case 3: v = atomic_load(&s->ejections_total); break;
 			case 4: v = kv_target_inflight(l, t); break;
-			default: v = atomic_load(&s->down_until_ms) <= now * 1000; break;
+			default: v = !kv_target_down(l, t, now * 1000); break;
 			}
 			fprintf(f, "%s{target=\"", fam[i].name);
 			put_label(f, name);

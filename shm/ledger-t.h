@@ -15,13 +15,14 @@
 #include <stdint.h>
 
 #define KV_LEDGER_MAGIC		0x5245474445564b31ULL	/* "1KVLEDGER" */
-#define KV_LEDGER_VERSION	9u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
+#define KV_LEDGER_VERSION	10u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
 					   4: per-key estimated and free counts;
 					   5: rate limits (account, kv_resv.tokens);
 					   6: key policy, reclaim request;
 					   7: upstream targets (header, worker in-flight);
 					   8: per-key spend history;
-					   9: kv_worker_slot.resv_sent_nusd */
+					   9: kv_worker_slot.resv_sent_nusd;
+					   10: target health (active checks) */
 #define KV_WORKER_SLOTS		64	/* room for two generations during a reload */
 #define KV_RESV_PER_WORKER	2048	/* in-flight reservations one worker may hold */
 #define KV_MODEL_SLOTS		256
@@ -84,7 +85,7 @@ struct kv_histogram {
  * dead worker's die with it. */
 struct kv_target_slot {
 	_Alignas(64) _Atomic uint32_t state;	/* 0 free, 1 claiming, 2 ready */
-	uint32_t	  pad;
+	_Atomic uint32_t  health;		/* version 10: KV_HEALTH_*, set by the master */
 	char		  name[KV_TARGET_NAME];
 	_Atomic uint32_t  fails;		/* consecutive failures */
 	_Atomic uint32_t  ejections;		/* in a row: the cool-down grows */
@@ -93,7 +94,13 @@ struct kv_target_slot {
 	_Atomic uint64_t  failures;
 	_Atomic uint64_t  retries;		/* attempts moved away from it */
 	_Atomic uint64_t  ejections_total;
+	/* Version 10: the master's active check (master/health_check.h). */
+	_Atomic int64_t	  health_checked_ms;	/* last check's end, unix ms; 0 never */
 };
+
+#define KV_HEALTH_UNCHECKED	0u	/* no active check: usable */
+#define KV_HEALTH_UP		1u	/* passed its last check */
+#define KV_HEALTH_DOWN		2u	/* failed its last check: skipped */
 
 struct kv_ledger_header {
 	uint64_t	  magic;
@@ -268,7 +275,7 @@ struct kv_account {
 #define KV_AF_FORGET	0x8u	/* kvctl forget: the master retires it when idle */
 
 _Static_assert(sizeof(struct kv_resv) == 16, "kv_resv layout");
-_Static_assert(sizeof(struct kv_target_slot) % 64 == 0, "target slots are cache-line sized");
+_Static_assert(sizeof(struct kv_target_slot) == 128, "target slots are two cache lines");
 _Static_assert(sizeof(struct kv_account) % 64 == 0, "accounts are cache-line sized");
 _Static_assert(sizeof(struct kv_model_slot) % 64 == 0, "model slots are cache-line sized");
 _Static_assert(sizeof(struct kv_worker_slot) % 64 == 0, "worker slots are cache-line sized");

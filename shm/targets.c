@@ -6,7 +6,14 @@
 #include "shm/targets.h"
 
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
+
+void
+kv_target_label(char *buf, size_t len, const char *name, const char *host, const char *port)
+{
+	snprintf(buf, len, "%.24s/%.30s:%.6s", name, host, port);
+}
 
 int
 kv_target_slot(struct kv_ledger *l, const char *name)
@@ -67,7 +74,17 @@ kv_target_count(struct kv_worker_slot *w, int t, int delta)
 int
 kv_target_down(const struct kv_ledger *l, int t, int64_t now_ms)
 {
-	return t >= 0 && atomic_load(&l->hdr->targets[t].down_until_ms) > now_ms;
+	return t >= 0 && (atomic_load(&l->hdr->targets[t].down_until_ms) > now_ms ||
+	    atomic_load(&l->hdr->targets[t].health) == KV_HEALTH_DOWN);
+}
+
+uint32_t
+kv_target_set_health(struct kv_ledger *l, int t, uint32_t health, int64_t now_ms)
+{
+	if (t < 0)
+		return KV_HEALTH_UNCHECKED;
+	atomic_store(&l->hdr->targets[t].health_checked_ms, now_ms);
+	return atomic_exchange(&l->hdr->targets[t].health, health);
 }
 
 void

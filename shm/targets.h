@@ -6,9 +6,14 @@
 #ifndef KV_TARGETS_H
 #define KV_TARGETS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "shm/ledger.h"
+
+/* "NAME/HOST:PORT" of a target, the name of its slot, into BUF. */
+void	kv_target_label(char *buf, size_t len, const char *name, const char *host,
+	    const char *port);
 
 /* The slot named NAME, claimed on first use; -1 when the table is full. */
 int	kv_target_slot(struct kv_ledger *l, const char *name);
@@ -19,7 +24,8 @@ uint64_t kv_target_inflight(const struct kv_ledger *l, int t);
 /* One more (delta 1) or one fewer (-1) request of worker W in flight to T. */
 void	kv_target_count(struct kv_worker_slot *w, int t, int delta);
 
-/* Is T ejected or cooling at NOW (unix ms)? */
+/* Is T ejected, cooling at NOW (unix ms), or marked down by its active
+ * health check? */
 int	kv_target_down(const struct kv_ledger *l, int t, int64_t now_ms);
 
 /* An answer came (the target works): its consecutive failures and
@@ -34,6 +40,10 @@ int	kv_target_fail(struct kv_ledger *l, int t, int64_t now_ms, int eject_after,
 
 /* The target asked to be left alone for SECS (a retry-after on 429/503). */
 void	kv_target_cool(struct kv_ledger *l, int t, int64_t now_ms, int secs);
+
+/* The master's active check of T ended at NOW_MS with HEALTH (KV_HEALTH_*).
+ * Returns the word it replaced. */
+uint32_t kv_target_set_health(struct kv_ledger *l, int t, uint32_t health, int64_t now_ms);
 
 /* Zero worker W's in-flight counts (it is gone). */
 void	kv_targets_release_worker(struct kv_worker_slot *w);

@@ -26,6 +26,7 @@
  *   POST /sink           reads the body streaming: {"bytes":N,"sha256":"hex"}
  *   GET  /blob?bytes=N&seed=S[&chunked=1|&close=1]   N deterministic bytes,
  *        header x-body-sha256 holds their digest
+ *   GET  /health         under -H FILE: the status FILE holds (see -H below)
  *   GET  /mock/stats     {"open_connections","requests","aborted_streams",
  *        "last_abort_ms","tls_full","tls_resumed"}: an abort is a peer
  *        leaving while a response (or a stall before one) is in progress;
@@ -102,9 +103,13 @@
  * -R answers each request, closes its side with the answer and then resets
  * the connection (a keep-alive client finds the pooled connection dead before
  * its next request); -S STATUS
- * and -D MS are the defaults of x-mock-status and x-mock-first-delay-ms. */
+ * and -D MS are the defaults of x-mock-status and x-mock-first-delay-ms;
+ * -H FILE answers GET /health with the status number FILE holds, read again
+ * for each request (200 while FILE is missing), whatever -S says, so a test
+ * flips a target's health check by writing the file. */
 static int mock_reset_all;
 static long mock_def_status, mock_def_first_delay;
+static const char *mock_health_file;
 
 struct mock {
 	SSL_CTX		*tls;
@@ -1461,6 +1466,21 @@ is_provider_path(const char *path)
 	    strcmp(path, "/v1/messages") == 0;
 }
 
+/* GET /health under -H: the status the file names. */
+static int
+health(struct conn *c)
+{
+	FILE *f = fopen(mock_health_file, "r");
+	long st = 200;
+
+	if (f != NULL) {
+		if (fscanf(f, "%ld", &st) != 1 || st < 200 || st > 599)
+			st = 500;
+		fclose(f);
+	}
+	return send_simple(c, (int)st, st < 300 ? "{\"status\":\"ok\"}" : "{\"status\":\"down\"}");
+}
+
 static int
 route(struct conn *c)
 {
@@ -1468,6 +1488,8 @@ route(struct conn *c)
 	int get = strcmp(rq->method, "GET") == 0, post = strcmp(rq->method, "POST") == 0;
 	int rc;
 
+	if (get && mock_health_file != NULL && strcmp(rq->path, "/health") == 0)
+		return health(c);
 	if (rq->status >= 400)
 		return send_mock_error(c);
 	if (objects(c, &rc) == 0)
@@ -2010,7 +2032,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: mock_upstream -p PORT [-t CERT KEY] [-l LOGFILE] [-P PORTFILE]\n"
-	    "       [-R] [-S STATUS] [-D FIRST-DELAY-MS]\n"
+	    "       [-R] [-S STATUS] [-D FIRST-DELAY-MS] [-H HEALTH-STATUS-FILE]\n"
 	    "       mock_upstream --free-port\n");
 	exit(2);
 }
@@ -2024,7 +2046,7 @@ main(int argc, char **argv)
 
 	if (argc == 2 && strcmp(argv[1], "--free-port") == 0)
 		return free_port();
-	while ((ch = getopt(argc, argv, "p:t:l:P:RS:D:")) != -1) {
+	while ((ch = getopt(argc, argv, "p:t:l:P:RS:D:H:")) != -1) {
 		switch (ch) {
 		case 'p': port = optarg; break;
 		case 't':
@@ -2038,6 +2060,7 @@ main(int argc, char **argv)
 		case 'R': mock_reset_all = 1; break;
 		case 'S': mock_def_status = strtol(optarg, NULL, 10); break;
 		case 'D': mock_def_first_delay = strtol(optarg, NULL, 10); break;
+		case 'H': mock_health_file = optarg; break;
 		default: usage();
 		}
 	}

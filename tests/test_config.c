@@ -714,7 +714,35 @@ test_targets(void)
 	CHECK_INT(cf.upstreams[1].nmodel_map, 2);
 	CHECK(kv_config_route(&cf, "/v1/x", NULL) == u);
 	CHECK(kv_config_route(&cf, "/other", NULL) == NULL);
+	CHECK_STR(u->health_path, "");
+	CHECK_INT(u->health_interval, 10);
 	kv_config_free(&cf);
+}
+
+/* health_check = PATH, health_interval = N or Ns. */
+static void
+test_health(void)
+{
+	struct kv_config cf;
+
+	CHECK_INT(load_text(&cf, "[upstream pool]\nurl = http://a:1 http://b:2\npaths = /v1\n"
+	    "health_check = /health?deep=1\nhealth_interval = 3s\n"
+	    "[upstream other]\nurl = http://c\npaths = /x\nhealth_check = /h\n"
+	    "health_interval = 30\n"), 0);
+	if (unit_fail)
+		return;
+	CHECK_STR(cf.upstreams[0].health_path, "/health?deep=1");
+	CHECK_INT(cf.upstreams[0].health_interval, 3);
+	CHECK_INT(cf.upstreams[1].health_interval, 30);
+	kv_config_free(&cf);
+	EXPECT_ERR("[upstream u]\nurl = http://a\npaths = /v1\nhealth_check = health\n",
+	    ":4: health_check: 'health' is not a path (want /PATH, no spaces)");
+	EXPECT_ERR("[upstream u]\nurl = http://a\npaths = /v1\nhealth_check = /a b\n",
+	    ":4: health_check: '/a b' is not a path (want /PATH, no spaces)");
+	EXPECT_ERR("[upstream u]\nurl = http://a\npaths = /v1\nhealth_interval = 0s\n",
+	    ":4: health_interval: 0 is out of range (1..3600)");
+	EXPECT_ERR("[upstream u]\nurl = http://a\npaths = /v1\nhealth_interval = 5m\n",
+	    ":4: health_interval: '5m' is not a number");
 }
 
 int
@@ -739,6 +767,7 @@ main(void)
 	test_default_path();
 	test_cluster();
 	test_targets();
+	test_health();
 	unlink(tmpfile_path);
 	rmdir(tmpdir);
 	return unit_done();

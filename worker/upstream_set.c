@@ -52,7 +52,7 @@ slot_of(struct kv_conn *c, const struct kv_upstream *u)
 	if (i >= slot_count)
 		return -1;
 	if (slot_cache[i] == -2) {
-		snprintf(name, sizeof(name), "%.24s/%.30s:%.6s", u->name, u->host, u->port);
+		kv_target_label(name, sizeof(name), u->name, u->host, u->port);
 		slot_cache[i] = kv_target_slot(c->w->ledger, name);
 		if (slot_cache[i] < 0)
 			kv_log_warnx("KV0700", "upstream target table full (%d): %s is not "
@@ -127,7 +127,7 @@ use_target(struct kv_conn *c, int k)
 	c->tried |= 1ULL << k;
 	c->rt = kv_upstreams_find(c->w->ups, cf->nupstreams, t);
 	c->tslot1 = s + 1;
-	snprintf(c->tlabel, sizeof(c->tlabel), "%.24s/%.30s:%.6s", t->name, t->host, t->port);
+	kv_target_label(c->tlabel, sizeof(c->tlabel), t->name, t->host, t->port);
 	if (c->ugroup->nextra > 0 || c->fell_back)
 		c->upstream_name = c->tlabel;
 	kv_target_count(c->w->slot, s, 1);
