@@ -170,9 +170,30 @@ resv_account(struct kv_ledger *l, const struct kv_resv *r)
 	return &l->accounts[idx - 1];
 }
 
+int64_t
+kv_ratelimit_sent(struct kv_worker_slot *w, int resv, int64_t input)
+{
+	int64_t held;
+
+	if (resv < 0 || resv >= KV_RESV_PER_WORKER || input <= 0)
+		return 0;
+	held = (int64_t)atomic_load(&w->resv[resv].tokens);
+	if (input > held)
+		input = held;
+	if (input > 0)
+		atomic_store(&w->resv[resv].tokens, (uint32_t)(held - input));
+	return input;
+}
+
+/* The order decides what a kill -9 between the two steps leaves (the
+ * master then refunds what the record still holds): the record is
+ * emptied first, so the tokens held stay taken and only their adjustment
+ * to the real count is lost: an over-count that drains within a window
+ * when the request used less than it held, an under-count of at most the
+ * overrun when it used more (docs/ledger.md, "Rate limits and kill -9"). */
 void
 kv_ratelimit_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
-    int64_t tokens)
+    int64_t tokens, int64_t committed)
 {
 	struct kv_account *a;
 	int64_t held;
@@ -184,11 +205,13 @@ kv_ratelimit_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
 	held = (int64_t)atomic_exchange(&w->resv[resv].tokens, 0);
 	if (tokens < 0)
 		tokens = 0;
+	if (committed < 0)
+		committed = 0;
 	/* A key whose tpm was off at admission held nothing; it counts from
 	 * when its limit is on, like a request admitted before the limit. */
-	if (held == 0 && tokens > 0 && atomic_load(&a->tpm) == 0)
+	if (held == 0 && committed == 0 && tokens > 0 && atomic_load(&a->tpm) == 0)
 		return;
-	kv_gcra_adjust(&a->tpm_tat, atomic_load(&a->tpm), tokens - held);
+	kv_gcra_adjust(&a->tpm_tat, atomic_load(&a->tpm), tokens - held - committed);
 }
 
 int64_t

@@ -66,10 +66,20 @@ void	kv_gcra_state(int64_t tat, uint32_t limit, int64_t now, int64_t *remaining,
 int	kv_ratelimit_admit(struct kv_worker_slot *w, int resv, struct kv_account *a,
 	    int64_t tokens, int64_t now, struct kv_rl_view *v);
 
-/* Settle reservation RESV of worker W to the TOKENS really counted; call it
+/* The request behind reservation RESV of W reached the provider, which
+ * counts its input against its own limit from now on: INPUT of the tokens
+ * held (at most all of them) stay taken should the worker die, as the
+ * budget keeps kv_ledger_resv_sent's minimum. The record keeps only the
+ * rest, so the master's release gives back exactly that. Returns the tokens
+ * committed (pass them to kv_ratelimit_settle). Written only by W's own
+ * worker; one store, so a kill on either side of it is exact. */
+int64_t	kv_ratelimit_sent(struct kv_worker_slot *w, int resv, int64_t input);
+
+/* Settle reservation RESV of worker W to the TOKENS really counted, of
+ * which COMMITTED were already made final by kv_ratelimit_sent; call it
  * before kv_ledger_settle(), which frees the reservation. */
 void	kv_ratelimit_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
-	    int64_t tokens);
+	    int64_t tokens, int64_t committed);
 
 /* Refund every token reservation worker slot W still records; the master
  * calls it after reaping the worker, before kv_ledger_release_worker().

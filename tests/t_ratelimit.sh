@@ -214,15 +214,28 @@ check "settling gave back the reserved tokens not used ($left >= $TPM - $((n200 
 # ---- a worker killed with tokens reserved ------------------------------------
 
 KW_ID=$(id_of "$KW")
-WB='{"model":"gpt-4o-mini","max_tokens":800,"messages":[{"role":"user","content":"held"}]}'
+# As the budget keeps a sent request's input on a death (its "sent"
+# minimum), tpm keeps the same input tokens (body bytes / 4) and gets the
+# rest back: the bucket is then exactly 1000 - input full, plus what it
+# refilled (1000 per minute) since the request was admitted.
+PAD=$(head -c 1600 /dev/zero | tr '\0' a)
+WB='{"model":"gpt-4o-mini","max_tokens":800,"messages":[{"role":"user","content":"'$PAD'"}]}'
+WIN=$((${#WB} / 4))
+t0=$(date +%s%N)
 chat "$KW" "$WB" "$T/w" -H 'x-mock-first-delay-ms: 60000' >/dev/null 2>&1 &
 cpid=$!
 held() { [ "$(key_field "$KW_ID" tokens_remaining)" -lt 300 ]; }
 check "a slow request holds its tokens (remaining < 300 of 1000)" kv_wait_for 10 held
 KV_KILLS_WORKERS=1
 for w in $(ps -o pid= --ppid "$KV_PID"); do kill -9 "$w"; done
-back() { [ "$(key_field "$KW_ID" tokens_remaining)" -ge 950 ]; }
-check "the master released the dead worker's tokens (remaining >= 950)" kv_wait_for 10 back
+back() { [ "$(key_field "$KW_ID" tokens_remaining)" -ge $((1000 - WIN)) ]; }
+check "the master released the dead worker's tokens but its input ($WIN)" kv_wait_for 10 back
+left=$(key_field "$KW_ID" tokens_remaining)
+el=$((($(date +%s%N) - t0) / 1000000))
+echo "# after kill -9: $left tokens left, $((1000 - WIN)) + refill over $el ms"
+check "exactly: $left <= $((1000 - WIN)) + $el ms of refill" \
+	test "$left" -le $((1000 - WIN + el * 1000 / 60000 + 1))
+check_eq "and the budget holds nothing for it" "$(key_field "$KW_ID" reserved_nusd)" 0
 wait $cpid 2>/dev/null
 models_ok() { [ "$(kv_curl /v1/models -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $KF")" = 200 ]; }
 check "the respawned workers serve" kv_wait_for 20 models_ok

@@ -19,6 +19,7 @@
 
 #include "shm/ledger.h"
 #include "shm/grow.h"
+#include "shm/ratelimit.h"
 #include "shm/repair.h"
 #include "tests/unit.h"
 
@@ -359,6 +360,57 @@ test_grow(void)
 	kv_ledger_close(&l);
 }
 
+/* Tokens per minute (shm/ratelimit.h) after a worker death: the repair's
+ * release gives back exactly what the records hold, which is everything
+ * but the input of a request already sent (kv_ratelimit_sent), as the
+ * budget keeps the "sent" minimum; a settle after a send counts the real
+ * tokens exactly once. tpm 1000: one token is 60 ms of the window. */
+static void
+test_tokens_death(void)
+{
+	const int64_t tok = KV_RL_WINDOW_NS / 1000;
+	struct kv_worker_slot *w;
+	struct kv_repair_report rep;
+	struct kv_rl_view v;
+	struct kv_ledger l;
+	struct kv_account *a;
+	int64_t now, rem;
+	int r1, r2, r3;
+
+	CHECK_INT(open_new(&l, 8), 0);
+	w = &l.workers[DEAD_SLOT];
+	a = key_acct(&l, 5, INT64_MAX / 4);
+	atomic_store(&a->tpm, 1000);
+	now = kv_rl_now_ns();
+	r1 = kv_ledger_reserve(&l, w, a, 100, &rem);
+	r2 = kv_ledger_reserve(&l, w, a, 100, &rem);
+	CHECK(r1 >= 0 && r2 >= 0);
+	CHECK_INT(kv_ratelimit_admit(w, r1, a, 300, now, &v), 0);
+	CHECK_INT(kv_ratelimit_admit(w, r2, a, 200, now, &v), 0);
+	CHECK_INT(atomic_load(&a->tpm_tat), now + 500 * tok);
+	CHECK_INT(kv_ratelimit_sent(w, r1, 40), 40);
+	CHECK_INT(atomic_load(&w->resv[r1].tokens), 260);
+	CHECK_INT(kv_ratelimit_sent(w, r2, 0), 0);
+	/* The worker dies with both in flight. */
+	CHECK_INT(kv_ledger_repair(&l, UINT64_C(1) << DEAD_SLOT, &rep), 0);
+	CHECK_INT(atomic_load(&a->tpm_tat), now + 40 * tok);
+	CHECK_INT(atomic_load(&w->resv[r1].tokens), 0);
+	CHECK_INT(atomic_load(&a->reserved_nusd), 0);
+	/* A settle after a send: 300 held, 40 of them made final, 100 used. */
+	atomic_store(&a->tpm_tat, 0);
+	r3 = kv_ledger_reserve(&l, w, a, 100, &rem);
+	CHECK_INT(kv_ratelimit_admit(w, r3, a, 300, now, &v), 0);
+	CHECK_INT(kv_ratelimit_sent(w, r3, 40), 40);
+	CHECK_INT(kv_ratelimit_sent(w, r3, 900), 260);	/* never more than held */
+	atomic_store(&w->resv[r3].tokens, 260);
+	kv_ratelimit_settle(&l, w, r3, 100, 40);
+	kv_ledger_settle(&l, w, r3, 0, NULL, NULL);
+	CHECK_INT(atomic_load(&a->tpm_tat), now + 100 * tok);
+	CHECK_INT(kv_ledger_repair(&l, UINT64_C(1) << DEAD_SLOT, &rep), 0);
+	CHECK_INT(atomic_load(&a->tpm_tat), now + 100 * tok);
+	kv_ledger_close(&l);
+}
+
 int
 main(void)
 {
@@ -372,6 +424,7 @@ main(void)
 	test_roll_all();
 	test_saturation();
 	test_grow();
+	test_tokens_death();
 	test_kill_loop();
 	unlink(path);
 	rmdir(tmpdir);

@@ -107,6 +107,7 @@ struct kv_conn {
 	/* rate limits (limits.c) and what our own errors tell clients */
 	int			 rl_on;		/* the key has a limit: send x-ratelimit-* */
 	struct kv_rl_view	 rl;
+	int64_t			 rl_sent;	/* tokens made final when sent (kv_ratelimit_sent) */
 	int			 no_retry;	/* our error cannot pass on a retry */
 
 	/* upstream targets (upstream_set.c) */
@@ -201,6 +202,9 @@ int	conn_rate_admit(struct kv_conn *c, enum step *st);
 /* Settle the request's tokens (before the budget settle) and end its
  * target's in-flight count. */
 void	conn_traffic_settle(struct kv_conn *c, const struct kv_usage *u);
+/* The request reached the provider: its input stays counted against tpm
+ * should this worker die (kv_ratelimit_sent). */
+void	conn_traffic_sent(struct kv_conn *c);
 /* Append this response's x-kilovolt-upstream and x-ratelimit-* lines (when
  * the key has a limit) to obuf. Returns 0 or -1. */
 int	conn_traffic_headers(struct kv_conn *c);

@@ -73,7 +73,14 @@ conn_traffic_settle(struct kv_conn *c, const struct kv_usage *u)
 	conn_upset_finish(c);
 	if (c->resv >= 0)
 		kv_ratelimit_settle(c->w->ledger, c->w->slot, c->resv,
-		    kv_ratelimit_tokens(u, c->anthropic));
+		    kv_ratelimit_tokens(u, c->anthropic), c->rl_sent);
+}
+
+void
+conn_traffic_sent(struct kv_conn *c)
+{
+	if (c->resv >= 0 && c->rl_on && c->rl_sent == 0)
+		c->rl_sent = kv_ratelimit_sent(c->w->slot, c->resv, c->body_bytes / 4);
 }
 
 int

@@ -464,6 +464,8 @@ mark_sent(struct kv_conn *c)
 	c->req_sent = 1;
 	if (c->resv >= 0 && c->api != KV_API_OTHER)
 		kv_ledger_resv_sent(c->w->slot, c->resv, input_estimate_nusd(c));
+	if (c->api != KV_API_OTHER)
+		conn_traffic_sent(c);
 }
 
 /* The client left while a metered, non-streamed response is on its way:
