@@ -11,6 +11,7 @@
 
 #include <string.h>
 
+#include "common/hex.h"
 #include "worker/http.h"
 
 #define CL_MAX_DIGITS		15
@@ -677,23 +678,11 @@ kv_chunked_init(struct kv_chunked *c)
 	c->state = CK_SIZE0;
 }
 
-static int
-ck_hex(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 /* The chunk-size line: 1*HEXDIG [ ";" ext ] CRLF. Returns the next state. */
 static int
 ck_size_byte(struct kv_chunked *c, char ch)
 {
-	int v = ck_hex(ch);
+	int v = kv_hexval((unsigned char)ch);
 
 	if (++c->linelen > CHUNK_MAX_LINE)
 		return CK_ERROR;

@@ -390,77 +390,60 @@ body_consume(struct kv_conn *c, const char **msg)
 
 static enum step admit(struct kv_conn *c);
 
-/* A spooled Content-Length body is read KV_SPOOL_IO bytes at a time into
- * the worker's one buffer, scanned and written to the file before the
- * next read: 8 times fewer read and write calls than through cbuf's body
- * window (bench scenario 6), and no memory per connection, since the
- * buffer is empty again before the loop serves anyone else. Returns the
- * bytes taken, 0 for "read into cbuf instead", KV_IO_AGAIN, or -1 closed
- * (*st then 0) or refused (*st the status). */
-static ssize_t
-spool_read(struct kv_conn *c, int *st, const char **msg)
+/* Where the next body read goes. A spooled Content-Length body is read
+ * KV_SPOOL_IO bytes at a time into the worker's one buffer, scanned and
+ * written to the file before the loop serves anyone else: 8 times fewer
+ * read and write calls than through cbuf's window (bench scenario 6), and
+ * no memory per connection. Returns 1 for that buffer (the bytes are
+ * taken at once), 0 for cbuf (decoded by body_consume). */
+static int
+body_read_into(struct kv_conn *c, char **buf, size_t *want)
 {
 	struct kv_worker *w = c->w;
-	size_t want = KV_SPOOL_IO;
-	ssize_t n;
 
-	*st = 0;
-	if (c->spfd == -1 || c->chunked_req || c->cpos != c->clen)
-		return 0;
-	if (w->spool_io == NULL && (w->spool_io = malloc(KV_SPOOL_IO)) == NULL)
-		return 0;
-	if ((int64_t)want > c->body_left)
-		want = (size_t)c->body_left;
-	n = client_read(c, w->spool_io, want);
-	if (n == KV_IO_AGAIN || n <= 0)
-		return n == KV_IO_AGAIN ? KV_IO_AGAIN : -1;
-	c->body_left -= n;
-	c->body_done = c->body_left == 0;
-	if ((*st = body_take(c, w->spool_io, (size_t)n, msg)) != 0)
-		return -1;
-	return n;
+	if (c->spfd != -1 && !c->chunked_req && c->cpos == c->clen &&
+	    (w->spool_io != NULL || (w->spool_io = malloc(KV_SPOOL_IO)) != NULL)) {
+		*buf = w->spool_io;
+		*want = c->body_left < KV_SPOOL_IO ? (size_t)c->body_left : KV_SPOOL_IO;
+		return 1;
+	}
+	if (c->cpos == c->clen)		/* keep the head, reuse the rest */
+		c->cpos = c->clen = c->head_len;
+	/* Reads stay within the window's size past the head: a large
+	 * upload touches no more of cbuf than a small one does. */
+	*want = c->head_len + KV_BODY_WINDOW > c->clen ?
+	    c->head_len + KV_BODY_WINDOW - c->clen : 0;
+	if (*want == 0 || *want > KV_CBUF_SIZE - c->clen)
+		*want = KV_CBUF_SIZE - c->clen;
+	if (!c->chunked_req && (int64_t)*want > c->body_left)
+		*want = (size_t)c->body_left;
+	*buf = c->cbuf + c->clen;
+	return 0;
+}
+
+static enum step
+body_refuse(struct kv_conn *c, int st, const char *msg)
+{
+	c->retry_after = st == 503 ? 5 : 0;
+	return conn_fail(c, st, msg);
 }
 
 enum step
 request_body_in(struct kv_conn *c)
 {
 	const char *msg;
+	char *buf;
 	size_t want;
 	ssize_t n;
-	int st;
+	int st, direct;
 
 	for (;;) {
-		if ((st = body_consume(c, &msg)) != 0) {
-			c->retry_after = st == 503 ? 5 : 0;
-			return conn_fail(c, st, msg);
-		}
+		if ((st = body_consume(c, &msg)) != 0)
+			return body_refuse(c, st, msg);
 		if (c->body_done)
 			return admit(c);
-		if ((n = spool_read(c, &st, &msg)) != 0) {
-			if (n > 0)
-				continue;
-			if (n == KV_IO_AGAIN) {
-				conn_watch_client(c, EPOLLIN | EPOLLRDHUP);
-				return STEP_WAIT;
-			}
-			if (st != 0) {
-				c->retry_after = st == 503 ? 5 : 0;
-				return conn_fail(c, st, msg);
-			}
-			conn_close(c);
-			return STEP_CLOSED;
-		}
-		if (c->cpos == c->clen)		/* keep the head, reuse the rest */
-			c->cpos = c->clen = c->head_len;
-		/* Reads stay within the window's size past the head: a large
-		 * upload touches no more of cbuf than a small one does. */
-		want = c->head_len + KV_BODY_WINDOW > c->clen ?
-		    c->head_len + KV_BODY_WINDOW - c->clen : 0;
-		if (want == 0 || want > KV_CBUF_SIZE - c->clen)
-			want = KV_CBUF_SIZE - c->clen;
-		if (!c->chunked_req && (int64_t)want > c->body_left)
-			want = (size_t)c->body_left;
-		n = client_read(c, c->cbuf + c->clen, want);
+		direct = body_read_into(c, &buf, &want);
+		n = client_read(c, buf, want);
 		if (n == KV_IO_AGAIN) {
 			conn_watch_client(c, EPOLLIN | EPOLLRDHUP);
 			return STEP_WAIT;
@@ -469,7 +452,14 @@ request_body_in(struct kv_conn *c)
 			conn_close(c);
 			return STEP_CLOSED;
 		}
-		c->clen += (size_t)n;
+		if (!direct) {
+			c->clen += (size_t)n;
+			continue;
+		}
+		c->body_left -= n;
+		c->body_done = c->body_left == 0;
+		if ((st = body_take(c, buf, (size_t)n, &msg)) != 0)
+			return body_refuse(c, st, msg);
 	}
 }
 
