@@ -28,6 +28,7 @@
 #include "master/notify.h"
 #include "master/status.h"
 #include "master/trim.h"
+#include "shm/targets.h"
 #include "shm/history.h"
 #include "shm/grow.h"
 #include "shm/guard.h"
@@ -967,6 +968,7 @@ master_start(struct master *m)
 		return 2;
 	}
 	startup_repair(m);
+	kv_targets_reset(&m->ledger);
 	if (resize_ledger(m) == -1)
 		return 2;
 	kv_ledger_watch_init(&m->watch, &m->ledger, m->cf->ledger);

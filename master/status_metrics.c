@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "shm/report.h"
+#include "worker/worker.h"
 
 /* Nano-dollars as exact decimal dollars ("-0.000000001"); display only,
  * so no floating point is involved even here. */
@@ -425,7 +426,7 @@ put_gauges(FILE *f, const struct kv_ledger *l, int64_t now)
 /* Upstream targets (shm/targets.h), label target="NAME/HOST:PORT". At
  * most KV_TARGET_SLOTS series per family: bounded by the config. */
 static void
-put_target_metrics(FILE *f, const struct kv_ledger *l, int64_t now)
+put_target_metrics(FILE *f, const struct kv_ledger *l)
 {
 	static const struct { const char *name, *type, *help; } fam[] = {
 		{ "kilovolt_upstream_target_requests_total", "counter", "attempts sent to the target" },
@@ -438,6 +439,7 @@ put_target_metrics(FILE *f, const struct kv_ledger *l, int64_t now)
 		{ "kilovolt_upstream_target_up", "gauge", "0 while the target is ejected, cooling or failing its health check" },
 	};
 	char name[KV_TARGET_NAME];
+	int64_t mono_ms = kv_now_ms();	/* down_until_ms is on the workers' clock */
 	size_t i;
 	int t;
 
@@ -457,7 +459,7 @@ put_target_metrics(FILE *f, const struct kv_ledger *l, int64_t now)
 			case 2: v = atomic_load(&s->retries); break;
 			case 3: v = atomic_load(&s->ejections_total); break;
 			case 4: v = kv_target_inflight(l, t); break;
-			default: v = !kv_target_down(l, t, now * 1000); break;
+			default: v = !kv_target_down(l, t, mono_ms); break;
 			}
 			fprintf(f, "%s{target=\"", fam[i].name);
 			put_label(f, name);
@@ -482,5 +484,5 @@ kv_status_metrics(FILE *f, const struct kv_ledger *l, int64_t now)
 	    "time from request to the end of the response", &l->hdr->duration);
 	put_key_metrics(f, l);
 	put_model_metrics(f, l);
-	put_target_metrics(f, l, now);
+	put_target_metrics(f, l);
 }

@@ -89,13 +89,13 @@ struct kv_target_slot {
 	char		  name[KV_TARGET_NAME];
 	_Atomic uint32_t  fails;		/* consecutive failures */
 	_Atomic uint32_t  ejections;		/* in a row: the cool-down grows */
-	_Atomic int64_t	  down_until_ms;	/* ejected or cooling until, unix ms */
+	_Atomic int64_t	  down_until_ms;	/* ejected or cooling until, CLOCK_MONOTONIC ms */
 	_Atomic uint64_t  requests;		/* attempts sent to it */
 	_Atomic uint64_t  failures;
 	_Atomic uint64_t  retries;		/* attempts moved away from it */
 	_Atomic uint64_t  ejections_total;
 	/* Version 10: the master's active check (master/health_check.h). */
-	_Atomic int64_t	  health_checked_ms;	/* last check's end, unix ms; 0 never */
+	_Atomic int64_t	  health_checked_ms;	/* last check's end, CLOCK_MONOTONIC ms; 0 never */
 };
 
 #define KV_HEALTH_UNCHECKED	0u	/* no active check: usable */

@@ -140,3 +140,16 @@ kv_targets_release_worker(struct kv_worker_slot *w)
 	for (i = 0; i < KV_TARGET_SLOTS; i++)
 		atomic_store(&w->target_inflight[i], 0);
 }
+
+void
+kv_targets_reset(struct kv_ledger *l)
+{
+	int i;
+
+	for (i = 0; i < KV_TARGET_SLOTS; i++) {
+		atomic_store(&l->hdr->targets[i].down_until_ms, 0);
+		atomic_store(&l->hdr->targets[i].fails, 0);
+		atomic_store(&l->hdr->targets[i].ejections, 0);
+		atomic_store(&l->hdr->targets[i].health, KV_HEALTH_UNCHECKED);
+	}
+}

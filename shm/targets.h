@@ -24,7 +24,8 @@ uint64_t kv_target_inflight(const struct kv_ledger *l, int t);
 /* One more (delta 1) or one fewer (-1) request of worker W in flight to T. */
 void	kv_target_count(struct kv_worker_slot *w, int t, int delta);
 
-/* Is T ejected, cooling at NOW (unix ms), or marked down by its active
+/* Is T ejected, cooling at NOW (kv_now_ms: CLOCK_MONOTONIC, the same in
+ * every process of the host), or marked down by its active
  * health check? */
 int	kv_target_down(const struct kv_ledger *l, int t, int64_t now_ms);
 
@@ -44,6 +45,11 @@ void	kv_target_cool(struct kv_ledger *l, int t, int64_t now_ms, int secs);
 /* The master's active check of T ended at NOW_MS with HEALTH (KV_HEALTH_*).
  * Returns the word it replaced. */
 uint32_t kv_target_set_health(struct kv_ledger *l, int t, uint32_t health, int64_t now_ms);
+
+/* At the master's start: no ejection or cool-down of an earlier run
+ * stands (their times are on a clock a reboot restarts), and no health
+ * mark until this run's checks say so. */
+void	kv_targets_reset(struct kv_ledger *l);
 
 /* Zero worker W's in-flight counts (it is gone). */
 void	kv_targets_release_worker(struct kv_worker_slot *w);
