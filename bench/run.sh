@@ -20,6 +20,13 @@
 #             model last), 640 in all: kilovolt scans each whole and spools
 #             it to disk before admission, nginx spools by default, HAProxy
 #             streams
+#   7 tls-small  scenario 1 with the upstream over TLS 1.3 (bench/benchmock
+#             -t, the chain of tests/gen_certs.sh; every proxy verifies chain
+#             and host name, resumes sessions and pools connections); no
+#             direct row; upstream TLS handshakes per 1,000 requests
+# Scenarios 1 and 7 are served by bench/benchmock (one epoll thread, the
+# same bytes per request whatever the proxy); the streaming ones by
+# tests/mock_upstream (a thread per connection: it has the SSE knobs).
 # Targets: direct (the mock itself), kilovolt (2 workers, full accounting:
 # the client does not ask for usage, so kilovolt adds include_usage
 # upstream and filters the usage event out), haproxy (2 threads), nginx
@@ -31,7 +38,7 @@
 # tree is writable, to $top_srcdir/bench/RESULTS.md (the committed copy).
 #
 # Environment: top_srcdir, top_builddir (as make check exports them),
-# BENCH_SCENARIOS (default "1 2 3 4 5 6"), BENCH_TARGETS (default "direct
+# BENCH_SCENARIOS (default "1 7 2 3 4 5 6"), BENCH_TARGETS (default "direct
 # kilovolt haproxy nginx"), BENCH_SMALL_SECS (8), BENCH_ROUNDS (3: each
 # scenario runs that many times, targets interleaved, and each target's row
 # is its round with the median key number: req/s for scenario 1, TTFB p99
@@ -46,7 +53,7 @@ set -u
 : "${top_srcdir:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 : "${top_builddir:=.}"
 top_builddir=$(cd "$top_builddir" && pwd)
-SCENARIOS=${BENCH_SCENARIOS:-1 2 3 4 5 6}
+SCENARIOS=${BENCH_SCENARIOS:-1 7 2 3 4 5 6}
 TARGETS=${BENCH_TARGETS:-direct kilovolt kvcluster haproxy nginx}
 SMALL_SECS=${BENCH_SMALL_SECS:-8}
 ROUNDS=${BENCH_ROUNDS:-3}
@@ -54,13 +61,17 @@ ROUNDS=${BENCH_ROUNDS:-3}
 LOADGEN=$top_builddir/bench/loadgen
 PSS=$top_builddir/bench/pss
 MOCK=$top_builddir/tests/mock_upstream
+BENCHMOCK=$top_builddir/bench/benchmock
 KVD=$top_builddir/kilovoltd
 CG_LIMIT=$((30 * 1024 * 1024))
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/kvbench.XXXXXX") || exit 1
 MOCK_PID=
 MOCK_TLS_PID=
-UP_TLS=0	# this run's upstream is the TLS mock (scenario 5)
+UP_TLS=0	# this run's upstream is over TLS (scenarios 5 and 7)
+UP_PORT=	# this run's upstream port
+BM_PID=
+BM_TLS_PID=
 PROXY_PID=
 SAMPLER_PID=
 CGROUP=
@@ -87,6 +98,8 @@ cleanup() {
 	stop_pid "$PROXY_PID"
 	stop_pid "$MOCK_PID"
 	stop_pid "$MOCK_TLS_PID"
+	stop_pid "$BM_PID"
+	stop_pid "$BM_TLS_PID"
 	stop_pid "$REDIS_PID"
 	cgroup_remove
 	if [ "${KEEP:-0}" = 1 ]; then log "kept $W"; else rm -rf "$W"; fi
@@ -165,10 +178,44 @@ start_mock() {
 	[ -n "$MOCK_PORT" ] || { log "mock_upstream did not start"; cat "$W/mock.err" >&2; exit 1; }
 }
 
-# The mock again, over TLS, with a chain made here (scenario 5).
-start_mock_tls() {
+# The chain both TLS upstreams serve, made once.
+make_certs() {
+	[ -s "$W/certs/ca.pem" ] && return 0
 	bash "$top_srcdir/tests/gen_certs.sh" "$W/certs" >"$W/certs.log" 2>&1 ||
 		{ log "gen_certs.sh failed"; cat "$W/certs.log" >&2; return 1; }
+}
+
+# wait_portfile FILE PID: up to 10 s for FILE to hold the port PID listens on.
+wait_portfile() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ -s "$1" ] && { cat "$1"; return 0; }
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# bench/benchmock, plaintext (scenario 1) and over TLS (scenario 7).
+start_benchmock() {
+	"$BENCHMOCK" -P "$W/bm.port" </dev/null >"$W/bm.err" 2>&1 &
+	BM_PID=$!
+	BM_PORT=$(wait_portfile "$W/bm.port" "$BM_PID") ||
+		{ log "benchmock did not start"; cat "$W/bm.err" >&2; exit 1; }
+}
+
+start_benchmock_tls() {
+	make_certs || return 1
+	"$BENCHMOCK" -P "$W/bm-tls.port" -t "$W/certs/server-chain.pem" "$W/certs/server.key" \
+		</dev/null >"$W/bm-tls.err" 2>&1 &
+	BM_TLS_PID=$!
+	BM_TLS_PORT=$(wait_portfile "$W/bm-tls.port" "$BM_TLS_PID") ||
+		{ log "benchmock -t did not start"; cat "$W/bm-tls.err" >&2; return 1; }
+}
+
+# The mock again, over TLS, with a chain made here (scenario 5).
+start_mock_tls() {
+	make_certs || return 1
 	"$MOCK" -p 0 -P "$W/mock-tls.port" -t "$W/certs/server-chain.pem" "$W/certs/server.key" \
 		</dev/null >"$W/mock-tls.err" 2>&1 &
 	MOCK_TLS_PID=$!
@@ -180,9 +227,9 @@ start_mock_tls() {
 	[ -n "$MOCK_TLS_PORT" ] || { log "mock_upstream -t did not start"; cat "$W/mock-tls.err" >&2; return 1; }
 }
 
-# tls_stats FILE: the TLS mock's handshake counters.
+# tls_stats FILE: this run's TLS upstream's handshake counters.
 tls_stats() {
-	curl -s -m 5 --cacert "$W/certs/ca.pem" "https://localhost:$MOCK_TLS_PORT/mock/stats" >"$1" 2>/dev/null
+	curl -s -m 5 --cacert "$W/certs/ca.pem" "https://localhost:$UP_PORT/mock/stats" >"$1" 2>/dev/null
 }
 
 # ---- proxies ------------------------------------------------------------------
@@ -209,10 +256,10 @@ reserve_output_tokens = 1024
 
 [upstream openai]
 $(if [ "$UP_TLS" = 1 ]; then
-	echo "url = https://localhost:$MOCK_TLS_PORT"
+	echo "url = https://localhost:$UP_PORT"
 	echo "ca_file = $W/certs/ca.pem"
 else
-	echo "url = http://127.0.0.1:$MOCK_PORT"
+	echo "url = http://127.0.0.1:$UP_PORT"
 fi)
 paths = /v1/chat/completions /v1/completions /v1/embeddings /v1/responses /v1/models
 
@@ -253,9 +300,8 @@ redis_calls() {
 
 # fill TEMPLATE OUT: the template with our ports, limits and dir.
 fill() {
-	local up=$MOCK_PORT tls= scheme=http ssl=
+	local up=$UP_PORT tls= scheme=http ssl=
 	if [ "$UP_TLS" = 1 ]; then
-		up=$MOCK_TLS_PORT
 		tls=" ssl verify required ca-file $W/certs/ca.pem sni str(localhost) verifyhost localhost"
 		scheme=https
 		ssl="proxy_ssl_verify on; proxy_ssl_trusted_certificate $W/certs/ca.pem; proxy_ssl_name localhost; proxy_ssl_server_name on; proxy_ssl_session_reuse on;"
@@ -392,7 +438,7 @@ load_args() {
 	local common=(-m POST -u /v1/chat/completions -H 'Content-Type: application/json'
 		-H 'Authorization: Bearer sk-bench-0123456789')
 	case $1 in
-	1) CONC=64
+	1|7) CONC=64
 	   LOAD=("${common[@]}" -c 64 -d "$SMALL_SECS" -t 30 -b "$BODY_SMALL") ;;
 	2|4) CONC=256
 	   LOAD=("${common[@]}" -c 256 -n 256 -t 120 -s -e 5000000 -b "$BODY_STREAM"
@@ -412,13 +458,18 @@ run_one() {
 	rm -f "$out".*
 	load_args "$s"
 	UP_TLS=0
-	[ "$s" = 5 ] && UP_TLS=1
+	case $s in
+	1) UP_PORT=$BM_PORT ;;
+	7) UP_PORT=$BM_TLS_PORT; UP_TLS=1 ;;
+	5) UP_PORT=$MOCK_TLS_PORT; UP_TLS=1 ;;
+	*) UP_PORT=$MOCK_PORT ;;
+	esac
 	if [ "$s" = 4 ] && ! cgroup_create "$t"; then
 		log "scenario 4: cannot make a memory cgroup here, skipped"
 		return 0
 	fi
 	if [ "$t" = direct ]; then
-		port=$MOCK_PORT
+		port=$UP_PORT
 	else
 		start_proxy "$t" || { FAILED=1; cgroup_remove; return 0; }
 		port=$PORT
@@ -470,7 +521,7 @@ run_one() {
 # The number a scenario is judged by: its rounds are ranked on it.
 key_metric() {
 	case $1 in
-	1|6) echo .rps ;;
+	1|6|7) echo .rps ;;
 	3|5) echo .ttfb_ms.p99 ;;
 	*) echo .mbps ;;
 	esac
@@ -514,6 +565,7 @@ scenario_title() {
 	3) echo "3. 1,000 concurrent SSE streams of 100 chunks 20 ms apart (2,000 streams in all)" ;;
 	5) echo "5. Scenario 3 with the upstream over TLS 1.3, chain and host name verified" ;;
 	6) echo "6. 64 concurrent 1 MB request bodies (model last), 640 in all" ;;
+	7) echo "7. Scenario 1 with the upstream over TLS 1.3, chain and host name verified, ${SMALL_SECS} s" ;;
 	4) echo "4. Scenario 2 inside a 30 MiB memory cgroup" ;;
 	esac
 }
@@ -552,15 +604,63 @@ versus() {
 		"$(ratio "$(j "$k.pss.json" .cpu_s)" "$(j "$p.pss.json" .cpu_s)")"
 }
 
-# Full and resumed upstream handshakes per target in scenario 5's row.
+# Full and resumed upstream handshakes per target in a TLS scenario's
+# median round, and (scenario 7) all of them per 1,000 requests.
 tls_handshakes() {
-	local t line=
+	local s=$1 t f line= full res n
 	for t in $TARGETS; do
-		[ -s "$W/s5-$t.tls.json" ] || continue
-		line="$line${line:+, }$t $(j "$W/s5-$t.tls.json" .full) / $(j "$W/s5-$t.tls.json" .resumed)"
+		f=$W/s$s-$t
+		[ -s "$f.tls.json" ] || continue
+		full=$(j "$f.tls.json" .full)
+		res=$(j "$f.tls.json" .resumed)
+		line="$line${line:+, }$t $full / $res"
+		if [ "$s" = 7 ]; then
+			n=$(j "$f.load.json" .requests)
+			line="$line ($(awk -v a="$full" -v b="$res" -v n="$n" \
+				'BEGIN { if (n > 0) printf "%.2f", (a + b) * 1000 / n; else print "–" }') per 1,000 requests)"
+		fi
 	done
 	[ -n "$line" ] && { echo; echo "Upstream TLS handshakes, full / resumed: $line."; }
 	return 0
+}
+
+# round_ratios SCENARIO PEER: kilovolt's key number over PEER's, round by
+# round (the rounds interleave the targets, so each pair ran within the
+# same minute); prints "r1 / r2 / r3, median M, lowest L".
+round_ratios() {
+	local s=$1 p=$2 r a b v list
+	v=$(for r in $(seq 1 "$ROUNDS"); do
+		a=$(j "$W/s$s-kilovolt.r$r.load.json" "$(key_metric "$s")")
+		b=$(j "$W/s$s-$p.r$r.load.json" "$(key_metric "$s")")
+		[ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.3f\n", a / b }'
+	done)
+	[ -n "$v" ] || return 0
+	list=$(echo "$v" | awk '{ printf "%s%.2f", (NR > 1 ? " / " : ""), $1 }')
+	echo "$v" | sort -g | awk -v l="$list" '{ a[NR] = $1 }
+		END { printf "%s, median %.2f, lowest %.2f", l, a[int((NR + 1) / 2)], a[1] }'
+}
+
+# round_stat SCENARIO PEER median|lowest: one number of round_ratios.
+round_stat() {
+	round_ratios "$1" "$2" | sed -n "s/.*$3 \([0-9.]*\).*/\1/p"
+}
+
+# The pairs of a throughput scenario, per peer.
+paired_lines() {
+	local s=$1 p line
+	case $s in 1|2|7) ;; *) return 0 ;; esac
+	for p in haproxy nginx; do
+		line=$(round_ratios "$s" "$p")
+		[ -n "$line" ] && { echo; echo "kilovolt / $p, $(key_metric "$s" | tr -d .) round by round: $line."; }
+	done
+	return 0
+}
+
+# skip_target SCENARIO TARGET: the pairs that are not run.
+skip_target() {
+	case $1 in 4|5|7) [ "$2" = direct ] && return 0 ;; esac
+	[ "$2" = kvcluster ] && [ "$1" != 1 ] && return 0
+	return 1
 }
 
 cgroup_table() {
@@ -599,22 +699,21 @@ scenario_table() {
 	echo "| target | req/s | MB/s | req/s vs direct | TTFB p50 / p99 ms | latency p50 / p99 ms | max chunk gap ms | idle PSS MiB | peak PSS MiB | PSS growth KiB/stream | CPU s | errors | CPU busy before % |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for t in $TARGETS; do
-		[ "$s" = 4 ] || [ "$s" = 5 ] && [ "$t" = direct ] && continue
-		[ "$s" = 4 ] && [ "$t" = direct ] && continue
-		[ "$t" = kvcluster ] && [ "$s" != 1 ] && continue
+		skip_target "$s" "$t" && continue
 		table_row "$s" "$t"
 	done
 	echo
 	echo "| ratio | req/s | MB/s | TTFB p99 | latency p99 | peak PSS | CPU s |"
 	echo "|---|---:|---:|---:|---:|---:|---:|"
 	for t in haproxy nginx; do versus "$s" "$t"; done
+	paired_lines "$s"
 	[ -s "$W/s$s-kvcluster.load.json" ] && cluster_line "$s"
 	if [ -s "$W/s$s-kilovolt.workers" ]; then
 		echo
 		echo "kilovolt responses per worker: $(cat "$W/s$s-kilovolt.workers")."
 	fi
 	[ "$s" = 4 ] && cgroup_table
-	[ "$s" = 5 ] && tls_handshakes
+	[ "$s" = 5 ] || [ "$s" = 7 ] && tls_handshakes "$s"
 	return 0
 }
 
@@ -657,6 +756,22 @@ targets() {
 		"$(j "$W/s4-kilovolt.alive.json" '.survived | if . then 1 else 0 end')" ">=" 1
 }
 
+# The goals of issue 17: ratios of paired rounds.
+goals() {
+	local s p
+	echo
+	echo "### Goals (issue 17: ratios of the paired rounds)"
+	echo
+	echo "| goal | kilovolt | wanted | verdict |"
+	echo "|---|---:|---:|---|"
+	for s in 1 7; do
+		for p in haproxy nginx; do
+			verdict "scenario $s req/s / $p, median of the rounds" "$(round_stat "$s" "$p" median)" ">=" 1.05
+		done
+	done
+	verdict "scenario 2 MB/s / haproxy, lowest round" "$(round_stat 2 haproxy lowest)" ">=" 1.05
+}
+
 machine() {
 	echo "- machine: $(nproc) CPUs, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)," \
 		"$(awk '/^MemTotal/ { printf "%.1f GiB RAM", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r)"
@@ -692,6 +807,7 @@ write_results() {
 		machine
 		for s in $SCENARIOS; do scenario_table "$s"; done
 		targets
+		goals
 		if [ -f "$src" ] && grep -qF -- "$NOTES" "$src"; then
 			echo
 			sed -n "\|$NOTES|,\$p" "$src"
@@ -707,7 +823,7 @@ write_results() {
 
 main() {
 	local s t
-	for f in "$LOADGEN" "$PSS" "$MOCK" "$KVD"; do
+	for f in "$LOADGEN" "$PSS" "$MOCK" "$BENCHMOCK" "$KVD"; do
 		[ -x "$f" ] || { log "$f is not built (run make first)"; exit 1; }
 	done
 	command -v jq >/dev/null || { log "jq is needed"; exit 1; }
@@ -717,15 +833,15 @@ main() {
 	raise_nofile
 	mkdir -p "$top_builddir/bench"
 	start_mock
+	start_benchmock
 	case " $SCENARIOS " in *" 5 "*) start_mock_tls || exit 1 ;; esac
+	case " $SCENARIOS " in *" 7 "*) start_benchmock_tls || exit 1 ;; esac
 	# Rounds interleave the targets, so a busy spell of the shared machine
 	# falls on all of them rather than on one.
 	for s in $SCENARIOS; do
 		for r in $(seq 1 "$ROUNDS"); do
 			for t in $TARGETS; do
-				[ "$s" = 4 ] || [ "$s" = 5 ] && [ "$t" = direct ] && continue
-				[ "$s" = 4 ] && [ "$t" = direct ] && continue
-				[ "$t" = kvcluster ] && [ "$s" != 1 ] && continue
+				skip_target "$s" "$t" && continue
 				have_target "$t" || { log "$t is not installed, skipped"; continue; }
 				run_one "$s" "$t" "$r"
 			done
