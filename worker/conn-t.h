@@ -171,11 +171,13 @@ enum step conn_next_request(struct kv_conn *c);
 void	conn_ready(struct kv_conn *c);
 int	conn_obuf_reserve(struct kv_conn *c, size_t need);
 /* Append to obuf, growing it: bytes, printf-style text (which must fit in
- * the room already reserved), or one "Name: value\r\n" header line.
- * Each returns 0 or -1. */
+ * the room already reserved), the strings given up to a NULL (growing, no
+ * format: what every request writes goes this way), or one "Name:
+ * value\r\n" header line. Each returns 0 or -1. */
 int	conn_obuf_put(struct kv_conn *c, const char *p, size_t len);
 int	conn_obuf_printf(struct kv_conn *c, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
+int	conn_obuf_cat(struct kv_conn *c, ...) __attribute__((sentinel));
 int	conn_obuf_header(struct kv_conn *c, const struct kv_http_header *h);
 void	conn_free_buf(struct kv_conn *c);
 /* This request's id (x-kilovolt-request-id, the request log), made on

@@ -169,6 +169,20 @@ conn_obuf_printf(struct kv_conn *c, const char *fmt, ...)
 	return 0;
 }
 
+int
+conn_obuf_cat(struct kv_conn *c, ...)
+{
+	const char *s;
+	va_list ap;
+	int rc = 0;
+
+	va_start(ap, c);
+	while (rc == 0 && (s = va_arg(ap, const char *)) != NULL)
+		rc = conn_obuf_put(c, s, strlen(s));
+	va_end(ap);
+	return rc;
+}
+
 /* memcpy, not vsnprintf("%.*s: %.*s\r\n"): a fifth of the cost per header. */
 int
 conn_obuf_header(struct kv_conn *c, const struct kv_http_header *h)

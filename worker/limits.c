@@ -90,7 +90,8 @@ conn_traffic_headers(struct kv_conn *c)
 
 	if (conn_obuf_reserve(c, 640) == -1)
 		return -1;
-	if (c->ugroup != NULL && conn_obuf_printf(c, "x-kilovolt-upstream: %s\r\n", c->tlabel) == -1)
+	if (c->ugroup != NULL &&
+	    conn_obuf_cat(c, "x-kilovolt-upstream: ", c->tlabel, "\r\n", (char *)NULL) == -1)
 		return -1;
 	if (!c->rl_on)
 		return 0;

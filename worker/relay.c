@@ -3,6 +3,7 @@
  * filter the usage event we injected, and settle the charge. */
 #include "worker/conn-t.h"
 #include "worker/upstream_set.h"
+#include "common/fmt.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -62,14 +63,16 @@ resp_framing(struct kv_conn *c, const struct kv_http_response *res)
 static int
 build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 {
-	char rem[32];
+	char rem[32], st[24];
 	size_t i;
 	int n = 0;
 
 	c->olen = c->opos = 0;
 	if (conn_obuf_reserve(c, res->head_len + 256) == -1)
 		return -1;
-	if (conn_obuf_printf(c, "HTTP/1.1 %d %s\r\n", res->status, kv_http_reason(res->status)) == -1)
+	st[kv_fmt_i64(st, res->status)] = '\0';
+	if (conn_obuf_cat(c, "HTTP/1.1 ", st, " ", kv_http_reason(res->status), "\r\n",
+	    (char *)NULL) == -1)
 		return -1;
 	for (i = 0; i < res->nheaders; i++) {
 		const struct kv_http_header *h = &res->headers[i];
@@ -84,8 +87,8 @@ build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 			return -1;
 	}
 	kv_format_usd(c->remaining, rem, sizeof(rem));
-	if (conn_obuf_printf(c, "x-kilovolt-key: %s\r\nx-kilovolt-budget-remaining: %s\r\n"
-	    "x-kilovolt-request-id: %s\r\n", c->keyid, rem, conn_request_id(c)) == -1)
+	if (conn_obuf_cat(c, "x-kilovolt-key: ", c->keyid, "\r\nx-kilovolt-budget-remaining: ",
+	    rem, "\r\nx-kilovolt-request-id: ", conn_request_id(c), "\r\n", (char *)NULL) == -1)
 		return -1;
 	if (c->cors_origin[0] != '\0' && (conn_obuf_reserve(c, 512) == -1 ||
 	    (n = kv_cors_response_headers(c->obuf + c->olen, c->ocap - c->olen,
@@ -96,13 +99,14 @@ build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 	if (conn_traffic_headers(c) == -1)
 		return -1;
 	if (((!c->reframe && c->resp_chunked) || c->out_chunked) &&
-	    conn_obuf_printf(c, "Transfer-Encoding: chunked\r\n") == -1)
+	    conn_obuf_cat(c, "Transfer-Encoding: chunked\r\n", (char *)NULL) == -1)
 		return -1;
-	if (!c->client_keep && conn_obuf_printf(c, "Connection: close\r\n") == -1)
+	if (!c->client_keep && conn_obuf_cat(c, "Connection: close\r\n", (char *)NULL) == -1)
 		return -1;
-	if (c->client_keep && c->minor == 0 && conn_obuf_printf(c, "Connection: keep-alive\r\n") == -1)
+	if (c->client_keep && c->minor == 0 &&
+	    conn_obuf_cat(c, "Connection: keep-alive\r\n", (char *)NULL) == -1)
 		return -1;
-	return conn_obuf_printf(c, "\r\n");
+	return conn_obuf_put(c, "\r\n", 2);
 }
 
 /* Write "LEN-in-hex\r\n" at p; returns its length. sprintf cost ~300

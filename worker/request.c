@@ -18,6 +18,7 @@
 
 #include "common/log.h"
 #include "worker/upstream_set.h"
+#include "common/fmt.h"
 #include "common/money.h"
 #include "worker/endpoints.h"
 #include "worker/spool.h"
@@ -686,6 +687,7 @@ build_request(struct kv_conn *c)
 	const struct kv_upstream *up = c->rt->cf;
 	struct kv_http_request *req = &c->w->req;
 	const char *reason;
+	char cl[24];
 	size_t i, need;
 	int status;
 
@@ -698,24 +700,24 @@ build_request(struct kv_conn *c)
 	if (c->spfd == -1)
 		need += c->ilen + c->injlen;
 	if (conn_obuf_reserve(c, need) == -1 ||
-	    conn_obuf_printf(c, "%s %s%s HTTP/1.1\r\nHost: %s\r\n", c->method, up->base_path,
-	    c->target, up->host_header) == -1)
+	    conn_obuf_cat(c, c->method, " ", up->base_path, c->target, " HTTP/1.1\r\nHost: ",
+	    up->host_header, "\r\n", (char *)NULL) == -1)
 		return -1;
 	for (i = 0; i < req->nheaders; i++) {
 		const struct kv_http_header *h = &req->headers[i];
 		if (want_header(c, h) && conn_obuf_header(c, h) == -1)
 			return -1;
 	}
-	if (up->api_key != NULL && conn_obuf_printf(c, c->auth_x_api_key ? "x-api-key: %s\r\n" :
-	    "Authorization: Bearer %s\r\n", up->api_key) == -1)
+	if (up->api_key != NULL && conn_obuf_cat(c, c->auth_x_api_key ? "x-api-key: " :
+	    "Authorization: Bearer ", up->api_key, "\r\n", (char *)NULL) == -1)
 		return -1;
 	/* The whole body was read: always our own Content-Length framing. */
+	cl[kv_fmt_i64(cl, c->body_bytes + (int64_t)c->injlen)] = '\0';
 	if ((c->body_bytes > 0 || c->chunked_req ||
 	    kv_http_find(req->headers, req->nheaders, "content-length") != NULL) &&
-	    conn_obuf_printf(c, "Content-Length: %lld\r\n",
-	    (long long)(c->body_bytes + (int64_t)c->injlen)) == -1)
+	    conn_obuf_cat(c, "Content-Length: ", cl, "\r\n", (char *)NULL) == -1)
 		return -1;
-	if (conn_obuf_printf(c, "Connection: keep-alive\r\n\r\n") == -1)
+	if (conn_obuf_cat(c, "Connection: keep-alive\r\n\r\n", (char *)NULL) == -1)
 		return -1;
 	if (c->spfd != -1)
 		return 0;	/* the body follows from the spool */
