@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* The decimal digits of v at out, no NUL; returns how many (1 to 20). */
 static inline size_t
@@ -41,6 +42,45 @@ kv_fmt_u64_pad(char *out, uint64_t v, size_t width)
 		out[width] = (char)('0' + v % 10);
 		v /= 10;
 	}
+}
+
+/* A line built in a caller's buffer of cap bytes: what does not fit is
+ * dropped (len stops at cap), as snprintf would cut it. No NUL is kept. */
+struct kv_sb {
+	char	*p;
+	size_t	 len;
+	size_t	 cap;
+};
+
+static inline void
+kv_sb_put(struct kv_sb *b, const char *s, size_t n)
+{
+	if (n > b->cap - b->len)
+		n = b->cap - b->len;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+}
+
+static inline void
+kv_sb_str(struct kv_sb *b, const char *s)
+{
+	kv_sb_put(b, s, strlen(s));
+}
+
+static inline void
+kv_sb_u64(struct kv_sb *b, uint64_t v)
+{
+	char d[20];
+
+	kv_sb_put(b, d, kv_fmt_u64(d, v));
+}
+
+static inline void
+kv_sb_i64(struct kv_sb *b, int64_t v)
+{
+	char d[20];
+
+	kv_sb_put(b, d, kv_fmt_i64(d, v));
 }
 
 #endif

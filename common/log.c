@@ -1,4 +1,5 @@
 #include "common/log.h"
+#include "common/fmt.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -163,6 +164,48 @@ kv_log_access(const char *fmt, ...)
 	}
 	memcpy(access_buf + access_len, buf, n);
 	access_len += n;
+}
+
+/* The prefix log_format writes for an access line, by hand: "STAMP.mmmZ
+ * [access] ROLE[PID] ". Returns its length (< 160). */
+static size_t
+access_prefix(char *buf)
+{
+	struct timespec ts;
+	struct kv_sb b = { buf, 0, 160 };
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	kv_sb_str(&b, log_stamp(&ts));
+	kv_sb_put(&b, ".", 1);
+	kv_fmt_u64_pad(buf + b.len, (uint64_t)(ts.tv_nsec / 1000000), 3);
+	b.len += 3;
+	kv_sb_put(&b, "Z [access] ", 11);
+	kv_sb_str(&b, log_role);
+	kv_sb_put(&b, "[", 1);
+	kv_sb_i64(&b, log_pid != 0 ? log_pid : getpid());
+	kv_sb_put(&b, "] ", 2);
+	return b.len;
+}
+
+void
+kv_log_access_text(const char *text, size_t n)
+{
+	char buf[KV_LOG_LINE];
+	size_t len = access_prefix(buf);
+
+	if (n > KV_LOG_LINE - 1 - len)
+		n = KV_LOG_LINE - 1 - len;
+	memcpy(buf + len, text, n);
+	len += n;
+	buf[len++] = '\n';
+	if (access_len + len > sizeof(access_buf))
+		kv_log_flush();
+	if (!access_batch || len > sizeof(access_buf)) {
+		log_write(buf, len);
+		return;
+	}
+	memcpy(access_buf + access_len, buf, len);
+	access_len += len;
 }
 
 const char *

@@ -24,8 +24,11 @@ void kv_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * (outlen >= 4) is too small. Returns OUT. */
 const char *kv_log_escape(const char *s, size_t n, char *out, size_t outlen);
 
-/* Access log: one line per request, already formatted by the caller. */
+/* Access log: one line per request, already formatted by the caller;
+ * kv_log_access_text takes it as n bytes of text (no newline), with no
+ * format to interpret: the worker's line per request. */
 void kv_log_access(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void kv_log_access_text(const char *text, size_t n);
 
 /* With batching on, access lines wait in a PIPE_BUF-sized buffer until
  * kv_log_flush (or the next other line, or a full buffer): a worker writes

@@ -4,6 +4,9 @@
 #include <stdio.h>
 
 #include "common/money.h"
+#include "common/fmt.h"
+
+#include <string.h>
 
 #define NANO		1000000000LL
 #define PER_TOKENS	1000000		/* prices are per 1M tokens */
@@ -164,11 +167,22 @@ kv_format_usd(int64_t nusd, char *buf, size_t len)
 	uint64_t micro = mag / 1000;
 	const char *sign = nusd < 0 && micro != 0 ? "-" : "";
 
+	char tmp[32];
+	size_t n;
+
 	if (len == 0)
 		return;
-	snprintf(buf, len, "%s%llu.%06llu", sign,
-	    (unsigned long long)(micro / 1000000),
-	    (unsigned long long)(micro % 1000000));
+	/* by hand: twice per request (a header and the access line) */
+	n = strlen(sign);
+	memcpy(tmp, sign, n);
+	n += kv_fmt_u64(tmp + n, micro / 1000000);
+	tmp[n++] = '.';
+	kv_fmt_u64_pad(tmp + n, micro % 1000000, 6);
+	n += 6;
+	if (n > len - 1)
+		n = len - 1;
+	memcpy(buf, tmp, n);
+	buf[n] = '\0';
 }
 
 void

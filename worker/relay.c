@@ -966,6 +966,49 @@ model_row(const struct kv_conn *c, const char *model)
 	return p != NULL && p != &c->w->cf->default_price ? model : "other";
 }
 
+/* "key=K METHOD PATH model=M upstream=U status=N in=N out=N ttfb_ms=N ms=N
+ * tokens=N/N cost=$USD[ estimated][ cut]", built without vsnprintf: the
+ * printf form cost 8 k instructions a request (callgrind). */
+static void
+access_line(const struct kv_conn *c, const struct kv_usage *u, const char *mesc,
+    const char *tesc, const char *oesc, const char *usd)
+{
+	char buf[2048];
+	struct kv_sb b = { buf, 0, sizeof(buf) };
+
+	kv_sb_str(&b, "key=");
+	kv_sb_str(&b, c->keyid[0] ? c->keyid : "-");
+	kv_sb_put(&b, " ", 1);
+	kv_sb_str(&b, mesc);
+	kv_sb_put(&b, " ", 1);
+	kv_sb_str(&b, tesc);
+	kv_sb_str(&b, " model=");
+	kv_sb_str(&b, oesc);
+	kv_sb_str(&b, " upstream=");
+	kv_sb_str(&b, c->upstream_name ? c->upstream_name : "-");
+	kv_sb_str(&b, " status=");
+	kv_sb_i64(&b, c->status);
+	kv_sb_str(&b, " in=");
+	kv_sb_u64(&b, c->bytes_in);
+	kv_sb_str(&b, " out=");
+	kv_sb_u64(&b, c->bytes_out);
+	kv_sb_str(&b, " ttfb_ms=");
+	kv_sb_i64(&b, c->t_first_ms ? c->t_first_ms - c->t_start_ms : -1);
+	kv_sb_str(&b, " ms=");
+	kv_sb_i64(&b, c->w->now_ms - c->t_start_ms);
+	kv_sb_str(&b, " tokens=");
+	kv_sb_i64(&b, u->input);
+	kv_sb_put(&b, "/", 1);
+	kv_sb_i64(&b, u->output);
+	kv_sb_str(&b, " cost=$");
+	kv_sb_str(&b, usd);
+	if (u->estimated)
+		kv_sb_str(&b, " estimated");
+	if (c->cut)
+		kv_sb_str(&b, " cut");
+	kv_log_access_text(buf, b.len);
+}
+
 void
 relay_finish(struct kv_conn *c)
 {
@@ -1005,13 +1048,6 @@ relay_finish(struct kv_conn *c)
 	kv_log_escape(c->target ? c->target : "-", c->target ? strcspn(c->target, "?") : 1,
 	    tesc, sizeof(tesc));
 	kv_log_escape(model[0] ? model : "-", (size_t)-1, oesc, sizeof(oesc));
-	kv_log_access("key=%s %s %s model=%s upstream=%s status=%d in=%llu out=%llu "
-	    "ttfb_ms=%lld ms=%lld tokens=%lld/%lld cost=$%s%s%s",
-	    c->keyid[0] ? c->keyid : "-", mesc, tesc, oesc,
-	    c->upstream_name ? c->upstream_name : "-", c->status,
-	    (unsigned long long)c->bytes_in, (unsigned long long)c->bytes_out,
-	    (long long)(c->t_first_ms ? c->t_first_ms - c->t_start_ms : -1),
-	    (long long)(c->w->now_ms - c->t_start_ms), (long long)u.input, (long long)u.output,
-	    usd, u.estimated ? " estimated" : "", c->cut ? " cut" : "");
+	access_line(c, &u, mesc, tesc, oesc, usd);
 	log_request(c, &u, model, cost);
 }
