@@ -6,6 +6,7 @@
 #include "worker/reqlog.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -160,19 +161,37 @@ splitmix64(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+/* A fork copies the state: the child must seed its own. pthread_atfork
+ * says so once, where a getpid(2) per request used to (strace: one of the
+ * worker's eight syscalls a request). */
+static int reqid_seeded;
+
+static void
+reqid_forked(void)
+{
+	reqid_seeded = 0;
+}
+
 void
 kv_reqlog_new_id(char out[KV_REQID_LEN + 1])
 {
+	static const char hex[] = "0123456789abcdef";
 	static uint64_t state;
-	static pid_t seeded_for;
-	pid_t pid = getpid();
+	static int hooked;
+	uint64_t v;
+	int i;
 
-	/* Seeded in each process (a fork copies the state): ids of two workers
-	 * must not repeat each other. */
-	if (seeded_for != pid) {
+	/* Seeded in each process: ids of two workers must not repeat each other. */
+	if (!reqid_seeded) {
+		if (!hooked && pthread_atfork(NULL, NULL, reqid_forked) == 0)
+			hooked = 1;
 		if (getrandom(&state, sizeof(state), GRND_NONBLOCK) != sizeof(state))
-			state = (uint64_t)time(NULL) << 20 ^ (uint64_t)pid;
-		seeded_for = pid;
+			state = (uint64_t)time(NULL) << 20 ^ (uint64_t)getpid();
+		/* without the hook, every call reseeds: slower, never repeated */
+		reqid_seeded = hooked;
 	}
-	snprintf(out, KV_REQID_LEN + 1, "%016" PRIx64, splitmix64(&state));
+	v = splitmix64(&state);
+	for (i = KV_REQID_LEN - 1; i >= 0; i--, v >>= 4)
+		out[i] = hex[v & 0xf];
+	out[KV_REQID_LEN] = '\0';
 }
