@@ -694,16 +694,20 @@ set_url(struct cfg_parse *p, const char *v)
 {
 	struct kv_upstream *u = cur_upstream(p), tmp;
 	char one[512];
-	size_t len, n = 0;
+	size_t len, n = 0, n0;
 
-	free_strs(u->extra_urls, u->nextra);
-	u->extra_urls = NULL;
-	u->nextra = 0;
+	/* A url line after the first adds targets (a line holds 198 bytes). */
+	if (u->url[0] != '\0')
+		n = 1 + u->nextra;
+	n0 = n;
 	for (v += strspn(v, " \t"); *v != '\0'; v += strspn(v, " \t"), n++) {
 		len = strcspn(v, " \t");
 		memset(&tmp, 0, sizeof(tmp));
 		if (len >= sizeof(one))
 			return cfg_err(p, p->lineno, "url: URL too long");
+		if (n == KV_MAX_TARGETS)
+			return cfg_err(p, p->lineno, "url: at most %d targets per upstream",
+			    KV_MAX_TARGETS);
 		memcpy(one, v, len);
 		one[len] = '\0';
 		v += len;
@@ -717,7 +721,7 @@ set_url(struct cfg_parse *p, const char *v)
 		    (u->extra_urls[u->nextra++] = strdup(one)) == NULL)
 			return cfg_err(p, p->lineno, "out of memory");
 	}
-	if (n == 0)
+	if (n == n0)
 		return cfg_err(p, p->lineno, "url: empty value");
 	return 0;
 }
@@ -1307,7 +1311,7 @@ static const struct cfg_key budget_keys[] = {
 };
 
 static const struct cfg_key upstream_keys[] = {
-	{ "url",	set_url,	0 },
+	{ "url",	set_url,	CFG_LIST },
 	{ "paths",	set_paths,	CFG_LIST },
 	{ "models",	set_models,	CFG_LIST },
 	{ "api_key",	set_api_key,	CFG_SECRET },

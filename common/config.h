@@ -10,6 +10,8 @@
 
 enum kv_period { KV_PERIOD_NONE, KV_PERIOD_DAILY, KV_PERIOD_WEEKLY, KV_PERIOD_MONTHLY };
 
+#define KV_MAX_TARGETS	64	/* URLs in one upstream's url (a request's tried set is a 64-bit mask) */
+
 struct kv_upstream {
 	char	  name[64];	/* [upstream NAME] */
 	char	  url[512];	/* as written */

@@ -411,7 +411,7 @@ clear_unprobed(struct kv_ledger *l, const struct kv_health *h)
 		for (i = 0; h != NULL && i < h->n; i++)
 			probed |= h->p[i].slot == t;
 		if (!probed)
-			atomic_store(&l->hdr->targets[t].health, KV_HEALTH_UNCHECKED);
+			atomic_store(&l->targets[t].health, KV_HEALTH_UNCHECKED);
 	}
 }
 

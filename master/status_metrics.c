@@ -446,7 +446,7 @@ put_target_metrics(FILE *f, const struct kv_ledger *l)
 	for (i = 0; i < sizeof(fam) / sizeof(fam[0]); i++) {
 		put_family(f, fam[i].name, fam[i].type, fam[i].help);
 		for (t = 0; t < KV_TARGET_SLOTS; t++) {
-			const struct kv_target_slot *s = &l->hdr->targets[t];
+			const struct kv_target_slot *s = &l->targets[t];
 			uint64_t v;
 
 			if (atomic_load_explicit(&s->state, memory_order_acquire) != 2)

@@ -64,6 +64,7 @@ copy_state(struct kv_ledger *n, const struct kv_ledger *o)
 	    sizeof(struct kv_ledger_header) - from);
 	atomic_store(&n->hdr->quiesce, 0);
 	memcpy(n->models, o->models, (size_t)KV_MODEL_SLOTS * sizeof(*n->models));
+	memcpy(n->targets, o->targets, (size_t)KV_TARGET_SLOTS * sizeof(*n->targets));
 	for (i = 0; i < o->hdr->max_keys; i++)
 		if (atomic_load(&o->accounts[i].state) == KV_SLOT_READY) {
 			place(n, &o->accounts[i]);

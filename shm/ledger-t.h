@@ -6,6 +6,7 @@
  *   struct kv_ledger_header
  *   struct kv_worker_slot   [KV_WORKER_SLOTS]
  *   struct kv_model_slot    [KV_MODEL_SLOTS]
+ *   struct kv_target_slot   [KV_TARGET_SLOTS]	(version 11; at the end of the models)
  *   struct kv_account       [max_keys]
  */
 #ifndef KV_LEDGER_T_H
@@ -15,21 +16,22 @@
 #include <stdint.h>
 
 #define KV_LEDGER_MAGIC		0x5245474445564b31ULL	/* "1KVLEDGER" */
-#define KV_LEDGER_VERSION	10u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
+#define KV_LEDGER_VERSION	11u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
 					   4: per-key estimated and free counts;
 					   5: rate limits (account, kv_resv.tokens);
 					   6: key policy, reclaim request;
 					   7: upstream targets (header, worker in-flight);
 					   8: per-key spend history;
 					   9: kv_worker_slot.resv_sent_nusd;
-					   10: target health (active checks) */
+					   10: target health (active checks);
+					   11: the target table after the models, in-flight counts in it */
 #define KV_WORKER_SLOTS		64	/* room for two generations during a reload */
 #define KV_RESV_PER_WORKER	2048	/* in-flight reservations one worker may hold */
 #define KV_MODEL_SLOTS		256
 #define KV_MODEL_NAME		96
 #define KV_LABEL_MAX		48
-#define KV_TARGET_SLOTS		16	/* upstream targets (shm/targets.h); the header
-					   stays under 4 KB */
+#define KV_TARGET_SLOTS		256	/* upstream targets (shm/targets.h), a table of
+					   their own: the header stays under 4 KB */
 #define KV_TARGET_NAME		64
 #define KV_HIST_BUCKETS		12	/* + the implicit +Inf bucket */
 #define KV_HIST_MINUTES		60	/* spend history: the last hour by minute */
@@ -81,8 +83,8 @@ struct kv_histogram {
 
 /* One upstream target ("NAME/HOST:PORT"), claimed by CAS on `state` and
  * shared by every worker: passive health and per-target counters. Its
- * in-flight requests are counted per worker (kv_worker_slot), so that a
- * dead worker's die with it. */
+ * in-flight requests are counted per worker slot, so that a dead worker's
+ * die with it. */
 struct kv_target_slot {
 	_Alignas(64) _Atomic uint32_t state;	/* 0 free, 1 claiming, 2 ready */
 	_Atomic uint32_t  health;		/* version 10: KV_HEALTH_*, set by the master */
@@ -96,6 +98,9 @@ struct kv_target_slot {
 	_Atomic uint64_t  ejections_total;
 	/* Version 10: the master's active check (master/health_check.h). */
 	_Atomic int64_t	  health_checked_ms;	/* last check's end, CLOCK_MONOTONIC ms; 0 never */
+	/* Version 11 (was kv_worker_slot.target_inflight): requests in flight
+	 * to this target, [worker slot index], each written by its worker only. */
+	_Atomic uint16_t  inflight[KV_WORKER_SLOTS];
 };
 
 #define KV_HEALTH_UNCHECKED	0u	/* no active check: usable */
@@ -144,8 +149,10 @@ struct kv_ledger_header {
 	 * applies at once; and a worker's "table full" call for a reclaim. */
 	_Atomic uint32_t  policy;		/* KV_POLICY_* bits */
 	_Atomic uint32_t  reclaim_wanted;	/* set by workers, cleared by the master */
-	/* Version 7. */
-	struct kv_target_slot targets[KV_TARGET_SLOTS];
+	/* Version 11: the target table follows the model slots (version 7 to
+	 * 10 kept 16 targets here). Its place and size are implied by
+	 * models_off and accounts_off, which the layout words already hold
+	 * and every open checks. */
 };
 
 #define KV_POLICY_DENY	0x1u	/* unknown_keys = deny */
@@ -182,8 +189,6 @@ struct kv_worker_slot {
 	_Atomic uint32_t  quiesce_timeouts;	/* ops that stopped waiting for a repair */
 	_Atomic uint64_t  instance;		/* header instance of the spawning master */
 	_Atomic uint64_t  pid_start;		/* the worker's start time, clock ticks */
-	/* Version 7: requests in flight per target (shm/targets.h). */
-	_Atomic uint16_t  target_inflight[KV_TARGET_SLOTS];
 	/* Version 9. Per reservation, once its request reached the provider:
 	 * what the master charges if the worker dies (kv_ledger_resv_sent);
 	 * 0 = nothing sent. */
@@ -275,7 +280,8 @@ struct kv_account {
 #define KV_AF_FORGET	0x8u	/* kvctl forget: the master retires it when idle */
 
 _Static_assert(sizeof(struct kv_resv) == 16, "kv_resv layout");
-_Static_assert(sizeof(struct kv_target_slot) == 128, "target slots are two cache lines");
+_Static_assert(sizeof(struct kv_target_slot) == 256, "target slots are four cache lines");
+_Static_assert(sizeof(struct kv_ledger_header) <= 4096, "the header fits in 4 KB");
 _Static_assert(sizeof(struct kv_account) % 64 == 0, "accounts are cache-line sized");
 _Static_assert(sizeof(struct kv_model_slot) % 64 == 0, "model slots are cache-line sized");
 _Static_assert(sizeof(struct kv_worker_slot) % 64 == 0, "worker slots are cache-line sized");

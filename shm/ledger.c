@@ -23,6 +23,7 @@
 struct layout {
 	uint64_t workers_off;
 	uint64_t models_off;
+	uint64_t targets_off;
 	uint64_t accounts_off;
 	uint64_t total_size;
 };
@@ -53,8 +54,10 @@ layout_for(uint32_t max_keys, struct layout *lo)
 	lo->workers_off = round64(sizeof(struct kv_ledger_header));
 	lo->models_off = lo->workers_off +
 	    (uint64_t)KV_WORKER_SLOTS * sizeof(struct kv_worker_slot);
-	lo->accounts_off = lo->models_off +
+	lo->targets_off = lo->models_off +
 	    (uint64_t)KV_MODEL_SLOTS * sizeof(struct kv_model_slot);
+	lo->accounts_off = lo->targets_off +
+	    (uint64_t)KV_TARGET_SLOTS * sizeof(struct kv_target_slot);
 	lo->total_size = lo->accounts_off +
 	    (uint64_t)max_keys * sizeof(struct kv_account);
 }
@@ -67,6 +70,10 @@ ledger_carve(struct kv_ledger *l)
 	l->hdr = l->base;
 	l->workers = (struct kv_worker_slot *)(b + l->hdr->workers_off);
 	l->models = (struct kv_model_slot *)(b + l->hdr->models_off);
+	/* Right after the models; check_layout found accounts_off where the
+	 * table's end must be. */
+	l->targets = (struct kv_target_slot *)(b + l->hdr->models_off +
+	    (uint64_t)KV_MODEL_SLOTS * sizeof(struct kv_model_slot));
 	l->accounts = (struct kv_account *)(b + l->hdr->accounts_off);
 }
 
@@ -984,7 +991,7 @@ kv_ledger_release_worker(struct kv_ledger *l, struct kv_worker_slot *w)
 	int n = 0;
 
 	(void)kv_ratelimit_release_worker(l, w);	/* reads the same records */
-	kv_targets_release_worker(w);
+	kv_targets_release_worker(l, w);
 	for (i = 0; i < KV_RESV_PER_WORKER; i++) {
 		idx = atomic_load(&w->resv[i].account);
 		if (idx == 0)

@@ -18,6 +18,7 @@ struct kv_ledger {
 	struct kv_ledger_header	*hdr;
 	struct kv_worker_slot	*workers;
 	struct kv_model_slot	*models;
+	struct kv_target_slot	*targets;	/* [KV_TARGET_SLOTS] */
 	struct kv_account	*accounts;
 	/* Process-local: set by a worker to its own slot, so its ledger
 	 * operations announce themselves to the master's repair. */

@@ -1,4 +1,4 @@
-/* Upstream target slots in the ledger header; see shm/targets.h. */
+/* Upstream target slots, the ledger's target table; see shm/targets.h. */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif
@@ -23,7 +23,7 @@ kv_target_slot(struct kv_ledger *l, const char *name)
 	int i, spins;
 
 	for (i = 0; i < KV_TARGET_SLOTS; i++) {
-		s = &l->hdr->targets[i];
+		s = &l->targets[i];
 		st = atomic_load_explicit(&s->state, memory_order_acquire);
 		if (st == 0) {
 			zero = 0;
@@ -56,26 +56,29 @@ kv_target_inflight(const struct kv_ledger *l, int t)
 		return 0;
 	for (i = 0; i < KV_WORKER_SLOTS; i++)
 		if (atomic_load(&l->workers[i].pid) != 0)
-			sum += atomic_load(&l->workers[i].target_inflight[t]);
+			sum += atomic_load(&l->targets[t].inflight[i]);
 	return sum;
 }
 
 void
-kv_target_count(struct kv_worker_slot *w, int t, int delta)
+kv_target_count(struct kv_ledger *l, const struct kv_worker_slot *w, int t, int delta)
 {
-	if (t < 0)
+	_Atomic uint16_t *n;
+
+	if (t < 0 || w < l->workers || w >= l->workers + KV_WORKER_SLOTS)
 		return;
+	n = &l->targets[t].inflight[w - l->workers];
 	if (delta > 0)
-		atomic_fetch_add(&w->target_inflight[t], 1);
-	else if (atomic_load(&w->target_inflight[t]) > 0)	/* only this worker writes it */
-		atomic_fetch_sub(&w->target_inflight[t], 1);
+		atomic_fetch_add(n, 1);
+	else if (atomic_load(n) > 0)	/* only this worker writes it */
+		atomic_fetch_sub(n, 1);
 }
 
 int
 kv_target_down(const struct kv_ledger *l, int t, int64_t now_ms)
 {
-	return t >= 0 && (atomic_load(&l->hdr->targets[t].down_until_ms) > now_ms ||
-	    atomic_load(&l->hdr->targets[t].health) == KV_HEALTH_DOWN);
+	return t >= 0 && (atomic_load(&l->targets[t].down_until_ms) > now_ms ||
+	    atomic_load(&l->targets[t].health) == KV_HEALTH_DOWN);
 }
 
 uint32_t
@@ -83,8 +86,8 @@ kv_target_set_health(struct kv_ledger *l, int t, uint32_t health, int64_t now_ms
 {
 	if (t < 0)
 		return KV_HEALTH_UNCHECKED;
-	atomic_store(&l->hdr->targets[t].health_checked_ms, now_ms);
-	return atomic_exchange(&l->hdr->targets[t].health, health);
+	atomic_store(&l->targets[t].health_checked_ms, now_ms);
+	return atomic_exchange(&l->targets[t].health, health);
 }
 
 void
@@ -92,8 +95,8 @@ kv_target_ok(struct kv_ledger *l, int t)
 {
 	if (t < 0)
 		return;
-	atomic_store(&l->hdr->targets[t].fails, 0);
-	atomic_store(&l->hdr->targets[t].ejections, 0);
+	atomic_store(&l->targets[t].fails, 0);
+	atomic_store(&l->targets[t].ejections, 0);
 }
 
 int
@@ -105,7 +108,7 @@ kv_target_fail(struct kv_ledger *l, int t, int64_t now_ms, int eject_after,
 
 	if (t < 0)
 		return 0;
-	s = &l->hdr->targets[t];
+	s = &l->targets[t];
 	atomic_fetch_add(&s->failures, 1);
 	fails = atomic_fetch_add(&s->fails, 1) + 1;
 	if (fails < (uint32_t)eject_after || !may_eject)
@@ -126,19 +129,21 @@ kv_target_cool(struct kv_ledger *l, int t, int64_t now_ms, int secs)
 
 	if (t < 0 || secs <= 0)
 		return;
-	old = atomic_load(&l->hdr->targets[t].down_until_ms);
+	old = atomic_load(&l->targets[t].down_until_ms);
 	while (old < until &&
-	    !atomic_compare_exchange_weak(&l->hdr->targets[t].down_until_ms, &old, until))
+	    !atomic_compare_exchange_weak(&l->targets[t].down_until_ms, &old, until))
 		;
 }
 
 void
-kv_targets_release_worker(struct kv_worker_slot *w)
+kv_targets_release_worker(struct kv_ledger *l, const struct kv_worker_slot *w)
 {
 	int i;
 
+	if (w < l->workers || w >= l->workers + KV_WORKER_SLOTS)
+		return;
 	for (i = 0; i < KV_TARGET_SLOTS; i++)
-		atomic_store(&w->target_inflight[i], 0);
+		atomic_store(&l->targets[i].inflight[w - l->workers], 0);
 }
 
 void
@@ -147,9 +152,9 @@ kv_targets_reset(struct kv_ledger *l)
 	int i;
 
 	for (i = 0; i < KV_TARGET_SLOTS; i++) {
-		atomic_store(&l->hdr->targets[i].down_until_ms, 0);
-		atomic_store(&l->hdr->targets[i].fails, 0);
-		atomic_store(&l->hdr->targets[i].ejections, 0);
-		atomic_store(&l->hdr->targets[i].health, KV_HEALTH_UNCHECKED);
+		atomic_store(&l->targets[i].down_until_ms, 0);
+		atomic_store(&l->targets[i].fails, 0);
+		atomic_store(&l->targets[i].ejections, 0);
+		atomic_store(&l->targets[i].health, KV_HEALTH_UNCHECKED);
 	}
 }

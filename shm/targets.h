@@ -21,8 +21,9 @@ int	kv_target_slot(struct kv_ledger *l, const char *name);
 /* Requests in flight to target T, summed over the workers. */
 uint64_t kv_target_inflight(const struct kv_ledger *l, int t);
 
-/* One more (delta 1) or one fewer (-1) request of worker W in flight to T. */
-void	kv_target_count(struct kv_worker_slot *w, int t, int delta);
+/* One more (delta 1) or one fewer (-1) request of worker W (its slot in
+ * L) in flight to T. */
+void	kv_target_count(struct kv_ledger *l, const struct kv_worker_slot *w, int t, int delta);
 
 /* Is T ejected, cooling at NOW (kv_now_ms: CLOCK_MONOTONIC, the same in
  * every process of the host), or marked down by its active
@@ -52,6 +53,6 @@ uint32_t kv_target_set_health(struct kv_ledger *l, int t, uint32_t health, int64
 void	kv_targets_reset(struct kv_ledger *l);
 
 /* Zero worker W's in-flight counts (it is gone). */
-void	kv_targets_release_worker(struct kv_worker_slot *w);
+void	kv_targets_release_worker(struct kv_ledger *l, const struct kv_worker_slot *w);
 
 #endif

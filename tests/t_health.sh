@@ -6,7 +6,8 @@
 # and gets requests again once it passes; when every target fails, requests
 # are still served (an upstream never has all its targets out). An https
 # target is checked over TLS with the upstream's ca_file: a target whose
-# certificate does not verify is marked down. An upstream without
+# certificate does not verify is marked down. 24 targets in all (past the
+# 16 of earlier ledger layouts) each get their slot. An upstream without
 # health_check is never probed, and a reload that removes the check stops
 # the probes and clears the marks. The ledger holds exactly what the
 # targets billed.
@@ -38,6 +39,21 @@ kv__mock tls -H "$T/tls.health" -t "$KV_CERTS/server-chain.pem" "$KV_CERTS/serve
 TLS_PORT=$KV__PORT TLS_LOG=$T/tls.log
 kv__mock wrong -H "$T/tls.health" -t "$KV_CERTS/wrong-chain.pem" "$KV_CERTS/wrong.key" || exit 1
 WRONG_PORT=$KV__PORT WRONG_LOG=$T/wrong.log
+kv__mock w1 -H "$T/a.health" || exit 1
+W1_PORT=$KV__PORT W1_LOG=$T/w1.log
+kv__mock w2 -H "$T/a.health" || exit 1
+W2_PORT=$KV__PORT W2_LOG=$T/w2.log
+# 20 targets in one upstream (24 in all, past the 16 of ledger layout 10):
+# 18 with nothing listening, which fail their checks, and two mocks.
+# Four URLs a line (a line holds 198 bytes; each url line adds targets).
+WIDE_URLS="url = http://127.0.0.1:$W1_PORT http://127.0.0.1:$W2_PORT" WIDE_DEAD=()
+for i in $(seq 1 18); do
+	p=$(kv_free_port)
+	WIDE_DEAD+=("$p")
+	[ $((i % 4)) = 3 ] && WIDE_URLS="$WIDE_URLS
+url ="
+	WIDE_URLS="$WIDE_URLS http://127.0.0.1:$p"
+done
 
 kv_write_config <<EOF
 [upstream openai]
@@ -59,6 +75,16 @@ health_interval = 2
 [upstream plain]
 url = http://127.0.0.1:$P_PORT
 models = gpt-4o-mini-plain*
+EOF
+# Appended as written: the overlay keeps one line per key, and 'wide' has
+# several url lines.
+cat >>"$T/kilovolt.ini" <<EOF
+
+[upstream wide]
+$WIDE_URLS
+models = gpt-4o-mini-wide*
+health_check = /health
+health_interval = 2
 EOF
 kv_start
 
@@ -170,6 +196,27 @@ check_eq "the verified target received them with the upstream's key" \
 	"$(grep -c "^POST .* auth=$PK_ID " "$TLS_LOG")" 10
 check_eq "all answered by the verified target" "$(answered_by "$T/tls" 10 "$TLS_T")" 10
 
+# ---- 24 targets in all: each has its slot, checks and balancing ----------
+
+check "the 18 dead targets of 'wide' are marked down" \
+	kv_wait_for 60 logged "KV0720.*wide/127.0.0.1:[0-9]* failed its health check" 18
+check_eq "no target table full warning (KV0700/KV0723)" "$(grep -c 'KV0700\|KV0723' "$KV_LOG")" 0
+check_eq "/metrics: an up gauge for each of the 24 targets" \
+	"$(curl -sS -m 10 "http://127.0.0.1:$KV_STATUS_PORT/metrics" | grep -c '^kilovolt_upstream_target_up{')" 24
+down=0
+for p in "${WIDE_DEAD[@]}"; do
+	[ "$(metric kilovolt_upstream_target_up "wide/127.0.0.1:$p")" = 0 ] && down=$((down + 1))
+done
+check_eq "/metrics: the 18 dead ones are down" "$down" 18
+check_eq "20 requests to the 20-target upstream: all 200" "$(run 20 gpt-4o-mini-wide wide)" 0
+check_eq "all answered by its two live targets" \
+	$(( $(answered_by "$T/wide" 20 "wide/127.0.0.1:$W1_PORT") + $(answered_by "$T/wide" 20 "wide/127.0.0.1:$W2_PORT") )) 20
+sent=0
+for p in "${WIDE_DEAD[@]}"; do
+	sent=$((sent + $(metric kilovolt_upstream_target_requests_total "wide/127.0.0.1:$p") + 0))
+done
+check_eq "no request was even tried on a target marked down" "$sent" 0
+
 # ---- no health_check: no probe at all --------------------------------------
 
 check_eq "5 requests to an unchecked upstream: all 200" "$(run 5 gpt-4o-mini-plain plain)" 0
@@ -180,8 +227,9 @@ check_eq "and not one probe, after $SECONDS s" "$(probes "$P_LOG")" 0
 
 check "every reservation settles" kv_wait_for 30 key_field_is reserved_nusd 0
 check_eq "the ledger holds exactly what the targets billed" "$(key_field spent_nusd)" \
-	$(( $(cost_of "$A_LOG") + $(cost_of "$B_LOG") + $(cost_of "$TLS_LOG" "$PK_ID") + $(cost_of "$P_LOG") ))
-check_eq "and counts every request" "$(key_field requests)" 101
+	$(( $(cost_of "$A_LOG") + $(cost_of "$B_LOG") + $(cost_of "$TLS_LOG" "$PK_ID") + $(cost_of "$P_LOG") +
+	$(cost_of "$W1_LOG") + $(cost_of "$W2_LOG") ))
+check_eq "and counts every request" "$(key_field requests)" 121
 
 # ---- a reload without health_check: probes stop, marks are cleared ---------
 

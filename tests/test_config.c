@@ -717,6 +717,25 @@ test_targets(void)
 	CHECK_STR(u->health_path, "");
 	CHECK_INT(u->health_interval, 10);
 	kv_config_free(&cf);
+	/* Further url lines add targets; at most KV_MAX_TARGETS. */
+	CHECK_INT(load_text(&cf, "[upstream pool]\nurl = http://a:1 http://b:2\npaths = /v1\n"
+	    "url = http://c:3\nurl = http://d:4 http://e:5\n"), 0);
+	if (unit_fail)
+		return;
+	CHECK_INT(cf.nupstreams, 5);
+	CHECK_INT(cf.upstreams[0].nextra, 4);
+	CHECK_STR(cf.upstreams[0].port, "1");
+	CHECK_STR(cf.upstreams[2].port, "3");
+	CHECK_STR(cf.upstreams[4].port, "5");
+	kv_config_free(&cf);
+	{
+		char text[8192];
+		int i, n = snprintf(text, sizeof(text), "[upstream pool]\npaths = /v1\n");
+
+		for (i = 0; i < KV_MAX_TARGETS + 1; i++)
+			n += snprintf(text + n, sizeof(text) - (size_t)n, "url = http://h%d:1\n", i);
+		EXPECT_ERR(text, ":67: url: at most 64 targets per upstream");
+	}
 }
 
 /* health_check = PATH, health_interval = N or Ns. */

@@ -96,7 +96,7 @@ choose(struct kv_conn *c, int allow_down)
 			cand[nc++] = k;
 			continue;
 		}
-		until = s >= 0 ? atomic_load(&l->hdr->targets[s].down_until_ms) : 0;
+		until = s >= 0 ? atomic_load(&l->targets[s].down_until_ms) : 0;
 		if (until < soonest) {
 			soonest = until;
 			best = k;
@@ -130,9 +130,9 @@ use_target(struct kv_conn *c, int k)
 	kv_target_label(c->tlabel, sizeof(c->tlabel), t->name, t->host, t->port);
 	if (c->ugroup->nextra > 0 || c->fell_back)
 		c->upstream_name = c->tlabel;
-	kv_target_count(c->w->slot, s, 1);
+	kv_target_count(c->w->ledger, c->w->slot, s, 1);
 	if (s >= 0)
-		atomic_fetch_add(&c->w->ledger->hdr->targets[s].requests, 1);
+		atomic_fetch_add(&c->w->ledger->targets[s].requests, 1);
 }
 
 void
@@ -156,7 +156,7 @@ void
 conn_upset_finish(struct kv_conn *c)
 {
 	if (c->tslot1 > 0)
-		kv_target_count(c->w->slot, c->tslot1 - 1, -1);
+		kv_target_count(c->w->ledger, c->w->slot, c->tslot1 - 1, -1);
 	c->tslot1 = 0;
 }
 
@@ -228,7 +228,7 @@ conn_failover(struct kv_conn *c, int status, const char *msg, int safe)
 		return conn_fail(c, status, msg);
 	}
 	if (s >= 0)
-		atomic_fetch_add(&l->hdr->targets[s].retries, 1);
+		atomic_fetch_add(&l->targets[s].retries, 1);
 	if (c->uc != NULL) {
 		kv_upconn_close(c->uc, 1);	/* close() also leaves epoll */
 		c->uregistered = 0;
