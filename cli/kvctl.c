@@ -304,7 +304,7 @@ reset_account(struct kv_account *a)
 	/* A cluster lease is capped in spent units: close it first, the
 	 * master re-leases (docs/cluster.md). */
 	atomic_store(&a->lease_cap_nusd, 0);
-	return atomic_exchange(&a->spent_nusd, 0);
+	return kv_account_spent_reset(a);
 }
 
 static int

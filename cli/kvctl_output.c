@@ -156,7 +156,7 @@ static void
 shown_money(const struct kv_account *a, int64_t out[4])
 {
 	int64_t budget = atomic_load(&a->budget_nusd);
-	int64_t spent = atomic_load(&a->spent_nusd);
+	int64_t spent = kv_account_spent(a);
 	int64_t reserved = atomic_load(&a->reserved_nusd);
 	int64_t used;
 
@@ -354,7 +354,7 @@ kvctl_print_account(FILE *f, const struct kv_account *a)
 	    atomic_load(&a->estimated_requests), atomic_load(&a->free_requests));
 	kvctl_format_time(atomic_load(&a->last_used), when, sizeof(when));
 	fprintf(f, "last_used: %s\n", when);
-	kvctl_format_time(atomic_load(&a->period_start), when, sizeof(when));
+	kvctl_format_time(kv_account_period(a), when, sizeof(when));
 	fprintf(f, "period_start: %s\n", when);
 	print_limit(f, "requests", atomic_load(&a->rpm), atomic_load(&a->rpm_tat));
 	print_limit(f, "tokens", atomic_load(&a->tpm), atomic_load(&a->tpm_tat));
@@ -523,7 +523,7 @@ total_spent(const struct kv_ledger *l)
 
 	for (i = 0; i < l->hdr->max_keys; i++)
 		if (atomic_load(&l->accounts[i].state) == 2)
-			sum += atomic_load(&l->accounts[i].spent_nusd);
+			sum += kv_account_spent(&l->accounts[i]);
 	return sum;
 }
 

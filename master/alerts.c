@@ -92,7 +92,7 @@ kv_alerts_message(char *buf, size_t len, int slack, const struct kv_account *a,
     int threshold, int64_t now)
 {
 	char id[13], label[KV_LABEL_MAX], spent[32], budget[32], text[512], who[128];
-	int64_t s = atomic_load(&a->spent_nusd), b = atomic_load(&a->budget_nusd);
+	int64_t s = kv_account_spent(a), b = atomic_load(&a->budget_nusd);
 	size_t pos = 0;
 	int n;
 
@@ -128,7 +128,7 @@ kv_alerts_message(char *buf, size_t len, int slack, const struct kv_account *a,
 	}
 	n = snprintf(buf + pos, len - pos, ",\"threshold_percent\":%d,\"spent_nusd\":%" PRId64
 	    ",\"budget_nusd\":%" PRId64 ",\"period_start\":%" PRId64 ",\"time\":%" PRId64
-	    ",\"text\":", threshold, s, b, atomic_load(&a->period_start), now);
+	    ",\"text\":", threshold, s, b, kv_account_period(a), now);
 	if (n < 0 || (size_t)n >= len - pos)
 		return -1;
 	pos += (size_t)n;
@@ -341,7 +341,7 @@ kv_alerts_tick(struct kv_alerts_state *s, const struct kv_config *cf,
 	}
 	for (i = 0; i < s->n && i < l->hdr->max_keys; i++) {
 		const struct kv_account *a = &l->accounts[i];
-		int64_t ps = atomic_load(&a->period_start), spent = atomic_load(&a->spent_nusd);
+		int64_t ps = kv_account_period(a), spent = kv_account_spent(a);
 
 		if (atomic_load_explicit(&a->state, memory_order_acquire) != KV_SLOT_READY) {
 			s->known[i] = 0;

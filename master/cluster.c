@@ -243,7 +243,7 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 
 	if (atomic_load_explicit(&a->state, memory_order_acquire) != 2 || s->inflight)
 		return -1;
-	follow_local(a, s, acct_period(h, a), atomic_load(&a->spent_nusd));
+	follow_local(a, s, acct_period(h, a), kv_account_spent(a));
 	s->cap = atomic_load(&a->lease_cap_nusd);
 	base = atomic_load(&a->cluster_base_nusd);
 	reserved = atomic_load(&a->reserved_nusd);
@@ -260,7 +260,7 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 		 * refused by the new cap or seen in reserved below). */
 		cap_lower(a, s, want - base);
 		reserved = atomic_load(&a->reserved_nusd);
-		spent = atomic_load(&a->spent_nusd);
+		spent = kv_account_spent(a);
 		if (spent > s->last_spent) {
 			s->last_spent = spent;
 			u = base + spent;
@@ -515,7 +515,7 @@ when_down(struct kv_cluster_host *h, int64_t now)
 				s->cap = CAP_OPEN;
 			}
 		} else if (now >= s->deadline_ms)
-			cap_lower(a, s, atomic_load(&a->spent_nusd) +
+			cap_lower(a, s, kv_account_spent(a) +
 			    atomic_load(&a->reserved_nusd));
 	}
 }
@@ -616,7 +616,7 @@ kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l)
 		struct acct *s = &h->acct[i];
 
 		s->period = acct_period(h, a);
-		s->last_spent = atomic_load(&a->spent_nusd);
+		s->last_spent = kv_account_spent(a);
 		s->known_budget = -1;
 		/* What a previous run was granted is unknown until the first
 		 * sync: admit nothing new until then. */

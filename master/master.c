@@ -450,12 +450,13 @@ live_mask(const struct master *m)
 static void
 log_repair(const struct kv_repair_report *r, const char *when)
 {
-	if (r->reserved_fixed == 0 && r->claims_fixed == 0 && r->skipped == 0)
+	if (r->reserved_fixed == 0 && r->claims_fixed == 0 && r->skipped == 0 &&
+	    r->rolls_fixed == 0)
 		return;
 	kv_log_warnx("KV0600", "ledger repair %s: %d accounts' reserved_nusd recomputed "
-	    "from the recorded reservations, %d half-claimed slots retired, %d left "
-	    "for the next repair (changed meanwhile)", when, r->reserved_fixed,
-	    r->claims_fixed, r->skipped);
+	    "from the recorded reservations, %d half-claimed slots retired, %d "
+	    "period rolls finished, %d left for the next repair (changed meanwhile)",
+	    when, r->reserved_fixed, r->claims_fixed, r->rolls_fixed, r->skipped);
 }
 
 /* Dead workers' slots, and every account's reserved_nusd, made exact with

@@ -364,7 +364,7 @@ admin_apply(struct kv_status *st, struct MHD_Connection *c, const char *id,
 		int64_t old;
 
 		atomic_store(&a->lease_cap_nusd, 0);
-		old = atomic_exchange(&a->spent_nusd, 0);
+		old = kv_account_spent_reset(a);
 
 		kv_log_info("status: key %s reset by admin (was %" PRId64 " nusd)",
 		    kid, old);

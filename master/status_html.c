@@ -165,7 +165,7 @@ key_row(FILE *f, const struct kv_account *a, int64_t now)
 {
 	char id[13], label[KV_LABEL_MAX], m[3][32];
 	int64_t mins[KV_HIST_MINUTES], hours[KV_HIST_HOURS];
-	int64_t b = atomic_load(&a->budget_nusd), s = atomic_load(&a->spent_nusd);
+	int64_t b = atomic_load(&a->budget_nusd), s = kv_account_spent(a);
 	int64_t r = atomic_load(&a->reserved_nusd);
 
 	kv_key_id(a->hash, id);

@@ -249,7 +249,7 @@ key_lease_snapshot(struct series *s, const struct kv_account *a)
 	room = ld64(&a->budget_nusd) - ld64(&a->cluster_other_nusd);
 	if (cap > room)
 		cap = room;
-	cap -= ld64(&a->spent_nusd) + ld64(&a->reserved_nusd);
+	cap -= kv_account_spent(a) + ld64(&a->reserved_nusd);
 	s->v[K_LEASE] = ld64(&a->lease_expires_ms) != 0 && cap > 0 ? cap : 0;
 	s->v[K_CSPENT] = ld64(&a->cluster_spent_nusd);
 }
@@ -261,7 +261,7 @@ key_snapshot(struct series *s, const struct kv_account *a)
 	memcpy(s->label, a->label, KV_LABEL_MAX);
 	s->label[KV_LABEL_MAX] = '\0';
 	s->v[K_REQ] = ldu64(&a->requests);
-	s->v[K_SPENT] = ld64(&a->spent_nusd);
+	s->v[K_SPENT] = kv_account_spent(a);
 	s->v[K_BUDGET] = ld64(&a->budget_nusd);
 	s->v[K_RESERVED] = ld64(&a->reserved_nusd);
 	s->v[K_IN] = ldu64(&a->input_tokens);

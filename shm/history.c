@@ -31,7 +31,7 @@ ring_add(_Atomic int64_t *r, int n, _Atomic int64_t *newest, int64_t unit,
 void
 kv_history_sample(struct kv_account *a, int64_t now)
 {
-	int64_t cur = atomic_load(&a->spent_nusd);
+	int64_t cur = kv_account_spent(a);
 	int64_t was = atomic_load_explicit(&a->hist_sampled_nusd, memory_order_relaxed);
 	int64_t delta;
 

@@ -714,31 +714,108 @@ kv_period_start(enum kv_period period, int64_t now)
 	}
 }
 
+static int64_t
+spent_value(int64_t word)
+{
+	int64_t v = word & ~KV_SPENT_ROLLED;
+
+	return v >= KV_SPENT_MAX ? INT64_MAX : v;
+}
+
+int64_t
+kv_account_spent(const struct kv_account *a)
+{
+	return spent_value(atomic_load(&a->spent_nusd));
+}
+
 void
-kv_ledger_period_roll(struct kv_account *a, enum kv_period period, int64_t now)
+kv_account_charge(struct kv_account *a, int64_t cost)
+{
+	int64_t cur = atomic_load(&a->spent_nusd), v;
+
+	if (cost <= 0)
+		return;
+	do {
+		v = cur & ~KV_SPENT_ROLLED;
+		v = v > KV_SPENT_MAX - cost ? KV_SPENT_MAX : v + cost;
+	} while (!atomic_compare_exchange_weak(&a->spent_nusd, &cur,
+	    (cur & KV_SPENT_ROLLED) | v));
+}
+
+int64_t
+kv_account_spent_reset(struct kv_account *a)
+{
+	int64_t cur = atomic_load(&a->spent_nusd);
+
+	while (!atomic_compare_exchange_weak(&a->spent_nusd, &cur, cur & KV_SPENT_ROLLED))
+		;
+	return spent_value(cur);
+}
+
+int64_t
+kv_account_period(const struct kv_account *a)
+{
+	int64_t ps = atomic_load(&a->period_start);
+
+	return ps < 0 ? -ps : ps;
+}
+
+void
+kv_ledger_period_roll(struct kv_ledger *l, struct kv_account *a,
+    enum kv_period period, int64_t now)
 {
 	int64_t start, ps;
 
 	if (period == KV_PERIOD_NONE)
 		return;
 	start = kv_period_start(period, now);
+	/* Fast path, outside the bracket: nothing to roll. A negative value
+	 * (a roll under way) compares as current. */
 	ps = atomic_load(&a->period_start);
-	while (ps < start) {
-		if (atomic_compare_exchange_weak(&a->period_start, &ps, start)) {
-			/* A cluster lease is the old period's: cap first, so no
-			 * admission sees the cleared spent under the old cap. */
-			atomic_store(&a->lease_cap_nusd, 0);
-			atomic_exchange(&a->spent_nusd, 0);
-			return;
-		}
+	if (ps >= start || ps < 0)
+		return;
+	op_enter(l);
+	while (ps >= 0 && ps < start) {
+		if (!atomic_compare_exchange_weak(&a->period_start, &ps, -start))
+			continue;
+		/* A cluster lease is the old period's: cap first, so no
+		 * admission sees the cleared spent under the old cap. */
+		atomic_store(&a->lease_cap_nusd, 0);
+		(void)atomic_exchange(&a->spent_nusd, KV_SPENT_ROLLED);
+		atomic_store(&a->period_start, start);
+		atomic_fetch_and(&a->spent_nusd, ~KV_SPENT_ROLLED);
+		break;
 	}
+	op_leave(l);
+}
+
+int
+kv_ledger_roll_finish(struct kv_account *a)
+{
+	int64_t ps = atomic_load(&a->period_start);
+
+	if (ps < 0) {
+		/* Stopped after step 1 or 2: the old spend is still there
+		 * (the bit is not set) and goes now; after 3 it went already. */
+		atomic_store(&a->lease_cap_nusd, 0);
+		if (!(atomic_load(&a->spent_nusd) & KV_SPENT_ROLLED))
+			atomic_store(&a->spent_nusd, 0);
+		atomic_fetch_and(&a->spent_nusd, ~KV_SPENT_ROLLED);
+		atomic_store(&a->period_start, -ps);
+		return 1;
+	}
+	if (atomic_load(&a->spent_nusd) & KV_SPENT_ROLLED) {	/* after 4 */
+		atomic_fetch_and(&a->spent_nusd, ~KV_SPENT_ROLLED);
+		return 1;
+	}
+	return 0;
 }
 
 int64_t
 kv_account_remaining(const struct kv_account *a)
 {
 	int64_t reserved = atomic_load(&a->reserved_nusd);
-	int64_t spent = atomic_load(&a->spent_nusd);
+	int64_t spent = kv_account_spent(a);
 	int64_t budget = atomic_load(&a->budget_nusd);
 
 	return kv_sat_add(kv_sat_add(budget, -spent), -reserved);
@@ -803,16 +880,6 @@ kv_sat_add(int64_t a, int64_t b)
 	return b > 0 ? INT64_MAX : INT64_MIN;
 }
 
-/* Add V to *P, stopping at INT64_MAX instead of wrapping negative. */
-static void
-sat_fetch_add(_Atomic int64_t *p, int64_t v)
-{
-	int64_t cur = atomic_load(p);
-
-	while (!atomic_compare_exchange_weak(p, &cur, kv_sat_add(cur, v)))
-		;
-}
-
 /* spent + reserved + amount <= budget, without overflow. */
 static int
 admits(int64_t budget, int64_t spent, int64_t reserved, int64_t amount)
@@ -839,12 +906,13 @@ admits(int64_t budget, int64_t spent, int64_t reserved, int64_t amount)
 static int
 admit(struct kv_account *a, int64_t amount, int64_t *remaining, int leased)
 {
-	int64_t budget, spent, reserved, cap = 0;
+	int64_t budget, spent, word, reserved, cap = 0;
 	int tries;
 
 	for (tries = 0; ; tries++) {
 		reserved = atomic_load(&a->reserved_nusd);
-		spent = atomic_load(&a->spent_nusd);
+		word = atomic_load(&a->spent_nusd);
+		spent = spent_value(word);
 		budget = atomic_load(&a->budget_nusd);
 		if (leased)
 			budget -= atomic_load(&a->cluster_other_nusd);
@@ -867,7 +935,7 @@ admit(struct kv_account *a, int64_t amount, int64_t *remaining, int leased)
 		/* Past the bound, accept the (rarely ABA-prone) plain CAS rather
 		 * than spin forever under a storm of settlements. */
 		if (tries > ADMIT_VALIDATE_TRIES ||
-		    atomic_load(&a->spent_nusd) == spent) {
+		    atomic_load(&a->spent_nusd) == word) {
 			*remaining = budget - spent - reserved - amount;
 			return 0;
 		}
@@ -967,8 +1035,7 @@ kv_ledger_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
 	/* Spent first, then reserved: admission may briefly over-count the
 	 * pair, never under-count it. Saturating: an overflow sentinel cost
 	 * must not wrap spent negative. */
-	if (cost > 0)
-		sat_fetch_add(&a->spent_nusd, cost);
+	kv_account_charge(a, cost);
 	amount = atomic_exchange(&w->resv[resv].amount_nusd, 0);
 	atomic_fetch_sub(&a->reserved_nusd, amount);
 	resv_clear(w, resv);
@@ -999,8 +1066,8 @@ kv_ledger_release_worker(struct kv_ledger *l, struct kv_worker_slot *w)
 		amount = atomic_exchange(&w->resv[i].amount_nusd, 0);
 		charge = resv_death_charge(w, i, amount);
 		/* spent first, then reserved, as kv_ledger_settle does */
-		if (idx <= l->hdr->max_keys && charge > 0)
-			atomic_fetch_add(&l->accounts[idx - 1].spent_nusd, charge);
+		if (idx <= l->hdr->max_keys)
+			kv_account_charge(&l->accounts[idx - 1], charge);
 		if (idx <= l->hdr->max_keys && amount != 0)
 			atomic_fetch_sub(&l->accounts[idx - 1].reserved_nusd, amount);
 		atomic_store(&w->resv_sent_nusd[i], 0);

@@ -66,9 +66,44 @@ int64_t	kv_sat_add(int64_t a, int64_t b);
 uint32_t kv_ledger_account_index(const struct kv_ledger *l, const struct kv_account *a);
 
 /* Reset spent to 0 at the start of a new UTC period (lazily, on use):
- * daily, weekly (Monday) or monthly. The first caller past the boundary
- * wins a CAS on period_start; spent is cleared with atomic_exchange. */
-void	kv_ledger_period_roll(struct kv_account *a, enum kv_period period, int64_t now);
+ * daily, weekly (Monday) or monthly. Ordered so that a kill -9 at any
+ * point leaves a state the master's repair finishes exactly (no spend of
+ * the old period left in the new one, none of the new one cleared):
+ *   1. CAS period_start from the old start to -start (negative: a roll is
+ *      under way; its winner alone goes on; others see "current");
+ *   2. close a cluster lease (lease_cap_nusd := 0);
+ *   3. atomic_exchange spent with KV_SPENT_ROLLED (the old spend goes,
+ *      the bit says it went; settlements add beside the bit);
+ *   4. period_start := start;
+ *   5. clear KV_SPENT_ROLLED.
+ * kv_ledger_roll_finish completes a roll stopped anywhere in there. Inside
+ * the worker's ledger-op bracket, so the repair never races a live roller. */
+void	kv_ledger_period_roll(struct kv_ledger *l, struct kv_account *a,
+	    enum kv_period period, int64_t now);
+
+/* With the ledger quiesced (or no other writer alive): finish a roll its
+ * worker stopped in (see kv_ledger_period_roll). Returns 1 when there was
+ * one, else 0. */
+int	kv_ledger_roll_finish(struct kv_account *a);
+
+/* In spent_nusd: set by a period roll between clearing spent and its end
+ * (kv_ledger_period_roll). Readers use kv_account_spent, never the word. */
+#define KV_SPENT_ROLLED	(INT64_C(1) << 62)
+#define KV_SPENT_MAX	(KV_SPENT_ROLLED - 1)	/* spent saturates here */
+
+/* The account's spent: the word without KV_SPENT_ROLLED, and INT64_MAX
+ * once saturated (an overflow sentinel), so every budget refuses it. */
+int64_t	kv_account_spent(const struct kv_account *a);
+
+/* spent += COST (COST >= 0), saturating, keeping KV_SPENT_ROLLED. */
+void	kv_account_charge(struct kv_account *a, int64_t cost);
+
+/* spent := 0 (kvctl reset, the admin API), keeping KV_SPENT_ROLLED;
+ * returns what it was (as kv_account_spent). */
+int64_t	kv_account_spent_reset(struct kv_account *a);
+
+/* The account's period start, also while a roll is under way. */
+int64_t	kv_account_period(const struct kv_account *a);
 
 /* Start of the UTC period containing NOW (0 for KV_PERIOD_NONE). */
 int64_t	kv_period_start(enum kv_period period, int64_t now);

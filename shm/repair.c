@@ -130,6 +130,8 @@ kv_ledger_repair(struct kv_ledger *l, uint64_t dead_mask,
 	for (i = 0; i < n; i++) {
 		struct kv_account *a = &l->accounts[i];
 
+		if (atomic_load(&a->state) == KV_SLOT_READY)
+			rep->rolls_fixed += kv_ledger_roll_finish(a);
 		cur = atomic_load(&a->reserved_nusd);
 		if (cur == sum[i])
 			continue;
@@ -140,7 +142,7 @@ kv_ledger_repair(struct kv_ledger *l, uint64_t dead_mask,
 	}
 	free(sum);
 	atomic_fetch_add(&l->hdr->repairs, (uint64_t)(rep->reserved_fixed +
-	    rep->claims_fixed));
+	    rep->claims_fixed + rep->rolls_fixed));
 	return 0;
 }
 
@@ -156,10 +158,14 @@ kv_ledger_roll_all(struct kv_ledger *l, enum kv_period period, int64_t now)
 	for (i = 0; i < l->hdr->max_keys; i++) {
 		struct kv_account *a = &l->accounts[i];
 
-		if (atomic_load(&a->state) != KV_SLOT_READY ||
-		    atomic_load(&a->period_start) >= start)
+		if (atomic_load(&a->state) != KV_SLOT_READY)
 			continue;
-		kv_ledger_period_roll(a, period, now);
+		/* A roll a dead worker left half-way first: quiesced, nobody
+		 * else is inside one. */
+		n += kv_ledger_roll_finish(a);
+		if (atomic_load(&a->period_start) >= start)
+			continue;
+		kv_ledger_period_roll(l, a, period, now);
 		n++;
 	}
 	return n;
@@ -174,10 +180,10 @@ reclaimable(const struct kv_account *a, int64_t now, int64_t idle_s)
 	int64_t used = atomic_load(&a->last_used);
 
 	if (used == 0)
-		used = atomic_load(&a->period_start);
+		used = kv_account_period(a);
 	return !(a->flags & KV_ACCOUNT_NAMED) &&
 	    !(atomic_load(&a->aflags) & (KV_AF_CONFIG | KV_AF_KEPT | KV_AF_OVERRIDE)) &&
-	    atomic_load(&a->spent_nusd) == 0 && atomic_load(&a->reserved_nusd) == 0 &&
+	    kv_account_spent(a) == 0 && atomic_load(&a->reserved_nusd) == 0 &&
 	    now - used >= idle_s;
 }
 

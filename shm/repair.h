@@ -15,6 +15,7 @@ struct kv_repair_report {
 	int	 reserved_fixed;	/* accounts whose reserved_nusd was wrong */
 	int	 claims_fixed;	/* half-claimed account or model slots */
 	int	 skipped;	/* accounts changed under the repair: next time */
+	int	 rolls_fixed;	/* period rolls a dead worker left half-way, finished */
 };
 
 /* Ask every live worker (bit i of live_mask = worker slot i) to pause its
@@ -30,14 +31,16 @@ void	kv_ledger_unquiesce(struct kv_ledger *l);
  * gauges; tombstone slots whose claimer died before filling them; set each
  * account's reserved_nusd to the sum of the reservations still recorded
  * (by CAS from the value read, so a change made by a worker that gave up
- * waiting is left for the next repair). Fills *rep. Returns 0, or -1 when
+ * waiting is left for the next repair); finish period rolls a dead worker
+ * left half-way (kv_ledger_roll_finish). Fills *rep. Returns 0, or -1 when
  * out of memory (nothing changed). */
 int	kv_ledger_repair(struct kv_ledger *l, uint64_t dead_mask,
 	    struct kv_repair_report *rep);
 
-/* With the ledger quiesced: start a new budget period on every account
- * whose period_start is before the one containing NOW (spent := 0, then
- * period_start). Returns the number of accounts rolled. */
+/* With the ledger quiesced: finish every roll a dead worker left half-way
+ * (kv_ledger_roll_finish), and start a new budget period on every account
+ * whose period_start is before the one containing NOW. Returns the number
+ * of accounts rolled or finished. */
 int	kv_ledger_roll_all(struct kv_ledger *l, enum kv_period period, int64_t now);
 
 /* Retire account A: zeroed, state DEAD, tag KV_TAG_DEAD (lookups skip

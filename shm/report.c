@@ -93,7 +93,7 @@ kv_report_account_json(FILE *f, const struct kv_account *a)
 	label[sizeof(label) - 1] = '\0';
 	kv_key_id(hash, id);
 	reserved = atomic_load(&a->reserved_nusd);
-	spent = atomic_load(&a->spent_nusd);
+	spent = kv_account_spent(a);
 	budget = atomic_load(&a->budget_nusd);
 	fprintf(f, "{\"id\":\"%s\",\"label\":", id);
 	if (label[0] != '\0')
@@ -162,7 +162,7 @@ kv_report_sorted_accounts(const struct kv_ledger *l,
 		if (atomic_load_explicit(&a->state, memory_order_acquire) != 2)
 			continue;
 		snap[count].a = a;
-		snap[count++].spent = atomic_load(&a->spent_nusd);
+		snap[count++].spent = kv_account_spent(a);
 	}
 	qsort(snap, count, sizeof(*snap), cmp_spent_desc);
 	for (i = 0; i < count; i++)

@@ -658,17 +658,17 @@ test_periods(void)
 	a = kv_ledger_account(&l, h, 1, NULL, 1000);
 	atomic_store(&a->period_start, utc(2024, 2, 28, 10, 0, 0));
 	atomic_store(&a->spent_nusd, 500);
-	kv_ledger_period_roll(a, KV_PERIOD_DAILY, utc(2024, 2, 28, 23, 59, 59));
+	kv_ledger_period_roll(&l, a, KV_PERIOD_DAILY, utc(2024, 2, 28, 23, 59, 59));
 	CHECK_INT(atomic_load(&a->spent_nusd), 500);
-	kv_ledger_period_roll(a, KV_PERIOD_NONE, utc(2030, 1, 1, 0, 0, 0));
+	kv_ledger_period_roll(&l, a, KV_PERIOD_NONE, utc(2030, 1, 1, 0, 0, 0));
 	CHECK_INT(atomic_load(&a->spent_nusd), 500);
-	kv_ledger_period_roll(a, KV_PERIOD_DAILY, utc(2024, 2, 29, 0, 0, 1));
+	kv_ledger_period_roll(&l, a, KV_PERIOD_DAILY, utc(2024, 2, 29, 0, 0, 1));
 	CHECK_INT(atomic_load(&a->spent_nusd), 0);
 	CHECK_INT(atomic_load(&a->period_start), utc(2024, 2, 29, 0, 0, 0));
 	atomic_store(&a->spent_nusd, 7);
-	kv_ledger_period_roll(a, KV_PERIOD_DAILY, utc(2024, 2, 29, 18, 0, 0));
+	kv_ledger_period_roll(&l, a, KV_PERIOD_DAILY, utc(2024, 2, 29, 18, 0, 0));
 	CHECK_INT(atomic_load(&a->spent_nusd), 7);
-	kv_ledger_period_roll(a, KV_PERIOD_MONTHLY, utc(2024, 3, 1, 0, 0, 0));
+	kv_ledger_period_roll(&l, a, KV_PERIOD_MONTHLY, utc(2024, 3, 1, 0, 0, 0));
 	CHECK_INT(atomic_load(&a->spent_nusd), 0);
 	kv_ledger_close(&l);
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -304,7 +305,8 @@ test_saturation(void)
 		CHECK(r >= 0);
 		kv_ledger_settle(&l, &l.workers[2], r, INT64_MAX / 4, NULL, NULL);
 	}
-	CHECK(atomic_load(&a->spent_nusd) == INT64_MAX);
+	CHECK(kv_account_spent(a) == INT64_MAX);
+	CHECK(atomic_load(&a->spent_nusd) == KV_SPENT_MAX);
 	CHECK(kv_account_remaining(a) == 0);
 	CHECK(kv_sat_add(INT64_MIN, -1) == INT64_MIN);
 	CHECK(kv_sat_add(5, -7) == -2);
@@ -411,6 +413,119 @@ test_tokens_death(void)
 	kv_ledger_close(&l);
 }
 
+/* A process stopped (ptrace) before its first instruction of FN, or -1. */
+static pid_t
+start_traced(struct kv_ledger *l, int slot, void (*fn)(struct kv_ledger *))
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		l->self = &l->workers[slot];
+		atomic_store(&l->workers[slot].pid, getpid());
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == -1)
+			_exit(3);
+		raise(SIGSTOP);
+		fn(l);
+		_exit(0);
+	}
+	if (pid == -1 || waitpid(pid, &st, 0) != pid || !WIFSTOPPED(st)) {
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			reap_one(pid);
+		}
+		return -1;
+	}
+	return pid;
+}
+
+/* Let a traced process run N instructions. Returns 1 if it is still
+ * inside (stopped), 0 if it finished first. */
+static int
+step_traced(pid_t pid, long n)
+{
+	int st;
+
+	for (long i = 0; i < n; i++) {
+		if (ptrace(PTRACE_SINGLESTEP, pid, NULL, NULL) == -1 ||
+		    waitpid(pid, &st, 0) != pid)
+			return 0;
+		if (WIFEXITED(st) || WIFSIGNALED(st))
+			return 0;
+	}
+	return 1;
+}
+
+#define ROLL_DAY	1700006400	/* a UTC midnight */
+
+static struct kv_account *roll_acct;
+
+static void
+do_roll(struct kv_ledger *l)
+{
+	kv_ledger_period_roll(l, roll_acct, KV_PERIOD_DAILY, ROLL_DAY + 3600);
+}
+
+/* kill -9 of a worker at every instruction of its lazy period roll, with
+ * another worker's settlement landing while it is stopped there: after the
+ * repair and the master's next tick (roll_all), the old period's spend is
+ * gone, the concurrent charge is kept exactly when it landed after the
+ * roll had cleared spent, and a charge after the repair is kept. */
+static void
+test_roll_kill_points(void)
+{
+	struct kv_repair_report rep;
+	struct kv_ledger l;
+	struct kv_account *a;
+	int64_t word, ps, want;
+	long n, inside = 0, bad = 0;
+	pid_t pid;
+
+	CHECK_INT(open_new(&l, 8), 0);
+	roll_acct = a = key_acct(&l, 0, 1000000);
+	CHECK(a != NULL);
+	for (n = 0; a != NULL && n < 5000; n++) {
+		atomic_store(&a->period_start, ROLL_DAY - 86400 + 60);
+		atomic_store(&a->spent_nusd, 1000);	/* yesterday's */
+		if ((pid = start_traced(&l, DEAD_SLOT, do_roll)) == -1) {
+			printf("# ptrace unavailable: roll kill points not run\n");
+			break;
+		}
+		if (!step_traced(pid, n)) {
+			reap_one(pid);
+			break;	/* n is past the last instruction */
+		}
+		/* Another worker settles 7 now: today's spend if the roll has
+		 * cleared spent already (step 3 on), else the old period's. */
+		word = atomic_load(&a->spent_nusd);
+		ps = atomic_load(&a->period_start);
+		want = (word & KV_SPENT_ROLLED) || ps == ROLL_DAY ? 7 : 0;
+		kv_account_charge(a, 7);
+		kill(pid, SIGKILL);
+		reap_one(pid);
+		inside += ps < 0 || (word & KV_SPENT_ROLLED);
+		CHECK_INT(kv_ledger_repair(&l, UINT64_C(1) << DEAD_SLOT, &rep), 0);
+		kv_ledger_roll_all(&l, KV_PERIOD_DAILY, ROLL_DAY + 3601);
+		kv_account_charge(a, 5);
+		if (atomic_load(&a->period_start) != ROLL_DAY ||
+		    atomic_load(&a->spent_nusd) != want + 5) {
+			fprintf(stderr, "kill after %ld instructions: period_start %lld, "
+			    "spent word %lld, want %lld\n", n,
+			    (long long)atomic_load(&a->period_start),
+			    (long long)atomic_load(&a->spent_nusd), (long long)(want + 5));
+			bad++;
+		}
+		atomic_store(&l.workers[DEAD_SLOT].pid, 0);
+		atomic_store(&l.workers[DEAD_SLOT].in_ledger, 0);
+	}
+	printf("# roll: killed at %ld instruction boundaries, %ld inside the roll\n",
+	    n, inside);
+	CHECK_INT(bad, 0);
+	CHECK(n < 5000);
+	CHECK(n == 0 || inside > 0);
+	kv_ledger_close(&l);
+}
+
 int
 main(void)
 {
@@ -425,6 +540,7 @@ main(void)
 	test_saturation();
 	test_grow();
 	test_tokens_death();
+	test_roll_kill_points();
 	test_kill_loop();
 	unlink(path);
 	rmdir(tmpdir);

@@ -560,7 +560,7 @@ reserve(struct kv_conn *c)
 		c->acct = NULL;
 		return conn_fail(c, 401, "unknown API key");
 	}
-	kv_ledger_period_roll(c->acct, cf->period, (int64_t)time(NULL));
+	kv_ledger_period_roll(l, c->acct, cf->period, (int64_t)time(NULL));
 	p = kv_config_price(cf, c->ri.model);
 	if (c->api != KV_API_OTHER && p == NULL)
 		return refuse_unpriced(c);
