@@ -857,16 +857,19 @@ kv_ledger_resv_sent(struct kv_worker_slot *w, int resv, int64_t min_nusd)
 {
 	if (resv < 0 || resv >= KV_RESV_PER_WORKER || min_nusd <= 0)
 		return;
-	atomic_store(&w->resv_sent_nusd[resv], min_nusd);
+	atomic_store(&w->resv_sent_nusd[resv], min_nusd < KV_SPENT_MAX ? min_nusd : KV_SPENT_MAX);
 }
 
-/* What a dead worker's reservation leaves spent: the minimum its worker
- * recorded once the request was sent (at most the amount reserved). */
+/* What a dead worker's reservation leaves spent: the real cost when it
+ * died settling (KV_RESV_COST), else the minimum its worker recorded once
+ * the request was sent (at most the amount reserved). */
 static int64_t
 resv_death_charge(struct kv_worker_slot *w, uint32_t r, int64_t amount)
 {
 	int64_t min = atomic_load(&w->resv_sent_nusd[r]);
 
+	if (min & KV_RESV_COST)
+		return min & ~KV_RESV_COST;
 	return min < amount ? min : amount;
 }
 
@@ -1032,10 +1035,19 @@ kv_ledger_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
 	if (cost < 0)
 		cost = 0;
 	op_enter(l);
+	/* What a kill -9 from here on leaves: the real cost, recorded as the
+	 * death charge before it is added and cleared right after, so a death
+	 * on either side of the add is charged exactly once. Only between the
+	 * CAS that adds and the store that clears (two instructions) is it
+	 * charged twice: docs/ledger.md says why no lock-free order closes
+	 * that, and test_repair measures it. */
+	atomic_store(&w->resv_sent_nusd[resv],
+	    (cost < KV_SPENT_MAX ? cost : KV_SPENT_MAX) | KV_RESV_COST);
 	/* Spent first, then reserved: admission may briefly over-count the
 	 * pair, never under-count it. Saturating: an overflow sentinel cost
 	 * must not wrap spent negative. */
 	kv_account_charge(a, cost);
+	atomic_store(&w->resv_sent_nusd[resv], 0);
 	amount = atomic_exchange(&w->resv[resv].amount_nusd, 0);
 	atomic_fetch_sub(&a->reserved_nusd, amount);
 	resv_clear(w, resv);

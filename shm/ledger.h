@@ -133,9 +133,14 @@ void	kv_ledger_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
  * owning worker. */
 void	kv_ledger_resv_sent(struct kv_worker_slot *w, int resv, int64_t min_nusd);
 
+/* In kv_worker_slot.resv_sent_nusd: the value is the settlement's real
+ * cost, charged as it is if the worker dies (kv_ledger_settle). */
+#define KV_RESV_COST	(INT64_C(1) << 62)
+
 /* Release every reservation recorded in worker slot W and clear its gauges;
  * the master calls it after reaping the worker. A reservation marked by
- * kv_ledger_resv_sent leaves its minimum spent. Returns the number released. */
+ * kv_ledger_resv_sent leaves its minimum spent, one whose worker died inside
+ * kv_ledger_settle its real cost. Returns the number released. */
 int	kv_ledger_release_worker(struct kv_ledger *l, struct kv_worker_slot *w);
 
 /* Per-model slot, claimed on first use; NULL when the table is full. */

@@ -526,6 +526,79 @@ test_roll_kill_points(void)
 	kv_ledger_close(&l);
 }
 
+static int settle_resv;
+
+static void
+do_settle(struct kv_ledger *l)
+{
+	struct kv_usage u = { .input = 10, .output = 20 };
+
+	kv_ledger_settle(l, l->self, settle_resv, 600, &u, NULL);
+}
+
+/* kill -9 of a worker at every instruction of a settlement (1000
+ * reserved, 100 recorded as sent, real cost 600): after the repair,
+ * reserved is 0 and spent is 100 (killed before the settle began: the
+ * sent minimum, as a death a moment earlier), or exactly 600 everywhere
+ * after the settle recorded the cost, except the instructions between the
+ * add's CAS and the store that clears the death charge (1200), which must
+ * be at most a handful. */
+static void
+test_settle_kill_points(void)
+{
+	struct kv_repair_report rep;
+	struct kv_ledger l;
+	struct kv_account *a;
+	long n, early = 0, exact = 0, twice = 0, bad = 0;
+	int64_t rem, spent;
+	pid_t pid;
+
+	CHECK_INT(open_new(&l, 8), 0);
+	a = key_acct(&l, 1, 1000000);
+	CHECK(a != NULL);
+	for (n = 0; a != NULL && n < 20000; n++) {
+		atomic_store(&a->spent_nusd, 0);
+		settle_resv = kv_ledger_reserve(&l, &l.workers[DEAD_SLOT], a, 1000, &rem);
+		kv_ledger_resv_sent(&l.workers[DEAD_SLOT], settle_resv, 100);
+		if ((pid = start_traced(&l, DEAD_SLOT, do_settle)) == -1) {
+			printf("# ptrace unavailable: settle kill points not run\n");
+			break;
+		}
+		if (!step_traced(pid, n)) {
+			reap_one(pid);
+			CHECK_INT(kv_account_spent(a), 600);
+			CHECK_INT(atomic_load(&a->reserved_nusd), 0);
+			break;
+		}
+		kill(pid, SIGKILL);
+		reap_one(pid);
+		CHECK_INT(kv_ledger_repair(&l, UINT64_C(1) << DEAD_SLOT, &rep), 0);
+		spent = kv_account_spent(a);
+		if (spent == 100 && exact == 0 && twice == 0)
+			early++;
+		else if (spent == 600)
+			exact++;
+		else if (spent == 1200)
+			twice++;
+		else {
+			fprintf(stderr, "settle killed after %ld instructions: spent %lld\n",
+			    n, (long long)spent);
+			bad++;
+		}
+		if (atomic_load(&a->reserved_nusd) != 0)
+			bad++;
+		atomic_store(&l.workers[DEAD_SLOT].pid, 0);
+		atomic_store(&l.workers[DEAD_SLOT].in_ledger, 0);
+	}
+	printf("# settle: killed at %ld instruction boundaries: %ld before it recorded "
+	    "the cost (sent minimum), %ld exact, %ld charged twice\n", n, early, exact, twice);
+	CHECK_INT(bad, 0);
+	CHECK(n < 20000);
+	CHECK(twice <= 4);
+	CHECK(n == 0 || exact > 0);
+	kv_ledger_close(&l);
+}
+
 int
 main(void)
 {
@@ -541,6 +614,7 @@ main(void)
 	test_grow();
 	test_tokens_death();
 	test_roll_kill_points();
+	test_settle_kill_points();
 	test_kill_loop();
 	unlink(path);
 	rmdir(tmpdir);
