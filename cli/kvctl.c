@@ -142,7 +142,7 @@ find_keys(const struct kv_ledger *l, const char *key, struct kv_account **out,
 	for (pass = 0; pass < 2 && n == 0; pass++) {
 		if (pass == 1 && !is_hex_prefix(key))
 			break;
-		for (i = 0; i < l->hdr->max_keys; i++) {
+		KV_FOR_EACH_SLOT(l, i) {
 			struct kv_account *a = &l->accounts[i];
 
 			if (atomic_load_explicit(&a->state, memory_order_acquire) != 2)
@@ -263,7 +263,7 @@ resolve_stdin_key(struct kvctl *k, struct kv_account **a)
 		return usage_error("%s", "show --key: no key on standard input");
 	kv_key_hash(buf, n, hash);
 	explicit_bzero(buf, sizeof(buf));
-	for (i = 0; i < k->l.hdr->max_keys; i++) {
+	KV_FOR_EACH_SLOT(&k->l, i) {
 		*a = &k->l.accounts[i];
 		if (atomic_load_explicit(&(*a)->state, memory_order_acquire) == 2 &&
 		    memcmp((*a)->hash, hash, sizeof(hash)) == 0)
@@ -314,7 +314,7 @@ reset_all(struct kvctl *k)
 	uint32_t i, n = 0;
 	char money[32];
 
-	for (i = 0; i < k->l.hdr->max_keys; i++) {
+	KV_FOR_EACH_SLOT(&k->l, i) {
 		struct kv_account *a = &k->l.accounts[i];
 
 		if (atomic_load_explicit(&a->state, memory_order_acquire) != 2)

@@ -153,14 +153,16 @@ print_key(FILE *f, const char *key, const struct kv_resp_value *h,
 
 	memcpy(id, key + 3, 12);
 	id[12] = '\0';
-	for (k = 0; l != NULL && l->base != NULL && k < l->hdr->max_keys; k++) {
-		if (atomic_load(&l->accounts[k].state) != 2)
-			continue;
-		kv_key_id(l->accounts[k].hash, kid);
-		if (strcmp(kid, id) == 0) {
-			memcpy(label, l->accounts[k].label, sizeof(label));
-			label[sizeof(label) - 1] = '\0';
-			break;
+	if (l != NULL && l->base != NULL) {
+		KV_FOR_EACH_SLOT(l, k) {
+			if (atomic_load(&l->accounts[k].state) != 2)
+				continue;
+			kv_key_id(l->accounts[k].hash, kid);
+			if (strcmp(kid, id) == 0) {
+				memcpy(label, l->accounts[k].label, sizeof(label));
+				label[sizeof(label) - 1] = '\0';
+				break;
+			}
 		}
 	}
 	for (i = 0; i + 1 < h->n; i += 2) {

@@ -521,7 +521,7 @@ total_spent(const struct kv_ledger *l)
 	int64_t sum = 0;
 	uint32_t i;
 
-	for (i = 0; i < l->hdr->max_keys; i++)
+	KV_FOR_EACH_SLOT(l, i)
 		if (atomic_load(&l->accounts[i].state) == 2)
 			sum += kv_account_spent(&l->accounts[i]);
 	return sum;

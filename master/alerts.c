@@ -339,10 +339,12 @@ kv_alerts_tick(struct kv_alerts_state *s, const struct kv_config *cf,
 		s->cf = cf;
 		s->started = 0;
 	}
-	for (i = 0; i < s->n && i < l->hdr->max_keys; i++) {
+	KV_FOR_EACH_SLOT(l, i) {
 		const struct kv_account *a = &l->accounts[i];
 		int64_t ps = kv_account_period(a), spent = kv_account_spent(a);
 
+		if (i >= s->n)
+			break;
 		if (atomic_load_explicit(&a->state, memory_order_acquire) != KV_SLOT_READY) {
 			s->known[i] = 0;
 			continue;

@@ -611,7 +611,7 @@ kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l)
 	h->l = l;
 	h->last_ok_ms = kv_now_ms();
 	snprintf(h->inc, sizeof(h->inc), "%" PRId64, (int64_t)atomic_load(&l->hdr->created));
-	for (i = 0; i < l->hdr->max_keys; i++) {
+	KV_FOR_EACH_SLOT(l, i) {
 		struct kv_account *a = &l->accounts[i];
 		struct acct *s = &h->acct[i];
 

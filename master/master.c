@@ -238,7 +238,7 @@ apply_keys(struct master *m)
 		atomic_store(&a->tpm, k->tpm >= 0 ? (uint32_t)k->tpm : cf->default_tpm);
 		atomic_fetch_or(&a->aflags, KV_AF_CONFIG | KV_AF_KEPT);
 	}
-	for (j = 0; j < m->ledger.hdr->max_keys; j++) {
+	KV_FOR_EACH_SLOT(&m->ledger, j) {
 		a = &m->ledger.accounts[j];
 		if (atomic_load(&a->state) == KV_SLOT_READY &&
 		    (atomic_load(&a->aflags) & KV_AF_CONFIG) && !in_config(cf, a->hash))
@@ -408,7 +408,7 @@ reaped(struct master *m, int slot, int st)
 	 * slot stays taken (pid set) until then. */
 	m->dead_mask |= UINT64_C(1) << slot;
 	released = 0;
-	for (int i = 0; i < KV_RESV_PER_WORKER; i++)
+	for (uint32_t i = 0; i < kv_ledger_resv_end(ws); i++)
 		released += atomic_load(&ws->resv[i].account) != 0;
 	if (p->exiting || m->stopping)
 		kv_log_info("worker %d (pid %d) %s", slot, (int)p->pid, how);
@@ -725,7 +725,7 @@ roll_periods(struct master *m)
 
 	if (m->cf->period == KV_PERIOD_NONE)
 		return;
-	for (i = 0; i < m->ledger.hdr->max_keys; i++)
+	KV_FOR_EACH_SLOT(&m->ledger, i)
 		if (atomic_load(&m->ledger.accounts[i].state) == KV_SLOT_READY &&
 		    atomic_load(&m->ledger.accounts[i].period_start) < start)
 			break;

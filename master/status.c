@@ -302,7 +302,7 @@ find_account(struct kv_ledger *l, const char *id, unsigned int *status)
 	size_t idlen = strlen(id), nhit = 0, i;
 	char kid[13];
 
-	for (i = 0; i < l->hdr->max_keys; i++) {
+	KV_FOR_EACH_SLOT(l, i) {
 		struct kv_account *a = &l->accounts[i];
 
 		if (atomic_load_explicit(&a->state, memory_order_acquire) != 2)

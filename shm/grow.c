@@ -18,7 +18,7 @@ kv_ledger_tombstones(const struct kv_ledger *l)
 {
 	uint32_t i, n = 0;
 
-	for (i = 0; i < l->hdr->max_keys; i++)
+	KV_FOR_EACH_SLOT(l, i)
 		n += atomic_load(&l->accounts[i].state) == KV_SLOT_DEAD;
 	return n;
 }
@@ -28,7 +28,7 @@ live_accounts(const struct kv_ledger *l)
 {
 	uint32_t i, n = 0;
 
-	for (i = 0; i < l->hdr->max_keys; i++)
+	KV_FOR_EACH_SLOT(l, i)
 		n += atomic_load(&l->accounts[i].state) == KV_SLOT_READY;
 	return n;
 }
@@ -47,6 +47,7 @@ place(struct kv_ledger *n, const struct kv_account *a)
 		struct kv_account *d = &n->accounts[(start + i) % max];
 
 		if (atomic_load(&d->tag) == 0) {
+			kv_ledger_mark_slot(n, (start + i) % max);
 			memcpy(d, a, sizeof(*d));
 			return;
 		}
@@ -65,7 +66,7 @@ copy_state(struct kv_ledger *n, const struct kv_ledger *o)
 	atomic_store(&n->hdr->quiesce, 0);
 	memcpy(n->models, o->models, (size_t)KV_MODEL_SLOTS * sizeof(*n->models));
 	memcpy(n->targets, o->targets, (size_t)KV_TARGET_SLOTS * sizeof(*n->targets));
-	for (i = 0; i < o->hdr->max_keys; i++)
+	KV_FOR_EACH_SLOT(o, i)
 		if (atomic_load(&o->accounts[i].state) == KV_SLOT_READY) {
 			place(n, &o->accounts[i]);
 			used++;

@@ -48,7 +48,7 @@ kv_history_sample_all(struct kv_ledger *l, int64_t now)
 {
 	uint32_t i;
 
-	for (i = 0; i < l->hdr->max_keys; i++)
+	KV_FOR_EACH_SLOT(l, i)
 		if (atomic_load_explicit(&l->accounts[i].state, memory_order_acquire) ==
 		    KV_SLOT_READY)
 			kv_history_sample(&l->accounts[i], now);

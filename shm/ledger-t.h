@@ -7,6 +7,9 @@
  *   struct kv_worker_slot   [KV_WORKER_SLOTS]
  *   struct kv_model_slot    [KV_MODEL_SLOTS]
  *   struct kv_target_slot   [KV_TARGET_SLOTS]	(version 11; at the end of the models)
+ *   uint64_t                [(max_keys + 63) / 64], rounded to 64 bytes:
+ *                           the claimed-slot bitmap (kv_ledger_next_slot;
+ *                           its place follows from max_keys)
  *   struct kv_account       [max_keys]
  */
 #ifndef KV_LEDGER_T_H
@@ -16,7 +19,7 @@
 #include <stdint.h>
 
 #define KV_LEDGER_MAGIC		0x5245474445564b31ULL	/* "1KVLEDGER" */
-#define KV_LEDGER_VERSION	11u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
+#define KV_LEDGER_VERSION	12u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
 					   4: per-key estimated and free counts;
 					   5: rate limits (account, kv_resv.tokens);
 					   6: key policy, reclaim request;
@@ -24,7 +27,9 @@
 					   8: per-key spend history;
 					   9: kv_worker_slot.resv_sent_nusd;
 					   10: target health (active checks);
-					   11: the target table after the models, in-flight counts in it */
+					   11: the target table after the models, in-flight counts in it;
+					   12: the claimed-slot bitmap before the accounts,
+					       kv_worker_slot.resv_hi */
 #define KV_WORKER_SLOTS		64	/* room for two generations during a reload */
 #define KV_RESV_PER_WORKER	2048	/* in-flight reservations one worker may hold */
 #define KV_MODEL_SLOTS		256
@@ -182,6 +187,10 @@ struct kv_worker_slot {
 	_Atomic uint64_t  connections;		/* open client connections (gauge) */
 	_Atomic uint64_t  active_streams;	/* requests in flight (gauge) */
 	_Atomic uint64_t  requests;		/* requests served by this process */
+	/* Version 11: one past the highest reservation index ever recorded
+	 * (kv_ledger_resv_end), so scans of a slot's 2048 records map only
+	 * the pages a worker used. */
+	_Atomic uint32_t  resv_hi;
 	struct kv_resv	  resv[KV_RESV_PER_WORKER];
 	/* Version 2. in_ledger is 1 while the worker is inside a ledger
 	 * operation; the master's repair waits for 0 (see kv_ledger_quiesce). */

@@ -24,6 +24,7 @@ struct layout {
 	uint64_t workers_off;
 	uint64_t models_off;
 	uint64_t targets_off;
+	uint64_t used_off;	/* the claimed-slot bitmap (kv_ledger_next_slot) */
 	uint64_t accounts_off;
 	uint64_t total_size;
 };
@@ -56,8 +57,9 @@ layout_for(uint32_t max_keys, struct layout *lo)
 	    (uint64_t)KV_WORKER_SLOTS * sizeof(struct kv_worker_slot);
 	lo->targets_off = lo->models_off +
 	    (uint64_t)KV_MODEL_SLOTS * sizeof(struct kv_model_slot);
-	lo->accounts_off = lo->targets_off +
+	lo->used_off = lo->targets_off +
 	    (uint64_t)KV_TARGET_SLOTS * sizeof(struct kv_target_slot);
+	lo->accounts_off = lo->used_off + round64(((uint64_t)max_keys + 63) / 64 * 8);
 	lo->total_size = lo->accounts_off +
 	    (uint64_t)max_keys * sizeof(struct kv_account);
 }
@@ -66,14 +68,17 @@ static void
 ledger_carve(struct kv_ledger *l)
 {
 	char *b = l->base;
+	struct layout lo;
 
 	l->hdr = l->base;
+	/* The target table and the bitmap have no offset words of their
+	 * own: they follow from max_keys, and check_layout found the header's
+	 * offsets equal to the same layout. */
+	layout_for(l->hdr->max_keys, &lo);
 	l->workers = (struct kv_worker_slot *)(b + l->hdr->workers_off);
 	l->models = (struct kv_model_slot *)(b + l->hdr->models_off);
-	/* Right after the models; check_layout found accounts_off where the
-	 * table's end must be. */
-	l->targets = (struct kv_target_slot *)(b + l->hdr->models_off +
-	    (uint64_t)KV_MODEL_SLOTS * sizeof(struct kv_model_slot));
+	l->targets = (struct kv_target_slot *)(b + lo.targets_off);
+	l->used = (_Atomic uint64_t *)(b + lo.used_off);
 	l->accounts = (struct kv_account *)(b + l->hdr->accounts_off);
 }
 
@@ -548,6 +553,9 @@ static struct kv_account *
 account_claim(struct kv_ledger *l, struct kv_account *a, uint64_t expect,
     uint64_t tag, const uint8_t hash[32], const char *label, int64_t budget_nusd)
 {
+	/* The bit first: a claimer killed after its tag CAS leaves a slot the
+	 * repair's scan must still find. */
+	kv_ledger_mark_slot(l, (uint32_t)(a - l->accounts));
 	if (!atomic_compare_exchange_strong(&a->tag, &expect, tag))
 		return NULL;
 	/* before account_fill() publishes the slot */
@@ -833,6 +841,8 @@ resv_record(struct kv_worker_slot *w, uint32_t account, int64_t amount)
 		j = (start + i) % KV_RESV_PER_WORKER;
 		if (atomic_load(&w->resv[j].account) != 0)
 			continue;
+		if (j + 1 > atomic_load(&w->resv_hi))	/* before the record shows */
+			atomic_store(&w->resv_hi, j + 1);
 		atomic_store(&w->resv[j].amount_nusd, amount);
 		atomic_store(&w->resv_sent_nusd[j], 0);
 		atomic_store_explicit(&w->resv[j].account, account,
@@ -1071,7 +1081,7 @@ kv_ledger_release_worker(struct kv_ledger *l, struct kv_worker_slot *w)
 
 	(void)kv_ratelimit_release_worker(l, w);	/* reads the same records */
 	kv_targets_release_worker(l, w);
-	for (i = 0; i < KV_RESV_PER_WORKER; i++) {
+	for (i = 0; i < kv_ledger_resv_end(w); i++) {
 		idx = atomic_load(&w->resv[i].account);
 		if (idx == 0)
 			continue;
@@ -1087,6 +1097,7 @@ kv_ledger_release_worker(struct kv_ledger *l, struct kv_worker_slot *w)
 		n++;
 	}
 	atomic_store(&w->resv_hint, 0);
+	atomic_store(&w->resv_hi, 0);
 	atomic_store(&w->connections, 0);
 	atomic_store(&w->active_streams, 0);
 	return n;
@@ -1204,4 +1215,38 @@ kv_histogram_observe(struct kv_histogram *h, uint64_t us)
 	atomic_fetch_add(&h->bucket[i], 1);
 	atomic_fetch_add(&h->sum_us, us);
 	atomic_fetch_add(&h->count, 1);
+}
+
+void
+kv_ledger_mark_slot(struct kv_ledger *l, uint32_t i)
+{
+	atomic_fetch_or(&l->used[i / 64], (uint64_t)1 << (i % 64));
+}
+
+uint32_t
+kv_ledger_next_slot(const struct kv_ledger *l, uint32_t i)
+{
+	uint32_t n = l->hdr->max_keys, w;
+	uint64_t bits;
+
+	if (i >= n)
+		return n;
+	w = i / 64;
+	bits = atomic_load_explicit(&l->used[w], memory_order_acquire) &
+	    (~(uint64_t)0 << (i % 64));
+	while (bits == 0) {
+		if (++w >= (n + 63) / 64)
+			return n;
+		bits = atomic_load_explicit(&l->used[w], memory_order_acquire);
+	}
+	i = w * 64 + (uint32_t)__builtin_ctzll(bits);
+	return i < n ? i : n;
+}
+
+uint32_t
+kv_ledger_resv_end(const struct kv_worker_slot *w)
+{
+	uint32_t hi = atomic_load(&w->resv_hi);
+
+	return hi < KV_RESV_PER_WORKER ? hi : KV_RESV_PER_WORKER;
 }

@@ -221,7 +221,7 @@ kv_ratelimit_release_worker(struct kv_ledger *l, struct kv_worker_slot *w)
 	int64_t held, total = 0;
 	uint32_t i;
 
-	for (i = 0; i < KV_RESV_PER_WORKER; i++) {
+	for (i = 0; i < kv_ledger_resv_end(w); i++) {
 		if ((a = resv_account(l, &w->resv[i])) == NULL)
 			continue;
 		held = (int64_t)atomic_exchange(&w->resv[i].tokens, 0);

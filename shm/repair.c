@@ -70,7 +70,7 @@ tombstone_half_claims(struct kv_ledger *l)
 	uint64_t t;
 	int n = 0;
 
-	for (i = 0; i < l->hdr->max_keys; i++) {
+	KV_FOR_EACH_SLOT(l, i) {
 		struct kv_account *a = &l->accounts[i];
 
 		st = atomic_load(&a->state);
@@ -96,11 +96,11 @@ tombstone_half_claims(struct kv_ledger *l)
 static void
 sum_reservations(const struct kv_ledger *l, int64_t *sum)
 {
-	uint32_t n = l->hdr->max_keys, idx;
-	int i, j;
+	uint32_t n = l->hdr->max_keys, idx, j;
+	int i;
 
 	for (i = 0; i < KV_WORKER_SLOTS; i++)
-		for (j = 0; j < KV_RESV_PER_WORKER; j++) {
+		for (j = 0; j < kv_ledger_resv_end(&l->workers[i]); j++) {
 			const struct kv_resv *r = &l->workers[i].resv[j];
 
 			idx = atomic_load(&r->account);
@@ -127,7 +127,7 @@ kv_ledger_repair(struct kv_ledger *l, uint64_t dead_mask,
 			rep->released += kv_ledger_release_worker(l, &l->workers[w]);
 	rep->claims_fixed = tombstone_half_claims(l);
 	sum_reservations(l, sum);
-	for (i = 0; i < n; i++) {
+	KV_FOR_EACH_SLOT(l, i) {	/* a reservation names a claimed slot */
 		struct kv_account *a = &l->accounts[i];
 
 		if (atomic_load(&a->state) == KV_SLOT_READY)
@@ -155,7 +155,7 @@ kv_ledger_roll_all(struct kv_ledger *l, enum kv_period period, int64_t now)
 
 	if (period == KV_PERIOD_NONE)
 		return 0;
-	for (i = 0; i < l->hdr->max_keys; i++) {
+	KV_FOR_EACH_SLOT(l, i) {
 		struct kv_account *a = &l->accounts[i];
 
 		if (atomic_load(&a->state) != KV_SLOT_READY)
@@ -193,7 +193,7 @@ kv_ledger_reclaimable(const struct kv_ledger *l, int64_t now, int64_t idle_s)
 	uint32_t i;
 	int n = 0;
 
-	for (i = 0; i < l->hdr->max_keys; i++) {
+	KV_FOR_EACH_SLOT(l, i) {
 		const struct kv_account *a = &l->accounts[i];
 
 		if (atomic_load(&a->state) != KV_SLOT_READY)
@@ -210,7 +210,7 @@ kv_ledger_reclaim(struct kv_ledger *l, int64_t now, int64_t idle_s, int *forgott
 	uint32_t i;
 
 	*forgotten = *reclaimed = 0;
-	for (i = 0; i < l->hdr->max_keys; i++) {
+	KV_FOR_EACH_SLOT(l, i) {
 		struct kv_account *a = &l->accounts[i];
 
 		if (atomic_load(&a->state) != KV_SLOT_READY)

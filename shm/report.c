@@ -156,7 +156,7 @@ kv_report_sorted_accounts(const struct kv_ledger *l,
 		free(v);
 		return 0;
 	}
-	for (i = 0; i < n; i++) {
+	KV_FOR_EACH_SLOT(l, i) {
 		const struct kv_account *a = &l->accounts[i];
 
 		if (atomic_load_explicit(&a->state, memory_order_acquire) != 2)

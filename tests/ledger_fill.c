@@ -164,6 +164,7 @@ step_halfclaim(struct kv_ledger *l, char **a)
 		struct kv_account *acct = &l->accounts[(start + i) % n];
 
 		zero = 0;
+		kv_ledger_mark_slot(l, (uint32_t)((start + i) % n));	/* as a claimer does */
 		if (atomic_compare_exchange_strong(&acct->tag, &zero, kv_account_tag(h)))
 			return 0;
 	}

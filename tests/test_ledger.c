@@ -713,6 +713,52 @@ test_worker_sums(void)
 	kv_ledger_close(&l);
 }
 
+/* Scans visit exactly the slots ever claimed (and nothing past max_keys),
+ * and a worker's reservation scans end past its highest record. */
+static void
+test_claimed_slots(void)
+{
+	struct kv_ledger l;
+	struct kv_worker_slot *w;
+	struct kv_account *a[3];
+	uint8_t h[32], seen[200] = { 0 };
+	char key[32];
+	uint32_t i, visits = 0;
+	int64_t rem;
+	int r[3], k;
+
+	CHECK_INT(open_new(&l, 200), 0);
+	CHECK_INT(kv_ledger_next_slot(&l, 0), 200);
+	for (k = 0; k < 3; k++) {
+		snprintf(key, sizeof(key), "sk-scan-%d", k);
+		hash_of(key, h);
+		a[k] = kv_ledger_account(&l, h, 1, NULL, 1000);
+		CHECK(a[k] != NULL);
+	}
+	KV_FOR_EACH_SLOT(&l, i) {
+		seen[i] = 1;
+		visits++;
+	}
+	CHECK_INT(visits, 3);
+	for (k = 0; k < 3; k++)
+		CHECK_INT(seen[kv_ledger_account_index(&l, a[k])], 1);
+	kv_ledger_mark_slot(&l, 199);		/* the last word's last bit */
+	CHECK_INT(kv_ledger_next_slot(&l, 199), 199);
+	CHECK_INT(kv_ledger_next_slot(&l, 200), 200);
+
+	w = &l.workers[1];
+	CHECK_INT(kv_ledger_resv_end(w), 0);
+	for (k = 0; k < 3; k++)
+		CHECK((r[k] = kv_ledger_reserve(&l, w, a[0], 10, &rem)) >= 0);
+	CHECK_INT(kv_ledger_resv_end(w), (uint32_t)r[2] + 1);
+	kv_ledger_settle(&l, w, r[2], 10, NULL, NULL);
+	CHECK_INT(kv_ledger_resv_end(w), (uint32_t)r[2] + 1);	/* a high-water mark */
+	CHECK_INT(kv_ledger_release_worker(&l, w), 2);
+	CHECK_INT(kv_ledger_resv_end(w), 0);
+	CHECK_INT(atomic_load(&a[0]->reserved_nusd), 0);
+	kv_ledger_close(&l);
+}
+
 int
 main(void)
 {
@@ -734,6 +780,7 @@ main(void)
 	test_periods();
 	test_histogram();
 	test_worker_sums();
+	test_claimed_slots();
 	unlink(path);
 	rmdir(tmpdir);
 	return unit_done();
