@@ -271,7 +271,7 @@ print_keys(FILE *f, struct rconn *c, const struct kv_ledger *l, int64_t now, int
 	char cursor[32] = "0", **keys = NULL;
 	size_t nkeys = 0, i;
 	const struct kv_resp_value *v;
-	int rc = 0;
+	int rc = 0, first = 1;
 
 	do {
 		const char *scan[] = { "SCAN", cursor, "MATCH", "kv:*:*", "COUNT", "1000" };
@@ -296,11 +296,14 @@ print_keys(FILE *f, struct rconn *c, const struct kv_ledger *l, int64_t now, int
 	fputs(json ? ",\"keys\":[" : "", f);
 	for (i = 0; i < nkeys; i++) {
 		const char *hg[] = { "HGETALL", keys[i] };
+		size_t kl = strlen(keys[i]);
 
-		if (strlen(keys[i]) < 16 || (v = call(c, 2, hg)) == NULL ||
-		    v->type != KV_RESP_ARRAY)
+		/* kv:HASH:rl holds the rate-limit buckets, not a budget period */
+		if (kl < 16 || strcmp(keys[i] + kl - 3, ":rl") == 0 ||
+		    (v = call(c, 2, hg)) == NULL || v->type != KV_RESP_ARRAY)
 			continue;
-		print_key(f, keys[i], v, l, now, json, i == 0);
+		print_key(f, keys[i], v, l, now, json, first);
+		first = 0;
 	}
 	fputs(json ? "]" : "", f);
 	goto out;

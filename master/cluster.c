@@ -30,6 +30,18 @@
 
 extern const char kv_cluster_sync_lua[];
 
+/* This host's lease of one rate limit of a key (requests or tokens). */
+struct rlease {
+	int64_t		 granted;	/* cumulative grant, from the last reply */
+	int64_t		 cap;		/* what we last stored in the cap word */
+	int64_t		 last_used;	/* used at the last sync */
+	int64_t		 rate;		/* units per second, decaying */
+	int64_t		 rate_ms;
+	int64_t		 free;		/* the free lease asked for last time */
+	int64_t		 peak;		/* most in flight since the last sync */
+	int64_t		 big;		/* the largest request refused for want of it */
+};
+
 struct acct {
 	int64_t		 period;	/* period_start the figures below are for */
 	int64_t		 last_spent;	/* local spent at the last sync */
@@ -42,9 +54,7 @@ struct acct {
 	int64_t		 rate_ms;
 	int64_t		 free;		/* the free lease asked for last time */
 	int64_t		 peak_reserved;	/* most in flight seen since the last sync */
-	int64_t		 others_rq;	/* the other hosts' requests, last sync */
-	int64_t		 others_tk;	/* and tokens */
-	int		 rl_seen;	/* others_* hold a baseline */
+	struct rlease	 rl[2];		/* requests, tokens */
 	int		 inflight;
 	int		 open;		/* admitting past the lease (open mode) */
 };
@@ -153,7 +163,12 @@ static void
 follow_local(struct kv_account *a, struct acct *s, int64_t period, int64_t spent)
 {
 	if (period != s->period) {
+		struct rlease rl[2];
+
+		/* rate leases do not follow budget periods */
+		memcpy(rl, s->rl, sizeof(rl));
 		memset(s, 0, sizeof(*s));
+		memcpy(s->rl, rl, sizeof(rl));
 		s->period = period;
 		s->known_budget = -1;
 		atomic_store(&a->cluster_base_nusd, 0);
@@ -203,14 +218,76 @@ free_want(struct kv_cluster_host *h, struct kv_account *a, struct acct *s, int64
 	return w > need ? w : need;
 }
 
-#define ARGS_PER	9
-#define FIELDS		7	/* per key in the script's reply */
+/* The free lease of a rate limit (LIM per minute) to hold: a second of
+ * the use rate, at least the peak in flight and what a worker was just
+ * refused (NEED), at least 1 request while the key is in use; nothing
+ * for a key unused for IDLE_SECS. A refusal grows it 4 times, as for
+ * budgets. */
+static int64_t
+rl_free(struct kv_cluster_host *h, struct kv_account *a, struct rlease *r, int64_t used,
+    int64_t reserved, int64_t need, int64_t least, uint32_t lim)
+{
+	int64_t now = kv_now_ms(), dt = now - r->rate_ms, w;
+
+	if (r->rate_ms != 0 && dt > 0) {
+		int64_t x = (used - r->last_used) * 1000 / dt;
+
+		/* Down fast (half-life one sync): a held rate lease is
+		 * headroom the other hosts lack, and a refusal regrows it
+		 * within 100 ms. */
+		r->rate = x > r->rate ? x : r->rate / 2;
+	}
+	r->rate_ms = now;
+	r->last_used = used;
+	if (h->stopping || lim == 0)
+		return 0;
+	/* A named key keeps LEAST (one request; the largest request seen),
+	 * so its first request after a pause is not refused: a lease that is
+	 * held costs the others only that much headroom. */
+	if (!(a->flags & KV_ACCOUNT_NAMED) && reserved == 0 && need == 0 && r->rate == 0 &&
+	    atomic_load(&a->last_used) + IDLE_SECS < (int64_t)time(NULL))
+		return 0;
+	w = r->rate;
+	if (w < r->peak)
+		w = r->peak;
+	r->peak = reserved;
+	if (need > 0 && w < 4 * r->free)
+		w = 4 * r->free;
+	if (w < least)
+		w = least;
+	if (w < need)
+		w = need;
+	/* One host holds at most lease_share percent of the limit unused, so
+	 * what a busy host strands for the others stays bounded. */
+	if (w > (int64_t)lim * h->c.lease_share / 100)
+		w = (int64_t)lim * h->c.lease_share / 100;
+	if (w < need)
+		w = need;
+	if (w < 1)
+		w = 1;
+	r->free = w;
+	return w;
+}
+
+/* Lower a rate cap word to at most V (never raise it here). */
+static void
+rl_cap_lower(_Atomic int64_t *word, struct rlease *r, int64_t v)
+{
+	int64_t cur = atomic_load(word);
+
+	while (cur > v && !atomic_compare_exchange_weak(word, &cur, v))
+		;
+	r->cap = cur > v ? v : cur;
+}
+
+#define ARGS_PER	17
+#define FIELDS		9	/* per key in the script's reply */
 #define NUMBUF		24
 
 struct callbuf {
-	const char	*argv[3 + BATCH + 4 + BATCH * ARGS_PER];
-	size_t		 lens[3 + BATCH + 4 + BATCH * ARGS_PER];
-	char		 keys[BATCH][112];
+	const char	*argv[3 + 2 * BATCH + 4 + BATCH * ARGS_PER];
+	size_t		 lens[3 + 2 * BATCH + 4 + BATCH * ARGS_PER];
+	char		 keys[2 * BATCH][112];
 	char		 nums[4 + BATCH * ARGS_PER][NUMBUF];
 	int		 argc, nn;
 };
@@ -230,6 +307,36 @@ arg_num(struct callbuf *cb, int64_t v)
 	arg_str(cb, cb->nums[cb->nn++], (size_t)n);
 }
 
+/* One rate limit's figures for a sync: used, want, floor, need; the cap
+ * is lowered first when part of the lease goes back (see admit()). */
+static void
+rl_args(struct kv_cluster_host *h, struct kv_account *a, struct rlease *r,
+    _Atomic int64_t *usedw, _Atomic int64_t *resw, _Atomic int64_t *capw, uint32_t lim,
+    int64_t need, int64_t least, struct callbuf *ab)
+{
+	int64_t used = atomic_load(usedw), res = resw ? atomic_load(resw) : 0, want;
+
+	r->cap = atomic_load(capw);
+	if (lim == 0) {
+		want = used;
+		need = 0;
+	} else
+		want = used + res + rl_free(h, a, r, used, res, need, least, lim);
+	if (want < r->granted && r->granted - (want - used) / 2 <= want && lim != 0)
+		want = r->granted;	/* hold up to half again the demand */
+	if (want < r->granted) {
+		rl_cap_lower(capw, r, want);
+		res = resw ? atomic_load(resw) : 0;
+		used = atomic_load(usedw);
+	}
+	if (want < used + res)
+		want = used + res;
+	arg_num(ab, used);
+	arg_num(ab, want);
+	arg_num(ab, used + res);
+	arg_num(ab, need);
+}
+
 /* The account's figures for one sync: returns 0, or -1 to leave it out. */
 static int
 add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
@@ -237,7 +344,8 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 {
 	struct kv_account *a = &h->l->accounts[i];
 	struct acct *s = &h->acct[i];
-	int64_t spent, reserved, base, u, floor, want, need, budget, bs;
+	int64_t spent, reserved, base, u, floor, want, need, budget, bs, rneed;
+	uint32_t rpm, tpm;
 	char hex[65];
 	int k;
 
@@ -279,6 +387,7 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 		snprintf(hex + 2 * k, 3, "%02x", a->hash[k]);
 	k = snprintf(kb->keys[b->n], sizeof(kb->keys[0]), "kv:%s:%" PRId64, hex, s->period);
 	arg_str(kb, kb->keys[b->n], (size_t)k);
+	snprintf(kb->keys[BATCH + b->n], sizeof(kb->keys[0]), "kv:%s:rl", hex);
 	arg_num(ab, u);
 	arg_num(ab, want);
 	arg_num(ab, floor);
@@ -286,9 +395,17 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 	arg_num(ab, bs);
 	arg_num(ab, budget);
 	arg_num(ab, key_ttl(h->period));
-	arg_num(ab, (int64_t)(atomic_load(&a->requests) & INT64_MAX));
-	arg_num(ab, (int64_t)((atomic_load(&a->input_tokens) +
-	    atomic_load(&a->output_tokens)) & INT64_MAX));
+	rpm = atomic_load(&a->rpm);
+	tpm = atomic_load(&a->tpm);
+	rneed = atomic_exchange(&a->rl_need, 0);
+	arg_num(ab, rpm);
+	arg_num(ab, tpm);
+	rl_args(h, a, &s->rl[0], &a->rl_req_used, NULL, &a->rl_req_cap, rpm,
+	    rneed > 0, 1, ab);
+	if (rneed - 1 > s->rl[1].big)
+		s->rl[1].big = rneed - 1;
+	rl_args(h, a, &s->rl[1], &a->rl_tok_used, &a->rl_tok_reserved, &a->rl_tok_cap, tpm,
+	    rneed > 1 ? rneed - 1 : 0, s->rl[1].big, ab);
 	b->idx[b->n] = i;
 	b->period[b->n] = s->period;
 	b->budget[b->n] = budget;
@@ -328,25 +445,23 @@ overdraft(struct kv_cluster_host *h, struct kv_account *a, struct acct *s, int64
 	    (uint64_t)(u - s->granted));
 }
 
-/* Rate limits are not leased: each host's GCRA words are charged with the
- * requests and tokens the other hosts served since the last sync, so every
- * host's buckets drain with the whole cluster's traffic, half a second
- * late (docs/cluster.md gives the bound). The first figures after a start
- * or a new period are a baseline, not traffic. */
+/* A rate limit's reply: the cap from the grant (unless the master
+ * lowered it meanwhile, see apply), and the local GCRA word set to mirror
+ * the cluster-wide bucket (AHEAD_US: how far Redis's TAT, counting what
+ * the other hosts hold as used, is ahead of Redis's clock), so headers and
+ * retry-after tell what the whole cluster has left. */
 static void
-share_rates(struct kv_account *a, struct acct *s, int64_t rq, int64_t tk)
+rl_apply(struct rlease *r, _Atomic int64_t *capw, _Atomic int64_t *tat, uint32_t lim,
+    int64_t grant, int64_t ahead_us)
 {
-	if (s->rl_seen) {
-		if (rq > s->others_rq)
-			kv_gcra_adjust(&a->rpm_tat, atomic_load(&a->rpm), rq - s->others_rq);
-		if (tk > s->others_tk)
-			kv_gcra_adjust(&a->tpm_tat, atomic_load(&a->tpm), tk - s->others_tk);
-	}
-	if (!s->rl_seen || rq > s->others_rq)
-		s->others_rq = rq;
-	if (!s->rl_seen || tk > s->others_tk)
-		s->others_tk = tk;
-	s->rl_seen = 1;
+	int64_t cur = r->cap;
+
+	if (lim == 0)
+		return;
+	r->granted = grant;
+	if (atomic_compare_exchange_strong(capw, &cur, grant))
+		r->cap = grant;
+	atomic_store(tat, kv_rl_now_ns() + ahead_us * 1000);
 }
 
 static void
@@ -361,7 +476,8 @@ apply(struct kv_cluster_host *h, struct batch *b, size_t j, const int64_t f[FIEL
 		return;		/* the period rolled meanwhile: figures are stale */
 	if (s->open)
 		overdraft(h, a, s, f[1]);
-	share_rates(a, s, f[5], f[6]);
+	rl_apply(&s->rl[0], &a->rl_req_cap, &a->rpm_tat, atomic_load(&a->rpm), f[5], f[6]);
+	rl_apply(&s->rl[1], &a->rl_tok_cap, &a->tpm_tat, atomic_load(&a->tpm), f[7], f[8]);
 	s->granted = f[0];
 	s->deadline_ms = b->sent_ms + (int64_t)h->c.lease_ttl * 1000 - SYNC_MS;
 	atomic_store(&a->cluster_other_nusd, f[3]);
@@ -433,10 +549,12 @@ send_batch(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 	cb.argc = cb.nn = 0;
 	arg_str(&cb, "EVALSHA", 7);
 	arg_str(&cb, h->sha, 40);
-	snprintf(nk, sizeof(nk), "%zu", b->n);
+	snprintf(nk, sizeof(nk), "%zu", 2 * b->n);
 	arg_str(&cb, nk, strlen(nk));
 	for (i = 0; i < kb->argc; i++)
 		arg_str(&cb, kb->argv[i], kb->lens[i]);
+	for (i = 0; i < (int)b->n; i++)	/* then each key's rate-limit hash */
+		arg_str(&cb, kb->keys[BATCH + i], strlen(kb->keys[BATCH + i]));
 	for (i = 0; i < ab->argc; i++)
 		arg_str(&cb, ab->argv[i], ab->lens[i]);
 	b->sent_ms = kv_now_ms();
@@ -513,10 +631,18 @@ when_down(struct kv_cluster_host *h, int64_t now)
 				s->open = 1;
 				atomic_store(&a->lease_cap_nusd, CAP_OPEN);
 				s->cap = CAP_OPEN;
+				/* rate limits: the local buckets alone */
+				atomic_store(&a->rl_req_cap, CAP_OPEN);
+				atomic_store(&a->rl_tok_cap, CAP_OPEN);
+				s->rl[0].cap = s->rl[1].cap = CAP_OPEN;
 			}
-		} else if (now >= s->deadline_ms)
+		} else if (now >= s->deadline_ms) {
 			cap_lower(a, s, kv_account_spent(a) +
 			    atomic_load(&a->reserved_nusd));
+			rl_cap_lower(&a->rl_req_cap, &s->rl[0], atomic_load(&a->rl_req_used));
+			rl_cap_lower(&a->rl_tok_cap, &s->rl[1], atomic_load(&a->rl_tok_used) +
+			    atomic_load(&a->rl_tok_reserved));
+		}
 	}
 }
 
@@ -555,8 +681,12 @@ lease_wanted(struct kv_cluster_host *h)
 		r = atomic_load_explicit(&a->reserved_nusd, memory_order_relaxed);
 		if (r > h->acct[i].peak_reserved)
 			h->acct[i].peak_reserved = r;
-		if (atomic_load_explicit(&a->lease_need_nusd, memory_order_relaxed) != 0)
+		if (atomic_load_explicit(&a->lease_need_nusd, memory_order_relaxed) != 0 ||
+		    atomic_load_explicit(&a->rl_need, memory_order_relaxed) != 0)
 			wanted = 1;
+		r = atomic_load_explicit(&a->rl_tok_reserved, memory_order_relaxed);
+		if (r > h->acct[i].rl[1].peak)
+			h->acct[i].rl[1].peak = r;
 	}
 	return wanted;
 }
@@ -621,6 +751,9 @@ kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l)
 		/* What a previous run was granted is unknown until the first
 		 * sync: admit nothing new until then. */
 		cap_lower(a, s, s->last_spent + atomic_load(&a->reserved_nusd));
+		rl_cap_lower(&a->rl_req_cap, &s->rl[0], atomic_load(&a->rl_req_used));
+		rl_cap_lower(&a->rl_tok_cap, &s->rl[1], atomic_load(&a->rl_tok_used) +
+		    atomic_load(&a->rl_tok_reserved));
 	}
 	atomic_store(&l->hdr->cluster_up, 0);
 	atomic_store(&l->hdr->cluster, 1);

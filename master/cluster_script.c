@@ -12,51 +12,123 @@
  *   g:H u:H	host H's cumulative grant and cumulative reported spend
  *   e:H i:H	H's lease expiry (Redis ms) and incarnation (ledger id)
  *   R		committed by retired incarnations (display)
- *   rq:H tk:H	H's cumulative requests and tokens (rate limits)
- *   RQ TK	their sums over hosts
  * Invariant kept by every grant: C <= budget. A host's spend never passes
  * its grant (its workers admit against it), so the sum of all spend, the
  * expired leases' unsettled part included, is at most C <= budget.
  *
- * KEYS: the accounts' hashes. ARGV: host, incarnation, ttl ms, share
- * percent, then per key: spent, want, floor, need, budget to set (-1 for
- * none), budget when the key is new, key TTL seconds (0 for none),
- * requests, tokens. Returns { now ms, { {granted, spent, budget, others,
- * all spent, others' requests, others' tokens}, ... } } where others = C
- * minus this host's commitment. */
+ *
+ * Rate limits, per key in hash kv:{SHA-256 hex}:rl (not per period), for
+ * x = r (requests per minute) and t (tokens per minute):
+ *   xt		the cluster-wide GCRA bucket: its TAT in Redis microseconds
+ *   xg:H xu:H	host H's cumulative grant and cumulative reported use
+ *   le:H li:H	H's rate lease expiry (Redis ms) and incarnation
+ * A host admits only within its grant. A grant is made only from room in
+ * the bucket net of every live host's unused grant (g - u); use is charged
+ * to the TAT when reported (at most a sync later), and an expired or
+ * retired host's unused grant is charged as used. So the bucket's fill
+ * plus what the hosts hold never passes the limit, and every admission is
+ * charged to the bucket within a sync of it (docs/cluster.md).
+ *
+ * KEYS: the accounts' period hashes, then their rate-limit hashes. ARGV:
+ * host, incarnation, ttl ms, share percent, then per key: spent, want,
+ * floor, need, budget to set (-1 for none), budget when the key is new,
+ * key TTL seconds (0 for none), rpm, tpm, and for requests then tokens:
+ * used, want, floor, need (cumulative units). Returns { now ms, { {granted,
+ * spent, budget, others, all spent, requests granted, requests' bucket
+ * ahead us, tokens granted, tokens' bucket ahead us}, ... } } where others
+ * = C minus this host's commitment, and "ahead" counts what the other hosts
+ * hold as used. */
 const char kv_cluster_sync_lua[] =
 "local host, inc = ARGV[1], ARGV[2]\n"
 "local ttl, share = tonumber(ARGV[3]), tonumber(ARGV[4])\n"
 "local t = redis.call('TIME')\n"
 "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+"local nowu = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
 "local function s(x) return string.format('%d', x) end\n"
 "local gk, uk, ek, ik = 'g:' .. host, 'u:' .. host, 'e:' .. host, 'i:' .. host\n"
-"local qk, tkk = 'rq:' .. host, 'tk:' .. host\n"
+"local nk = #KEYS / 2\n"
+"local function rates(rk, b)\n"
+"  local lim = { tonumber(ARGV[b + 8]), tonumber(ARGV[b + 9]) }\n"
+"  if lim[1] <= 0 and lim[2] <= 0 then return { 0, 0, 0, 0 } end\n"
+"  local all = redis.call('HGETALL', rk)\n"
+"  local f = {}\n"
+"  for j = 1, #all, 2 do f[all[j]] = all[j + 1] end\n"
+"  local mine = f['li:' .. host] == inc\n"
+"  local set = { 'le:' .. host, s(now + ttl), 'li:' .. host, inc }\n"
+"  local res = {}\n"
+"  for n, x in ipairs({ 'r', 't' }) do\n"
+"    local L, a = lim[n], b + 5 + 4 * n\n"
+"    if L <= 0 then\n"
+"      res[2 * n - 1], res[2 * n] = 0, 0\n"
+"    else\n"
+"      local T = 60000000 / L\n"
+"      local tat = math.max(tonumber(f[x .. 't']) or 0, nowu)\n"
+"      local others = 0\n"
+"      for name, v in pairs(f) do\n"
+"        local h = string.match(name, '^' .. x .. 'g:(.+)$')\n"
+"        if h and h ~= host then\n"
+"          local g, u = tonumber(v), tonumber(f[x .. 'u:' .. h]) or 0\n"
+"          if g > u then\n"
+"            if (tonumber(f['le:' .. h]) or 0) < now then\n"
+"              tat = tat + (g - u) * T\n"
+"              set[#set + 1], set[#set + 2] = x .. 'g:' .. h, s(u)\n"
+"            else\n"
+"              others = others + g - u\n"
+"            end\n"
+"          end\n"
+"        end\n"
+"      end\n"
+"      local g, u = tonumber(f[x .. 'g:' .. host]) or 0, tonumber(f[x .. 'u:' .. host]) or 0\n"
+"      local ru, w, fl, need = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]),\n"
+"        tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])\n"
+"      if not mine then\n"
+"        if g > u then tat = tat + (g - u) * T end\n"
+"        g, u = ru, ru\n"
+"      end\n"
+"      if ru > u then\n"
+"        tat = tat + (ru - u) * T\n"
+"        u = ru\n"
+"      end\n"
+"      fl = math.max(fl, u)\n"
+"      local base = math.max(g, fl)\n"
+"      local ng = base\n"
+"      if w < base then\n"
+"        ng = math.max(w, fl)\n"
+"      elseif w > base then\n"
+"        local room = math.floor(L - (tat - nowu) / T - others - (base - u) + 1e-6)\n"
+"        local add = math.min(w - base, math.max(need, math.floor(room * share / 100), 1), room)\n"
+"        if add > 0 then ng = base + add end\n"
+"      end\n"
+"      set[#set + 1], set[#set + 2] = x .. 'g:' .. host, s(ng)\n"
+"      set[#set + 1], set[#set + 2] = x .. 'u:' .. host, s(u)\n"
+"      set[#set + 1], set[#set + 2] = x .. 't', string.format('%.0f', tat)\n"
+"      res[2 * n - 1], res[2 * n] = ng, math.floor(tat - nowu + others * T)\n"
+"    end\n"
+"  end\n"
+"  redis.call('HSET', rk, unpack(set))\n"
+"  redis.call('EXPIRE', rk, 600)\n"
+"  return res\n"
+"end\n"
 "local out = {}\n"
 "redis.call('HSET', 'kv:hosts', host, s(now))\n"
-"for i, k in ipairs(KEYS) do\n"
-"  local b = 4 + (i - 1) * 9\n"
+"for i = 1, nk do\n"
+"  local k = KEYS[i]\n"
+"  local b = 4 + (i - 1) * 17\n"
 "  local u, w, f = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])\n"
 "  local need, bs, db = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]), tonumber(ARGV[b + 6])\n"
-"  local kttl, rq, tk = tonumber(ARGV[b + 7]), tonumber(ARGV[b + 8]), tonumber(ARGV[b + 9])\n"
-"  local h = redis.call('HMGET', k, 'budget', 'C', 'S', gk, uk, ik, 'RQ', 'TK', qk, tkk)\n"
+"  local kttl = tonumber(ARGV[b + 7])\n"
+"  local h = redis.call('HMGET', k, 'budget', 'C', 'S', gk, uk, ik)\n"
 "  local budget = tonumber(h[1]) or db\n"
 "  if bs >= 0 then budget = bs end\n"
 "  local C, S = tonumber(h[2]) or 0, tonumber(h[3]) or 0\n"
 "  local g, uo = tonumber(h[4]) or 0, tonumber(h[5]) or 0\n"
-"  local RQ, TK = tonumber(h[7]) or 0, tonumber(h[8]) or 0\n"
-"  local rqo, tko = tonumber(h[9]) or 0, tonumber(h[10]) or 0\n"
 "  if h[6] and h[6] ~= inc then\n"
      /* a new ledger under the same host id: the old one's holding stays
       * counted in C and S for good; the new one starts from zero */
 "    redis.call('HINCRBY', k, 'R', s(math.max(g, uo)))\n"
-"    g, uo, rqo, tko = 0, 0, 0, 0\n"
+"    g, uo = 0, 0\n"
 "  end\n"
 "  if u < uo then u = uo end\n"
-"  if rq < rqo then rq = rqo end\n"
-"  if tk < tko then tk = tko end\n"
-"  RQ = RQ - rqo + rq\n"
-"  TK = TK - tko + tk\n"
 "  local cold = math.max(g, uo)\n"
 "  local fl = math.max(f, u)\n"
 "  local base = math.max(g, fl)\n"
@@ -73,8 +145,9 @@ const char kv_cluster_sync_lua[] =
 "  C = C - cold + cnew\n"
 "  S = S - uo + u\n"
 "  redis.call('HSET', k, 'budget', s(budget), 'C', s(C), 'S', s(S), gk, s(ng), uk, s(u),\n"
-"    ek, s(now + ttl), ik, inc, 'RQ', s(RQ), 'TK', s(TK), qk, s(rq), tkk, s(tk))\n"
+"    ek, s(now + ttl), ik, inc)\n"
 "  if kttl > 0 then redis.call('EXPIRE', k, kttl) end\n"
-"  out[i] = { ng, u, budget, C - cnew, S, RQ - rq, TK - tk }\n"
+"  local r = rates(KEYS[nk + i], b)\n"
+"  out[i] = { ng, u, budget, C - cnew, S, r[1], r[2], r[3], r[4] }\n"
 "end\n"
 "return { now, out }\n";

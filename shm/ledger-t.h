@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define KV_LEDGER_MAGIC		0x5245474445564b31ULL	/* "1KVLEDGER" */
-#define KV_LEDGER_VERSION	12u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
+#define KV_LEDGER_VERSION	13u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
 					   4: per-key estimated and free counts;
 					   5: rate limits (account, kv_resv.tokens);
 					   6: key policy, reclaim request;
@@ -29,7 +29,8 @@
 					   10: target health (active checks);
 					   11: the target table after the models, in-flight counts in it;
 					   12: the claimed-slot bitmap before the accounts,
-					       kv_worker_slot.resv_hi */
+					       kv_worker_slot.resv_hi;
+					   13: cluster leases of rpm/tpm (account) */
 #define KV_WORKER_SLOTS		64	/* room for two generations during a reload */
 #define KV_RESV_PER_WORKER	2048	/* in-flight reservations one worker may hold */
 #define KV_MODEL_SLOTS		256
@@ -278,6 +279,19 @@ struct kv_account {
 	_Atomic int64_t	  hist_minute_nusd[KV_HIST_MINUTES];	/* [minute % 60] */
 	_Atomic int64_t	  hist_hour_nusd[KV_HIST_HOURS];	/* [hour % 24] */
 	int64_t		  hist_pad[KV_HIST_PAD];
+	/* Version 13. Cluster leases of the rate limits (docs/cluster.md), used
+	 * only with [cluster]: this host admits a request while rl_req_used + 1
+	 * <= rl_req_cap, and TOKENS while rl_tok_used + rl_tok_reserved + TOKENS
+	 * <= rl_tok_cap. The *_used words are cumulative (never reset) and are
+	 * what Redis charges to the key's cluster-wide buckets; the caps are
+	 * written by the master only, from what Redis granted. */
+	_Atomic int64_t	  rl_req_used;
+	_Atomic int64_t	  rl_req_cap;
+	_Atomic int64_t	  rl_tok_used;		/* settled tokens */
+	_Atomic int64_t	  rl_tok_reserved;	/* tokens of requests in flight */
+	_Atomic int64_t	  rl_tok_cap;
+	_Atomic int64_t	  rl_need;		/* refused for want of lease: tokens + 1 */
+	int64_t		  rl_pad[2];
 };
 
 #define KV_ACCOUNT_NAMED 0x1u

@@ -127,9 +127,61 @@ refuse(const struct kv_account *a, uint32_t rpm, uint32_t tpm, int64_t now,
 	return -1;
 }
 
+/* Note a lease refusal of TOKENS for the master (the largest one wins). */
+static void
+lease_need(struct kv_account *a, int64_t tokens)
+{
+	int64_t cur = atomic_load(&a->rl_need);
+
+	while (cur < tokens + 1 && !atomic_compare_exchange_weak(&a->rl_need, &cur, tokens + 1))
+		;
+}
+
+/* Take one request (if RPM) and TOKENS from this host's cluster lease.
+ * The master lowers a cap before it reads the used words to return the
+ * rest, so a cap seen lower after the CAS means undo and retry (as the
+ * budget's admission does, shm/ledger.c). Returns 0, or -1 with nothing
+ * taken. */
+static int
+lease_take(struct kv_account *a, uint32_t rpm, int64_t tokens)
+{
+	int64_t used, res, cap;
+
+	for (;;) {
+		if (rpm != 0) {
+			used = atomic_load(&a->rl_req_used);
+			cap = atomic_load(&a->rl_req_cap);
+			if (used + 1 > cap)
+				return -1;
+			if (!atomic_compare_exchange_strong(&a->rl_req_used, &used, used + 1))
+				continue;
+			if (atomic_load(&a->rl_req_cap) < cap) {
+				atomic_fetch_sub(&a->rl_req_used, 1);
+				continue;
+			}
+		}
+		if (tokens == 0)
+			return 0;
+		/* reserved before used: settlement adds to used first */
+		res = atomic_load(&a->rl_tok_reserved);
+		used = atomic_load(&a->rl_tok_used);
+		cap = atomic_load(&a->rl_tok_cap);
+		if (used + res + tokens <= cap &&
+		    atomic_compare_exchange_strong(&a->rl_tok_reserved, &res, res + tokens)) {
+			if (atomic_load(&a->rl_tok_cap) >= cap)
+				return 0;
+			atomic_fetch_sub(&a->rl_tok_reserved, tokens);
+		}
+		if (rpm != 0)
+			atomic_fetch_sub(&a->rl_req_used, 1);
+		if (used + res + tokens > cap)
+			return -1;
+	}
+}
+
 int
 kv_ratelimit_admit(struct kv_worker_slot *w, int resv, struct kv_account *a,
-    int64_t tokens, int64_t now, struct kv_rl_view *v)
+    int64_t tokens, int64_t now, int leased, struct kv_rl_view *v)
 {
 	uint32_t rpm = atomic_load(&a->rpm), tpm = atomic_load(&a->tpm);
 	int64_t wait;
@@ -148,6 +200,14 @@ kv_ratelimit_admit(struct kv_worker_slot *w, int resv, struct kv_account *a,
 	if (tokens > 0 && kv_gcra_take(&a->tpm_tat, tpm, tokens, now, &wait) == -1) {
 		kv_gcra_adjust(&a->rpm_tat, rpm, -1);	/* all or nothing */
 		return refuse(a, rpm, tpm, now, 't', wait, v);
+	}
+	if (leased && lease_take(a, rpm, tokens) == -1) {
+		/* The cluster has room (as last synced) but this host's lease
+		 * is short: the master leases more within 100 ms. */
+		kv_gcra_adjust(&a->rpm_tat, rpm, -1);
+		kv_gcra_adjust(&a->tpm_tat, tokens > 0 ? tpm : 0, -tokens);
+		lease_need(a, tokens);
+		return refuse(a, rpm, tpm, now, 'l', 1000000000LL, v);
 	}
 	/* Recorded after the CAS: a worker dying in between leaks a charge
 	 * that refills within a minute; recorded before, the master would
@@ -168,6 +228,15 @@ resv_account(struct kv_ledger *l, const struct kv_resv *r)
 	if (idx == 0 || idx > l->hdr->max_keys)
 		return NULL;
 	return &l->accounts[idx - 1];
+}
+
+void
+kv_ratelimit_lease_sent(struct kv_ledger *l, struct kv_account *a, int64_t committed)
+{
+	if (committed <= 0 || !atomic_load(&l->hdr->cluster))
+		return;
+	atomic_fetch_add(&a->rl_tok_used, committed);
+	atomic_fetch_sub(&a->rl_tok_reserved, committed);
 }
 
 int64_t
@@ -212,6 +281,13 @@ kv_ratelimit_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
 	if (held == 0 && committed == 0 && tokens > 0 && atomic_load(&a->tpm) == 0)
 		return;
 	kv_gcra_adjust(&a->tpm_tat, atomic_load(&a->tpm), tokens - held - committed);
+	if (atomic_load(&l->hdr->cluster)) {
+		/* used first, then reserved: a reader over-counts, never under;
+		 * the committed part moved to used when it was sent */
+		if (tokens > committed)
+			atomic_fetch_add(&a->rl_tok_used, tokens - committed);
+		atomic_fetch_sub(&a->rl_tok_reserved, held);
+	}
 }
 
 int64_t
@@ -228,6 +304,8 @@ kv_ratelimit_release_worker(struct kv_ledger *l, struct kv_worker_slot *w)
 		if (held == 0)
 			continue;
 		kv_gcra_adjust(&a->tpm_tat, atomic_load(&a->tpm), -held);
+		if (atomic_load(&l->hdr->cluster))
+			atomic_fetch_sub(&a->rl_tok_reserved, held);
 		total += held;
 	}
 	return total;

@@ -14,8 +14,12 @@
  * the real count (TAT moved back for a refund, forward for an overrun).
  * A worker's death releases what its kv_resv records still hold.
  *
- * For a cluster lease (issue 14), the words are plain: a lease of N units
- * is admitting cost N locally; returning U unused units is a refund of U. */
+ * With [cluster] (docs/cluster.md) the words are a local mirror of the
+ * key's cluster-wide buckets in Redis, written by the master at each sync:
+ * they give the x-ratelimit-* figures and the retry-after of a refusal.
+ * The bound across hosts comes from the lease: a request is admitted only
+ * within this host's lease of requests and tokens (rl_req_cap, rl_tok_cap),
+ * which Redis grants from the cluster-wide bucket. */
 #ifndef KV_RATELIMIT_H
 #define KV_RATELIMIT_H
 
@@ -33,7 +37,8 @@ struct kv_rl_view {
 	int64_t	  req_remaining, tok_remaining;
 	int64_t	  req_reset_ms, tok_reset_ms;	/* until the bucket is full */
 	int64_t	  retry_after_s;	/* refusals: whole seconds, -1 = never fits */
-	int	  refused_by;		/* 0, or 'r' (requests) / 't' (tokens) */
+	int	  refused_by;		/* 0, or 'r' (requests) / 't' (tokens), or
+					   'l' (this host's cluster lease is short) */
 	int64_t	  tokens;		/* tokens this request reserved */
 };
 
@@ -61,10 +66,14 @@ void	kv_gcra_state(int64_t tat, uint32_t limit, int64_t now, int64_t *remaining,
  * TOKENS (capped at tpm, so a request larger than the whole limit waits for
  * a full bucket instead of failing forever) from tpm, recording the tokens
  * in the reservation. All or nothing. Fills V (with the state after this
- * request). Returns 0 admitted, -1 refused (V says by what and when to
- * retry; nothing was taken). A key with no limit is always admitted. */
+ * request). With LEASED (a [cluster] host), the request and its tokens
+ * must also fit this host's lease; when only the lease is short the
+ * refusal is 'l' with a retry-after of 1 s, and the amount is noted in
+ * rl_need for the master. Returns 0 admitted, -1 refused (V says by what
+ * and when to retry; nothing was taken). A key with no limit is always
+ * admitted. */
 int	kv_ratelimit_admit(struct kv_worker_slot *w, int resv, struct kv_account *a,
-	    int64_t tokens, int64_t now, struct kv_rl_view *v);
+	    int64_t tokens, int64_t now, int leased, struct kv_rl_view *v);
 
 /* The request behind reservation RESV of W reached the provider, which
  * counts its input against its own limit from now on: INPUT of the tokens
@@ -74,6 +83,12 @@ int	kv_ratelimit_admit(struct kv_worker_slot *w, int resv, struct kv_account *a,
  * committed (pass them to kv_ratelimit_settle). Written only by W's own
  * worker; one store, so a kill on either side of it is exact. */
 int64_t	kv_ratelimit_sent(struct kv_worker_slot *w, int resv, int64_t input);
+
+/* With [cluster]: COMMITTED tokens (what kv_ratelimit_sent returned) of
+ * a request on account A are final, so they move from the lease's
+ * reserved word to its used word (a dead worker's refund then leaves
+ * them used). */
+void	kv_ratelimit_lease_sent(struct kv_ledger *l, struct kv_account *a, int64_t committed);
 
 /* Settle reservation RESV of worker W to the TOKENS really counted, of
  * which COMMITTED were already made final by kv_ratelimit_sent; call it

@@ -53,9 +53,18 @@ report_lease_json(FILE *f, const struct kv_account *a, int64_t spent, int64_t re
 	free = cap - spent - reserved;
 	fprintf(f, ",\"cluster\":{\"lease_nusd\":%" PRId64 ",\"lease_cap_nusd\":%" PRId64
 	    ",\"others_nusd\":%" PRId64 ",\"cluster_spent_nusd\":%" PRId64
-	    ",\"lease_expires_ms\":%" PRId64 ",\"reset_nusd\":%" PRId64 "}",
+	    ",\"lease_expires_ms\":%" PRId64 ",\"reset_nusd\":%" PRId64,
 	    free > 0 ? free : 0, cap, atomic_load(&a->cluster_other_nusd),
 	    atomic_load(&a->cluster_spent_nusd), exp, atomic_load(&a->cluster_base_nusd));
+	/* The rate-limit leases: cumulative use here and the cap it runs to. */
+	if (atomic_load(&a->rpm) != 0)
+		fprintf(f, ",\"rpm_used\":%" PRId64 ",\"rpm_cap\":%" PRId64,
+		    atomic_load(&a->rl_req_used), atomic_load(&a->rl_req_cap));
+	if (atomic_load(&a->tpm) != 0)
+		fprintf(f, ",\"tpm_used\":%" PRId64 ",\"tpm_reserved\":%" PRId64
+		    ",\"tpm_cap\":%" PRId64, atomic_load(&a->rl_tok_used),
+		    atomic_load(&a->rl_tok_reserved), atomic_load(&a->rl_tok_cap));
+	fputc('}', f);
 }
 
 /* "rpm"/"tpm" (0 = none), what is left of each now (null when off), and

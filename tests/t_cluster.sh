@@ -6,8 +6,9 @@
 #    budget fits exactly M: spend never above the budget, at least M minus
 #    hosts x the largest lease (in requests) admitted, the exact figures in
 #    Redis, in kvctl cluster and in the ledgers, the mock saw only the 200s;
-#  - a key's rpm drains with the whole cluster's traffic (10 on host a
-#    leave about 10 of 20 for host b);
+#  - a key's rpm holds across hosts: 10 on host a leave about 10 of 20 for
+#    host b; and concurrent load on two hosts admits at most L plus the
+#    refill of the time it ran (docs/cluster.md), the rest 429 + retry-after;
 #  - kvctl budget on one host reaches the others within a second or so;
 #  - kill -9 of a host mid-load: the others keep serving, its lease expires
 #    and stays counted, and after it comes back the figures are exact;
@@ -29,6 +30,8 @@ RPORT=$(kv_free_port)
 RSOCK=$T/redis.sock
 KEY=sk-kvtest-cluster-shared-30103
 KEYRL=sk-kvtest-cluster-rpm-47712
+KEYRL2=sk-kvtest-cluster-rpm2-81344
+RL_L=24		# rpm of the key under concurrent load on two hosts
 M=20		# max_tokens; the mock streams exactly that many
 N=100		# requests the budget fits
 LEASE_MAX=10	# requests in the largest lease one host holds
@@ -86,6 +89,10 @@ budget = $(usd $BUDGET)
 [key limited]
 key = $KEYRL
 rpm = 20
+
+[key limited2]
+key = $KEYRL2
+rpm = $RL_L
 
 [cluster]
 redis = $url
@@ -244,19 +251,28 @@ check "kvctl cluster's table names the key" grep -q "shared" "$T/cluster.txt"
 
 # ---- a rate limit drains with the whole cluster's traffic ---------------------
 
+# rl_try OUT KEY PORT: one request on KEY, retried as an SDK does (after
+# a short pause rather than the whole retry-after) while the refusal is
+# only for this host's lease (a 503 for the budget's, a 429 saying the
+# rate lease is being renewed). Prints the final status.
+rl_try() {
+	local try code
+	for ((try = 0; try < 20; try++)); do
+		code=$(curl -sS -m 30 -o "$1.body" -D "$1.head" -w '%{http_code}' \
+			-H "Authorization: Bearer $2" -H "x-mock-tokens: $M" \
+			--data-binary "$BODY" "http://127.0.0.1:$3/v1/chat/completions")
+		[ "$code" = 503 ] || { [ "$code" = 429 ] && grep -q 'being renewed' "$1.body"; } ||
+			break
+		echo "$code" >>"$1.lease"
+		sleep 0.2
+	done
+	echo "$code"
+}
 # rl_burst PORT N OUT: N requests one after another on the limited key.
 rl_burst() {
 	local i
-	local i try code
 	for ((i = 0; i < $2; i++)); do
-		for ((try = 0; try < 20; try++)); do	# a 503 (lease) is retried
-			code=$(curl -sS -m 30 -o /dev/null -w '%{http_code}' \
-				-H "Authorization: Bearer $KEYRL" -H "x-mock-tokens: $M" \
-				--data-binary "$BODY" "http://127.0.0.1:$1/v1/chat/completions")
-			[ "$code" = 503 ] || break
-			sleep 0.2
-		done
-		echo "$code"
+		rl_try "$3.$i" "$KEYRL" "$1"
 	done >"$3"
 }
 rl_burst "$PORT_a" 10 "$T/rl-a"
@@ -271,6 +287,63 @@ echo "# rpm 20: after 10 on a, b admitted $rb of 20 ($(grep -c '^429$' "$T/rl-b"
 check "rpm 20: host b admits only what a left (10 + refill $refill, not 20: $rb)" \
 	test "$rb" -le $((10 + refill))
 check_eq "rpm 20: b refuses the rest with 429" "$(grep -c '^429$' "$T/rl-b")" $((20 - rb))
+
+# ---- rpm under concurrent load on two hosts: at most L + refill ---------------
+
+# rl_client PORT OUT N: N requests on the second limited key, one after
+# another (lease refusals retried, rate-limit refusals not); each one's
+# final status and headers kept.
+rl_client() {
+	local i
+	for ((i = 0; i < $3; i++)); do
+		rl_try "$2.$i" "$KEYRL2" "$1" >>"$2.codes"
+		sleep 0.05
+	done
+}
+mkdir -p "$T/q"
+mock_before=$(kv_mock_stat requests)
+t0=$(date +%s%N)
+pids=()
+for i in 1 2 3 4 5 6; do	# 6 clients per host, 12 requests each: 144 offered
+	rl_client "$PORT_a" "$T/q/a$i" 12 &
+	pids+=($!)
+	rl_client "$PORT_b" "$T/q/b$i" 12 &
+	pids+=($!)
+done
+wait "${pids[@]}"
+t1=$(date +%s%N)
+qa=$(cat "$T"/q/a*.codes | grep -c '^200$')
+qb=$(cat "$T"/q/b*.codes | grep -c '^200$')
+q429=$(cat "$T"/q/*.codes | grep -c '^429$')
+qlease=$(cat "$T"/q/*.lease 2>/dev/null | wc -l)
+qall=$(cat "$T"/q/*.codes | wc -l)
+ms=$(((t1 - t0) / 1000000))
+# The bound (docs/cluster.md): over a span of t, L + L x (t + 0.5 s sync
+# + 0.5 s margin for the reply) / 60 s, rounded up.
+qmax=$((RL_L + (RL_L * (ms + 1000) + 59999) / 60000))
+echo "# rpm $RL_L, 2 hosts x 6 clients x 12: a $qa + b $qb = $((qa + qb)) x 200," \
+	"$q429 x 429 of $qall in $ms ms (bound $qmax; lease refusals retried: $qlease)"
+check "rpm $RL_L on 2 hosts: at most L + refill admitted ($((qa + qb)) <= $qmax)" \
+	test $((qa + qb)) -le "$qmax"
+check "rpm $RL_L on 2 hosts: most of L admitted ($((qa + qb)) >= $((RL_L / 2)))" \
+	test $((qa + qb)) -ge $((RL_L / 2))
+check "rpm $RL_L: both hosts admitted some ($qa, $qb)" test "$qa" -gt 0 -a "$qb" -gt 0
+check_eq "rpm $RL_L: every other request is a 429" "$((qa + qb + q429))" 144
+no_retry=0
+for f in "$T"/q/*.head; do
+	grep -q '^HTTP/1.1 429' "$f" || continue
+	grep -qi '^retry-after: [1-9]' "$f" || no_retry=$((no_retry + 1))
+done
+check_eq "rpm $RL_L: every 429 carries retry-after" "$no_retry" 0
+check_eq "rpm $RL_L: the mock saw only the admitted requests" \
+	"$(kv_mock_stat requests)" $((mock_before + qa + qb + 1))
+rl_used() { hctl "$1" keys --json | jq -r '.keys[] | select(.label == "limited2") |
+	.cluster.rpm_used // 0'; }
+sleep 1
+rlkey="kv:$(printf %s "$KEYRL2" | sha256sum | cut -d' ' -f1):rl"
+check_eq "Redis counts every admitted request as used" \
+	"$(($(rcli hget "$rlkey" ru:a) + $(rcli hget "$rlkey" ru:b)))" $((qa + qb))
+check_eq "host a's ledger counts its admitted requests" "$(rl_used a)" "$qa"
 
 # ---- a budget raised on one host reaches the others --------------------------
 

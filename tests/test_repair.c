@@ -389,8 +389,8 @@ test_tokens_death(void)
 	r1 = kv_ledger_reserve(&l, w, a, 100, &rem);
 	r2 = kv_ledger_reserve(&l, w, a, 100, &rem);
 	CHECK(r1 >= 0 && r2 >= 0);
-	CHECK_INT(kv_ratelimit_admit(w, r1, a, 300, now, &v), 0);
-	CHECK_INT(kv_ratelimit_admit(w, r2, a, 200, now, &v), 0);
+	CHECK_INT(kv_ratelimit_admit(w, r1, a, 300, now, 0, &v), 0);
+	CHECK_INT(kv_ratelimit_admit(w, r2, a, 200, now, 0, &v), 0);
 	CHECK_INT(atomic_load(&a->tpm_tat), now + 500 * tok);
 	CHECK_INT(kv_ratelimit_sent(w, r1, 40), 40);
 	CHECK_INT(atomic_load(&w->resv[r1].tokens), 260);
@@ -403,7 +403,7 @@ test_tokens_death(void)
 	/* A settle after a send: 300 held, 40 of them made final, 100 used. */
 	atomic_store(&a->tpm_tat, 0);
 	r3 = kv_ledger_reserve(&l, w, a, 100, &rem);
-	CHECK_INT(kv_ratelimit_admit(w, r3, a, 300, now, &v), 0);
+	CHECK_INT(kv_ratelimit_admit(w, r3, a, 300, now, 0, &v), 0);
 	CHECK_INT(kv_ratelimit_sent(w, r3, 40), 40);
 	CHECK_INT(kv_ratelimit_sent(w, r3, 900), 260);	/* never more than held */
 	atomic_store(&w->resv[r3].tokens, 260);

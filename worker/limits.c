@@ -32,7 +32,11 @@ refusal_message(const struct kv_conn *c, int64_t asked, char *msg, size_t len)
 {
 	const struct kv_rl_view *v = &c->rl;
 
-	if (v->refused_by == 'r')
+	if (v->refused_by == 'l')
+		snprintf(msg, len, "Rate limit of key %s: this host's share of the key's "
+		    "limits (RPM %u, TPM %u) is being renewed. Please try again in 1s.",
+		    c->keyid, v->rpm, v->tpm);
+	else if (v->refused_by == 'r')
 		snprintf(msg, len, "Rate limit reached for key %s on requests per minute "
 		    "(RPM): Limit %u, Remaining %lld. Please try again in %llds.", c->keyid,
 		    v->rpm, (long long)v->req_remaining, (long long)v->retry_after_s);
@@ -55,7 +59,8 @@ conn_rate_admit(struct kv_conn *c, enum step *st)
 		return 0;
 	c->rl_on = 1;
 	tokens = estimate_tokens(c);
-	if (kv_ratelimit_admit(c->w->slot, c->resv, a, tokens, kv_rl_now_ns(), &c->rl) == 0)
+	if (kv_ratelimit_admit(c->w->slot, c->resv, a, tokens, kv_rl_now_ns(),
+	    atomic_load(&l->hdr->cluster) != 0, &c->rl) == 0)
 		return 0;
 	/* Refused: nothing goes upstream, so the budget holds nothing either. */
 	kv_ledger_settle(l, c->w->slot, c->resv, 0, NULL, NULL);
@@ -79,8 +84,10 @@ conn_traffic_settle(struct kv_conn *c, const struct kv_usage *u)
 void
 conn_traffic_sent(struct kv_conn *c)
 {
-	if (c->resv >= 0 && c->rl_on && c->rl_sent == 0)
+	if (c->resv >= 0 && c->rl_on && c->rl_sent == 0) {
 		c->rl_sent = kv_ratelimit_sent(c->w->slot, c->resv, c->body_bytes / 4);
+		kv_ratelimit_lease_sent(c->w->ledger, c->acct, c->rl_sent);
+	}
 }
 
 int
