@@ -129,8 +129,10 @@ label_is(const struct kv_account *a, const char *key)
 	return label[0] != '\0' && strcmp(label, key) == 0;
 }
 
-/* Collect up to max accounts matching KEY: an exact label wins over id
- * prefixes. Returns the total number of matches. */
+/* Collect up to max accounts matching KEY: an exact label of a key in the
+ * running config wins, then an exact label the config no longer has (a
+ * rotated or removed key: kv_account_label_retired), then id prefixes.
+ * Returns the total number of matches. */
 static size_t
 find_keys(const struct kv_ledger *l, const char *key, struct kv_account **out,
     size_t max)
@@ -139,15 +141,17 @@ find_keys(const struct kv_ledger *l, const char *key, struct kv_account **out,
 	uint32_t i;
 	int pass;
 
-	for (pass = 0; pass < 2 && n == 0; pass++) {
-		if (pass == 1 && !is_hex_prefix(key))
+	for (pass = 0; pass < 3 && n == 0; pass++) {
+		if (pass == 2 && !is_hex_prefix(key))
 			break;
 		KV_FOR_EACH_SLOT(l, i) {
 			struct kv_account *a = &l->accounts[i];
 
 			if (atomic_load_explicit(&a->state, memory_order_acquire) != 2)
 				continue;
-			if (pass == 0 ? !label_is(a, key) : !hash_has_prefix(a->hash, key))
+			if (pass < 2 ? !label_is(a, key) ||
+			    kv_account_label_retired(a) != (pass == 1) :
+			    !hash_has_prefix(a->hash, key))
 				continue;
 			if (n < max)
 				out[n] = a;
@@ -166,7 +170,9 @@ describe_key(const struct kv_account *a, char *buf, size_t len)
 	memcpy(label, a->label, sizeof(label));
 	label[sizeof(label) - 1] = '\0';
 	kvctl_printable(label);
-	if (label[0] != '\0')
+	if (label[0] != '\0' && kv_account_label_retired(a))
+		snprintf(buf, len, "%s (%s, no longer in the config)", id, label);
+	else if (label[0] != '\0')
 		snprintf(buf, len, "%s (%s)", id, label);
 	else
 		snprintf(buf, len, "%s", id);
@@ -177,7 +183,7 @@ describe_key(const struct kv_account *a, char *buf, size_t len)
 static int
 ambiguous(const char *key, struct kv_account **found, size_t n)
 {
-	char desc[80];
+	char desc[128];
 	size_t i;
 
 	fprintf(stderr, "kvctl: '%s' is ambiguous: it matches %zu keys:\n", key, n);
@@ -331,7 +337,7 @@ static int
 cmd_reset(struct kvctl *k)
 {
 	struct kv_account *a;
-	char desc[80], money[32];
+	char desc[128], money[32];
 	int rc;
 
 	if (k->all && k->nargs > 0)
@@ -365,7 +371,7 @@ static int
 cmd_forget(struct kvctl *k)
 {
 	struct kv_account *a;
-	char desc[80];
+	char desc[128];
 	uint64_t tag;
 	int rc, i, running, cfg;
 
@@ -405,7 +411,7 @@ cmd_forget(struct kvctl *k)
 static int
 budget_from_config(struct kvctl *k, struct kv_account *a)
 {
-	char desc[80], now[32];
+	char desc[128], now[32];
 	int64_t v;
 
 	describe_key(a, desc, sizeof(desc));
@@ -430,7 +436,7 @@ cmd_budget(struct kvctl *k)
 {
 	const char *amount = k->args[1];
 	struct kv_account *a;
-	char desc[80], was[32], now[32];
+	char desc[128], was[32], now[32];
 	int64_t v;
 	int rc;
 
@@ -471,7 +477,7 @@ static int
 cmd_limits(struct kvctl *k)
 {
 	struct kv_account *a;
-	char desc[80], r[16], t[16], rw[16], tw[16];
+	char desc[128], r[16], t[16], rw[16], tw[16];
 	uint32_t was_r, was_t;
 	int rc;
 

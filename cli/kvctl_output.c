@@ -180,17 +180,31 @@ limit_cell(uint32_t v, char *buf, size_t len)
 		snprintf(buf, len, "%u", v);
 }
 
+/* An account's label as kvctl shows it: in parentheses when the config no
+ * longer has that key (rotated or removed: kv_account_label_retired). */
+static void
+shown_label(const struct kv_account *a, char *buf, size_t len)
+{
+	char label[KV_LABEL_MAX];
+
+	memcpy(label, a->label, sizeof(label));
+	label[sizeof(label) - 1] = '\0';
+	if (label[0] != '\0' && kv_account_label_retired(a))
+		snprintf(buf, len, "(%s)", label);
+	else
+		snprintf(buf, len, "%s", label);
+}
+
 static void
 account_row(struct table *t, const struct kv_account *a)
 {
-	char id[13], label[KV_LABEL_MAX], m[4][32], n[5][24], last[32], lim[2][16];
+	char id[13], label[KV_LABEL_MAX + 2], m[4][32], n[5][24], last[32], lim[2][16];
 	int64_t money[4];
 	const char *cells[15];
 	int i;
 
 	kv_key_id(a->hash, id);
-	memcpy(label, a->label, sizeof(label));
-	label[sizeof(label) - 1] = '\0';
+	shown_label(a, label, sizeof(label));
 	shown_money(a, money);
 	for (i = 0; i < 4; i++)
 		kvctl_format_money(money[i], m[i], sizeof(m[i]));
@@ -245,13 +259,12 @@ kvctl_print_keys(FILE *f, const struct kv_ledger *l)
 static void
 watch_row(struct table *t, const struct kv_account *a)
 {
-	char id[13], label[KV_LABEL_MAX], m[3][32], pct[16], reqs[24];
+	char id[13], label[KV_LABEL_MAX + 2], m[3][32], pct[16], reqs[24];
 	int64_t money[4];
 	const char *cells[7];
 
 	kv_key_id(a->hash, id);
-	memcpy(label, a->label, sizeof(label));
-	label[sizeof(label) - 1] = '\0';
+	shown_label(a, label, sizeof(label));
 	if (strlen(label) > WATCH_LABEL_MAX) {
 		label[WATCH_LABEL_MAX - 1] = '~';
 		label[WATCH_LABEL_MAX] = '\0';
@@ -331,7 +344,9 @@ kvctl_print_account(FILE *f, const struct kv_account *a)
 	memcpy(label, a->label, sizeof(label));
 	label[sizeof(label) - 1] = '\0';
 	kvctl_printable(label);
-	fprintf(f, "id: %s\nlabel: %s\nsha256: ", id, label[0] ? label : "-");
+	fprintf(f, "id: %s\nlabel: %s%s\nsha256: ", id, label[0] ? label : "-",
+	    kv_account_label_retired(a) ? " (no longer in the config: its key was "
+	    "rotated or removed)" : "");
 	for (i = 0; i < 32; i++)
 		fprintf(f, "%02x", a->hash[i]);
 	fputc('\n', f);

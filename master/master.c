@@ -233,16 +233,23 @@ apply_keys(struct master *m)
 			kv_log_warnx("KV0105", "key %s: the account table is full", k->label);
 			continue;
 		}
+		/* The label follows the config: a [key] renamed renames it. */
+		kv_account_set_label(a, k->label);
 		apply_budget(a, k, budget);
 		atomic_store(&a->rpm, k->rpm >= 0 ? (uint32_t)k->rpm : cf->default_rpm);
 		atomic_store(&a->tpm, k->tpm >= 0 ? (uint32_t)k->tpm : cf->default_tpm);
 		atomic_fetch_or(&a->aflags, KV_AF_CONFIG | KV_AF_KEPT);
+		atomic_fetch_and(&a->aflags, ~KV_AF_FORMER);
 	}
+	/* A key gone from the config keeps its label, marked as the one it
+	 * had (KV_AF_FORMER): the name now belongs to the config's key. */
 	KV_FOR_EACH_SLOT(&m->ledger, j) {
 		a = &m->ledger.accounts[j];
 		if (atomic_load(&a->state) == KV_SLOT_READY &&
-		    (atomic_load(&a->aflags) & KV_AF_CONFIG) && !in_config(cf, a->hash))
+		    (atomic_load(&a->aflags) & KV_AF_CONFIG) && !in_config(cf, a->hash)) {
+			atomic_fetch_or(&a->aflags, KV_AF_FORMER);
 			atomic_fetch_and(&a->aflags, ~KV_AF_CONFIG);
+		}
 	}
 }
 

@@ -312,7 +312,10 @@ find_account(struct kv_ledger *l, const char *id, unsigned int *status)
 			hit = a;
 			nhit++;
 		}
-		if (strncmp(a->label, id, KV_LABEL_MAX) == 0)
+		/* The config's key of that name first, else one it no
+		 * longer has (kv_account_label_retired). */
+		if (strncmp(a->label, id, KV_LABEL_MAX) == 0 && a->label[0] != '\0' &&
+		    (bylabel == NULL || kv_account_label_retired(bylabel)))
 			bylabel = a;
 	}
 	if (nhit == 1)

@@ -301,6 +301,8 @@ struct kv_account {
 #define KV_AF_OVERRIDE	0x2u	/* budget set by kvctl/admin API, not the config */
 #define KV_AF_KEPT	0x4u	/* charged or answered 2xx once: never reclaimed */
 #define KV_AF_FORGET	0x8u	/* kvctl forget: the master retires it when idle */
+#define KV_AF_FORMER	0x10u	/* named, and its key left the config (rotated or
+				   removed): the label is the one it had there */
 
 _Static_assert(sizeof(struct kv_resv) == 16, "kv_resv layout");
 _Static_assert(sizeof(struct kv_target_slot) == 256, "target slots are four cache lines");

@@ -655,6 +655,24 @@ kv_ledger_account(struct kv_ledger *l, const uint8_t hash[32], int create,
 	return a;
 }
 
+int
+kv_account_label_retired(const struct kv_account *a)
+{
+	return (a->flags & KV_ACCOUNT_NAMED) && a->label[0] != '\0' &&
+	    (atomic_load(&a->aflags) & KV_AF_FORMER);
+}
+
+void
+kv_account_set_label(struct kv_account *a, const char *label)
+{
+	if (strncmp(a->label, label, sizeof(a->label) - 1) == 0 &&
+	    (a->flags & KV_ACCOUNT_NAMED))
+		return;
+	memset(a->label, 0, sizeof(a->label));
+	snprintf(a->label, sizeof(a->label), "%s", label);
+	a->flags |= KV_ACCOUNT_NAMED;
+}
+
 uint32_t
 kv_ledger_account_index(const struct kv_ledger *l, const struct kv_account *a)
 {

@@ -63,6 +63,17 @@ uint64_t kv_account_tag(const uint8_t hash[32]);
 /* a + b, saturating at INT64_MAX / INT64_MIN instead of wrapping. */
 int64_t	kv_sat_add(int64_t a, int64_t b);
 
+/* A named account whose key is no longer in the running config (rotated
+ * or removed): its label is the one it had there, kept for the record but
+ * no longer the name of a key. kvctl and the admin API resolve a label to
+ * the account in the config first, and show these marked. */
+int	kv_account_label_retired(const struct kv_account *a);
+
+/* Give A the config's label for its key (a [key] renamed). Only the
+ * master; a reader may see a torn label for that instant (they copy and
+ * re-terminate). */
+void	kv_account_set_label(struct kv_account *a, const char *label);
+
 /* Index of an account in the table (for kv_resv.account). */
 uint32_t kv_ledger_account_index(const struct kv_ledger *l, const struct kv_account *a);
 

@@ -109,6 +109,10 @@ kv_report_account_json(FILE *f, const struct kv_account *a)
 		kv_report_json_string(f, label);
 	else
 		fputs("null", f);
+	/* Only for a named key the config no longer has (rotated or
+	 * removed): the label is the one it had there. */
+	if (kv_account_label_retired(a))
+		fputs(",\"not_in_config\":true", f);
 	fprintf(f, ",\"budget_nusd\":%" PRId64 ",\"spent_nusd\":%" PRId64
 	    ",\"reserved_nusd\":%" PRId64 ",\"remaining_nusd\":%" PRId64,
 	    budget, spent, reserved, budget - spent - reserved);

@@ -14,7 +14,7 @@ done
 kv_start_mock
 conf() {	# conf UNKNOWN ALICE_KEY ALICE_BUDGET [bob]
 	{
-		printf '[budget]\nunknown_keys = %s\n\n[key alice]\nkey = %s\nbudget = %s\n' "$1" "$2" "$3"
+		printf '[server]\nadmin_token = kv-keys-admin\n\n[budget]\nunknown_keys = %s\n\n[key alice]\nkey = %s\nbudget = %s\n' "$1" "$2" "$3"
 		[ "${4:-}" = bob ] && printf '\n[key bob]\nkey = sk-bob-keys\nbudget = 5.00\n'
 	} >"$T/overlay.in"
 	rm -f "$T/kilovolt.ini"
@@ -58,9 +58,26 @@ conf deny sk-alice-rotated 5.00
 reload
 check_eq "alice's key rotated: the old key gets 401" "$(code sk-alice-keys)" 401
 check_eq "... the new one is served" "$(code sk-alice-rotated)" 200
+# The label follows the config: "alice" names the rotated key now; the old
+# account keeps its label for the record, marked as no longer in the config.
+ROT=$(id_of sk-alice-rotated)
+kv_ctl show alice >"$T/show-rot" 2>&1
+check "kvctl show alice finds the current key, not an ambiguity" grep -q "^id: $ROT\$" "$T/show-rot"
+kv_ctl show "$ALICE" >"$T/show-old"
+check "the old account is shown as no longer in the config" \
+	grep -q '^label: alice (no longer in the config' "$T/show-old"
+check "kvctl keys puts the old label in parentheses" \
+	grep -q "^$ALICE  *(alice) " <(kv_ctl keys)
+check_eq "keys --json: the old account says not_in_config, the new one not" \
+	"$(kv_ctl keys --json | jq -c '[.keys[] | select(.label == "alice") | [.id, .not_in_config]] | sort')" \
+	"$(jq -nc --arg o "$ALICE" --arg n "$ROT" '[[$o, true], [$n, null]] | sort')"
+check_eq "the admin API's /keys/alice is the current key" \
+	"$(curl -s -X POST -H 'Authorization: Bearer kv-keys-admin' --data '{"rpm": 0}' \
+		"http://127.0.0.1:$KV_STATUS_PORT/keys/alice/limits" | jq -r .id)" "$ROT"
 conf deny sk-alice-keys 5.00
 reload
 check_eq "rotated back: served again" "$(code sk-alice-keys)" 200
+check "... and kvctl show alice is that key again" grep -q "^id: $ALICE\$" <(kv_ctl show alice)
 
 # ---- overrides --------------------------------------------------------------------
 
@@ -94,5 +111,18 @@ check_eq "... and it stays after SIGHUP" "$(budget "$ALICE")" 7000000000
 kv_ctl budget "$(id_of sk-stranger-keys)" --config 2>"$T/err"
 check_eq "--config on a key not in the config: exit 2" "$?" 2
 check "... saying why" grep -q "not a key of the config" "$T/err"
+
+# ---- a [key] renamed: the account takes the config's new name ----------------------
+
+sed 's/^\[key alice\]/[key alicia]/' "$T/overlay.in" >"$T/overlay.ren"
+rm -f "$T/kilovolt.ini"
+kv_write_config <"$T/overlay.ren"
+reload
+check "[key alice] renamed alicia: kvctl show alicia is alice's account" \
+	grep -q "^id: $ALICE\$" <(kv_ctl show alicia)
+check_eq "... its spend and budget kept" "$(budget "$ALICE")" 7000000000
+kv_ctl show alice >"$T/show-gone"
+check "... and alice is only the rotated-out account, marked" \
+	eval "grep -q '^id: $ROT\$' '$T/show-gone' && grep -q '^label: alice (no longer' '$T/show-gone'"
 
 kv_finish
