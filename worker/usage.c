@@ -505,17 +505,31 @@ json_str_run(struct kv_json *j, const unsigned char *p, size_t n)
 		return 0;
 	/* eight bytes at a time while none is a control byte, '"' or '\\' */
 	for (; k + 8 <= n; k += 8) {
-		uint64_t x, q, b;
+		uint64_t x, q, b, m;
 
 		memcpy(&x, p + k, 8);
 		q = x ^ (ONES * '"');
 		b = x ^ (ONES * '\\');
-		if ((((x - ONES * 0x20) & ~x) | ((q - ONES) & ~q) | ((b - ONES) & ~b)) &
-		    (ONES * 0x80))
+		m = (((x - ONES * 0x20) & ~x) | ((q - ONES) & ~q) | ((b - ONES) & ~b)) &
+		    (ONES * 0x80);
+		if (m != 0) {
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			/* A borrow only runs upward, so the lowest flagged
+			 * byte is a real one: the run ends there (keys are
+			 * short, and the byte loop below cost 2 k
+			 * instructions a small chat response). */
+			k += (size_t)__builtin_ctzll(m) / 8;
+			goto run_end;
+#else
 			break;
+#endif
+		}
 	}
 	while (k < n && p[k] >= 0x20 && p[k] != '"' && p[k] != '\\')
 		k++;
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+run_end:
+#endif
 	if (j->is_key) {
 		dst = j->key + j->keylen;
 		room = KV_SCAN_KEY - 1 - j->keylen;
