@@ -46,13 +46,11 @@ struct kv_conn {
 	struct kv_conn		*ready_next;
 	int			 on_ready;
 	int			 closed;	/* freed after this epoll batch */
-	struct kv_evsrc		 cev, uev;
+	struct kv_evsrc		 cev;		/* the upstream's is in uc */
 	int			 cfd;
 	uint32_t		 cwatch;	/* epoll interest on cfd */
 	int			 client_woke;	/* EPOLLIN on cfd while the upstream had the turn */
 	struct kv_upconn	*uc;
-	uint32_t		 uwatch;
-	int			 uregistered;
 	struct kv_upstream_rt	*rt;
 	enum conn_state		 state;
 	int64_t			 deadline_ms;

@@ -46,8 +46,6 @@ kv_conn_accept(struct kv_worker *w, int fd)
 	c->pipefd[0] = c->pipefd[1] = -1;
 	c->cev.kind = KV_EV_CLIENT;
 	c->cev.ptr = c;
-	c->uev.kind = KV_EV_UPSTREAM;
-	c->uev.ptr = c;
 	c->upwait.wake = conn_upwake;
 	c->state = CS_HEAD;
 	c->cwatch = EPOLLIN | EPOLLRDHUP;
@@ -94,17 +92,22 @@ conn_quiet_client(struct kv_conn *c)
 void
 conn_watch_upstream(struct kv_conn *c, uint32_t ev)
 {
+	struct kv_upconn *uc = c->uc;
 	struct epoll_event e;
 
-	if (c->uc == NULL || (c->uregistered && c->uwatch == ev))
+	if (uc == NULL)
+		return;
+	uc->ev.ptr = c;
+	if (uc->registered && uc->watch == ev)
 		return;
 	e.events = ev;
-	e.data.ptr = &c->uev;
-	if (epoll_ctl(c->w->epfd, c->uregistered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD,
-	    c->uc->s.fd, &e) == -1)
+	e.data.ptr = &uc->ev;
+	if (epoll_ctl(c->w->epfd, uc->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD,
+	    uc->s.fd, &e) == -1)
 		kv_log_warn("KV0404", "epoll_ctl upstream");
-	c->uregistered = 1;
-	c->uwatch = ev;
+	else
+		uc->registered = 1;
+	uc->watch = ev;
 }
 
 void
@@ -198,13 +201,19 @@ conn_obuf_header(struct kv_conn *c, const struct kv_http_header *h)
 static void
 upstream_detach(struct kv_conn *c, int reuse)
 {
-	if (c->uc == NULL)
+	struct kv_upconn *uc = c->uc;
+	struct epoll_event e = { .events = EPOLLIN };
+
+	if (uc == NULL)
 		return;
-	if (c->uregistered &&
-	    epoll_ctl(c->w->epfd, EPOLL_CTL_DEL, c->uc->s.fd, NULL) == -1)
-		kv_log_warn("KV0405", "epoll_ctl del upstream");
-	c->uregistered = 0;
-	c->uwatch = 0;
+	uc->ev.ptr = NULL;	/* its events now go to the pool */
+	if (reuse && uc->registered && uc->watch != EPOLLIN) {
+		/* In the pool it watches for the server's close only. */
+		e.data.ptr = &uc->ev;
+		if (epoll_ctl(c->w->epfd, EPOLL_CTL_MOD, uc->s.fd, &e) == -1)
+			kv_log_warn("KV0405", "epoll_ctl mod upstream");
+		uc->watch = EPOLLIN;
+	}
 	if (reuse)
 		/* The pool's clock is the one the tick passes: time(NULL). */
 		kv_upconn_release(c->uc, (int64_t)time(NULL));

@@ -846,6 +846,7 @@ request_connect(struct kv_conn *c)
 		return STEP_WAIT;
 	}
 	if (!c->retried && (c->uc = kv_upconn_take_idle(c->rt, (int64_t)time(NULL))) != NULL) {
+		c->uc->ev.ptr = c;	/* it may still be in the epoll set */
 		c->state = CS_SEND_REQ;
 		return STEP_CONT;
 	}
@@ -903,12 +904,7 @@ request_retry(struct kv_conn *c)
 	if (!c->uc->reused || c->retried || !c->keep_obuf || c->opos > 0 || c->req_sent)
 		return conn_failover(c, 502, "upstream closed the connection",
 		    c->opos == 0 || conn_upset_unacked(c));
-	kv_upconn_close(c->uc, 0);
-	if (c->uregistered) {
-		/* close() already removed the fd from epoll */
-		c->uregistered = 0;
-		c->uwatch = 0;
-	}
+	kv_upconn_close(c->uc, 0);	/* close() also leaves epoll */
 	c->uc = NULL;
 	c->retried = 1;
 	c->opos = 0;

@@ -508,6 +508,7 @@ kv_upconn_connect(struct kv_upstream_rt *rt, char *err, size_t errlen)
 	}
 	uc->s.fd = fd;
 	uc->rt = rt;
+	uc->ev.kind = KV_EV_UPSTREAM;
 	if (rt->ctx != NULL && tls_session_init(uc, err, errlen) == -1) {
 		kv_upconn_close(uc, 0);
 		gate_wake(rt);
@@ -548,6 +549,9 @@ kv_upconn_release(struct kv_upconn *uc, int64_t now)
 	gate_wake(rt);
 }
 
+/* Closed connections that were in the epoll set, to free after the turn. */
+static struct kv_upconn *graveyard;
+
 void
 kv_upconn_close(struct kv_upconn *uc, int abort)
 {
@@ -557,6 +561,42 @@ kv_upconn_close(struct kv_upconn *uc, int abort)
 		SSL_set_app_data(uc->s.ssl, NULL);	/* no callback sees it now */
 	upconn_settle(uc);
 	upconn_handshake_over(uc);
-	kv_stream_close(&uc->s, abort);
-	free(uc);
+	kv_stream_close(&uc->s, abort);	/* close() also leaves epoll */
+	if (!uc->registered) {
+		free(uc);
+		return;
+	}
+	uc->dead = 1;
+	uc->ev.ptr = NULL;
+	uc->next = graveyard;
+	graveyard = uc;
+}
+
+void
+kv_upconn_reap(void)
+{
+	struct kv_upconn *uc;
+
+	while ((uc = graveyard) != NULL) {
+		graveyard = uc->next;
+		free(uc);
+	}
+}
+
+void
+kv_upconn_idle_event(struct kv_upconn *uc)
+{
+	struct kv_upstream_rt *rt = uc->rt;
+	struct kv_upconn **pp;
+
+	if (uc->dead || rt == NULL || idle_is_alive(uc))
+		return;
+	for (pp = &rt->idle; *pp != NULL && *pp != uc; pp = &(*pp)->next)
+		;
+	if (*pp == NULL)
+		return;		/* not in the pool: whoever holds it reads it */
+	*pp = uc->next;
+	rt->nidle--;
+	uc->rt = NULL;
+	kv_upconn_close(uc, 0);
 }

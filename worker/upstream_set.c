@@ -231,8 +231,6 @@ conn_failover(struct kv_conn *c, int status, const char *msg, int safe)
 		atomic_fetch_add(&l->targets[s].retries, 1);
 	if (c->uc != NULL) {
 		kv_upconn_close(c->uc, 1);	/* close() also leaves epoll */
-		c->uregistered = 0;
-		c->uwatch = 0;
 		c->uc = NULL;
 	}
 	free(c->ubuf);

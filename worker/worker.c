@@ -4,6 +4,7 @@
 #include "worker/worker.h"
 
 #include <errno.h>
+#include <stddef.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -227,6 +228,9 @@ dispatch(struct kv_worker *w, struct epoll_event *ev)
 
 	if (src->kind == KV_EV_LISTEN)
 		accept_some(w);
+	else if (src->kind == KV_EV_UPSTREAM && src->ptr == NULL)
+		kv_upconn_idle_event((struct kv_upconn *)((char *)src -
+		    offsetof(struct kv_upconn, ev)));
 	else
 		kv_conn_event(src->ptr, src->kind == KV_EV_UPSTREAM, ev->events);
 }
@@ -292,6 +296,7 @@ worker_loop(struct kv_worker *w, pid_t master)
 			tick(w, master);
 		}
 		kv_conn_reap(w);
+		kv_upconn_reap();
 	}
 }
 
@@ -338,6 +343,7 @@ kv_worker_main(const struct kv_config *cf, struct kv_ledger *l, int slot,
 	kv_conn_close_all(&w);
 	kv_log_flush();
 	kv_upstreams_free(w.ups, cf->nupstreams);
+	kv_upconn_reap();
 	kv_memguard_close(&w.mem);
 	atomic_store(&w.slot->state, KV_WORKER_DRAINING);
 	_exit(0);

@@ -8,18 +8,12 @@
 #include "common/config.h"
 #include "shm/ledger.h"
 #include "worker/http.h"
+#include "worker/evsrc.h"
 #include "worker/memguard.h"
 #include "worker/upstream.h"
 
 #define KV_EXIT_CONFIG		2		/* exit code: broken config, do not respawn */
 
-enum kv_ev_kind { KV_EV_LISTEN, KV_EV_CLIENT, KV_EV_UPSTREAM };
-
-/* What an epoll event points at. */
-struct kv_evsrc {
-	enum kv_ev_kind	 kind;
-	void		*ptr;
-};
 
 struct kv_conn;
 
