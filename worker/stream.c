@@ -66,8 +66,11 @@ kv_stream_read(struct kv_stream *s, void *buf, size_t len)
 		}
 		return n;
 	}
+	/* recv, not read: a socket's read goes through the VFS layer first
+	 * (vfs_read, fdget_pos, sock_read_iter: 1.4 us of a small request's
+	 * samples in perf, none for HAProxy's recvfrom) */
 	do
-		n = read(s->fd, buf, len);
+		n = recv(s->fd, buf, len, 0);
 	while (n == -1 && errno == EINTR);
 	if (n >= 0)
 		return n;
