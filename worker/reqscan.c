@@ -12,17 +12,25 @@ enum {
 	K_BACKGROUND,
 };
 
-static const char *const key_names[] = {
-	[K_MODEL] = "model", [K_STREAM] = "stream", [K_STREAM_OPTIONS] = "stream_options",
-	[K_INCLUDE_USAGE] = "include_usage", [K_MAX_TOKENS] = "max_tokens",
-	[K_MAX_COMPLETION_TOKENS] = "max_completion_tokens",
-	[K_MAX_OUTPUT_TOKENS] = "max_output_tokens", [K_N] = "n", [K_BEST_OF] = "best_of",
-	[K_TYPE] = "type", [K_URL] = "url", [K_IMAGE_URL] = "image_url",
-	[K_FILE_URL] = "file_url", [K_FILE_ID] = "file_id",
-	[K_PREVIOUS_RESPONSE_ID] = "previous_response_id", [K_CONVERSATION] = "conversation",
-	[K_PROMPT] = "prompt", [K_WEB_SEARCH_OPTIONS] = "web_search_options",
-	[K_MCP_SERVERS] = "mcp_servers", [K_BACKGROUND] = "background",
+/* With their lengths: key_id runs for every member of every request body,
+ * and a strlen per name per member was a tenth of the body scan. */
+#define KEY(name) { name, sizeof(name) - 1 }
+static const struct {
+	const char	*name;
+	size_t		 len;
+} key_names[] = {
+	[K_MODEL] = KEY("model"), [K_STREAM] = KEY("stream"),
+	[K_STREAM_OPTIONS] = KEY("stream_options"), [K_INCLUDE_USAGE] = KEY("include_usage"),
+	[K_MAX_TOKENS] = KEY("max_tokens"), [K_MAX_COMPLETION_TOKENS] = KEY("max_completion_tokens"),
+	[K_MAX_OUTPUT_TOKENS] = KEY("max_output_tokens"), [K_N] = KEY("n"),
+	[K_BEST_OF] = KEY("best_of"), [K_TYPE] = KEY("type"), [K_URL] = KEY("url"),
+	[K_IMAGE_URL] = KEY("image_url"), [K_FILE_URL] = KEY("file_url"),
+	[K_FILE_ID] = KEY("file_id"), [K_PREVIOUS_RESPONSE_ID] = KEY("previous_response_id"),
+	[K_CONVERSATION] = KEY("conversation"), [K_PROMPT] = KEY("prompt"),
+	[K_WEB_SEARCH_OPTIONS] = KEY("web_search_options"), [K_MCP_SERVERS] = KEY("mcp_servers"),
+	[K_BACKGROUND] = KEY("background"),
 };
+#undef KEY
 #define NKEYS ((int)(sizeof(key_names) / sizeof(key_names[0])))
 
 /* "type" values of content blocks and tools whose cost the body's bytes do
@@ -73,7 +81,7 @@ key_id(const char *k, size_t n)
 	if (n >= sizeof(((struct kv_reqscan *)0)->kbuf))
 		return K_OTHER;
 	for (i = K_MODEL; i < NKEYS; i++)
-		if (strlen(key_names[i]) == n && memcmp(key_names[i], k, n) == 0)
+		if (key_names[i].len == n && memcmp(key_names[i].name, k, n) == 0)
 			return i;
 	return K_OTHER;
 }
@@ -110,7 +118,7 @@ top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
 	case K_MAX_TOKENS: case K_MAX_COMPLETION_TOKENS: case K_MAX_OUTPUT_TOKENS:
 	case K_N: case K_BEST_OF:
 		if (ev != KV_JV_NUM && !isnull)
-			refuse(r, "%s must be an integer", key_names[key], "");
+			refuse(r, "%s must be an integer", key_names[key].name, "");
 		r->lim[key - K_MAX_TOKENS] = -1;
 		r->cap = CAP_LIMIT + key - K_MAX_TOKENS;
 		break;
@@ -121,7 +129,7 @@ top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
 	case K_PREVIOUS_RESPONSE_ID: case K_CONVERSATION:
 	case K_WEB_SEARCH_OPTIONS: case K_MCP_SERVERS:
 		if (!isnull)
-			fetches(r, key_names[key]);
+			fetches(r, key_names[key].name);
 		break;
 	}
 }
@@ -207,7 +215,7 @@ number_end(struct kv_reqscan *r)
 	if (r->cap < CAP_LIMIT)
 		return;
 	if (r->vlong || kv_reqscan_intval(r->vbuf, r->vlen, KV_REQ_LIMIT_MAX, &v, &why) == -1)
-		refuse(r, "%s %s", key_names[K_MAX_TOKENS + i], why);
+		refuse(r, "%s %s", key_names[K_MAX_TOKENS + i].name, why);
 	else
 		r->lim[i] = v;
 	r->cap = CAP_NONE;
