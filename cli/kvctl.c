@@ -333,6 +333,28 @@ reset_all(struct kvctl *k)
 	return KVCTL_EXIT_OK;
 }
 
+/* --all on a host that leases from Redis: every key, on every host. */
+static int
+reset_cluster_all(struct kvctl *k)
+{
+	struct kv_account **as;
+	uint32_t i;
+	size_t n = 0;
+	int rc;
+
+	if ((as = calloc(k->l.hdr->max_keys, sizeof(*as))) == NULL) {
+		fprintf(stderr, "kvctl: out of memory\n");
+		return KVCTL_EXIT_USAGE;
+	}
+	KV_FOR_EACH_SLOT(&k->l, i) {
+		if (atomic_load_explicit(&k->l.accounts[i].state, memory_order_acquire) == 2)
+			as[n++] = &k->l.accounts[i];
+	}
+	rc = kvctl_cluster_reset(&k->l, as, n);
+	free(as);
+	return rc;
+}
+
 static int
 cmd_reset(struct kvctl *k)
 {
@@ -344,11 +366,15 @@ cmd_reset(struct kvctl *k)
 		return usage_error("%s", "reset: give a KEY or --all, not both");
 	if (!k->all && k->nargs == 0)
 		return usage_error("%s", "reset: which key? (KEY or --all)");
+	if (k->all && atomic_load(&k->l.hdr->cluster))
+		return reset_cluster_all(k);
 	if (k->all)
 		return reset_all(k);
 	rc = resolve_key(k, k->args[0], &a);
 	if (rc != KVCTL_EXIT_OK)
 		return rc;
+	if (atomic_load(&k->l.hdr->cluster))
+		return kvctl_cluster_reset(&k->l, &a, 1);
 	kvctl_format_money(reset_account(a), money, sizeof(money));
 	describe_key(a, desc, sizeof(desc));
 	printf("reset %s: spent was %s, now $0.000000\n", desc, money);

@@ -48,6 +48,14 @@ int	kvctl_watch_keys(const struct kv_ledger *l, long count);
  * Returns a KVCTL_EXIT_* code (messages already on stderr). */
 int	kvctl_cluster(const char *config, const struct kv_ledger *l, int json);
 
+/* kvctl reset on a host that leases from Redis (the ledger's cluster word
+ * is set): a reset here alone would leave the key's spend in Redis, so ask
+ * this host's master to reset the N accounts AS on every host, in one
+ * atomic script call (KV_AF_RESET), and wait up to 5 s for it. Prints what
+ * was done. Returns KVCTL_EXIT_OK, or KVCTL_EXIT_USAGE when the master did
+ * not confirm (the request is withdrawn; nothing was reset). */
+int	kvctl_cluster_reset(struct kv_ledger *l, struct kv_account **as, size_t n);
+
 /* Parse --since: unix seconds, "30s"/"10m"/"2h"/"1d" before NOW (unix
  * seconds), or a UTC time "2026-12-01T21:00:00Z" / "2026-12-01 21:00:00" /
  * "2026-12-01". *ms: milliseconds since the epoch. Returns 0 or -1. */

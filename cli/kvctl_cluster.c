@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -194,7 +195,7 @@ print_key(FILE *f, const char *key, const struct kv_resp_value *h,
 	}
 	for (i = 0; i + 1 < h->n; i += 2) {
 		const struct kv_resp_value *n = &h->elem[i];
-		int64_t g = 0, u = 0, e = 0;
+		int64_t g = 0, u = 0, e = 0, z = 0;
 		char host[80];
 
 		if (n->type != KV_RESP_BULK || n->len < 3 || memcmp(n->str, "g:", 2) != 0 ||
@@ -211,6 +212,8 @@ print_key(FILE *f, const char *key, const struct kv_resp_value *h,
 					u = num(&h->elem[j + 1]);
 				else if (m->str[0] == 'e')
 					e = num(&h->elem[j + 1]);
+				else if (m->str[0] == 'z')	/* its zero: the last reset */
+					z = num(&h->elem[j + 1]);
 			}
 		}
 		if (json) {
@@ -218,11 +221,11 @@ print_key(FILE *f, const char *key, const struct kv_resp_value *h,
 			kv_report_json_string(f, host);
 			fprintf(f, ",\"granted_nusd\":%" PRId64 ",\"spent_nusd\":%" PRId64
 			    ",\"lease_nusd\":%" PRId64 ",\"expires_ms\":%" PRId64
-			    ",\"expired\":%s}", g, u, g > u ? g - u : 0, e,
+			    ",\"expired\":%s}", g - z, u - z, g > u ? g - u : 0, e,
 			    e <= now ? "true" : "false");
 		} else {
 			kvctl_format_money(g > u ? g - u : 0, money[0], sizeof(money[0]));
-			kvctl_format_money(u, money[1], sizeof(money[1]));
+			kvctl_format_money(u - z, money[1], sizeof(money[1]));
 			kvctl_printable(host);
 			fprintf(f, "    host %-20s lease %s  spent %s  %s %.1f s\n", host,
 			    money[0], money[1], e <= now ? "expired" : "expires in",
@@ -368,4 +371,42 @@ out:
 	kv_config_free(cf);
 	free(cf);
 	return rc;
+}
+
+int
+kvctl_cluster_reset(struct kv_ledger *l, struct kv_account **as, size_t n)
+{
+	struct timespec ts = { 0, 50 * 1000000L };
+	int64_t before = 0;
+	size_t i, pending = n;
+	int tries;
+	char money[32];
+
+	for (i = 0; i < n; i++) {
+		before += kv_account_spent(as[i]);
+		atomic_fetch_or(&as[i]->aflags, KV_AF_RESET);
+	}
+	/* The master clears the flag once Redis has done the reset (its next
+	 * sync, within half a second); a Redis reply can take 3 s. */
+	for (tries = 0; tries < 100 && pending > 0; tries++) {
+		(void)nanosleep(&ts, NULL);
+		for (i = pending = 0; i < n; i++)
+			if (atomic_load(&as[i]->aflags) & KV_AF_RESET)
+				pending++;
+	}
+	if (pending > 0) {
+		for (i = 0; i < n; i++)
+			atomic_fetch_and(&as[i]->aflags, ~KV_AF_RESET);
+		fprintf(stderr, "kvctl: KV0850: reset not done: this host leases budgets from "
+		    "Redis ([cluster]), so a key's spend is reset on every host at once, by "
+		    "this host's master; it did not confirm within 5 s. Is kilovoltd running "
+		    "and is Redis reachable (kvctl -c CONFIG cluster)? Nothing was reset; "
+		    "retry once it is, or raise the budget with kvctl budget.\n");
+		return KVCTL_EXIT_USAGE;
+	}
+	kvctl_format_money(before, money, sizeof(money));
+	printf("reset %zu key%s on every host of the cluster (spent here was %s); each "
+	    "host clears its spend at its next sync with Redis, within a second\n", n,
+	    n == 1 ? "" : "s", money);
+	return KVCTL_EXIT_OK;
 }

@@ -55,6 +55,7 @@ struct acct {
 	int64_t		 free;		/* the free lease asked for last time */
 	int64_t		 peak_reserved;	/* most in flight seen since the last sync */
 	struct rlease	 rl[2];		/* requests, tokens */
+	int64_t		 resets;	/* the key's reset count in Redis; -1 before */
 	int		 inflight;
 	int		 open;		/* admitting past the lease (open mode) */
 };
@@ -66,6 +67,7 @@ struct batch {
 	uint32_t		 idx[BATCH];
 	int64_t			 period[BATCH];
 	int64_t			 budget[BATCH];	/* local budget read when sent */
+	unsigned char		 reset[BATCH];	/* this sync resets the key's spend */
 	int			 final;
 };
 
@@ -169,6 +171,7 @@ follow_local(struct kv_account *a, struct acct *s, int64_t period, int64_t spent
 		memcpy(rl, s->rl, sizeof(rl));
 		memset(s, 0, sizeof(*s));
 		memcpy(s->rl, rl, sizeof(rl));
+		s->resets = -1;
 		s->period = period;
 		s->known_budget = -1;
 		atomic_store(&a->cluster_base_nusd, 0);
@@ -280,8 +283,8 @@ rl_cap_lower(_Atomic int64_t *word, struct rlease *r, int64_t v)
 	r->cap = cur > v ? v : cur;
 }
 
-#define ARGS_PER	17
-#define FIELDS		9	/* per key in the script's reply */
+#define ARGS_PER	19
+#define FIELDS		10	/* per key in the script's reply */
 #define NUMBUF		24
 
 struct callbuf {
@@ -406,6 +409,13 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 		s->rl[1].big = rneed - 1;
 	rl_args(h, a, &s->rl[1], &a->rl_tok_used, &a->rl_tok_reserved, &a->rl_tok_cap, tpm,
 	    rneed > 1 ? rneed - 1 : 0, s->rl[1].big, ab);
+	/* A reset asked for here (kvctl reset, the admin API) is done in
+	 * Redis for every host; the flag is cleared once Redis has it. The
+	 * zero point is what resets here cleared: Redis counts this host's
+	 * spend above it, as the ledger does. */
+	b->reset[b->n] = (atomic_load(&a->aflags) & KV_AF_RESET) != 0;
+	arg_num(ab, b->reset[b->n]);
+	arg_num(ab, base);
 	b->idx[b->n] = i;
 	b->period[b->n] = s->period;
 	b->budget[b->n] = budget;
@@ -464,6 +474,24 @@ rl_apply(struct rlease *r, _Atomic int64_t *capw, _Atomic int64_t *tat, uint32_t
 	atomic_store(tat, kv_rl_now_ns() + ahead_us * 1000);
 }
 
+/* The key's spend was reset in Redis (here or on another host): clear
+ * it here too. The cap goes first, so no admission sees the cleared spend
+ * under the old cap; what is cleared becomes part of the zero point. */
+static void
+reset_local(struct kv_account *a, struct acct *s)
+{
+	char id[13], usd[32];
+	int64_t x;
+
+	cap_lower(a, s, 0);
+	x = kv_account_spent_reset(a);
+	atomic_fetch_add(&a->cluster_base_nusd, x);
+	s->last_spent = 0;
+	kv_key_id(a->hash, id);
+	kv_format_usd(x, usd, sizeof(usd));
+	kv_log_info("cluster: key %s reset on every host; $%s spent here cleared", id, usd);
+}
+
 static void
 apply(struct kv_cluster_host *h, struct batch *b, size_t j, const int64_t f[FIELDS])
 {
@@ -472,8 +500,14 @@ apply(struct kv_cluster_host *h, struct batch *b, size_t j, const int64_t f[FIEL
 	struct acct *s = &h->acct[i];
 	int64_t base = atomic_load(&a->cluster_base_nusd), cur, exp;
 
+	if (b->reset[j])
+		atomic_fetch_and(&a->aflags, ~KV_AF_RESET);
 	if (s->period != b->period[j])
 		return;		/* the period rolled meanwhile: figures are stale */
+	if (s->resets >= 0 && f[9] > s->resets)
+		reset_local(a, s);
+	s->resets = f[9];
+	base = atomic_load(&a->cluster_base_nusd);
 	if (s->open)
 		overdraft(h, a, s, f[1]);
 	rl_apply(&s->rl[0], &a->rl_req_cap, &a->rpm_tat, atomic_load(&a->rpm), f[5], f[6]);
@@ -748,6 +782,7 @@ kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l)
 		s->period = acct_period(h, a);
 		s->last_spent = kv_account_spent(a);
 		s->known_budget = -1;
+		s->resets = -1;
 		/* What a previous run was granted is unknown until the first
 		 * sync: admit nothing new until then. */
 		cap_lower(a, s, s->last_spent + atomic_load(&a->reserved_nusd));

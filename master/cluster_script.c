@@ -6,17 +6,20 @@
  *
  * Per key, hash kv:{SHA-256 hex}:{period start}:
  *   budget	the key's budget, nano-dollars (last writer wins)
- *   C		committed: sum over hosts of max(granted, spent), plus what
- *		earlier incarnations of hosts held (never released)
- *   S		settled spend of all hosts
+ *   C		committed: sum over hosts of max(granted, spent) - zero, plus
+ *		what earlier incarnations of hosts held (never released)
+ *   S		settled spend of all hosts: sum of spent - zero
  *   g:H u:H	host H's cumulative grant and cumulative reported spend
+ *   z:H	H's zero point: its spend before the last reset of the key
  *   e:H i:H	H's lease expiry (Redis ms) and incarnation (ledger id)
  *   R		committed by retired incarnations (display)
+ *   Z		how many times the key's spend was reset this period
  * Invariant kept by every grant: C <= budget. A host's spend never passes
- * its grant (its workers admit against it), so the sum of all spend, the
- * expired leases' unsettled part included, is at most C <= budget.
- *
- *
+ * its grant (its workers admit against it), so the sum of all spend since
+ * the last reset, the expired leases' unsettled part included, is at most
+ * C <= budget. A reset moves every zero point up to what that host has
+ * reported: S drops to 0 and C keeps only the unused leases.
+
  * Rate limits, per key in hash kv:{SHA-256 hex}:rl (not per period), for
  * x = r (requests per minute) and t (tokens per minute):
  *   xt		the cluster-wide GCRA bucket: its TAT in Redis microseconds
@@ -32,10 +35,12 @@
  * KEYS: the accounts' period hashes, then their rate-limit hashes. ARGV:
  * host, incarnation, ttl ms, share percent, then per key: spent, want,
  * floor, need, budget to set (-1 for none), budget when the key is new,
- * key TTL seconds (0 for none), rpm, tpm, and for requests then tokens:
- * used, want, floor, need (cumulative units). Returns { now ms, { {granted,
- * spent, budget, others, all spent, requests granted, requests' bucket
- * ahead us, tokens granted, tokens' bucket ahead us}, ... } } where others
+ * key TTL seconds (0 for none), rpm, tpm, for requests then tokens: used,
+ * want, floor, need (cumulative units), then reset (1: reset the key's
+ * spend on every host first) and the host's zero point. Returns { now ms,
+ * { {granted, spent, budget, others, all spent, requests granted, requests'
+ * bucket ahead us, tokens granted, tokens' bucket ahead us, resets}, ... } }
+ * where others
  * = C minus this host's commitment, and "ahead" counts what the other hosts
  * hold as used. */
 const char kv_cluster_sync_lua[] =
@@ -46,6 +51,7 @@ const char kv_cluster_sync_lua[] =
 "local nowu = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
 "local function s(x) return string.format('%d', x) end\n"
 "local gk, uk, ek, ik = 'g:' .. host, 'u:' .. host, 'e:' .. host, 'i:' .. host\n"
+"local zk = 'z:' .. host\n"
 "local nk = #KEYS / 2\n"
 "local function rates(rk, b)\n"
 "  local lim = { tonumber(ARGV[b + 8]), tonumber(ARGV[b + 9]) }\n"
@@ -113,23 +119,46 @@ const char kv_cluster_sync_lua[] =
 "redis.call('HSET', 'kv:hosts', host, s(now))\n"
 "for i = 1, nk do\n"
 "  local k = KEYS[i]\n"
-"  local b = 4 + (i - 1) * 17\n"
+"  local b = 4 + (i - 1) * 19\n"
 "  local u, w, f = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])\n"
 "  local need, bs, db = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]), tonumber(ARGV[b + 6])\n"
-"  local kttl = tonumber(ARGV[b + 7])\n"
-"  local h = redis.call('HMGET', k, 'budget', 'C', 'S', gk, uk, ik)\n"
+"  local kttl, reset, zr = tonumber(ARGV[b + 7]), tonumber(ARGV[b + 18]), tonumber(ARGV[b + 19])\n"
+"  local h = redis.call('HMGET', k, 'budget', 'C', 'S', gk, uk, ik, 'Z', zk)\n"
 "  local budget = tonumber(h[1]) or db\n"
 "  if bs >= 0 then budget = bs end\n"
 "  local C, S = tonumber(h[2]) or 0, tonumber(h[3]) or 0\n"
 "  local g, uo = tonumber(h[4]) or 0, tonumber(h[5]) or 0\n"
+"  local Z, z = tonumber(h[7]) or 0, tonumber(h[8]) or 0\n"
+"  if reset == 1 then\n"
+     /* a reset of the key's spend on every host (kvctl reset, the admin
+      * API): each host's zero point z moves to what it has reported, so S
+      * restarts at 0 and C keeps only the unused leases; every host clears
+      * its own spend when it sees Z move, and reports its exact zero */
+"    Z = Z + 1\n"
+"    local all = redis.call('HGETALL', k)\n"
+"    local fs, set = {}, {}\n"
+"    for j = 1, #all, 2 do fs[all[j]] = all[j + 1] end\n"
+"    C, S = tonumber(fs['R']) or 0, 0\n"
+"    for name, v in pairs(fs) do\n"
+"      local x = string.match(name, '^u:(.+)$')\n"
+"      if x then\n"
+"        local ux = tonumber(v)\n"
+"        set[#set + 1], set[#set + 2] = 'z:' .. x, s(ux)\n"
+"        C = C + math.max(tonumber(fs['g:' .. x]) or 0, ux) - ux\n"
+"      end\n"
+"    end\n"
+"    if #set > 0 then redis.call('HSET', k, unpack(set)) end\n"
+"    z = uo\n"
+"  end\n"
 "  if h[6] and h[6] ~= inc then\n"
      /* a new ledger under the same host id: the old one's holding stays
       * counted in C and S for good; the new one starts from zero */
-"    redis.call('HINCRBY', k, 'R', s(math.max(g, uo)))\n"
-"    g, uo = 0, 0\n"
+"    redis.call('HINCRBY', k, 'R', s(math.max(g, uo) - z))\n"
+"    g, uo, z = 0, 0, 0\n"
 "  end\n"
 "  if u < uo then u = uo end\n"
-"  local cold = math.max(g, uo)\n"
+"  local zn = math.max(z, math.min(zr, u))\n"
+"  local cold = math.max(g, uo) - z\n"
 "  local fl = math.max(f, u)\n"
 "  local base = math.max(g, fl)\n"
 "  local ng = base\n"
@@ -137,17 +166,17 @@ const char kv_cluster_sync_lua[] =
      /* return what is not in use; never below what is */
 "    ng = math.max(w, fl)\n"
 "  elseif w > base then\n"
-"    local free = budget - (C - cold) - base\n"
+"    local free = budget - (C - cold) - (base - zn)\n"
 "    local inc = math.min(w - base, math.max(need, math.floor(free * share / 100)), free)\n"
 "    if inc > 0 then ng = base + inc end\n"
 "  end\n"
-"  local cnew = math.max(ng, u)\n"
+"  local cnew = math.max(ng, u) - zn\n"
 "  C = C - cold + cnew\n"
-"  S = S - uo + u\n"
+"  S = S - (uo - z) + (u - zn)\n"
 "  redis.call('HSET', k, 'budget', s(budget), 'C', s(C), 'S', s(S), gk, s(ng), uk, s(u),\n"
-"    ek, s(now + ttl), ik, inc)\n"
+"    ek, s(now + ttl), ik, inc, zk, s(zn), 'Z', s(Z))\n"
 "  if kttl > 0 then redis.call('EXPIRE', k, kttl) end\n"
 "  local r = rates(KEYS[nk + i], b)\n"
-"  out[i] = { ng, u, budget, C - cnew, S, r[1], r[2], r[3], r[4] }\n"
+"  out[i] = { ng, u, budget, C - cnew, S, r[1], r[2], r[3], r[4], Z }\n"
 "end\n"
 "return { now, out }\n";

@@ -330,7 +330,8 @@ find_account(struct kv_ledger *l, const char *id, unsigned int *status)
 }
 
 static enum MHD_Result
-send_account(struct MHD_Connection *c, const struct kv_account *a)
+send_account_status(struct MHD_Connection *c, const struct kv_account *a,
+    unsigned int status)
 {
 	struct status_out o;
 
@@ -338,7 +339,13 @@ send_account(struct MHD_Connection *c, const struct kv_account *a)
 		return MHD_NO;
 	kv_report_account_json(o.f, a);
 	fputc('\n', o.f);
-	return out_send(c, &o, MHD_HTTP_OK, "application/json");
+	return out_send(c, &o, status, "application/json");
+}
+
+static enum MHD_Result
+send_account(struct MHD_Connection *c, const struct kv_account *a)
+{
+	return send_account_status(c, a, MHD_HTTP_OK);
 }
 
 /* Apply ACTION ("reset", "budget" or "limits") to account ID with BODY. */
@@ -361,7 +368,13 @@ admin_apply(struct kv_status *st, struct MHD_Connection *c, const char *id,
 		return send_error(c, status, status == MHD_HTTP_CONFLICT ?
 		    "key id prefix is ambiguous" : "no such key");
 	kv_key_id(a->hash, kid);
-	if (strcmp(action, "reset") == 0) {
+	if (strcmp(action, "reset") == 0 && atomic_load(&st->l->hdr->cluster)) {
+		/* In a cluster the spend is Redis's: the master resets it on
+		 * every host at its next sync (docs/cluster.md). */
+		atomic_fetch_or(&a->aflags, KV_AF_RESET);
+		kv_log_info("status: key %s reset on every host requested by admin", kid);
+		return send_account_status(c, a, MHD_HTTP_ACCEPTED);
+	} else if (strcmp(action, "reset") == 0) {
 		/* Workers add to spent concurrently: exchange, never store. A
 		 * cluster lease is capped in spent units: close it first. */
 		int64_t old;

@@ -303,6 +303,8 @@ struct kv_account {
 #define KV_AF_FORGET	0x8u	/* kvctl forget: the master retires it when idle */
 #define KV_AF_FORMER	0x10u	/* named, and its key left the config (rotated or
 				   removed): the label is the one it had there */
+#define KV_AF_RESET	0x20u	/* with [cluster]: kvctl reset or the admin API asked the
+				   master to reset the key's spend on every host */
 
 _Static_assert(sizeof(struct kv_resv) == 16, "kv_resv layout");
 _Static_assert(sizeof(struct kv_target_slot) == 256, "target slots are four cache lines");

@@ -10,6 +10,8 @@
 #    host b; and concurrent load on two hosts admits at most L plus the
 #    refill of the time it ran (docs/cluster.md), the rest 429 + retry-after;
 #  - kvctl budget on one host reaches the others within a second or so;
+#  - kvctl reset (and the admin API's) on one host resets the key's spend on
+#    every host and in Redis; with the master down it refuses (KV0850);
 #  - kill -9 of a host mid-load: the others keep serving, its lease expires
 #    and stays counted, and after it comes back the figures are exact;
 #  - Redis stopped mid-load: the closed host refuses past its lease with 503
@@ -26,6 +28,7 @@ KV_TIMEOUT=${KV_TIMEOUT:-400}
 
 RPW=kv-test-redis-Pa55-$$
 export KV_TEST_REDIS_PW=$RPW
+export KV_TEST_ADMIN=kv-test-admin-$$-token
 RPORT=$(kv_free_port)
 RSOCK=$T/redis.sock
 KEY=sk-kvtest-cluster-shared-30103
@@ -77,6 +80,7 @@ host_start() {
 [server]
 ledger = $T/$name.ledger
 shutdown_timeout = 3
+admin_token = env:KV_TEST_ADMIN
 
 [price kv-cl*]
 input = 0.000001
@@ -124,9 +128,9 @@ hctl() { local h=$1; shift; "$KV_CTL_BIN" -c "$T/$h.ini" "$@"; }
 kfield() { hctl "$1" keys --json | jq -r ".keys[] | select(.label == \"shared\") | $2"; }
 rkey() { echo "kv:$(printf %s "$KEY" | sha256sum | cut -d' ' -f1):0"; }
 rfield() { rcli hget "$(rkey)" "$1"; }
-# What a host has spent in this period as Redis counts it: its ledger's
-# spend plus what a local reset cleared (cluster.reset_nusd).
-host_spent() { kfield "$1" '.spent_nusd + (.cluster.reset_nusd // 0)'; }
+# What a host has spent in this period (Redis counts it from the same zero,
+# the last reset).
+host_spent() { kfield "$1" .spent_nusd; }
 spent_sum() { echo $(($(host_spent a) + $(host_spent b) + $(host_spent c))); }
 
 # again H: how often H logged that it synced again after an outage.
@@ -357,19 +361,37 @@ mkdir -p "$T/r"
 client "$T/r/c" "$PORT_c"
 check_eq "host c admits under the raised budget" "$(cat "$T/r/c.code")" 200
 
-# ---- kvctl reset on one host: local only, Redis keeps counting ---------------
+# ---- kvctl reset on one host resets the key on every host ---------------------
 
 sleep 1.5	# c's request above reaches Redis first
-s0=$(rfield S)
-a0=$(kfield a .spent_nusd)
-hctl a reset shared >/dev/null
-check_eq "reset on host a clears its local spend" "$(kfield a .spent_nusd)" 0
-client "$T/r/a2" "$PORT_a"
-check_eq "host a admits again after its reset" "$(cat "$T/r/a2.code")" 200
+check "before the reset, the key has spend in Redis" test "$(rfield S)" -gt 0
+hctl a reset shared >"$T/reset.out" 2>&1
+check_eq "kvctl reset in a cluster succeeds" "$?" 0
+check "kvctl reset says it reset every host" grep -q 'on every host' "$T/reset.out"
+zeroed() { for h in a b c; do [ "$(kfield $h .spent_nusd)" = 0 ] || return 1; done; }
+check "every host's spend is 0 within 2 s" kv_wait_for 2 zeroed
+check_eq "Redis's settled spend is 0 after the reset" "$(rfield S)" 0
+check_eq "Redis counts one reset" "$(rfield Z)" 1
+check "committed in Redis is only the unused leases (<= 3 x lease_max)" \
+	test "$(rfield C)" -le $((3 * (LEASE_MAX + 2) * R))
+hctl a cluster --json >"$T/cluster-reset.json"
+check_eq "kvctl cluster: no host has spend after the reset" \
+	"$(jq -r '[.keys[] | select(.label == "shared") | .hosts[].spent_nusd] | add' \
+	"$T/cluster-reset.json")" 0
+client "$T/r/b2" "$PORT_b"
+check_eq "host b admits after the reset" "$(cat "$T/r/b2.code")" 200
 sleep 1.5
-check_eq "host a keeps what the reset cleared as cluster.reset_nusd" \
-	"$(kfield a '.cluster.reset_nusd')" "$a0"
-check_eq "Redis still counts what the reset cleared, plus the new request" "$(rfield S)" $((s0 + R))
+check_eq "Redis counts the new request only" "$(rfield S)" "$R"
+check_eq "the ledgers count the new request only" "$(spent_sum)" "$R"
+# The admin API's reset does the same, asked on host c.
+KID=$(kfield c .id)
+code=$(curl -sS -m 10 -o "$T/admin-reset.json" -w '%{http_code}' -X POST \
+	-H "Authorization: Bearer $KV_TEST_ADMIN" "http://127.0.0.1:$SPORT_c/keys/$KID/reset")
+check_eq "admin API reset in a cluster: 202 (done by the master)" "$code" 202
+check "after the admin reset every host's spend is 0 within 2 s" kv_wait_for 2 zeroed
+sleep 1
+check_eq "Redis's settled spend is 0 after the admin reset" "$(rfield S)" 0
+check_eq "Redis counts two resets" "$(rfield Z)" 2
 
 # ---- kill -9 of one host mid-load ----------------------------------------------
 
@@ -496,6 +518,22 @@ kill -TERM "$PID_d"; wait "$PID_d" 2>/dev/null
 kill -TERM "$PID_a"; wait "$PID_a" 2>/dev/null
 check_eq "host a returned its lease when it stopped (granted = spent in Redis)" \
 	"$(rcli hget "$(rkey)" g:a)" "$(rcli hget "$(rkey)" u:a)"
+
+# ---- a reset with the master down is refused, not done halfway -----------------
+
+spent_a=$(kfield a .spent_nusd)
+s_before=$(rfield S)
+hctl a reset shared >"$T/reset-down.out" 2>&1
+check_eq "kvctl reset with host a's master down exits 2" "$?" 2
+check "it says why (KV0850) and what to do" grep -q 'KV0850.*Nothing was reset' "$T/reset-down.out"
+check_eq "host a's spend is unchanged" "$(kfield a .spent_nusd)" "$spent_a"
+check_eq "Redis's spend is unchanged" "$(rfield S)" "$s_before"
+# Withdrawn, not left for the next master: a comes back and resets nothing.
+host_start a
+check "host a synced again after its restart" kv_wait_for 5 synced a
+sleep 1.5
+check_eq "the withdrawn reset was not done when a came back" "$(kfield a .spent_nusd)" "$spent_a"
+check_eq "Redis still counts two resets" "$(rfield Z)" 2
 
 KV_KILLS_WORKERS=1	# b's workers were killed on purpose
 kv_finish
