@@ -161,7 +161,7 @@ limits(FILE *f, const struct kv_account *a)
 }
 
 static void
-key_row(FILE *f, const struct kv_account *a, int64_t now)
+key_row(FILE *f, const struct kv_ledger *l, const struct kv_account *a, int64_t now)
 {
 	char id[13], label[KV_LABEL_MAX], m[3][32];
 	int64_t mins[KV_HIST_MINUTES], hours[KV_HIST_HOURS];
@@ -186,7 +186,7 @@ key_row(FILE *f, const struct kv_account *a, int64_t now)
 	    atomic_load(&a->output_tokens));
 	fprintf(f, "<td class=\"n\">%" PRIu64 "</td>", atomic_load(&a->refusals));
 	limits(f, a);
-	kv_history_read(a, now, mins, hours);
+	kv_history_read(l, a, now, mins, hours);
 	fputs("<td class=\"chart\">", f);
 	chart(f, mins, KV_HIST_MINUTES, "hour");
 	fputs("</td><td class=\"chart\">", f);
@@ -208,7 +208,7 @@ keys(FILE *f, const struct kv_ledger *l, int64_t now)
 	    "<th>Last hour, per minute</th>"
 	    "<th>Last day, per hour</th></tr></thead><tbody>\n", f);
 	for (i = 0; i < n; i++)
-		key_row(f, v[i], now);
+		key_row(f, l, v[i], now);
 	if (n == 0)
 		fputs("<tr><td class=\"empty\" colspan=\"14\">no keys yet</td></tr>\n", f);
 	fputs("</tbody></table>\n", f);

@@ -33,9 +33,10 @@ live_accounts(const struct kv_ledger *l)
 	return n;
 }
 
-/* Place a copy of A at its probe position in N (no one else writes N). */
+/* Place a copy of A, with its history H, at its probe position in N (no
+ * one else writes N). */
 static void
-place(struct kv_ledger *n, const struct kv_account *a)
+place(struct kv_ledger *n, const struct kv_account *a, const struct kv_hist_slot *h)
 {
 	uint32_t max = n->hdr->max_keys, i;
 	uint64_t start = 0;
@@ -49,6 +50,7 @@ place(struct kv_ledger *n, const struct kv_account *a)
 		if (atomic_load(&d->tag) == 0) {
 			kv_ledger_mark_slot(n, (start + i) % max);
 			memcpy(d, a, sizeof(*d));
+			memcpy(&n->history[(start + i) % max], h, sizeof(*h));
 			return;
 		}
 	}
@@ -68,7 +70,7 @@ copy_state(struct kv_ledger *n, const struct kv_ledger *o)
 	memcpy(n->targets, o->targets, (size_t)KV_TARGET_SLOTS * sizeof(*n->targets));
 	KV_FOR_EACH_SLOT(o, i)
 		if (atomic_load(&o->accounts[i].state) == KV_SLOT_READY) {
-			place(n, &o->accounts[i]);
+			place(n, &o->accounts[i], &o->history[i]);
 			used++;
 		}
 	atomic_store(&n->hdr->accounts_used, used);

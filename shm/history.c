@@ -29,17 +29,20 @@ ring_add(_Atomic int64_t *r, int n, _Atomic int64_t *newest, int64_t unit,
 }
 
 void
-kv_history_sample(struct kv_account *a, int64_t now)
+kv_history_sample(struct kv_ledger *l, struct kv_account *a, int64_t now)
 {
+	struct kv_hist_slot *h = &l->history[a - l->accounts];
 	int64_t cur = kv_account_spent(a);
 	int64_t was = atomic_load_explicit(&a->hist_sampled_nusd, memory_order_relaxed);
 	int64_t delta;
 
-	if (now <= 0)
-		return;
+	if (now <= 0 || cur == was)
+		return;	/* nothing moved: the ring's page stays untouched */
 	delta = cur >= was ? cur - was : (cur > 0 ? cur : 0);
-	ring_add(a->hist_minute_nusd, KV_HIST_MINUTES, &a->hist_minute, now / 60, delta);
-	ring_add(a->hist_hour_nusd, KV_HIST_HOURS, &a->hist_hour, now / 3600, delta);
+	if (delta != 0) {
+		ring_add(h->minute_nusd, KV_HIST_MINUTES, &h->minute, now / 60, delta);
+		ring_add(h->hour_nusd, KV_HIST_HOURS, &h->hour, now / 3600, delta);
+	}
 	atomic_store_explicit(&a->hist_sampled_nusd, cur, memory_order_relaxed);
 }
 
@@ -51,7 +54,7 @@ kv_history_sample_all(struct kv_ledger *l, int64_t now)
 	KV_FOR_EACH_SLOT(l, i)
 		if (atomic_load_explicit(&l->accounts[i].state, memory_order_acquire) ==
 		    KV_SLOT_READY)
-			kv_history_sample(&l->accounts[i], now);
+			kv_history_sample(l, &l->accounts[i], now);
 }
 
 static void
@@ -69,13 +72,15 @@ ring_read(const _Atomic int64_t *r, int n, int64_t newest, int64_t unit,
 }
 
 void
-kv_history_read(const struct kv_account *a, int64_t now,
+kv_history_read(const struct kv_ledger *l, const struct kv_account *a, int64_t now,
     int64_t minutes[KV_HIST_MINUTES], int64_t hours[KV_HIST_HOURS])
 {
-	ring_read(a->hist_minute_nusd, KV_HIST_MINUTES,
-	    atomic_load_explicit(&a->hist_minute, memory_order_acquire), now / 60, minutes);
-	ring_read(a->hist_hour_nusd, KV_HIST_HOURS,
-	    atomic_load_explicit(&a->hist_hour, memory_order_acquire), now / 3600, hours);
+	const struct kv_hist_slot *h = &l->history[a - l->accounts];
+
+	ring_read(h->minute_nusd, KV_HIST_MINUTES,
+	    atomic_load_explicit(&h->minute, memory_order_acquire), now / 60, minutes);
+	ring_read(h->hour_nusd, KV_HIST_HOURS,
+	    atomic_load_explicit(&h->hour, memory_order_acquire), now / 3600, hours);
 }
 
 static void
@@ -108,7 +113,7 @@ kv_history_json(FILE *f, const struct kv_ledger *l, int64_t now)
 			kv_report_json_string(f, label);
 		else
 			fputs("null", f);
-		kv_history_read(v[i], now, mins, hours);
+		kv_history_read(l, v[i], now, mins, hours);
 		series_json(f, "minute_nusd", mins, KV_HIST_MINUTES);
 		series_json(f, "hour_nusd", hours, KV_HIST_HOURS);
 		fputc('}', f);

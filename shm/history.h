@@ -1,8 +1,11 @@
-/* Per-key spend history (ledger version 5): rings of spend per minute over
- * the last hour and per hour over the last day, in each account slot. The
- * master samples every account's spent_nusd (kv_history_sample) and is the
- * only writer; readers (the status page, /status.json, kvctl) take a
- * consistent-enough copy with kv_history_read. */
+/* Per-key spend history: rings of spend per minute over the last hour and
+ * per hour over the last day, in a kv_hist_slot beside each account slot
+ * (ledger version 14; they were inside the account before, and the
+ * master's scans touched every account's whole kilobyte). The master
+ * samples every account's spent_nusd (kv_history_sample) and is the only
+ * writer; a key whose spend did not move is not written (the rings read
+ * 0 past their newest bucket); readers (the status page, /status.json)
+ * take a consistent-enough copy with kv_history_read. */
 #ifndef KV_HISTORY_H
 #define KV_HISTORY_H
 
@@ -16,7 +19,7 @@
  * rings came with the ledger (version 5) and the master samples every
  * second, so a first sample's spend is at most that old; a spend that went
  * down (reset, new period) counts from 0. */
-void	kv_history_sample(struct kv_account *a, int64_t now);
+void	kv_history_sample(struct kv_ledger *l, struct kv_account *a, int64_t now);
 
 /* kv_history_sample for every ready account of L. */
 void	kv_history_sample_all(struct kv_ledger *l, int64_t now);
@@ -24,7 +27,7 @@ void	kv_history_sample_all(struct kv_ledger *l, int64_t now);
 /* A's history as of NOW, oldest first: minutes[i] is the spend in minute
  * (NOW/60 - 59 + i), hours[i] in hour (NOW/3600 - 23 + i); buckets the
  * master has not reached yet (it samples every few seconds) read 0. */
-void	kv_history_read(const struct kv_account *a, int64_t now,
+void	kv_history_read(const struct kv_ledger *l, const struct kv_account *a, int64_t now,
 	    int64_t minutes[KV_HIST_MINUTES], int64_t hours[KV_HIST_HOURS]);
 
 /* ,"history":[{"id","label","minute_nusd":[60],"hour_nusd":[24]}] for

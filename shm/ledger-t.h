@@ -11,6 +11,7 @@
  *                           the claimed-slot bitmap (kv_ledger_next_slot;
  *                           its place follows from max_keys)
  *   struct kv_account       [max_keys]
+ *   struct kv_hist_slot     [max_keys]	(version 14; its place follows from max_keys)
  */
 #ifndef KV_LEDGER_T_H
 #define KV_LEDGER_T_H
@@ -19,7 +20,7 @@
 #include <stdint.h>
 
 #define KV_LEDGER_MAGIC		0x5245474445564b31ULL	/* "1KVLEDGER" */
-#define KV_LEDGER_VERSION	13u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
+#define KV_LEDGER_VERSION	14u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
 					   4: per-key estimated and free counts;
 					   5: rate limits (account, kv_resv.tokens);
 					   6: key policy, reclaim request;
@@ -30,7 +31,8 @@
 					   11: the target table after the models, in-flight counts in it;
 					   12: the claimed-slot bitmap before the accounts,
 					       kv_worker_slot.resv_hi;
-					   13: cluster leases of rpm/tpm (account) */
+					   13: cluster leases of rpm/tpm (account);
+					   14: history rings apart from the accounts */
 #define KV_WORKER_SLOTS		64	/* room for two generations during a reload */
 #define KV_RESV_PER_WORKER	2048	/* in-flight reservations one worker may hold */
 #define KV_MODEL_SLOTS		256
@@ -42,7 +44,7 @@
 #define KV_HIST_BUCKETS		12	/* + the implicit +Inf bucket */
 #define KV_HIST_MINUTES		60	/* spend history: the last hour by minute */
 #define KV_HIST_HOURS		24	/* ... and the last day by hour */
-#define KV_HIST_PAD		1	/* keeps struct kv_account a multiple of 64 bytes */
+#define KV_HIST_PAD		7	/* keeps struct kv_account a multiple of 64 bytes */
 
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free");
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free");
@@ -269,15 +271,11 @@ struct kv_account {
 	_Atomic int64_t	  rpm_tat;
 	_Atomic int64_t	  tpm_tat;
 	_Atomic uint64_t  rate_refusals;	/* 429s for rpm or tpm */
-	/* Version 8. Spend history for the status page's chart and
-	 * /status.json, written by the master only (master/history.c): rings
-	 * indexed by time, spend per minute over the last hour and per hour
-	 * over the last day. */
-	_Atomic int64_t	  hist_sampled_nusd;	/* spent_nusd at the last sample */
-	_Atomic int64_t	  hist_minute;		/* unix minute of the newest minute bucket; 0 = never */
-	_Atomic int64_t	  hist_hour;		/* unix hour of the newest hour bucket */
-	_Atomic int64_t	  hist_minute_nusd[KV_HIST_MINUTES];	/* [minute % 60] */
-	_Atomic int64_t	  hist_hour_nusd[KV_HIST_HOURS];	/* [hour % 24] */
+	/* Version 8: spent_nusd at the master's last history sample; the rings
+	 * themselves are apart (struct kv_hist_slot, version 14), so the
+	 * master's per-tick scans read one word here and touch a ring's page
+	 * only for a key whose spend moved. */
+	_Atomic int64_t	  hist_sampled_nusd;
 	int64_t		  hist_pad[KV_HIST_PAD];
 	/* Version 13. Cluster leases of the rate limits (docs/cluster.md), used
 	 * only with [cluster]: this host admits a request while rl_req_used + 1
@@ -292,6 +290,17 @@ struct kv_account {
 	_Atomic int64_t	  rl_tok_cap;
 	_Atomic int64_t	  rl_need;		/* refused for want of lease: tokens + 1 */
 	int64_t		  rl_pad[2];
+};
+
+/* Spend history of account slot i, for the status page's chart and
+ * /status.json (shm/history.h), written by the master only: rings indexed
+ * by time, spend per minute over the last hour and per hour over the last
+ * day. Version 14: apart from the accounts, in the same order. */
+struct kv_hist_slot {
+	_Alignas(64) _Atomic int64_t minute;	/* unix minute of the newest minute bucket; 0 = never */
+	_Atomic int64_t	  hour;			/* unix hour of the newest hour bucket */
+	_Atomic int64_t	  minute_nusd[KV_HIST_MINUTES];	/* [minute % 60] */
+	_Atomic int64_t	  hour_nusd[KV_HIST_HOURS];	/* [hour % 24] */
 };
 
 #define KV_ACCOUNT_NAMED 0x1u
@@ -310,6 +319,7 @@ _Static_assert(sizeof(struct kv_resv) == 16, "kv_resv layout");
 _Static_assert(sizeof(struct kv_target_slot) == 256, "target slots are four cache lines");
 _Static_assert(sizeof(struct kv_ledger_header) <= 4096, "the header fits in 4 KB");
 _Static_assert(sizeof(struct kv_account) % 64 == 0, "accounts are cache-line sized");
+_Static_assert(sizeof(struct kv_hist_slot) % 64 == 0, "history slots are cache-line sized");
 _Static_assert(sizeof(struct kv_model_slot) % 64 == 0, "model slots are cache-line sized");
 _Static_assert(sizeof(struct kv_worker_slot) % 64 == 0, "worker slots are cache-line sized");
 

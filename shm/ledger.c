@@ -26,6 +26,7 @@ struct layout {
 	uint64_t targets_off;
 	uint64_t used_off;	/* the claimed-slot bitmap (kv_ledger_next_slot) */
 	uint64_t accounts_off;
+	uint64_t history_off;	/* struct kv_hist_slot [max_keys] */
 	uint64_t total_size;
 };
 
@@ -60,8 +61,10 @@ layout_for(uint32_t max_keys, struct layout *lo)
 	lo->used_off = lo->targets_off +
 	    (uint64_t)KV_TARGET_SLOTS * sizeof(struct kv_target_slot);
 	lo->accounts_off = lo->used_off + round64(((uint64_t)max_keys + 63) / 64 * 8);
-	lo->total_size = lo->accounts_off +
+	lo->history_off = lo->accounts_off +
 	    (uint64_t)max_keys * sizeof(struct kv_account);
+	lo->total_size = lo->history_off +
+	    (uint64_t)max_keys * sizeof(struct kv_hist_slot);
 }
 
 static void
@@ -80,6 +83,7 @@ ledger_carve(struct kv_ledger *l)
 	l->targets = (struct kv_target_slot *)(b + lo.targets_off);
 	l->used = (_Atomic uint64_t *)(b + lo.used_off);
 	l->accounts = (struct kv_account *)(b + l->hdr->accounts_off);
+	l->history = (struct kv_hist_slot *)(b + lo.history_off);
 }
 
 static int

@@ -21,6 +21,7 @@ struct kv_ledger {
 	struct kv_target_slot	*targets;	/* [KV_TARGET_SLOTS] */
 	struct kv_account	*accounts;
 	_Atomic uint64_t	*used;		/* bit i: account slot i was ever claimed */
+	struct kv_hist_slot	*history;	/* [max_keys], beside accounts[i] */
 	/* Process-local: set by a worker to its own slot, so its ledger
 	 * operations announce themselves to the master's repair. */
 	struct kv_worker_slot	*self;

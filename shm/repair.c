@@ -57,6 +57,7 @@ kv_account_retire(struct kv_ledger *l, struct kv_account *a)
 	if (atomic_load(&a->state) == KV_SLOT_READY)
 		atomic_fetch_sub(&l->hdr->accounts_used, 1);
 	memset(a, 0, sizeof(*a));
+	memset(&l->history[a - l->accounts], 0, sizeof(*l->history));
 	atomic_store(&a->state, KV_SLOT_DEAD);
 	atomic_store(&a->tag, KV_TAG_DEAD);
 }

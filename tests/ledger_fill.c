@@ -190,10 +190,10 @@ step_spend(struct kv_ledger *l, char **a)
 
 	if (acct == NULL)
 		return fail("no such key", a[0]);
-	if (atomic_load(&acct->hist_minute) == 0)
-		kv_history_sample(acct, t);	/* where spend stood before */
+	if (atomic_load(&l->history[acct - l->accounts].minute) == 0)
+		kv_history_sample(l, acct, t);	/* where spend stood before */
 	atomic_fetch_add(&acct->spent_nusd, atoll(a[2]));
-	kv_history_sample(acct, t);
+	kv_history_sample(l, acct, t);
 	return 0;
 }
 

@@ -140,7 +140,8 @@ test_create_reopen(void)
 	CHECK(l.hdr->magic == KV_LEDGER_MAGIC);
 	CHECK_INT(l.hdr->version, KV_LEDGER_VERSION);
 	CHECK_INT(l.hdr->max_keys, 100);
-	CHECK((char *)&l.accounts[100] == (char *)l.base + l.size);
+	CHECK((char *)&l.accounts[100] == (char *)l.history);
+	CHECK((char *)&l.history[100] == (char *)l.base + l.size);
 	CHECK((uintptr_t)l.accounts % 64 == 0 && (uintptr_t)l.workers % 64 == 0);
 	atomic_store(&l.hdr->counters.requests_total, 42);
 	kv_ledger_close(&l);
