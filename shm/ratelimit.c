@@ -5,6 +5,8 @@
 
 #include "shm/ratelimit.h"
 
+#include "common/fmt.h"
+
 #include <stdio.h>
 #include <time.h>
 
@@ -321,64 +323,90 @@ kv_ratelimit_tokens(const struct kv_usage *u, int anthropic)
 	return n > 0 ? n : 0;
 }
 
-void
-kv_format_duration(int64_t ms, char *buf, size_t len)
+/* A string literal: its length is known, no strlen. */
+#define LIT(b, s)	kv_sb_put((b), (s), sizeof(s) - 1)
+
+/* The duration into B, Go's form; see kv_format_duration. */
+static void
+put_duration(struct kv_sb *b, int64_t ms)
 {
 	int64_t h, m, s, frac;
-	int o = 0;
+	char d[3];
 
 	if (ms <= 0) {
-		snprintf(buf, len, "0s");
+		LIT(b, "0s");
 		return;
 	}
 	if (ms < 1000) {
-		snprintf(buf, len, "%lldms", (long long)ms);
+		kv_sb_i64(b, ms);
+		LIT(b, "ms");
 		return;
 	}
 	h = ms / 3600000;
 	m = ms / 60000 % 60;
 	s = ms / 1000 % 60;
 	frac = ms % 1000;
-	if (h > 0)
-		o = snprintf(buf, len, "%lldh%lldm", (long long)h, (long long)m);
-	else if (m > 0)
-		o = snprintf(buf, len, "%lldm", (long long)m);
-	if (o < 0 || (size_t)o >= len)
-		return;
-	if (frac == 0)
-		snprintf(buf + o, len - (size_t)o, "%llds", (long long)s);
-	else if (frac % 100 == 0)
-		snprintf(buf + o, len - (size_t)o, "%lld.%llds", (long long)s, (long long)(frac / 100));
-	else if (frac % 10 == 0)
-		snprintf(buf + o, len - (size_t)o, "%lld.%02llds", (long long)s, (long long)(frac / 10));
-	else
-		snprintf(buf + o, len - (size_t)o, "%lld.%03llds", (long long)s, (long long)frac);
+	if (h > 0) {
+		kv_sb_i64(b, h);
+		LIT(b, "h");
+	}
+	if (h > 0 || m > 0) {
+		kv_sb_i64(b, m);
+		LIT(b, "m");
+	}
+	kv_sb_i64(b, s);
+	if (frac != 0) {
+		/* Trailing zeros dropped: 1.5s, 1.25s, 1.125s. */
+		int w = frac % 100 == 0 ? 1 : frac % 10 == 0 ? 2 : 3;
+
+		kv_fmt_u64_pad(d, (uint64_t)frac, 3);
+		LIT(b, ".");
+		kv_sb_put(b, d, (size_t)w);
+	}
+	LIT(b, "s");
 }
 
+void
+kv_format_duration(int64_t ms, char *buf, size_t len)
+{
+	struct kv_sb b = { buf, 0, len > 0 ? len - 1 : 0 };
+
+	if (len == 0)
+		return;
+	put_duration(&b, ms);
+	buf[b.len] = '\0';
+}
+
+/* Written by hand, not snprintf: these lines go on every response of a
+ * limited key (callgrind: the snprintf version cost 5.4 k instructions a
+ * request, 9 % of a small chat request's). */
 int
 kv_ratelimit_headers(const struct kv_rl_view *v, char *buf, size_t len)
 {
-	char rr[32], tr[32];
-	int n = 0, k;
+	struct kv_sb b = { buf, 0, len };
 
-	if (len > 0)
-		buf[0] = '\0';
+	if (len == 0)
+		return -1;
 	if (v->rpm != 0) {
-		kv_format_duration(v->req_reset_ms, rr, sizeof(rr));
-		n = snprintf(buf, len, "x-ratelimit-limit-requests: %u\r\n"
-		    "x-ratelimit-remaining-requests: %lld\r\nx-ratelimit-reset-requests: %s\r\n",
-		    v->rpm, (long long)v->req_remaining, rr);
-		if (n < 0 || (size_t)n >= len)
-			return -1;
+		LIT(&b, "x-ratelimit-limit-requests: ");
+		kv_sb_u64(&b, v->rpm);
+		LIT(&b, "\r\nx-ratelimit-remaining-requests: ");
+		kv_sb_i64(&b, v->req_remaining);
+		LIT(&b, "\r\nx-ratelimit-reset-requests: ");
+		put_duration(&b, v->req_reset_ms);
+		LIT(&b, "\r\n");
 	}
 	if (v->tpm != 0) {
-		kv_format_duration(v->tok_reset_ms, tr, sizeof(tr));
-		k = snprintf(buf + n, len - (size_t)n, "x-ratelimit-limit-tokens: %u\r\n"
-		    "x-ratelimit-remaining-tokens: %lld\r\nx-ratelimit-reset-tokens: %s\r\n",
-		    v->tpm, (long long)v->tok_remaining, tr);
-		if (k < 0 || (size_t)k >= len - (size_t)n)
-			return -1;
-		n += k;
+		LIT(&b, "x-ratelimit-limit-tokens: ");
+		kv_sb_u64(&b, v->tpm);
+		LIT(&b, "\r\nx-ratelimit-remaining-tokens: ");
+		kv_sb_i64(&b, v->tok_remaining);
+		LIT(&b, "\r\nx-ratelimit-reset-tokens: ");
+		put_duration(&b, v->tok_reset_ms);
+		LIT(&b, "\r\n");
 	}
-	return n;
+	if (b.len == len)	/* no room for the NUL: cut, as snprintf's n >= len */
+		return -1;
+	buf[b.len] = '\0';
+	return (int)b.len;
 }
