@@ -24,6 +24,11 @@
 #             -t, the chain of tests/gen_certs.sh; every proxy verifies chain
 #             and host name, resumes sessions and pools connections); no
 #             direct row; upstream TLS handshakes per 1,000 requests
+#   8 failover  scenario 1's load on kilovolt with one upstream of three
+#             targets (three fresh benchmocks each run): row kilovolt with
+#             all three up, row kvkill with one of them killed (SIGKILL)
+#             halfway through; the errors the clients saw and the latency
+#             p99 the kill added (issue 13). Only these two targets.
 # Scenarios 1 and 7 are served by bench/benchmock (one epoll thread, the
 # same bytes per request whatever the proxy); the streaming ones by
 # tests/mock_upstream (a thread per connection: it has the SSE knobs).
@@ -31,15 +36,18 @@
 # the client does not ask for usage, so kilovolt adds include_usage
 # upstream and filters the usage event out), haproxy (2 threads), nginx
 # (2 workers), kvcluster (kilovolt with [cluster] on a local redis-server,
-# scenario 1 only; its line gives Redis commands per request). Memory is the PSS of the proxy's whole process tree
+# scenario 1 only; its line gives Redis commands per request), kvlimits
+# (kilovolt with [budget] rpm and tpm set too high ever to refuse,
+# scenarios 1 and 2 only; its line compares it with kilovolt round by
+# round, issue 13). Memory is the PSS of the proxy's whole process tree
 # (bench/pss), CPU the tree's user+system seconds during the load.
 #
 # Writes the tables to $top_builddir/bench/RESULTS.md and, when the source
 # tree is writable, to $top_srcdir/bench/RESULTS.md (the committed copy).
 #
 # Environment: top_srcdir, top_builddir (as make check exports them),
-# BENCH_SCENARIOS (default "1 7 2 3 4 5 6"), BENCH_TARGETS (default "direct
-# kilovolt haproxy nginx"), BENCH_SMALL_SECS (8), BENCH_ROUNDS (3: each
+# BENCH_SCENARIOS (default "1 7 2 3 4 5 6 8"), BENCH_TARGETS (default "direct
+# kilovolt kvlimits kvcluster haproxy nginx kvkill"), BENCH_SMALL_SECS (8), BENCH_ROUNDS (3: each
 # scenario runs that many times, targets interleaved, and each target's row
 # is its round with the median key number: req/s for scenario 1, TTFB p99
 # for 3, MB/s for 2 and 4), BENCH_NO_INSTALL=1 skips
@@ -53,8 +61,8 @@ set -u
 : "${top_srcdir:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 : "${top_builddir:=.}"
 top_builddir=$(cd "$top_builddir" && pwd)
-SCENARIOS=${BENCH_SCENARIOS:-1 7 2 3 4 5 6}
-TARGETS=${BENCH_TARGETS:-direct kilovolt kvcluster haproxy nginx}
+SCENARIOS=${BENCH_SCENARIOS:-1 7 2 3 4 5 6 8}
+TARGETS=${BENCH_TARGETS:-direct kilovolt kvlimits kvcluster haproxy nginx kvkill}
 SMALL_SECS=${BENCH_SMALL_SECS:-8}
 ROUNDS=${BENCH_ROUNDS:-3}
 
@@ -70,6 +78,8 @@ MOCK_PID=
 MOCK_TLS_PID=
 UP_TLS=0	# this run's upstream is over TLS (scenarios 5 and 7)
 UP_PORT=	# this run's upstream port
+UP_URLS=	# scenario 8: the upstream's three target URLs
+FO_PIDS=()	# scenario 8: the three benchmocks of this run
 BM_PID=
 BM_TLS_PID=
 PROXY_PID=
@@ -101,6 +111,7 @@ cleanup() {
 	stop_pid "$BM_PID"
 	stop_pid "$BM_TLS_PID"
 	stop_pid "$REDIS_PID"
+	stop_failover_mocks
 	cgroup_remove
 	if [ "${KEEP:-0}" = 1 ]; then log "kept $W"; else rm -rf "$W"; fi
 }
@@ -255,7 +266,9 @@ unknown_keys = allow
 reserve_output_tokens = 1024
 
 [upstream openai]
-$(if [ "$UP_TLS" = 1 ]; then
+$(if [ -n "$UP_URLS" ]; then
+	echo "url = $UP_URLS"
+elif [ "$UP_TLS" = 1 ]; then
 	echo "url = https://localhost:$UP_PORT"
 	echo "ca_file = $W/certs/ca.pem"
 else
@@ -274,6 +287,39 @@ output = 3.00
 EOF
 	rm -f "$W/ledger"
 	CMD=("$KVD" -c "$W/kilovolt.ini")
+}
+
+# kilovolt with limits that never refuse: every request still takes its
+# GCRA words (rpm and tpm) at admission and settles tpm afterwards. 4e9 a
+# minute is the most a limit may be; scenario 1 reserves ~1.1k tokens a
+# request, so even 60,000 req/s stay under it.
+write_kvlimits() {
+	write_kilovolt
+	sed -i 's/^reserve_output_tokens = 1024$/&\nrpm = 4000000000\ntpm = 4000000000/' "$W/kilovolt.ini"
+}
+
+# Scenario 8's second row: the same kilovolt; run_one kills a target.
+write_kvkill() { write_kilovolt; }
+
+# Scenario 8: three fresh benchmocks, the upstream's targets.
+start_failover_mocks() {
+	local i port
+	FO_PIDS=()
+	UP_URLS=
+	for i in 1 2 3; do
+		rm -f "$W/fo$i.port"
+		"$BENCHMOCK" -P "$W/fo$i.port" </dev/null >"$W/fo$i.err" 2>&1 &
+		FO_PIDS+=($!)
+		port=$(wait_portfile "$W/fo$i.port" "$!") || { log "benchmock $i did not start"; return 1; }
+		UP_URLS="$UP_URLS${UP_URLS:+ }http://127.0.0.1:$port"
+	done
+}
+
+stop_failover_mocks() {
+	local p
+	for p in "${FO_PIDS[@]}"; do stop_pid "$p"; done
+	FO_PIDS=()
+	UP_URLS=
 }
 
 # kilovolt with [cluster] leasing from a redis-server of our own (unix
@@ -328,6 +374,7 @@ have_target() {
 	case $1 in
 	direct) return 0 ;;
 	kilovolt) [ -x "$KVD" ] ;;
+	kvlimits|kvkill) [ -x "$KVD" ] ;;
 	kvcluster) [ -x "$KVD" ] && command -v redis-server >/dev/null && command -v redis-cli >/dev/null ;;
 	*) command -v "$1" >/dev/null ;;
 	esac
@@ -438,7 +485,7 @@ load_args() {
 	local common=(-m POST -u /v1/chat/completions -H 'Content-Type: application/json'
 		-H 'Authorization: Bearer sk-bench-0123456789')
 	case $1 in
-	1|7) CONC=64
+	1|7|8) CONC=64
 	   LOAD=("${common[@]}" -c 64 -d "$SMALL_SECS" -t 30 -b "$BODY_SMALL") ;;
 	2|4) CONC=256
 	   LOAD=("${common[@]}" -c 256 -n 256 -t 120 -s -e 5000000 -b "$BODY_STREAM"
@@ -460,6 +507,7 @@ run_one() {
 	UP_TLS=0
 	case $s in
 	1) UP_PORT=$BM_PORT ;;
+	8) start_failover_mocks || { FAILED=1; stop_failover_mocks; return 0; } ;;
 	7) UP_PORT=$BM_TLS_PORT; UP_TLS=1 ;;
 	5) UP_PORT=$MOCK_TLS_PORT; UP_TLS=1 ;;
 	*) UP_PORT=$MOCK_PORT ;;
@@ -487,8 +535,15 @@ run_one() {
 	[ "$UP_TLS" = 1 ] && tls_stats "$out.tls0.json"
 	wait_quiet >"$out.busy"
 	[ "$t" = kvcluster ] && redis_calls >"$out.rc0"
+	local killer=
+	if [ "$t" = kvkill ]; then
+		# Halfway through, the first target dies as a crashed host does.
+		{ sleep "$(awk -v s="$SMALL_SECS" 'BEGIN { print s / 2 }')"; kill -KILL "${FO_PIDS[0]}"; } &
+		killer=$!
+	fi
 	timeout 300 "$LOADGEN" -p "$port" -l "$t" "${LOAD[@]}" >"$out.load.json" 2>"$out.load.err"
 	rc=$?
+	[ -n "$killer" ] && wait "$killer" 2>/dev/null
 	# Handshakes this run made: the counters' difference, less the two
 	# stats requests' own.
 	if [ "$UP_TLS" = 1 ] && tls_stats "$out.tls1.json"; then
@@ -515,6 +570,14 @@ run_one() {
 	[ "$t" = kilovolt ] && grep -o '\[access\] worker [0-9]*' "$W/kilovolt.log" |
 		awk '{ n[$3]++ } END { for (w in n) printf "%sworker %s: %d", s++ ? ", " : "", w, n[w] }' \
 		>"$out.workers"
+	# Scenario 8: what the access log says each target answered, and the
+	# statuses the gateway itself gave.
+	if [ "$s" = 8 ]; then
+		grep -o 'upstream=[^ ]* status=[0-9]*' "$W/$t.log" | sort | uniq -c |
+			awk '{ printf "%s%s %s %s", (NR > 1 ? ", " : ""), $2, $3, $1 }' >"$out.targets"
+		grep -c 'retrying to' "$W/$t.log" >"$out.retries"
+		stop_failover_mocks
+	fi
 	cgroup_remove
 }
 
@@ -522,6 +585,7 @@ run_one() {
 key_metric() {
 	case $1 in
 	1|6|7) echo .rps ;;
+	8) echo .lat_ms.p99 ;;
 	3|5) echo .ttfb_ms.p99 ;;
 	*) echo .mbps ;;
 	esac
@@ -566,6 +630,7 @@ scenario_title() {
 	5) echo "5. Scenario 3 with the upstream over TLS 1.3, chain and host name verified" ;;
 	6) echo "6. 64 concurrent 1 MB request bodies (model last), 640 in all" ;;
 	7) echo "7. Scenario 1 with the upstream over TLS 1.3, chain and host name verified, ${SMALL_SECS} s" ;;
+	8) echo "8. Failover: scenario 1's load on one upstream of three targets, one killed halfway, ${SMALL_SECS} s" ;;
 	4) echo "4. Scenario 2 inside a 30 MiB memory cgroup" ;;
 	esac
 }
@@ -628,9 +693,9 @@ tls_handshakes() {
 # round (the rounds interleave the targets, so each pair ran within the
 # same minute); prints "r1 / r2 / r3, median M, lowest L".
 round_ratios() {
-	local s=$1 p=$2 r a b v list
+	local s=$1 p=$2 num=${3:-kilovolt} r a b v list
 	v=$(for r in $(seq 1 "$ROUNDS"); do
-		a=$(j "$W/s$s-kilovolt.r$r.load.json" "$(key_metric "$s")")
+		a=$(j "$W/s$s-$num.r$r.load.json" "$(key_metric "$s")")
 		b=$(j "$W/s$s-$p.r$r.load.json" "$(key_metric "$s")")
 		[ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.3f\n", a / b }'
 	done)
@@ -640,9 +705,9 @@ round_ratios() {
 		END { printf "%s, median %.2f, lowest %.2f", l, a[int((NR + 1) / 2)], a[1] }'
 }
 
-# round_stat SCENARIO PEER median|lowest: one number of round_ratios.
+# round_stat SCENARIO PEER median|lowest [NUM]: one number of round_ratios.
 round_stat() {
-	round_ratios "$1" "$2" | sed -n "s/.*$3 \([0-9.]*\).*/\1/p"
+	round_ratios "$1" "$2" "${4:-kilovolt}" | sed -n "s/.*$3 \([0-9.]*\).*/\1/p"
 }
 
 # The pairs of a throughput scenario, per peer.
@@ -660,6 +725,10 @@ paired_lines() {
 skip_target() {
 	case $1 in 4|5|7) [ "$2" = direct ] && return 0 ;; esac
 	[ "$2" = kvcluster ] && [ "$1" != 1 ] && return 0
+	[ "$2" = kvlimits ] && [ "$1" != 1 ] && [ "$1" != 2 ] && return 0
+	# Scenario 8 is kilovolt against itself with a target killed.
+	[ "$2" = kvkill ] && [ "$1" != 8 ] && return 0
+	[ "$1" = 8 ] && [ "$2" != kilovolt ] && [ "$2" != kvkill ] && return 0
 	return 1
 }
 
@@ -691,6 +760,32 @@ cluster_line() {
 		"($(awk -v c="$calls" -v n="$n" 'BEGIN { if (n > 0) printf "%.5f", c / n; else print "–" }') per request)."
 }
 
+# kvlimits against kilovolt: the cost of rate limits that never refuse.
+limits_line() {
+	local s=$1 l=$W/s$1-kvlimits k=$W/s$1-kilovolt
+	echo
+	echo "kilovolt with rpm and tpm limits (never refusing): $(key_metric "$s" | tr -d .)" \
+		"$(ratio "$(j "$l.load.json" "$(key_metric "$s")")" "$(j "$k.load.json" "$(key_metric "$s")")") of kilovolt" \
+		"without them in the median rounds; round by round: $(round_ratios "$s" kilovolt kvlimits)."
+}
+
+# Scenario 8: the errors and the latency a killed target cost the clients.
+failover_lines() {
+	local k=$W/s8-kilovolt x=$W/s8-kvkill
+	[ -s "$x.load.json" ] || return 0
+	echo
+	echo "Killing one of three targets halfway: $(j "$x.load.json" .errors) client errors in" \
+		"$(j "$x.load.json" .requests) requests (goal 0; by kind: $(jq -c .errors_by "$x.load.json" 2>/dev/null));" \
+		"latency p99 $(fmt "$(j "$x.load.json" .lat_ms.p99)" 2) ms against $(fmt "$(j "$k.load.json" .lat_ms.p99)" 2) ms" \
+		"with all three up ($(awk -v a="$(j "$x.load.json" .lat_ms.p99)" -v b="$(j "$k.load.json" .lat_ms.p99)" \
+		'BEGIN { if (a != "" && b != "") printf "%+.2f ms", a - b; else print "–" }') added), max" \
+		"$(fmt "$(j "$x.load.json" .lat_ms.max)" 1) ms against $(fmt "$(j "$k.load.json" .lat_ms.max)" 1) ms;" \
+		"$(cat "$x.retries" 2>/dev/null || echo –) requests moved to another target (log lines)."
+	echo
+	echo "What the gateway logged, by target and status: with the kill: $(cat "$x.targets" 2>/dev/null);" \
+		"without: $(cat "$k.targets" 2>/dev/null)."
+}
+
 scenario_table() {
 	local s=$1 t
 	echo
@@ -708,6 +803,8 @@ scenario_table() {
 	for t in haproxy nginx; do versus "$s" "$t"; done
 	paired_lines "$s"
 	[ -s "$W/s$s-kvcluster.load.json" ] && cluster_line "$s"
+	[ -s "$W/s$s-kvlimits.load.json" ] && limits_line "$s"
+	[ "$s" = 8 ] && failover_lines
 	if [ -s "$W/s$s-kilovolt.workers" ]; then
 		echo
 		echo "kilovolt responses per worker: $(cat "$W/s$s-kilovolt.workers")."

@@ -1,0 +1,139 @@
+#!/bin/bash
+# bench/instructions.sh: instructions per request, counted by valgrind's
+# callgrind, of kilovolt without and with rate limits (issue 13). A count
+# of instructions does not depend on how busy the shared machine is, which
+# the wall-clock scenarios of bench/run.sh do.
+#
+# Method: kilovoltd with one worker runs under callgrind against
+# bench/benchmock (scenario 1's small chat completion), twice per mode:
+# bench/loadgen sends WARM requests in one run and WARM + N in the other,
+# one at a time on one keep-alive connection (how requests batch in an
+# event-loop turn depends on timing; one at a time it does not), then the
+# daemon stops and callgrind writes the worker's total. What still varies
+# is the worker's once-a-second tick (malloc_trim and pool upkeep) over a
+# run's length, a few hundred instructions a request at N = 3000: the
+# default N is 10000. The difference over N is the worker's cost per request:
+# parsing, admission (budget, and with limits the GCRA words of rpm and
+# tpm), relaying, usage scanning, settling, logging. (callgrind_control
+# cannot reach the worker: kilovoltd makes itself non-dumpable, which
+# forbids the ptrace vgdb needs.) The master's share is left out: it does
+# no per-request work.
+# Modes: "plain" (no limits), "limits" ([budget] rpm and tpm of 4e9 a
+# minute: every request takes both words and settles tpm, none refused).
+#
+# Run from the build directory (kilovoltd, bench/benchmock, bench/loadgen
+# built there). Environment: top_srcdir, top_builddir, N (10000), WARM
+# (1000), MODES ("plain limits"). Prints one line per mode and a ratio.
+set -u
+
+: "${top_srcdir:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+: "${top_builddir:=.}"
+top_builddir=$(cd "$top_builddir" && pwd)
+N=${N:-10000}
+WARM=${WARM:-1000}
+MODES=${MODES:-plain limits}
+KVD=$top_builddir/kilovoltd
+BM=$top_builddir/bench/benchmock
+LG=$top_builddir/bench/loadgen
+W=$(mktemp -d "${TMPDIR:-/tmp}/kvinstr.XXXXXX") || exit 1
+BM_PID= KV_PID=
+
+stop() {	# stop PID: TERM, then KILL after 30 s (valgrind is slow to exit)
+	local i
+	[ -n "$1" ] || return 0
+	kill -TERM "$1" 2>/dev/null
+	for ((i = 0; i < 300; i++)); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+cleanup() { stop "$KV_PID"; stop "$BM_PID"; [ "${KEEP:-0}" = 1 ] || rm -rf "$W"; }
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+for f in "$KVD" "$BM" "$LG"; do [ -x "$f" ] || { echo "$f is not built" >&2; exit 1; }; done
+command -v valgrind >/dev/null && command -v callgrind_control >/dev/null ||
+	{ echo "valgrind (callgrind) is needed" >&2; exit 1; }
+
+"$BM" -P "$W/bm.port" </dev/null >"$W/bm.err" 2>&1 &
+BM_PID=$!
+for ((i = 0; i < 100; i++)); do [ -s "$W/bm.port" ] && break; sleep 0.1; done
+BM_PORT=$(cat "$W/bm.port")
+BODY='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello in five words."}],"max_tokens":16}'
+LOAD=(-m POST -u /v1/chat/completions -H 'Content-Type: application/json'
+	-H 'Authorization: Bearer sk-bench-0123456789' -c 1 -t 60 -b "$BODY")
+
+write_config() {	# write_config MODE PORT
+	cat >"$W/kv.ini" <<EOF
+[server]
+listen = 127.0.0.1:$2
+workers = 1
+status_listen = off
+ledger = $W/ledger
+max_keys = 64
+shutdown_timeout = 5
+
+[budget]
+default = 100000.00
+period = none
+unknown_keys = allow
+reserve_output_tokens = 1024
+$([ "$1" = limits ] && printf 'rpm = 4000000000\ntpm = 4000000000\n')
+
+[upstream openai]
+url = http://127.0.0.1:$BM_PORT
+paths = /v1/chat/completions
+
+[price gpt-4o-mini*]
+input = 0.15
+output = 0.60
+EOF
+	rm -f "$W/ledger"
+}
+
+# The worker: kilovoltd's child (the master forks it; valgrind follows).
+worker_pid() { pgrep -P "$KV_PID" | head -n 1; }
+
+# ir FILE: the "summary:" line of a callgrind output file (instructions).
+ir() { awk '/^summary:/ { print $2; exit }' "$1"; }
+
+# run MODE COUNT: kilovoltd under callgrind answers COUNT requests and stops;
+# prints the worker's instructions over its whole life.
+run() {
+	local mode=$1 count=$2 port wpid i
+	port=$("$top_builddir/tests/mock_upstream" --free-port)
+	write_config "$mode" "$port"
+	rm -f "$W"/cg.*
+	(cd "$W" && exec valgrind --tool=callgrind --callgrind-out-file="$W/cg.%p" \
+		"$KVD" -c "$W/kv.ini") </dev/null >"$W/kv.$mode.$count.log" 2>&1 &
+	KV_PID=$!
+	for ((i = 0; i < 600; i++)); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+		kill -0 "$KV_PID" 2>/dev/null || { cat "$W/kv.$mode.$count.log" >&2; return 1; }
+		sleep 0.1
+	done
+	"$LG" -p "$port" "${LOAD[@]}" -n "$count" -l "$mode" >/dev/null 2>"$W/load.$mode.$count.err" ||
+		{ cat "$W/load.$mode.$count.err" >&2; return 1; }
+	wpid=$(worker_pid)	# forked after the master listens: looked up now
+	echo "  $mode, $count requests: $(tail -n 1 "$W/load.$mode.$count.err")" >&2
+	stop "$KV_PID"
+	KV_PID=
+	[ -s "$W/cg.$wpid" ] || { echo "no callgrind output of worker $wpid" >&2; return 1; }
+	cp "$W/cg.$wpid" "$W/callgrind.$mode.$count"	# for callgrind_annotate (KEEP=1)
+	ir "$W/cg.$wpid"
+}
+
+# A worker's instructions over its life are start-up + count x per request
+# (+ its 1 s ticks, a few thousand instructions each): the difference of two
+# counts takes start-up and most ticks out.
+declare -A PER
+for mode in $MODES; do
+	a=$(run "$mode" "$WARM") || exit 1
+	b=$(run "$mode" $((WARM + N))) || exit 1
+	PER[$mode]=$(awk -v a="$a" -v b="$b" -v n="$N" 'BEGIN { printf "%.0f", (b - a) / n }')
+	echo "$mode: worker $a instructions for $WARM requests, $b for $((WARM + N)):" \
+		"${PER[$mode]} per request"
+done
+if [ -n "${PER[plain]:-}" ] && [ -n "${PER[limits]:-}" ]; then
+	awk -v a="${PER[limits]}" -v b="${PER[plain]}" 'BEGIN {
+		printf "limits / plain: x%.4f (%+d instructions per request, %+.2f %%)\n", a / b, a - b, (a - b) * 100 / b }'
+fi
