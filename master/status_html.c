@@ -51,6 +51,32 @@ card(FILE *f, const char *k, const char *v, const char *s)
 	    "<div class=\"s\">%s</div></div>\n", k, v, s);
 }
 
+/* With [cluster]: whether Redis answers, and when this host last synced
+ * its leases (docs/cluster.md). */
+static void
+cluster_card(FILE *f, const struct kv_ledger *l)
+{
+	const struct kv_counters *c = &l->hdr->counters;
+	int64_t synced = atomic_load(&l->hdr->cluster_synced_ms);
+	int64_t ms = kv_rl_now_ns() / 1000000;
+	char s[160], ago[48];
+
+	if (!atomic_load(&l->hdr->cluster))
+		return;
+	if (synced > 0)
+		snprintf(ago, sizeof(ago), "last sync %.1f s ago",
+		    (double)(ms > synced ? ms - synced : 0) / 1000);
+	else
+		snprintf(ago, sizeof(ago), "never synced");
+	snprintf(s, sizeof(s), "%s &middot; %" PRIu64 " lease refusals (503) &middot; %"
+	    PRIu64 " Redis errors", ago, atomic_load(&c->cluster_lease_refusals_total),
+	    atomic_load(&c->cluster_redis_errors_total));
+	fprintf(f, "<div class=\"card\" id=\"cluster-state\"><div class=\"k\">Cluster</div>"
+	    "<div class=\"v %s\">%s</div><div class=\"s\">%s</div></div>\n",
+	    atomic_load(&l->hdr->cluster_up) ? "ok" : "bad",
+	    atomic_load(&l->hdr->cluster_up) ? "Redis up" : "Redis down", s);
+}
+
 static void
 cards(FILE *f, const struct kv_ledger *l, int64_t now)
 {
@@ -81,6 +107,7 @@ cards(FILE *f, const struct kv_ledger *l, int64_t now)
 	snprintf(v, sizeof(v), "%" PRId64 "h %02" PRId64 "m", up / 3600, up / 60 % 60);
 	snprintf(s, sizeof(s), "master pid %" PRId32, atomic_load(&l->hdr->master_pid));
 	card(f, "Uptime", v, s);
+	cluster_card(f, l);
 	fputs("</section>\n", f);
 }
 
@@ -215,6 +242,76 @@ keys(FILE *f, const struct kv_ledger *l, int64_t now)
 	free(v);
 }
 
+/* A rate lease as "used / cap" (cumulative), or a dash without the limit. */
+static void
+rate_lease(FILE *f, uint32_t lim, int64_t used, int64_t cap)
+{
+	if (lim == 0)
+		fputs("<td class=\"n muted\">&mdash;</td>", f);
+	else if (cap >= INT64_MAX / 8)
+		fprintf(f, "<td class=\"n\">%" PRId64 " / open</td>", used);
+	else
+		fprintf(f, "<td class=\"n\">%" PRId64 " / %" PRId64 "</td>", used, cap);
+}
+
+/* With [cluster], per key synced with Redis: the figures of the JSON's
+ * "cluster" object (shm/report.c), as this host last synced them. */
+static void
+cluster_leases(FILE *f, const struct kv_ledger *l)
+{
+	const struct kv_account **v;
+	size_t i, n, rows = 0;
+	char id[13], label[KV_LABEL_MAX], m[5][32];
+	int64_t ms = kv_rl_now_ns() / 1000000;
+
+	if (!atomic_load(&l->hdr->cluster))
+		return;
+	n = kv_report_sorted_accounts(l, &v);
+	fputs("<h2>Cluster leases</h2>\n<table id=\"cluster\"><thead><tr><th>Key</th>"
+	    "<th>Label</th><th class=\"n\">Spent, all hosts</th><th class=\"n\">Lease here"
+	    " (unused)</th><th class=\"n\">Lease cap</th><th class=\"n\">Other hosts "
+	    "committed</th><th class=\"n\">Reset here</th><th class=\"n\">Lease expires</th>"
+	    "<th class=\"n\">Requests leased (used / cap)</th><th class=\"n\">Tokens "
+	    "leased (used / cap)</th></tr></thead><tbody>\n", f);
+	for (i = 0; i < n; i++) {
+		const struct kv_account *a = v[i];
+		int64_t exp = atomic_load(&a->lease_expires_ms), cap, unused;
+
+		if (exp == 0)
+			continue;
+		cap = atomic_load(&a->lease_cap_nusd);
+		unused = cap - kv_account_spent(a) - atomic_load(&a->reserved_nusd);
+		kv_key_id(a->hash, id);
+		memcpy(label, a->label, sizeof(label));
+		label[sizeof(label) - 1] = '\0';
+		fprintf(f, "<tr><td class=\"mono\"><code>%s</code></td><td%s>", id,
+		    label[0] ? "" : " class=\"muted\"");
+		if (label[0])
+			esc(f, label);
+		else
+			fputs("&mdash;", f);
+		fprintf(f, "</td><td class=\"n\">%s</td><td class=\"n\">%s</td>"
+		    "<td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td>"
+		    "<td class=\"n\">%s%.1f s</td>",
+		    usd(atomic_load(&a->cluster_spent_nusd), m[0]), usd(unused > 0 ? unused : 0, m[1]),
+		    cap >= INT64_MAX / 8 ? "open" : usd(cap, m[2]),
+		    usd(atomic_load(&a->cluster_other_nusd), m[3]),
+		    usd(atomic_load(&a->cluster_base_nusd), m[4]), exp < ms ? "expired " : "in ",
+		    (double)(exp >= ms ? exp - ms : ms - exp) / 1000);
+		rate_lease(f, atomic_load(&a->rpm), atomic_load(&a->rl_req_used),
+		    atomic_load(&a->rl_req_cap));
+		rate_lease(f, atomic_load(&a->tpm), atomic_load(&a->rl_tok_used) +
+		    atomic_load(&a->rl_tok_reserved), atomic_load(&a->rl_tok_cap));
+		fputs("</tr>\n", f);
+		rows++;
+	}
+	if (rows == 0)
+		fputs("<tr><td class=\"empty\" colspan=\"10\">no lease synced with Redis yet"
+		    "</td></tr>\n", f);
+	fputs("</tbody></table>\n", f);
+	free(v);
+}
+
 static void
 models(FILE *f, const struct kv_ledger *l)
 {
@@ -303,6 +400,7 @@ kv_status_html(FILE *f, const struct kv_ledger *l, int64_t now)
 	fputs("</header>\n<main>\n", f);
 	cards(f, l, now);
 	keys(f, l, now);
+	cluster_leases(f, l);
 	models(f, l);
 	workers(f, l, now);
 	fputs("<footer>Rendered by the gateway; with JavaScript it refreshes every 2 s. "

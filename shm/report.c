@@ -358,6 +358,11 @@ kv_report_status_json(FILE *f, const struct kv_ledger *l, int64_t now)
 {
 	fputc('{', f);
 	totals_json(f, l, now);
+	/* With [cluster]: whether Redis answers, and this host's last sync. */
+	if (atomic_load(&l->hdr->cluster))
+		fprintf(f, ",\"cluster\":{\"redis_up\":%s,\"synced_ms\":%" PRId64 "}",
+		    atomic_load(&l->hdr->cluster_up) ? "true" : "false",
+		    atomic_load(&l->hdr->cluster_synced_ms));
 	fputs(",\"workers\":", f);
 	workers_array(f, l, now);
 	fputs(",\"keys\":", f);

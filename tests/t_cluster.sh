@@ -252,6 +252,19 @@ check_eq "/status.json: the key's cluster-wide spend" "$(curl -sS -m 10 \
 	.cluster.cluster_spent_nusd')" "$total"
 hctl a cluster >"$T/cluster.txt"
 check "kvctl cluster's table names the key" grep -q "shared" "$T/cluster.txt"
+# The status page as served (no JavaScript runs here): the cluster's state
+# and, per key, the lease and the cluster-wide spend.
+usd6() { printf '$%d.%06d' $(($1 / 1000000000)) $(($1 % 1000000000 / 1000)); }
+curl -sS -m 10 "http://127.0.0.1:$SPORT_a/" >"$T/page.html"
+check "status page: the cluster card says Redis is up" \
+	grep -q 'id="cluster-state".*Redis up' "$T/page.html"
+sed -n '/<table id="cluster">/,/<\/table>/p' "$T/page.html" | grep '>shared<' >"$T/page-row.html"
+check "status page: the key has a row in the cluster leases table" test -s "$T/page-row.html"
+check "status page: the row shows the cluster-wide spend ($(usd6 "$total"))" \
+	grep -qF ">$(usd6 "$total")<" "$T/page-row.html"
+check "status page: the row shows this host's lease expiry" grep -q '>in [0-9.]* s<' "$T/page-row.html"
+check_eq "/status.json: Redis is up" "$(curl -sS -m 10 "http://127.0.0.1:$SPORT_a/status.json" |
+	jq -r .cluster.redis_up)" true
 
 # ---- a rate limit drains with the whole cluster's traffic ---------------------
 
@@ -474,6 +487,9 @@ for i in $(seq 1 "$na"); do
 		--data-binary "$BODY" "http://127.0.0.1:$PORT_a/v1/chat/completions" >"$T/d/a$i.code"
 done
 sleep 2.5	# past OPEN_AFTER_MS: c admits against the last known budget
+curl -sS -m 10 "http://127.0.0.1:$SPORT_a/" >"$T/page-down.html"
+check "status page: with Redis stopped the cluster card says Redis down" \
+	grep -q 'id="cluster-state".*Redis down' "$T/page-down.html"
 for i in $(seq 1 30); do
 	curl -sS -m 30 -o /dev/null -w '%{http_code}\n' -H "Authorization: Bearer $KEY" \
 		-H "x-mock-tokens: $M" --data-binary "$BODY" \
