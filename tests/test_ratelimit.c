@@ -1,6 +1,10 @@
 /* GCRA words (shm/ratelimit.c): bursts, refill, exact waits, refunds,
- * overruns, a clock stepped back, the headers and the duration format. */
+ * overruns, a clock stepped back, the headers and the duration format;
+ * and a cluster host's rate leases: admission within the caps, all or
+ * nothing, the need noted for the master, settlement into used. */
 #include <config.h>
+
+#include <stdlib.h>
 
 #include "shm/ratelimit.h"
 #include "tests/unit.h"
@@ -118,6 +122,80 @@ test_tokens_counted(void)
 	CHECK_INT(kv_ratelimit_tokens(&u, 1), 90);	/* Anthropic: cache reads not */
 }
 
+static void
+test_cluster_lease(void)
+{
+	struct kv_ledger_header hdr = { 0 };
+	struct kv_account *a = calloc(1, sizeof(*a));
+	struct kv_worker_slot *w = calloc(1, sizeof(*w));
+	struct kv_ledger l = { 0 };
+	struct kv_rl_view v;
+	int64_t now = 1700000000LL * S, rem, reset;
+	int i;
+
+	if (a == NULL || w == NULL)
+		abort();
+	hdr.max_keys = 1;
+	atomic_store(&hdr.cluster, 1);
+	l.hdr = &hdr;
+	l.accounts = a;
+	atomic_store(&a->rpm, 10);
+	atomic_store(&a->tpm, 1000);
+	atomic_store(&a->rl_req_cap, 3);
+	atomic_store(&a->rl_tok_cap, 500);
+	for (i = 0; i < 4; i++)
+		atomic_store(&w->resv[i].account, 1);
+	atomic_store(&w->resv_hi, 4);	/* as kv_ledger_reserve records them */
+	/* Three requests of 100 tokens fit the lease of 3 requests. */
+	for (i = 0; i < 3; i++)
+		CHECK_INT(kv_ratelimit_admit(w, i, a, 100, now, 1, &v), 0);
+	CHECK_INT(atomic_load(&a->rl_req_used), 3);
+	CHECK_INT(atomic_load(&a->rl_tok_reserved), 300);
+	/* The fourth passes the buckets (7 requests left) but not the lease:
+	 * refused 'l', retry in 1 s, nothing taken, the need noted. */
+	CHECK_INT(kv_ratelimit_admit(w, 3, a, 100, now, 1, &v), -1);
+	CHECK_INT(v.refused_by, 'l');
+	CHECK_INT(v.retry_after_s, 1);
+	CHECK_INT(atomic_load(&a->rl_req_used), 3);
+	CHECK_INT(atomic_load(&a->rl_tok_reserved), 300);
+	CHECK_INT(atomic_load(&a->rl_need), 101);
+	kv_gcra_state(atomic_load(&a->rpm_tat), 10, now, &rem, &reset);
+	CHECK_INT(rem, 7);
+	kv_gcra_state(atomic_load(&a->tpm_tat), 1000, now, &rem, &reset);
+	CHECK_INT(rem, 700);
+	/* Room for requests but not for 300 more tokens: all or nothing. */
+	atomic_store(&a->rl_req_cap, 10);
+	CHECK_INT(kv_ratelimit_admit(w, 3, a, 300, now, 1, &v), -1);
+	CHECK_INT(v.refused_by, 'l');
+	CHECK_INT(atomic_load(&a->rl_req_used), 3);
+	CHECK_INT(atomic_load(&a->rl_need), 301);
+	/* Settled: the real count goes to used, the estimate leaves reserved;
+	 * what was committed when sent is already in used. */
+	kv_ratelimit_settle(&l, w, 0, 40, 0);
+	CHECK_INT(atomic_load(&a->rl_tok_used), 40);
+	CHECK_INT(atomic_load(&a->rl_tok_reserved), 200);
+	CHECK_INT(kv_ratelimit_sent(w, 1, 30), 30);
+	kv_ratelimit_lease_sent(&l, a, 30);
+	CHECK_INT(atomic_load(&a->rl_tok_used), 70);
+	CHECK_INT(atomic_load(&a->rl_tok_reserved), 170);
+	kv_ratelimit_settle(&l, w, 1, 90, 30);
+	CHECK_INT(atomic_load(&a->rl_tok_used), 130);
+	CHECK_INT(atomic_load(&a->rl_tok_reserved), 100);
+	/* Now 100 + 130 + 300 > 500 still; 270 fits exactly. */
+	CHECK_INT(kv_ratelimit_admit(w, 3, a, 271, now, 1, &v), -1);
+	CHECK_INT(kv_ratelimit_admit(w, 3, a, 270, now, 1, &v), 0);
+	CHECK_INT(atomic_load(&a->rl_tok_reserved), 370);
+	/* A dead worker's held tokens leave reserved (not used). */
+	CHECK_INT(kv_ratelimit_release_worker(&l, w), 100 + 270);
+	CHECK_INT(atomic_load(&a->rl_tok_reserved), 0);
+	CHECK_INT(atomic_load(&a->rl_tok_used), 130);
+	/* Without the lease (no [cluster]) the caps are not consulted. */
+	atomic_store(&a->rl_req_cap, 0);
+	CHECK_INT(kv_ratelimit_admit(w, 0, a, 1, now, 0, &v), 0);
+	free(a);
+	free(w);
+}
+
 int
 main(void)
 {
@@ -126,5 +204,6 @@ main(void)
 	test_overrun_and_clock();
 	test_format();
 	test_tokens_counted();
+	test_cluster_lease();
 	return unit_done();
 }
