@@ -647,26 +647,37 @@ table_row() {
 	[ -n "$peak" ] && growth=$(awk -v p="$peak" -v i="$idle" -v c="$CONC" 'BEGIN { printf "%.2f", (p - i) / c }')
 	errs=$(j "$f.load.json" .errors)
 	[ -s "$f.load.json" ] || errs="did not run"
-	printf '| %s | %s | %s | %s | %s / %s | %s / %s | %s | %s | %s | %s | %s | %s | %s |\n' "$t" \
+	printf '| %s | %s | %s | %s | %s / %s | %s / %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$t" \
 		"$(fmt "$rps" 0)" "$(fmt "$mbps" 1)" "$(ratio "$rps" "$(j "$d.load.json" .rps)")" \
 		"$(fmt "$(j "$f.load.json" .ttfb_ms.p50)" 2)" "$(fmt "$(j "$f.load.json" .ttfb_ms.p99)" 2)" \
 		"$(fmt "$(j "$f.load.json" .lat_ms.p50)" 1)" "$(fmt "$(j "$f.load.json" .lat_ms.p99)" 1)" \
 		"$(fmt "$(j "$f.load.json" .gap_ms.max)" 1)" \
 		"$(fmt "$(mb "$idle")" 2)" "$(fmt "$(mb "$peak")" 2)" "$(fmt "$growth" 2)" \
-		"$(fmt "$(j "$f.pss.json" .cpu_s)" 2)" "$errs" "$(cat "$f.busy" 2>/dev/null || echo –)"
+		"$(fmt "$(j "$f.pss.json" .cpu_s)" 2)" "$(fmt "$(cpu_us "$f")" 1)" \
+		"$errs" "$(cat "$f.busy" 2>/dev/null || echo –)"
+}
+
+# cpu_us FILE_PREFIX: the proxy tree's CPU microseconds per request of a
+# run: what the proxy costs, less moved by the machine's load than req/s.
+cpu_us() {
+	local c n
+	c=$(j "$1.pss.json" .cpu_s)
+	n=$(j "$1.load.json" .requests)
+	[ -n "$c" ] && [ -n "$n" ] && awk -v c="$c" -v n="$n" 'BEGIN { if (n > 0) printf "%.2f", c * 1e6 / n }'
 }
 
 # versus SCENARIO PEER: kilovolt's numbers over PEER's.
 versus() {
 	local k=$W/s$1-kilovolt p=$W/s$1-$2
 	[ -s "$p.load.json" ] && [ -s "$k.load.json" ] || return 0
-	printf '| kilovolt / %s | %s | %s | %s | %s | %s | %s |\n' "$2" \
+	printf '| kilovolt / %s | %s | %s | %s | %s | %s | %s | %s |\n' "$2" \
 		"$(ratio "$(j "$k.load.json" .rps)" "$(j "$p.load.json" .rps)")" \
 		"$(ratio "$(j "$k.load.json" .mbps)" "$(j "$p.load.json" .mbps)")" \
 		"$(ratio "$(j "$k.load.json" .ttfb_ms.p99)" "$(j "$p.load.json" .ttfb_ms.p99)")" \
 		"$(ratio "$(j "$k.load.json" .lat_ms.p99)" "$(j "$p.load.json" .lat_ms.p99)")" \
 		"$(ratio "$(j "$k.pss.json" .peak_kb)" "$(j "$p.pss.json" .peak_kb)")" \
-		"$(ratio "$(j "$k.pss.json" .cpu_s)" "$(j "$p.pss.json" .cpu_s)")"
+		"$(ratio "$(j "$k.pss.json" .cpu_s)" "$(j "$p.pss.json" .cpu_s)")" \
+		"$(ratio "$(cpu_us "$k")" "$(cpu_us "$p")")"
 }
 
 # Full and resumed upstream handshakes per target in a TLS scenario's
@@ -791,15 +802,15 @@ scenario_table() {
 	echo
 	echo "### $(scenario_title "$s")"
 	echo
-	echo "| target | req/s | MB/s | req/s vs direct | TTFB p50 / p99 ms | latency p50 / p99 ms | max chunk gap ms | idle PSS MiB | peak PSS MiB | PSS growth KiB/stream | CPU s | errors | CPU busy before % |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| target | req/s | MB/s | req/s vs direct | TTFB p50 / p99 ms | latency p50 / p99 ms | max chunk gap ms | idle PSS MiB | peak PSS MiB | PSS growth KiB/stream | CPU s | CPU us/req | errors | CPU busy before % |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for t in $TARGETS; do
 		skip_target "$s" "$t" && continue
 		table_row "$s" "$t"
 	done
 	echo
-	echo "| ratio | req/s | MB/s | TTFB p99 | latency p99 | peak PSS | CPU s |"
-	echo "|---|---:|---:|---:|---:|---:|---:|"
+	echo "| ratio | req/s | MB/s | TTFB p99 | latency p99 | peak PSS | CPU s | CPU us/req |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 	for t in haproxy nginx; do versus "$s" "$t"; done
 	paired_lines "$s"
 	[ -s "$W/s$s-kvcluster.load.json" ] && cluster_line "$s"
@@ -893,7 +904,8 @@ write_results() {
 		echo "budgets reserved and settled); HAProxy with 2 threads, nginx with 2 workers,"
 		echo "both unbuffered with upstream keep-alive. PSS is summed over the proxy's whole"
 		echo "process tree every 100 ms; growth per stream is (peak − idle) / concurrent streams."
-		echo "CPU s is the proxy tree's user+system time during the load. Errors are responses"
+		echo "CPU s is the proxy tree's user+system time during the load, CPU us/req that over"
+		echo "the requests served (what a request costs the proxy). Errors are responses"
 		echo "that were not status 200 with complete framing (and, for SSE, \`data: [DONE]\`)."
 		echo "The machine is shared: each run waits (up to 10 s) for the CPUs to be under 50 %"
 		echo "busy; the last column says how busy they were in the second before it began."
