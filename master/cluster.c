@@ -284,7 +284,7 @@ rl_cap_lower(_Atomic int64_t *word, struct rlease *r, int64_t v)
 }
 
 #define ARGS_PER	19
-#define FIELDS		10	/* per key in the script's reply */
+#define FIELDS		11	/* per key in the script's reply */
 #define NUMBUF		24
 
 struct callbuf {
@@ -492,13 +492,33 @@ reset_local(struct kv_account *a, struct acct *s)
 	kv_log_info("cluster: key %s reset on every host; $%s spent here cleared", id, usd);
 }
 
+/* Redis's zero point ZERO for this host is above what resets cleared here
+ * (the host was down, or had not synced yet, when another host reset the
+ * key): clear the difference here too, so the ledger and Redis count this
+ * host's spend from the same point. The cap goes first, as in a reset. */
+static void
+zero_follow(struct kv_account *a, struct acct *s, int64_t zero)
+{
+	int64_t base = atomic_load(&a->cluster_base_nusd), spent = kv_account_spent(a), x;
+
+	if (zero <= base || spent >= KV_SPENT_MAX)
+		return;
+	x = zero - base < spent ? zero - base : spent;
+	if (x <= 0)
+		return;
+	cap_lower(a, s, 0);
+	atomic_fetch_sub(&a->spent_nusd, x);	/* beside KV_SPENT_ROLLED */
+	atomic_fetch_add(&a->cluster_base_nusd, x);
+	s->last_spent = kv_account_spent(a);
+}
+
 static void
 apply(struct kv_cluster_host *h, struct batch *b, size_t j, const int64_t f[FIELDS])
 {
 	uint32_t i = b->idx[j];
 	struct kv_account *a = &h->l->accounts[i];
 	struct acct *s = &h->acct[i];
-	int64_t base = atomic_load(&a->cluster_base_nusd), cur, exp;
+	int64_t base, cur, exp;
 
 	if (b->reset[j])
 		atomic_fetch_and(&a->aflags, ~KV_AF_RESET);
@@ -506,6 +526,8 @@ apply(struct kv_cluster_host *h, struct batch *b, size_t j, const int64_t f[FIEL
 		return;		/* the period rolled meanwhile: figures are stale */
 	if (s->resets >= 0 && f[9] > s->resets)
 		reset_local(a, s);
+	else
+		zero_follow(a, s, f[10]);
 	s->resets = f[9];
 	base = atomic_load(&a->cluster_base_nusd);
 	if (s->open)

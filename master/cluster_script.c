@@ -39,7 +39,8 @@
  * want, floor, need (cumulative units), then reset (1: reset the key's
  * spend on every host first) and the host's zero point. Returns { now ms,
  * { {granted, spent, budget, others, all spent, requests granted, requests'
- * bucket ahead us, tokens granted, tokens' bucket ahead us, resets}, ... } }
+ * bucket ahead us, tokens granted, tokens' bucket ahead us, resets, the
+ * host's zero point}, ... } }
  * where others
  * = C minus this host's commitment, and "ahead" counts what the other hosts
  * hold as used. */
@@ -177,6 +178,6 @@ const char kv_cluster_sync_lua[] =
 "    ek, s(now + ttl), ik, inc, zk, s(zn), 'Z', s(Z))\n"
 "  if kttl > 0 then redis.call('EXPIRE', k, kttl) end\n"
 "  local r = rates(KEYS[nk + i], b)\n"
-"  out[i] = { ng, u, budget, C - cnew, S, r[1], r[2], r[3], r[4], Z }\n"
+"  out[i] = { ng, u, budget, C - cnew, S, r[1], r[2], r[3], r[4], Z, zn }\n"
 "end\n"
 "return { now, out }\n";

@@ -551,5 +551,24 @@ sleep 1.5
 check_eq "the withdrawn reset was not done when a came back" "$(kfield a .spent_nusd)" "$spent_a"
 check_eq "Redis still counts two resets" "$(rfield Z)" 2
 
+# ---- a host that was down during a reset follows it when it comes back --------
+
+client "$T/r/c3" "$PORT_c"
+sleep 1
+spent_c=$(kfield c .spent_nusd)
+check "host c has spend before it stops ($spent_c)" test "$spent_c" -gt 0
+kill -TERM "$PID_c"; wait "$PID_c" 2>/dev/null
+hctl b reset shared >/dev/null 2>&1
+check_eq "a reset on b while c is down succeeds" "$?" 0
+spent0() { [ "$(kfield "$1" .spent_nusd)" = 0 ]; }
+check "a is at 0 within 2 s" kv_wait_for 2 spent0 a
+check "b is at 0 within 2 s" kv_wait_for 2 spent0 b
+host_start c
+check "host c synced after its restart" kv_wait_for 5 synced c
+sleep 1
+check_eq "host c cleared what the reset cleared in Redis" "$(kfield c .spent_nusd)" 0
+check_eq "Redis's spend equals the three ledgers' after c's return" "$(rfield S)" "$(spent_sum)"
+check_eq "Redis counts three resets" "$(rfield Z)" 3
+
 KV_KILLS_WORKERS=1	# b's workers were killed on purpose
 kv_finish
