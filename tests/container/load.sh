@@ -6,7 +6,9 @@
 # Prints one summary line; exit 0 when every stream completed.
 set -u
 url=$1 out=$2 nslow=$3 nfast=$4
-SLOW_TOKENS=${SLOW_TOKENS:-60} SLOW_DELAY_MS=${SLOW_DELAY_MS:-250}
+# A slow stream lasts 30 s: starting 500 curls on a busy 2-core machine can
+# take over 15 s, and the first must still be open when the last starts.
+SLOW_TOKENS=${SLOW_TOKENS:-120} SLOW_DELAY_MS=${SLOW_DELAY_MS:-250}
 FAST_TOKENS=${FAST_TOKENS:-20000} FAST_TOKEN_BYTES=${FAST_TOKEN_BYTES:-64}
 MAX_TIME=${MAX_TIME:-240}
 # max_tokens as the mock streams: a provider stops at the request's limit.

@@ -242,7 +242,11 @@ tls_round() {
 	    { say "FAIL: TLS: the mock saw streams cut"; fail=1; }
 	st=$(state "$name-tls")
 	[ "$st" = "running oom=false exit=0" ] || { say "FAIL: TLS: container after $n streams: $st"; fail=1; }
-	$P logs "$name-tls" 2>&1 | grep -c 'KV0112' | grep -qx 0 || { say "FAIL: TLS: a worker died"; fail=1; }
+	if $P logs "$name-tls" 2>&1 | grep -q 'KV0112'; then
+		say "FAIL: TLS: a worker died:"
+		$P logs "$name-tls" 2>&1 | grep -B3 -A1 'KV0112' | head -n 20 | sed 's/^/container: TLS: /'
+		fail=1
+	fi
 }
 
 main() {
