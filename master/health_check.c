@@ -23,7 +23,7 @@
 #include "worker/http.h"
 #include "worker/worker.h"
 
-#define PROBE_TIMEOUT_MS	5000	/* or the interval, when shorter */
+#define PROBE_TIMEOUT_MS	5000	/* a head later than this is a failure */
 #define RESOLVE_EVERY_MS	60000
 #define PROBE_IN_MAX		8192	/* a head past this is a failure */
 
@@ -170,9 +170,10 @@ static void
 probe_start(struct kv_health *h, struct probe *p, int64_t now)
 {
 	struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = p };
-	int64_t limit = interval_ms(p) < PROBE_TIMEOUT_MS ? interval_ms(p) : PROBE_TIMEOUT_MS;
-
-	p->next_ms = now + limit;
+	/* Not cut to a short interval: the next check starts an interval
+	 * after this one ends, so they never overlap, and a busy target that
+	 * answers in 3 s is not marked down for a 2 s interval. */
+	p->next_ms = now + PROBE_TIMEOUT_MS;
 	p->ilen = 0;
 	p->opos = 0;
 	if (resolve(p, now) == -1) {

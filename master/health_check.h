@@ -1,9 +1,10 @@
 /* Active health checks of upstream targets (`health_check = PATH`,
  * `health_interval = SECS` in an [upstream]): the master sends GET PATH to
- * every target of such an upstream once per interval, over TLS with the
+ * every target of such an upstream an interval after its last check ended
+ * (checks of a target never overlap), over TLS with the
  * upstream's verification for https:// targets, without credentials. A 2xx
  * head marks the target up, anything else (another status, a malformed
- * answer, a connect, TLS or write error, no head within the timeout) marks
+ * answer, a connect, TLS or write error, no head within 5 s) marks
  * it down. The mark is the target slot's `health` word in the ledger, which
  * every worker reads when it chooses a target (shm/targets.h): a target
  * marked down gets no request while another target of its upstream is
