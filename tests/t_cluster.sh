@@ -34,6 +34,8 @@ RSOCK=$T/redis.sock
 KEY=sk-kvtest-cluster-shared-30103
 KEYRL=sk-kvtest-cluster-rpm-47712
 KEYRL2=sk-kvtest-cluster-rpm2-81344
+KEYRL3=sk-kvtest-cluster-tpm-55120
+TPM_L=1200	# tpm of the key under concurrent load on two hosts
 RL_L=24		# rpm of the key under concurrent load on two hosts
 M=20		# max_tokens; the mock streams exactly that many
 N=100		# requests the budget fits
@@ -97,6 +99,10 @@ rpm = 20
 [key limited2]
 key = $KEYRL2
 rpm = $RL_L
+
+[key limited3]
+key = $KEYRL3
+tpm = $TPM_L
 
 [cluster]
 redis = $url
@@ -361,6 +367,48 @@ rlkey="kv:$(printf %s "$KEYRL2" | sha256sum | cut -d' ' -f1):rl"
 check_eq "Redis counts every admitted request as used" \
 	"$(($(rcli hget "$rlkey" ru:a) + $(rcli hget "$rlkey" ru:b)))" $((qa + qb))
 check_eq "host a's ledger counts its admitted requests" "$(rl_used a)" "$qa"
+
+# ---- tpm under concurrent load on two hosts -------------------------------------
+
+# Each request reserves its body bytes + max_tokens and then counts what the
+# mock reports (prompt 25 + completion $M): the bound is on counted tokens.
+mkdir -p "$T/tq"
+mock_before=$(kv_mock_stat requests)
+t0=$(date +%s%N)
+pids=()
+for i in 1 2 3 4; do	# 4 clients per host, 10 requests each: 80 offered
+	( for ((j = 0; j < 10; j++)); do
+		rl_try "$T/tq/a$i.$j" "$KEYRL3" "$PORT_a"; sleep 0.05; done >"$T/tq/a$i.codes" ) &
+	pids+=($!)
+	( for ((j = 0; j < 10; j++)); do
+		rl_try "$T/tq/b$i.$j" "$KEYRL3" "$PORT_b"; sleep 0.05; done >"$T/tq/b$i.codes" ) &
+	pids+=($!)
+done
+wait "${pids[@]}"
+t1=$(date +%s%N)
+ta=$(cat "$T"/tq/a*.codes | grep -c '^200$')
+tb=$(cat "$T"/tq/b*.codes | grep -c '^200$')
+t429=$(cat "$T"/tq/*.codes | grep -c '^429$')
+ms=$(((t1 - t0) / 1000000))
+per=$((25 + M))
+tmax=$((TPM_L + (TPM_L * (ms + 1000) + 59999) / 60000))
+sleep 1	# the last use reaches Redis
+rl3="kv:$(printf %s "$KEYRL3" | sha256sum | cut -d' ' -f1):rl"
+tused=$(($(rcli hget "$rl3" tu:a) + $(rcli hget "$rl3" tu:b)))
+echo "# tpm $TPM_L, 2 hosts x 4 clients x 10: a $ta + b $tb x 200 ($tused tokens)," \
+	"$t429 x 429 in $ms ms (bound $tmax tokens)"
+check_eq "tpm: Redis counts exactly the admitted requests' tokens" "$tused" $(((ta + tb) * per))
+check "tpm $TPM_L on 2 hosts: counted tokens within L + refill ($tused <= $tmax)" \
+	test "$tused" -le "$tmax"
+check "tpm $TPM_L on 2 hosts: most of L used ($tused >= $((TPM_L / 2)))" \
+	test "$tused" -ge $((TPM_L / 2))
+check_eq "tpm: every other request is a 429" "$((ta + tb + t429))" 80
+check_eq "tpm: the mock saw only the admitted requests" \
+	"$(kv_mock_stat requests)" $((mock_before + ta + tb + 1))
+check "tpm: a 200 carries the x-ratelimit token headers" \
+	grep -qi '^x-ratelimit-remaining-tokens: [0-9]' $(grep -l '^HTTP/1.1 200' "$T"/tq/*.head | head -n 1)
+check_eq "tpm: no tokens left reserved on a" "$(hctl a keys --json | jq -r '.keys[] |
+	select(.label == "limited3") | .cluster.tpm_reserved')" 0
 
 # ---- a budget raised on one host reaches the others --------------------------
 
