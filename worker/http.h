@@ -54,7 +54,8 @@ struct kv_http_response {
  * Returns head_len (> 0) when complete, 0 when more bytes are needed
  * (and len is still under the limits), or -1 for a request to refuse:
  * *status is 400, 414 (request line too long), 431 (head too large or too
- * many headers) or 501 (a transfer coding other than chunked), and *reason
+ * many headers), 501 (a transfer coding other than chunked) or 505 (an HTTP
+ * major version past 1, such as HTTP/2's preface), and *reason
  * a short static text for the log. Smuggling shapes refused with 400:
  * CL with TE, duplicate (even equal) or non-digit CL or one over 15 digits,
  * a TE that is not a list of tokens, "chunked" with any other coding or

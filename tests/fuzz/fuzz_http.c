@@ -117,7 +117,7 @@ check_request(const uint8_t *data, size_t size)
 
 	r = kv_http_parse_request(buf, size, &req, &st, &reason);
 	if (r == -1) {
-		if ((st != 400 && st != 414 && st != 431 && st != 501) ||
+		if ((st != 400 && st != 414 && st != 431 && st != 501 && st != 505) ||
 		    reason == NULL)
 			abort();
 		return;
