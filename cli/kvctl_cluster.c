@@ -234,7 +234,63 @@ print_key(FILE *f, const char *key, const struct kv_resp_value *h,
 		nh++;
 	}
 	if (json)
-		fputs("]}", f);
+		fputc(']', f);
+}
+
+/* The value of field PREFIX HOST in HGETALL reply H (0 when absent). */
+static int64_t
+hval(const struct kv_resp_value *h, const char *prefix, const char *host)
+{
+	size_t i, pl = strlen(prefix), hl = strlen(host);
+
+	for (i = 0; i + 1 < h->n; i += 2) {
+		const struct kv_resp_value *n = &h->elem[i];
+
+		if (n->type == KV_RESP_BULK && n->len == pl + hl &&
+		    memcmp(n->str, prefix, pl) == 0 && memcmp(n->str + pl, host, hl) == 0)
+			return num(&h->elem[i + 1]);
+	}
+	return 0;
+}
+
+/* Each host's rate leases of a key, from its kv:HASH:rl reply H: unused
+ * grant and cumulative use, for requests and tokens. */
+static void
+print_rates(FILE *f, const struct kv_resp_value *h, int64_t now, int json)
+{
+	size_t i, nh = 0;
+	char host[80];
+
+	for (i = 0; i + 1 < h->n; i += 2) {
+		const struct kv_resp_value *n = &h->elem[i];
+		int64_t rg, ru, tg, tu, e;
+
+		if (n->type != KV_RESP_BULK || n->len < 4 || memcmp(n->str, "le:", 3) != 0 ||
+		    n->len - 3 >= sizeof(host))
+			continue;
+		memcpy(host, n->str + 3, n->len - 3);
+		host[n->len - 3] = '\0';
+		e = num(&h->elem[i + 1]);
+		rg = hval(h, "rg:", host), ru = hval(h, "ru:", host);
+		tg = hval(h, "tg:", host), tu = hval(h, "tu:", host);
+		if (json) {
+			fprintf(f, "%s{\"host\":", nh ? "," : ",\"rate_hosts\":[");
+			kv_report_json_string(f, host);
+			fprintf(f, ",\"requests_lease\":%" PRId64 ",\"requests_used\":%" PRId64
+			    ",\"tokens_lease\":%" PRId64 ",\"tokens_used\":%" PRId64
+			    ",\"expired\":%s}", rg > ru ? rg - ru : 0, ru, tg > tu ? tg - tu : 0,
+			    tu, e <= now ? "true" : "false");
+		} else {
+			kvctl_printable(host);
+			fprintf(f, "    rate %-20s requests leased %" PRId64 " (used %" PRId64
+			    ")  tokens leased %" PRId64 " (used %" PRId64 ")%s\n", host,
+			    rg > ru ? rg - ru : 0, ru, tg > tu ? tg - tu : 0, tu,
+			    e <= now ? "  expired" : "");
+		}
+		nh++;
+	}
+	if (json && nh > 0)
+		fputc(']', f);
 }
 
 static int
@@ -299,6 +355,8 @@ print_keys(FILE *f, struct rconn *c, const struct kv_ledger *l, int64_t now, int
 	fputs(json ? ",\"keys\":[" : "", f);
 	for (i = 0; i < nkeys; i++) {
 		const char *hg[] = { "HGETALL", keys[i] };
+		char rk[128];
+		const char *rh[] = { "HGETALL", rk };
 		size_t kl = strlen(keys[i]);
 
 		/* kv:HASH:rl holds the rate-limit buckets, not a budget period */
@@ -307,6 +365,13 @@ print_keys(FILE *f, struct rconn *c, const struct kv_ledger *l, int64_t now, int
 			continue;
 		print_key(f, keys[i], v, l, now, json, first);
 		first = 0;
+		/* the rate leases live in kv:HASH:rl, beside the period hash */
+		snprintf(rk, sizeof(rk), "%.*s:rl", (int)(strchr(keys[i] + 3, ':') -
+		    keys[i]), keys[i]);
+		if ((v = call(c, 2, rh)) != NULL && v->type == KV_RESP_ARRAY)
+			print_rates(f, v, now, json);
+		if (json)
+			fputc('}', f);
 	}
 	fputs(json ? "]" : "", f);
 	goto out;

@@ -367,6 +367,11 @@ rlkey="kv:$(printf %s "$KEYRL2" | sha256sum | cut -d' ' -f1):rl"
 check_eq "Redis counts every admitted request as used" \
 	"$(($(rcli hget "$rlkey" ru:a) + $(rcli hget "$rlkey" ru:b)))" $((qa + qb))
 check_eq "host a's ledger counts its admitted requests" "$(rl_used a)" "$qa"
+check_eq "kvctl cluster: each host's rate lease use adds up to the admitted" \
+	"$(hctl a cluster --json | jq -r '[.keys[] | select(.label == "limited2") |
+	.rate_hosts[].requests_used] | add')" $((qa + qb))
+check "kvctl cluster's table shows the rate leases" sh -c \
+	"'$KV_CTL_BIN' -c '$T/a.ini' cluster | grep -q 'rate a .*requests leased'"
 
 # ---- tpm under concurrent load on two hosts -------------------------------------
 
