@@ -9,11 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "master/status_metrics.h"
 #include "shm/ledger.h"
+#include "shm/targets.h"
 #include "tests/unit.h"
+#include "worker/worker.h"
 
 #define NKEYS	105	/* five more than get their own series */
 #define NMODELS	103
@@ -198,6 +201,52 @@ test_counters_and_histograms(struct kv_ledger *l)
 	free(m);
 }
 
+/* The up gauge reads the targets' times on the workers' monotonic clock
+ * (a comparison with unix time showed every ejected target up), and a
+ * failed health check. More targets than the 16 of layout 10. */
+static void
+test_targets(struct kv_ledger *l)
+{
+	char name[KV_TARGET_NAME], line[128];
+	int t[20], i;
+	char *m;
+
+	for (i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "pool/10.0.0.%d:8000", i);
+		t[i] = kv_target_slot(l, name);
+		CHECK(t[i] >= 0);
+	}
+	if (unit_fail)
+		return;
+	kv_target_cool(l, t[1], kv_now_ms(), 30);	/* cooling for 30 s */
+	kv_target_set_health(l, t[2], KV_HEALTH_DOWN, kv_now_ms());
+	kv_target_set_health(l, t[3], KV_HEALTH_UP, kv_now_ms());
+	kv_target_count(l, &l->workers[5], t[19], 1);
+	kv_target_count(l, &l->workers[5], t[19], 1);
+	m = render(l, (int64_t)time(NULL));	/* unix seconds, as the service passes */
+	CHECK(m != NULL);
+	CHECK(has_line(m, "kilovolt_upstream_target_up{target=\"pool/10.0.0.0:8000\"} 1"));
+	CHECK(has_line(m, "kilovolt_upstream_target_up{target=\"pool/10.0.0.1:8000\"} 0"));
+	CHECK(has_line(m, "kilovolt_upstream_target_up{target=\"pool/10.0.0.2:8000\"} 0"));
+	CHECK(has_line(m, "kilovolt_upstream_target_up{target=\"pool/10.0.0.3:8000\"} 1"));
+	CHECK_INT(count_prefix(m, "kilovolt_upstream_target_up{"), 20);
+	/* in flight is summed over live workers only: worker 5 has no pid */
+	CHECK(has_line(m, "kilovolt_upstream_target_in_flight{target=\"pool/10.0.0.19:8000\"} 0"));
+	free(m);
+	atomic_store(&l->workers[5].pid, 12345);
+	m = render(l, (int64_t)time(NULL));	/* unix seconds, as the service passes */
+	snprintf(line, sizeof(line), "kilovolt_upstream_target_in_flight{target=\"%s\"} 2",
+	    "pool/10.0.0.19:8000");
+	CHECK(has_line(m, line));
+	free(m);
+	kv_targets_release_worker(l, &l->workers[5]);
+	CHECK_INT((int)kv_target_inflight(l, t[19]), 0);
+	atomic_store(&l->workers[5].pid, 0);
+	kv_targets_reset(l);
+	CHECK(!kv_target_down(l, t[1], kv_now_ms()));
+	CHECK(!kv_target_down(l, t[2], kv_now_ms()));
+}
+
 int
 main(void)
 {
@@ -216,6 +265,7 @@ main(void)
 	test_empty(&l);
 	test_series(&l);
 	test_counters_and_histograms(&l);
+	test_targets(&l);
 	kv_ledger_close(&l);
 	unlink(path);
 	rmdir(dir);
