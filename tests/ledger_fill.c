@@ -21,6 +21,10 @@
  *                                 claimer killed mid-claim leaves it
  *   skew RAW NUSD                 add NUSD to RAW's reserved_nusd with no
  *                                 reservation recorded (a torn counter)
+ *   halfroll RAW                  stop a roll of RAW's period to today (UTC)
+ *                                 after its first step, as a worker killed
+ *                                 between the CAS and clearing spent leaves
+ *                                 it: period_start = -today, spent the old
  *
  * Each key step prints "ID LABEL" so scripts learn the ids. Exit 0, or 1
  * with a message on any failure (a refused reservation is a failure). */
@@ -183,6 +187,18 @@ step_skew(struct kv_ledger *l, char **a)
 }
 
 static int
+step_halfroll(struct kv_ledger *l, char **a)
+{
+	struct kv_account *acct = account_of(l, a[0]);
+
+	if (acct == NULL)
+		return fail("no such key", a[0]);
+	atomic_store(&acct->period_start,
+	    -kv_period_start(KV_PERIOD_DAILY, (int64_t)time(NULL)));
+	return 0;
+}
+
+static int
 step_spend(struct kv_ledger *l, char **a)
 {
 	struct kv_account *acct = account_of(l, a[0]);
@@ -210,6 +226,7 @@ static const struct {
 	{ "master", 1, step_master },
 	{ "halfclaim", 1, step_halfclaim },
 	{ "skew", 2, step_skew },
+	{ "halfroll", 1, step_halfroll },
 	{ "spend", 3, step_spend },
 };
 

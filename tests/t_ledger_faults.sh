@@ -98,6 +98,27 @@ kill -9 "$(workers | head -n 1)"
 kv_wait_for 10 reserved_zero
 check_eq "after the next worker death it is recomputed: 0" "$(field "$ALICE" reserved_nusd)" 0
 
+# ---- a period roll a killed worker left half-way, finished after the death -------------
+
+# The workers killed above may still wait for their respawn (it backs off).
+up() { [ -n "$(workers)" ] && [ "$(kv_curl /v1/models -o /dev/null -w '%{http_code}' \
+	-H 'Authorization: Bearer sk-roll-probe')" = 200 ]; }
+kv_wait_for 30 up
+spent0=$(field "$ALICE" spent_nusd)
+"$FILL" "$T/ledger" 0 halfroll sk-alice-faults
+check "a roll stopped after its CAS: alice still shows the old period's spend ($spent0)" \
+	test "$spent0" -gt 0 -a "$(field "$ALICE" spent_nusd)" = "$spent0"
+kill -9 "$(workers | head -n 1)"
+rolled() { grep -q "KV0600: ledger repair after a worker exit: .* 1 period rolls finished" "$KV_LOG"; }
+check "after the next worker death the repair finishes it (KV0600)" kv_wait_for 10 rolled
+check_eq "... the old period's spend is gone" "$(field "$ALICE" spent_nusd)" 0
+check "... and the period starts today" grep -q "^period_start: $(date -u +%Y-%m-%d)" \
+	<(kv_ctl show "$ALICE")
+code=$(kv_curl /v1/chat/completions -o /dev/null -w '%{http_code}' \
+	-H "Authorization: Bearer sk-alice-faults" -d "$CHAT")
+check_eq "... and alice's next request is charged in the new period" "$code" 200
+check "... its spend kept" kv_wait_for 10 eval "[ \$(field $ALICE spent_nusd) -gt 0 ]"
+
 # ---- the same two faults at start-up -------------------------------------------------
 
 kv_stop
