@@ -38,9 +38,12 @@ units_ns(uint32_t limit, int64_t cost)
 	return (int64_t)ns;
 }
 
-int
-kv_gcra_take(_Atomic int64_t *tat, uint32_t limit, int64_t cost, int64_t now,
-    int64_t *wait_ns)
+/* kv_gcra_take, storing COST into *REC (when not NULL) the instant after
+ * the CAS that takes it: a kill -9 between the two is a window of a few
+ * instructions (docs/ledger.md, "Rate limits and kill -9"). */
+static int
+gcra_take_into(_Atomic int64_t *tat, uint32_t limit, int64_t cost, int64_t now,
+    int64_t *wait_ns, _Atomic uint32_t *rec)
 {
 	int64_t old, base, next, inc;
 
@@ -61,29 +64,61 @@ kv_gcra_take(_Atomic int64_t *tat, uint32_t limit, int64_t cost, int64_t now,
 			*wait_ns = next - KV_RL_WINDOW_NS - now;
 			return -1;
 		}
-		if (atomic_compare_exchange_weak(tat, &old, next))
+		if (atomic_compare_exchange_weak(tat, &old, next)) {
+			if (rec != NULL)
+				atomic_store(rec, (uint32_t)cost);
 			return 0;
+		}
 	}
+}
+
+int
+kv_gcra_take(_Atomic int64_t *tat, uint32_t limit, int64_t cost, int64_t now,
+    int64_t *wait_ns)
+{
+	return gcra_take_into(tat, limit, cost, now, wait_ns, NULL);
+}
+
+/* A TAT move computed ahead (the division and the clock read), so that
+ * applying it is one short CAS loop. */
+struct gcra_move {
+	int64_t	 inc;		/* ns; 0 = nothing to do */
+	int64_t	 now;		/* for an overrun (inc > 0) */
+};
+
+static void
+gcra_move_prepare(struct gcra_move *mv, uint32_t limit, int64_t cost)
+{
+	mv->inc = limit == 0 || cost == 0 ? 0 : units_ns(limit, cost);
+	mv->now = mv->inc > 0 ? kv_rl_now_ns() : 0;
+}
+
+static inline void
+gcra_move_apply(_Atomic int64_t *tat, const struct gcra_move *mv)
+{
+	int64_t old, next;
+
+	if (mv->inc == 0)
+		return;
+	old = atomic_load(tat);
+	do {
+		next = old + mv->inc;
+		/* An overrun counts from a full bucket at the latest: tokens a
+		 * request used in the past cannot be charged to the past. */
+		if (mv->inc > 0 && old < mv->now)
+			next = mv->now + mv->inc;
+		if (mv->inc > 0 && next > mv->now + KV_RL_AHEAD_MAX)
+			next = mv->now + KV_RL_AHEAD_MAX;
+	} while (!atomic_compare_exchange_weak(tat, &old, next));
 }
 
 void
 kv_gcra_adjust(_Atomic int64_t *tat, uint32_t limit, int64_t cost)
 {
-	int64_t old, next, now;
+	struct gcra_move mv;
 
-	if (limit == 0 || cost == 0)
-		return;
-	now = cost > 0 ? kv_rl_now_ns() : 0;
-	old = atomic_load(tat);
-	do {
-		next = old + units_ns(limit, cost);
-		/* An overrun counts from a full bucket at the latest: tokens a
-		 * request used in the past cannot be charged to the past. */
-		if (cost > 0 && old < now)
-			next = now + units_ns(limit, cost);
-		if (cost > 0 && next > now + KV_RL_AHEAD_MAX)
-			next = now + KV_RL_AHEAD_MAX;
-	} while (!atomic_compare_exchange_weak(tat, &old, next));
+	gcra_move_prepare(&mv, limit, cost);
+	gcra_move_apply(tat, &mv);
 }
 
 void
@@ -186,6 +221,7 @@ kv_ratelimit_admit(struct kv_worker_slot *w, int resv, struct kv_account *a,
     int64_t tokens, int64_t now, int leased, struct kv_rl_view *v)
 {
 	uint32_t rpm = atomic_load(&a->rpm), tpm = atomic_load(&a->tpm);
+	_Atomic uint32_t *rec;
 	int64_t wait;
 
 	v->refused_by = 0;
@@ -199,23 +235,26 @@ kv_ratelimit_admit(struct kv_worker_slot *w, int resv, struct kv_account *a,
 		tokens = 0;
 	if (rpm != 0 && kv_gcra_take(&a->rpm_tat, rpm, 1, now, &wait) == -1)
 		return refuse(a, rpm, tpm, now, 'r', wait, v);
-	if (tokens > 0 && kv_gcra_take(&a->tpm_tat, tpm, tokens, now, &wait) == -1) {
+	/* Recorded the instant after the CAS (gcra_take_into): a worker dying
+	 * in between leaks a charge that refills within a minute; recorded
+	 * before, the master would refund tokens never taken and let the key
+	 * past its limit. */
+	rec = resv >= 0 && resv < KV_RESV_PER_WORKER ? &w->resv[resv].tokens : NULL;
+	if (tokens > 0 && gcra_take_into(&a->tpm_tat, tpm, tokens, now, &wait, rec) == -1) {
 		kv_gcra_adjust(&a->rpm_tat, rpm, -1);	/* all or nothing */
 		return refuse(a, rpm, tpm, now, 't', wait, v);
 	}
 	if (leased && lease_take(a, rpm, tokens) == -1) {
 		/* The cluster has room (as last synced) but this host's lease
-		 * is short: the master leases more within 100 ms. */
+		 * is short: the master leases more within 100 ms. Record
+		 * emptied first, as a settle does. */
+		if (rec != NULL && tokens > 0)
+			atomic_store(rec, 0);
 		kv_gcra_adjust(&a->rpm_tat, rpm, -1);
 		kv_gcra_adjust(&a->tpm_tat, tokens > 0 ? tpm : 0, -tokens);
 		lease_need(a, tokens);
 		return refuse(a, rpm, tpm, now, 'l', 1000000000LL, v);
 	}
-	/* Recorded after the CAS: a worker dying in between leaks a charge
-	 * that refills within a minute; recorded before, the master would
-	 * refund tokens never taken and let the key past its limit. */
-	if (tokens > 0 && resv >= 0 && resv < KV_RESV_PER_WORKER)
-		atomic_store(&w->resv[resv].tokens, (uint32_t)tokens);
 	v->tokens = tokens;
 	fill_view(a, rpm, tpm, now, v);
 	return 0;
@@ -266,6 +305,7 @@ void
 kv_ratelimit_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
     int64_t tokens, int64_t committed)
 {
+	struct gcra_move mv;
 	struct kv_account *a;
 	int64_t held;
 
@@ -273,7 +313,10 @@ kv_ratelimit_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
 		return;
 	if ((a = resv_account(l, &w->resv[resv])) == NULL)
 		return;
-	held = (int64_t)atomic_exchange(&w->resv[resv].tokens, 0);
+	/* Only this worker writes its record (the master only a dead one's),
+	 * so the move is computed before the record is emptied and the
+	 * window between the two stores is a few instructions. */
+	held = (int64_t)atomic_load(&w->resv[resv].tokens);
 	if (tokens < 0)
 		tokens = 0;
 	if (committed < 0)
@@ -282,7 +325,9 @@ kv_ratelimit_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
 	 * when its limit is on, like a request admitted before the limit. */
 	if (held == 0 && committed == 0 && tokens > 0 && atomic_load(&a->tpm) == 0)
 		return;
-	kv_gcra_adjust(&a->tpm_tat, atomic_load(&a->tpm), tokens - held - committed);
+	gcra_move_prepare(&mv, atomic_load(&a->tpm), tokens - held - committed);
+	atomic_store(&w->resv[resv].tokens, 0);
+	gcra_move_apply(&a->tpm_tat, &mv);
 	if (atomic_load(&l->hdr->cluster)) {
 		/* used first, then reserved: a reader over-counts, never under;
 		 * the committed part moved to used when it was sent */

@@ -415,13 +415,39 @@ test_tokens_death(void)
 	kv_ledger_close(&l);
 }
 
+/* Kill points. A process killed -9 leaves behind only what it stored, so
+ * its ledger state at a kill is one of the states between two of its
+ * stores. kill_points() runs the real operation once under ptrace, one
+ * instruction at a time, noting each instruction after which the watched
+ * ledger memory changed; then, from the same start, it kills a fresh run
+ * once inside each interval between changes (and after the last), repairs
+ * and checks. That covers a kill at every instruction with one kill per
+ * interval; an interval's width (in instructions) is how many kill points
+ * leave that state. A sanitizer build makes the code much longer: these
+ * run in the release build (scripts/test.sh runs both). */
+#if defined(__SANITIZE_ADDRESS__)
+#define KILL_POINTS_RUN	0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KILL_POINTS_RUN	0
+#endif
+#endif
+#ifndef KILL_POINTS_RUN
+#define KILL_POINTS_RUN	1
+#endif
+#define KP_MAX_STEPS	20000	/* instructions an operation may take */
+#define KP_MAX_CHANGES	64
+
 /* A process stopped (ptrace) before its first instruction of FN, or -1. */
 static pid_t
 start_traced(struct kv_ledger *l, int slot, void (*fn)(struct kv_ledger *))
 {
-	pid_t pid = fork();
+	pid_t pid;
 	int st;
 
+	if (!KILL_POINTS_RUN)
+		return -1;
+	pid = fork();
 	if (pid == 0) {
 		l->self = &l->workers[slot];
 		atomic_store(&l->workers[slot].pid, getpid());
@@ -441,163 +467,320 @@ start_traced(struct kv_ledger *l, int slot, void (*fn)(struct kv_ledger *))
 	return pid;
 }
 
-/* Let a traced process run N instructions. Returns 1 if it is still
- * inside (stopped), 0 if it finished first. */
+/* One instruction. Returns 1 if the process is still inside, 0 if done. */
 static int
-step_traced(pid_t pid, long n)
+step_one(pid_t pid)
 {
 	int st;
 
-	for (long i = 0; i < n; i++) {
-		if (ptrace(PTRACE_SINGLESTEP, pid, NULL, NULL) == -1 ||
-		    waitpid(pid, &st, 0) != pid)
-			return 0;
-		if (WIFEXITED(st) || WIFSIGNALED(st))
-			return 0;
-	}
-	return 1;
+	if (ptrace(PTRACE_SINGLESTEP, pid, NULL, NULL) == -1 || waitpid(pid, &st, 0) != pid)
+		return 0;
+	return !(WIFEXITED(st) || WIFSIGNALED(st));
 }
+
+struct kp_op {
+	const char *name;
+	void	(*setup)(struct kv_ledger *);	/* the state before the operation */
+	void	(*op)(struct kv_ledger *);	/* run by the traced "worker" */
+	void	(*at_kill)(struct kv_ledger *);	/* another worker, at the stop (or NULL) */
+	/* After kill and repair: 0 fine, -1 wrong. WIDTH kill points end here. */
+	int	(*check)(struct kv_ledger *, long step, long width);
+	const void *watch[2];			/* ledger memory the operation writes */
+	size_t	 wlen[2];
+};
+
+/* Walk OP once, noting after which instructions the watched memory
+ * changed. Returns the number of change points in at[] (at[0] = 0, the
+ * start), with *total the operation's length; -1 when ptrace is not
+ * available here. */
+static int
+kp_map(struct kv_ledger *l, const struct kp_op *k, long at[KP_MAX_CHANGES], long *total)
+{
+	static unsigned char snap[2][65536];
+	pid_t pid;
+	long n;
+	int nc = 1, i, changed;
+
+	k->setup(l);
+	if ((pid = start_traced(l, DEAD_SLOT, k->op)) == -1)
+		return -1;
+	for (i = 0; i < 2; i++)
+		memcpy(snap[i], k->watch[i], k->wlen[i]);
+	at[0] = 0;
+	for (n = 1; n <= KP_MAX_STEPS && step_one(pid); n++) {
+		for (i = changed = 0; i < 2; i++)
+			if (memcmp(snap[i], k->watch[i], k->wlen[i]) != 0) {
+				memcpy(snap[i], k->watch[i], k->wlen[i]);
+				changed = 1;
+			}
+		if (changed && nc < KP_MAX_CHANGES)
+			at[nc++] = n;
+	}
+	if (n <= KP_MAX_STEPS) {
+		reap_one(pid);
+	} else {
+		kill(pid, SIGKILL);
+		reap_one(pid);
+	}
+	*total = n;
+	return n > KP_MAX_STEPS ? 0 : nc;
+}
+
+/* The walk, then a kill in every interval. Returns the number of bad ones. */
+static int
+kill_points(struct kv_ledger *l, const struct kp_op *k)
+{
+	struct kv_repair_report rep;
+	long at[KP_MAX_CHANGES], total, width, n;
+	int nc, i, bad = 0;
+	pid_t pid;
+
+	if ((nc = kp_map(l, k, at, &total)) == -1) {
+		printf("# %s: ptrace unavailable or a sanitizer build: kill points not run\n",
+		    k->name);
+		return 0;
+	}
+	CHECK(nc > 1);	/* it changed the ledger, within KP_MAX_STEPS */
+	for (i = 0; i < nc; i++) {
+		width = (i + 1 < nc ? at[i + 1] : total) - at[i];
+		k->setup(l);
+		if ((pid = start_traced(l, DEAD_SLOT, k->op)) == -1)
+			return bad + 1;
+		for (n = 0; n < at[i] && step_one(pid); n++)
+			;
+		if (k->at_kill != NULL)
+			k->at_kill(l);
+		kill(pid, SIGKILL);
+		reap_one(pid);
+		CHECK_INT(kv_ledger_repair(l, UINT64_C(1) << DEAD_SLOT, &rep), 0);
+		if (k->check(l, at[i], width) == -1) {
+			fprintf(stderr, "%s: killed after %ld of %ld instructions: wrong\n",
+			    k->name, at[i], total);
+			bad++;
+		}
+		atomic_store(&l->workers[DEAD_SLOT].pid, 0);
+		atomic_store(&l->workers[DEAD_SLOT].in_ledger, 0);
+	}
+	printf("# %s: %ld instructions, %d states a kill can leave\n", k->name, total, nc);
+	return bad;
+}
+
+/* ---- the period roll -------------------------------------------------- */
 
 #define ROLL_DAY	1700006400	/* a UTC midnight */
 
-static struct kv_account *roll_acct;
+static struct kv_account *kp_acct;
+static int kp_resv;
+static int64_t kp_want, kp_now;
+static long kp_count[3];
 
 static void
-do_roll(struct kv_ledger *l)
+roll_setup(struct kv_ledger *l)
 {
-	kv_ledger_period_roll(l, roll_acct, KV_PERIOD_DAILY, ROLL_DAY + 3600);
+	(void)l;
+	atomic_store(&kp_acct->period_start, ROLL_DAY - 86400 + 60);
+	atomic_store(&kp_acct->spent_nusd, 1000);	/* yesterday's */
 }
 
-/* kill -9 of a worker at every instruction of its lazy period roll, with
- * another worker's settlement landing while it is stopped there: after the
- * repair and the master's next tick (roll_all), the old period's spend is
- * gone, the concurrent charge is kept exactly when it landed after the
- * roll had cleared spent, and a charge after the repair is kept. */
+static void
+roll_op(struct kv_ledger *l)
+{
+	kv_ledger_period_roll(l, kp_acct, KV_PERIOD_DAILY, ROLL_DAY + 3600);
+}
+
+/* Another worker settles 7 while the roller is stopped: today's spend if
+ * the roll has cleared spent already, else the old period's. */
+static void
+roll_at_kill(struct kv_ledger *l)
+{
+	int64_t word = atomic_load(&kp_acct->spent_nusd);
+	int64_t ps = atomic_load(&kp_acct->period_start);
+
+	(void)l;
+	kp_want = (word & KV_SPENT_ROLLED) || ps == ROLL_DAY ? 7 : 0;
+	kp_count[0] += ps < 0 || (word & KV_SPENT_ROLLED);
+	kv_account_charge(kp_acct, 7);
+}
+
+/* After the repair and the master's next tick: the old spend gone, the
+ * charge kept exactly when it landed after the clear, a later one kept. */
+static int
+roll_check(struct kv_ledger *l, long step, long width)
+{
+	(void)step;
+	(void)width;
+	kv_ledger_roll_all(l, KV_PERIOD_DAILY, ROLL_DAY + 3601);
+	kv_account_charge(kp_acct, 5);
+	return atomic_load(&kp_acct->period_start) == ROLL_DAY &&
+	    atomic_load(&kp_acct->spent_nusd) == kp_want + 5 ? 0 : -1;
+}
+
 static void
 test_roll_kill_points(void)
 {
-	struct kv_repair_report rep;
 	struct kv_ledger l;
-	struct kv_account *a;
-	int64_t word, ps, want;
-	long n, inside = 0, bad = 0;
-	pid_t pid;
+	struct kp_op k = { "roll", roll_setup, roll_op, roll_at_kill, roll_check,
+	    { NULL, NULL }, { 0, 0 } };
 
 	CHECK_INT(open_new(&l, 8), 0);
-	roll_acct = a = key_acct(&l, 0, 1000000);
-	CHECK(a != NULL);
-	for (n = 0; a != NULL && n < 5000; n++) {
-		atomic_store(&a->period_start, ROLL_DAY - 86400 + 60);
-		atomic_store(&a->spent_nusd, 1000);	/* yesterday's */
-		if ((pid = start_traced(&l, DEAD_SLOT, do_roll)) == -1) {
-			printf("# ptrace unavailable: roll kill points not run\n");
-			break;
-		}
-		if (!step_traced(pid, n)) {
-			reap_one(pid);
-			break;	/* n is past the last instruction */
-		}
-		/* Another worker settles 7 now: today's spend if the roll has
-		 * cleared spent already (step 3 on), else the old period's. */
-		word = atomic_load(&a->spent_nusd);
-		ps = atomic_load(&a->period_start);
-		want = (word & KV_SPENT_ROLLED) || ps == ROLL_DAY ? 7 : 0;
-		kv_account_charge(a, 7);
-		kill(pid, SIGKILL);
-		reap_one(pid);
-		inside += ps < 0 || (word & KV_SPENT_ROLLED);
-		CHECK_INT(kv_ledger_repair(&l, UINT64_C(1) << DEAD_SLOT, &rep), 0);
-		kv_ledger_roll_all(&l, KV_PERIOD_DAILY, ROLL_DAY + 3601);
-		kv_account_charge(a, 5);
-		if (atomic_load(&a->period_start) != ROLL_DAY ||
-		    atomic_load(&a->spent_nusd) != want + 5) {
-			fprintf(stderr, "kill after %ld instructions: period_start %lld, "
-			    "spent word %lld, want %lld\n", n,
-			    (long long)atomic_load(&a->period_start),
-			    (long long)atomic_load(&a->spent_nusd), (long long)(want + 5));
-			bad++;
-		}
-		atomic_store(&l.workers[DEAD_SLOT].pid, 0);
-		atomic_store(&l.workers[DEAD_SLOT].in_ledger, 0);
-	}
-	printf("# roll: killed at %ld instruction boundaries, %ld inside the roll\n",
-	    n, inside);
-	CHECK_INT(bad, 0);
-	CHECK(n < 5000);
-	CHECK(n == 0 || inside > 0);
+	kp_acct = key_acct(&l, 0, 1000000);
+	CHECK(kp_acct != NULL);
+	if (kp_acct == NULL)
+		return;
+	k.watch[0] = kp_acct, k.wlen[0] = sizeof(*kp_acct);
+	k.watch[1] = &l.workers[DEAD_SLOT], k.wlen[1] = sizeof(l.workers[0]);
+	kp_count[0] = 0;
+	CHECK_INT(kill_points(&l, &k), 0);
+	printf("# roll: %ld of those states inside the roll\n", kp_count[0]);
 	kv_ledger_close(&l);
 }
 
-static int settle_resv;
+/* ---- settlement -------------------------------------------------------- */
 
 static void
-do_settle(struct kv_ledger *l)
+settle_setup(struct kv_ledger *l)
+{
+	int64_t rem;
+
+	atomic_store(&kp_acct->spent_nusd, 0);
+	kp_resv = kv_ledger_reserve(l, &l->workers[DEAD_SLOT], kp_acct, 1000, &rem);
+	kv_ledger_resv_sent(&l->workers[DEAD_SLOT], kp_resv, 100);
+}
+
+static void
+settle_op(struct kv_ledger *l)
 {
 	struct kv_usage u = { .input = 10, .output = 20 };
 
-	kv_ledger_settle(l, l->self, settle_resv, 600, &u, NULL);
+	kv_ledger_settle(l, l->self, kp_resv, 600, &u, NULL);
 }
 
-/* kill -9 of a worker at every instruction of a settlement (1000
- * reserved, 100 recorded as sent, real cost 600): after the repair,
- * reserved is 0 and spent is 100 (killed before the settle began: the
- * sent minimum, as a death a moment earlier), or exactly 600 everywhere
- * after the settle recorded the cost, except the instructions between the
- * add's CAS and the store that clears the death charge (1200), which must
- * be at most a handful. */
+/* 1000 reserved, 100 recorded as sent, real cost 600: 100 before the
+ * settle recorded the cost, 1200 (twice) in the window after the add,
+ * else exactly 600; reserved 0 always. */
+static int
+settle_check(struct kv_ledger *l, long step, long width)
+{
+	int64_t spent = kv_account_spent(kp_acct);
+
+	(void)l;
+	(void)step;
+	if (atomic_load(&kp_acct->reserved_nusd) != 0)
+		return -1;
+	if (spent == 100 && kp_count[1] == 0 && kp_count[2] == 0)
+		kp_count[0] += width;
+	else if (spent == 600)
+		kp_count[1] += width;
+	else if (spent == 1200)
+		kp_count[2] += width;
+	else
+		return -1;
+	return 0;
+}
+
 static void
 test_settle_kill_points(void)
 {
-	struct kv_repair_report rep;
 	struct kv_ledger l;
-	struct kv_account *a;
-	long n, early = 0, exact = 0, twice = 0, bad = 0;
-	int64_t rem, spent;
-	pid_t pid;
+	struct kp_op k = { "settle", settle_setup, settle_op, NULL, settle_check,
+	    { NULL, NULL }, { 0, 0 } };
 
 	CHECK_INT(open_new(&l, 8), 0);
-	a = key_acct(&l, 1, 1000000);
-	CHECK(a != NULL);
-	for (n = 0; a != NULL && n < 20000; n++) {
-		atomic_store(&a->spent_nusd, 0);
-		settle_resv = kv_ledger_reserve(&l, &l.workers[DEAD_SLOT], a, 1000, &rem);
-		kv_ledger_resv_sent(&l.workers[DEAD_SLOT], settle_resv, 100);
-		if ((pid = start_traced(&l, DEAD_SLOT, do_settle)) == -1) {
-			printf("# ptrace unavailable: settle kill points not run\n");
-			break;
-		}
-		if (!step_traced(pid, n)) {
-			reap_one(pid);
-			CHECK_INT(kv_account_spent(a), 600);
-			CHECK_INT(atomic_load(&a->reserved_nusd), 0);
-			break;
-		}
-		kill(pid, SIGKILL);
-		reap_one(pid);
-		CHECK_INT(kv_ledger_repair(&l, UINT64_C(1) << DEAD_SLOT, &rep), 0);
-		spent = kv_account_spent(a);
-		if (spent == 100 && exact == 0 && twice == 0)
-			early++;
-		else if (spent == 600)
-			exact++;
-		else if (spent == 1200)
-			twice++;
-		else {
-			fprintf(stderr, "settle killed after %ld instructions: spent %lld\n",
-			    n, (long long)spent);
-			bad++;
-		}
-		if (atomic_load(&a->reserved_nusd) != 0)
-			bad++;
-		atomic_store(&l.workers[DEAD_SLOT].pid, 0);
-		atomic_store(&l.workers[DEAD_SLOT].in_ledger, 0);
+	kp_acct = key_acct(&l, 1, 1000000);
+	CHECK(kp_acct != NULL);
+	if (kp_acct == NULL)
+		return;
+	k.watch[0] = kp_acct, k.wlen[0] = sizeof(*kp_acct);
+	k.watch[1] = &l.workers[DEAD_SLOT], k.wlen[1] = sizeof(l.workers[0]);
+	memset(kp_count, 0, sizeof(kp_count));
+	CHECK_INT(kill_points(&l, &k), 0);
+	printf("# settle: kill points charged 100 (before it recorded the cost, the sent "
+	    "minimum): %ld, exactly 600: %ld, twice (1200): %ld\n", kp_count[0], kp_count[1],
+	    kp_count[2]);
+	CHECK(kp_count[2] <= 4);
+	CHECK(!KILL_POINTS_RUN || kp_count[1] > 0);
+	kv_ledger_close(&l);
+}
+
+/* ---- tokens per minute ------------------------------------------------- */
+
+static void
+tok_setup(struct kv_ledger *l, int admitted)
+{
+	struct kv_rl_view v;
+	int64_t rem;
+
+	atomic_store(&kp_acct->tpm_tat, 0);
+	kp_resv = kv_ledger_reserve(l, &l->workers[DEAD_SLOT], kp_acct, 10, &rem);
+	if (admitted)
+		(void)kv_ratelimit_admit(&l->workers[DEAD_SLOT], kp_resv, kp_acct, 300,
+		    kp_now, 0, &v);
+}
+
+static void tok_setup_admit(struct kv_ledger *l) { tok_setup(l, 0); }
+static void tok_setup_settle(struct kv_ledger *l) { tok_setup(l, 1); }
+
+static void
+tok_admit_op(struct kv_ledger *l)
+{
+	struct kv_rl_view v;
+
+	(void)kv_ratelimit_admit(l->self, kp_resv, kp_acct, 300, kp_now, 0, &v);
+}
+
+static void
+tok_settle_op(struct kv_ledger *l)
+{
+	kv_ratelimit_settle(l, l->self, kp_resv, 100, 0);
+	kv_ledger_settle(l, l->self, kp_resv, 0, NULL, NULL);
+}
+
+/* tpm 1000, 300 taken, 100 used: the bucket full again (given back, or
+ * never taken), settled exactly (100), or the 300 still taken (the
+ * window); nothing else. */
+static int
+tok_check(struct kv_ledger *l, long step, long width)
+{
+	const int64_t tok = KV_RL_WINDOW_NS / 1000;
+	int64_t tat = atomic_load(&kp_acct->tpm_tat);
+
+	(void)l;
+	(void)step;
+	if (tat <= kp_now || tat == kp_now + 100 * tok)
+		return 0;
+	if (tat == kp_now + 300 * tok) {
+		kp_count[0] += width;
+		return 0;
 	}
-	printf("# settle: killed at %ld instruction boundaries: %ld before it recorded "
-	    "the cost (sent minimum), %ld exact, %ld charged twice\n", n, early, exact, twice);
-	CHECK_INT(bad, 0);
-	CHECK(n < 20000);
-	CHECK(twice <= 4);
-	CHECK(n == 0 || exact > 0);
+	return -1;
+}
+
+static void
+test_tokens_kill_points(void)
+{
+	struct kv_ledger l;
+	struct kp_op k = { "tpm admission", tok_setup_admit, tok_admit_op, NULL, tok_check,
+	    { NULL, NULL }, { 0, 0 } };
+	long admit_w;
+
+	CHECK_INT(open_new(&l, 8), 0);
+	kp_acct = key_acct(&l, 6, INT64_MAX / 4);
+	CHECK(kp_acct != NULL);
+	if (kp_acct == NULL)
+		return;
+	atomic_store(&kp_acct->tpm, 1000);
+	kp_now = kv_rl_now_ns();
+	k.watch[0] = kp_acct, k.wlen[0] = sizeof(*kp_acct);
+	k.watch[1] = &l.workers[DEAD_SLOT], k.wlen[1] = sizeof(l.workers[0]);
+	kp_count[0] = 0;
+	CHECK_INT(kill_points(&l, &k), 0);
+	admit_w = kp_count[0];
+	k.name = "tpm settle", k.setup = tok_setup_settle, k.op = tok_settle_op;
+	kp_count[0] = 0;
+	CHECK_INT(kill_points(&l, &k), 0);
+	printf("# tokens: kill points leaving the 300 taken: admission %ld, settle %ld\n",
+	    admit_w, kp_count[0]);
+	CHECK(admit_w <= 8 && kp_count[0] <= 8);
 	kv_ledger_close(&l);
 }
 
@@ -617,6 +800,7 @@ main(void)
 	test_tokens_death();
 	test_roll_kill_points();
 	test_settle_kill_points();
+	test_tokens_kill_points();
 	test_kill_loop();
 	unlink(path);
 	rmdir(tmpdir);
