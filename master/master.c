@@ -458,12 +458,13 @@ static void
 log_repair(const struct kv_repair_report *r, const char *when)
 {
 	if (r->reserved_fixed == 0 && r->claims_fixed == 0 && r->skipped == 0 &&
-	    r->rolls_fixed == 0)
+	    r->rolls_fixed == 0 && r->tokens_fixed == 0)
 		return;
 	kv_log_warnx("KV0600", "ledger repair %s: %d accounts' reserved_nusd recomputed "
 	    "from the recorded reservations, %d half-claimed slots retired, %d "
-	    "period rolls finished, %d left for the next repair (changed meanwhile)",
-	    when, r->reserved_fixed, r->claims_fixed, r->rolls_fixed, r->skipped);
+	    "period rolls finished, %d accounts' reserved tokens recomputed, %d left "
+	    "for the next repair (changed meanwhile)", when, r->reserved_fixed,
+	    r->claims_fixed, r->rolls_fixed, r->tokens_fixed, r->skipped);
 }
 
 /* Dead workers' slots, and every account's reserved_nusd, made exact with

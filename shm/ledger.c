@@ -515,6 +515,18 @@ op_leave(struct kv_ledger *l)
 	atomic_store(&l->self->in_ledger, 0);
 }
 
+void
+kv_ledger_op_begin(struct kv_ledger *l)
+{
+	op_enter(l);
+}
+
+void
+kv_ledger_op_end(struct kv_ledger *l)
+{
+	op_leave(l);
+}
+
 static uint64_t
 hash_start(const uint8_t h[32])
 {

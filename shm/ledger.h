@@ -121,6 +121,13 @@ int64_t	kv_account_period(const struct kv_account *a);
 /* Start of the UTC period containing NOW (0 for KV_PERIOD_NONE). */
 int64_t	kv_period_start(enum kv_period period, int64_t now);
 
+/* Bracket a worker's own ledger operation made of several steps outside
+ * this file (the rate limits' admission, send and settle): the master's
+ * repair then never sees it half-way (kv_ledger_quiesce). Nests; nothing
+ * outside a worker (l->self NULL). */
+void	kv_ledger_op_begin(struct kv_ledger *l);
+void	kv_ledger_op_end(struct kv_ledger *l);
+
 /* Reserve AMOUNT on account A for worker slot W: admitted only when
  * spent + reserved + amount <= budget (checked and applied in one CAS).
  * On success returns the reservation index (>= 0) recorded in W and sets

@@ -94,8 +94,10 @@ tombstone_half_claims(struct kv_ledger *l)
 	return n;
 }
 
+/* Per account: the dollars (sum) and, with cluster leases, the tokens
+ * (tok) that the live reservation records hold. */
 static void
-sum_reservations(const struct kv_ledger *l, int64_t *sum)
+sum_reservations(const struct kv_ledger *l, int64_t *sum, int64_t *tok)
 {
 	uint32_t n = l->hdr->max_keys, idx, j;
 	int i;
@@ -109,7 +111,25 @@ sum_reservations(const struct kv_ledger *l, int64_t *sum)
 				continue;
 			sum[idx - 1] = kv_sat_add(sum[idx - 1],
 			    atomic_load(&r->amount_nusd));
+			if (tok != NULL)
+				tok[idx - 1] += atomic_load(&r->tokens);
 		}
+}
+
+/* With cluster leases, an account's rl_tok_reserved is the sum of the
+ * tokens its live records hold (shm/ratelimit.c keeps it so, inside the
+ * workers' ledger-op bracket): set it so, by CAS as reserved_nusd. */
+static void
+fix_tokens(struct kv_account *a, int64_t want, struct kv_repair_report *rep)
+{
+	int64_t cur = atomic_load(&a->rl_tok_reserved);
+
+	if (cur == want)
+		return;
+	if (atomic_compare_exchange_strong(&a->rl_tok_reserved, &cur, want))
+		rep->tokens_fixed++;
+	else
+		rep->skipped++;
 }
 
 int
@@ -117,22 +137,28 @@ kv_ledger_repair(struct kv_ledger *l, uint64_t dead_mask,
     struct kv_repair_report *rep)
 {
 	uint32_t n = l->hdr->max_keys, i;
-	int64_t *sum, cur;
+	int64_t *sum, *tok = NULL, cur;
 	int w;
 
 	memset(rep, 0, sizeof(*rep));
 	if ((sum = calloc(n, sizeof(*sum))) == NULL)
 		return -1;
+	if (atomic_load(&l->hdr->cluster) && (tok = calloc(n, sizeof(*tok))) == NULL) {
+		free(sum);
+		return -1;
+	}
 	for (w = 0; w < KV_WORKER_SLOTS; w++)
 		if (dead_mask & (UINT64_C(1) << w))
 			rep->released += kv_ledger_release_worker(l, &l->workers[w]);
 	rep->claims_fixed = tombstone_half_claims(l);
-	sum_reservations(l, sum);
+	sum_reservations(l, sum, tok);
 	KV_FOR_EACH_SLOT(l, i) {	/* a reservation names a claimed slot */
 		struct kv_account *a = &l->accounts[i];
 
 		if (atomic_load(&a->state) == KV_SLOT_READY)
 			rep->rolls_fixed += kv_ledger_roll_finish(a);
+		if (tok != NULL)
+			fix_tokens(a, tok[i], rep);
 		cur = atomic_load(&a->reserved_nusd);
 		if (cur == sum[i])
 			continue;
@@ -142,8 +168,9 @@ kv_ledger_repair(struct kv_ledger *l, uint64_t dead_mask,
 			rep->skipped++;
 	}
 	free(sum);
+	free(tok);
 	atomic_fetch_add(&l->hdr->repairs, (uint64_t)(rep->reserved_fixed +
-	    rep->claims_fixed + rep->rolls_fixed));
+	    rep->claims_fixed + rep->rolls_fixed + rep->tokens_fixed));
 	return 0;
 }
 

@@ -16,6 +16,7 @@ struct kv_repair_report {
 	int	 claims_fixed;	/* half-claimed account or model slots */
 	int	 skipped;	/* accounts changed under the repair: next time */
 	int	 rolls_fixed;	/* period rolls a dead worker left half-way, finished */
+	int	 tokens_fixed;	/* accounts whose rl_tok_reserved was wrong (cluster) */
 };
 
 /* Ask every live worker (bit i of live_mask = worker slot i) to pause its
@@ -32,7 +33,8 @@ void	kv_ledger_unquiesce(struct kv_ledger *l);
  * account's reserved_nusd to the sum of the reservations still recorded
  * (by CAS from the value read, so a change made by a worker that gave up
  * waiting is left for the next repair); finish period rolls a dead worker
- * left half-way (kv_ledger_roll_finish). Fills *rep. Returns 0, or -1 when
+ * left half-way (kv_ledger_roll_finish); with cluster leases, set each
+ * account's rl_tok_reserved to the tokens its records hold. Fills *rep. Returns 0, or -1 when
  * out of memory (nothing changed). */
 int	kv_ledger_repair(struct kv_ledger *l, uint64_t dead_mask,
 	    struct kv_repair_report *rep);

@@ -54,13 +54,19 @@ conn_rate_admit(struct kv_conn *c, enum step *st)
 	struct kv_account *a = c->acct;
 	int64_t tokens;
 	char msg[320];
+	int rc;
 
 	if (atomic_load(&a->rpm) == 0 && atomic_load(&a->tpm) == 0)
 		return 0;
 	c->rl_on = 1;
 	tokens = estimate_tokens(c);
-	if (kv_ratelimit_admit(c->w->slot, c->resv, a, tokens, kv_rl_now_ns(),
-	    atomic_load(&l->hdr->cluster) != 0, &c->rl) == 0)
+	/* Bracketed, so the master's repair (which recounts the cluster's
+	 * reserved tokens from the records) never sees it half-way. */
+	kv_ledger_op_begin(l);
+	rc = kv_ratelimit_admit(c->w->slot, c->resv, a, tokens, kv_rl_now_ns(),
+	    atomic_load(&l->hdr->cluster) != 0, &c->rl);
+	kv_ledger_op_end(l);
+	if (rc == 0)
 		return 0;
 	/* Refused: nothing goes upstream, so the budget holds nothing either. */
 	kv_ledger_settle(l, c->w->slot, c->resv, 0, NULL, NULL);
@@ -76,17 +82,22 @@ void
 conn_traffic_settle(struct kv_conn *c, const struct kv_usage *u)
 {
 	conn_upset_finish(c);
-	if (c->resv >= 0)
-		kv_ratelimit_settle(c->w->ledger, c->w->slot, c->resv,
-		    kv_ratelimit_tokens(u, c->anthropic), c->rl_sent);
+	if (c->resv < 0)
+		return;
+	kv_ledger_op_begin(c->w->ledger);
+	kv_ratelimit_settle(c->w->ledger, c->w->slot, c->resv,
+	    kv_ratelimit_tokens(u, c->anthropic), c->rl_sent);
+	kv_ledger_op_end(c->w->ledger);
 }
 
 void
 conn_traffic_sent(struct kv_conn *c)
 {
 	if (c->resv >= 0 && c->rl_on && c->rl_sent == 0) {
+		kv_ledger_op_begin(c->w->ledger);
 		c->rl_sent = kv_ratelimit_sent(c->w->slot, c->resv, c->body_bytes / 4);
 		kv_ratelimit_lease_sent(c->w->ledger, c->acct, c->rl_sent);
+		kv_ledger_op_end(c->w->ledger);
 	}
 }
 
