@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shm/history.h"
 #include "shm/ledger.h"
 #include "tests/unit.h"
 
@@ -760,6 +761,39 @@ test_claimed_slots(void)
 	kv_ledger_close(&l);
 }
 
+/* The history rings live beside the accounts (history[i] for accounts[i])
+ * and the sampler writes one only when its key's spend moved: an idle
+ * key's ring page stays untouched. */
+static void
+test_history_apart(void)
+{
+	static const struct kv_hist_slot zero;
+	struct kv_ledger l;
+	struct kv_account *a, *b;
+	uint8_t h[32];
+	int64_t now = 1700000000, mins[KV_HIST_MINUTES], hours[KV_HIST_HOURS];
+
+	CHECK_INT(open_new(&l, 8), 0);
+	hash_of("sk-hist-busy", h);
+	a = kv_ledger_account(&l, h, 1, NULL, 1000);
+	hash_of("sk-hist-idle", h);
+	b = kv_ledger_account(&l, h, 1, NULL, 1000);
+	CHECK(a != NULL && b != NULL);
+	if (a == NULL || b == NULL)
+		return;
+	CHECK((char *)l.history == (char *)&l.accounts[l.hdr->max_keys]);
+	kv_account_charge(a, 250);
+	kv_history_sample_all(&l, now);
+	kv_history_sample_all(&l, now + 120);
+	CHECK(memcmp(&l.history[b - l.accounts], &zero, sizeof(zero)) == 0);
+	CHECK(memcmp(&l.history[a - l.accounts], &zero, sizeof(zero)) != 0);
+	kv_history_read(&l, a, now + 120, mins, hours);
+	CHECK_INT(mins[KV_HIST_MINUTES - 3], 250);	/* two minutes back */
+	CHECK_INT(mins[KV_HIST_MINUTES - 1], 0);
+	CHECK_INT(hours[KV_HIST_HOURS - 1] + hours[KV_HIST_HOURS - 2], 250);
+	kv_ledger_close(&l);
+}
+
 int
 main(void)
 {
@@ -782,6 +816,7 @@ main(void)
 	test_histogram();
 	test_worker_sums();
 	test_claimed_slots();
+	test_history_apart();
 	unlink(path);
 	rmdir(tmpdir);
 	return unit_done();
