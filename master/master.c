@@ -209,6 +209,22 @@ in_config(const struct kv_config *cf, const uint8_t hash[32])
 	return 0;
 }
 
+/* A config key's label, held by another account: that account is the
+ * key's former one (rotated out, perhaps by an older build that did not
+ * mark it KV_AF_FORMER). */
+static int
+label_in_config(const struct kv_config *cf, const struct kv_account *a)
+{
+	size_t i;
+
+	if (!(a->flags & KV_ACCOUNT_NAMED) || a->label[0] == '\0')
+		return 0;
+	for (i = 0; i < cf->nkeys; i++)
+		if (strncmp(cf->keys[i].label, a->label, KV_LABEL_MAX - 1) == 0)
+			return 1;
+	return 0;
+}
+
 /* Named keys are in the ledger from start-up, each marked KV_AF_CONFIG;
  * a key no longer in the config loses the mark, so under unknown_keys =
  * deny it is refused at once (workers check the mark, not their copy of
@@ -245,11 +261,15 @@ apply_keys(struct master *m)
 	 * had (KV_AF_FORMER): the name now belongs to the config's key. */
 	KV_FOR_EACH_SLOT(&m->ledger, j) {
 		a = &m->ledger.accounts[j];
-		if (atomic_load(&a->state) == KV_SLOT_READY &&
-		    (atomic_load(&a->aflags) & KV_AF_CONFIG) && !in_config(cf, a->hash)) {
+		if (atomic_load(&a->state) != KV_SLOT_READY || in_config(cf, a->hash))
+			continue;
+		/* Written only when it changes: this pass runs over every
+		 * claimed slot at each start and reload. */
+		if (!(atomic_load(&a->aflags) & KV_AF_FORMER) &&
+		    ((atomic_load(&a->aflags) & KV_AF_CONFIG) || label_in_config(cf, a)))
 			atomic_fetch_or(&a->aflags, KV_AF_FORMER);
+		if (atomic_load(&a->aflags) & KV_AF_CONFIG)
 			atomic_fetch_and(&a->aflags, ~KV_AF_CONFIG);
-		}
 	}
 }
 

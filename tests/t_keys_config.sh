@@ -125,4 +125,18 @@ kv_ctl show alice >"$T/show-gone"
 check "... and alice is only the rotated-out account, marked" \
 	eval "grep -q '^id: $ROT\$' '$T/show-gone' && grep -q '^label: alice (no longer' '$T/show-gone'"
 
+# ---- a rotation made by an older build (its old account never marked) --------------
+
+kv_stop
+"$top_builddir/tests/ledger_fill" "$T/ledger" 0 key sk-carol-old carol 1 >/dev/null
+check "an account labelled carol that no build marked" grep -q '^label: carol$' \
+	<(kv_ctl show "$(id_of sk-carol-old)")
+printf '\n[key carol]\nkey = sk-carol-new\n' >>"$T/overlay.ren"
+rm -f "$T/kilovolt.ini"
+kv_write_config <"$T/overlay.ren"
+kv_start
+check "at start-up carol is the config's key" grep -q "^id: $(id_of sk-carol-new)\$" <(kv_ctl show carol)
+check "... and the old one is marked as no longer in the config" \
+	grep -q '^label: carol (no longer' <(kv_ctl show "$(id_of sk-carol-old)")
+
 kv_finish
