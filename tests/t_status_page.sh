@@ -94,6 +94,10 @@ mkdir -p "$top_builddir/tests"
 png=$top_builddir/tests/status-page.png
 rm -f "$png"
 browse --screenshot="$png" >/dev/null
+# Headless Chromium on a loaded machine has once taken the screenshot at its
+# default 1280x900, before the window size applied: a second try, not a
+# looser check.
+file "$png" 2>/dev/null | grep -q 'PNG image data, 1500 x 760' || browse --screenshot="$png" >/dev/null
 check "a screenshot of the page is saved" test -s "$png"
 check "... a 1500x760 PNG" eval "file '$png' | grep -q 'PNG image data, 1500 x 760'"
 check "... not blank (a page of text and charts compresses to more than 40 KB)" \
