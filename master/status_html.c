@@ -187,13 +187,11 @@ limits(FILE *f, const struct kv_account *a)
 	fprintf(f, "</td><td class=\"n\">%" PRIu64 "</td>", atomic_load(&a->rate_refusals));
 }
 
+/* A key's row opens with its id and its label (a dash when unnamed). */
 static void
-key_row(FILE *f, const struct kv_ledger *l, const struct kv_account *a, int64_t now)
+key_cells(FILE *f, const struct kv_account *a)
 {
-	char id[13], label[KV_LABEL_MAX], m[3][32];
-	int64_t mins[KV_HIST_MINUTES], hours[KV_HIST_HOURS];
-	int64_t b = atomic_load(&a->budget_nusd), s = kv_account_spent(a);
-	int64_t r = atomic_load(&a->reserved_nusd);
+	char id[13], label[KV_LABEL_MAX];
 
 	kv_key_id(a->hash, id);
 	memcpy(label, a->label, sizeof(label));
@@ -205,6 +203,17 @@ key_row(FILE *f, const struct kv_ledger *l, const struct kv_account *a, int64_t 
 	else
 		fputs("&mdash;", f);
 	fputs("</td>", f);
+}
+
+static void
+key_row(FILE *f, const struct kv_ledger *l, const struct kv_account *a, int64_t now)
+{
+	char m[3][32];
+	int64_t mins[KV_HIST_MINUTES], hours[KV_HIST_HOURS];
+	int64_t b = atomic_load(&a->budget_nusd), s = kv_account_spent(a);
+	int64_t r = atomic_load(&a->reserved_nusd);
+
+	key_cells(f, a);
 	bar(f, b, s, r);
 	fprintf(f, "<td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td>"
 	    "<td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64 "</td>"
@@ -261,7 +270,7 @@ cluster_leases(FILE *f, const struct kv_ledger *l)
 {
 	const struct kv_account **v;
 	size_t i, n, rows = 0;
-	char id[13], label[KV_LABEL_MAX], m[5][32];
+	char m[5][32];
 	int64_t ms = kv_rl_now_ns() / 1000000;
 
 	if (!atomic_load(&l->hdr->cluster))
@@ -281,16 +290,8 @@ cluster_leases(FILE *f, const struct kv_ledger *l)
 			continue;
 		cap = atomic_load(&a->lease_cap_nusd);
 		unused = cap - kv_account_spent(a) - atomic_load(&a->reserved_nusd);
-		kv_key_id(a->hash, id);
-		memcpy(label, a->label, sizeof(label));
-		label[sizeof(label) - 1] = '\0';
-		fprintf(f, "<tr><td class=\"mono\"><code>%s</code></td><td%s>", id,
-		    label[0] ? "" : " class=\"muted\"");
-		if (label[0])
-			esc(f, label);
-		else
-			fputs("&mdash;", f);
-		fprintf(f, "</td><td class=\"n\">%s</td><td class=\"n\">%s</td>"
+		key_cells(f, a);
+		fprintf(f, "<td class=\"n\">%s</td><td class=\"n\">%s</td>"
 		    "<td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td>"
 		    "<td class=\"n\">%s%.1f s</td>",
 		    usd(atomic_load(&a->cluster_spent_nusd), m[0]), usd(unused > 0 ? unused : 0, m[1]),
