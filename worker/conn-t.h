@@ -116,7 +116,7 @@ struct kv_conn {
 	int			 fell_back;	/* ugroup is the fallback now */
 	int			 cooled;	/* the target answered 429: cooled, not failed */
 	int64_t			 t_first_try_ms;
-	char			 tlabel[64];	/* NAME/HOST:PORT, for x-kilovolt-upstream */
+	const char		*tlabel;	/* NAME/HOST:PORT, for x-kilovolt-upstream: rt->label */
 
 	/* output staging: the upstream request, then what goes to the client */
 	char			*obuf;

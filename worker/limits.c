@@ -108,7 +108,7 @@ conn_traffic_headers(struct kv_conn *c)
 
 	if (conn_obuf_reserve(c, 640) == -1)
 		return -1;
-	if (c->ugroup != NULL &&
+	if (c->ugroup != NULL && c->tlabel != NULL &&
 	    conn_obuf_cat(c, "x-kilovolt-upstream: ", c->tlabel, "\r\n", (char *)NULL) == -1)
 		return -1;
 	if (!c->rl_on)

@@ -31,6 +31,7 @@ struct kv_upwait {
 
 struct kv_upstream_rt {
 	const struct kv_upstream *cf;
+	char		 label[64];	/* "NAME/HOST:PORT" (kv_target_label), made once */
 	SSL_CTX		*ctx;		/* NULL for http:// */
 	SSL_SESSION	*session;	/* last session, for resumption */
 	struct addrinfo	*ai;		/* current addresses, NULL until resolved */

@@ -127,7 +127,7 @@ use_target(struct kv_conn *c, int k)
 	c->tried |= 1ULL << k;
 	c->rt = kv_upstreams_find(c->w->ups, cf->nupstreams, t);
 	c->tslot1 = s + 1;
-	kv_target_label(c->tlabel, sizeof(c->tlabel), t->name, t->host, t->port);
+	c->tlabel = c->rt != NULL ? c->rt->label : "-";
 	if (c->ugroup->nextra > 0 || c->fell_back)
 		c->upstream_name = c->tlabel;
 	kv_target_count(c->w->ledger, c->w->slot, s, 1);
