@@ -146,27 +146,21 @@ kv_log_info(const char *fmt, ...)
 	va_end(ap);
 }
 
-void
-kv_log_access(const char *fmt, ...)
+/* Batch a whole line (one write per loop turn) or write it now. */
+static void
+access_put(const char *line, size_t n)
 {
-	char buf[KV_LOG_LINE];
-	va_list ap;
-	size_t n;
-
-	va_start(ap, fmt);
-	n = log_format(buf, "access", NULL, fmt, ap, NULL);
-	va_end(ap);
 	if (access_len + n > sizeof(access_buf))
 		kv_log_flush();
 	if (!access_batch || n > sizeof(access_buf)) {
-		log_write(buf, n);
+		log_write(line, n);
 		return;
 	}
-	memcpy(access_buf + access_len, buf, n);
+	memcpy(access_buf + access_len, line, n);
 	access_len += n;
 }
 
-/* The prefix log_format writes for an access line, by hand: "STAMP.mmmZ
+/* The prefix log_format would write for an access line, by hand: "STAMP.mmmZ
  * [access] ROLE[PID] ". Returns its length (< 160). */
 static size_t
 access_prefix(char *buf)
@@ -198,14 +192,7 @@ kv_log_access_text(const char *text, size_t n)
 	memcpy(buf + len, text, n);
 	len += n;
 	buf[len++] = '\n';
-	if (access_len + len > sizeof(access_buf))
-		kv_log_flush();
-	if (!access_batch || len > sizeof(access_buf)) {
-		log_write(buf, len);
-		return;
-	}
-	memcpy(access_buf + access_len, buf, len);
-	access_len += len;
+	access_put(buf, len);
 }
 
 const char *

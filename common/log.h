@@ -24,10 +24,8 @@ void kv_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * (outlen >= 4) is too small. Returns OUT. */
 const char *kv_log_escape(const char *s, size_t n, char *out, size_t outlen);
 
-/* Access log: one line per request, already formatted by the caller;
- * kv_log_access_text takes it as n bytes of text (no newline), with no
- * format to interpret: the worker's line per request. */
-void kv_log_access(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Access log: the worker's line per request, already formatted by the
+ * caller, as n bytes of text (no newline, no format to interpret). */
 void kv_log_access_text(const char *text, size_t n);
 
 /* With batching on, access lines wait in a PIPE_BUF-sized buffer until
