@@ -62,6 +62,9 @@ check_eq() {
 	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: got '$2', want '$3'"; fi
 }
 
+# The id kilovolt shows for a raw key: the first 12 hex digits of its SHA-256.
+id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
+
 # ---- processes -------------------------------------------------------------
 
 # Remember a PID so the watchdog and the exit trap can stop it.

@@ -12,7 +12,6 @@ export LC_ALL=C		# ${#body} counts bytes
 KV_WORKERS=1		# one worker: idle uploads and the next request share it
 PIDS=()
 
-id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
 key_field() {
 	kv_ctl keys --json | jq -r --arg id "$1" \
 	    '[.keys[] | select(.id == $id) | .'"$2"'] | first // "none"'

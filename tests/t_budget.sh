@@ -13,7 +13,6 @@ FILL=$top_builddir/tests/ledger_fill
 [ -x "$FILL" ] || skip "$FILL not built"
 export LC_ALL=C		# ${#body} counts bytes
 
-id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
 KB=sk-kvtest-budget-fifty-31415926
 KH=sk-kvtest-budget-header-27182818
 KK=sk-kvtest-budget-kill-16180339

@@ -21,7 +21,6 @@ command -v sha256sum >/dev/null || skip "sha256sum not installed"
 export LC_ALL=C		# ${#body} counts bytes
 KV_KILLS_WORKERS=1	# one check kills a worker on purpose
 
-id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
 key_field() { kv_ctl keys --json | jq -r --arg id "$1" ".keys[] | select(.id == \$id) | .$2"; }
 spent() { key_field "$(id_of "$1")" spent_nusd; }
 spent_is() { [ "$(spent "$1")" = "$2" ]; }

@@ -16,7 +16,6 @@ export KV_TIMEOUT
 command -v jq >/dev/null || skip "jq not installed"
 export LC_ALL=C
 
-id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
 KA=sk-kvtest-failover-a
 KC=sk-kvtest-failover-cut
 KD=sk-kvtest-failover-drop

@@ -16,7 +16,6 @@ kv_start_mock
 kv_write_config </dev/null
 kv_start
 P=sk-fw-$$
-id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
 
 cp "$top_srcdir/tests/sdk/frameworks_test.mjs" "$KV_SDK/" 2>/dev/null || true
 timeout 180 node "$KV_SDK/frameworks_test.mjs" "$KV_URL" "$P" >"$T/fw.out" 2>&1

@@ -18,7 +18,6 @@ export KV_TIMEOUT
 command -v jq >/dev/null || skip "jq not installed"
 export LC_ALL=C
 
-id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
 K=sk-kvtest-health
 K_ID=$(id_of "$K")
 PROVIDER_KEY=sk-tls-provider-key

@@ -30,7 +30,6 @@ reload() {
 	kill -HUP "$KV_PID"
 	kv_wait_for 10 eval "[ \$(grep -c 'reloading ' '$KV_LOG') -gt $n ]"
 }
-id_of() { printf '%s' "$1" | sha256sum | cut -c1-12; }
 ALICE=$(id_of sk-alice-keys)
 budget() { kv_ctl keys --json | jq -r ".keys[] | select(.id == \"$1\") | .budget_nusd"; }
 

@@ -30,7 +30,6 @@ out_has() { grep -qF -- "$1" "$T/out"; }
 err_has() { grep -qF -- "$1" "$T/err"; }
 # jqout FILTER: evaluate FILTER over $T/out (-e: false/null is a failure).
 jqout() { jq -e "$1" "$T/out" >/dev/null 2>&1; }
-id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
 
 # ---- a ledger with three keys, two models, a worker and a master ---------
 "$FILL" "$L" 64 \

@@ -19,7 +19,6 @@ K3=sk-kvtest-ledger-three-55aa55aa55aa
 K4=sk-kvtest-ledger-four-deadbeef0042
 ALICE=sk-kvtest-alice-raw-c0ffee123456
 BOB=sk-kvtest-bob-raw-feedface7890
-id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
 K1_ID=$(id_of "$K1")
 ALICE_ID=$(id_of "$ALICE")
 BOB_ID=$(id_of "$BOB")

@@ -84,7 +84,6 @@ check "the daemon runs in the test's cgroup" grep -qx "$KV_PID" "$CG/cgroup.proc
 guards() { [ "$(grep -c "memory guard: .* of $((LIMIT >> 10)) kB (the cgroup's limit)" "$T/kilovoltd.log")" -ge 2 ]; }
 check "each worker took the cgroup's limit ($((LIMIT >> 10)) kB)" kv_wait_for 10 guards
 
-id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
 ctl() { "$KV_CTL_BIN" -l "$T/ledger" "$@"; }
 TOKENS=200
 CLIENTS=()

@@ -36,7 +36,6 @@ else
 fi
 echo "# ulimit -n $(ulimit -n), ASan build: $asan"
 
-id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
 ctl() { "$KV_CTL_BIN" -l "$T/ledger" "$@"; }
 active() { ctl status --json | jq -r .active_streams; }
 active_is() { [ "$(active)" = "$1" ]; }

@@ -14,7 +14,6 @@ command -v jq >/dev/null || skip "jq not installed"
 command -v sha256sum >/dev/null || skip "sha256sum not installed"
 export LC_ALL=C
 
-id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
 key_field() { kv_ctl keys --json | jq -r --arg id "$1" ".keys[] | select(.id == \$id) | .$2"; }
 # requests the mock received, its own /mock/stats not counted
 jqb() { jq -e "$1" "$T/body" >/dev/null; }

@@ -18,7 +18,6 @@ command -v jq >/dev/null || skip "jq not installed"
 command -v sha256sum >/dev/null || skip "sha256sum not installed"
 export LC_ALL=C		# ${#body} counts bytes
 
-id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
 KR=sk-kvtest-rate-rpm-1
 KT=sk-kvtest-rate-tpm-2
 KW=sk-kvtest-rate-kill-3

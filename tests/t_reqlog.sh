@@ -19,7 +19,6 @@ budget = 5.00
 EOF
 kv_start
 KA=sk-alice-$$ KB=sk-bob-$$
-id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
 hdr() { grep -i "^$1:" "$2" | tr -d '\r' | cut -d' ' -f2; }
 is_id() { [[ $1 =~ ^[0-9a-f]{16}$ ]]; }
 

@@ -14,7 +14,6 @@
 command -v jq >/dev/null || skip "jq not installed"
 kv_sdk_setup || skip "the Node SDKs are not available (node/npm missing or npm unreachable)"
 
-id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
 OAI_KEY=sk-sdk-openai-$$
 ANT_KEY=sk-sdk-anthropic-$$
 

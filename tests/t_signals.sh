@@ -16,7 +16,6 @@
 
 command -v jq >/dev/null || skip "jq not installed"
 
-id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 # kvctl by the ledger's path: the config may be broken on purpose.
 ctl() { "$KV_CTL_BIN" -l "$T/ledger" "$@"; }

@@ -14,7 +14,6 @@ command -v jq >/dev/null || skip "jq not installed"
 
 ADMIN=adm-$$-$RANDOM$RANDOM
 NBULK=120	# more keys than the 100 that get their own metric series
-id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
 
 # ---- a ledger with many keys, made before the daemon maps it ---------------
 # A few keys get labels and spends near their budgets so the page (and the

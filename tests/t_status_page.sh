@@ -21,7 +21,6 @@ key = sk-search-$$
 budget = 2.00
 EOF
 S=http://127.0.0.1:$KV_STATUS_PORT
-id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
 KS=sk-support-$$ KT=sk-search-$$ KU=sk-adhoc-$$
 
 # The past, before the daemon starts (the master is the history's only

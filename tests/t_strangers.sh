@@ -27,7 +27,6 @@ code() {	# code KEY [MOCK_STATUS] [MODEL]
 	kv_curl /v1/chat/completions -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $1" \
 		"${st[@]}" -d "{\"model\":\"${3:-gpt-4o-mini}\",\"max_tokens\":5}"
 }
-id_of() { printf '%s' "$1" | sha256sum | cut -c1-12; }
 has_key() { kv_ctl keys --json | jq -e ".keys[] | select(.id == \"$(id_of "$1")\")" >/dev/null; }
 used() { kv_ctl status --json | jq .accounts_used; }
 
