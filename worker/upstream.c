@@ -274,6 +274,7 @@ kv_upstreams_init(struct kv_upstream_rt **rtsp, const struct kv_config *cf,
 		/* Per request it cost 1.6 k instructions of snprintf. */
 		kv_target_label(rt->label, sizeof(rt->label), rt->cf->name, rt->cf->host,
 		    rt->cf->port);
+		rt->tslot = KV_TSLOT_UNKNOWN;
 		rt->numeric = is_ip_literal(rt->cf->host);
 		if (rt->cf->tls && tls_ctx_init(rts, rt, err, errlen) == -1) {
 			kv_upstreams_free(rts, i);
@@ -324,12 +325,12 @@ kv_upstreams_free(struct kv_upstream_rt *rts, size_t n)
 struct kv_upstream_rt *
 kv_upstreams_find(struct kv_upstream_rt *rts, size_t n, const struct kv_upstream *up)
 {
-	size_t i;
+	/* rts[i] runs cf->upstreams[i] (kv_upstreams_init) */
+	uintptr_t first = n > 0 ? (uintptr_t)rts[0].cf : 0, p = (uintptr_t)up;
 
-	for (i = 0; i < n; i++)
-		if (rts[i].cf == up)
-			return &rts[i];
-	return NULL;
+	if (n == 0 || p < first || (p - first) / sizeof(*up) >= n)
+		return NULL;
+	return &rts[(p - first) / sizeof(*up)];
 }
 
 /* getaddrinfo_a runs the lookup on glibc's helper thread; we only poll. */

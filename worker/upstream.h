@@ -29,9 +29,12 @@ struct kv_upwait {
 	void			(*wake)(struct kv_upwait *);
 };
 
+#define KV_TSLOT_UNKNOWN	(-2)
+
 struct kv_upstream_rt {
 	const struct kv_upstream *cf;
 	char		 label[64];	/* "NAME/HOST:PORT" (kv_target_label), made once */
+	int		 tslot;		/* its ledger target slot; KV_TSLOT_UNKNOWN until used */
 	SSL_CTX		*ctx;		/* NULL for http:// */
 	SSL_SESSION	*session;	/* last session, for resumption */
 	struct addrinfo	*ai;		/* current addresses, NULL until resolved */
@@ -76,7 +79,8 @@ int	kv_upstreams_init(struct kv_upstream_rt **rts, const struct kv_config *cf,
 	    char *err, size_t errlen);
 void	kv_upstreams_free(struct kv_upstream_rt *rts, size_t n);
 
-/* Runtime state of a configured upstream. */
+/* Runtime state of a configured upstream (one of the cf->upstreams the
+ * runtimes were built from), or NULL. */
 struct kv_upstream_rt *kv_upstreams_find(struct kv_upstream_rt *rts, size_t n,
 	    const struct kv_upstream *up);
 

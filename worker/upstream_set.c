@@ -19,46 +19,22 @@
 #define KV_COOL_DEFAULT_S	5	/* a 429/503 without retry-after */
 #define KV_COOL_MAX_S		300
 
-/* Ledger slots of cf->upstreams[i], found once per process (a worker
- * keeps its config for life). -2: not looked up yet. */
-static int *slot_cache;
-static size_t slot_count;
-static const struct kv_config *slot_cf;
-
-static size_t
-entry_index(const struct kv_config *cf, const struct kv_upstream *u)
-{
-	return (size_t)(u - cf->upstreams);
-}
-
+/* U's slot in the ledger's target table, claimed at its first use (the
+ * runtime keeps it: a worker keeps its config for life). */
 static int
 slot_of(struct kv_conn *c, const struct kv_upstream *u)
 {
-	const struct kv_config *cf = c->w->cf;
-	size_t i = entry_index(cf, u), k;
-	char name[KV_TARGET_NAME];
+	struct kv_upstream_rt *rt = kv_upstreams_find(c->w->ups, c->w->cf->nupstreams, u);
 
-	if (slot_cf != cf) {
-		free(slot_cache);
-		slot_count = 0;
-		slot_cf = NULL;
-		if ((slot_cache = malloc(cf->nupstreams * sizeof(int))) == NULL)
-			return -1;
-		for (k = 0; k < cf->nupstreams; k++)
-			slot_cache[k] = -2;
-		slot_count = cf->nupstreams;
-		slot_cf = cf;
-	}
-	if (i >= slot_count)
+	if (rt == NULL)
 		return -1;
-	if (slot_cache[i] == -2) {
-		kv_target_label(name, sizeof(name), u->name, u->host, u->port);
-		slot_cache[i] = kv_target_slot(c->w->ledger, name);
-		if (slot_cache[i] < 0)
+	if (rt->tslot == KV_TSLOT_UNKNOWN) {
+		rt->tslot = kv_target_slot(c->w->ledger, rt->label);
+		if (rt->tslot < 0)
 			kv_log_warnx("KV0700", "upstream target table full (%d): %s is not "
-			    "balanced or health-checked", KV_TARGET_SLOTS, name);
+			    "balanced or health-checked", KV_TARGET_SLOTS, rt->label);
 	}
-	return slot_cache[i];
+	return rt->tslot;
 }
 
 /* Position K of an upstream's targets: 0 is the upstream's own URL. */
@@ -138,13 +114,8 @@ use_target(struct kv_conn *c, int k)
 void
 conn_upset_pick(struct kv_conn *c, const struct kv_upstream *up)
 {
-	static int seeded;
 	int k;
 
-	if (!seeded) {
-		srand((unsigned)getpid() ^ (unsigned)c->w->now_ms);
-		seeded = 1;
-	}
 	c->ugroup = up;
 	c->tried = 0;
 	c->t_first_try_ms = c->w->now_ms;
