@@ -10,7 +10,6 @@
 #include <netdb.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,29 +65,6 @@ is_numeric(const char *host)
 		return 0;
 	freeaddrinfo(ai);
 	return 1;
-}
-
-/* The upstream's verification, as the workers' (worker/upstream.c). */
-static SSL_CTX *
-probe_ctx(const struct kv_upstream *u, const struct kv_upstream *g)
-{
-	SSL_CTX *ctx;
-	int ok;
-
-	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL)
-		return NULL;
-	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE);
-	SSL_CTX_set_alpn_protos(ctx, (const unsigned char *)"\x08http/1.1", 9);
-	ok = u->ca_file != NULL ? SSL_CTX_load_verify_locations(ctx, u->ca_file, NULL) :
-	    g->ca_file != NULL ? SSL_CTX_load_verify_locations(ctx, g->ca_file, NULL) :
-	    SSL_CTX_set_default_verify_paths(ctx);
-	if (ok != 1) {
-		SSL_CTX_free(ctx);
-		return NULL;
-	}
-	return ctx;
 }
 
 static void
@@ -205,12 +181,7 @@ tls_begin(struct probe *p)
 
 	if ((p->ssl = SSL_new(p->ctx)) == NULL || SSL_set_fd(p->ssl, p->fd) != 1)
 		return -1;
-	if (p->numeric)
-		return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(p->ssl), host) == 1 ? 0 : -1;
-	if (SSL_set_tlsext_host_name(p->ssl, host) != 1 || SSL_set1_host(p->ssl, host) != 1)
-		return -1;
-	SSL_set_hostflags(p->ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-	return 0;
+	return kv_tls_expect_host(p->ssl, host, p->numeric);
 }
 
 /* An SSL call's WANT_READ/WANT_WRITE becomes the epoll interest; 0 to
@@ -390,7 +361,9 @@ probe_init(struct kv_health *h, struct probe *p, const struct kv_upstream *g,
 	if (n < 0 || (size_t)n >= sizeof(p->out))
 		return -1;
 	p->olen = (size_t)n;
-	if (u->tls && (p->ctx = probe_ctx(u, g)) == NULL) {
+	/* a target's ca_file is its upstream's (config.c add_target) */
+	if (u->tls && (p->ctx = kv_tls_client_ctx(u->ca_file, NULL,
+	    SSL_MODE_ENABLE_PARTIAL_WRITE)) == NULL) {
 		kv_log_warnx("KV0724", "health check %s: cannot set up TLS (CA file %s)",
 		    p->label, g->ca_file != NULL ? g->ca_file : "of the system");
 		return -1;

@@ -185,6 +185,46 @@ session_new_cb(SSL *ssl, SSL_SESSION *sess)
 	return 1;	/* we keep the reference */
 }
 
+SSL_CTX *
+kv_tls_client_ctx(const char *ca_file, X509_STORE *store, long mode)
+{
+	SSL_CTX *ctx;
+	int ok;
+
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
+		ERR_clear_error();
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_mode(ctx, mode);
+	SSL_CTX_set_alpn_protos(ctx, (const unsigned char *)"\x08http/1.1", 9);
+	ok = 1;
+	if (store != NULL)
+		SSL_CTX_set1_cert_store(ctx, store);
+	else if (ca_file != NULL)
+		ok = SSL_CTX_load_verify_locations(ctx, ca_file, NULL);
+	else
+		ok = SSL_CTX_set_default_verify_paths(ctx);
+	if (ok != 1) {
+		ERR_clear_error();
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+int
+kv_tls_expect_host(SSL *ssl, const char *host, int numeric)
+{
+	if (numeric)	/* the IP address the URL names */
+		return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1 ? 0 : -1;
+	if (SSL_set_tlsext_host_name(ssl, host) != 1 || SSL_set1_host(ssl, host) != 1)
+		return -1;
+	SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+	return 0;
+}
+
 /* An earlier upstream's trust store loaded from the same source (the same
  * ca_file, or both the system's), or NULL. A store parsed from the system
  * bundle holds about 0.85 MB of certificates: each upstream loading its
@@ -209,37 +249,19 @@ static int
 tls_ctx_init(struct kv_upstream_rt *rts, struct kv_upstream_rt *rt, char *err, size_t errlen)
 {
 	const struct kv_upstream *up = rt->cf;
-	X509_STORE *store = shared_store(rts, rt);
 	SSL_CTX *ctx;
-	int ok;
 
-	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
-		snprintf(err, errlen, "upstream %s: SSL_CTX_new failed", up->name);
+	/* An idle stream must not pin ~34 KB of record buffers. */
+	ctx = kv_tls_client_ctx(up->ca_file, shared_store(rts, rt), SSL_MODE_RELEASE_BUFFERS |
+	    SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	if (ctx == NULL) {
+		snprintf(err, errlen, "upstream %s: cannot load trust anchors%s%s",
+		    up->name, up->ca_file ? " from " : "", up->ca_file ? up->ca_file : "");
 		return -1;
 	}
-	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	/* An idle stream must not pin ~34 KB of record buffers. */
-	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
-	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
 	SSL_CTX_sess_set_new_cb(ctx, session_new_cb);
 	SSL_CTX_set_info_callback(ctx, info_cb);
-	SSL_CTX_set_alpn_protos(ctx, (const unsigned char *)"\x08http/1.1", 9);
-	if (store != NULL) {
-		SSL_CTX_set1_cert_store(ctx, store);
-		ok = 1;
-	} else if (up->ca_file != NULL)
-		ok = SSL_CTX_load_verify_locations(ctx, up->ca_file, NULL);
-	else
-		ok = SSL_CTX_set_default_verify_paths(ctx);
-	if (ok != 1) {
-		snprintf(err, errlen, "upstream %s: cannot load trust anchors%s%s",
-		    up->name, up->ca_file ? " from " : "", up->ca_file ? up->ca_file : "");
-		ERR_clear_error();
-		SSL_CTX_free(ctx);
-		return -1;
-	}
 	SSL_CTX_set_app_data(ctx, rt);
 	rt->ctx = ctx;
 	return 0;
@@ -439,17 +461,9 @@ tls_session_init(struct kv_upconn *uc, char *err, size_t errlen)
 	SSL_SESSION *dup;
 	SSL *ssl;
 
-	if ((ssl = SSL_new(rt->ctx)) == NULL || SSL_set_fd(ssl, uc->s.fd) != 1)
+	if ((ssl = SSL_new(rt->ctx)) == NULL || SSL_set_fd(ssl, uc->s.fd) != 1 ||
+	    kv_tls_expect_host(ssl, host, rt->numeric) == -1)
 		goto fail;
-	if (rt->numeric) {
-		/* Verify against the IP address the URL names. */
-		if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) != 1)
-			goto fail;
-	} else {
-		if (SSL_set_tlsext_host_name(ssl, host) != 1 || SSL_set1_host(ssl, host) != 1)
-			goto fail;
-		SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-	}
 	/* Each connection resumes from its own copy: OpenSSL marks the
 	 * session a handshake used not resumable (SSL_CTX_remove_session on
 	 * the TLS 1.3 session id it derives from the ticket), which, shared,
