@@ -217,7 +217,6 @@ kv_memguard_full(struct kv_memguard *g, int64_t now_ms)
 		est = (g->used - g->idle) / ((int64_t)*g->nconns * g->nworkers);
 	if (est > KV_MEMGUARD_STREAM_MAX)
 		est = KV_MEMGUARD_STREAM_MAX;
-	est -= KV_MEMGUARD_PARKED;
 	predicted = g->used + ((int64_t)pending * 2 + hs) * g->nworkers * est / 2;
 	pending += hs;
 	/* Back under by 2 % of the limit before accepting again: no flapping. */

@@ -17,11 +17,6 @@ struct kv_upstream_rt;
  * paced TLS stream, 21 KB, rounded up (docs/tls-memory.md); more when the
  * carried streams cost more, up to the second figure. */
 #define KV_MEMGUARD_STREAM_EST	(22 * 1024)
-/* What a request parked at the handshake gate holds already, and the usage
- * counts: its client connection, socket and buffers (the container's 1,000
- * TLS stream burst: 10.3 MB with 878 parked and ~120 carried, 2.5 MB idle).
- * Only the rest of a stream's cost is still to come. */
-#define KV_MEMGUARD_PARKED	(6 * 1024)
 #define KV_MEMGUARD_STREAM_MAX	(64 * 1024)
 #define KV_MEMGUARD_READ_MS	10	/* re-read the usage at most this often */
 #define KV_MEMGUARD_RETRY_S	1	/* Retry-After of a refusal */
