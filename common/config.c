@@ -26,6 +26,8 @@
 #include <openssl/evp.h>
 
 #include "common/money.h"
+#include "common/catalog.h"
+#include "common/pricetab.h"
 #include "shm/ledger-t.h"
 
 #define CFG_DEFAULT_FILE	"/etc/kilovolt/kilovolt.ini"
@@ -48,6 +50,7 @@ struct cfg_parse {
 	char		 sect_text[200];	/* "[upstream openai]", for messages */
 	int		 sect_line;
 	int		 price_default;	/* the current section is [price default] */
+	int		 prices_line;	/* of [budget] prices, for errors */
 	uint32_t	 seen;		/* keys already set in this section */
 	int		 seen_server;
 	int		 seen_budget;
@@ -636,6 +639,28 @@ set_unknown_models(struct cfg_parse *p, const char *v)
 	return cfg_err(p, p->lineno, "unknown_models: '%s' is not default or deny", v);
 }
 
+/* [budget] prices = FILE.json: relative to the config file's directory,
+ * so that the bundled kilovolt.ini finds its catalogue wherever it runs
+ * from. Read once the whole ini is parsed (cfg_load_prices). */
+static int
+set_prices_file(struct cfg_parse *p, const char *v)
+{
+	const char *slash = strrchr(p->file, '/');
+	int n;
+
+	if (*v == '\0')
+		return cfg_err(p, p->lineno, "prices: a file name is required");
+	if (*v == '/' || slash == NULL)
+		n = snprintf(p->cf->prices_file, sizeof(p->cf->prices_file), "%s", v);
+	else
+		n = snprintf(p->cf->prices_file, sizeof(p->cf->prices_file), "%.*s/%s",
+		    (int)(slash - p->file), p->file, v);
+	if (n < 0 || (size_t)n >= sizeof(p->cf->prices_file))
+		return cfg_err(p, p->lineno, "prices: path too long");
+	p->prices_line = p->lineno;
+	return 0;
+}
+
 static int
 set_reserve_output(struct cfg_parse *p, const char *v)
 {
@@ -1042,6 +1067,18 @@ set_web_fetch(struct cfg_parse *p, const char *v)
 }
 
 static int
+set_audio_input(struct cfg_parse *p, const char *v)
+{
+	return cfg_money(p, "audio_input", v, &cur_price(p)->audio_input);
+}
+
+static int
+set_audio_output(struct cfg_parse *p, const char *v)
+{
+	return cfg_money(p, "audio_output", v, &cur_price(p)->audio_output);
+}
+
+static int
 set_code_execution(struct cfg_parse *p, const char *v)
 {
 	return cfg_money(p, "code_execution", v, &cur_price(p)->code_exec_hour);
@@ -1094,6 +1131,19 @@ set_context_window(struct cfg_parse *p, const char *v)
 	if (cfg_int(p, "context_window", v, 1, 100000000, &n) == -1)
 		return -1;
 	cur_price(p)->context_window = n;
+	return 0;
+}
+
+/* The input bound (the catalogue's max_input_tokens): what a reservation
+ * for recalled content uses before context_window. */
+static int
+set_max_input(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	if (cfg_int(p, "max_input", v, 1, 100000000, &n) == -1)
+		return -1;
+	cur_price(p)->max_input = n;
 	return 0;
 }
 
@@ -1336,6 +1386,7 @@ static const struct cfg_key budget_keys[] = {
 	{ "unknown_keys",	set_unknown_keys,	0 },
 	{ "unknown_models",	set_unknown_models,	0 },
 	{ "reserve_output_tokens", set_reserve_output,	0 },
+	{ "prices",		set_prices_file,	0 },
 	{ "rpm",		set_default_rpm,	0 },
 	{ "tpm",		set_default_tpm,	0 },
 	{ NULL, NULL, 0 }
@@ -1377,6 +1428,9 @@ static const struct cfg_key price_keys[] = {
 	{ "web_search",		set_web_search,		0 },
 	{ "web_fetch",		set_web_fetch,		0 },
 	{ "code_execution",	set_code_execution,	0 },
+	{ "audio_input",	set_audio_input,	0 },
+	{ "audio_output",	set_audio_output,	0 },
+	{ "max_input",		set_max_input,		0 },
 	{ NULL, NULL, 0 }
 };
 
@@ -1579,12 +1633,8 @@ begin_price(struct cfg_parse *p, const char *model)
 			return cfg_err(p, p->lineno, "out of memory");
 		pr = &cf->prices[cf->nprices++];
 	}
-	strcpy(pr->model, model);
-	pr->cached_input = pr->cache_write = -1;
-	pr->max_output = pr->context_window = -1;
-	pr->cache_write_1h = pr->long_context_input = pr->long_context_output = -1;
-	pr->priority_input = pr->priority_output = pr->flex_input = pr->flex_output = -1;
-	pr->web_search_call = pr->web_fetch_call = pr->code_exec_hour = -1;
+	kv_price_unset(pr, model);
+	pr->input = pr->output = 0;	/* end_price insists on both */
 	return 0;
 }
 
@@ -1953,6 +2003,40 @@ cfg_parse_file(struct cfg_parse *p)
 	return expand_targets(p);
 }
 
+/* [budget] prices: the catalogue's entries of the providers kilovolt
+ * routes to (openai, anthropic, and any upstream's name), merged under the
+ * [price] sections. Without a file the index is built over the sections. */
+static int
+cfg_load_prices(struct cfg_parse *p)
+{
+	struct kv_config *cf = p->cf;
+	const char *prov[2 + 64 + 1];
+	struct kv_catalog_stats st;
+	struct kv_price *file = NULL;
+	size_t n = 0, np = 0, i;
+	char why[512];
+
+	cf->nprices_ini = cf->nprices;
+	if (cf->prices_file[0] == '\0')
+		return kv_pricetab_index(cf) == -1 ? cfg_err(p, 0, "out of memory") : 0;
+	prov[np++] = "openai";
+	prov[np++] = "anthropic";
+	for (i = 0; i < cf->nupstreams && np < 2 + 64; i++)
+		if (cf->upstreams[i].target_of == 0)
+			prov[np++] = cf->upstreams[i].name;
+	prov[np] = NULL;
+	if (kv_catalog_load(cf->prices_file, prov, &file, &n, &st, why, sizeof(why)) == -1) {
+		free(file);
+		return cfg_err(p, p->prices_line, "prices: %s", why);
+	}
+	kv_catalog_summary(&st, cf->prices_summary, sizeof(cf->prices_summary));
+	kv_catalog_unknown(&st, cf->prices_unknown, sizeof(cf->prices_unknown));
+	cf->prices_inexact = st.inexact;
+	if (kv_pricetab_merge(cf, file, n) == -1)
+		return cfg_err(p, 0, "out of memory");
+	return 0;
+}
+
 int
 kv_config_load(struct kv_config *cf, const char *file, char *err, size_t errlen)
 {
@@ -1970,7 +2054,8 @@ kv_config_load(struct kv_config *cf, const char *file, char *err, size_t errlen)
 		return -1;
 	}
 	strcpy(cf->path, file);
-	if (cfg_parse_file(&p) == -1 || env_overrides(&p) == -1 || cluster_defaults(&p) == -1) {
+	if (cfg_parse_file(&p) == -1 || env_overrides(&p) == -1 || cluster_defaults(&p) == -1 ||
+	    cfg_load_prices(&p) == -1) {
 		kv_config_free(cf);
 		memset(cf, 0, sizeof(*cf));
 		return -1;
@@ -2012,6 +2097,7 @@ kv_config_free(struct kv_config *cf)
 	free(cf->upstreams);
 	cf->upstreams = NULL;
 	cf->nupstreams = 0;
+	kv_pricetab_free(cf);
 	free(cf->prices);
 	cf->prices = NULL;
 	cf->nprices = 0;
@@ -2099,22 +2185,5 @@ kv_config_route_client(const struct kv_config *cf, const char *path,
 const struct kv_price *
 kv_config_price(const struct kv_config *cf, const char *model)
 {
-	const struct kv_price *best = NULL;
-	size_t i, len, bestlen = 0;
-
-	for (i = 0; model != NULL && i < cf->nprices; i++)
-		if (strcmp(cf->prices[i].model, model) == 0)
-			return &cf->prices[i];
-	for (i = 0; model != NULL && i < cf->nprices; i++) {
-		len = strlen(cf->prices[i].model);
-		if (cf->prices[i].model[len - 1] == '*' &&
-		    kv_glob_match(cf->prices[i].model, model) &&
-		    (best == NULL || len > bestlen)) {
-			best = &cf->prices[i];
-			bestlen = len;
-		}
-	}
-	if (best != NULL)
-		return best;
-	return cf->has_default_price && !cf->unknown_models_deny ? &cf->default_price : NULL;
+	return kv_price_lookup(cf, model, NULL, NULL);
 }

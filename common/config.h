@@ -76,7 +76,25 @@ struct kv_price {
 	int64_t	  web_search_call;	/* nano-USD per web search call */
 	int64_t	  web_fetch_call;	/* nano-USD per web fetch call */
 	int64_t	  code_exec_hour;	/* nano-USD per container-hour */
+	/* from LiteLLM's catalogue (common/catalog.c); -1 when unset */
+	int64_t	  max_input;		/* tokens: the input bound (max_input_tokens) */
+	int64_t	  audio_input;		/* per 1M audio tokens; unset: input */
+	int64_t	  audio_output;		/* unset: output */
+	int64_t	  reasoning_output;	/* shown; charged when dearer than output */
+	int64_t	  long_context_cached;	/* past the threshold; unset: scaled */
+	int64_t	  long_context_write;
+	int64_t	  long_context_write_1h;
+	int64_t	  priority_cached;	/* tier cache prices; unset: scaled */
+	int64_t	  priority_write;
+	int64_t	  flex_cached;
+	int64_t	  flex_write;
+	int64_t	  batch_input;		/* shown, not charged: /v1/batches is refused */
+	int64_t	  batch_output;
+	int	  src;			/* enum kv_price_src */
 };
+
+/* Where a price came from (kvctl prices). */
+enum kv_price_src { KV_PRICE_INI = 0, KV_PRICE_FILE };
 
 struct kv_keydef {
 	char	  label[64];
@@ -151,6 +169,21 @@ struct kv_config {
 	size_t	  nupstreams;
 	struct kv_price *prices;	/* without the default */
 	size_t	  nprices;
+	/* [budget] prices = FILE.json (common/catalog.c): its entries are in
+	 * prices too (src KV_PRICE_FILE), [price] sections override them */
+	char	  prices_file[4096];	/* resolved path; "" none */
+	size_t	  nprices_file;		/* entries kept from it */
+	size_t	  nprices_ini;		/* [price] sections (besides default) */
+	size_t	  nprices_overridden;	/* file entries a [price] section replaced */
+	char	  prices_summary[512];	/* what the file gave, by provider */
+	char	  prices_unknown[2048];	/* its fields kilovolt does not understand */
+	size_t	  prices_inexact;	/* entries with prices below 1 nUSD/1M, rounded up */
+	/* lookup index, built at load (catalog.c): exact names sorted, then
+	 * the globs longest first */
+	const struct kv_price **price_exact;
+	size_t	  nprice_exact;
+	const struct kv_price **price_glob;
+	size_t	  nprice_glob;
 	int	  has_default_price;
 	struct kv_price default_price;
 	struct kv_keydef *keys;

@@ -22,6 +22,7 @@
 #include "worker/upstream_set.h"
 #include "common/fmt.h"
 #include "common/money.h"
+#include "common/pricetab.h"
 #include "worker/endpoints.h"
 #include "worker/spool.h"
 
@@ -510,8 +511,8 @@ estimate_nusd(struct kv_conn *c, const struct kv_price *p)
 	if (p == NULL || c->api == KV_API_OTHER)
 		return 0;
 	est.input = c->body_bytes;
-	if (c->ri.fetches[0] != '\0' && p->context_window > est.input)
-		est.input = p->context_window;
+	if (c->ri.fetches[0] != '\0' && kv_price_input_bound(p) > est.input)
+		est.input = kv_price_input_bound(p);
 	lim = c->ri.max_output >= 0 ? c->ri.max_output :
 	    p->max_output > 0 ? p->max_output : cf->reserve_output_tokens;
 	est.output = c->api == KV_API_OPENAI_EMBEDDINGS ? 0 : c->ri.mult * lim;
@@ -555,12 +556,27 @@ refuse_unpriced(struct kv_conn *c)
 	return conn_fail(c, 400, msg);
 }
 
+/* A model past its glob's family (pricetab.h): said once per model per
+ * worker, not once per request. */
+static void
+note_newer_model(const char *model, const struct kv_price *glob, const struct kv_price *p)
+{
+	static char last[KV_NAME_MAX];
+
+	if (strcmp(last, model) == 0)
+		return;
+	snprintf(last, sizeof(last), "%s", model);
+	kv_log_warnx("KV0950", "model %s is newer than the family [price %s] was written "
+	    "for: priced by unknown_models (%s), not as the old family", model, glob->model,
+	    p != NULL ? "[price default]" : "refused");
+}
+
 static enum step
 reserve(struct kv_conn *c)
 {
 	const struct kv_config *cf = c->w->cf;
 	struct kv_ledger *l = c->w->ledger;
-	const struct kv_price *p;
+	const struct kv_price *p, *older;
 	char msg[256], rem[32], need[32];
 	int64_t amount;
 	enum step st;
@@ -590,11 +606,13 @@ reserve(struct kv_conn *c)
 		return conn_fail(c, 401, "unknown API key");
 	}
 	kv_ledger_period_roll(l, c->acct, cf->period, (int64_t)time(NULL));
-	p = kv_config_price(cf, c->ri.model);
+	p = kv_price_lookup(cf, c->ri.model, NULL, &older);
+	if (older != NULL && c->api != KV_API_OTHER)
+		note_newer_model(c->ri.model, older, p);
 	if (c->api != KV_API_OTHER && p == NULL)
 		return refuse_unpriced(c);
 	if (c->api != KV_API_OTHER && c->ri.fetches[0] != '\0' &&
-	    (p == NULL || p->context_window <= 0))
+	    (p == NULL || kv_price_input_bound(p) <= 0))
 		return refuse_unbounded(c, p);
 	amount = estimate_nusd(c, p);
 	c->resv = kv_ledger_reserve(l, c->w->slot, c->acct, amount, &c->remaining);

@@ -27,6 +27,7 @@ enum {
 	K_CONTENT, K_TEXT, K_DELTA, K_ARGUMENTS, K_PARTIAL_JSON, K_THINKING,
 	K_REFUSAL, K_REASONING_CONTENT,
 	K_SERVICE_TIER, K_CACHE_CREATION_OBJ, K_EPHEMERAL_1H,
+	K_AUDIO_TOKENS, K_COMPLETION_DETAILS,
 	K_COUNT
 };
 
@@ -58,6 +59,8 @@ static const struct {
 	[K_SERVICE_TIER] = KEY("service_tier"),
 	[K_CACHE_CREATION_OBJ] = KEY("cache_creation"),
 	[K_EPHEMERAL_1H] = KEY("ephemeral_1h_input_tokens"),
+	[K_AUDIO_TOKENS] = KEY("audio_tokens"),
+	[K_COMPLETION_DETAILS] = KEY("completion_tokens_details"),
 };
 #undef KEY
 
@@ -555,7 +558,7 @@ enum { T_NONE, T_OTHER, T_MESSAGE_START, T_MESSAGE_STOP, T_RESPONSE_START, T_RES
 enum { SRC_TOP = 1, SRC_NESTED };
 enum {
 	C_PROMPT, C_COMPLETION, C_INPUT, C_OUTPUT, C_CACHED_P, C_CACHED_I,
-	C_CACHE_WRITE, C_CACHE_READ, C_CACHE_1H, C_N
+	C_CACHE_WRITE, C_CACHE_READ, C_CACHE_1H, C_AUDIO_P, C_AUDIO_C, C_N
 };
 enum { A_INPUT, A_WRITE, A_READ, A_OUTPUT, A_WRITE_1H, A_N };
 enum { L_START, L_FIELD, L_SPACE, L_DATA, L_IGNORE };
@@ -660,6 +663,12 @@ cand_number(struct kv_usage_scanner *s)
 	} else if (d == s->cand_depth + 1 && key_at(j, d - 1) == K_EPHEMERAL_1H &&
 	    key_at(j, d - 2) == K_CACHE_CREATION_OBJ) {
 		f = C_CACHE_1H;	/* Anthropic usage.cache_creation: 1-hour writes */
+	} else if (d == s->cand_depth + 1 && key_at(j, d - 1) == K_AUDIO_TOKENS) {
+		/* OpenAI audio models: audio tokens among prompt / completion */
+		if (key_at(j, d - 2) == K_PROMPT_DETAILS)
+			f = C_AUDIO_P;
+		else if (key_at(j, d - 2) == K_COMPLETION_DETAILS)
+			f = C_AUDIO_C;
 	}
 	if (f >= 0)
 		s->cand[f] = j->num;
@@ -687,6 +696,12 @@ commit_openai(struct kv_usage_scanner *s)
 	u->cached_input = either(c[C_CACHED_P], c[C_CACHED_I]);
 	if (u->cached_input > u->input)
 		u->cached_input = u->input;
+	u->audio_input = c[C_AUDIO_P] > 0 ? c[C_AUDIO_P] : 0;
+	u->audio_output = c[C_AUDIO_C] > 0 ? c[C_AUDIO_C] : 0;
+	if (u->audio_input > u->input)
+		u->audio_input = u->input;
+	if (u->audio_output > u->output)
+		u->audio_output = u->output;
 	u->cache_write = 0;
 	u->found = 1;
 }

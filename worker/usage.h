@@ -86,7 +86,7 @@ struct kv_usage_scanner {
 	int		 cand_depth;	/* depth of the usage object being read */
 	int		 cand_src;	/* where it sits (top level or nested) */
 	int		 cand_done;	/* a complete usage object was read */
-	int64_t		 cand[10];	/* its numbers, -1 when absent */
+	int64_t		 cand[12];	/* its numbers, -1 when absent */
 	int64_t		 anth[5];	/* Anthropic fields so far, -1 unseen */
 };
 

@@ -1,0 +1,49 @@
+/* The running price table: the catalogue's entries and the ini's [price]
+ * sections merged into kv_config.prices, and the index built over them at
+ * load so that a lookup costs a binary search (exact names) and a short
+ * walk over the globs, whatever the catalogue's size. */
+#ifndef KV_PRICETAB_H
+#define KV_PRICETAB_H
+
+#include <stddef.h>
+
+#include "common/config.h"
+
+/* Which rule priced a model (kvctl prices, the worker's log). */
+enum kv_price_rule {
+	KV_RULE_FILE,		/* an entry of [budget] prices = FILE.json */
+	KV_RULE_INI,		/* a [price NAME] section, exact */
+	KV_RULE_GLOB,		/* a [price PREFIX*] section */
+	KV_RULE_DEFAULT,	/* [price default] under unknown_models = default */
+	KV_RULE_REFUSED,	/* nothing: the request is refused */
+};
+
+const char *kv_price_rule_name(enum kv_price_rule r);
+
+/* Merge the catalogue's FILE entries (n, src KV_PRICE_FILE, consumed:
+ * freed here) into cf->prices: a [price] section of the same name replaces
+ * the entry's prices, and takes the entry's token limits (max_input,
+ * max_output, context_window) where it sets none. Then build the index.
+ * Returns 0, or -1 when out of memory (file freed either way). */
+int	kv_pricetab_merge(struct kv_config *cf, struct kv_price *file, size_t n);
+
+/* Build (or rebuild) the lookup index over cf->prices. 0 / -1 (memory). */
+int	kv_pricetab_index(struct kv_config *cf);
+
+void	kv_pricetab_free(struct kv_config *cf);
+
+/* The price of MODEL: an exact name first; else the longest glob that
+ * matches, unless the model is a newer version of the glob's family (a
+ * version number after the glob's prefix greater than any exact entry
+ * under that glob has: claude-opus-4-6 against a claude-opus-4* written
+ * for 4 and 4-1), which then sets *older to that glob and falls through;
+ * else [price default] unless unknown_models = deny. NULL when refused.
+ * RULE (may be NULL) says which; OLDER (may be NULL) is set or NULL. */
+const struct kv_price *kv_price_lookup(const struct kv_config *cf, const char *model,
+	    enum kv_price_rule *rule, const struct kv_price **older);
+
+/* The input bound a reservation uses when the provider may recall content:
+ * max_input when set, else context_window; -1 when neither is. */
+int64_t	kv_price_input_bound(const struct kv_price *p);
+
+#endif
