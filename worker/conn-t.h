@@ -21,7 +21,7 @@
 #define KV_UBUF_SIZE	(16 * 1024)	/* upstream read buffer */
 #define KV_UBUF_FAST	(64 * 1024)	/* ... while bytes pour through */
 #define KV_EBUF_SIZE	(16 * 1024)	/* one SSE event, when filtering */
-#define KV_CONNECT_TIMEOUT_S 10
+#define KV_GATE_TICKET_MS	1000	/* most a request waits for another's TLS ticket */
 #define KV_LINGER_MS	5000	/* nginx's lingering_timeout */
 
 enum conn_state {
@@ -57,6 +57,7 @@ struct kv_conn {
 	int			 drain;		/* close after this response */
 	int			 served;	/* a response went out: idle between requests */
 	struct kv_upwait	 upwait;	/* while in CS_UPWAIT */
+	int			 ticket_waited;	/* CS_UPWAIT: the ticket wait is over */
 
 	/* client input: the head stays at cbuf[0..head_len) until it is rebuilt */
 	char			*cbuf;
@@ -84,6 +85,8 @@ struct kv_conn {
 	int			 spfd;		/* the spooled body, -1 none */
 	int64_t			 sp_charged;	/* its bytes counted in w->spool_bytes */
 	int64_t			 sp_off;	/* bytes of it (injection included) sent */
+	char			*sbuf;		/* spool bytes staged for a TLS write */
+	size_t			 slen, spos;
 	struct kv_reqscan	*rs;		/* while the body is read */
 	struct kv_request_info	 ri;		/* what the whole body said */
 	int			 force_usage;	/* stream_options.include_usage added */
@@ -100,6 +103,7 @@ struct kv_conn {
 	struct kv_account	*acct;
 	int			 resv;		/* reservation index, -1 none */
 	int64_t			 remaining;
+	int64_t			 out_bound;	/* output tokens the reservation holds */
 	int			 counted_stream;
 
 	/* rate limits (limits.c) and what our own errors tell clients */

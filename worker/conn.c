@@ -16,6 +16,7 @@
 
 #include "common/log.h"
 #include "worker/errors.h"
+#include "worker/upstream_set.h"
 
 #define STEPS_PER_EVENT 64	/* then yield to other connections */
 
@@ -118,9 +119,15 @@ conn_set_deadline(struct kv_conn *c, int upstream_side)
 
 	if (!upstream_side)
 		secs = cf->client_timeout;
-	else if (c->state == CS_CONNECT || c->state == CS_HANDSHAKE)
-		secs = cf->upstream_timeout < KV_CONNECT_TIMEOUT_S ?
-		    cf->upstream_timeout : KV_CONNECT_TIMEOUT_S;
+	else if (c->state == CS_UPWAIT && !c->ticket_waited) {
+		/* parked for another request's TLS ticket: not for long (a
+		 * target that never finishes a handshake must not make each
+		 * parked request wait for the one before it) */
+		c->deadline_ms = c->w->now_ms + KV_GATE_TICKET_MS;
+		return;
+	} else if (c->state == CS_CONNECT || c->state == CS_HANDSHAKE)
+		secs = cf->upstream_timeout < cf->connect_timeout ?
+		    cf->upstream_timeout : cf->connect_timeout;
 	else
 		secs = cf->upstream_timeout;
 	c->deadline_ms = c->w->now_ms + (int64_t)secs * 1000;
@@ -536,10 +543,29 @@ kv_conn_tick(struct kv_conn *c, int64_t now_ms)
 		return;
 	switch (c->state) {
 	case CS_UPWAIT:
+		if (!c->ticket_waited) {
+			/* The first handshake's ticket is late: handshake on our
+			 * own (still within the gate's count of handshakes). */
+			c->ticket_waited = 1;
+			c->deadline_ms = now_ms + (int64_t)c->w->cf->upstream_timeout * 1000;
+			kv_upstream_gate_stop_waiting(c->rt);
+			return;
+		}
 		kv_upstream_ungate(&c->upwait);
-		/* FALLTHROUGH */
+		if (conn_fail(c, 504, "upstream timed out") == STEP_CONT)
+			conn_run(c);
+		return;
 	case CS_CONNECT:
 	case CS_HANDSHAKE:
+		/* connect_timeout, the TLS handshake included: nothing of the
+		 * request was sent, so it moves to another target */
+		kv_log_warnx("KV0423", "upstream %s: no %s within connect_timeout (%d s)",
+		    c->tlabel != NULL ? c->tlabel : "-",
+		    c->state == CS_CONNECT ? "TCP connection" : "TLS handshake",
+		    c->w->cf->connect_timeout);
+		if (conn_failover(c, 504, "upstream connect timed out", 1) == STEP_CONT)
+			conn_run(c);
+		return;
 	case CS_SEND_REQ:
 	case CS_RESP_HEAD:
 		if (conn_fail(c, 504, "upstream timed out") == STEP_CONT)
