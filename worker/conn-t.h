@@ -56,6 +56,10 @@ struct kv_conn {
 	int64_t			 deadline_ms;
 	int			 drain;		/* close after this response */
 	int			 served;	/* a response went out: idle between requests */
+	/* the memory guard's count of what the connection holds (conn.c) */
+	int64_t			 held;		/* bytes counted in w->mem.held */
+	struct kv_conn		*hprev, *hnext;	/* in w->heads: an unfinished head */
+	int			 on_heads;
 	struct kv_upwait	 upwait;	/* while in CS_UPWAIT */
 	int			 ticket_waited;	/* CS_UPWAIT: the ticket wait is over */
 
@@ -167,6 +171,16 @@ void	conn_watch_client(struct kv_conn *c, uint32_t ev);
 void	conn_quiet_client(struct kv_conn *c);
 void	conn_watch_upstream(struct kv_conn *c, uint32_t ev);
 void	conn_set_deadline(struct kv_conn *c, int upstream_side);
+/* A request head's first byte (or a new connection): the head must be
+ * whole within header_timeout (or client_timeout when that is shorter). */
+void	conn_head_deadline(struct kv_conn *c);
+/* The memory guard's count of C's head: PARTIAL 1 while C holds an
+ * unfinished head of clen bytes (it joins the worker's list of such
+ * heads, oldest first), 0 once the head is whole or gone. Then, while the
+ * connections' memory is past its share, the slowest unfinished heads
+ * (the oldest) are dropped. Returns -1 when C itself was dropped (closed:
+ * STEP_CLOSED), else 0. */
+int	conn_head_held(struct kv_conn *c, int partial);
 enum step conn_fail(struct kv_conn *c, int status, const char *msg);
 void	conn_close(struct kv_conn *c);
 enum step conn_next_request(struct kv_conn *c);

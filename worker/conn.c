@@ -19,6 +19,10 @@
 #include "worker/upstream_set.h"
 
 #define STEPS_PER_EVENT 64	/* then yield to other connections */
+/* What a connection holds from accept on: its state, and the kernel's
+ * socket (its structures; buffers come with the bytes). */
+#define CONN_BASE_COST	((int64_t)sizeof(struct kv_conn) + 2048)
+#define HEAD_PAGE	4096	/* a head's buffer is touched page by page */
 
 static void conn_run(struct kv_conn *c);
 
@@ -29,12 +33,118 @@ conn_upwake(struct kv_upwait *w)
 	conn_ready((struct kv_conn *)((char *)w - offsetof(struct kv_conn, upwait)));
 }
 
+/* ---- the connections' memory (the memory guard's count) -------------- */
+
+static void
+heads_unlink(struct kv_conn *c)
+{
+	struct kv_worker *w = c->w;
+
+	if (!c->on_heads)
+		return;
+	if (c->hprev != NULL)
+		c->hprev->hnext = c->hnext;
+	else
+		w->heads = c->hnext;
+	if (c->hnext != NULL)
+		c->hnext->hprev = c->hprev;
+	else
+		w->heads_tail = c->hprev;
+	c->hprev = c->hnext = NULL;
+	c->on_heads = 0;
+}
+
+/* Drop the oldest unfinished heads -- the slowest: a client's head comes
+ * in one go -- while the connections' memory, with MORE to come, is past
+ * its share. Returns 1 when SELF was one of them. */
+static int
+heads_shed(struct kv_worker *w, int64_t more, const struct kv_conn *self)
+{
+	struct kv_conn *v;
+	int n = 0, hit = 0;
+
+	while (kv_memguard_conns_over(&w->mem, more) && (v = w->heads) != NULL) {
+		hit |= v == self;
+		v->drain = 1;
+		conn_close(v);
+		n++;
+	}
+	/* the episode ends a tenth under the share: no flapping */
+	if (n > 0 || (w->mem.shedding && !kv_memguard_conns_over(&w->mem,
+	    more + w->mem.held_max / 10)))
+		kv_memguard_shed(&w->mem, n, w->now_ms);
+	return hit;
+}
+
+int
+conn_head_held(struct kv_conn *c, int partial)
+{
+	struct kv_worker *w = c->w;
+	int64_t now = CONN_BASE_COST;
+
+	if (partial) {
+		now += ((int64_t)c->clen + HEAD_PAGE - 1) / HEAD_PAGE * HEAD_PAGE;
+		if (!c->on_heads) {
+			c->hprev = w->heads_tail;
+			c->hnext = NULL;
+			if (w->heads_tail != NULL)
+				w->heads_tail->hnext = c;
+			else
+				w->heads = c;
+			w->heads_tail = c;
+			c->on_heads = 1;
+		}
+	} else
+		heads_unlink(c);
+	kv_memguard_hold(&w->mem, now - c->held);
+	c->held = now;
+	return partial && now > CONN_BASE_COST && heads_shed(w, 0, c) ? -1 : 0;
+}
+
+void
+conn_head_deadline(struct kv_conn *c)
+{
+	const struct kv_config *cf = c->w->cf;
+	int secs = cf->header_timeout < cf->client_timeout ? cf->header_timeout :
+	    cf->client_timeout;
+
+	c->deadline_ms = c->w->now_ms + (int64_t)secs * 1000;
+}
+
+/* Room for one more connection: past the connections' share, the slowest
+ * heads make way; past the memory limit itself, nothing new comes in. */
+static int
+accept_room(struct kv_worker *w)
+{
+	(void)heads_shed(w, CONN_BASE_COST, NULL);
+	if (kv_memguard_conns_over(&w->mem, CONN_BASE_COST))
+		return 0;
+	return !kv_memguard_full_accept(&w->mem, w->now_ms);
+}
+
+static void
+refuse_full(int fd)
+{
+	char msg[1024];
+	int n;
+
+	n = kv_error_response(msg, sizeof(msg), 0, 503, "the gateway is at its memory limit; "
+	    "retry shortly", 0, "retry-after: 1\r\n");
+	if (n > 0)
+		(void)send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(fd);
+}
+
 void
 kv_conn_accept(struct kv_worker *w, int fd)
 {
 	struct epoll_event ev;
 	struct kv_conn *c;
 
+	if (!accept_room(w)) {
+		refuse_full(fd);
+		return;
+	}
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		kv_log_warnx("KV0401", "out of memory accepting a connection");
 		close(fd);
@@ -64,7 +174,8 @@ kv_conn_accept(struct kv_worker *w, int fd)
 	w->conns = c;
 	w->nconns++;
 	atomic_fetch_add(&w->slot->connections, 1);
-	conn_set_deadline(c, 0);
+	(void)conn_head_held(c, 0);
+	conn_head_deadline(c);
 	conn_run(c);
 }
 
@@ -269,6 +380,9 @@ conn_close(struct kv_conn *c)
 	upstream_detach(c, 0);
 	conn_free_buf(c);
 	free(c->cbuf);
+	heads_unlink(c);
+	kv_memguard_hold(&w->mem, -c->held);
+	c->held = 0;
 	/* A cut stream ends with a reset so the client can tell. */
 	kv_stream_close(&(struct kv_stream){ .fd = c->cfd }, c->cut);
 	if (c->on_ready)

@@ -33,10 +33,13 @@ client_read(struct kv_conn *c, char *buf, size_t len)
 
 	if (n > 0) {
 		c->bytes_in += (uint64_t)n;
-		/* A head must arrive whole within client_timeout of its first
-		 * byte (slow-loris); a body only must not stall that long. */
-		if (c->state != CS_HEAD || c->clen == 0)
+		/* A head must arrive whole within header_timeout of its first
+		 * byte, or of the connection for its first request
+		 * (slow-loris); a body only must not stall client_timeout. */
+		if (c->state != CS_HEAD)
 			conn_set_deadline(c, 0);
+		else if (c->clen == 0 && c->served)
+			conn_head_deadline(c);
 	}
 	return n;
 }
@@ -266,6 +269,9 @@ request_head(struct kv_conn *c)
 	for (;;) {
 		if (c->clen > 0) {
 			r = kv_http_parse_request(c->cbuf, c->clen, &c->w->req, &status, &reason);
+			/* an unfinished head is memory a client can make us hold */
+			if (conn_head_held(c, r == 0) == -1)
+				return STEP_CLOSED;
 			if (r > 0)
 				return on_head(c, (size_t)r);
 			if (r < 0) {
