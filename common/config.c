@@ -1028,6 +1028,37 @@ set_flex_output(struct cfg_parse *p, const char *v)
 	return cfg_money(p, "flex_output", v, &cur_price(p)->flex_output);
 }
 
+/* Fees per 1,000 calls, stored per call: rounded up to the nano-dollar so
+ * that a fee never charges less than the price list says. */
+static int
+cfg_fee_per_1000(struct cfg_parse *p, const char *name, const char *v, int64_t *out)
+{
+	int64_t n;
+
+	if (cfg_money(p, name, v, &n) == -1)
+		return -1;
+	*out = n / 1000 + (n % 1000 != 0);
+	return 0;
+}
+
+static int
+set_web_search(struct cfg_parse *p, const char *v)
+{
+	return cfg_fee_per_1000(p, "web_search", v, &cur_price(p)->web_search_call);
+}
+
+static int
+set_web_fetch(struct cfg_parse *p, const char *v)
+{
+	return cfg_fee_per_1000(p, "web_fetch", v, &cur_price(p)->web_fetch_call);
+}
+
+static int
+set_code_execution(struct cfg_parse *p, const char *v)
+{
+	return cfg_money(p, "code_execution", v, &cur_price(p)->code_exec_hour);
+}
+
 /* A price section is whole: output is never silently $0, and each tier
  * has both of its prices. */
 static int
@@ -1357,6 +1388,9 @@ static const struct cfg_key price_keys[] = {
 	{ "priority_output",	set_priority_output,	0 },
 	{ "flex_input",		set_flex_input,		0 },
 	{ "flex_output",	set_flex_output,	0 },
+	{ "web_search",		set_web_search,		0 },
+	{ "web_fetch",		set_web_fetch,		0 },
+	{ "code_execution",	set_code_execution,	0 },
 	{ NULL, NULL, 0 }
 };
 
@@ -1564,6 +1598,7 @@ begin_price(struct cfg_parse *p, const char *model)
 	pr->max_output = pr->context_window = -1;
 	pr->cache_write_1h = pr->long_context_input = pr->long_context_output = -1;
 	pr->priority_input = pr->priority_output = pr->flex_input = pr->flex_output = -1;
+	pr->web_search_call = pr->web_fetch_call = pr->code_exec_hour = -1;
 	return 0;
 }
 

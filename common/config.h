@@ -70,6 +70,12 @@ struct kv_price {
 	int64_t	  priority_output;
 	int64_t	  flex_input;		/* OpenAI service_tier "flex" */
 	int64_t	  flex_output;
+	/* per-call fees of server tools (money.c kv_cost_fees); -1 unset.
+	 * ini: web_search / web_fetch in USD per 1,000 calls, code_execution
+	 * in USD per container-hour. */
+	int64_t	  web_search_call;	/* nano-USD per web search call */
+	int64_t	  web_fetch_call;	/* nano-USD per web fetch call */
+	int64_t	  code_exec_hour;	/* nano-USD per container-hour */
 };
 
 struct kv_keydef {

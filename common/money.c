@@ -131,7 +131,7 @@ int
 kv_cost(const struct kv_price *p, const struct kv_usage *u, int64_t *cost)
 {
 	struct rates r;
-	int64_t uncached;
+	int64_t uncached, fees;
 	i128 sum = 0, q;
 
 	*cost = INT64_MAX;
@@ -154,8 +154,46 @@ kv_cost(const struct kv_price *p, const struct kv_usage *u, int64_t *cost)
 	q = sum / PER_TOKENS + (sum % PER_TOKENS != 0);	/* sum >= 0: ceil */
 	if (q > INT64_MAX)
 		return -1;
-	*cost = (int64_t)q;
+	if (kv_cost_fees(p, u, &fees) == -1 || __builtin_add_overflow((int64_t)q, fees, cost)) {
+		*cost = INT64_MAX;
+		return -1;
+	}
 	return 0;
+}
+
+#define MS_PER_HOUR	3600000
+
+static int64_t
+fee_of(int64_t price)
+{
+	return price > 0 ? price : 0;
+}
+
+int
+kv_cost_fees(const struct kv_price *p, const struct kv_usage *u, int64_t *fees)
+{
+	i128 sum = 0, t;
+
+	*fees = INT64_MAX;
+	if (u->web_search < 0 || u->web_fetch < 0 || u->code_exec_ms < 0)
+		return -1;
+	if (cost_term(&sum, u->web_search, fee_of(p->web_search_call)) == -1 ||
+	    cost_term(&sum, u->web_fetch, fee_of(p->web_fetch_call)) == -1)
+		return -1;
+	t = (i128)u->code_exec_ms * fee_of(p->code_exec_hour);
+	t = t / MS_PER_HOUR + (t % MS_PER_HOUR != 0);
+	if (__builtin_add_overflow(sum, t, &sum) || sum > INT64_MAX)
+		return -1;
+	*fees = (int64_t)sum;
+	return 0;
+}
+
+int
+kv_cost_fees_unpriced(const struct kv_price *p, const struct kv_usage *u)
+{
+	return (u->web_search > 0 && p->web_search_call < 0) ||
+	    (u->web_fetch > 0 && p->web_fetch_call < 0) ||
+	    (u->code_exec_ms > 0 && p->code_exec_hour < 0);
 }
 
 /* Truncates toward zero to the micro-dollar: -1 nUSD prints "0.000000",

@@ -26,6 +26,12 @@ struct kv_usage {
 	int64_t	  cached_input;
 	int64_t	  cache_write;
 	int64_t	  cache_write_1h;	/* among cache_write: Anthropic 1-hour writes */
+	/* server-tool calls the provider bills per call (Anthropic
+	 * usage.server_tool_use, OpenAI Responses web_search_call items),
+	 * and container time of code execution in milliseconds */
+	int64_t	  web_search;
+	int64_t	  web_fetch;
+	int64_t	  code_exec_ms;
 	int	  tier;		/* enum kv_tier */
 	int	  found;	/* the response carried usage */
 	int	  estimated;	/* counts are an estimate (cut stream, no usage) */
@@ -33,7 +39,8 @@ struct kv_usage {
 
 /* cost = uncached input × input + cached × cached_input
  *      + 5-minute writes × cache_write + 1-hour writes × cache_write_1h
- *      + output × output, prices per 1M tokens, rounded up to the nano-dollar.
+ *      + output × output, prices per 1M tokens, rounded up to the nano-dollar,
+ *      + the per-call fees (kv_cost_fees).
  * Unset cached_input and cache_write cost the input price, an unset
  * cache_write_1h twice the input price (Anthropic's rule). When the price
  * has a long-context tier and input passes its threshold, every token is
@@ -44,6 +51,16 @@ struct kv_usage {
  * section has, never the standard ones. Returns 0, or -1 on overflow or
  * inconsistent counts (then *cost is INT64_MAX). */
 int	kv_cost(const struct kv_price *p, const struct kv_usage *u, int64_t *cost);
+
+/* The per-call fees of U at P: web_search x web_search_call + web_fetch x
+ * web_fetch_call + code_exec_ms x code_exec_hour / 3,600,000 (rounded up);
+ * an unset fee (-1) costs 0. kv_cost already adds this to the token cost.
+ * Returns 0, or -1 on overflow or a negative count (*fees INT64_MAX). */
+int	kv_cost_fees(const struct kv_price *p, const struct kv_usage *u, int64_t *fees);
+
+/* 1 when U reports calls whose fee P does not set (charged 0: the caller
+ * warns), else 0. */
+int	kv_cost_fees_unpriced(const struct kv_price *p, const struct kv_usage *u);
 
 /* Parse a decimal amount ("2.00", "0.075") scaled by 1e9 into *out exactly.
  * Returns 0, or -1 for a bad number, a negative value, more than 9

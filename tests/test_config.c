@@ -618,7 +618,20 @@ test_price(void)
 	CHECK_INT(kv_config_price(&cf, "c")->long_context_output, 22500000000LL);
 	CHECK_INT(kv_config_price(&cf, "c")->priority_output, 25000000000LL);
 	CHECK_INT(kv_config_price(&cf, "c")->flex_input, 1500000000LL);
+	CHECK_INT(kv_config_price(&cf, "c")->web_search_call, -1);
+	CHECK_INT(kv_config_price(&cf, "c")->code_exec_hour, -1);
 	kv_config_free(&cf);
+
+	/* per-call fees: per 1,000 calls in the file, per call in the struct,
+	 * rounded up; code execution per container-hour */
+	CHECK_INT(load_text(&cf, UP "[price c]\ninput = 3\noutput = 15\nweb_search = 10\n"
+	    "web_fetch = 0.0000015\ncode_execution = 0.05\n"), 0);
+	CHECK_INT(kv_config_price(&cf, "c")->web_search_call, 10000000LL);
+	CHECK_INT(kv_config_price(&cf, "c")->web_fetch_call, 2);
+	CHECK_INT(kv_config_price(&cf, "c")->code_exec_hour, 50000000LL);
+	kv_config_free(&cf);
+	EXPECT_ERR(UP "[price x]\ninput = 1\noutput = 2\nweb_search = $10\n",
+	    ":7: web_search: '$10' is not a decimal amount");
 }
 
 static void

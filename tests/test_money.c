@@ -78,6 +78,7 @@ price(const char *in, const char *out, const char *cached, const char *write)
 	p.cache_write = write ? nano(write) : -1;
 	p.cache_write_1h = p.long_context_input = p.long_context_output = -1;
 	p.priority_input = p.priority_output = p.flex_input = p.flex_output = -1;
+	p.web_search_call = p.web_fetch_call = p.code_exec_hour = -1;
 	return p;
 }
 
@@ -270,9 +271,54 @@ test_format(void)
 	CHECK_STR(buf, "1.99");
 }
 
+/* Issue 20's bill: Anthropic web_search with 25 searches at $10 per 1,000
+ * is $0.25 on top of the tokens; fees never round down. */
+static void
+test_cost_fees(void)
+{
+	struct kv_price p = price("3", "15", NULL, NULL);
+	struct kv_usage u = { .input = 1000, .output = 1000, .web_search = 25, .found = 1 };
+	int64_t c = -1, f = -1;
+
+	/* unset fees cost nothing, and say so */
+	CHECK_INT(kv_cost(&p, &u, &c), 0);
+	CHECK_INT(c, 18000000);
+	CHECK_INT(kv_cost_fees_unpriced(&p, &u), 1);
+	p.web_search_call = 10000000;	/* $10 per 1,000 */
+	CHECK_INT(kv_cost_fees_unpriced(&p, &u), 0);
+	CHECK_INT(kv_cost_fees(&p, &u, &f), 0);
+	CHECK_INT(f, 250000000);
+	CHECK_INT(kv_cost(&p, &u, &c), 0);
+	CHECK_INT(c, 268000000);	/* $0.018 tokens + $0.25 searches */
+	/* fetches: unset costs 0 (Anthropic bills fetches as tokens only) */
+	u.web_fetch = 3;
+	CHECK_INT(kv_cost_fees_unpriced(&p, &u), 1);
+	p.web_fetch_call = 7;
+	CHECK_INT(kv_cost_fees(&p, &u, &f), 0);
+	CHECK_INT(f, 250000021);
+	/* container time: $0.05 an hour, 5 minutes = $0.0041666.. -> up */
+	u.web_search = u.web_fetch = 0;
+	u.code_exec_ms = 300000;
+	p.code_exec_hour = 50000000;
+	CHECK_INT(kv_cost_fees(&p, &u, &f), 0);
+	CHECK_INT(f, 4166667);
+	u.code_exec_ms = 1;
+	CHECK_INT(kv_cost_fees(&p, &u, &f), 0);
+	CHECK_INT(f, 14);	/* 50,000,000 / 3,600,000 = 13.9 -> 14 */
+	/* overflow and bad counts fail closed */
+	u.code_exec_ms = 0;
+	u.web_search = INT64_MAX;
+	CHECK_INT(kv_cost(&p, &u, &c), -1);
+	CHECK_INT(c, INT64_MAX);
+	u.web_search = -1;
+	CHECK_INT(kv_cost_fees(&p, &u, &f), -1);
+	CHECK_INT(f, INT64_MAX);
+}
+
 int
 main(void)
 {
+	test_cost_fees();
 	test_parse_good();
 	test_parse_bad();
 	test_cost_vectors();
