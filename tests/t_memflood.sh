@@ -43,6 +43,14 @@ cg_remove() {
 }
 trap 'rc=$?; cg_remove; (exit $rc); kv_cleanup' EXIT
 
+# OOM kills the kernel made in the cgroup.
+oom_kills() {
+	if [ -f "$CG/memory.oom_control" ]; then
+		awk '$1 == "oom_kill" { print $2 }' "$CG/memory.oom_control"
+	else
+		awk '$1 == "oom_kill" { print $2 }' "$CG/memory.events"
+	fi
+}
 command -v python3 >/dev/null || skip "python3 not installed"
 N=${KV_MEMFLOOD_CONNS:-4000}
 HEAD=13000
