@@ -67,7 +67,7 @@ out_open(struct status_out *o)
 	o->len = 0;
 	o->f = open_memstream(&o->buf, &o->len);
 	if (o->f == NULL) {
-		kv_log_warn("KV0701", "status: open_memstream");
+		kv_log_warn("KV0709", "status: open_memstream");
 		return -1;
 	}
 	return 0;
