@@ -156,7 +156,7 @@ print_key(FILE *f, const char *key, const struct kv_resp_value *h,
 	id[12] = '\0';
 	if (l != NULL && l->base != NULL) {
 		KV_FOR_EACH_SLOT(l, k) {
-			if (atomic_load(&l->accounts[k].state) != 2)
+			if (!kv_slot_ready(&l->accounts[k].state))
 				continue;
 			kv_key_id(l->accounts[k].hash, kid);
 			if (strcmp(kid, id) == 0) {

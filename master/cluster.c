@@ -352,7 +352,7 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 	char hex[65];
 	int k;
 
-	if (atomic_load_explicit(&a->state, memory_order_acquire) != 2 || s->inflight)
+	if (!kv_slot_ready(&a->state) || s->inflight)
 		return -1;
 	follow_local(a, s, acct_period(h, a), kv_account_spent(a));
 	s->cap = atomic_load(&a->lease_cap_nusd);
@@ -680,7 +680,7 @@ when_down(struct kv_cluster_host *h, int64_t now)
 		struct kv_account *a = &h->l->accounts[i];
 		struct acct *s = &h->acct[i];
 
-		if (atomic_load_explicit(&a->state, memory_order_acquire) != 2)
+		if (!kv_slot_ready(&a->state))
 			continue;
 		if (h->c.open_when_down) {
 			if (!s->open) {
@@ -732,7 +732,7 @@ lease_wanted(struct kv_cluster_host *h)
 		struct kv_account *a = &h->l->accounts[i];
 		int64_t r;
 
-		if (atomic_load_explicit(&a->state, memory_order_relaxed) != 2)
+		if (!kv_slot_ready(&a->state))
 			continue;
 		r = atomic_load_explicit(&a->reserved_nusd, memory_order_relaxed);
 		if (r > h->acct[i].peak_reserved)

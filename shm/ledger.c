@@ -1284,3 +1284,32 @@ kv_ledger_resv_end(const struct kv_worker_slot *w)
 
 	return hi < KV_RESV_PER_WORKER ? hi : KV_RESV_PER_WORKER;
 }
+
+/* ---- the account API (kvctl, the admin API) -------------------------- */
+
+int64_t
+kv_account_reset(struct kv_account *a)
+{
+	atomic_store(&a->lease_cap_nusd, 0);
+	return kv_account_spent_reset(a);
+}
+
+int64_t
+kv_account_set_budget(struct kv_account *a, int64_t v)
+{
+	atomic_fetch_or(&a->aflags, KV_AF_OVERRIDE);
+	return atomic_exchange(&a->budget_nusd, v);
+}
+
+void
+kv_account_set_limits(struct kv_account *a, int64_t rpm, int64_t tpm)
+{
+	if (rpm >= 0) {
+		atomic_store(&a->rpm, (uint32_t)rpm);
+		atomic_store(&a->rpm_tat, 0);
+	}
+	if (tpm >= 0) {
+		atomic_store(&a->tpm, (uint32_t)tpm);
+		atomic_store(&a->tpm_tat, 0);
+	}
+}

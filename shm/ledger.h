@@ -115,6 +115,29 @@ void	kv_account_charge(struct kv_account *a, int64_t cost);
  * returns what it was (as kv_account_spent). */
 int64_t	kv_account_spent_reset(struct kv_account *a);
 
+/* The account API: kvctl and the admin API (master/status.c) change an
+ * account only through these, so money words have one writer module.
+ * kv_account_reset: close A's cluster lease (capped in spent units, the
+ * master re-leases: docs/cluster.md), then spent := 0 as
+ * kv_account_spent_reset; returns what spent was. */
+int64_t	kv_account_reset(struct kv_account *a);
+
+/* budget := V as an override (KV_AF_OVERRIDE: kept across reloads until the
+ * config's own value changes); returns the budget it replaced. */
+int64_t	kv_account_set_budget(struct kv_account *a, int64_t v);
+
+/* rpm := RPM and tpm := TPM where >= 0 (a negative one is left alone); a
+ * limit set starts from a full bucket (its TAT := 0), as a new key does. */
+void	kv_account_set_limits(struct kv_account *a, int64_t rpm, int64_t tpm);
+
+/* True when the slot whose `state` word is STATE (an account, model or
+ * target slot) is KV_SLOT_READY: filled, safe to read (acquire). */
+static inline int
+kv_slot_ready(const _Atomic uint32_t *state)
+{
+	return atomic_load_explicit(state, memory_order_acquire) == KV_SLOT_READY;
+}
+
 /* The account's period start, also while a roll is under way. */
 int64_t	kv_account_period(const struct kv_account *a);
 

@@ -172,7 +172,7 @@ kv_report_sorted_accounts(const struct kv_ledger *l,
 	KV_FOR_EACH_SLOT(l, i) {
 		const struct kv_account *a = &l->accounts[i];
 
-		if (atomic_load_explicit(&a->state, memory_order_acquire) != 2)
+		if (!kv_slot_ready(&a->state))
 			continue;
 		snap[count].a = a;
 		snap[count++].spent = kv_account_spent(a);
