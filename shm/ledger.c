@@ -1,3 +1,7 @@
+/* The ledger: the mapped segment (open, create, validate), accounts and
+ * their account API, reservations, settlement, periods and per-model
+ * totals, all shared words updated with C11 atomics; see ledger.h. */
+
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif

@@ -1,3 +1,6 @@
+/* The JSON documents about the ledger that `kvctl --json` and
+ * /status.json share, so the two always agree; see report.h. */
+
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif

@@ -1,3 +1,6 @@
+/* The worker's memory guard: 503 with Retry-After for new requests past
+ * its share of the memory budget, streams carried on; see memguard.h. */
+
 #include "worker/memguard.h"
 
 #include <errno.h>

@@ -1,3 +1,6 @@
+/* A worker's upstream connections: TLS contexts, DNS refreshed without
+ * blocking, non-blocking connect, a keep-alive pool; see upstream.h. */
+
 #include "worker/upstream.h"
 
 #include <arpa/inet.h>
