@@ -1310,6 +1310,15 @@ set_alert_format(struct cfg_parse *p, const char *v)
 }
 
 static int
+set_require_persistence(struct cfg_parse *p, const char *v)
+{
+	if (strcmp(v, "yes") != 0 && strcmp(v, "no") != 0)
+		return cfg_err(p, p->lineno, "require_persistence: '%s' is not yes or no", v);
+	p->cf->cluster.require_persistence = v[0] == 'y';
+	return 0;
+}
+
+static int
 set_on_redis_down(struct cfg_parse *p, const char *v)
 {
 	if (strcmp(v, "closed") != 0 && strcmp(v, "open") != 0)
@@ -1410,6 +1419,7 @@ static const struct cfg_key cluster_keys[] = {
 	{ "lease_max",		set_lease_max,		0 },
 	{ "lease_share",	set_lease_share,	0 },
 	{ "lease_ttl",		set_lease_ttl,		0 },
+	{ "require_persistence",	set_require_persistence,	0 },
 	{ "on_redis_down",	set_on_redis_down,	0 },
 	{ NULL, NULL, 0 }
 };

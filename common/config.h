@@ -99,6 +99,7 @@ struct kv_cluster {
 	int	  lease_share;		/* percent of the unleased budget one grant may take */
 	int	  lease_ttl;		/* seconds a lease lives without renewal */
 	int	  open_when_down;	/* on_redis_down = open */
+	int	  require_persistence;	/* refuse a Redis without AOF or RDB */
 };
 
 /* [alerts]: spend alerts posted by the master (master/alerts.c).

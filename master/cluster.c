@@ -7,6 +7,7 @@
  * lowered here before anything is returned, so this host never admits
  * past what Redis counts as its commitment. */
 #include "master/cluster.h"
+#include "master/cluster_persist.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -85,6 +86,8 @@ struct kv_cluster_host {
 	int			 inflight;	/* batches awaiting a reply */
 	int			 stopping;
 	int			 warned_down;
+	int			 persist_warned;	/* KV0760/KV0761 logged */
+	int64_t			 persist_recheck_ms;	/* 0: no recheck due */
 };
 
 static void sync_all(struct kv_cluster_host *h, int final);
@@ -121,10 +124,40 @@ load_script(struct kv_cluster_host *h)
 		kv_redis_reset(h->redis, "cannot queue SCRIPT LOAD");
 }
 
+/* Leasing starts only from a Redis found durable enough (cluster_persist.h);
+ * one refused is asked again every PERSIST_RECHECK_MS. */
+#define PERSIST_RECHECK_MS	5000
+
+static void
+on_persist(void *arg, int ok)
+{
+	struct kv_cluster_host *h = arg;
+
+	if (ok)
+		load_script(h);
+	else
+		h->persist_recheck_ms = kv_now_ms() + PERSIST_RECHECK_MS;
+}
+
+static void
+persist_recheck(struct kv_cluster_host *h, int64_t now)
+{
+	if (h->persist_recheck_ms == 0 || now < h->persist_recheck_ms)
+		return;
+	h->persist_recheck_ms = 0;
+	if (kv_redis_ready(h->redis))
+		kv_cluster_persist_check(h->redis, h->c.require_persistence,
+		    &h->persist_warned, on_persist, h);
+}
+
 static void
 on_ready(void *arg)
 {
-	load_script(arg);
+	struct kv_cluster_host *h = arg;
+
+	h->persist_recheck_ms = 0;
+	kv_cluster_persist_check(h->redis, h->c.require_persistence, &h->persist_warned,
+	    on_persist, h);
 }
 
 /* ---- building a sync ----------------------------------------------------- */
@@ -754,6 +787,7 @@ kv_cluster_run(struct kv_cluster_host *h, const struct pollfd *pfd, int n)
 
 	kv_redis_run(h->redis, n > 0 ? pfd : NULL);
 	now = kv_now_ms();
+	persist_recheck(h, now);
 	if (now >= h->next_need_ms) {
 		h->next_need_ms = now + NEED_MS;
 		if (lease_wanted(h) && now < h->next_sync_ms && h->inflight == 0)
