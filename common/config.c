@@ -1847,7 +1847,28 @@ cfg_defaults(struct kv_config *cf)
 	cf->cluster.lease_ttl = 10;
 }
 
-/* The cluster's host_id defaults to the host name, cut at the first '.'. */
+/* The machine id (/etc/machine-id, 32 hex digits) into OUT; 0 or -1. */
+static int
+machine_id(char *out, size_t size)
+{
+	FILE *f = fopen("/etc/machine-id", "r");
+	int ok;
+
+	if (f == NULL)
+		return -1;
+	ok = fgets(out, (int)size, f) != NULL;
+	if (fclose(f) != 0)
+		ok = 0;
+	if (!ok)
+		return -1;
+	out[strcspn(out, " \t\r\n")] = '\0';
+	return out[0] != '\0' && strchr(out, ':') == NULL ? 0 : -1;
+}
+
+/* The cluster's host_id defaults to the full host name, which tells apart
+ * gw1.us-east and gw1.eu-west (a cut name made them one host and let both
+ * admit against one grant, issue 22); a name that does not fit, or
+ * localhost, gives way to the machine id. */
 static int
 cluster_defaults(struct cfg_parse *p)
 {
@@ -1857,12 +1878,15 @@ cluster_defaults(struct cfg_parse *p)
 	if (!c->enabled || c->host_id[0] != '\0')
 		return 0;
 	if (gethostname(name, sizeof(name)) == -1)
-		return cfg_err(p, 0, "[cluster]: gethostname: %s (set host_id)", strerror(errno));
+		name[0] = '\0';
 	name[sizeof(name) - 1] = '\0';
-	name[strcspn(name, ". \t:")] = '\0';
-	name[sizeof(c->host_id) - 1] = '\0';
-	if (name[0] == '\0')
-		return cfg_err(p, 0, "[cluster]: the host has no name: set host_id");
+	if (name[0] == '\0' || strlen(name) >= sizeof(c->host_id) ||
+	    name[strcspn(name, " \t:")] != '\0' || strcmp(name, "localhost") == 0 ||
+	    strncmp(name, "localhost.", 10) == 0) {
+		if (machine_id(name, sizeof(c->host_id)) == -1)
+			return cfg_err(p, 0, "[cluster]: no usable host name and no "
+			    "/etc/machine-id: set host_id");
+	}
 	memcpy(c->host_id, name, strlen(name) + 1);
 	return 0;
 }

@@ -670,7 +670,21 @@ test_cluster(void)
 	CHECK_STR(cf.cluster.redis_unix, "/run/redis.sock");
 	CHECK_STR(cf.cluster.password, "s3cret");
 	CHECK(cf.cluster.host_id[0] != '\0');	/* the host name */
+	{
+		char hn[256];
+
+		/* the full name, not cut at its first dot (issue 22) */
+		if (gethostname(hn, sizeof(hn)) == 0 && strlen(hn) < 64 &&
+		    strcmp(hn, "localhost") != 0 && strchr(hn, ' ') == NULL)
+			CHECK_STR(cf.cluster.host_id, hn);
+	}
+	CHECK_INT(cf.cluster.require_persistence, 0);
 	kv_config_free(&cf);
+	CHECK_INT(load_text(&cf, UP "[cluster]\nredis = redis://x\nrequire_persistence = yes\n"), 0);
+	CHECK_INT(cf.cluster.require_persistence, 1);
+	kv_config_free(&cf);
+	EXPECT_ERR(UP "[cluster]\nredis = redis://x\nrequire_persistence = maybe\n",
+	    ":6: require_persistence: 'maybe' is not yes or no");
 	unsetenv("KV_TEST_SECRET");
 	CHECK_INT(load_text(&cf, UP "[cluster]\nredis = redis://[::1]:7000\n"), 0);
 	CHECK_STR(cf.cluster.redis_host, "::1");
