@@ -1309,6 +1309,17 @@ set_alert_format(struct cfg_parse *p, const char *v)
 	return 0;
 }
 
+/* An ACL user: AUTH user password (Redis 6+). */
+static int
+set_redis_user(struct cfg_parse *p, const char *v)
+{
+	if (!valid_name(v, sizeof(p->cf->cluster.user), 0))
+		return cfg_err(p, p->lineno, "user: at most %zu printable characters, "
+		    "no blanks", sizeof(p->cf->cluster.user) - 1);
+	strcpy(p->cf->cluster.user, v);
+	return 0;
+}
+
 static int
 set_require_persistence(struct cfg_parse *p, const char *v)
 {
@@ -1414,6 +1425,7 @@ static const struct cfg_key key_keys[] = {
 static const struct cfg_key cluster_keys[] = {
 	{ "redis",		set_redis,		0 },
 	{ "password",		set_redis_password,	CFG_SECRET | CFG_ENV_OPT },
+	{ "user",		set_redis_user,		0 },
 	{ "host_id",		set_host_id,		0 },
 	{ "lease_min",		set_lease_min,		0 },
 	{ "lease_max",		set_lease_max,		0 },
@@ -1526,6 +1538,9 @@ end_section(struct cfg_parse *p)
 	case SECT_CLUSTER:
 		if (!(p->seen & 1u))
 			return cfg_err(p, p->sect_line, "%s: redis is required", p->sect_text);
+		if (cf->cluster.user[0] != '\0' && cf->cluster.password == NULL)
+			return cfg_err(p, p->sect_line, "%s: user needs a password",
+			    p->sect_text);
 		if (cf->cluster.lease_min_nusd > cf->cluster.lease_max_nusd)
 			return cfg_err(p, p->sect_line, "%s: lease_min is above lease_max",
 			    p->sect_text);

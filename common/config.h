@@ -93,6 +93,7 @@ struct kv_cluster {
 	char	  redis_port[8];
 	char	  redis_unix[108];	/* unix:PATH */
 	char	 *password;		/* NULL: no AUTH */
+	char	  user[128];		/* ACL user for AUTH; "": default */
 	char	  host_id[64];		/* default: the host name */
 	int64_t	  lease_min_nusd;	/* smallest free lease a host asks for */
 	int64_t	  lease_max_nusd;	/* largest free lease a host holds per key */

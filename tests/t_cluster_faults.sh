@@ -7,7 +7,10 @@
 #  - with [cluster] require_persistence = yes it refuses to lease (KV0761):
 #    a request is 503 and the provider sees nothing; once Redis is given
 #    RDB snapshots (CONFIG SET save) the host leases at its next connection
-#    and the request is served.
+#    and the request is served;
+#  - a new key from a client obeying retry-after is served at its retry;
+#  - an ACL user (user + password) leases as that user; an unknown one is
+#    refused (KV0753).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 command -v redis-server >/dev/null || skip "redis-server not installed"
@@ -37,6 +40,7 @@ redis = unix:$RSOCK
 host_id = volatile-$$
 lease_ttl = 4
 require_persistence = $1
+${EXTRA:-}
 EOF
 }
 
@@ -109,6 +113,25 @@ for k in 1 2 3; do
 	check "cold key $k: served by the retry-after it was told (attempts: $got)" \
 		test "${got%% *}" -le 2 -a "${got##* }" = 200
 done
+kv_stop
+
+# An ACL user: [cluster] user + password send AUTH user password, and the
+# host leases as that user; a user Redis does not know is refused (KV0753).
+export KV_TEST_RPW=kv-acl-pw-$$
+rcli acl setuser kvgw on ">$KV_TEST_RPW" '~kv:*' '+@all' >/dev/null
+EXTRA="user = kvgw
+password = env:KV_TEST_RPW" config yes
+kv_start
+check "ACL user: a request is served" served_within 30
+check "ACL user: the host's connection is user kvgw" sh -c \
+	"redis-cli -s '$RSOCK' client list | grep -q 'user=kvgw'"
+check "ACL user: kvctl cluster reads Redis as that user" kv_ctl cluster
+kv_stop
+EXTRA="user = nosuchuser
+password = env:KV_TEST_RPW" config yes
+kv_start
+kv_wait_for 20 grep -q KV0753 "$KV_LOG"
+check "unknown ACL user: AUTH refused (KV0753)" grep -q 'KV0753.*AUTH refused' "$KV_LOG"
 kv_stop
 
 kv_finish

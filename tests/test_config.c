@@ -683,6 +683,11 @@ test_cluster(void)
 	CHECK_INT(load_text(&cf, UP "[cluster]\nredis = redis://x\nrequire_persistence = yes\n"), 0);
 	CHECK_INT(cf.cluster.require_persistence, 1);
 	kv_config_free(&cf);
+	CHECK_INT(load_text(&cf, UP "[cluster]\nredis = redis://x\nuser = kvgw\npassword = pw\n"), 0);
+	CHECK_STR(cf.cluster.user, "kvgw");
+	kv_config_free(&cf);
+	EXPECT_ERR(UP "[cluster]\nredis = redis://x\nuser = kvgw\n",
+	    ":4: [cluster]: user needs a password");
 	EXPECT_ERR(UP "[cluster]\nredis = redis://x\nrequire_persistence = maybe\n",
 	    ":6: require_persistence: 'maybe' is not yes or no");
 	unsetenv("KV_TEST_SECRET");
