@@ -54,6 +54,24 @@
  *   x-mock-fail reset|garbage|hang|close (RST after half the events / non-HTTP
  *   bytes / never answer / close unanswered), x-mock-silent-close 1 (answer
  *   as keep-alive, then close the connection anyway).
+ * Billing rules of issue 20 (each response's bill goes to LOGFILE.bills):
+ *   x-mock-reasoning N   N hidden reasoning tokens, billed before the first
+ *                        visible chunk (in output_tokens / completion_tokens
+ *                        and their reasoning_tokens detail)
+ *   x-mock-web-search N  N web searches: Anthropic usage.server_tool_use.
+ *                        web_search_requests (JSON; a stream's final
+ *                        message_delta), Responses web_search_call output items
+ *                        (JSON; stream output_item.added/done); a chat model
+ *                        named *-search-preview bills one search per request
+ *   x-mock-web-fetch N   Anthropic server_tool_use.web_fetch_requests
+ *   x-mock-model NAME    the response's "model" (an Azure deployment answers
+ *                        with its own model, whatever the body says)
+ *   x-mock-error-after N an Anthropic stream sends N text deltas, then
+ *                        "event: error" (overloaded_error) and ends
+ * A bill line: "bill model=M input=N cached=N cache_write=N output=N
+ * reasoning=N web_search=N web_fetch=N" where output counts the reasoning
+ * and the text the provider generated (for a stream its client left: the
+ * deltas sent plus the one in flight).
  *
  * -l LOGFILE gets one line per request:
  *   METHOD TARGET host=H auth=ID include_usage=0|1 stream_options=0|1
@@ -114,6 +132,7 @@ static const char *mock_health_file;
 struct mock {
 	SSL_CTX		*tls;
 	FILE		*log;
+	FILE		*bills;		/* LOGFILE.bills: what each response billed */
 	pthread_mutex_t	 log_lock;
 	atomic_long	 open_conns;
 	atomic_long	 requests;
@@ -161,6 +180,13 @@ struct req {
 	char		 tier[32];	/* x-mock-service-tier, "" unset */
 	long		 cache_1h;	/* x-mock-cache-1h: 1-hour writes among cache_write */
 	long		 hold_ms;	/* x-mock-hold-ms: pause before a stream's last event */
+	long		 reasoning;	/* x-mock-reasoning: hidden tokens billed first */
+	long		 web_search;	/* x-mock-web-search: searches billed */
+	long		 web_fetch;	/* x-mock-web-fetch */
+	char		 resp_model[128];	/* x-mock-model: the response's model */
+	long		 error_after;	/* x-mock-error-after: deltas before event: error */
+	int		 billable;	/* a provider response began: it is billed */
+	int		 errored;	/* the stream ended in event: error */
 
 	long		 tokens;
 	size_t		 token_bytes;
@@ -183,6 +209,7 @@ struct conn {
 	size_t		 wlen;
 	int		 in_response;	/* a peer leaving now is an abort */
 	long		 events;	/* SSE events sent in this response */
+	long		 text_sent;	/* text deltas sent in this response */
 	long		 reset_after;	/* FAIL_RESET: events before the RST */
 	char		 tok[64];
 	char		*tokbuf;	/* one token's text when it is long */
@@ -830,6 +857,12 @@ scan_controls(struct req *rq)
 	rq->status = (int)hdr_long(rq, "x-mock-status", mock_def_status, 599);
 	rq->cache_1h = hdr_long(rq, "x-mock-cache-1h", 0, LONG_MAX);
 	rq->hold_ms = hdr_long(rq, "x-mock-hold-ms", 0, HANG_MAX_MS);
+	rq->reasoning = hdr_long(rq, "x-mock-reasoning", 0, 100000000L);
+	rq->web_search = hdr_long(rq, "x-mock-web-search", 0, 1000);
+	rq->web_fetch = hdr_long(rq, "x-mock-web-fetch", 0, 1000);
+	rq->error_after = hdr_long(rq, "x-mock-error-after", -1, 100000000L);
+	if (hdr(rq, "x-mock-model") != NULL)
+		snprintf(rq->resp_model, sizeof(rq->resp_model), "%s", hdr(rq, "x-mock-model"));
 	if (hdr(rq, "x-mock-service-tier") != NULL)
 		snprintf(rq->tier, sizeof(rq->tier), "%s", hdr(rq, "x-mock-service-tier"));
 	rq->fail = FAIL_NONE;
@@ -847,6 +880,8 @@ scan_controls(struct req *rq)
 static const char *
 echo_model(const struct req *rq)
 {
+	if (rq->resp_model[0] != '\0')
+		return rq->resp_model;
 	if (strcmp(rq->model, "gpt-4o-mini") == 0)
 		return "gpt-4o-mini-2024-07-18";
 	if (strcmp(rq->model, "claude-sonnet-4") == 0)
@@ -1027,11 +1062,13 @@ openai_usage(struct sb *s, const struct req *rq)
 {
 	long p = prompt_tokens(rq);
 
+	long out = rq->tokens * rq->n + rq->reasoning;
+
 	sb_printf(s, "{\"prompt_tokens\":%ld,\"completion_tokens\":%ld,\"total_tokens\":%ld,"
 	    "\"prompt_tokens_details\":{\"cached_tokens\":%ld,\"audio_tokens\":0},"
-	    "\"completion_tokens_details\":{\"reasoning_tokens\":0,\"audio_tokens\":0,"
+	    "\"completion_tokens_details\":{\"reasoning_tokens\":%ld,\"audio_tokens\":0,"
 	    "\"accepted_prediction_tokens\":0,\"rejected_prediction_tokens\":0}}",
-	    p, rq->tokens * rq->n, p + rq->tokens * rq->n, rq->cached);
+	    p, out, p + out, rq->cached, rq->reasoning);
 }
 
 static int
@@ -1104,6 +1141,25 @@ models(struct conn *c)
 	    "\"owned_by\":\"system\"}]}");
 }
 
+/* A Responses web_search_call output item, as OpenAI sends it. */
+static void
+web_search_item(struct sb *s, long i, const char *status)
+{
+	sb_printf(s, "{\"type\":\"web_search_call\",\"id\":\"ws_mock_%ld\",\"status\":\"%s\","
+	    "\"action\":{\"type\":\"search\",\"query\":\"mock query %ld\"}}", i, status, i);
+}
+
+static void
+web_search_items(struct sb *s, long n)
+{
+	long i;
+
+	for (i = 0; i < n; i++) {
+		web_search_item(s, i, "completed");
+		sb_printf(s, ",");
+	}
+}
+
 /* The Responses API object; TEXT goes between pre and post when with_output. */
 static void
 response_object(struct conn *c, struct sb *pre, struct sb *post, const char *status,
@@ -1117,6 +1173,7 @@ response_object(struct conn *c, struct sb *pre, struct sb *post, const char *sta
 	    "\"max_output_tokens\":null,\"model\":\"%s\",\"output\":[", now_ms() / 1000,
 	    status, echo_model(rq));
 	if (with_output) {
+		web_search_items(pre, rq->web_search);
 		sb_printf(pre, "{\"type\":\"message\",\"id\":\"msg_mock\",\"status\":\"completed\","
 		    "\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\","
 		    "\"annotations\":[],\"text\":\"");
@@ -1131,8 +1188,9 @@ response_object(struct conn *c, struct sb *pre, struct sb *post, const char *sta
 	sb_printf(post, "\"usage\":");
 	if (with_output)
 		sb_printf(post, "{\"input_tokens\":%ld,\"input_tokens_details\":{\"cached_tokens\":%ld},"
-		    "\"output_tokens\":%ld,\"output_tokens_details\":{\"reasoning_tokens\":0},"
-		    "\"total_tokens\":%ld}", p, rq->cached, rq->tokens, p + rq->tokens);
+		    "\"output_tokens\":%ld,\"output_tokens_details\":{\"reasoning_tokens\":%ld},"
+		    "\"total_tokens\":%ld}", p, rq->cached, rq->tokens + rq->reasoning,
+		    rq->reasoning, p + rq->tokens + rq->reasoning);
 	else
 		sb_printf(post, "null");
 	sb_printf(post, ",\"user\":null,\"metadata\":{}}");
@@ -1149,11 +1207,20 @@ responses_json(struct conn *c)
 }
 
 static void
+server_tool_use(struct sb *s, const struct req *rq)
+{
+	sb_printf(s, ",\"server_tool_use\":{\"web_search_requests\":%ld,"
+	    "\"web_fetch_requests\":%ld}", rq->web_search, rq->web_fetch);
+}
+
+static void
 anthropic_usage(struct sb *s, const struct req *rq, long output)
 {
 	sb_printf(s, "{\"input_tokens\":%ld,\"cache_creation_input_tokens\":%ld,"
 	    "\"cache_read_input_tokens\":%ld,\"output_tokens\":%ld",
-	    prompt_tokens(rq), rq->cache_write, rq->cached, output);
+	    prompt_tokens(rq), rq->cache_write, rq->cached, output + rq->reasoning);
+	if (rq->web_search > 0 || rq->web_fetch > 0)
+		server_tool_use(s, rq);
 	if (rq->cache_1h > 0)
 		sb_printf(s, ",\"cache_creation\":{\"ephemeral_5m_input_tokens\":%ld,"
 		    "\"ephemeral_1h_input_tokens\":%ld}", rq->cache_write - rq->cache_1h,
@@ -1443,6 +1510,9 @@ provider(struct conn *c)
 
 	if ((rc = need_model(c)) != 0)
 		return rc == 1 ? 0 : -1;
+	rq->billable = 1;
+	if (strcmp(rq->path, "/v1/chat/completions") == 0 && strstr(rq->model, "-search-preview"))
+		rq->web_search = 1;	/* OpenAI's search models: a fee per request */
 	if (rq->stream)
 		return stream_dispatch(c);
 	if (strcmp(rq->path, "/v1/chat/completions") == 0)
@@ -1534,6 +1604,31 @@ misbehave(struct conn *c)
 	return 0;
 }
 
+/* What the provider bills for the response just given (or cut): the
+ * reasoning was billed before any visible byte; of the text, what was
+ * generated: all of it for a whole response, else the deltas sent and the
+ * one in flight. */
+static void
+write_bill(struct conn *c, int whole)
+{
+	struct req *rq = &c->rq;
+	long gen = rq->tokens;
+
+	if (c->m->bills == NULL || !rq->billable)
+		return;
+	if (!whole && rq->stream && c->text_sent + (rq->errored ? 0 : 1) < gen)
+		gen = c->text_sent + (rq->errored ? 0 : 1);
+	if (strcmp(rq->path, "/v1/embeddings") == 0)
+		gen = 0;
+	pthread_mutex_lock(&c->m->log_lock);
+	fprintf(c->m->bills, "bill model=%s input=%ld cached=%ld cache_write=%ld output=%ld "
+	    "reasoning=%ld web_search=%ld web_fetch=%ld\n", echo_model(rq), prompt_tokens(rq),
+	    rq->cached, rq->cache_write, gen * rq->n + rq->reasoning, rq->reasoning,
+	    rq->web_search, rq->web_fetch);
+	fflush(c->m->bills);
+	pthread_mutex_unlock(&c->m->log_lock);
+}
+
 static int
 keepalive(const struct req *rq)
 {
@@ -1567,9 +1662,12 @@ serve_one(struct conn *c)
 	rq->keepalive = keepalive(rq);
 	log_request(c);
 	c->events = 0;
+	c->text_sent = 0;
 	if (misbehave(c) == -1)
 		return -1;
-	if (route(c) == -1)
+	rc = route(c);
+	write_bill(c, rc == 0 && !rq->errored);
+	if (rc == -1)
 		return -1;
 	c->in_response = 0;
 	if (hdr(rq, "x-mock-silent-close") != NULL || mock_reset_all)
@@ -1725,6 +1823,7 @@ oai_stream(struct conn *c, const struct oai_stream *os, const char *finish)
 		t.to = t.from + 1;
 		if (oai_chunk(c, os, os->delta_pre, &t, os->delta_post) == -1)
 			return -1;
+		c->text_sent++;
 	}
 	sb_printf(&fin, os->finish_fmt, finish);
 	if (oai_chunk(c, os, fin.buf, &no_text, "") == -1)
@@ -1808,6 +1907,30 @@ resp_whole(struct conn *c, const char *name, const char *status, int with_output
 	"\"role\":\"assistant\",\"status\":"
 #define RESP_PART "\"item_id\":\"msg_mock\",\"output_index\":0,\"content_index\":0,"
 
+/* Each search is an output item of its own, added then done. */
+static int
+resp_search_events(struct conn *c)
+{
+	struct sb body = { .len = 0 };
+	long i;
+
+	for (i = 0; i < c->rq.web_search; i++) {
+		body.len = 0;
+		sb_printf(&body, "\"output_index\":%ld,\"item\":", i);
+		web_search_item(&body, i, "in_progress");
+		sb_printf(&body, "}");
+		if (resp_event(c, "response.output_item.added", body.buf, &no_text, "") == -1)
+			return -1;
+		body.len = 0;
+		sb_printf(&body, "\"output_index\":%ld,\"item\":", i);
+		web_search_item(&body, i, "completed");
+		sb_printf(&body, "}");
+		if (resp_event(c, "response.output_item.done", body.buf, &no_text, "") == -1)
+			return -1;
+	}
+	return 0;
+}
+
 static int
 responses_stream(struct conn *c)
 {
@@ -1817,6 +1940,7 @@ responses_stream(struct conn *c)
 	if (sse_begin(c, rq->tokens + 8) == -1 ||
 	    resp_whole(c, "response.created", "in_progress", 0) == -1 ||
 	    resp_whole(c, "response.in_progress", "in_progress", 0) == -1 ||
+	    resp_search_events(c) == -1 ||
 	    resp_event(c, "response.output_item.added", RESP_ITEM "\"in_progress\","
 	    "\"content\":[]}}", &no_text, "") == -1 ||
 	    resp_event(c, "response.content_part.added", RESP_PART "\"part\":{\"type\":"
@@ -1827,6 +1951,7 @@ responses_stream(struct conn *c)
 		if (resp_event(c, "response.output_text.delta", RESP_PART "\"delta\":\"", &t,
 		    "\"}") == -1)
 			return -1;
+		c->text_sent++;
 	}
 	if (resp_event(c, "response.output_text.done", RESP_PART "\"text\":\"", &all,
 	    "\"}") == -1 ||
@@ -1845,13 +1970,29 @@ anthropic_delta(struct conn *c, const char *stop, long output)
 {
 	struct sb s = { .len = 0 };
 
-	if (stop != NULL)
+	if (stop != NULL) {
 		sb_printf(&s, "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"%s\","
-		    "\"stop_sequence\":null},\"usage\":{\"output_tokens\":%ld}}", stop, output);
+		    "\"stop_sequence\":null},\"usage\":{\"output_tokens\":%ld", stop,
+		    output + c->rq.reasoning);
+		if (c->rq.web_search > 0 || c->rq.web_fetch > 0)
+			server_tool_use(&s, &c->rq);
+		sb_printf(&s, "}}");
+	}
 	else
 		sb_printf(&s, "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":null,"
 		    "\"stop_sequence\":null},\"usage\":{\"output_tokens\":%ld}}", output);
 	return sse_event(c, "message_delta", &s, &no_text, "");
+}
+
+/* Anthropic's mid-stream failure: a 200 stream that ends in an error event. */
+static int
+anthropic_error_end(struct conn *c)
+{
+	c->rq.errored = 1;
+	if (sse_plain(c, "error", "{\"type\":\"error\",\"error\":{\"type\":"
+	    "\"overloaded_error\",\"message\":\"Overloaded\"}}") == -1)
+		return -1;
+	return sse_end(c);
 }
 
 static int
@@ -1864,7 +2005,16 @@ messages_stream(struct conn *c, const char *stop)
 	sb_printf(&start, "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_mock\","
 	    "\"type\":\"message\",\"role\":\"assistant\",\"model\":\"%s\",\"content\":[],"
 	    "\"stop_reason\":null,\"stop_sequence\":null,\"usage\":", echo_model(rq));
-	anthropic_usage(&start, rq, 1);
+	{
+		long ws = rq->web_search, wf = rq->web_fetch, r = rq->reasoning;
+
+		/* the opening usage has neither searches nor reasoning yet */
+		rq->web_search = rq->web_fetch = rq->reasoning = 0;
+		anthropic_usage(&start, rq, 1);
+		rq->web_search = ws;
+		rq->web_fetch = wf;
+		rq->reasoning = r;
+	}
 	sb_printf(&start, "}}");
 	sb_printf(&delta, "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
 	    "{\"type\":\"text_delta\",\"text\":\"");
@@ -1876,8 +2026,11 @@ messages_stream(struct conn *c, const char *stop)
 		return -1;
 	for (t.from = 0; t.from < rq->tokens; t.from++) {
 		t.to = t.from + 1;
+		if (rq->error_after >= 0 && t.from >= rq->error_after)
+			return anthropic_error_end(c);
 		if (sse_event(c, "content_block_delta", &delta, &t, "\"}}") == -1)
 			return -1;
+		c->text_sent++;
 	}
 	if (sse_plain(c, "content_block_stop", "{\"type\":\"content_block_stop\",\"index\":0}") == -1 ||
 	    (rq->two_deltas && anthropic_delta(c, NULL, rq->tokens / 2) == -1) ||
@@ -2074,6 +2227,15 @@ main(int argc, char **argv)
 	if (logfile != NULL && (m.log = fopen(logfile, "a")) == NULL) {
 		perror(logfile);
 		return 1;
+	}
+	if (logfile != NULL) {
+		char bpath[PATH_MAX];
+
+		snprintf(bpath, sizeof(bpath), "%s.bills", logfile);
+		if ((m.bills = fopen(bpath, "a")) == NULL) {
+			perror(bpath);
+			return 1;
+		}
 	}
 	if ((lfd = listen_on(port, &bound)) == -1) {
 		perror("mock_upstream: listen");
