@@ -146,6 +146,13 @@ struct kv_config {
 	int64_t	  reserve_output_tokens;
 	uint32_t  default_rpm;		/* requests per minute per key; 0 = none */
 	uint32_t  default_tpm;		/* tokens per minute per key; 0 = none */
+	/* A response cut before its final usage (README "What a request is
+	 * charged"): charge_reserved charges the reservation's output; drain
+	 * reads the upstream on, client gone, to its usage, for at most
+	 * drain_timeout seconds and drain_max bytes (then charge_reserved). */
+	int	  on_cut_drain;
+	int	  drain_timeout;	/* seconds (60) */
+	size_t	  drain_max;		/* bytes (4m) */
 
 	struct kv_upstream *upstreams;
 	size_t	  nupstreams;
