@@ -99,6 +99,11 @@ struct kv_conn {
 	/* budget */
 	struct kv_account	*acct;
 	int			 resv;		/* reservation index, -1 none */
+	int64_t			 resv_nusd;	/* its amount */
+	int64_t			 resv_output;	/* output tokens it holds (charged on a cut) */
+	int64_t			 drain_until_ms;	/* on_cut = drain: read on until then */
+	uint64_t		 drain_left;	/* and for at most these bytes */
+	int			 unpriced_model;	/* charged at [price default]: marked */
 	int64_t			 remaining;
 	int			 counted_stream;
 
