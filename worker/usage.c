@@ -895,11 +895,7 @@ on_string_begin(struct kv_usage_scanner *s)
 	int d = j->depth, key = key_at(j, d - 1);
 
 	j->count = (uint8_t)counted_key(s, d, key);
-	if (j->count && !s->ev_counted) {
-		s->ev_counted = 1;
-		if (s->sse)
-			s->output_events++;
-	}
+	s->str_bytes0 = j->nbytes;
 	if (d == 1 && (key == K_MODEL || key == K_TYPE || key == K_SERVICE_TIER))
 		j->capture = 1;
 	else if (output_item_type(s, d, key) != 0)
@@ -930,6 +926,12 @@ on_string_end(struct kv_usage_scanner *s)
 	struct kv_json *j = &s->json;
 	int d = j->depth;
 
+	/* an event that carried text (not an empty "content": "") */
+	if (j->count && j->nbytes > s->str_bytes0 && !s->ev_counted) {
+		s->ev_counted = 1;
+		if (s->sse)
+			s->output_events++;
+	}
 	if (!j->capture)
 		return;
 	j->str[j->slen] = '\0';
@@ -1167,7 +1169,7 @@ line_fast_count(const unsigned char *p, size_t n, const char *model, struct kv_j
 			return -1;
 		if (key != K_MODEL) {
 			count_text(cnt, v + 1, (size_t)(ve - v - 1));
-			*texts = 1;
+			*texts |= ve - v - 1 > 0;
 		}
 		p = ve + 1;
 	}

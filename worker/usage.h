@@ -100,6 +100,7 @@ struct kv_usage_scanner {
 	int64_t		 cand[12];	/* its numbers, -1 when absent */
 	int64_t		 anth[8];	/* Anthropic fields so far, -1 unseen */
 	int		 ev_counted;	/* this event carried counted text */
+	int64_t		 str_bytes0;	/* nbytes when the current string began */
 	int		 ev_ws_item;	/* this event's "item" is a web_search_call */
 	int64_t		 ev_ws;		/* web_search_call items in this event's response */
 	int64_t		 ws_added;	/* Responses stream: search items added */
