@@ -1160,6 +1160,9 @@ line_fast_count(const unsigned char *p, size_t n, const char *model, struct kv_j
 		/* Anthropic's end of message makes its usage final */
 		if (key == K_TYPE && e - v >= 14 && memcmp(v, "\"message_stop\"", 14) == 0)
 			return -1;
+		/* and its error event makes a cut of it */
+		if (key == K_TYPE && e - v >= 7 && memcmp(v, "\"error\"", 7) == 0)
+			return -1;
 		if (v >= e || *v != '"' || (key != K_MODEL && !counted_key_name(key)))
 			continue;
 		if ((ve = str_close(v + 1, e)) == NULL)
