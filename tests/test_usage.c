@@ -68,6 +68,7 @@ result_eq(const struct result *a, const struct result *b)
 	    a->u.estimated == b->u.estimated &&
 	    strcmp(a->model, b->model) == 0 && a->output_bytes == b->output_bytes &&
 	    a->u.web_search == b->u.web_search && a->u.web_fetch == b->u.web_fetch &&
+	    a->u.code_exec_ms == b->u.code_exec_ms &&
 	    a->output_est == b->output_est && a->final == b->final;
 }
 
@@ -676,6 +677,18 @@ test_server_tools(void)
 	scan_split(KV_API_OPENAI_RESPONSES, 1, buf, &r);
 	CHECK_INT(r.u.web_search, 3);	/* the final list has more: it wins */
 	CHECK_INT(r.final, 1);
+	/* Anthropic code execution: a container named, its 5-minute minimum */
+	scan_split(KV_API_ANTHROPIC_MESSAGES, 0, "{\"type\":\"message\",\"container\":{\"id\":"
+	    "\"container_1\",\"expires_at\":\"2026-01-01T00:00:00Z\"},\"usage\":"
+	    "{\"input_tokens\":1,\"output_tokens\":1}}", &r);
+	CHECK_INT(r.u.code_exec_ms, 300000);
+	scan_split(KV_API_ANTHROPIC_MESSAGES, 1, "event: message_delta\ndata: {\"type\":"
+	    "\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"container\":{\"id\":"
+	    "\"c\"}},\"usage\":{\"output_tokens\":3}}\n\n", &r);
+	CHECK_INT(r.u.code_exec_ms, 300000);
+	scan_split(KV_API_ANTHROPIC_MESSAGES, 0, "{\"type\":\"message\",\"container\":null,"
+	    "\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}", &r);
+	CHECK_INT(r.u.code_exec_ms, 0);
 	/* other APIs never count items */
 	scan_split(KV_API_OPENAI_CHAT, 0, "{\"output\":[{\"type\":\"web_search_call\"}],"
 	    "\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}", &r);

@@ -28,6 +28,7 @@ enum {
 	K_REFUSAL, K_REASONING_CONTENT,
 	K_SERVICE_TIER, K_CACHE_CREATION_OBJ, K_EPHEMERAL_1H,
 	K_SERVER_TOOL_USE, K_WEB_SEARCH_REQ, K_WEB_FETCH_REQ, K_OUTPUT, K_ITEM,
+	K_CONTAINER,
 	K_COUNT
 };
 
@@ -63,6 +64,7 @@ static const struct {
 	[K_WEB_SEARCH_REQ] = KEY("web_search_requests"),
 	[K_WEB_FETCH_REQ] = KEY("web_fetch_requests"),
 	[K_OUTPUT] = KEY("output"), [K_ITEM] = KEY("item"),
+	[K_CONTAINER] = KEY("container"),
 };
 #undef KEY
 
@@ -946,6 +948,25 @@ on_string_end(struct kv_usage_scanner *s)
 		memcpy(s->model, j->str, j->slen + 1);
 }
 
+/* Anthropic's code execution ran in a container: the response names it
+ * ("container" at the top, or in a stream's message or delta). Its time is
+ * not in the usage; the billed minimum (5 minutes) is charged. */
+#define CONTAINER_MIN_MS	300000
+
+static void
+container_seen(struct kv_usage_scanner *s)
+{
+	const struct kv_json *j = &s->json;
+	int d = j->evdepth;
+
+	if (s->api != KV_API_ANTHROPIC_MESSAGES)
+		return;
+	if ((!s->sse && d == 2 && key_at(j, 0) == K_CONTAINER) ||
+	    (s->sse && d == 3 && key_at(j, 1) == K_CONTAINER &&
+	    (key_at(j, 0) == K_MESSAGE || key_at(j, 0) == K_DELTA)))
+		s->usage.code_exec_ms = CONTAINER_MIN_MS;
+}
+
 static void
 on_event(struct kv_usage_scanner *s, int ev)
 {
@@ -957,6 +978,7 @@ on_event(struct kv_usage_scanner *s, int ev)
 			event_reset(s);
 		else
 			cand_begin(s);
+		container_seen(s);
 		break;
 	case EV_OBJ_CLOSE:
 		if (s->cand_depth != 0 && j->evdepth == s->cand_depth) {

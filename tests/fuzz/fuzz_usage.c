@@ -45,6 +45,7 @@ same(const struct kv_usage_scanner *a, const struct kv_usage_scanner *b)
 	    x->cache_write_1h == y->cache_write_1h && x->tier == y->tier &&
 	    a->final == b->final && strcmp(a->model, b->model) == 0 &&
 	    x->web_search == y->web_search && x->web_fetch == y->web_fetch &&
+	    x->code_exec_ms == y->code_exec_ms &&
 	    a->error_event == b->error_event;
 }
 
