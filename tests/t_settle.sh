@@ -50,6 +50,7 @@ default = 5.00
 unknown_models = ${1:-deny}
 on_cut = ${2:-charge_reserved}
 drain_max = ${3:-4m}
+drain_timeout = ${4:-60}
 [price kv-reason*]
 input = 2
 output = 8
@@ -133,7 +134,10 @@ cut_after_first() {
 	check "the mock billed the cut stream" kv_wait_for 30 bill_after "$n0"
 }
 K=sk-settle-reason
+ab0=$(kv_mock_stat aborted_streams)
 cut_after_first $K
+aborted_since() { [ "$(kv_mock_stat aborted_streams)" -gt "$1" ]; }
+check "on_cut = charge_reserved: the upstream is closed at once" kv_wait_for 10 aborted_since "$ab0"
 check "reasoning tokens billed before the first chunk (mock: $(bill_field reasoning))" \
 	test "$(bill_field reasoning)" = 20000
 never_below $K "reasoning stream cut after its first chunk"
@@ -214,7 +218,9 @@ kv_stop
 write_config deny drain
 kv_start
 K=sk-settle-drain
+ab0=$(kv_mock_stat aborted_streams)
 cut_after_first $K
+check_eq "on_cut = drain: the mock saw no abort (read to its end)" "$(kv_mock_stat aborted_streams)" "$ab0"
 never_below $K "on_cut = drain: a reasoning stream cut after its first chunk"
 check_eq "... read on to its usage: the exact bill" "$(spent $K)" "$(bill_nusd)"
 check_eq "... not an estimate" "$(estimated $K)" 0
@@ -227,5 +233,16 @@ cut_after_first $K
 never_below $K "on_cut = drain past drain_max (2k)"
 check_eq "... charged the reservation's output instead" "$(( $(spent $K) >= 30000 * 8000 ))" 1
 check_eq "... marked estimated" "$(estimated $K)" 1
+
+kv_stop
+write_config deny drain 4m 1
+kv_start
+K=sk-settle-drain-time
+cut_after_first $K
+never_below $K "on_cut = drain past drain_timeout (1 s; the stream runs 6 s)"
+check_eq "... charged the reservation's output instead" "$(( $(spent $K) >= 30000 * 8000 ))" 1
+check_eq "... marked estimated" "$(estimated $K)" 1
+check_eq "... the mock billed less than the whole answer (cut at the deadline)" \
+	"$(( $(bill_field output) < 20020 ))" 1
 
 kv_finish
