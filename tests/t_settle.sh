@@ -77,6 +77,9 @@ output = 60
 input = 50
 output = 90
 web_search = 25
+[key tight]
+key = sk-settle-tight
+budget = 0.25
 EOF
 }
 
@@ -97,15 +100,15 @@ bill_field() { tail -n 1 "$MOCK_LOG.bills" | sed "s/.* $1=\([0-9]*\).*/\1/"; }
 bills_now() { wc -l <"$MOCK_LOG.bills"; }
 bill_after() { [ "$(bills_now)" -gt "$1" ]; }
 
-# never_below KEY WHAT: the ledger holds at least the mock's bill and no
-# more than the budget ($5).
+# never_below KEY WHAT [PRICE [BUDGET]]: the ledger holds at least the
+# mock's bill and no more than the budget ($5 unless BUDGET nUSD).
 never_below() {
 	local k=$1 what=$2 s b
 	check "$what: settled" kv_wait_for 20 settled "$k"
 	s=$(spent "$k")
 	b=$(bill_nusd "${3:-}")
 	check "$what: charged $s nUSD >= the provider's bill $b" test "$s" -ge "$b"
-	check "$what: and within the budget" test $(( s + $(reserved "$k") )) -le 5000000000
+	check "$what: and within the budget" test $(( s + $(reserved "$k") )) -le "${4:-5000000000}"
 }
 
 J=(-H 'Content-Type: application/json')
@@ -144,6 +147,17 @@ never_below $K "reasoning stream cut after its first chunk"
 check_eq "... charged the reservation's output: 30,000 tokens" \
 	"$(( $(spent $K) >= 30000 * 8000 ))" 1
 check_eq "... marked estimated" "$(estimated $K)" 1
+
+# the same on a key whose $0.25 holds one reservation ($0.2401): the cut is
+# charged within it, and the next request is refused without reaching the mock
+K=sk-settle-tight
+cut_after_first $K
+never_below $K "a tight key's cut reasoning stream" "" 250000000
+n0=$(bills_now)
+got0=$(grep -c ' model=kv-reason-1 ' "$MOCK_LOG")
+check_eq "... the next one is refused: 402" "$(post $K /v1/chat/completions "$reason_body")" 402
+check_eq "... and the mock received nothing" "$(grep -c ' model=kv-reason-1 ' "$MOCK_LOG")" "$got0"
+check_eq "... nor billed anything" "$(bills_now)" "$n0"
 
 # ---- Anthropic web search ----------------------------------------------------
 K=sk-settle-search
