@@ -1011,9 +1011,8 @@ count_high(const unsigned char *p, size_t n, int64_t *high, int64_t *chars)
 		uint64_t x;
 
 		memcpy(&x, p + k, 8);
-		if ((x & (ONES * 0x80)) == 0)
-			continue;
-		break;
+		if ((x & (ONES * 0x80)) != 0)
+			break;
 	}
 	for (; k < n; k++) {
 		if (p[k] >= 0x80) {
@@ -1154,12 +1153,13 @@ fast_key(const char *k, size_t len)
 
 /* One pass over a line's strings: every member name is a string followed
  * by a colon (a quote inside a string is escaped). Counts the raw bytes of
- * counted keys' string values into CNT (nbytes, nhigh, nchars) and sets
- * *texts when there was one. Returns -1 when lexing could
+ * counted keys' string values into cnt[0], the high ones among them into
+ * cnt[1] and the non-ASCII characters into cnt[2], and sets *texts when a
+ * value was not empty. Returns -1 when lexing could
  * change the result: a non-null "usage", a "model" other than the one
  * seen, or a string that does not close. */
 static int
-line_fast_count(const unsigned char *p, size_t n, const char *model, struct kv_json *cnt,
+line_fast_count(const unsigned char *p, size_t n, const char *model, int64_t cnt[3],
     int *texts)
 {
 	const unsigned char *e = p + n, *q, *v, *ve;
@@ -1193,7 +1193,8 @@ line_fast_count(const unsigned char *p, size_t n, const char *model, struct kv_j
 		    memcmp(v + 1, model, (size_t)(ve - v - 1)) != 0))
 			return -1;
 		if (key != K_MODEL) {
-			count_text(cnt, v + 1, (size_t)(ve - v - 1));
+			cnt[0] += ve - v - 1;
+			count_high(v + 1, (size_t)(ve - v - 1), &cnt[1], &cnt[2]);
 			*texts |= ve - v - 1 > 0;
 		}
 		p = ve + 1;
@@ -1209,7 +1210,7 @@ static size_t
 sse_skip_event(struct kv_usage_scanner *s, const unsigned char *p, size_t n)
 {
 	const unsigned char *nl;
-	struct kv_json cnt;
+	int64_t cnt[3] = { 0, 0, 0 };
 	int texts = 0;
 	size_t k, end;
 
@@ -1225,12 +1226,11 @@ sse_skip_event(struct kv_usage_scanner *s, const unsigned char *p, size_t n)
 		return 0;
 	if (k > 0 && p[k - 1] == '\r')
 		k--;
-	cnt.nbytes = cnt.nhigh = cnt.nchars = 0;
-	if (memchr(p, '\r', k) != NULL || line_fast_count(p, k, s->model, &cnt, &texts) == -1)
+	if (memchr(p, '\r', k) != NULL || line_fast_count(p, k, s->model, cnt, &texts) == -1)
 		return 0;
-	s->json.nbytes += cnt.nbytes;
-	s->json.nhigh += cnt.nhigh;
-	s->json.nchars += cnt.nchars;
+	s->json.nbytes += cnt[0];
+	s->json.nhigh += cnt[1];
+	s->json.nchars += cnt[2];
 	s->output_events += texts;
 	json_fail(&s->json);	/* nothing more of this event is read */
 	return k;
