@@ -99,12 +99,8 @@ struct kv_conn {
 	/* budget */
 	struct kv_account	*acct;
 	int			 resv;		/* reservation index, -1 none */
-	int64_t			 resv_nusd;	/* its amount */
-	int64_t			 resv_output;	/* output tokens it holds (charged on a cut) */
-	int64_t			 drain_until_ms;	/* on_cut = drain: read on until then */
-	uint64_t		 drain_left;	/* and for at most these bytes */
-	int			 unpriced_model;	/* charged at [price default]: marked */
 	int64_t			 remaining;
+	int64_t			 out_bound;	/* output tokens the reservation holds */
 	int			 counted_stream;
 
 	/* rate limits (limits.c) and what our own errors tell clients */
@@ -148,6 +144,9 @@ struct kv_conn {
 	int			 eoverflow;	/* current event too big: passed through */
 	int			 sent_any;	/* response bytes reached the client */
 	int			 cut;		/* stream cut short */
+	int64_t			 drain_until_ms;	/* on_cut = drain: read on until then */
+	uint64_t		 drain_left;	/* and for at most these bytes */
+	int			 unpriced_model;	/* charged at [price default]: marked */
 	struct kv_usage_scanner	 scan;
 	int			 pipefd[2];
 	size_t			 pipe_len;

@@ -436,7 +436,7 @@ sent_estimate_nusd(struct kv_conn *c)
 {
 	const struct kv_price *p = kv_config_price(c->w->cf, c->ri.model);
 	struct kv_usage u = { .input = c->body_bytes / 4,
-	    .output = kv_charge_cut_output(c->resv_output, 0) };
+	    .output = kv_charge_cut_output(c->out_bound, 0) };
 	int64_t cost;
 
 	if (p == NULL || c->api == KV_API_OTHER || kv_cost(p, &u, &cost) == -1)
@@ -837,7 +837,7 @@ charge_usage(struct kv_conn *c, struct kv_usage *u)
 		if (!c->req_sent)
 			return 0;
 		u->input = c->body_bytes / 4;
-		u->output = kv_charge_cut_output(c->resv_output, 0);
+		u->output = kv_charge_cut_output(c->out_bound, 0);
 		u->estimated = 1;
 		return 1;
 	}
@@ -856,7 +856,7 @@ charge_usage(struct kv_conn *c, struct kv_usage *u)
 	out = c->scan_on ? kv_usage_output_estimate(&c->scan) : 0;
 	if (u->output < out)
 		u->output = out;
-	u->output = kv_charge_cut_output(c->resv_output, u->output);
+	u->output = kv_charge_cut_output(c->out_bound, u->output);
 	u->found = 0;
 	u->estimated = 1;
 	return 1;

@@ -515,7 +515,7 @@ estimate_nusd(struct kv_conn *c, const struct kv_price *p)
 	lim = c->ri.max_output >= 0 ? c->ri.max_output :
 	    p->max_output > 0 ? p->max_output : cf->reserve_output_tokens;
 	est.output = c->api == KV_API_OPENAI_EMBEDDINGS ? 0 : c->ri.mult * lim;
-	c->resv_output = est.output;	/* what a cut is charged (relay.c) */
+	c->out_bound = est.output;
 	/* the response may say it ran on any tier the section prices (the
 	 * client asks for one in the body): reserve for the dearest */
 	if (p->priority_input >= 0 || p->flex_input >= 0)
@@ -598,7 +598,6 @@ reserve(struct kv_conn *c)
 	    (p == NULL || p->context_window <= 0))
 		return refuse_unbounded(c, p);
 	amount = estimate_nusd(c, p);
-	c->resv_nusd = amount;
 	c->resv = kv_ledger_reserve(l, c->w->slot, c->acct, amount, &c->remaining);
 	if (c->resv == -1) {
 		atomic_fetch_add(&l->hdr->counters.budget_refusals_total, 1);
