@@ -447,6 +447,18 @@ set_upstream_timeout(struct cfg_parse *p, const char *v)
 }
 
 static int
+set_connect_timeout(struct cfg_parse *p, const char *v)
+{
+	return set_seconds(p, "connect_timeout", v, 1, &p->cf->connect_timeout);
+}
+
+static int
+set_header_timeout(struct cfg_parse *p, const char *v)
+{
+	return set_seconds(p, "header_timeout", v, 1, &p->cf->header_timeout);
+}
+
+static int
 set_shutdown_timeout(struct cfg_parse *p, const char *v)
 {
 	return set_seconds(p, "shutdown_timeout", v, 0, &p->cf->shutdown_timeout);
@@ -1345,6 +1357,8 @@ static const struct cfg_key server_keys[] = {
 	{ "max_keys",		set_max_keys,		0 },
 	{ "client_timeout",	set_client_timeout,	0 },
 	{ "upstream_timeout",	set_upstream_timeout,	0 },
+	{ "connect_timeout",	set_connect_timeout,	0 },
+	{ "header_timeout",	set_header_timeout,	0 },
 	{ "shutdown_timeout",	set_shutdown_timeout,	0 },
 	{ "max_connections",	set_max_connections,	0 },
 	{ "max_body",		set_max_body,		0 },
@@ -1837,6 +1851,8 @@ cfg_defaults(struct kv_config *cf)
 	cf->max_keys = 4096;
 	cf->client_timeout = 60;
 	cf->upstream_timeout = 600;
+	cf->connect_timeout = 5;
+	cf->header_timeout = 10;
 	cf->shutdown_timeout = 30;
 	cf->max_connections = 4096;
 	cf->max_body = 64 << 20;

@@ -125,6 +125,8 @@ struct kv_config {
 	uint32_t  max_keys;
 	int	  client_timeout;	/* seconds */
 	int	  upstream_timeout;
+	int	  connect_timeout;	/* TCP connect + TLS handshake, a target failure past it */
+	int	  header_timeout;	/* a request head must be whole within it (slow-loris) */
 	int	  shutdown_timeout;
 	int	  max_connections;	/* per worker */
 	size_t	  max_body;		/* bytes; 0 = no limit (413 above it) */

@@ -899,7 +899,7 @@ resv_clear(struct kv_worker_slot *w, int r)
 void
 kv_ledger_resv_sent(struct kv_worker_slot *w, int resv, int64_t min_nusd)
 {
-	if (resv < 0 || resv >= KV_RESV_PER_WORKER || min_nusd <= 0)
+	if (resv < 0 || resv >= KV_RESV_PER_WORKER || min_nusd < 0)
 		return;
 	atomic_store(&w->resv_sent_nusd[resv], min_nusd < KV_SPENT_MAX ? min_nusd : KV_SPENT_MAX);
 }

@@ -149,8 +149,9 @@ void	kv_ledger_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
 
 /* The request behind reservation RESV of W reached the provider: should
  * the worker die before settling, the master charges MIN_NUSD (at most the
- * amount reserved) instead of releasing it all. Written only by the
- * owning worker. */
+ * amount reserved) instead of releasing it all (0: releasing it all
+ * again, for a request the provider provably did not get). Written only by
+ * the owning worker. */
 void	kv_ledger_resv_sent(struct kv_worker_slot *w, int resv, int64_t min_nusd);
 
 /* In kv_worker_slot.resv_sent_nusd: the value is the settlement's real

@@ -124,8 +124,12 @@
  * and -D MS are the defaults of x-mock-status and x-mock-first-delay-ms;
  * -H FILE answers GET /health with the status number FILE holds, read again
  * for each request (200 while FILE is missing), whatever -S says, so a test
- * flips a target's health check by writing the file. */
-static int mock_reset_all;
+ * flips a target's health check by writing the file. -B: an error answer
+ * (-S or x-mock-status) comes after the request was processed and billed,
+ * as a provider whose own gateway times out (504) does: the log gets a
+ * line "BILLED input=N output=M" (the usage a 200 would have reported)
+ * before the error goes out. */
+static int mock_reset_all, mock_bill_errors;
 static long mock_def_status, mock_def_first_delay;
 static const char *mock_health_file;
 
@@ -933,6 +937,24 @@ log_request(struct conn *c)
 	pthread_mutex_unlock(&c->m->log_lock);
 }
 
+/* -B: the usage this request is billed for though it gets an error. */
+static void
+log_billed(struct conn *c)
+{
+	struct req *rq = &c->rq;
+	long out = rq->tokens;
+
+	if (c->m->log == NULL)
+		return;
+	if (rq->max_tokens >= 0 && out > rq->max_tokens)
+		out = (long)rq->max_tokens;
+	pthread_mutex_lock(&c->m->log_lock);
+	fprintf(c->m->log, "BILLED input=%lld output=%ld\n", rq->body_len / 4,
+	    out * (rq->n > 0 ? rq->n : 1));
+	fflush(c->m->log);
+	pthread_mutex_unlock(&c->m->log_lock);
+}
+
 /* ---- responses ----------------------------------------------------------- */
 
 static const char *
@@ -1560,8 +1582,11 @@ route(struct conn *c)
 
 	if (get && mock_health_file != NULL && strcmp(rq->path, "/health") == 0)
 		return health(c);
-	if (rq->status >= 400)
+	if (rq->status >= 400) {
+		if (mock_bill_errors)
+			log_billed(c);
 		return send_mock_error(c);
+	}
 	if (objects(c, &rc) == 0)
 		return rc;
 	if (post && is_provider_path(rq->path))
@@ -2185,7 +2210,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: mock_upstream -p PORT [-t CERT KEY] [-l LOGFILE] [-P PORTFILE]\n"
-	    "       [-R] [-S STATUS] [-D FIRST-DELAY-MS] [-H HEALTH-STATUS-FILE]\n"
+	    "       [-R] [-B] [-S STATUS] [-D FIRST-DELAY-MS] [-H HEALTH-STATUS-FILE]\n"
 	    "       mock_upstream --free-port\n");
 	exit(2);
 }
@@ -2199,7 +2224,7 @@ main(int argc, char **argv)
 
 	if (argc == 2 && strcmp(argv[1], "--free-port") == 0)
 		return free_port();
-	while ((ch = getopt(argc, argv, "p:t:l:P:RS:D:H:")) != -1) {
+	while ((ch = getopt(argc, argv, "p:t:l:P:RBS:D:H:")) != -1) {
 		switch (ch) {
 		case 'p': port = optarg; break;
 		case 't':
@@ -2211,6 +2236,7 @@ main(int argc, char **argv)
 		case 'l': logfile = optarg; break;
 		case 'P': portfile = optarg; break;
 		case 'R': mock_reset_all = 1; break;
+		case 'B': mock_bill_errors = 1; break;
 		case 'S': mock_def_status = strtol(optarg, NULL, 10); break;
 		case 'D': mock_def_first_delay = strtol(optarg, NULL, 10); break;
 		case 'H': mock_health_file = optarg; break;

@@ -413,6 +413,8 @@ on_resp_head(struct kv_conn *c, size_t hl)
 
 	c->t_first_ms = c->w->now_ms;
 	c->keep_obuf = 0;
+	if (c->spfd != -1)
+		kv_request_release(c);	/* answered: the spooled body has gone for good */
 	resp_framing(c, res);
 	if (c->client_gone)
 		c->client_keep = 0;
@@ -838,6 +840,16 @@ charge_usage(struct kv_conn *c, struct kv_usage *u)
 			return 0;
 		u->input = c->body_bytes / 4;
 		u->output = kv_charge_cut_output(c->out_bound, 0);
+		u->estimated = 1;
+		return 1;
+	}
+	if (c->req_sent && (c->status == 502 || c->status == 504)) {
+		/* The provider's own gateway gave up after the whole request
+		 * reached it: the backend may have read it all and generated to
+		 * the limit (and billed it) before that. Charged as reserved:
+		 * the input estimate and all the output it may have made. */
+		u->input = c->body_bytes / 4;
+		u->output = c->out_bound;
 		u->estimated = 1;
 		return 1;
 	}

@@ -33,10 +33,13 @@ client_read(struct kv_conn *c, char *buf, size_t len)
 
 	if (n > 0) {
 		c->bytes_in += (uint64_t)n;
-		/* A head must arrive whole within client_timeout of its first
-		 * byte (slow-loris); a body only must not stall that long. */
-		if (c->state != CS_HEAD || c->clen == 0)
+		/* A head must arrive whole within header_timeout of its first
+		 * byte, or of the connection for its first request
+		 * (slow-loris); a body only must not stall client_timeout. */
+		if (c->state != CS_HEAD)
 			conn_set_deadline(c, 0);
+		else if (c->clen == 0 && c->served)
+			conn_head_deadline(c);
 	}
 	return n;
 }
@@ -266,6 +269,9 @@ request_head(struct kv_conn *c)
 	for (;;) {
 		if (c->clen > 0) {
 			r = kv_http_parse_request(c->cbuf, c->clen, &c->w->req, &status, &reason);
+			/* an unfinished head is memory a client can make us hold */
+			if (conn_head_held(c, r == 0) == -1)
+				return STEP_CLOSED;
 			if (r > 0)
 				return on_head(c, (size_t)r);
 			if (r < 0) {
@@ -838,8 +844,11 @@ admit(struct kv_conn *c)
 		return conn_fail(c, s, msg);
 	if (build_request(c) == -1)
 		return conn_fail(c, 502, "cannot build the upstream request");
-	c->keep_obuf = c->spfd == -1;	/* all of it is in obuf: retryable */
-	if (c->keep_obuf && c->ocap > c->olen + 256) {
+	/* Kept until the response head, to go to another target if this one
+	 * provably gets nothing: all of the request is in obuf, or its head
+	 * (and the body stays in the spool). */
+	c->keep_obuf = 1;
+	if (c->ocap > c->olen + 256) {
 		/* Kept until the response head: 1,000 streams waiting for their
 		 * first token keep their request, not a 4 KB buffer each. */
 		char *nb = realloc(c->obuf, c->olen);
@@ -870,6 +879,7 @@ request_connect(struct kv_conn *c)
 		/* woken by the upstream; the client's leaving still counts */
 		if (c->state != CS_UPWAIT) {
 			c->state = CS_UPWAIT;
+			c->ticket_waited = 0;
 			conn_watch_client(c, EPOLLRDHUP);
 			conn_set_deadline(c, 1);
 		}
@@ -930,10 +940,13 @@ enum step
 request_retry(struct kv_conn *c)
 {
 	/* Once any byte of the request was written, the provider may have
-	 * read it all and bill it: sending it again could bill it twice. */
+	 * read it all and bill it: sending it again could bill it twice --
+	 * unless it was never all written (a provider does not process a
+	 * request whose body it did not get whole), or nothing was
+	 * acknowledged. */
 	if (!c->uc->reused || c->retried || !c->keep_obuf || c->opos > 0 || c->req_sent)
 		return conn_failover(c, 502, "upstream closed the connection",
-		    c->opos == 0 || conn_upset_unacked(c));
+		    c->opos == 0 || c->state == CS_SEND_REQ || conn_upset_unacked(c));
 	kv_upconn_close(c->uc, 0);	/* close() also leaves epoll */
 	c->uc = NULL;
 	c->retried = 1;
@@ -973,23 +986,24 @@ request_send(struct kv_conn *c)
 	return STEP_CONT;
 }
 
-/* The spool is sent: its file and its share of spool_max go, and so does
- * the staging buffer, so a request waiting for its response head holds
- * only its connection state. */
+/* The spool is sent: the staging buffer goes, so a request waiting for
+ * its response head holds its connection state, its head and the spool's
+ * descriptor, which stays (with its share of spool_max) until the response
+ * head: a target that provably got nothing has it sent to the next one
+ * (relay.c lets it go). */
 static enum step
 spool_sent(struct kv_conn *c)
 {
-	kv_request_release(c);
-	free(c->obuf);
-	c->obuf = NULL;
-	c->olen = c->opos = c->ocap = 0;
+	free(c->sbuf);
+	c->sbuf = NULL;
+	c->slen = c->spos = 0;
 	c->state = CS_RESP_HEAD;
 	return STEP_CONT;
 }
 
 /* The next piece of the spooled body, as the upstream sees it: the file up
  * to inj_at, the injected member, the file's rest. Plaintext goes with
- * sendfile(); TLS (or a sendfile that cannot) is staged through obuf.
+ * sendfile(); TLS (or a sendfile that cannot) is staged through sbuf.
  * Returns 1 sent some, 0 wait for EPOLLOUT, -1 error. */
 static int
 spool_piece(struct kv_conn *c)
@@ -1001,9 +1015,9 @@ spool_piece(struct kv_conn *c)
 
 	if (c->inj != NULL && c->sp_off >= at && c->sp_off < at + (int64_t)c->injlen) {
 		want = (size_t)(at + (int64_t)c->injlen - c->sp_off);
-		memcpy(c->obuf, c->inj + (c->sp_off - at), want);
-		c->olen = want;
-		c->opos = 0;
+		memcpy(c->sbuf, c->inj + (c->sp_off - at), want);
+		c->slen = want;
+		c->spos = 0;
 		c->sp_off += (int64_t)want;
 		return 1;
 	}
@@ -1026,12 +1040,12 @@ spool_piece(struct kv_conn *c)
 			return -1;
 	}
 	want = (size_t)(end - fpos < KV_SPOOL_STAGE ? end - fpos : KV_SPOOL_STAGE);
-	if ((n = kv_spool_pread(c->spfd, c->obuf, want, fpos)) != (ssize_t)want) {
+	if ((n = kv_spool_pread(c->spfd, c->sbuf, want, fpos)) != (ssize_t)want) {
 		kv_log_warn("KV0507", "reading the request spool");
 		return -1;
 	}
-	c->olen = want;
-	c->opos = 0;
+	c->slen = want;
+	c->spos = 0;
 	c->sp_off += (int64_t)want;
 	return 1;
 }
@@ -1042,23 +1056,24 @@ request_send_body(struct kv_conn *c)
 	ssize_t n;
 	int r;
 
-	if (c->ocap < KV_SPOOL_STAGE && conn_obuf_reserve(c, KV_SPOOL_STAGE) == -1)
+	if (c->sbuf == NULL && (c->sbuf = malloc(KV_SPOOL_STAGE)) == NULL)
 		return conn_fail(c, 503, "out of memory");
 	for (;;) {
-		if (c->opos < c->olen) {
-			n = kv_stream_write(&c->uc->s, c->obuf + c->opos, c->olen - c->opos);
+		if (c->spos < c->slen) {
+			n = kv_stream_write(&c->uc->s, c->sbuf + c->spos, c->slen - c->spos);
 			if (n == KV_IO_AGAIN) {
 				conn_quiet_client(c);
 				conn_watch_upstream(c, (uint32_t)c->uc->s.want);
 				conn_set_deadline(c, 1);
 				return STEP_WAIT;
 			}
-			if (n < 0)
-				return conn_fail(c, 502, "upstream closed while receiving the body");
-			c->opos += (size_t)n;
+			if (n < 0)	/* it never got the whole request: nothing billed */
+				return conn_failover(c, 502, "upstream closed while receiving "
+				    "the body", 1);
+			c->spos += (size_t)n;
 			continue;
 		}
-		c->olen = c->opos = 0;
+		c->slen = c->spos = 0;
 		if (c->sp_off == c->body_bytes + (int64_t)c->injlen)
 			return spool_sent(c);
 		if ((r = spool_piece(c)) == 0) {
@@ -1068,7 +1083,7 @@ request_send_body(struct kv_conn *c)
 			return STEP_WAIT;
 		}
 		if (r == -1)
-			return conn_fail(c, 502, "upstream closed while receiving the body");
+			return conn_failover(c, 502, "upstream closed while receiving the body", 1);
 	}
 }
 
@@ -1081,6 +1096,9 @@ kv_request_release(struct kv_conn *c)
 	}
 	c->w->spool_bytes -= (uint64_t)c->sp_charged;
 	c->sp_charged = 0;
+	free(c->sbuf);
+	c->sbuf = NULL;
+	c->slen = c->spos = 0;
 	free(c->rs);
 	c->rs = NULL;
 	free(c->inj);
