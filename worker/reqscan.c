@@ -9,7 +9,7 @@ enum {
 	K_MAX_TOKENS, K_MAX_COMPLETION_TOKENS, K_MAX_OUTPUT_TOKENS, K_N, K_BEST_OF,
 	K_TYPE, K_URL, K_IMAGE_URL, K_FILE_URL, K_FILE_ID, K_PREVIOUS_RESPONSE_ID,
 	K_CONVERSATION, K_PROMPT, K_WEB_SEARCH_OPTIONS, K_MCP_SERVERS,
-	K_BACKGROUND,
+	K_BACKGROUND, K_STORE, K_DATA, K_FILE_DATA,
 };
 
 /* With their lengths: key_id runs for every member of every request body,
@@ -28,7 +28,8 @@ static const struct {
 	[K_FILE_ID] = KEY("file_id"), [K_PREVIOUS_RESPONSE_ID] = KEY("previous_response_id"),
 	[K_CONVERSATION] = KEY("conversation"), [K_PROMPT] = KEY("prompt"),
 	[K_WEB_SEARCH_OPTIONS] = KEY("web_search_options"), [K_MCP_SERVERS] = KEY("mcp_servers"),
-	[K_BACKGROUND] = KEY("background"),
+	[K_BACKGROUND] = KEY("background"), [K_STORE] = KEY("store"),
+	[K_DATA] = KEY("data"), [K_FILE_DATA] = KEY("file_data"),
 };
 #undef KEY
 #define NKEYS ((int)(sizeof(key_names) / sizeof(key_names[0])))
@@ -38,7 +39,8 @@ static const struct {
  * documents expand (a PDF page is an image). A trailing '*' is a prefix. */
 static const char *const fetch_types[] = {
 	"web_search*", "web_fetch*", "file_search*", "mcp", "code_interpreter*",
-	"input_file", "document", NULL,
+	"input_file", "document", "input_audio", "item_reference", "container_upload",
+	NULL,
 };
 
 enum { CAP_NONE, CAP_MODEL, CAP_TYPE, CAP_URL, CAP_LIMIT };
@@ -104,7 +106,11 @@ top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
 		r->ri.stream = ev == KV_JV_TRUE;
 		break;
 	case K_BACKGROUND:	/* refused by the endpoint policy (admit) */
-		r->ri.background = ev == KV_JV_TRUE;
+	case K_STORE:		/* a lax server reads "true", 1, "yes" as true */
+		if (ev != KV_JV_TRUE && ev != KV_JV_FALSE && !isnull)
+			refuse(r, "%s must be true or false", key_names[key].name, "");
+		if (key == K_BACKGROUND)
+			r->ri.background = ev == KV_JV_TRUE;
 		break;
 	case K_STREAM_OPTIONS:
 		if (ev != KV_JV_OBJ_OPEN && !isnull)
@@ -123,6 +129,8 @@ top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
 		r->cap = CAP_LIMIT + key - K_MAX_TOKENS;
 		break;
 	case K_PROMPT:		/* legacy completions: the prompt text */
+		r->prompts = 0;
+		r->prompt_ints = 0;
 		if (r->api != KV_API_OPENAI_RESPONSES)
 			break;
 		/* FALLTHROUGH */
@@ -132,6 +140,102 @@ top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
 			fetches(r, key_names[key].name);
 		break;
 	}
+}
+
+/* ---- inline media: a data: URL or base64 string, decoded as it comes ---- */
+
+enum { M_OFF, M_PREFIX, M_META, M_B64, M_FULL };
+
+static void
+media_start(struct kv_reqscan *r, int ph)
+{
+	r->mph = ph;
+	r->mdata = ph == M_PREFIX;
+	r->mimage = 0;
+	r->mmlen = 0;
+	r->macc = 0;
+	r->mbits = 0;
+	r->mlen = 0;
+}
+
+static int
+b64val(unsigned char ch)
+{
+	if (ch >= 'A' && ch <= 'Z')
+		return ch - 'A';
+	if (ch >= 'a' && ch <= 'z')
+		return ch - 'a' + 26;
+	if (ch >= '0' && ch <= '9')
+		return ch - '0' + 52;
+	if (ch == '+' || ch == '-')
+		return 62;
+	if (ch == '/' || ch == '_')
+		return 63;
+	return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t' ? -2 : -1;
+}
+
+static void
+media_byte(struct kv_reqscan *r, unsigned char ch)
+{
+	int v;
+
+	switch (r->mph) {
+	case M_PREFIX:	/* "data:" */
+		if (ch != (unsigned char)"data:"[r->mmlen]) {
+			r->mph = M_OFF;
+			r->mdata = 0;
+			return;
+		}
+		if (++r->mmlen == 5) {
+			r->mph = M_META;
+			r->mmlen = 0;
+		}
+		return;
+	case M_META:	/* media type and parameters, up to the ',' */
+		if (ch == ',') {
+			r->mimage = r->mmlen >= 6 && memcmp(r->mmeta, "image/", 6) == 0;
+			r->mph = M_B64;
+		} else if (r->mmlen < sizeof(r->mmeta))
+			r->mmeta[r->mmlen++] = (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
+		return;
+	case M_B64:
+		if ((v = b64val(ch)) == -2)
+			return;
+		if (v == -1) {
+			r->mph = M_FULL;
+			return;
+		}
+		r->macc = r->macc << 6 | (uint32_t)v;
+		if ((r->mbits += 6) >= 8) {
+			r->mbits -= 8;
+			r->mbuf[r->mlen++] = (uint8_t)(r->macc >> r->mbits);
+			if (r->mlen == sizeof(r->mbuf))
+				r->mph = M_FULL;
+		}
+		return;
+	}
+}
+
+/* The string ended: an image adds its tokens under every rule; any other
+ * inline file is content its bytes do not bound. */
+static void
+media_end(struct kv_reqscan *r)
+{
+	uint32_t w = 0, h = 0;
+	int i;
+
+	if (r->mph == M_OFF || r->mph == M_PREFIX || r->mph == M_META) {
+		r->mph = M_OFF;
+		return;
+	}
+	r->mph = M_OFF;
+	if (kv_media_is_image(r->mbuf, r->mlen) || r->mimage) {
+		(void)kv_media_image_dims(r->mbuf, r->mlen, &w, &h);
+		r->ri.images++;
+		for (i = 0; i < KV_IMG_NRULES; i++)
+			r->ri.img_tok[i] += kv_media_image_tokens(i, w, h);
+	} else if (r->mdata)
+		fetches(r, "an inline file (data: URL)");
 }
 
 static void
@@ -150,6 +254,13 @@ value_begin(struct kv_reqscan *r, enum kv_jv_ev ev, int level, uint64_t off)
 	}
 	if (level == 1)
 		top_value(r, ev, r->top = key, off);
+	else if (level == 2 && r->top == K_PROMPT) {
+		/* each string or token array is a prompt, n completions each */
+		if (ev == KV_JV_NUM)
+			r->prompt_ints = 1;
+		else
+			r->prompts++;
+	}
 	else if (level == 2 && r->top == K_STREAM_OPTIONS && key == K_INCLUDE_USAGE)
 		r->ri.include_usage = ev == KV_JV_TRUE;
 	if (ev == KV_JV_STR && key == K_TYPE)
@@ -158,6 +269,11 @@ value_begin(struct kv_reqscan *r, enum kv_jv_ev ev, int level, uint64_t off)
 		r->cap = CAP_URL;
 	if (key == K_FILE_ID && ev != KV_JV_NULL)
 		fetches(r, "file_id");
+	r->mph = M_OFF;
+	if (ev == KV_JV_STR && (key == K_URL || key == K_IMAGE_URL || key == K_FILE_DATA))
+		media_start(r, M_PREFIX);
+	else if (ev == KV_JV_STR && key == K_DATA)
+		media_start(r, M_B64);
 }
 
 static int
@@ -197,7 +313,7 @@ string_end(struct kv_reqscan *r)
 			fetches(r, what);
 		}
 		break;
-	case CAP_URL:	/* a data: URL is inline, its bytes bound it */
+	case CAP_URL:	/* a data: URL is inline: media_end() bounds it */
 		if (r->vlen < 5 || memcmp(r->vbuf, "data:", 5) != 0)
 			fetches(r, "a URL to fetch");
 		break;
@@ -234,6 +350,9 @@ bytes(struct kv_reqscan *r, int inkey, const char *p, size_t n)
 		r->klen += n;
 		return;
 	}
+	if (r->mph != M_OFF && r->mph != M_FULL)
+		for (room = 0; room < n && r->mph != M_OFF && r->mph != M_FULL; room++)
+			media_byte(r, (unsigned char)p[room]);
 	if (r->cap == CAP_NONE)
 		return;
 	room = sizeof(r->vbuf) - 1 - r->vlen;
@@ -270,6 +389,7 @@ on_event(void *arg, enum kv_jv_ev ev, int level, uint64_t off, const char *p, si
 		bytes(r, r->inkey, p, n);
 		break;
 	case KV_JV_STR_END:
+		media_end(r);
 		string_end(r);
 		break;
 	case KV_JV_NUM_END:
@@ -316,6 +436,10 @@ kv_reqscan_finish(struct kv_reqscan *r)
 	for (i = 3; i < 5; i++)
 		if (r->lim[i] > r->ri.mult)
 			r->ri.mult = r->lim[i];
+	/* the provider answers every prompt of the array n (best_of) times */
+	if (r->api == KV_API_OPENAI_COMPLETIONS && r->prompts + r->prompt_ints > 1)
+		r->ri.mult = r->ri.mult > KV_REQ_LIMIT_MAX / (r->prompts + r->prompt_ints) ?
+		    KV_REQ_LIMIT_MAX : r->ri.mult * (r->prompts + r->prompt_ints);
 	return 0;
 }
 

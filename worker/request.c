@@ -501,6 +501,27 @@ request_body_in(struct kv_conn *c)
 
 /* ---- admission ---- */
 
+/* Inline images bill by their size, not their bytes (media_bound.h): the
+ * rule of the model's family, or the dearest rule for a model it does not
+ * know (an upstream's model_map can send any name). */
+static int64_t
+image_tokens(const struct kv_conn *c, const struct kv_price *p)
+{
+	int rule, i;
+	int64_t t = 0;
+
+	if (c->ri.images == 0)
+		return 0;
+	rule = kv_media_rule_for(c->ri.model[0] ? c->ri.model : p->model,
+	    c->api == KV_API_ANTHROPIC_MESSAGES);
+	if (rule >= 0)
+		return c->ri.img_tok[rule];
+	for (i = 0; i < KV_IMG_NRULES; i++)
+		if (c->ri.img_tok[i] > t)
+			t = c->ri.img_tok[i];
+	return t;
+}
+
 /* The worst case the provider can bill for this request (DESIGN 9):
  * input: every body byte (a token is at least one byte), or the model's
  * context window when the provider fetches or recalls content the body
@@ -515,7 +536,7 @@ estimate_nusd(struct kv_conn *c, const struct kv_price *p)
 
 	if (p == NULL || c->api == KV_API_OTHER)
 		return 0;
-	est.input = c->body_bytes;
+	est.input = c->body_bytes + image_tokens(c, p);
 	if (c->ri.fetches[0] != '\0' && p->context_window > est.input)
 		est.input = p->context_window;
 	lim = c->ri.max_output >= 0 ? c->ri.max_output :
