@@ -143,6 +143,17 @@ test_scan(void)
 	CHECK_INT(r.ri.mult, 6);
 	CHECK_INT(scan("{\"prompt\":[1,2,3]}", KV_API_OPENAI_COMPLETIONS, &r), 0);
 	CHECK_INT(r.ri.mult, 1);
+	/* Anthropic's hidden tool prompts */
+	CHECK_INT(scan("{\"model\":\"claude-sonnet-4\",\"tools\":[{\"type\":\"bash_20250124\","
+	    "\"name\":\"bash\"},{\"type\":\"text_editor_20250728\",\"name\":\"e\"},"
+	    "{\"type\":\"computer_20250124\",\"name\":\"computer\"}],\"messages\":[]}",
+	    KV_API_ANTHROPIC_MESSAGES, &r), 0);
+	CHECK_INT(r.ri.hidden, 530 + 245 + 700 + 735 + 499);
+	CHECK_INT(scan("{\"tools\":[{\"name\":\"f\",\"input_schema\":{\"type\":\"object\"}}]}",
+	    KV_API_ANTHROPIC_MESSAGES, &r), 0);
+	CHECK_INT(r.ri.hidden, 530);
+	CHECK_INT(scan("{\"tools\":[{\"type\":\"function\"}]}", KV_API_OPENAI_CHAT, &r), 0);
+	CHECK_INT(r.ri.hidden, 0);
 	/* type-strict switches */
 	CHECK_INT(scan("{\"background\":\"true\"}", KV_API_OPENAI_RESPONSES, &r), -1);
 	CHECK_STR(r.err, "background must be true or false");

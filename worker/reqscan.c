@@ -1,5 +1,6 @@
 /* The request scanner on top of the strict validator. See reqscan.h. */
 #include "worker/reqscan.h"
+#include "worker/tool_prompts.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -9,7 +10,7 @@ enum {
 	K_MAX_TOKENS, K_MAX_COMPLETION_TOKENS, K_MAX_OUTPUT_TOKENS, K_N, K_BEST_OF,
 	K_TYPE, K_URL, K_IMAGE_URL, K_FILE_URL, K_FILE_ID, K_PREVIOUS_RESPONSE_ID,
 	K_CONVERSATION, K_PROMPT, K_WEB_SEARCH_OPTIONS, K_MCP_SERVERS,
-	K_BACKGROUND, K_STORE, K_DATA, K_FILE_DATA,
+	K_BACKGROUND, K_STORE, K_DATA, K_FILE_DATA, K_TOOLS,
 };
 
 /* With their lengths: key_id runs for every member of every request body,
@@ -29,7 +30,7 @@ static const struct {
 	[K_CONVERSATION] = KEY("conversation"), [K_PROMPT] = KEY("prompt"),
 	[K_WEB_SEARCH_OPTIONS] = KEY("web_search_options"), [K_MCP_SERVERS] = KEY("mcp_servers"),
 	[K_BACKGROUND] = KEY("background"), [K_STORE] = KEY("store"),
-	[K_DATA] = KEY("data"), [K_FILE_DATA] = KEY("file_data"),
+	[K_DATA] = KEY("data"), [K_FILE_DATA] = KEY("file_data"), [K_TOOLS] = KEY("tools"),
 };
 #undef KEY
 #define NKEYS ((int)(sizeof(key_names) / sizeof(key_names[0])))
@@ -116,6 +117,8 @@ top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
 		if (ev != KV_JV_OBJ_OPEN && !isnull)
 			refuse(r, "%s must be an object", "stream_options", "");
 		r->ri.has_stream_options = 1;
+		r->ri.so_count++;
+		r->ri.so_has_iu = 0;
 		r->ri.include_usage = 0;
 		r->ri.so_members = 0;
 		r->ri.so_start = ev == KV_JV_OBJ_OPEN ? off : 0;
@@ -254,6 +257,8 @@ value_begin(struct kv_reqscan *r, enum kv_jv_ev ev, int level, uint64_t off)
 	}
 	if (level == 1)
 		top_value(r, ev, r->top = key, off);
+	else if (level == 2 && r->top == K_TOOLS)
+		r->ntools++;
 	else if (level == 2 && r->top == K_PROMPT) {
 		/* each string or token array is a prompt, n completions each */
 		if (ev == KV_JV_NUM)
@@ -261,8 +266,10 @@ value_begin(struct kv_reqscan *r, enum kv_jv_ev ev, int level, uint64_t off)
 		else
 			r->prompts++;
 	}
-	else if (level == 2 && r->top == K_STREAM_OPTIONS && key == K_INCLUDE_USAGE)
+	else if (level == 2 && r->top == K_STREAM_OPTIONS && key == K_INCLUDE_USAGE) {
 		r->ri.include_usage = ev == KV_JV_TRUE;
+		r->ri.so_has_iu = 1;
+	}
 	if (ev == KV_JV_STR && key == K_TYPE)
 		r->cap = CAP_TYPE;
 	if (ev == KV_JV_STR && (key == K_URL || key == K_IMAGE_URL || key == K_FILE_URL))
@@ -307,6 +314,8 @@ string_end(struct kv_reqscan *r)
 		}
 		break;
 	case CAP_TYPE:
+		if (r->top == K_TOOLS && r->api == KV_API_ANTHROPIC_MESSAGES && !r->vlong)
+			r->ri.hidden += kv_tool_prompt_tokens(r->vbuf, r->vlen);
 		if (!r->vlong && type_fetches(r->vbuf, r->vlen)) {
 			snprintf(what, sizeof(what), "a %.*s block or tool",
 			    (int)(r->vlen < 24 ? r->vlen : 24), r->vbuf);
@@ -436,6 +445,8 @@ kv_reqscan_finish(struct kv_reqscan *r)
 	for (i = 3; i < 5; i++)
 		if (r->lim[i] > r->ri.mult)
 			r->ri.mult = r->lim[i];
+	if (r->api == KV_API_ANTHROPIC_MESSAGES && r->ntools > 0)
+		r->ri.hidden += KV_TOOL_PROMPT_BASE;
 	/* the provider answers every prompt of the array n (best_of) times */
 	if (r->api == KV_API_OPENAI_COMPLETIONS && r->prompts + r->prompt_ints > 1)
 		r->ri.mult = r->ri.mult > KV_REQ_LIMIT_MAX / (r->prompts + r->prompt_ints) ?

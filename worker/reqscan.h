@@ -31,6 +31,7 @@ struct kv_request_info {
 	int64_t		 mult;		/* max(n, best_of, 1) x the prompts of a
 					   legacy completions "prompt" array */
 	int64_t		 images;	/* inline images (data: URLs, base64) */
+	int64_t		 hidden;	/* Anthropic's hidden tool prompts, tokens */
 	int64_t		 img_tok[KV_IMG_NRULES];	/* their tokens at most,
 					   summed under each rule (media_bound.h) */
 	char		 fetches[48];	/* "" or what makes the provider fetch or
@@ -40,6 +41,8 @@ struct kv_request_info {
 	uint64_t	 so_end;	/* ... and of its '}'; both 0 when it is not
 					   an object */
 	int		 so_members;	/* members in that object */
+	int		 so_count;	/* top-level "stream_options" members */
+	int		 so_has_iu;	/* the last one has an include_usage member */
 	uint64_t	 obj_end;	/* offset of the top-level '}' */
 	int		 members;	/* top-level members */
 };
@@ -60,6 +63,7 @@ struct kv_reqscan {
 	int		 vlong;		/* it did not fit */
 	int64_t		 lim[5];	/* the three limits, n, best_of; -1 absent */
 	int64_t		 prompts;	/* strings or token arrays in "prompt" */
+	int		 ntools;	/* elements of the top-level "tools" */
 	int		 prompt_ints;	/* "prompt" is one array of token ids */
 	/* an inline data: URL or base64 string, decoded as it arrives: its
 	 * first bytes are the file's header (media_bound.h) */

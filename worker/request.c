@@ -88,7 +88,8 @@ note_anthropic_client(struct kv_conn *c, const struct kv_http_request *req)
 static int
 connection_names_ours(const struct kv_http_header *h)
 {
-	static const char *const ours[] = { "authorization", "x-api-key", "content-length",
+	static const char *const ours[] = { "authorization", "x-api-key", "api-key",
+	    "x-goog-api-key", "content-length",
 	    "transfer-encoding", "content-encoding", "host", NULL };
 	const char *p = h->value, *end = h->value + h->value_len, *t;
 	const char *const *o;
@@ -105,53 +106,100 @@ connection_names_ours(const struct kv_http_header *h)
 	return 0;
 }
 
-/* The one credential the request carries: Authorization: Bearer K or
- * x-api-key: K. The account charged must be the key the provider sees, so
- * two credential headers that differ, a repeated one, or a Connection
- * header naming one of them are refused (*why set, -2); -1 when there is
- * none. */
+/* Every header a provider reads a key from (OpenAI, Anthropic, Azure,
+ * Google): kilovolt reads the same ones, or a throw-away key in one of them
+ * would be charged while the provider bills the real one in another. */
+static const char *const cred_headers[] = { "authorization", "x-api-key", "api-key",
+    "x-goog-api-key", NULL };
+
+/* The value of the query parameter key= in TARGET (Google's ?key=), or NULL. */
+static const char *
+query_key(const char *target, size_t *len)
+{
+	const char *q = strchr(target, '?');
+
+	while (q != NULL) {
+		q++;
+		if (strncmp(q, "key=", 4) == 0) {
+			*len = strcspn(q + 4, "&#");
+			return q + 4;
+		}
+		q = strchr(q, '&');
+	}
+	return NULL;
+}
+
+/* One credential seen: the first is the key; any other that differs is
+ * refused. */
+static int
+cred_take(const char *v, size_t n, const char **key, size_t *len, const char **why)
+{
+	if (n == 0)
+		return 0;	/* an empty header carries no key */
+	if (*key == NULL) {
+		*key = v;
+		*len = n;
+		return 0;
+	}
+	if (n != *len || memcmp(v, *key, n) != 0) {
+		*why = "two credentials (Authorization, x-api-key, api-key, x-goog-api-key "
+		    "or ?key=) carry different keys";
+		return -2;
+	}
+	return 0;
+}
+
+/* The one credential the request carries, in any header of cred_headers
+ * (Authorization as Bearer K) or ?key=. The account charged must be the
+ * key the provider sees, so two that differ, a repeated header, or a
+ * Connection header naming one are refused (*why set, -2); -1 when there
+ * is none. */
 static int
 find_credential(struct kv_conn *c, const struct kv_http_request *req,
     const char **key, size_t *len, const char **why)
 {
-	const struct kv_http_header *auth = NULL, *xkey = NULL;
-	const char *bk = NULL;
-	size_t i, blen = 0;
+	const char *const *n;
+	const char *v;
+	size_t i, vl;
+	int seen, other = 0;
 
-	for (i = 0; i < req->nheaders; i++) {
-		const struct kv_http_header *h = &req->headers[i];
+	*key = NULL;
+	*len = 0;
+	for (n = cred_headers; *n != NULL; n++) {
+		for (seen = 0, i = 0; i < req->nheaders; i++) {
+			const struct kv_http_header *h = &req->headers[i];
 
-		if (is_name(h, "connection") && connection_names_ours(h)) {
-			*why = "a Connection header names a header kilovolt reads";
-			return -2;
-		}
-		if (is_name(h, "authorization") || is_name(h, "x-api-key")) {
-			if ((h->name[0] | 0x20) == 'a' ? auth != NULL : xkey != NULL) {
+			if (n == cred_headers && is_name(h, "connection") && connection_names_ours(h)) {
+				*why = "a Connection header names a header kilovolt reads";
+				return -2;
+			}
+			if (!is_name(h, *n))
+				continue;
+			if (seen++) {
 				*why = "the credential header is repeated";
 				return -2;
 			}
-			*((h->name[0] | 0x20) == 'a' ? &auth : &xkey) = h;
+			v = n == cred_headers ? bearer(h, &vl) : h->value;
+			if (n != cred_headers)
+				vl = h->value_len;
+			if (v == NULL) {	/* Authorization, not Bearer: no key of ours */
+				other = 1;
+				continue;
+			}
+			if (cred_take(v, vl, key, len, why) == -2)
+				return -2;
+			if (*key == v && n == cred_headers + 1)
+				c->auth_x_api_key = 1;
 		}
 	}
-	if (auth != NULL)
-		bk = bearer(auth, &blen);
-	if (auth != NULL && xkey != NULL && (bk == NULL || blen != xkey->value_len ||
-	    memcmp(bk, xkey->value, blen) != 0)) {
-		*why = "Authorization and x-api-key carry different keys";
+	if ((v = query_key(c->target, &vl)) != NULL && cred_take(v, vl, key, len, why) == -2)
+		return -2;
+	if (*key != NULL && other) {
+		*why = "two credentials (Authorization, x-api-key, api-key, x-goog-api-key "
+		    "or ?key=) carry different keys";
 		return -2;
 	}
-	if (bk != NULL) {
-		*key = bk;
-		*len = blen;
-		return 0;
-	}
-	if (xkey != NULL && xkey->value_len > 0) {
-		*key = xkey->value;
-		*len = xkey->value_len;
-		c->auth_x_api_key = 1;
-		return 0;
-	}
-	return -1;
+	return *key != NULL ? 0 : -1;
 }
 
 /* A metered body is scanned, and a scanner cannot read a coded body. */
@@ -536,7 +584,7 @@ estimate_nusd(struct kv_conn *c, const struct kv_price *p)
 
 	if (p == NULL || c->api == KV_API_OTHER)
 		return 0;
-	est.input = c->body_bytes + image_tokens(c, p);
+	est.input = c->body_bytes + image_tokens(c, p) + c->ri.hidden;
 	if (c->ri.fetches[0] != '\0' && p->context_window > est.input)
 		est.input = p->context_window;
 	lim = c->ri.max_output >= 0 ? c->ri.max_output :
@@ -597,6 +645,11 @@ reserve(struct kv_conn *c)
 	/* The master's policy, not this worker's config: an old generation
 	 * still draining applies a reload's unknown_keys at once. */
 	deny = (atomic_load(&l->hdr->policy) & KV_POLICY_DENY) != 0;
+	/* Virtual keys fail closed: an upstream that spends the operator's
+	 * provider key (api_key) admits only the configured keys, whatever
+	 * unknown_keys says, or any invented bearer string would spend it. */
+	if (c->rt != NULL && c->rt->cf->api_key != NULL)
+		deny = 1;
 	c->acct = kv_ledger_account(l, c->keyhash, !deny, NULL,
 	    cf->default_budget_nusd);
 	if (c->acct == NULL) {
@@ -676,64 +729,55 @@ want_header(const struct kv_conn *c, const struct kv_http_header *h)
 		if (h->name_len == strlen(*d) && strncasecmp(h->name, *d, h->name_len) == 0)
 			return 0;
 	/* Virtual keys: the client's kilovolt key never reaches the provider. */
-	if (c->rt->cf->api_key != NULL &&
-	    ((h->name_len == 13 && strncasecmp(h->name, "authorization", 13) == 0) ||
-	    (h->name_len == 9 && strncasecmp(h->name, "x-api-key", 9) == 0)))
-		return 0;
+	if (c->rt->cf->api_key != NULL)
+		for (d = cred_headers; *d != NULL; d++)
+			if (h->name_len == strlen(*d) && strncasecmp(h->name, *d, h->name_len) == 0)
+				return 0;
 	return 1;
 }
 
-/* Body bytes [off, off+len) from the window or the spool. */
-static int
-body_read(struct kv_conn *c, char *buf, size_t len, int64_t off)
-{
-	if (c->spfd == -1) {
-		memcpy(buf, c->ibuf + off, len);
-		return 0;
-	}
-	return kv_spool_pread(c->spfd, buf, len, off) == (ssize_t)len ? 0 : -1;
-}
-
-#define KV_SO_MAX 4096	/* client stream_options members we carry over */
-
 /* Usage is always asked for (issue 11): a streamed chat or legacy
- * completion goes upstream with stream_options.include_usage true. The
- * member is added last, before the top-level '}', so that it wins over any
- * stream_options the client sent (the last duplicate wins, for the
- * providers as for our scanner), carrying the client's other members over,
- * with its own include_usage overridden by ours for the same reason. */
+ * completion goes upstream with stream_options.include_usage true, and
+ * with one stream_options member (issue 20): a first-wins parser would
+ * read the client's, a serde server refuses a duplicate. Without one the
+ * member is added before the top-level '}'; into the client's object,
+ * include_usage goes first after its '{'. A client object that already says
+ * include_usage (false or null), a null one, or two of them cannot be
+ * merged without rewriting the client's bytes: refused, naming why. */
 static int
 build_inject(struct kv_conn *c, const char **msg)
 {
-	static const char head[] = "\"stream_options\":{", tail[] = "\"include_usage\":true}";
+	static const char member[] = "\"stream_options\":{\"include_usage\":true}",
+	    iu[] = "\"include_usage\":true";
 	const struct kv_request_info *ri = &c->ri;
-	size_t inner = 0, at = 0;
+	int merge = ri->has_stream_options;
+	size_t at = 0;
 
-	if (ri->so_start != 0 && ri->so_members > 0)
-		inner = (size_t)(ri->so_end - ri->so_start - 1);
-	if (inner > KV_SO_MAX) {
-		*msg = "stream_options is larger than 4 KiB";
+	if (ri->so_count > 1) {
+		*msg = "stream_options appears more than once";
 		return 400;
 	}
-	c->injlen = (ri->members > 0) + sizeof(head) - 1 + inner + (inner > 0) + sizeof(tail) - 1;
+	if (merge && (ri->so_start == 0 || ri->so_has_iu)) {
+		*msg = "a streamed request needs usage to be metered: send stream_options "
+		    "as an object without include_usage, or with include_usage true";
+		return 400;
+	}
+	c->injlen = merge ? sizeof(iu) - 1 + (ri->so_members > 0) :
+	    (ri->members > 0) + sizeof(member) - 1;
 	if ((c->inj = malloc(c->injlen)) == NULL) {
 		*msg = "out of memory";
 		return 503;
 	}
+	if (merge) {
+		memcpy(c->inj, iu, sizeof(iu) - 1);
+		if (ri->so_members > 0)
+			c->inj[sizeof(iu) - 1] = ',';
+		c->inj_at = (int64_t)ri->so_start + 1;
+		return 0;
+	}
 	if (ri->members > 0)
 		c->inj[at++] = ',';
-	memcpy(c->inj + at, head, sizeof(head) - 1);
-	at += sizeof(head) - 1;
-	if (inner > 0) {
-		if (body_read(c, c->inj + at, inner, (int64_t)ri->so_start + 1) == -1) {
-			kv_log_warn("KV0506", "reading the request spool");
-			*msg = "the gateway cannot read the spooled request body";
-			return 503;
-		}
-		at += inner;
-		c->inj[at++] = ',';
-	}
-	memcpy(c->inj + at, tail, sizeof(tail) - 1);
+	memcpy(c->inj + at, member, sizeof(member) - 1);
 	c->inj_at = (int64_t)ri->obj_end;
 	return 0;
 }
@@ -833,6 +877,7 @@ admit(struct kv_conn *c)
 	const char *msg;
 	char msg404[256];
 	enum step st;
+	size_t qlen;
 	int s;
 
 	if ((s = scan_done(c, &msg)) != 0)
@@ -846,6 +891,10 @@ admit(struct kv_conn *c)
 	}
 	c->rt = kv_upstreams_find(c->w->ups, cf->nupstreams, up);
 	c->upstream_name = up->name;
+	/* Virtual keys strip every credential; one in the query cannot be. */
+	if (up->api_key != NULL && query_key(c->target, &qlen) != NULL)
+		return conn_fail(c, 400, "this upstream uses its own provider key: send the "
+		    "kilovolt key in a header (Authorization: Bearer KEY), not as ?key=");
 	if ((st = admit_endpoint(c, up)) != STEP_CONT || c->state == CS_ERRWRITE)
 		return st;
 	/* A client that asked for usage itself is sent as it is; for any
