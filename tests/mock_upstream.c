@@ -56,7 +56,7 @@
  *   as keep-alive, then close the connection anyway).
  *
  * -l LOGFILE gets one line per request:
- *   METHOD TARGET host=H auth=ID include_usage=0|1 stream_options=0|1
+ *   METHOD TARGET host=H auth=ID include_usage=0|1 stream_options=N (members)
  *   body_bytes=N model=M max_tokens=N n=N so_keys=K1,K2|- headers=Name1,Name2,...
  * where ID is the first 12 hex digits of SHA-256 of the Bearer token or
  * x-api-key value (the gateway's key id for the same key), "-" without one.
@@ -793,7 +793,7 @@ scan_top(struct req *rq, const char *k, size_t n, const char *v)
 	} else if (KEY_IS(k, n, "stream")) {
 		rq->stream = is_true(v);
 	} else if (KEY_IS(k, n, "stream_options")) {
-		rq->has_stream_options = 1;
+		rq->has_stream_options++;	/* how many: one is what a provider reads */
 		rq->so_keys[0] = '\0';
 		scan_object(v, rq, scan_stream_options);
 	} else if (KEY_IS(k, n, "max_tokens") || KEY_IS(k, n, "max_completion_tokens") ||
