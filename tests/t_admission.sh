@@ -331,7 +331,7 @@ check_eq "the same key in both headers is one credential: 200" "$st" 200
 # gpt-4o-mini: 150 / 600 nUSD a token
 mini() { echo $(($1 * 150 + $2 * 600)); }
 i=0
-for so in '"stream_options":{"include_usage":false}' '"stream_options":null' \
+for so in '"stream_options":{"include_usage":false}' \
     '"stream_options":{}' '"stream_options":{"include_obfuscation":false}' ''; do
 	i=$((i + 1))
 	K=sk-kvtest-adm-usage-$i
@@ -348,6 +348,13 @@ for so in '"stream_options":{"include_usage":false}' '"stream_options":null' \
 done
 check "the client's other stream_options members are kept" \
 	grep -q 'so_keys=include_obfuscation,include_usage ' "$MOCK_LOG"
+# one stream_options (issue 20): null cannot be merged into, nor sent with a second
+n0=$(wc -l <"$MOCK_LOG")
+st=$(kv_curl /v1/chat/completions -o "$T/sonull.out" -w '%{http_code}' \
+	-H "Authorization: Bearer sk-kvtest-adm-usage-null" \
+	-d '{"model":"gpt-4o-mini","stream":true,"stream_options":null,"messages":[]}')
+check_eq '"stream_options":null on a stream: 400' "$st" 400
+check_eq "... nothing forwarded" "$(wc -l <"$MOCK_LOG")" "$n0"
 K=sk-kvtest-adm-usage-legacy
 kv_curl /v1/completions -o "$T/legacy.out" -H "Authorization: Bearer $K" -H 'x-mock-tokens: 30' \
 	-d '{"model":"gpt-4o-mini","prompt":"x","stream":true}'

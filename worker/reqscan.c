@@ -267,8 +267,12 @@ value_begin(struct kv_reqscan *r, enum kv_jv_ev ev, int level, uint64_t off)
 			r->prompts++;
 	}
 	else if (level == 2 && r->top == K_STREAM_OPTIONS && key == K_INCLUDE_USAGE) {
+		if (ev != KV_JV_TRUE && ev != KV_JV_FALSE && ev != KV_JV_NULL)
+			refuse(r, "%s must be true or false", "stream_options.include_usage", "");
 		r->ri.include_usage = ev == KV_JV_TRUE;
-		r->ri.so_has_iu = 1;
+		r->ri.so_has_iu++;
+		r->ri.so_iu_off = off;
+		r->ri.so_iu_len = ev == KV_JV_FALSE ? 5 : 4;
 	}
 	if (ev == KV_JV_STR && key == K_TYPE)
 		r->cap = CAP_TYPE;

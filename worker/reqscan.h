@@ -42,7 +42,9 @@ struct kv_request_info {
 					   an object */
 	int		 so_members;	/* members in that object */
 	int		 so_count;	/* top-level "stream_options" members */
-	int		 so_has_iu;	/* the last one has an include_usage member */
+	int		 so_has_iu;	/* include_usage members in the last one */
+	uint64_t	 so_iu_off;	/* offset of the last one's value, */
+	int		 so_iu_len;	/* ... its length: 4 true/null, 5 false */
 	uint64_t	 obj_end;	/* offset of the top-level '}' */
 	int		 members;	/* top-level members */
 };

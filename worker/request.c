@@ -736,43 +736,65 @@ want_header(const struct kv_conn *c, const struct kv_http_header *h)
 	return 1;
 }
 
+/* The client's include_usage false/null becomes true, in the window or
+ * in the spool, without changing the body's length. */
+static int
+overwrite_iu(struct kv_conn *c, const char **msg)
+{
+	const char *t = c->ri.so_iu_len == 5 ? "true " : "true";
+	size_t n = (size_t)c->ri.so_iu_len;
+
+	if (c->spfd == -1) {
+		memcpy(c->ibuf + c->ri.so_iu_off, t, n);
+		return 0;
+	}
+	if (pwrite(c->spfd, t, n, (off_t)c->ri.so_iu_off) != (ssize_t)n) {
+		kv_log_warn("KV0547", "writing the request spool");
+		*msg = "the gateway cannot write the spooled request body";
+		return 503;
+	}
+	return 0;
+}
+
 /* Usage is always asked for (issue 11): a streamed chat or legacy
  * completion goes upstream with stream_options.include_usage true, and
  * with one stream_options member (issue 20): a first-wins parser would
  * read the client's, a serde server refuses a duplicate. Without one the
  * member is added before the top-level '}'; into the client's object,
- * include_usage goes first after its '{'. A client object that already says
- * include_usage (false or null), a null one, or two of them cannot be
- * merged without rewriting the client's bytes: refused, naming why. */
+ * "include_usage":true goes last, before its '}'; the client's own
+ * include_usage false (or null) is overwritten in place by "true " (or
+ * "true"), the same length. A null stream_options, or two of them, or two
+ * include_usage, cannot be merged: refused, naming why. */
 static int
 build_inject(struct kv_conn *c, const char **msg)
 {
 	static const char member[] = "\"stream_options\":{\"include_usage\":true}",
-	    iu[] = "\"include_usage\":true";
+	    iu[] = ",\"include_usage\":true";
 	const struct kv_request_info *ri = &c->ri;
-	int merge = ri->has_stream_options;
+	int merge = ri->has_stream_options, first;
 	size_t at = 0;
 
-	if (ri->so_count > 1) {
-		*msg = "stream_options appears more than once";
+	if (ri->so_count > 1 || ri->so_has_iu > 1) {
+		*msg = ri->so_count > 1 ? "stream_options appears more than once" :
+		    "stream_options.include_usage appears more than once";
 		return 400;
 	}
-	if (merge && (ri->so_start == 0 || ri->so_has_iu)) {
+	if (merge && ri->so_start == 0) {
 		*msg = "a streamed request needs usage to be metered: send stream_options "
-		    "as an object without include_usage, or with include_usage true";
+		    "as an object, or leave it out";
 		return 400;
 	}
-	c->injlen = merge ? sizeof(iu) - 1 + (ri->so_members > 0) :
-	    (ri->members > 0) + sizeof(member) - 1;
+	if (merge && ri->so_has_iu)
+		return overwrite_iu(c, msg);
+	first = merge && ri->so_members == 0;
+	c->injlen = merge ? sizeof(iu) - 1 - (size_t)first : (ri->members > 0) + sizeof(member) - 1;
 	if ((c->inj = malloc(c->injlen)) == NULL) {
 		*msg = "out of memory";
 		return 503;
 	}
 	if (merge) {
-		memcpy(c->inj, iu, sizeof(iu) - 1);
-		if (ri->so_members > 0)
-			c->inj[sizeof(iu) - 1] = ',';
-		c->inj_at = (int64_t)ri->so_start + 1;
+		memcpy(c->inj, iu + first, c->injlen);
+		c->inj_at = (int64_t)ri->so_end;
 		return 0;
 	}
 	if (ri->members > 0)
