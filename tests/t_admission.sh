@@ -408,8 +408,8 @@ fi
 K=sk-kvtest-adm-tls-1
 sdk_body "$T/tls.json" $P ',"model":"tlsm-1","max_tokens":20,"stream":true,"stream_options":{"include_obfuscation":false}'
 TB=$(stat -c %s "$T/tls.json")
-INJ=',"stream_options":{"include_obfuscation":false,"include_usage":true}'
-TB=$((TB + ${#INJ}))	# what the provider gets: the member added last
+INJ=',"include_usage":true'
+TB=$((TB + ${#INJ}))	# what the provider gets: merged into the client's object
 kv_curl /v1/chat/completions -o "$T/tls.out" -H "Authorization: Bearer $K" \
 	-H 'Transfer-Encoding: chunked' -H 'x-mock-tokens: 20' --data-binary @"$T/tls.json"
 line=$(tail -n 1 "$MOCK_TLS_LOG")

@@ -154,6 +154,11 @@ test_scan(void)
 	CHECK_INT(r.ri.hidden, 530);
 	CHECK_INT(scan("{\"tools\":[{\"type\":\"function\"}]}", KV_API_OPENAI_CHAT, &r), 0);
 	CHECK_INT(r.ri.hidden, 0);
+	/* where the client's include_usage false lies, to be overwritten */
+	CHECK_INT(scan("{\"stream_options\":{\"include_usage\":false}}", KV_API_OPENAI_CHAT, &r), 0);
+	CHECK_INT(r.ri.so_iu_off, 35);
+	CHECK_INT(r.ri.so_iu_len, 5);
+	CHECK_INT(scan("{\"stream_options\":{\"include_usage\":\"no\"}}", KV_API_OPENAI_CHAT, &r), -1);
 	/* type-strict switches */
 	CHECK_INT(scan("{\"background\":\"true\"}", KV_API_OPENAI_RESPONSES, &r), -1);
 	CHECK_STR(r.err, "background must be true or false");

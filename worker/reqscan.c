@@ -271,8 +271,9 @@ value_begin(struct kv_reqscan *r, enum kv_jv_ev ev, int level, uint64_t off)
 			refuse(r, "%s must be true or false", "stream_options.include_usage", "");
 		r->ri.include_usage = ev == KV_JV_TRUE;
 		r->ri.so_has_iu++;
-		r->ri.so_iu_off = off;
+		/* a literal's event comes at its last byte */
 		r->ri.so_iu_len = ev == KV_JV_FALSE ? 5 : 4;
+		r->ri.so_iu_off = off - (uint64_t)(r->ri.so_iu_len - 1);
 	}
 	if (ev == KV_JV_STR && key == K_TYPE)
 		r->cap = CAP_TYPE;
