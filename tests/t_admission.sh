@@ -298,7 +298,8 @@ check_eq "previous_response_id on a model without context_window: 400" "$st" 400
 check "... naming the price key" grep -q context_window "$T/prev.out"
 K3=sk-kvtest-adm-fetch-66
 printf '{"model":"ctx-m","max_tokens":10,"tools":[{"type":"web_search_preview"}],"input":"q"}' >"$T/ws.json"
-inflight ws "$K3" "$(cost 100000 10)" "$T/ws.json"
+# a hosted tool without max_uses: 1 + [budget] max_tool_turns (10) turns of context_window
+inflight ws "$K3" "$(cost 1100000 10)" "$T/ws.json"
 
 # ---- 7. one credential ----------------------------------------------------------------
 

@@ -40,6 +40,12 @@ budget = 0.05
 [key virtual]
 key = $KV
 budget = 2.00
+
+[price claude-opus-4*]
+input = 3.00
+output = 15.00
+context_window = 200000
+web_search = 10
 EOF
 kv_start
 
@@ -149,5 +155,16 @@ check "... the provider got one stream_options member, usage merged into it" \
 	grep -q 'include_usage=1 stream_options=1 .*so_keys=continuous_usage_stats,include_usage ' <<<"$line"
 refused "stream_options null on a stream" 400 "$K1" /v1/chat/completions \
 	'{"model":"gpt-4o-mini","stream":true,"stream_options":null,"messages":[]}'
+
+# ---- 8. server-tool loops: a context window per internal turn, plus the fees ---------
+WS='{"model":"claude-opus-4-1","max_tokens":10,"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":25}],"messages":[{"role":"user","content":"q"}]}'
+# 26 turns x 200,000 tokens x $3/M + 25 searches x $0.01 + 10 x $15/M
+refused "web_search max_uses 25 on a \$2 key" 402 "$KV" /v1/messages "$WS" "${AH[@]}"
+check "... reserving 26 context windows and 25 searches (\$15.85)" grep -q 'may cost up to \$15.85' "$T/out"
+refused "web_search on a model without context_window" 400 "$KV" /v1/messages \
+	"${WS/claude-opus-4-1/claude-sonnet-4-5}" "${AH[@]}"
+check "... naming context_window" grep -q context_window "$T/out"
+IR='{"model":"gpt-4o-mini","input":[{"type":"item_reference","id":"msg_1"}]}'
+refused "a Responses item_reference on a model without context_window" 400 "$K1" /v1/responses "$IR"
 
 kv_finish

@@ -159,6 +159,17 @@ test_scan(void)
 	CHECK_INT(r.ri.so_iu_off, 35);
 	CHECK_INT(r.ri.so_iu_len, 5);
 	CHECK_INT(scan("{\"stream_options\":{\"include_usage\":\"no\"}}", KV_API_OPENAI_CHAT, &r), -1);
+	/* server tools: max_uses bound the loop */
+	CHECK_INT(scan("{\"tools\":[{\"type\":\"web_search_20250305\",\"max_uses\":25},"
+	    "{\"type\":\"code_execution_20250825\"},{\"name\":\"f\",\"input_schema\":{}}],"
+	    "\"max_tool_calls\":7}", KV_API_ANTHROPIC_MESSAGES, &r), 0);
+	CHECK_INT(r.ri.tool_uses, 25);
+	CHECK_INT(r.ri.ws_uses, 25);
+	CHECK_INT(r.ri.tools_unbounded, 1);
+	CHECK_INT(r.ri.max_tool_calls, 7);
+	CHECK(r.ri.fetches[0] != '\0');
+	CHECK_INT(scan("{\"tools\":[{\"type\":\"web_search\",\"max_uses\":1.5}]}",
+	    KV_API_OPENAI_RESPONSES, &r), -1);
 	/* type-strict switches */
 	CHECK_INT(scan("{\"background\":\"true\"}", KV_API_OPENAI_RESPONSES, &r), -1);
 	CHECK_STR(r.err, "background must be true or false");

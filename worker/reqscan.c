@@ -10,7 +10,7 @@ enum {
 	K_MAX_TOKENS, K_MAX_COMPLETION_TOKENS, K_MAX_OUTPUT_TOKENS, K_N, K_BEST_OF,
 	K_TYPE, K_URL, K_IMAGE_URL, K_FILE_URL, K_FILE_ID, K_PREVIOUS_RESPONSE_ID,
 	K_CONVERSATION, K_PROMPT, K_WEB_SEARCH_OPTIONS, K_MCP_SERVERS,
-	K_BACKGROUND, K_STORE, K_DATA, K_FILE_DATA, K_TOOLS,
+	K_BACKGROUND, K_STORE, K_DATA, K_FILE_DATA, K_TOOLS, K_MAX_USES, K_MAX_TOOL_CALLS,
 };
 
 /* With their lengths: key_id runs for every member of every request body,
@@ -31,6 +31,7 @@ static const struct {
 	[K_WEB_SEARCH_OPTIONS] = KEY("web_search_options"), [K_MCP_SERVERS] = KEY("mcp_servers"),
 	[K_BACKGROUND] = KEY("background"), [K_STORE] = KEY("store"),
 	[K_DATA] = KEY("data"), [K_FILE_DATA] = KEY("file_data"), [K_TOOLS] = KEY("tools"),
+	[K_MAX_USES] = KEY("max_uses"), [K_MAX_TOOL_CALLS] = KEY("max_tool_calls"),
 };
 #undef KEY
 #define NKEYS ((int)(sizeof(key_names) / sizeof(key_names[0])))
@@ -40,11 +41,51 @@ static const struct {
  * documents expand (a PDF page is an image). A trailing '*' is a prefix. */
 static const char *const fetch_types[] = {
 	"web_search*", "web_fetch*", "file_search*", "mcp", "code_interpreter*",
+	"code_execution*", "image_generation*", "computer_use*", "local_shell*",
 	"input_file", "document", "input_audio", "item_reference", "container_upload",
 	NULL,
 };
 
-enum { CAP_NONE, CAP_MODEL, CAP_TYPE, CAP_URL, CAP_LIMIT };
+enum { CAP_NONE, CAP_MODEL, CAP_TYPE, CAP_URL, CAP_USES, CAP_TOOL_CALLS, CAP_LIMIT };
+enum { T_NONE, T_SERVER, T_WEB_SEARCH, T_WEB_FETCH };
+
+/* Tools the provider runs itself, calling the model again after each call. */
+static int
+server_tool(const char *v, size_t n)
+{
+	static const char *const server[] = { "web_search", "web_fetch", "code_execution",
+	    "file_search", "code_interpreter", "mcp", "image_generation", "computer_use",
+	    "local_shell", NULL };
+	const char *const *s;
+
+	for (s = server; *s != NULL; s++)
+		if (n >= strlen(*s) && memcmp(v, *s, strlen(*s)) == 0)
+			return s == server ? T_WEB_SEARCH : s == server + 1 ? T_WEB_FETCH : T_SERVER;
+	return T_NONE;
+}
+
+/* A tools element ended: its calls bound the loop. */
+static void
+tool_end(struct kv_reqscan *r)
+{
+	struct kv_request_info *ri = &r->ri;
+
+	if (r->tkind == T_NONE)
+		return;
+	if (r->tuses >= 0)
+		ri->tool_uses += r->tuses;
+	else
+		ri->tools_unbounded++;
+	if (r->tkind == T_WEB_SEARCH && r->tuses >= 0)
+		ri->ws_uses += r->tuses;
+	else if (r->tkind == T_WEB_SEARCH)
+		ri->ws_unbounded++;
+	if (r->tkind == T_WEB_FETCH && r->tuses >= 0)
+		ri->wf_uses += r->tuses;
+	else if (r->tkind == T_WEB_FETCH)
+		ri->wf_unbounded++;
+	r->tkind = T_NONE;
+}
 
 static void
 refuse(struct kv_reqscan *r, const char *fmt, const char *a, const char *b)
@@ -74,6 +115,7 @@ kv_reqscan_init(struct kv_reqscan *r, enum kv_api api)
 		r->lim[i] = -1;
 	r->ri.max_output = -1;
 	r->ri.mult = 1;
+	r->ri.max_tool_calls = -1;
 }
 
 static int
@@ -130,6 +172,12 @@ top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
 			refuse(r, "%s must be an integer", key_names[key].name, "");
 		r->lim[key - K_MAX_TOKENS] = -1;
 		r->cap = CAP_LIMIT + key - K_MAX_TOKENS;
+		break;
+	case K_MAX_TOOL_CALLS:
+		if (ev != KV_JV_NUM && !isnull)
+			refuse(r, "%s must be an integer", "max_tool_calls", "");
+		r->ri.max_tool_calls = -1;
+		r->cap = ev == KV_JV_NUM ? CAP_TOOL_CALLS : CAP_NONE;
 		break;
 	case K_PROMPT:		/* legacy completions: the prompt text */
 		r->prompts = 0;
@@ -257,8 +305,12 @@ value_begin(struct kv_reqscan *r, enum kv_jv_ev ev, int level, uint64_t off)
 	}
 	if (level == 1)
 		top_value(r, ev, r->top = key, off);
-	else if (level == 2 && r->top == K_TOOLS)
+	else if (level == 2 && r->top == K_TOOLS) {
 		r->ntools++;
+		r->tkind = T_NONE;
+		r->tuses = -1;
+	} else if (level == 3 && r->top == K_TOOLS && key == K_MAX_USES && ev == KV_JV_NUM)
+		r->cap = CAP_USES;
 	else if (level == 2 && r->top == K_PROMPT) {
 		/* each string or token array is a prompt, n completions each */
 		if (ev == KV_JV_NUM)
@@ -321,6 +373,8 @@ string_end(struct kv_reqscan *r)
 	case CAP_TYPE:
 		if (r->top == K_TOOLS && r->api == KV_API_ANTHROPIC_MESSAGES && !r->vlong)
 			r->ri.hidden += kv_tool_prompt_tokens(r->vbuf, r->vlen);
+		if (r->top == K_TOOLS && !r->vlong && server_tool(r->vbuf, r->vlen) > r->tkind)
+			r->tkind = server_tool(r->vbuf, r->vlen);
 		if (!r->vlong && type_fetches(r->vbuf, r->vlen)) {
 			snprintf(what, sizeof(what), "a %.*s block or tool",
 			    (int)(r->vlen < 24 ? r->vlen : 24), r->vbuf);
@@ -342,6 +396,16 @@ number_end(struct kv_reqscan *r)
 	int i = r->cap - CAP_LIMIT;
 	int64_t v;
 
+	if (r->cap == CAP_USES || r->cap == CAP_TOOL_CALLS) {
+		if (r->vlong || kv_reqscan_intval(r->vbuf, r->vlen, 1000000, &v, &why) == -1)
+			refuse(r, "%s %s", r->cap == CAP_USES ? "max_uses" : "max_tool_calls", why);
+		else if (r->cap == CAP_USES)
+			r->tuses = v;
+		else
+			r->ri.max_tool_calls = v;
+		r->cap = CAP_NONE;
+		return;
+	}
 	if (r->cap < CAP_LIMIT)
 		return;
 	if (r->vlong || kv_reqscan_intval(r->vbuf, r->vlen, KV_REQ_LIMIT_MAX, &v, &why) == -1)
@@ -414,6 +478,8 @@ on_event(void *arg, enum kv_jv_ev ev, int level, uint64_t off, const char *p, si
 			r->ri.obj_end = off;
 		if (level == 1 && r->top == K_STREAM_OPTIONS)
 			r->ri.so_end = off;
+		if (level == 2 && r->top == K_TOOLS)
+			tool_end(r);
 		break;
 	case KV_JV_ARR_CLOSE:
 		break;

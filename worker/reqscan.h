@@ -32,6 +32,14 @@ struct kv_request_info {
 					   legacy completions "prompt" array */
 	int64_t		 images;	/* inline images (data: URLs, base64) */
 	int64_t		 hidden;	/* Anthropic's hidden tool prompts, tokens */
+	/* server tools (the provider loops: each call an internal turn) */
+	int64_t		 tool_uses;	/* sum of their max_uses */
+	int		 tools_unbounded;	/* server tools without max_uses */
+	int64_t		 ws_uses;	/* web search: max_uses summed, */
+	int		 ws_unbounded;	/* ... and such tools without one */
+	int64_t		 wf_uses;	/* web fetch, the same */
+	int		 wf_unbounded;
+	int64_t		 max_tool_calls;	/* Responses max_tool_calls; -1 */
 	int64_t		 img_tok[KV_IMG_NRULES];	/* their tokens at most,
 					   summed under each rule (media_bound.h) */
 	char		 fetches[48];	/* "" or what makes the provider fetch or
@@ -66,6 +74,8 @@ struct kv_reqscan {
 	int64_t		 lim[5];	/* the three limits, n, best_of; -1 absent */
 	int64_t		 prompts;	/* strings or token arrays in "prompt" */
 	int		 ntools;	/* elements of the top-level "tools" */
+	int		 tkind;		/* the tool being read: 0, or T_* */
+	int64_t		 tuses;		/* its max_uses, -1 */
 	int		 prompt_ints;	/* "prompt" is one array of token ids */
 	/* an inline data: URL or base64 string, decoded as it arrives: its
 	 * first bytes are the file's header (media_bound.h) */

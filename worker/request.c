@@ -570,6 +570,20 @@ image_tokens(const struct kv_conn *c, const struct kv_price *p)
 	return t;
 }
 
+/* Sampling turns a server-tool loop may take: the first, and one after
+ * each call its tools allow (max_uses, else [budget] max_tool_turns; a
+ * Responses max_tool_calls caps them all). */
+static int64_t
+tool_turns(const struct kv_conn *c)
+{
+	const struct kv_request_info *ri = &c->ri;
+	int64_t calls = ri->tool_uses + ri->tools_unbounded * c->w->cf->max_tool_turns;
+
+	if (ri->max_tool_calls >= 0 && calls > ri->max_tool_calls)
+		calls = ri->max_tool_calls;
+	return 1 + calls;
+}
+
 /* The worst case the provider can bill for this request (DESIGN 9):
  * input: every body byte (a token is at least one byte), or the model's
  * context window when the provider fetches or recalls content the body
@@ -580,13 +594,20 @@ estimate_nusd(struct kv_conn *c, const struct kv_price *p)
 {
 	const struct kv_config *cf = c->w->cf;
 	struct kv_usage est = { 0 };
-	int64_t cost, lim;
+	int64_t cost, lim, turns;
 
 	if (p == NULL || c->api == KV_API_OTHER)
 		return 0;
 	est.input = c->body_bytes + image_tokens(c, p) + c->ri.hidden;
 	if (c->ri.fetches[0] != '\0' && p->context_window > est.input)
 		est.input = p->context_window;
+	/* A server-tool loop bills each internal turn's input, up to a
+	 * context window each, and each call's fee (issue 20). */
+	turns = tool_turns(c);
+	if (turns > 1 && p->context_window > 0)
+		est.input = p->context_window * turns;
+	est.web_search = c->ri.ws_uses + c->ri.ws_unbounded * cf->max_tool_turns;
+	est.web_fetch = c->ri.wf_uses + c->ri.wf_unbounded * cf->max_tool_turns;
 	lim = c->ri.max_output >= 0 ? c->ri.max_output :
 	    p->max_output > 0 ? p->max_output : cf->reserve_output_tokens;
 	est.output = c->api == KV_API_OPENAI_EMBEDDINGS ? 0 : c->ri.mult * lim;
@@ -677,6 +698,11 @@ reserve(struct kv_conn *c)
 	if (c->api != KV_API_OTHER && c->ri.fetches[0] != '\0' &&
 	    (p == NULL || p->context_window <= 0))
 		return refuse_unbounded(c, p);
+	if (c->api != KV_API_OTHER && c->ri.tools_unbounded > 0 && cf->max_tool_turns == 0 &&
+	    c->ri.max_tool_calls < 0)
+		return conn_fail(c, 400, "a server tool without max_uses makes the provider "
+		    "loop without a bound kilovolt can reserve: set max_uses on the tool "
+		    "(or max_tool_calls), or [budget] max_tool_turns");
 	amount = estimate_nusd(c, p);
 	c->resv = kv_ledger_reserve(l, c->w->slot, c->acct, amount, &c->remaining);
 	if (c->resv == -1) {
