@@ -28,6 +28,11 @@ kv_write_config <<EOF
 free_paths = /v1/images /v1/batches
 [upstream anthropic]
 api_key = env:UPSTREAM_KEY
+
+; an api_key upstream admits only configured keys (issue 20)
+[key meter]
+key = $K
+
 free_paths = /v1/messages/batches
 [upstream catchall]
 url = http://127.0.0.1:$MOCK_PORT
@@ -116,6 +121,11 @@ kv_stop
 kv_write_config <<EOF
 [upstream openai]
 api_key = env:UPSTREAM_KEY
+
+; an api_key upstream admits only configured keys (issue 20)
+[key meter]
+key = $K
+
 free_paths = /v1/responses /v1/chat/completions
 EOF
 kv_start
@@ -127,6 +137,11 @@ kv_stop
 kv_write_config <<EOF
 [upstream openai]
 api_key = env:UPSTREAM_KEY
+
+; an api_key upstream admits only configured keys (issue 20)
+[key meter]
+key = $K
+
 free_paths = /v1/responses
 shared_stored_objects = yes
 EOF
