@@ -28,15 +28,14 @@ kv_write_config <<EOF
 free_paths = /v1/images /v1/batches
 [upstream anthropic]
 api_key = env:UPSTREAM_KEY
-
-; an api_key upstream admits only configured keys (issue 20)
-[key meter]
-key = $K
-
 free_paths = /v1/messages/batches
 [upstream catchall]
 url = http://127.0.0.1:$MOCK_PORT
 paths = /v1
+
+; an api_key upstream admits only configured keys (issue 20)
+[key meter]
+key = $K
 EOF
 UPSTREAM_KEY=sk-ant-provider-0001 kv_start
 export UPSTREAM_KEY=sk-ant-provider-0001
@@ -121,12 +120,11 @@ kv_stop
 kv_write_config <<EOF
 [upstream openai]
 api_key = env:UPSTREAM_KEY
+free_paths = /v1/responses /v1/chat/completions
 
 ; an api_key upstream admits only configured keys (issue 20)
 [key meter]
 key = $K
-
-free_paths = /v1/responses /v1/chat/completions
 EOF
 kv_start
 refused "virtual keys: a listed stored response" 404 GET /v1/responses/resp_1
@@ -137,13 +135,12 @@ kv_stop
 kv_write_config <<EOF
 [upstream openai]
 api_key = env:UPSTREAM_KEY
+free_paths = /v1/responses
+shared_stored_objects = yes
 
 ; an api_key upstream admits only configured keys (issue 20)
 [key meter]
 key = $K
-
-free_paths = /v1/responses
-shared_stored_objects = yes
 EOF
 kv_start
 spent0=$(key_field "$KID" spent_nusd)
