@@ -688,6 +688,19 @@ set_drain_max(struct cfg_parse *p, const char *v)
 	return 0;
 }
 
+/* Server-tool loops (issue 20): the calls a tool without max_uses may
+ * make, each an internal turn that bills up to a context window. */
+static int
+set_max_tool_turns(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	if (cfg_int(p, "max_tool_turns", v, 0, 1000, &n) == -1)
+		return -1;
+	p->cf->max_tool_turns = n;
+	return 0;
+}
+
 /* Rate limits per key and minute: 0 (or unset) is no limit. */
 static int
 cfg_rate(struct cfg_parse *p, const char *name, const char *v, long long *n)
@@ -1379,6 +1392,7 @@ static const struct cfg_key budget_keys[] = {
 	{ "unknown_keys",	set_unknown_keys,	0 },
 	{ "unknown_models",	set_unknown_models,	0 },
 	{ "reserve_output_tokens", set_reserve_output,	0 },
+	{ "max_tool_turns",	set_max_tool_turns,	0 },
 	{ "rpm",		set_default_rpm,	0 },
 	{ "tpm",		set_default_tpm,	0 },
 	{ "on_cut",		set_on_cut,		0 },
@@ -1862,6 +1876,7 @@ cfg_defaults(struct kv_config *cf)
 	cf->default_budget_nusd = 2000000000;
 	cf->period = KV_PERIOD_NONE;
 	cf->reserve_output_tokens = 1024;
+	cf->max_tool_turns = 10;
 	cf->unknown_models_deny = -1;	/* resolved after the file */
 	cf->drain_timeout = 60;
 	cf->drain_max = 4 << 20;

@@ -146,6 +146,8 @@ struct kv_config {
 	int	  unknown_keys_deny;
 	int	  unknown_models_deny;	/* 400 for a model no [price] matches */
 	int64_t	  reserve_output_tokens;
+	int64_t	  max_tool_turns;	/* server-tool calls assumed for a tool
+					   without max_uses (10); 0: refused */
 	uint32_t  default_rpm;		/* requests per minute per key; 0 = none */
 	uint32_t  default_tpm;		/* tokens per minute per key; 0 = none */
 	/* A response cut before its final usage (README "What a request is

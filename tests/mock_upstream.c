@@ -74,7 +74,7 @@
  * deltas sent plus the one in flight).
  *
  * -l LOGFILE gets one line per request:
- *   METHOD TARGET host=H auth=ID include_usage=0|1 stream_options=0|1
+ *   METHOD TARGET host=H auth=ID include_usage=0|1 stream_options=N (members)
  *   body_bytes=N model=M max_tokens=N n=N so_keys=K1,K2|- headers=Name1,Name2,...
  * where ID is the first 12 hex digits of SHA-256 of the Bearer token or
  * x-api-key value (the gateway's key id for the same key), "-" without one.
@@ -820,7 +820,7 @@ scan_top(struct req *rq, const char *k, size_t n, const char *v)
 	} else if (KEY_IS(k, n, "stream")) {
 		rq->stream = is_true(v);
 	} else if (KEY_IS(k, n, "stream_options")) {
-		rq->has_stream_options = 1;
+		rq->has_stream_options++;	/* how many: one is what a provider reads */
 		rq->so_keys[0] = '\0';
 		scan_object(v, rq, scan_stream_options);
 	} else if (KEY_IS(k, n, "max_tokens") || KEY_IS(k, n, "max_completion_tokens") ||
@@ -938,6 +938,9 @@ log_request(struct conn *c)
 }
 
 /* -B: the usage this request is billed for though it gets an error. */
+static long prompt_tokens(const struct req *rq);
+static long prompt_count(const struct req *rq);
+
 static void
 log_billed(struct conn *c)
 {
@@ -949,8 +952,8 @@ log_billed(struct conn *c)
 	if (rq->max_tokens >= 0 && out > rq->max_tokens)
 		out = (long)rq->max_tokens;
 	pthread_mutex_lock(&c->m->log_lock);
-	fprintf(c->m->log, "BILLED input=%lld output=%ld\n", rq->body_len / 4,
-	    out * (rq->n > 0 ? rq->n : 1));
+	fprintf(c->m->log, "BILLED input=%ld output=%ld\n", prompt_tokens(rq),
+	    out * (rq->n > 0 ? rq->n : 1) * prompt_count(rq));
 	fflush(c->m->log);
 	pthread_mutex_unlock(&c->m->log_lock);
 }
@@ -1073,10 +1076,110 @@ limit_tokens(struct req *rq, const char *stop, const char *length)
 	return stop;
 }
 
+/* ---- the providers' published bills for what bytes do not show ---- */
+
+/* The base64 value at p decoded into out (at most n bytes). */
+static size_t
+b64_prefix(const char *p, unsigned char *out, size_t n)
+{
+	static const char al[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	unsigned acc = 0;
+	int bits = 0;
+	size_t k = 0;
+	const char *q;
+
+	for (; *p && *p != '"' && k < n; p++) {
+		if ((q = strchr(al, *p)) == NULL || *p == '\0')
+			break;
+		acc = acc << 6 | (unsigned)(q - al);
+		if ((bits += 6) >= 8) {
+			bits -= 8;
+			out[k++] = (unsigned char)(acc >> bits);
+		}
+	}
+	return k;
+}
+
+/* OpenAI's tile rule (gpt-4o: 85 + 170 a tile; gpt-4o-mini: 2833 + 5667)
+ * and Anthropic's (w * h) / 750, for a PNG's IHDR size. */
+static long
+image_bill(const struct req *rq, const unsigned char *h, size_t n)
+{
+	double w, ht, s;
+	long tiles, base = 85, tile = 170;
+
+	if (n < 24 || memcmp(h, "\x89PNG", 4) != 0)
+		return is_anthropic(rq) ? 1600 : 2833 + 8 * 5667;
+	w = (double)((unsigned long)h[16] << 24 | (unsigned long)h[17] << 16 | h[18] << 8 | h[19]);
+	ht = (double)((unsigned long)h[20] << 24 | (unsigned long)h[21] << 16 | h[22] << 8 | h[23]);
+	if (is_anthropic(rq))
+		return (long)(w * ht / 750) > 1600 ? 1600 : (long)(w * ht / 750);
+	if (strncmp(rq->model, "gpt-4o-mini", 11) == 0)
+		base = 2833, tile = 5667;
+	if (w > 2048 || ht > 2048) {
+		s = 2048 / (w > ht ? w : ht);
+		w *= s, ht *= s;
+	}
+	if ((w < ht ? w : ht) > 768) {
+		s = 768 / (w < ht ? w : ht);
+		w *= s, ht *= s;
+	}
+	tiles = (long)((w + 511) / 512) * (long)((ht + 511) / 512);
+	return base + tile * tiles;
+}
+
+/* Anthropic's tool-use system prompt (346 with tool_choice auto) and the
+ * computer-use tools' hidden prompts (computer 735 + the 499-token
+ * computer-use system prompt, bash 245, text_editor 700). */
+static long
+tool_prompt_bill(const struct req *rq)
+{
+	long t = 0;
+
+	if (!is_anthropic(rq) || strstr(rq->body, "\"tools\"") == NULL)
+		return 0;
+	t = 346;
+	if (strstr(rq->body, "\"computer_2") != NULL)
+		t += 735 + 499;
+	if (strstr(rq->body, "\"bash_2") != NULL)
+		t += 245;
+	if (strstr(rq->body, "\"text_editor_2") != NULL)
+		t += 700;
+	return t;
+}
+
+/* Input tokens as the provider bills them: the text (a token per 4 bytes
+ * here), each inline image by its rule, the hidden tool prompts. */
 static long
 prompt_tokens(const struct req *rq)
 {
-	return (long)(rq->body_len / 4);
+	unsigned char h[32];
+	const char *p;
+	long t = (long)(rq->body_len / 4);
+
+	if (rq->body == NULL)
+		return t;
+	for (p = rq->body; (p = strstr(p, "base64,")) != NULL; p += 7)
+		t += image_bill(rq, h, b64_prefix(p + 7, h, sizeof(h)));
+	for (p = rq->body; (p = strstr(p, "\"data\":\"")) != NULL; p += 8)
+		t += image_bill(rq, h, b64_prefix(p + 8, h, sizeof(h)));
+	return t + tool_prompt_bill(rq);
+}
+
+/* Output multiplies by the legacy completions prompt array. */
+static long
+prompt_count(const struct req *rq)
+{
+	const char *p = rq->body != NULL ? strstr(rq->body, "\"prompt\":[\"") : NULL;
+	long k = 1;
+
+	if (p == NULL)
+		return 1;
+	for (p += 10; *p && *p != ']'; p++)
+		if (*p == '"' && p[-1] != '\\' && p[1] == ',' )
+			k++;
+	return k;
 }
 
 static void
@@ -1123,7 +1226,8 @@ completions_json(struct conn *c, const char *finish)
 	    "\"model\":\"%s\",\"choices\":[{\"text\":\"", now_ms() / 1000, echo_model(rq));
 	sb_printf(&post, "\",\"index\":0,\"logprobs\":null,\"finish_reason\":\"%s\"}],"
 	    "\"usage\":{\"prompt_tokens\":%ld,\"completion_tokens\":%ld,\"total_tokens\":%ld}}",
-	    finish, p, rq->tokens * rq->n, p + rq->tokens * rq->n);
+	    finish, p, rq->tokens * rq->n * prompt_count(rq),
+	    p + rq->tokens * rq->n * prompt_count(rq));
 	return send_json(c, 200, &pre, &t, post.buf);
 }
 
