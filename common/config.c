@@ -659,6 +659,48 @@ set_reserve_output(struct cfg_parse *p, const char *v)
 	return 0;
 }
 
+static int
+set_on_cut(struct cfg_parse *p, const char *v)
+{
+	if (strcmp(v, "charge_reserved") != 0 && strcmp(v, "drain") != 0)
+		return cfg_err(p, p->lineno, "on_cut: '%s' is not charge_reserved or drain", v);
+	p->cf->on_cut_drain = v[0] == 'd';
+	return 0;
+}
+
+static int
+set_drain_timeout(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	if (cfg_int(p, "drain_timeout", v, 1, 3600, &n) == -1)
+		return -1;
+	p->cf->drain_timeout = (int)n;
+	return 0;
+}
+
+static int
+set_drain_max(struct cfg_parse *p, const char *v)
+{
+	if (parse_size(v, &p->cf->drain_max) == -1 || p->cf->drain_max == 0)
+		return cfg_err(p, p->lineno, "drain_max: '%s' is not a size "
+		    "(bytes with an optional k, m or g, not 0)", v);
+	return 0;
+}
+
+/* Server-tool loops (issue 20): the calls a tool without max_uses may
+ * make, each an internal turn that bills up to a context window. */
+static int
+set_max_tool_turns(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	if (cfg_int(p, "max_tool_turns", v, 0, 1000, &n) == -1)
+		return -1;
+	p->cf->max_tool_turns = n;
+	return 0;
+}
+
 /* Rate limits per key and minute: 0 (or unset) is no limit. */
 static int
 cfg_rate(struct cfg_parse *p, const char *name, const char *v, long long *n)
@@ -1370,8 +1412,12 @@ static const struct cfg_key budget_keys[] = {
 	{ "unknown_keys",	set_unknown_keys,	0 },
 	{ "unknown_models",	set_unknown_models,	0 },
 	{ "reserve_output_tokens", set_reserve_output,	0 },
+	{ "max_tool_turns",	set_max_tool_turns,	0 },
 	{ "rpm",		set_default_rpm,	0 },
 	{ "tpm",		set_default_tpm,	0 },
+	{ "on_cut",		set_on_cut,		0 },
+	{ "drain_timeout",	set_drain_timeout,	0 },
+	{ "drain_max",		set_drain_max,		0 },
 	{ NULL, NULL, 0 }
 };
 
@@ -1855,7 +1901,10 @@ cfg_defaults(struct kv_config *cf)
 	cf->default_budget_nusd = 2000000000;
 	cf->period = KV_PERIOD_NONE;
 	cf->reserve_output_tokens = 1024;
+	cf->max_tool_turns = 10;
 	cf->unknown_models_deny = -1;	/* resolved after the file */
+	cf->drain_timeout = 60;
+	cf->drain_max = 4 << 20;
 	cf->cluster.lease_min_nusd = 10000000;		/* $0.01 */
 	cf->cluster.lease_max_nusd = 1000000000;	/* $1.00 */
 	cf->cluster.lease_share = 25;

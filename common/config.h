@@ -148,8 +148,17 @@ struct kv_config {
 	int	  unknown_keys_deny;
 	int	  unknown_models_deny;	/* 400 for a model no [price] matches */
 	int64_t	  reserve_output_tokens;
+	int64_t	  max_tool_turns;	/* server-tool calls assumed for a tool
+					   without max_uses (10); 0: refused */
 	uint32_t  default_rpm;		/* requests per minute per key; 0 = none */
 	uint32_t  default_tpm;		/* tokens per minute per key; 0 = none */
+	/* A response cut before its final usage (README "What a request is
+	 * charged"): charge_reserved charges the reservation's output; drain
+	 * reads the upstream on, client gone, to its usage, for at most
+	 * drain_timeout seconds and drain_max bytes (then charge_reserved). */
+	int	  on_cut_drain;
+	int	  drain_timeout;	/* seconds (60) */
+	size_t	  drain_max;		/* bytes (4m) */
 
 	struct kv_upstream *upstreams;
 	size_t	  nupstreams;

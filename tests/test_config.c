@@ -630,6 +630,22 @@ test_price(void)
 	CHECK_INT(kv_config_price(&cf, "c")->web_fetch_call, 2);
 	CHECK_INT(kv_config_price(&cf, "c")->code_exec_hour, 50000000LL);
 	kv_config_free(&cf);
+	/* what a cut charges */
+	CHECK_INT(load_text(&cf, UP), 0);
+	CHECK_INT(cf.on_cut_drain, 0);
+	CHECK_INT(cf.drain_timeout, 60);
+	CHECK_INT(cf.drain_max, 4 << 20);
+	kv_config_free(&cf);
+	CHECK_INT(load_text(&cf, "[budget]\non_cut = drain\ndrain_timeout = 5\ndrain_max = 64k\n"
+	    UP), 0);
+	CHECK_INT(cf.on_cut_drain, 1);
+	CHECK_INT(cf.drain_timeout, 5);
+	CHECK_INT(cf.drain_max, 65536);
+	kv_config_free(&cf);
+	EXPECT_ERR("[budget]\non_cut = estimate\n" UP,
+	    ":2: on_cut: 'estimate' is not charge_reserved or drain");
+	EXPECT_ERR("[budget]\ndrain_max = 0\n" UP,
+	    ":2: drain_max: '0' is not a size (bytes with an optional k, m or g, not 0)");
 	EXPECT_ERR(UP "[price x]\ninput = 1\noutput = 2\nweb_search = $10\n",
 	    ":7: web_search: '$10' is not a decimal amount");
 }
