@@ -409,8 +409,15 @@ kvctl_cluster(const char *config, const struct kv_ledger *l, int json)
 		goto out;
 	}
 	if (cf->cluster.password != NULL) {
-		const char *auth[] = { "AUTH", cf->cluster.password };
-		if ((v = call(&c, 2, auth)) == NULL || v->type == KV_RESP_ERROR) {
+		const char *auth[] = { "AUTH", cf->cluster.password, NULL };
+		int argc = 2;
+
+		if (cf->cluster.user[0] != '\0') {	/* AUTH user password */
+			auth[1] = cf->cluster.user;
+			auth[2] = cf->cluster.password;
+			argc = 3;
+		}
+		if ((v = call(&c, argc, auth)) == NULL || v->type == KV_RESP_ERROR) {
 			fprintf(stderr, "kvctl: Redis refused AUTH\n");
 			goto out;
 		}

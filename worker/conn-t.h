@@ -151,6 +151,9 @@ struct kv_conn {
 	int			 eoverflow;	/* current event too big: passed through */
 	int			 sent_any;	/* response bytes reached the client */
 	int			 cut;		/* stream cut short */
+	int64_t			 drain_until_ms;	/* on_cut = drain: read on until then */
+	uint64_t		 drain_left;	/* and for at most these bytes */
+	int			 unpriced_model;	/* charged at [price default]: marked */
 	struct kv_usage_scanner	 scan;
 	int			 pipefd[2];
 	size_t			 pipe_len;

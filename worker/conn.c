@@ -242,6 +242,10 @@ conn_set_deadline(struct kv_conn *c, int upstream_side)
 	else
 		secs = cf->upstream_timeout;
 	c->deadline_ms = c->w->now_ms + (int64_t)secs * 1000;
+	/* a stream read on for its usage after its client left (on_cut =
+	 * drain) is cut at its drain deadline, however the upstream paces it */
+	if (c->drain_until_ms > 0 && c->deadline_ms > c->drain_until_ms)
+		c->deadline_ms = c->drain_until_ms;
 }
 
 /* Make sure obuf can take `need` more bytes. */

@@ -88,7 +88,8 @@ note_anthropic_client(struct kv_conn *c, const struct kv_http_request *req)
 static int
 connection_names_ours(const struct kv_http_header *h)
 {
-	static const char *const ours[] = { "authorization", "x-api-key", "content-length",
+	static const char *const ours[] = { "authorization", "x-api-key", "api-key",
+	    "x-goog-api-key", "content-length",
 	    "transfer-encoding", "content-encoding", "host", NULL };
 	const char *p = h->value, *end = h->value + h->value_len, *t;
 	const char *const *o;
@@ -105,53 +106,100 @@ connection_names_ours(const struct kv_http_header *h)
 	return 0;
 }
 
-/* The one credential the request carries: Authorization: Bearer K or
- * x-api-key: K. The account charged must be the key the provider sees, so
- * two credential headers that differ, a repeated one, or a Connection
- * header naming one of them are refused (*why set, -2); -1 when there is
- * none. */
+/* Every header a provider reads a key from (OpenAI, Anthropic, Azure,
+ * Google): kilovolt reads the same ones, or a throw-away key in one of them
+ * would be charged while the provider bills the real one in another. */
+static const char *const cred_headers[] = { "authorization", "x-api-key", "api-key",
+    "x-goog-api-key", NULL };
+
+/* The value of the query parameter key= in TARGET (Google's ?key=), or NULL. */
+static const char *
+query_key(const char *target, size_t *len)
+{
+	const char *q = strchr(target, '?');
+
+	while (q != NULL) {
+		q++;
+		if (strncmp(q, "key=", 4) == 0) {
+			*len = strcspn(q + 4, "&#");
+			return q + 4;
+		}
+		q = strchr(q, '&');
+	}
+	return NULL;
+}
+
+/* One credential seen: the first is the key; any other that differs is
+ * refused. */
+static int
+cred_take(const char *v, size_t n, const char **key, size_t *len, const char **why)
+{
+	if (n == 0)
+		return 0;	/* an empty header carries no key */
+	if (*key == NULL) {
+		*key = v;
+		*len = n;
+		return 0;
+	}
+	if (n != *len || memcmp(v, *key, n) != 0) {
+		*why = "two credentials (Authorization, x-api-key, api-key, x-goog-api-key "
+		    "or ?key=) carry different keys";
+		return -2;
+	}
+	return 0;
+}
+
+/* The one credential the request carries, in any header of cred_headers
+ * (Authorization as Bearer K) or ?key=. The account charged must be the
+ * key the provider sees, so two that differ, a repeated header, or a
+ * Connection header naming one are refused (*why set, -2); -1 when there
+ * is none. */
 static int
 find_credential(struct kv_conn *c, const struct kv_http_request *req,
     const char **key, size_t *len, const char **why)
 {
-	const struct kv_http_header *auth = NULL, *xkey = NULL;
-	const char *bk = NULL;
-	size_t i, blen = 0;
+	const char *const *n;
+	const char *v;
+	size_t i, vl;
+	int seen, other = 0;
 
-	for (i = 0; i < req->nheaders; i++) {
-		const struct kv_http_header *h = &req->headers[i];
+	*key = NULL;
+	*len = 0;
+	for (n = cred_headers; *n != NULL; n++) {
+		for (seen = 0, i = 0; i < req->nheaders; i++) {
+			const struct kv_http_header *h = &req->headers[i];
 
-		if (is_name(h, "connection") && connection_names_ours(h)) {
-			*why = "a Connection header names a header kilovolt reads";
-			return -2;
-		}
-		if (is_name(h, "authorization") || is_name(h, "x-api-key")) {
-			if ((h->name[0] | 0x20) == 'a' ? auth != NULL : xkey != NULL) {
+			if (n == cred_headers && is_name(h, "connection") && connection_names_ours(h)) {
+				*why = "a Connection header names a header kilovolt reads";
+				return -2;
+			}
+			if (!is_name(h, *n))
+				continue;
+			if (seen++) {
 				*why = "the credential header is repeated";
 				return -2;
 			}
-			*((h->name[0] | 0x20) == 'a' ? &auth : &xkey) = h;
+			v = n == cred_headers ? bearer(h, &vl) : h->value;
+			if (n != cred_headers)
+				vl = h->value_len;
+			if (v == NULL) {	/* Authorization, not Bearer: no key of ours */
+				other = 1;
+				continue;
+			}
+			if (cred_take(v, vl, key, len, why) == -2)
+				return -2;
+			if (*key == v && n == cred_headers + 1)
+				c->auth_x_api_key = 1;
 		}
 	}
-	if (auth != NULL)
-		bk = bearer(auth, &blen);
-	if (auth != NULL && xkey != NULL && (bk == NULL || blen != xkey->value_len ||
-	    memcmp(bk, xkey->value, blen) != 0)) {
-		*why = "Authorization and x-api-key carry different keys";
+	if ((v = query_key(c->target, &vl)) != NULL && cred_take(v, vl, key, len, why) == -2)
+		return -2;
+	if (*key != NULL && other) {
+		*why = "two credentials (Authorization, x-api-key, api-key, x-goog-api-key "
+		    "or ?key=) carry different keys";
 		return -2;
 	}
-	if (bk != NULL) {
-		*key = bk;
-		*len = blen;
-		return 0;
-	}
-	if (xkey != NULL && xkey->value_len > 0) {
-		*key = xkey->value;
-		*len = xkey->value_len;
-		c->auth_x_api_key = 1;
-		return 0;
-	}
-	return -1;
+	return *key != NULL ? 0 : -1;
 }
 
 /* A metered body is scanned, and a scanner cannot read a coded body. */
@@ -501,6 +549,41 @@ request_body_in(struct kv_conn *c)
 
 /* ---- admission ---- */
 
+/* Inline images bill by their size, not their bytes (media_bound.h): the
+ * rule of the model's family, or the dearest rule for a model it does not
+ * know (an upstream's model_map can send any name). */
+static int64_t
+image_tokens(const struct kv_conn *c, const struct kv_price *p)
+{
+	int rule, i;
+	int64_t t = 0;
+
+	if (c->ri.images == 0)
+		return 0;
+	rule = kv_media_rule_for(c->ri.model[0] ? c->ri.model : p->model,
+	    c->api == KV_API_ANTHROPIC_MESSAGES);
+	if (rule >= 0)
+		return c->ri.img_tok[rule];
+	for (i = 0; i < KV_IMG_NRULES; i++)
+		if (c->ri.img_tok[i] > t)
+			t = c->ri.img_tok[i];
+	return t;
+}
+
+/* Sampling turns a server-tool loop may take: the first, and one after
+ * each call its tools allow (max_uses, else [budget] max_tool_turns; a
+ * Responses max_tool_calls caps them all). */
+static int64_t
+tool_turns(const struct kv_conn *c)
+{
+	const struct kv_request_info *ri = &c->ri;
+	int64_t calls = ri->tool_uses + ri->tools_unbounded * c->w->cf->max_tool_turns;
+
+	if (ri->max_tool_calls >= 0 && calls > ri->max_tool_calls)
+		calls = ri->max_tool_calls;
+	return 1 + calls;
+}
+
 /* The worst case the provider can bill for this request (DESIGN 9):
  * input: every body byte (a token is at least one byte), or the model's
  * context window when the provider fetches or recalls content the body
@@ -511,13 +594,20 @@ estimate_nusd(struct kv_conn *c, const struct kv_price *p)
 {
 	const struct kv_config *cf = c->w->cf;
 	struct kv_usage est = { 0 };
-	int64_t cost, lim;
+	int64_t cost, lim, turns;
 
 	if (p == NULL || c->api == KV_API_OTHER)
 		return 0;
-	est.input = c->body_bytes;
+	est.input = c->body_bytes + image_tokens(c, p) + c->ri.hidden;
 	if (c->ri.fetches[0] != '\0' && p->context_window > est.input)
 		est.input = p->context_window;
+	/* A server-tool loop bills each internal turn's input, up to a
+	 * context window each, and each call's fee (issue 20). */
+	turns = tool_turns(c);
+	if (turns > 1 && p->context_window > 0)
+		est.input = p->context_window * turns;
+	est.web_search = c->ri.ws_uses + c->ri.ws_unbounded * cf->max_tool_turns;
+	est.web_fetch = c->ri.wf_uses + c->ri.wf_unbounded * cf->max_tool_turns;
 	lim = c->ri.max_output >= 0 ? c->ri.max_output :
 	    p->max_output > 0 ? p->max_output : cf->reserve_output_tokens;
 	est.output = c->api == KV_API_OPENAI_EMBEDDINGS ? 0 : c->ri.mult * lim;
@@ -576,6 +666,11 @@ reserve(struct kv_conn *c)
 	/* The master's policy, not this worker's config: an old generation
 	 * still draining applies a reload's unknown_keys at once. */
 	deny = (atomic_load(&l->hdr->policy) & KV_POLICY_DENY) != 0;
+	/* Virtual keys fail closed: an upstream that spends the operator's
+	 * provider key (api_key) admits only the configured keys, whatever
+	 * unknown_keys says, or any invented bearer string would spend it. */
+	if (c->rt != NULL && c->rt->cf->api_key != NULL)
+		deny = 1;
 	c->acct = kv_ledger_account(l, c->keyhash, !deny, NULL,
 	    cf->default_budget_nusd);
 	if (c->acct == NULL) {
@@ -603,6 +698,11 @@ reserve(struct kv_conn *c)
 	if (c->api != KV_API_OTHER && c->ri.fetches[0] != '\0' &&
 	    (p == NULL || p->context_window <= 0))
 		return refuse_unbounded(c, p);
+	if (c->api != KV_API_OTHER && c->ri.tools_unbounded > 0 && cf->max_tool_turns == 0 &&
+	    c->ri.max_tool_calls < 0)
+		return conn_fail(c, 400, "a server tool without max_uses makes the provider "
+		    "loop without a bound kilovolt can reserve: set max_uses on the tool "
+		    "(or max_tool_calls), or [budget] max_tool_turns");
 	amount = estimate_nusd(c, p);
 	c->resv = kv_ledger_reserve(l, c->w->slot, c->acct, amount, &c->remaining);
 	if (c->resv == -1) {
@@ -655,64 +755,77 @@ want_header(const struct kv_conn *c, const struct kv_http_header *h)
 		if (h->name_len == strlen(*d) && strncasecmp(h->name, *d, h->name_len) == 0)
 			return 0;
 	/* Virtual keys: the client's kilovolt key never reaches the provider. */
-	if (c->rt->cf->api_key != NULL &&
-	    ((h->name_len == 13 && strncasecmp(h->name, "authorization", 13) == 0) ||
-	    (h->name_len == 9 && strncasecmp(h->name, "x-api-key", 9) == 0)))
-		return 0;
+	if (c->rt->cf->api_key != NULL)
+		for (d = cred_headers; *d != NULL; d++)
+			if (h->name_len == strlen(*d) && strncasecmp(h->name, *d, h->name_len) == 0)
+				return 0;
 	return 1;
 }
 
-/* Body bytes [off, off+len) from the window or the spool. */
+/* The client's include_usage false/null becomes true, in the window or
+ * in the spool, without changing the body's length. */
 static int
-body_read(struct kv_conn *c, char *buf, size_t len, int64_t off)
+overwrite_iu(struct kv_conn *c, const char **msg)
 {
+	const char *t = c->ri.so_iu_len == 5 ? "true " : "true";
+	size_t n = (size_t)c->ri.so_iu_len;
+
 	if (c->spfd == -1) {
-		memcpy(buf, c->ibuf + off, len);
+		memcpy(c->ibuf + c->ri.so_iu_off, t, n);
 		return 0;
 	}
-	return kv_spool_pread(c->spfd, buf, len, off) == (ssize_t)len ? 0 : -1;
+	if (pwrite(c->spfd, t, n, (off_t)c->ri.so_iu_off) != (ssize_t)n) {
+		kv_log_warn("KV0547", "writing the request spool");
+		*msg = "the gateway cannot write the spooled request body";
+		return 503;
+	}
+	return 0;
 }
 
-#define KV_SO_MAX 4096	/* client stream_options members we carry over */
-
 /* Usage is always asked for (issue 11): a streamed chat or legacy
- * completion goes upstream with stream_options.include_usage true. The
- * member is added last, before the top-level '}', so that it wins over any
- * stream_options the client sent (the last duplicate wins, for the
- * providers as for our scanner), carrying the client's other members over,
- * with its own include_usage overridden by ours for the same reason. */
+ * completion goes upstream with stream_options.include_usage true, and
+ * with one stream_options member (issue 20): a first-wins parser would
+ * read the client's, a serde server refuses a duplicate. Without one the
+ * member is added before the top-level '}'; into the client's object,
+ * "include_usage":true goes last, before its '}'; the client's own
+ * include_usage false (or null) is overwritten in place by "true " (or
+ * "true"), the same length. A null stream_options, or two of them, or two
+ * include_usage, cannot be merged: refused, naming why. */
 static int
 build_inject(struct kv_conn *c, const char **msg)
 {
-	static const char head[] = "\"stream_options\":{", tail[] = "\"include_usage\":true}";
+	static const char member[] = "\"stream_options\":{\"include_usage\":true}",
+	    iu[] = ",\"include_usage\":true";
 	const struct kv_request_info *ri = &c->ri;
-	size_t inner = 0, at = 0;
+	int merge = ri->has_stream_options, first;
+	size_t at = 0;
 
-	if (ri->so_start != 0 && ri->so_members > 0)
-		inner = (size_t)(ri->so_end - ri->so_start - 1);
-	if (inner > KV_SO_MAX) {
-		*msg = "stream_options is larger than 4 KiB";
+	if (ri->so_count > 1 || ri->so_has_iu > 1) {
+		*msg = ri->so_count > 1 ? "stream_options appears more than once" :
+		    "stream_options.include_usage appears more than once";
 		return 400;
 	}
-	c->injlen = (ri->members > 0) + sizeof(head) - 1 + inner + (inner > 0) + sizeof(tail) - 1;
+	if (merge && ri->so_start == 0) {
+		*msg = "a streamed request needs usage to be metered: send stream_options "
+		    "as an object, or leave it out";
+		return 400;
+	}
+	if (merge && ri->so_has_iu)
+		return overwrite_iu(c, msg);
+	first = merge && ri->so_members == 0;
+	c->injlen = merge ? sizeof(iu) - 1 - (size_t)first : (ri->members > 0) + sizeof(member) - 1;
 	if ((c->inj = malloc(c->injlen)) == NULL) {
 		*msg = "out of memory";
 		return 503;
 	}
+	if (merge) {
+		memcpy(c->inj, iu + first, c->injlen);
+		c->inj_at = (int64_t)ri->so_end;
+		return 0;
+	}
 	if (ri->members > 0)
 		c->inj[at++] = ',';
-	memcpy(c->inj + at, head, sizeof(head) - 1);
-	at += sizeof(head) - 1;
-	if (inner > 0) {
-		if (body_read(c, c->inj + at, inner, (int64_t)ri->so_start + 1) == -1) {
-			kv_log_warn("KV0506", "reading the request spool");
-			*msg = "the gateway cannot read the spooled request body";
-			return 503;
-		}
-		at += inner;
-		c->inj[at++] = ',';
-	}
-	memcpy(c->inj + at, tail, sizeof(tail) - 1);
+	memcpy(c->inj + at, member, sizeof(member) - 1);
 	c->inj_at = (int64_t)ri->obj_end;
 	return 0;
 }
@@ -812,6 +925,7 @@ admit(struct kv_conn *c)
 	const char *msg;
 	char msg404[256];
 	enum step st;
+	size_t qlen;
 	int s;
 
 	if ((s = scan_done(c, &msg)) != 0)
@@ -825,6 +939,10 @@ admit(struct kv_conn *c)
 	}
 	c->rt = kv_upstreams_find(c->w->ups, cf->nupstreams, up);
 	c->upstream_name = up->name;
+	/* Virtual keys strip every credential; one in the query cannot be. */
+	if (up->api_key != NULL && query_key(c->target, &qlen) != NULL)
+		return conn_fail(c, 400, "this upstream uses its own provider key: send the "
+		    "kilovolt key in a header (Authorization: Bearer KEY), not as ?key=");
 	if ((st = admit_endpoint(c, up)) != STEP_CONT || c->state == CS_ERRWRITE)
 		return st;
 	/* A client that asked for usage itself is sent as it is; for any
