@@ -147,7 +147,7 @@ find_keys(const struct kv_ledger *l, const char *key, struct kv_account **out,
 		KV_FOR_EACH_SLOT(l, i) {
 			struct kv_account *a = &l->accounts[i];
 
-			if (atomic_load_explicit(&a->state, memory_order_acquire) != 2)
+			if (!kv_slot_ready(&a->state))
 				continue;
 			if (pass < 2 ? !label_is(a, key) ||
 			    kv_account_label_retired(a) != (pass == 1) :
@@ -271,7 +271,7 @@ resolve_stdin_key(struct kvctl *k, struct kv_account **a)
 	explicit_bzero(buf, sizeof(buf));
 	KV_FOR_EACH_SLOT(&k->l, i) {
 		*a = &k->l.accounts[i];
-		if (atomic_load_explicit(&(*a)->state, memory_order_acquire) == 2 &&
+		if (kv_slot_ready(&(*a)->state) &&
 		    memcmp((*a)->hash, hash, sizeof(hash)) == 0)
 			return KVCTL_EXIT_OK;
 	}
@@ -307,10 +307,7 @@ cmd_show(struct kvctl *k)
 static int64_t
 reset_account(struct kv_account *a)
 {
-	/* A cluster lease is capped in spent units: close it first, the
-	 * master re-leases (docs/cluster.md). */
-	atomic_store(&a->lease_cap_nusd, 0);
-	return kv_account_spent_reset(a);
+	return kv_account_reset(a);
 }
 
 static int
@@ -323,7 +320,7 @@ reset_all(struct kvctl *k)
 	KV_FOR_EACH_SLOT(&k->l, i) {
 		struct kv_account *a = &k->l.accounts[i];
 
-		if (atomic_load_explicit(&a->state, memory_order_acquire) != 2)
+		if (!kv_slot_ready(&a->state))
 			continue;
 		total += reset_account(a);
 		n++;
@@ -347,7 +344,7 @@ reset_cluster_all(struct kvctl *k)
 		return KVCTL_EXIT_USAGE;
 	}
 	KV_FOR_EACH_SLOT(&k->l, i) {
-		if (atomic_load_explicit(&k->l.accounts[i].state, memory_order_acquire) == 2)
+		if (kv_slot_ready(&k->l.accounts[i].state))
 			as[n++] = &k->l.accounts[i];
 	}
 	rc = kvctl_cluster_reset(&k->l, as, n);
@@ -480,8 +477,7 @@ cmd_budget(struct kvctl *k)
 		return rc;
 	if (k->use_config)
 		return budget_from_config(k, a);
-	atomic_fetch_or(&a->aflags, KV_AF_OVERRIDE);
-	kvctl_format_money(atomic_exchange(&a->budget_nusd, v), was, sizeof(was));
+	kvctl_format_money(kv_account_set_budget(a, v), was, sizeof(was));
 	kvctl_format_money(v, now, sizeof(now));
 	describe_key(a, desc, sizeof(desc));
 	printf("budget of %s: %s (was %s); an override: kept across reloads and "
@@ -513,14 +509,7 @@ cmd_limits(struct kvctl *k)
 	was_r = atomic_load(&a->rpm);
 	was_t = atomic_load(&a->tpm);
 	/* A limit set here starts from a full bucket, as a new key does. */
-	if (k->rpm >= 0) {
-		atomic_store(&a->rpm, (uint32_t)k->rpm);
-		atomic_store(&a->rpm_tat, 0);
-	}
-	if (k->tpm >= 0) {
-		atomic_store(&a->tpm, (uint32_t)k->tpm);
-		atomic_store(&a->tpm_tat, 0);
-	}
+	kv_account_set_limits(a, k->rpm, k->tpm);
 	describe_key(a, desc, sizeof(desc));
 	format_limit(atomic_load(&a->rpm), r, sizeof(r));
 	format_limit(atomic_load(&a->tpm), t, sizeof(t));

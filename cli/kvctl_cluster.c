@@ -156,7 +156,7 @@ print_key(FILE *f, const char *key, const struct kv_resp_value *h,
 	id[12] = '\0';
 	if (l != NULL && l->base != NULL) {
 		KV_FOR_EACH_SLOT(l, k) {
-			if (atomic_load(&l->accounts[k].state) != 2)
+			if (!kv_slot_ready(&l->accounts[k].state))
 				continue;
 			kv_key_id(l->accounts[k].hash, kid);
 			if (strcmp(kid, id) == 0) {
@@ -409,8 +409,15 @@ kvctl_cluster(const char *config, const struct kv_ledger *l, int json)
 		goto out;
 	}
 	if (cf->cluster.password != NULL) {
-		const char *auth[] = { "AUTH", cf->cluster.password };
-		if ((v = call(&c, 2, auth)) == NULL || v->type == KV_RESP_ERROR) {
+		const char *auth[] = { "AUTH", cf->cluster.password, NULL };
+		int argc = 2;
+
+		if (cf->cluster.user[0] != '\0') {	/* AUTH user password */
+			auth[1] = cf->cluster.user;
+			auth[2] = cf->cluster.password;
+			argc = 3;
+		}
+		if ((v = call(&c, argc, auth)) == NULL || v->type == KV_RESP_ERROR) {
 			fprintf(stderr, "kvctl: Redis refused AUTH\n");
 			goto out;
 		}

@@ -537,7 +537,7 @@ total_spent(const struct kv_ledger *l)
 	uint32_t i;
 
 	KV_FOR_EACH_SLOT(l, i)
-		if (atomic_load(&l->accounts[i].state) == 2)
+		if (kv_slot_ready(&l->accounts[i].state))
 			sum += kv_account_spent(&l->accounts[i]);
 	return sum;
 }

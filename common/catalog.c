@@ -114,15 +114,17 @@ static void
 entry_unknown(struct entry *e, const char *k)
 {
 	if (e->nunknown < ENTRY_UNKNOWN)
-		snprintf(e->unknown[e->nunknown++], sizeof(e->unknown[0]), "%s", k);
+		if (snprintf(e->unknown[e->nunknown++], sizeof(e->unknown[0]), "%s", k) < 0)
+			e->unknown[e->nunknown - 1][0] = '\0';	/* a long name is cut */
 }
 
 static void
 entry_bad(struct kv_jr *jr, struct entry *e, const char *k, const char *what)
 {
 	if (e->bad[0] == '\0')
-		snprintf(e->bad, sizeof(e->bad), "%d:%ld: %s: %s", jr->line,
-		    (long)(jr->p - jr->line_start) + 1, k, what);
+		if (snprintf(e->bad, sizeof(e->bad), "%d:%ld: %s: %s", jr->line,
+		    (long)(jr->p - jr->line_start) + 1, k, what) < 0)
+			e->bad[0] = '\0';	/* a long message is cut */
 }
 
 /* A number field at SCALE into *dst; a value of another type is noted. */
@@ -343,7 +345,8 @@ entry_done(struct parse *ps, struct entry *e, const char *name)
 		return 0;
 	}
 	if (e->bad[0] != '\0') {
-		snprintf(ps->jr.err, sizeof(ps->jr.err), "%s (model %.40s)", e->bad, name);
+		if (snprintf(ps->jr.err, sizeof(ps->jr.err), "%s (model %.40s)", e->bad, name) < 0)
+			ps->jr.err[0] = '\0';	/* a long message is cut */
 		ps->jr.failed = 1;
 		return -1;
 	}

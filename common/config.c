@@ -450,6 +450,18 @@ set_upstream_timeout(struct cfg_parse *p, const char *v)
 }
 
 static int
+set_connect_timeout(struct cfg_parse *p, const char *v)
+{
+	return set_seconds(p, "connect_timeout", v, 1, &p->cf->connect_timeout);
+}
+
+static int
+set_header_timeout(struct cfg_parse *p, const char *v)
+{
+	return set_seconds(p, "header_timeout", v, 1, &p->cf->header_timeout);
+}
+
+static int
 set_shutdown_timeout(struct cfg_parse *p, const char *v)
 {
 	return set_seconds(p, "shutdown_timeout", v, 0, &p->cf->shutdown_timeout);
@@ -669,6 +681,48 @@ set_reserve_output(struct cfg_parse *p, const char *v)
 	if (cfg_int(p, "reserve_output_tokens", v, 0, 10000000, &n) == -1)
 		return -1;
 	p->cf->reserve_output_tokens = n;
+	return 0;
+}
+
+static int
+set_on_cut(struct cfg_parse *p, const char *v)
+{
+	if (strcmp(v, "charge_reserved") != 0 && strcmp(v, "drain") != 0)
+		return cfg_err(p, p->lineno, "on_cut: '%s' is not charge_reserved or drain", v);
+	p->cf->on_cut_drain = v[0] == 'd';
+	return 0;
+}
+
+static int
+set_drain_timeout(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	if (cfg_int(p, "drain_timeout", v, 1, 3600, &n) == -1)
+		return -1;
+	p->cf->drain_timeout = (int)n;
+	return 0;
+}
+
+static int
+set_drain_max(struct cfg_parse *p, const char *v)
+{
+	if (parse_size(v, &p->cf->drain_max) == -1 || p->cf->drain_max == 0)
+		return cfg_err(p, p->lineno, "drain_max: '%s' is not a size "
+		    "(bytes with an optional k, m or g, not 0)", v);
+	return 0;
+}
+
+/* Server-tool loops (issue 20): the calls a tool without max_uses may
+ * make, each an internal turn that bills up to a context window. */
+static int
+set_max_tool_turns(struct cfg_parse *p, const char *v)
+{
+	long long n;
+
+	if (cfg_int(p, "max_tool_turns", v, 0, 1000, &n) == -1)
+		return -1;
+	p->cf->max_tool_turns = n;
 	return 0;
 }
 
@@ -1067,18 +1121,6 @@ set_web_fetch(struct cfg_parse *p, const char *v)
 }
 
 static int
-set_audio_input(struct cfg_parse *p, const char *v)
-{
-	return cfg_money(p, "audio_input", v, &cur_price(p)->audio_input);
-}
-
-static int
-set_audio_output(struct cfg_parse *p, const char *v)
-{
-	return cfg_money(p, "audio_output", v, &cur_price(p)->audio_output);
-}
-
-static int
 set_code_execution(struct cfg_parse *p, const char *v)
 {
 	return cfg_money(p, "code_execution", v, &cur_price(p)->code_exec_hour);
@@ -1131,19 +1173,6 @@ set_context_window(struct cfg_parse *p, const char *v)
 	if (cfg_int(p, "context_window", v, 1, 100000000, &n) == -1)
 		return -1;
 	cur_price(p)->context_window = n;
-	return 0;
-}
-
-/* The input bound (the catalogue's max_input_tokens): what a reservation
- * for recalled content uses before context_window. */
-static int
-set_max_input(struct cfg_parse *p, const char *v)
-{
-	long long n;
-
-	if (cfg_int(p, "max_input", v, 1, 100000000, &n) == -1)
-		return -1;
-	cur_price(p)->max_input = n;
 	return 0;
 }
 
@@ -1347,6 +1376,26 @@ set_alert_format(struct cfg_parse *p, const char *v)
 	return 0;
 }
 
+/* An ACL user: AUTH user password (Redis 6+). */
+static int
+set_redis_user(struct cfg_parse *p, const char *v)
+{
+	if (!valid_name(v, sizeof(p->cf->cluster.user), 0))
+		return cfg_err(p, p->lineno, "user: at most %zu printable characters, "
+		    "no blanks", sizeof(p->cf->cluster.user) - 1);
+	strcpy(p->cf->cluster.user, v);
+	return 0;
+}
+
+static int
+set_require_persistence(struct cfg_parse *p, const char *v)
+{
+	if (strcmp(v, "yes") != 0 && strcmp(v, "no") != 0)
+		return cfg_err(p, p->lineno, "require_persistence: '%s' is not yes or no", v);
+	p->cf->cluster.require_persistence = v[0] == 'y';
+	return 0;
+}
+
 static int
 set_on_redis_down(struct cfg_parse *p, const char *v)
 {
@@ -1366,6 +1415,8 @@ static const struct cfg_key server_keys[] = {
 	{ "max_keys",		set_max_keys,		0 },
 	{ "client_timeout",	set_client_timeout,	0 },
 	{ "upstream_timeout",	set_upstream_timeout,	0 },
+	{ "connect_timeout",	set_connect_timeout,	0 },
+	{ "header_timeout",	set_header_timeout,	0 },
 	{ "shutdown_timeout",	set_shutdown_timeout,	0 },
 	{ "max_connections",	set_max_connections,	0 },
 	{ "max_body",		set_max_body,		0 },
@@ -1387,8 +1438,12 @@ static const struct cfg_key budget_keys[] = {
 	{ "unknown_models",	set_unknown_models,	0 },
 	{ "reserve_output_tokens", set_reserve_output,	0 },
 	{ "prices",		set_prices_file,	0 },
+	{ "max_tool_turns",	set_max_tool_turns,	0 },
 	{ "rpm",		set_default_rpm,	0 },
 	{ "tpm",		set_default_tpm,	0 },
+	{ "on_cut",		set_on_cut,		0 },
+	{ "drain_timeout",	set_drain_timeout,	0 },
+	{ "drain_max",		set_drain_max,		0 },
 	{ NULL, NULL, 0 }
 };
 
@@ -1428,9 +1483,6 @@ static const struct cfg_key price_keys[] = {
 	{ "web_search",		set_web_search,		0 },
 	{ "web_fetch",		set_web_fetch,		0 },
 	{ "code_execution",	set_code_execution,	0 },
-	{ "audio_input",	set_audio_input,	0 },
-	{ "audio_output",	set_audio_output,	0 },
-	{ "max_input",		set_max_input,		0 },
 	{ NULL, NULL, 0 }
 };
 
@@ -1445,11 +1497,13 @@ static const struct cfg_key key_keys[] = {
 static const struct cfg_key cluster_keys[] = {
 	{ "redis",		set_redis,		0 },
 	{ "password",		set_redis_password,	CFG_SECRET | CFG_ENV_OPT },
+	{ "user",		set_redis_user,		0 },
 	{ "host_id",		set_host_id,		0 },
 	{ "lease_min",		set_lease_min,		0 },
 	{ "lease_max",		set_lease_max,		0 },
 	{ "lease_share",	set_lease_share,	0 },
 	{ "lease_ttl",		set_lease_ttl,		0 },
+	{ "require_persistence",	set_require_persistence,	0 },
 	{ "on_redis_down",	set_on_redis_down,	0 },
 	{ NULL, NULL, 0 }
 };
@@ -1556,6 +1610,9 @@ end_section(struct cfg_parse *p)
 	case SECT_CLUSTER:
 		if (!(p->seen & 1u))
 			return cfg_err(p, p->sect_line, "%s: redis is required", p->sect_text);
+		if (cf->cluster.user[0] != '\0' && cf->cluster.password == NULL)
+			return cfg_err(p, p->sect_line, "%s: user needs a password",
+			    p->sect_text);
 		if (cf->cluster.lease_min_nusd > cf->cluster.lease_max_nusd)
 			return cfg_err(p, p->sect_line, "%s: lease_min is above lease_max",
 			    p->sect_text);
@@ -1855,6 +1912,8 @@ cfg_defaults(struct kv_config *cf)
 	cf->max_keys = 4096;
 	cf->client_timeout = 60;
 	cf->upstream_timeout = 600;
+	cf->connect_timeout = 5;
+	cf->header_timeout = 10;
 	cf->shutdown_timeout = 30;
 	cf->max_connections = 4096;
 	cf->max_body = 64 << 20;
@@ -1864,14 +1923,38 @@ cfg_defaults(struct kv_config *cf)
 	cf->default_budget_nusd = 2000000000;
 	cf->period = KV_PERIOD_NONE;
 	cf->reserve_output_tokens = 1024;
+	cf->max_tool_turns = 10;
 	cf->unknown_models_deny = -1;	/* resolved after the file */
+	cf->drain_timeout = 60;
+	cf->drain_max = 4 << 20;
 	cf->cluster.lease_min_nusd = 10000000;		/* $0.01 */
 	cf->cluster.lease_max_nusd = 1000000000;	/* $1.00 */
 	cf->cluster.lease_share = 25;
 	cf->cluster.lease_ttl = 10;
 }
 
-/* The cluster's host_id defaults to the host name, cut at the first '.'. */
+/* The machine id (/etc/machine-id, 32 hex digits) into OUT; 0 or -1. */
+static int
+machine_id(char *out, size_t size)
+{
+	FILE *f = fopen("/etc/machine-id", "r");
+	int ok;
+
+	if (f == NULL)
+		return -1;
+	ok = fgets(out, (int)size, f) != NULL;
+	if (fclose(f) != 0)
+		ok = 0;
+	if (!ok)
+		return -1;
+	out[strcspn(out, " \t\r\n")] = '\0';
+	return out[0] != '\0' && strchr(out, ':') == NULL ? 0 : -1;
+}
+
+/* The cluster's host_id defaults to the full host name, which tells apart
+ * gw1.us-east and gw1.eu-west (a cut name made them one host and let both
+ * admit against one grant, issue 22); a name that does not fit, or
+ * localhost, gives way to the machine id. */
 static int
 cluster_defaults(struct cfg_parse *p)
 {
@@ -1881,12 +1964,15 @@ cluster_defaults(struct cfg_parse *p)
 	if (!c->enabled || c->host_id[0] != '\0')
 		return 0;
 	if (gethostname(name, sizeof(name)) == -1)
-		return cfg_err(p, 0, "[cluster]: gethostname: %s (set host_id)", strerror(errno));
+		name[0] = '\0';
 	name[sizeof(name) - 1] = '\0';
-	name[strcspn(name, ". \t:")] = '\0';
-	name[sizeof(c->host_id) - 1] = '\0';
-	if (name[0] == '\0')
-		return cfg_err(p, 0, "[cluster]: the host has no name: set host_id");
+	if (name[0] == '\0' || strlen(name) >= sizeof(c->host_id) ||
+	    name[strcspn(name, " \t:")] != '\0' || strcmp(name, "localhost") == 0 ||
+	    strncmp(name, "localhost.", 10) == 0) {
+		if (machine_id(name, sizeof(c->host_id)) == -1)
+			return cfg_err(p, 0, "[cluster]: no usable host name and no "
+			    "/etc/machine-id: set host_id");
+	}
 	memcpy(c->host_id, name, strlen(name) + 1);
 	return 0;
 }

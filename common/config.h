@@ -111,12 +111,14 @@ struct kv_cluster {
 	char	  redis_port[8];
 	char	  redis_unix[108];	/* unix:PATH */
 	char	 *password;		/* NULL: no AUTH */
+	char	  user[128];		/* ACL user for AUTH; "": default */
 	char	  host_id[64];		/* default: the host name */
 	int64_t	  lease_min_nusd;	/* smallest free lease a host asks for */
 	int64_t	  lease_max_nusd;	/* largest free lease a host holds per key */
 	int	  lease_share;		/* percent of the unleased budget one grant may take */
 	int	  lease_ttl;		/* seconds a lease lives without renewal */
 	int	  open_when_down;	/* on_redis_down = open */
+	int	  require_persistence;	/* refuse a Redis without AOF or RDB */
 };
 
 /* [alerts]: spend alerts posted by the master (master/alerts.c).
@@ -143,6 +145,8 @@ struct kv_config {
 	uint32_t  max_keys;
 	int	  client_timeout;	/* seconds */
 	int	  upstream_timeout;
+	int	  connect_timeout;	/* TCP connect + TLS handshake, a target failure past it */
+	int	  header_timeout;	/* a request head must be whole within it (slow-loris) */
 	int	  shutdown_timeout;
 	int	  max_connections;	/* per worker */
 	size_t	  max_body;		/* bytes; 0 = no limit (413 above it) */
@@ -162,8 +166,17 @@ struct kv_config {
 	int	  unknown_keys_deny;
 	int	  unknown_models_deny;	/* 400 for a model no [price] matches */
 	int64_t	  reserve_output_tokens;
+	int64_t	  max_tool_turns;	/* server-tool calls assumed for a tool
+					   without max_uses (10); 0: refused */
 	uint32_t  default_rpm;		/* requests per minute per key; 0 = none */
 	uint32_t  default_tpm;		/* tokens per minute per key; 0 = none */
+	/* A response cut before its final usage (README "What a request is
+	 * charged"): charge_reserved charges the reservation's output; drain
+	 * reads the upstream on, client gone, to its usage, for at most
+	 * drain_timeout seconds and drain_max bytes (then charge_reserved). */
+	int	  on_cut_drain;
+	int	  drain_timeout;	/* seconds (60) */
+	size_t	  drain_max;		/* bytes (4m) */
 
 	struct kv_upstream *upstreams;
 	size_t	  nupstreams;

@@ -1,3 +1,6 @@
+/* The log writer: one line per event on stderr with time, pid, role and,
+ * for errors, the KV code (docs/kvcodes.md); contract in log.h. */
+
 #include "common/log.h"
 #include "common/fmt.h"
 

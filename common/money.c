@@ -60,7 +60,7 @@ cost_term(i128 *acc, int64_t tokens, int64_t price)
 
 /* Per-1M prices of each kind of token, once the tiers are applied. */
 struct rates {
-	int64_t	in, out, cached, write, write1h, audio_in, audio_out;
+	int64_t	in, out, cached, write, write1h;
 };
 
 /* v x num / den, rounded up; num when den is 0 (a free base price). */
@@ -106,19 +106,6 @@ rates_dearest(struct rates *r, const struct kv_price *p)
 	r->out = out;
 }
 
-/* The catalogue's own figures for a tier's cache prices win over the
- * scaled ones; -1 leaves the scaled price. */
-static void
-rates_explicit(struct rates *r, int64_t cached, int64_t write, int64_t write1h)
-{
-	if (cached >= 0)
-		r->cached = cached;
-	if (write >= 0)
-		r->write = write;
-	if (write1h >= 0)
-		r->write1h = write1h;
-}
-
 static void
 rates_for(const struct kv_price *p, const struct kv_usage *u, struct rates *r)
 {
@@ -128,38 +115,23 @@ rates_for(const struct kv_price *p, const struct kv_usage *u, struct rates *r)
 	r->write = p->cache_write >= 0 ? p->cache_write : p->input;
 	r->write1h = p->cache_write_1h >= 0 ? p->cache_write_1h :
 	    (p->input > INT64_MAX / 2 ? INT64_MAX : 2 * p->input);
-	if (p->reasoning_output > r->out)
-		r->out = p->reasoning_output;
-	if (p->long_context_threshold > 0 && u->input > p->long_context_threshold) {
+	if (p->long_context_threshold > 0 && u->input > p->long_context_threshold)
 		rates_rebase(r, p->long_context_input, p->long_context_output);
-		rates_explicit(r, p->long_context_cached, p->long_context_write,
-		    p->long_context_write_1h);
-	}
-	if (u->tier == KV_TIER_PRIORITY && p->priority_input >= 0) {
+	if (u->tier == KV_TIER_PRIORITY && p->priority_input >= 0)
 		rates_rebase(r, scaled(r->in, p->priority_input, p->input),
 		    scaled(r->out, p->priority_output, p->output));
-		rates_explicit(r, p->priority_cached, p->priority_write, -1);
-	} else if (u->tier == KV_TIER_FLEX && p->flex_input >= 0) {
+	else if (u->tier == KV_TIER_FLEX && p->flex_input >= 0)
 		rates_rebase(r, scaled(r->in, p->flex_input, p->input),
 		    scaled(r->out, p->flex_output, p->output));
-		rates_explicit(r, p->flex_cached, p->flex_write, -1);
-	} else if (u->tier != KV_TIER_STANDARD) {
+	else if (u->tier != KV_TIER_STANDARD)
 		rates_dearest(r, p);
-	}
-	/* audio prices are their own (no tier in the catalogue scales them) */
-	r->audio_in = p->audio_input >= 0 ? p->audio_input : r->in;
-	r->audio_out = p->audio_output >= 0 ? p->audio_output : r->out;
-	if (u->tier == KV_TIER_OTHER) {
-		r->audio_in = r->audio_in > r->in ? r->audio_in : r->in;
-		r->audio_out = r->audio_out > r->out ? r->audio_out : r->out;
-	}
 }
 
 int
 kv_cost(const struct kv_price *p, const struct kv_usage *u, int64_t *cost)
 {
 	struct rates r;
-	int64_t uncached, fees, ain, aout;
+	int64_t uncached, fees;
 	i128 sum = 0, q;
 
 	*cost = INT64_MAX;
@@ -172,19 +144,12 @@ kv_cost(const struct kv_price *p, const struct kv_usage *u, int64_t *cost)
 	    u->cache_write_1h > u->cache_write)
 		return -1;
 	uncached = u->input - u->cached_input - u->cache_write;
-	if (u->audio_input < 0 || u->audio_output < 0)
-		return -1;
-	/* audio among cache reads is not told apart: it stays at the cached price */
-	ain = u->audio_input < uncached ? u->audio_input : uncached;
-	aout = u->audio_output < u->output ? u->audio_output : u->output;
 	rates_for(p, u, &r);
-	if (cost_term(&sum, uncached - ain, r.in) == -1 ||
-	    cost_term(&sum, ain, r.audio_in) == -1 ||
+	if (cost_term(&sum, uncached, r.in) == -1 ||
 	    cost_term(&sum, u->cached_input, r.cached) == -1 ||
 	    cost_term(&sum, u->cache_write - u->cache_write_1h, r.write) == -1 ||
 	    cost_term(&sum, u->cache_write_1h, r.write1h) == -1 ||
-	    cost_term(&sum, u->output - aout, r.out) == -1 ||
-	    cost_term(&sum, aout, r.audio_out) == -1)
+	    cost_term(&sum, u->output, r.out) == -1)
 		return -1;
 	q = sum / PER_TOKENS + (sum % PER_TOKENS != 0);	/* sum >= 0: ceil */
 	if (q > INT64_MAX)

@@ -32,10 +32,6 @@ struct kv_usage {
 	int64_t	  web_search;
 	int64_t	  web_fetch;
 	int64_t	  code_exec_ms;
-	/* audio tokens among input and output (OpenAI prompt_tokens_details /
-	 * completion_tokens_details.audio_tokens), at the audio prices */
-	int64_t	  audio_input;
-	int64_t	  audio_output;
 	int	  tier;		/* enum kv_tier */
 	int	  found;	/* the response carried usage */
 	int	  estimated;	/* counts are an estimate (cut stream, no usage) */
@@ -52,12 +48,7 @@ struct kv_usage {
  * as input). A priority or flex tier uses that tier's prices when the
  * section has them (cache prices scaled likewise); a tier the section
  * cannot price is charged at the dearest input and output prices the
- * section has, never the standard ones. Explicit tier cache prices (the
- * catalogue's cache_read_input_token_cost_priority, ..._above_200k_tokens)
- * replace the scaled ones. Audio tokens (uncached input first, then output)
- * cost audio_input / audio_output when set; reasoning_output, when dearer
- * than output, prices every output token (usage does not split them out).
- * Returns 0, or -1 on overflow or
+ * section has, never the standard ones. Returns 0, or -1 on overflow or
  * inconsistent counts (then *cost is INT64_MAX). */
 int	kv_cost(const struct kv_price *p, const struct kv_usage *u, int64_t *cost);
 

@@ -129,70 +129,6 @@ kv_pricetab_index(struct kv_config *cf)
 	return 0;
 }
 
-static int
-is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
-
-static int
-is_sep(char c)
-{
-	return c == '-' || c == '.' || c == '_';
-}
-
-/* The version number that follows PREFIX (plen bytes) in S: "-6" in
- * claude-opus-4-6 after "claude-opus-4", ".2" in gpt-5.2 after "gpt-5";
- * 0 when none does: no digits, or a date or snapshot ("-20250514",
- * "-2024-08-06", "-0613": four digits or more). A prefix that does not end
- * in a version (gpt-4o*, llama-*) has no versions after it: 0. Digits that
- * continue the prefix's own number (claude-opus-45 after claude-opus-4)
- * make a greater number: 1000. */
-static long
-version_after(const char *s, size_t plen)
-{
-	const char *r = s + plen;
-	size_t end = plen, n = 0;
-	long v = 0;
-
-	while (end > 0 && is_sep(s[end - 1]))
-		end--;
-	if (end == 0 || !is_digit(s[end - 1]))
-		return 0;
-	if (end == plen && is_digit(*r))
-		return 1000;
-	if (end == plen && is_sep(*r))
-		r++;
-	for (; is_digit(r[n]) && n < 4; n++)
-		v = v * 10 + (r[n] - '0');
-	return n == 0 || n >= 4 ? 0 : v;
-}
-
-/* The greatest version any exact entry under GLOB has (see above). */
-static long
-glob_known_version(const struct kv_config *cf, const struct kv_price *glob, size_t plen)
-{
-	const struct kv_price *const *lo = cf->price_exact, *const *hi = lo + cf->nprice_exact;
-	const struct kv_price *const *m;
-	long best = 0, v;
-
-	/* the exact names that start with the prefix are one sorted run */
-	while (lo < hi) {
-		m = lo + (hi - lo) / 2;
-		if (strncmp((*m)->model, glob->model, plen) < 0)
-			lo = m + 1;
-		else
-			hi = m;
-	}
-	for (; lo < cf->price_exact + cf->nprice_exact &&
-	    strncmp((*lo)->model, glob->model, plen) == 0; lo++) {
-		v = version_after((*lo)->model, plen);
-		if (v > best)
-			best = v;
-	}
-	return best;
-}
-
 static const struct kv_price *
 exact_find(const struct kv_config *cf, const char *model)
 {
@@ -212,33 +148,56 @@ exact_find(const struct kv_config *cf, const char *model)
 	return NULL;
 }
 
+/* A configuration built by hand (unit tests) has no index: the same rule
+ * by a scan, exact names first, then the longest glob. */
+static const struct kv_price *
+scan_find(const struct kv_config *cf, const char *model, enum kv_price_rule *rule)
+{
+	const struct kv_price *best = NULL;
+	size_t i, len, bestlen = 0;
+
+	for (i = 0; i < cf->nprices; i++)
+		if (strcmp(cf->prices[i].model, model) == 0) {
+			*rule = cf->prices[i].src == KV_PRICE_FILE ? KV_RULE_FILE : KV_RULE_INI;
+			return &cf->prices[i];
+		}
+	for (i = 0; i < cf->nprices; i++) {
+		len = strlen(cf->prices[i].model);
+		if (len > 0 && cf->prices[i].model[len - 1] == '*' &&
+		    kv_glob_match(cf->prices[i].model, model) && (best == NULL || len > bestlen)) {
+			best = &cf->prices[i];
+			bestlen = len;
+		}
+	}
+	if (best != NULL)
+		*rule = KV_RULE_GLOB;
+	return best;
+}
+
+/* The older-family rule (version_after) is not applied yet: a glob prices
+ * every model it matches, as before the catalogue. */
 const struct kv_price *
 kv_price_lookup(const struct kv_config *cf, const char *model,
     enum kv_price_rule *rule, const struct kv_price **older)
 {
 	const struct kv_price *hit;
 	enum kv_price_rule dummy;
-	size_t i, plen;
-	long v;
+	size_t i;
 
 	if (rule == NULL)
 		rule = &dummy;
 	if (older != NULL)
 		*older = NULL;
-	if (model != NULL && (hit = exact_find(cf, model)) != NULL) {
+	if (model != NULL && cf->price_exact == NULL && cf->price_glob == NULL) {
+		if ((hit = scan_find(cf, model, rule)) != NULL)
+			return hit;
+	} else if (model != NULL && (hit = exact_find(cf, model)) != NULL) {
 		*rule = hit->src == KV_PRICE_FILE ? KV_RULE_FILE : KV_RULE_INI;
 		return hit;
 	}
 	for (i = 0; model != NULL && i < cf->nprice_glob; i++) {
 		if (!kv_glob_match(cf->price_glob[i]->model, model))
 			continue;
-		plen = strlen(cf->price_glob[i]->model) - 1;
-		v = version_after(model, plen);
-		if (v > 0 && v > glob_known_version(cf, cf->price_glob[i], plen)) {
-			if (older != NULL)
-				*older = cf->price_glob[i];
-			break;	/* a newer family: not priced as the old one */
-		}
 		*rule = KV_RULE_GLOB;
 		return cf->price_glob[i];
 	}

@@ -7,6 +7,7 @@
  * lowered here before anything is returned, so this host never admits
  * past what Redis counts as its commitment. */
 #include "master/cluster.h"
+#include "master/cluster_persist.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -25,6 +26,10 @@
 #define BATCH		128	/* accounts per script call */
 #define DEMAND_SECS	2	/* a lease covers this many seconds of spend */
 #define IDLE_SECS	60	/* an unnamed key unused this long returns its lease */
+/* A lease grown for a refusal is kept for the retry-after the client was
+ * told (1 s, worker/limits.c) plus two syncs, so that the retry finds it:
+ * shrunk at the next sync, a client that obeyed never got in (issue 22). */
+#define HOLD_MS		(1000 + 2 * SYNC_MS)
 #define OPEN_AFTER_MS	2000	/* Redis silent this long: on_redis_down applies */
 #define CAP_OPEN	(INT64_MAX / 4)
 
@@ -56,6 +61,8 @@ struct acct {
 	int64_t		 peak_reserved;	/* most in flight seen since the last sync */
 	struct rlease	 rl[2];		/* requests, tokens */
 	int64_t		 resets;	/* the key's reset count in Redis; -1 before */
+	int64_t		 hold;		/* free lease grown for a refusal ... */
+	int64_t		 hold_until_ms;	/* ... kept until here (HOLD_MS) */
 	int		 inflight;
 	int		 open;		/* admitting past the lease (open mode) */
 };
@@ -85,6 +92,8 @@ struct kv_cluster_host {
 	int			 inflight;	/* batches awaiting a reply */
 	int			 stopping;
 	int			 warned_down;
+	int			 persist_warned;	/* KV0760/KV0761 logged */
+	int64_t			 persist_recheck_ms;	/* 0: no recheck due */
 };
 
 static void sync_all(struct kv_cluster_host *h, int final);
@@ -121,10 +130,40 @@ load_script(struct kv_cluster_host *h)
 		kv_redis_reset(h->redis, "cannot queue SCRIPT LOAD");
 }
 
+/* Leasing starts only from a Redis found durable enough (cluster_persist.h);
+ * one refused is asked again every PERSIST_RECHECK_MS. */
+#define PERSIST_RECHECK_MS	5000
+
+static void
+on_persist(void *arg, int ok)
+{
+	struct kv_cluster_host *h = arg;
+
+	if (ok)
+		load_script(h);
+	else
+		h->persist_recheck_ms = kv_now_ms() + PERSIST_RECHECK_MS;
+}
+
+static void
+persist_recheck(struct kv_cluster_host *h, int64_t now)
+{
+	if (h->persist_recheck_ms == 0 || now < h->persist_recheck_ms)
+		return;
+	h->persist_recheck_ms = 0;
+	if (kv_redis_ready(h->redis))
+		kv_cluster_persist_check(h->redis, h->c.require_persistence,
+		    &h->persist_warned, on_persist, h);
+}
+
 static void
 on_ready(void *arg)
 {
-	load_script(arg);
+	struct kv_cluster_host *h = arg;
+
+	h->persist_recheck_ms = 0;
+	kv_cluster_persist_check(h->redis, h->c.require_persistence, &h->persist_warned,
+	    on_persist, h);
 }
 
 /* ---- building a sync ----------------------------------------------------- */
@@ -181,6 +220,20 @@ follow_local(struct kv_account *a, struct acct *s, int64_t period, int64_t spent
 	s->last_spent = spent;
 }
 
+/* W, or what a refusal less than HOLD_MS ago grew it to; a refusal
+ * (NEED > 0) starts a new hold. */
+static int64_t
+held(struct acct *s, int64_t now, int64_t w, int64_t need)
+{
+	if (need > 0) {
+		s->hold = w > need ? w : need;
+		s->hold_until_ms = now + HOLD_MS;
+	} else if (now < s->hold_until_ms && w < s->hold) {
+		w = s->hold;
+	}
+	return w;
+}
+
 /* The free lease to hold: DEMAND_SECS of the spend rate, within
  * [lease_min, lease_max], or nothing for an idle unnamed key; never less
  * than the largest request refused for want of lease. */
@@ -201,6 +254,7 @@ free_want(struct kv_cluster_host *h, struct kv_account *a, struct acct *s, int64
 	if (h->stopping)
 		return 0;
 	if (!(a->flags & KV_ACCOUNT_NAMED) && reserved == 0 && need == 0 && s->rate == 0 &&
+	    now >= s->hold_until_ms &&
 	    atomic_load(&a->last_used) + IDLE_SECS < (int64_t)time(NULL))
 		return 0;
 	/* Room for the most the workers had in flight since the last sync:
@@ -217,6 +271,7 @@ free_want(struct kv_cluster_host *h, struct kv_account *a, struct acct *s, int64
 		w = h->c.lease_min_nusd;
 	if (w > h->c.lease_max_nusd)
 		w = h->c.lease_max_nusd;
+	w = held(s, now, w, need);
 	s->free = w;
 	return w > need ? w : need;
 }
@@ -352,7 +407,7 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 	char hex[65];
 	int k;
 
-	if (atomic_load_explicit(&a->state, memory_order_acquire) != 2 || s->inflight)
+	if (!kv_slot_ready(&a->state) || s->inflight)
 		return -1;
 	follow_local(a, s, acct_period(h, a), kv_account_spent(a));
 	s->cap = atomic_load(&a->lease_cap_nusd);
@@ -680,7 +735,7 @@ when_down(struct kv_cluster_host *h, int64_t now)
 		struct kv_account *a = &h->l->accounts[i];
 		struct acct *s = &h->acct[i];
 
-		if (atomic_load_explicit(&a->state, memory_order_acquire) != 2)
+		if (!kv_slot_ready(&a->state))
 			continue;
 		if (h->c.open_when_down) {
 			if (!s->open) {
@@ -732,7 +787,7 @@ lease_wanted(struct kv_cluster_host *h)
 		struct kv_account *a = &h->l->accounts[i];
 		int64_t r;
 
-		if (atomic_load_explicit(&a->state, memory_order_relaxed) != 2)
+		if (!kv_slot_ready(&a->state))
 			continue;
 		r = atomic_load_explicit(&a->reserved_nusd, memory_order_relaxed);
 		if (r > h->acct[i].peak_reserved)
@@ -754,6 +809,7 @@ kv_cluster_run(struct kv_cluster_host *h, const struct pollfd *pfd, int n)
 
 	kv_redis_run(h->redis, n > 0 ? pfd : NULL);
 	now = kv_now_ms();
+	persist_recheck(h, now);
 	if (now >= h->next_need_ms) {
 		h->next_need_ms = now + NEED_MS;
 		if (lease_wanted(h) && now < h->next_sync_ms && h->inflight == 0)

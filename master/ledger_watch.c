@@ -1,3 +1,6 @@
+/* The master's once-a-second check of the ledger file (truncated, deleted,
+ * replaced) and the save of the spend still mapped; see ledger_watch.h. */
+
 #include "master/ledger_watch.h"
 
 #include <errno.h>

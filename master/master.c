@@ -28,6 +28,7 @@
 #include "master/notify.h"
 #include "master/status.h"
 #include "master/trim.h"
+#include "shm/ratelimit.h"
 #include "shm/targets.h"
 #include "shm/history.h"
 #include "shm/grow.h"
@@ -1033,6 +1034,7 @@ kv_master_run(struct kv_config *cf)
 	m.cf = cf;
 	m.lfd = -1;
 	m.prev_lfd = -1;
+	kv_rl_clock_anchor();	/* the rate limits' clock, inherited by every worker */
 	if ((r = master_start(&m)) != 0)
 		return r;
 	master_loop(&m);

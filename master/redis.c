@@ -228,16 +228,19 @@ queue(struct kv_redis *r, int argc, const char *const *argv, const size_t *lens,
 static void
 connected(struct kv_redis *r)
 {
-	const char *argv[2] = { "AUTH", r->c.password };
-	size_t lens[2] = { 4, 0 };
+	const char *argv[3] = { "AUTH", r->c.user, r->c.password };
+	size_t lens[3] = { 4, strlen(r->c.user), 0 };
+	int argc = r->c.user[0] != '\0' ? 3 : 2;
 
 	if (r->c.password == NULL) {
 		became_ready(r);
 		return;
 	}
-	lens[1] = strlen(r->c.password);
+	if (argc == 2)	/* AUTH password: the default user */
+		argv[1] = r->c.password;
+	lens[argc - 1] = strlen(r->c.password);
 	r->st = ST_AUTH;
-	if (queue(r, 2, argv, lens, on_auth, r) == -1)
+	if (queue(r, argc, argv, lens, on_auth, r) == -1)
 		kv_redis_reset(r, "cannot queue AUTH");
 }
 

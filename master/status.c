@@ -67,7 +67,7 @@ out_open(struct status_out *o)
 	o->len = 0;
 	o->f = open_memstream(&o->buf, &o->len);
 	if (o->f == NULL) {
-		kv_log_warn("KV0701", "status: open_memstream");
+		kv_log_warn("KV0709", "status: open_memstream");
 		return -1;
 	}
 	return 0;
@@ -283,14 +283,7 @@ parse_limits_body(const char *body, int64_t *rpm, int64_t *tpm)
 static void
 apply_limits(struct kv_account *a, int64_t rpm, int64_t tpm)
 {
-	if (rpm >= 0) {
-		atomic_store(&a->rpm, (uint32_t)rpm);
-		atomic_store(&a->rpm_tat, 0);
-	}
-	if (tpm >= 0) {
-		atomic_store(&a->tpm, (uint32_t)tpm);
-		atomic_store(&a->tpm_tat, 0);
-	}
+	kv_account_set_limits(a, rpm, tpm);
 }
 
 /* The account named by ID: a full 12-hex id, a unique id prefix, or else
@@ -305,7 +298,7 @@ find_account(struct kv_ledger *l, const char *id, unsigned int *status)
 	KV_FOR_EACH_SLOT(l, i) {
 		struct kv_account *a = &l->accounts[i];
 
-		if (atomic_load_explicit(&a->state, memory_order_acquire) != 2)
+		if (!kv_slot_ready(&a->state))
 			continue;
 		kv_key_id(a->hash, kid);
 		if (idlen <= 12 && strncasecmp(kid, id, idlen) == 0) {
@@ -379,8 +372,7 @@ admin_apply(struct kv_status *st, struct MHD_Connection *c, const char *id,
 		 * cluster lease is capped in spent units: close it first. */
 		int64_t old;
 
-		atomic_store(&a->lease_cap_nusd, 0);
-		old = kv_account_spent_reset(a);
+		old = kv_account_reset(a);
 
 		kv_log_info("status: key %s reset by admin (was %" PRId64 " nusd)",
 		    kid, old);
@@ -390,8 +382,7 @@ admin_apply(struct kv_status *st, struct MHD_Connection *c, const char *id,
 		    atomic_load(&a->rpm), atomic_load(&a->tpm));
 	} else {
 		/* An override, as kvctl budget's: see master apply_budget. */
-		atomic_fetch_or(&a->aflags, KV_AF_OVERRIDE);
-		atomic_store(&a->budget_nusd, v);
+		(void)kv_account_set_budget(a, v);
 		kv_log_info("status: key %s budget set to %" PRId64 " nusd by admin",
 		    kid, v);
 	}

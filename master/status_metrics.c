@@ -348,7 +348,7 @@ model_snapshots(const struct kv_ledger *l, struct series **out)
 	for (i = 0; i < nslots; i++) {
 		const struct kv_model_slot *m = &l->models[i];
 
-		if (atomic_load_explicit(&m->state, memory_order_acquire) != 2)
+		if (!kv_slot_ready(&m->state))
 			continue;
 		memcpy(s[n].name, m->name, KV_MODEL_NAME);
 		s[n].name[KV_MODEL_NAME] = '\0';
@@ -449,7 +449,7 @@ put_target_metrics(FILE *f, const struct kv_ledger *l)
 			const struct kv_target_slot *s = &l->targets[t];
 			uint64_t v;
 
-			if (atomic_load_explicit(&s->state, memory_order_acquire) != 2)
+			if (!kv_slot_ready(&s->state))
 				continue;
 			memcpy(name, s->name, sizeof(name));
 			name[sizeof(name) - 1] = '\0';

@@ -1,3 +1,6 @@
+/* Gives back, after start-up, the pages of shared libraries that serving
+ * never touches again; see trim.h. */
+
 #include "master/trim.h"
 
 #include <stdint.h>

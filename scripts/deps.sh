@@ -7,7 +7,7 @@ export DEBIAN_FRONTEND=noninteractive
 BUILD="build-essential autoconf automake pkg-config libssl-dev libinih-dev
   libmicrohttpd-dev ca-certificates openssl curl"
 TEST="libjansson-dev jq clang libclang-rt-14-dev procps iproute2 psmisc python3 groff-base
-  prometheus chromium systemd nodejs npm fonts-dejavu-core redis-server"
+  prometheus chromium systemd nodejs npm fonts-dejavu-core redis-server faketime"
 
 pkgs=$BUILD
 [ "${1:-}" = test ] && pkgs="$BUILD $TEST"

@@ -1,3 +1,6 @@
+/* Rebuilding the ledger with room for more keys (or without tombstones)
+ * at master start-up, history kept; see grow.h. */
+
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif

@@ -1,3 +1,6 @@
+/* The SIGBUS guard on the ledger mapping: one clear line and
+ * KV_EXIT_LEDGER instead of a bare signal 7; see guard.h. */
+
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif

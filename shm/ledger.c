@@ -1,3 +1,7 @@
+/* The ledger: the mapped segment (open, create, validate), accounts and
+ * their account API, reservations, settlement, periods and per-model
+ * totals, all shared words updated with C11 atomics; see ledger.h. */
+
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif
@@ -899,7 +903,7 @@ resv_clear(struct kv_worker_slot *w, int r)
 void
 kv_ledger_resv_sent(struct kv_worker_slot *w, int resv, int64_t min_nusd)
 {
-	if (resv < 0 || resv >= KV_RESV_PER_WORKER || min_nusd <= 0)
+	if (resv < 0 || resv >= KV_RESV_PER_WORKER || min_nusd < 0)
 		return;
 	atomic_store(&w->resv_sent_nusd[resv], min_nusd < KV_SPENT_MAX ? min_nusd : KV_SPENT_MAX);
 }
@@ -1283,4 +1287,33 @@ kv_ledger_resv_end(const struct kv_worker_slot *w)
 	uint32_t hi = atomic_load(&w->resv_hi);
 
 	return hi < KV_RESV_PER_WORKER ? hi : KV_RESV_PER_WORKER;
+}
+
+/* ---- the account API (kvctl, the admin API) -------------------------- */
+
+int64_t
+kv_account_reset(struct kv_account *a)
+{
+	atomic_store(&a->lease_cap_nusd, 0);
+	return kv_account_spent_reset(a);
+}
+
+int64_t
+kv_account_set_budget(struct kv_account *a, int64_t v)
+{
+	atomic_fetch_or(&a->aflags, KV_AF_OVERRIDE);
+	return atomic_exchange(&a->budget_nusd, v);
+}
+
+void
+kv_account_set_limits(struct kv_account *a, int64_t rpm, int64_t tpm)
+{
+	if (rpm >= 0) {
+		atomic_store(&a->rpm, (uint32_t)rpm);
+		atomic_store(&a->rpm_tat, 0);
+	}
+	if (tpm >= 0) {
+		atomic_store(&a->tpm, (uint32_t)tpm);
+		atomic_store(&a->tpm_tat, 0);
+	}
 }

@@ -115,6 +115,29 @@ void	kv_account_charge(struct kv_account *a, int64_t cost);
  * returns what it was (as kv_account_spent). */
 int64_t	kv_account_spent_reset(struct kv_account *a);
 
+/* The account API: kvctl and the admin API (master/status.c) change an
+ * account only through these, so money words have one writer module.
+ * kv_account_reset: close A's cluster lease (capped in spent units, the
+ * master re-leases: docs/cluster.md), then spent := 0 as
+ * kv_account_spent_reset; returns what spent was. */
+int64_t	kv_account_reset(struct kv_account *a);
+
+/* budget := V as an override (KV_AF_OVERRIDE: kept across reloads until the
+ * config's own value changes); returns the budget it replaced. */
+int64_t	kv_account_set_budget(struct kv_account *a, int64_t v);
+
+/* rpm := RPM and tpm := TPM where >= 0 (a negative one is left alone); a
+ * limit set starts from a full bucket (its TAT := 0), as a new key does. */
+void	kv_account_set_limits(struct kv_account *a, int64_t rpm, int64_t tpm);
+
+/* True when the slot whose `state` word is STATE (an account, model or
+ * target slot) is KV_SLOT_READY: filled, safe to read (acquire). */
+static inline int
+kv_slot_ready(const _Atomic uint32_t *state)
+{
+	return atomic_load_explicit(state, memory_order_acquire) == KV_SLOT_READY;
+}
+
 /* The account's period start, also while a roll is under way. */
 int64_t	kv_account_period(const struct kv_account *a);
 
@@ -149,8 +172,9 @@ void	kv_ledger_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
 
 /* The request behind reservation RESV of W reached the provider: should
  * the worker die before settling, the master charges MIN_NUSD (at most the
- * amount reserved) instead of releasing it all. Written only by the
- * owning worker. */
+ * amount reserved) instead of releasing it all (0: releasing it all
+ * again, for a request the provider provably did not get). Written only by
+ * the owning worker. */
 void	kv_ledger_resv_sent(struct kv_worker_slot *w, int resv, int64_t min_nusd);
 
 /* In kv_worker_slot.resv_sent_nusd: the value is the settlement's real

@@ -1,3 +1,6 @@
+/* One daemon per ledger: the master's exclusive flock(2) on the ledger
+ * file, inherited by its workers; see lock.h. */
+
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif

@@ -14,14 +14,49 @@
  * kept for one more window), so a TAT beyond it means the clock went back. */
 #define KV_RL_AHEAD_MAX	(2 * KV_RL_WINDOW_NS)
 
-int64_t
-kv_rl_now_ns(void)
+static int64_t rl_offset_ns;	/* unix time less CLOCK_MONOTONIC, at the anchor */
+static int rl_anchored;
+
+static int64_t
+clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
-	/* CLOCK_REALTIME cannot fail with a valid clock id and pointer. */
-	(void)clock_gettime(CLOCK_REALTIME, &ts);
+	/* cannot fail with a valid clock id and pointer */
+	(void)clock_gettime(id, &ts);
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void
+kv_rl_clock_anchor(void)
+{
+	rl_offset_ns = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
+	rl_anchored = 1;
+}
+
+int64_t
+kv_rl_now_ns(void)
+{
+	/* A duration clock (CLOCK_MONOTONIC, which a step of the wall clock
+	 * leaves alone) read as unix time from the anchor: the master's,
+	 * inherited by every worker it forks. */
+	if (!rl_anchored)
+		kv_rl_clock_anchor();
+	return clock_ns(CLOCK_MONOTONIC) + rl_offset_ns;
+}
+
+/* A TAT further ahead than any overrun leaves it was written by a clock
+ * that has gone back since (a restart after a step): what the bucket held
+ * is unknown, and waiting for the old clock would lock the key for as
+ * long as the step. Start it again from a full bucket, at most one burst
+ * freed. Returns the TAT to use. */
+static int64_t
+rebase(_Atomic int64_t *tat, int64_t old, int64_t now)
+{
+	if (old <= now + KV_RL_AHEAD_MAX)
+		return old;
+	(void)atomic_compare_exchange_strong(tat, &old, now);
+	return atomic_load(tat);
 }
 
 /* COST units in nanoseconds of the window at LIMIT per minute, rounded
@@ -54,11 +89,13 @@ gcra_take_into(_Atomic int64_t *tat, uint32_t limit, int64_t cost, int64_t now,
 		return -1;
 	}
 	inc = units_ns(limit, cost);
-	old = atomic_load(tat);
+	old = rebase(tat, atomic_load(tat), now);
 	for (;;) {
 		base = old > now ? old : now;
-		if (base > now + KV_RL_AHEAD_MAX)
-			base = now + KV_RL_AHEAD_MAX;
+		if (base > now + KV_RL_AHEAD_MAX) {
+			old = rebase(tat, old, now);
+			continue;
+		}
 		next = base + inc;
 		if (next - now > KV_RL_WINDOW_NS) {
 			*wait_ns = next - KV_RL_WINDOW_NS - now;
@@ -100,7 +137,7 @@ gcra_move_apply(_Atomic int64_t *tat, const struct gcra_move *mv)
 
 	if (mv->inc == 0)
 		return;
-	old = atomic_load(tat);
+	old = mv->inc > 0 ? rebase(tat, atomic_load(tat), mv->now) : atomic_load(tat);
 	do {
 		next = old + mv->inc;
 		/* An overrun counts from a full bucket at the latest: tokens a
@@ -129,7 +166,7 @@ kv_gcra_state(int64_t tat, uint32_t limit, int64_t now, int64_t *remaining,
 	__int128 r;
 
 	if (ahead > KV_RL_AHEAD_MAX)
-		ahead = KV_RL_AHEAD_MAX;
+		ahead = 0;	/* an older clock's: rebased on the next take */
 	r = (__int128)(KV_RL_WINDOW_NS - ahead) * limit / KV_RL_WINDOW_NS;
 	*remaining = r < 0 ? 0 : r > limit ? (int64_t)limit : (int64_t)r;
 	*reset_ms = (ahead + 999999) / 1000000;

@@ -42,14 +42,22 @@ struct kv_rl_view {
 	int64_t	  tokens;		/* tokens this request reserved */
 };
 
-/* Unix time in nanoseconds (CLOCK_REALTIME: shared by every process on
- * the host and meaningful after a restart, as the ledger is). */
+/* The rate limits' clock, unix time in nanoseconds: CLOCK_MONOTONIC plus
+ * the offset to the wall clock taken at the anchor, so that a step of the
+ * wall clock (either way) while the daemon runs neither locks nor frees a
+ * limit; every process forked after the anchor shares it, and it is
+ * meaningful after a restart (as the ledger is) up to the steps between. */
 int64_t	kv_rl_now_ns(void);
+
+/* Take the anchor now (the master at start, before it forks; any other
+ * process anchors at its first kv_rl_now_ns). */
+void	kv_rl_clock_anchor(void);
 
 /* One GCRA step on the word TAT for a limit of LIMIT per minute: take COST
  * units at NOW. Returns 0 (taken) or -1 with *wait_ns, the time after which
  * the same cost would pass (-1 when cost > limit: never). A TAT more than
- * a window ahead (the clock went back) counts as exactly one window ahead. */
+ * two windows ahead (no overrun leaves one there: the clock went back since
+ * it was written) is started again from a full bucket. */
 int	kv_gcra_take(_Atomic int64_t *tat, uint32_t limit, int64_t cost, int64_t now,
 	    int64_t *wait_ns);
 

@@ -1,3 +1,6 @@
+/* The master's ledger repair: counters recomputed from recorded
+ * reservations, half-claimed slots tombstoned, dead workers released. */
+
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif

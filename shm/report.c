@@ -1,3 +1,6 @@
+/* The JSON documents about the ledger that `kvctl --json` and
+ * /status.json share, so the two always agree; see report.h. */
+
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif
@@ -172,7 +175,7 @@ kv_report_sorted_accounts(const struct kv_ledger *l,
 	KV_FOR_EACH_SLOT(l, i) {
 		const struct kv_account *a = &l->accounts[i];
 
-		if (atomic_load_explicit(&a->state, memory_order_acquire) != 2)
+		if (!kv_slot_ready(&a->state))
 			continue;
 		snap[count].a = a;
 		snap[count++].spent = kv_account_spent(a);

@@ -54,9 +54,27 @@
  *   x-mock-fail reset|garbage|hang|close (RST after half the events / non-HTTP
  *   bytes / never answer / close unanswered), x-mock-silent-close 1 (answer
  *   as keep-alive, then close the connection anyway).
+ * Billing rules of issue 20 (each response's bill goes to LOGFILE.bills):
+ *   x-mock-reasoning N   N hidden reasoning tokens, billed before the first
+ *                        visible chunk (in output_tokens / completion_tokens
+ *                        and their reasoning_tokens detail)
+ *   x-mock-web-search N  N web searches: Anthropic usage.server_tool_use.
+ *                        web_search_requests (JSON; a stream's final
+ *                        message_delta), Responses web_search_call output items
+ *                        (JSON; stream output_item.added/done); a chat model
+ *                        named *-search-preview bills one search per request
+ *   x-mock-web-fetch N   Anthropic server_tool_use.web_fetch_requests
+ *   x-mock-model NAME    the response's "model" (an Azure deployment answers
+ *                        with its own model, whatever the body says)
+ *   x-mock-error-after N an Anthropic stream sends N text deltas, then
+ *                        "event: error" (overloaded_error) and ends
+ * A bill line: "bill model=M input=N cached=N cache_write=N output=N
+ * reasoning=N web_search=N web_fetch=N" where output counts the reasoning
+ * and the text the provider generated (for a stream its client left: the
+ * deltas sent plus the one in flight).
  *
  * -l LOGFILE gets one line per request:
- *   METHOD TARGET host=H auth=ID include_usage=0|1 stream_options=0|1
+ *   METHOD TARGET host=H auth=ID include_usage=0|1 stream_options=N (members)
  *   body_bytes=N model=M max_tokens=N n=N so_keys=K1,K2|- headers=Name1,Name2,...
  * where ID is the first 12 hex digits of SHA-256 of the Bearer token or
  * x-api-key value (the gateway's key id for the same key), "-" without one.
@@ -106,14 +124,19 @@
  * and -D MS are the defaults of x-mock-status and x-mock-first-delay-ms;
  * -H FILE answers GET /health with the status number FILE holds, read again
  * for each request (200 while FILE is missing), whatever -S says, so a test
- * flips a target's health check by writing the file. */
-static int mock_reset_all;
+ * flips a target's health check by writing the file. -B: an error answer
+ * (-S or x-mock-status) comes after the request was processed and billed,
+ * as a provider whose own gateway times out (504) does: the log gets a
+ * line "BILLED input=N output=M" (the usage a 200 would have reported)
+ * before the error goes out. */
+static int mock_reset_all, mock_bill_errors;
 static long mock_def_status, mock_def_first_delay;
 static const char *mock_health_file;
 
 struct mock {
 	SSL_CTX		*tls;
 	FILE		*log;
+	FILE		*bills;		/* LOGFILE.bills: what each response billed */
 	pthread_mutex_t	 log_lock;
 	atomic_long	 open_conns;
 	atomic_long	 requests;
@@ -161,6 +184,13 @@ struct req {
 	char		 tier[32];	/* x-mock-service-tier, "" unset */
 	long		 cache_1h;	/* x-mock-cache-1h: 1-hour writes among cache_write */
 	long		 hold_ms;	/* x-mock-hold-ms: pause before a stream's last event */
+	long		 reasoning;	/* x-mock-reasoning: hidden tokens billed first */
+	long		 web_search;	/* x-mock-web-search: searches billed */
+	long		 web_fetch;	/* x-mock-web-fetch */
+	char		 resp_model[128];	/* x-mock-model: the response's model */
+	long		 error_after;	/* x-mock-error-after: deltas before event: error */
+	int		 billable;	/* a provider response began: it is billed */
+	int		 errored;	/* the stream ended in event: error */
 
 	long		 tokens;
 	size_t		 token_bytes;
@@ -183,6 +213,7 @@ struct conn {
 	size_t		 wlen;
 	int		 in_response;	/* a peer leaving now is an abort */
 	long		 events;	/* SSE events sent in this response */
+	long		 text_sent;	/* text deltas sent in this response */
 	long		 reset_after;	/* FAIL_RESET: events before the RST */
 	char		 tok[64];
 	char		*tokbuf;	/* one token's text when it is long */
@@ -789,7 +820,7 @@ scan_top(struct req *rq, const char *k, size_t n, const char *v)
 	} else if (KEY_IS(k, n, "stream")) {
 		rq->stream = is_true(v);
 	} else if (KEY_IS(k, n, "stream_options")) {
-		rq->has_stream_options = 1;
+		rq->has_stream_options++;	/* how many: one is what a provider reads */
 		rq->so_keys[0] = '\0';
 		scan_object(v, rq, scan_stream_options);
 	} else if (KEY_IS(k, n, "max_tokens") || KEY_IS(k, n, "max_completion_tokens") ||
@@ -830,6 +861,12 @@ scan_controls(struct req *rq)
 	rq->status = (int)hdr_long(rq, "x-mock-status", mock_def_status, 599);
 	rq->cache_1h = hdr_long(rq, "x-mock-cache-1h", 0, LONG_MAX);
 	rq->hold_ms = hdr_long(rq, "x-mock-hold-ms", 0, HANG_MAX_MS);
+	rq->reasoning = hdr_long(rq, "x-mock-reasoning", 0, 100000000L);
+	rq->web_search = hdr_long(rq, "x-mock-web-search", 0, 1000);
+	rq->web_fetch = hdr_long(rq, "x-mock-web-fetch", 0, 1000);
+	rq->error_after = hdr_long(rq, "x-mock-error-after", -1, 100000000L);
+	if (hdr(rq, "x-mock-model") != NULL)
+		snprintf(rq->resp_model, sizeof(rq->resp_model), "%s", hdr(rq, "x-mock-model"));
 	if (hdr(rq, "x-mock-service-tier") != NULL)
 		snprintf(rq->tier, sizeof(rq->tier), "%s", hdr(rq, "x-mock-service-tier"));
 	rq->fail = FAIL_NONE;
@@ -847,6 +884,8 @@ scan_controls(struct req *rq)
 static const char *
 echo_model(const struct req *rq)
 {
+	if (rq->resp_model[0] != '\0')
+		return rq->resp_model;
 	if (strcmp(rq->model, "gpt-4o-mini") == 0)
 		return "gpt-4o-mini-2024-07-18";
 	if (strcmp(rq->model, "claude-sonnet-4") == 0)
@@ -894,6 +933,27 @@ log_request(struct conn *c)
 	for (i = 0; i < rq->nh; i++)
 		fprintf(c->m->log, "%s%s", i ? "," : "", rq->h[i].name);
 	fputc('\n', c->m->log);
+	fflush(c->m->log);
+	pthread_mutex_unlock(&c->m->log_lock);
+}
+
+/* -B: the usage this request is billed for though it gets an error. */
+static long prompt_tokens(const struct req *rq);
+static long prompt_count(const struct req *rq);
+
+static void
+log_billed(struct conn *c)
+{
+	struct req *rq = &c->rq;
+	long out = rq->tokens;
+
+	if (c->m->log == NULL)
+		return;
+	if (rq->max_tokens >= 0 && out > rq->max_tokens)
+		out = (long)rq->max_tokens;
+	pthread_mutex_lock(&c->m->log_lock);
+	fprintf(c->m->log, "BILLED input=%ld output=%ld\n", prompt_tokens(rq),
+	    out * (rq->n > 0 ? rq->n : 1) * prompt_count(rq));
 	fflush(c->m->log);
 	pthread_mutex_unlock(&c->m->log_lock);
 }
@@ -1016,10 +1076,110 @@ limit_tokens(struct req *rq, const char *stop, const char *length)
 	return stop;
 }
 
+/* ---- the providers' published bills for what bytes do not show ---- */
+
+/* The base64 value at p decoded into out (at most n bytes). */
+static size_t
+b64_prefix(const char *p, unsigned char *out, size_t n)
+{
+	static const char al[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	unsigned acc = 0;
+	int bits = 0;
+	size_t k = 0;
+	const char *q;
+
+	for (; *p && *p != '"' && k < n; p++) {
+		if ((q = strchr(al, *p)) == NULL || *p == '\0')
+			break;
+		acc = acc << 6 | (unsigned)(q - al);
+		if ((bits += 6) >= 8) {
+			bits -= 8;
+			out[k++] = (unsigned char)(acc >> bits);
+		}
+	}
+	return k;
+}
+
+/* OpenAI's tile rule (gpt-4o: 85 + 170 a tile; gpt-4o-mini: 2833 + 5667)
+ * and Anthropic's (w * h) / 750, for a PNG's IHDR size. */
+static long
+image_bill(const struct req *rq, const unsigned char *h, size_t n)
+{
+	double w, ht, s;
+	long tiles, base = 85, tile = 170;
+
+	if (n < 24 || memcmp(h, "\x89PNG", 4) != 0)
+		return is_anthropic(rq) ? 1600 : 2833 + 8 * 5667;
+	w = (double)((unsigned long)h[16] << 24 | (unsigned long)h[17] << 16 | h[18] << 8 | h[19]);
+	ht = (double)((unsigned long)h[20] << 24 | (unsigned long)h[21] << 16 | h[22] << 8 | h[23]);
+	if (is_anthropic(rq))
+		return (long)(w * ht / 750) > 1600 ? 1600 : (long)(w * ht / 750);
+	if (strncmp(rq->model, "gpt-4o-mini", 11) == 0)
+		base = 2833, tile = 5667;
+	if (w > 2048 || ht > 2048) {
+		s = 2048 / (w > ht ? w : ht);
+		w *= s, ht *= s;
+	}
+	if ((w < ht ? w : ht) > 768) {
+		s = 768 / (w < ht ? w : ht);
+		w *= s, ht *= s;
+	}
+	tiles = (long)((w + 511) / 512) * (long)((ht + 511) / 512);
+	return base + tile * tiles;
+}
+
+/* Anthropic's tool-use system prompt (346 with tool_choice auto) and the
+ * computer-use tools' hidden prompts (computer 735 + the 499-token
+ * computer-use system prompt, bash 245, text_editor 700). */
+static long
+tool_prompt_bill(const struct req *rq)
+{
+	long t = 0;
+
+	if (!is_anthropic(rq) || strstr(rq->body, "\"tools\"") == NULL)
+		return 0;
+	t = 346;
+	if (strstr(rq->body, "\"computer_2") != NULL)
+		t += 735 + 499;
+	if (strstr(rq->body, "\"bash_2") != NULL)
+		t += 245;
+	if (strstr(rq->body, "\"text_editor_2") != NULL)
+		t += 700;
+	return t;
+}
+
+/* Input tokens as the provider bills them: the text (a token per 4 bytes
+ * here), each inline image by its rule, the hidden tool prompts. */
 static long
 prompt_tokens(const struct req *rq)
 {
-	return (long)(rq->body_len / 4);
+	unsigned char h[32];
+	const char *p;
+	long t = (long)(rq->body_len / 4);
+
+	if (rq->body == NULL)
+		return t;
+	for (p = rq->body; (p = strstr(p, "base64,")) != NULL; p += 7)
+		t += image_bill(rq, h, b64_prefix(p + 7, h, sizeof(h)));
+	for (p = rq->body; (p = strstr(p, "\"data\":\"")) != NULL; p += 8)
+		t += image_bill(rq, h, b64_prefix(p + 8, h, sizeof(h)));
+	return t + tool_prompt_bill(rq);
+}
+
+/* Output multiplies by the legacy completions prompt array. */
+static long
+prompt_count(const struct req *rq)
+{
+	const char *p = rq->body != NULL ? strstr(rq->body, "\"prompt\":[\"") : NULL;
+	long k = 1;
+
+	if (p == NULL)
+		return 1;
+	for (p += 10; *p && *p != ']'; p++)
+		if (*p == '"' && p[-1] != '\\' && p[1] == ',' )
+			k++;
+	return k;
 }
 
 static void
@@ -1027,11 +1187,13 @@ openai_usage(struct sb *s, const struct req *rq)
 {
 	long p = prompt_tokens(rq);
 
+	long out = rq->tokens * rq->n + rq->reasoning;
+
 	sb_printf(s, "{\"prompt_tokens\":%ld,\"completion_tokens\":%ld,\"total_tokens\":%ld,"
 	    "\"prompt_tokens_details\":{\"cached_tokens\":%ld,\"audio_tokens\":0},"
-	    "\"completion_tokens_details\":{\"reasoning_tokens\":0,\"audio_tokens\":0,"
+	    "\"completion_tokens_details\":{\"reasoning_tokens\":%ld,\"audio_tokens\":0,"
 	    "\"accepted_prediction_tokens\":0,\"rejected_prediction_tokens\":0}}",
-	    p, rq->tokens * rq->n, p + rq->tokens * rq->n, rq->cached);
+	    p, out, p + out, rq->cached, rq->reasoning);
 }
 
 static int
@@ -1064,7 +1226,8 @@ completions_json(struct conn *c, const char *finish)
 	    "\"model\":\"%s\",\"choices\":[{\"text\":\"", now_ms() / 1000, echo_model(rq));
 	sb_printf(&post, "\",\"index\":0,\"logprobs\":null,\"finish_reason\":\"%s\"}],"
 	    "\"usage\":{\"prompt_tokens\":%ld,\"completion_tokens\":%ld,\"total_tokens\":%ld}}",
-	    finish, p, rq->tokens * rq->n, p + rq->tokens * rq->n);
+	    finish, p, rq->tokens * rq->n * prompt_count(rq),
+	    p + rq->tokens * rq->n * prompt_count(rq));
 	return send_json(c, 200, &pre, &t, post.buf);
 }
 
@@ -1104,6 +1267,25 @@ models(struct conn *c)
 	    "\"owned_by\":\"system\"}]}");
 }
 
+/* A Responses web_search_call output item, as OpenAI sends it. */
+static void
+web_search_item(struct sb *s, long i, const char *status)
+{
+	sb_printf(s, "{\"type\":\"web_search_call\",\"id\":\"ws_mock_%ld\",\"status\":\"%s\","
+	    "\"action\":{\"type\":\"search\",\"query\":\"mock query %ld\"}}", i, status, i);
+}
+
+static void
+web_search_items(struct sb *s, long n)
+{
+	long i;
+
+	for (i = 0; i < n; i++) {
+		web_search_item(s, i, "completed");
+		sb_printf(s, ",");
+	}
+}
+
 /* The Responses API object; TEXT goes between pre and post when with_output. */
 static void
 response_object(struct conn *c, struct sb *pre, struct sb *post, const char *status,
@@ -1117,6 +1299,7 @@ response_object(struct conn *c, struct sb *pre, struct sb *post, const char *sta
 	    "\"max_output_tokens\":null,\"model\":\"%s\",\"output\":[", now_ms() / 1000,
 	    status, echo_model(rq));
 	if (with_output) {
+		web_search_items(pre, rq->web_search);
 		sb_printf(pre, "{\"type\":\"message\",\"id\":\"msg_mock\",\"status\":\"completed\","
 		    "\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\","
 		    "\"annotations\":[],\"text\":\"");
@@ -1131,8 +1314,9 @@ response_object(struct conn *c, struct sb *pre, struct sb *post, const char *sta
 	sb_printf(post, "\"usage\":");
 	if (with_output)
 		sb_printf(post, "{\"input_tokens\":%ld,\"input_tokens_details\":{\"cached_tokens\":%ld},"
-		    "\"output_tokens\":%ld,\"output_tokens_details\":{\"reasoning_tokens\":0},"
-		    "\"total_tokens\":%ld}", p, rq->cached, rq->tokens, p + rq->tokens);
+		    "\"output_tokens\":%ld,\"output_tokens_details\":{\"reasoning_tokens\":%ld},"
+		    "\"total_tokens\":%ld}", p, rq->cached, rq->tokens + rq->reasoning,
+		    rq->reasoning, p + rq->tokens + rq->reasoning);
 	else
 		sb_printf(post, "null");
 	sb_printf(post, ",\"user\":null,\"metadata\":{}}");
@@ -1149,11 +1333,20 @@ responses_json(struct conn *c)
 }
 
 static void
+server_tool_use(struct sb *s, const struct req *rq)
+{
+	sb_printf(s, ",\"server_tool_use\":{\"web_search_requests\":%ld,"
+	    "\"web_fetch_requests\":%ld}", rq->web_search, rq->web_fetch);
+}
+
+static void
 anthropic_usage(struct sb *s, const struct req *rq, long output)
 {
 	sb_printf(s, "{\"input_tokens\":%ld,\"cache_creation_input_tokens\":%ld,"
 	    "\"cache_read_input_tokens\":%ld,\"output_tokens\":%ld",
-	    prompt_tokens(rq), rq->cache_write, rq->cached, output);
+	    prompt_tokens(rq), rq->cache_write, rq->cached, output + rq->reasoning);
+	if (rq->web_search > 0 || rq->web_fetch > 0)
+		server_tool_use(s, rq);
 	if (rq->cache_1h > 0)
 		sb_printf(s, ",\"cache_creation\":{\"ephemeral_5m_input_tokens\":%ld,"
 		    "\"ephemeral_1h_input_tokens\":%ld}", rq->cache_write - rq->cache_1h,
@@ -1443,6 +1636,9 @@ provider(struct conn *c)
 
 	if ((rc = need_model(c)) != 0)
 		return rc == 1 ? 0 : -1;
+	rq->billable = 1;
+	if (strcmp(rq->path, "/v1/chat/completions") == 0 && strstr(rq->model, "-search-preview"))
+		rq->web_search = 1;	/* OpenAI's search models: a fee per request */
 	if (rq->stream)
 		return stream_dispatch(c);
 	if (strcmp(rq->path, "/v1/chat/completions") == 0)
@@ -1490,8 +1686,11 @@ route(struct conn *c)
 
 	if (get && mock_health_file != NULL && strcmp(rq->path, "/health") == 0)
 		return health(c);
-	if (rq->status >= 400)
+	if (rq->status >= 400) {
+		if (mock_bill_errors)
+			log_billed(c);
 		return send_mock_error(c);
+	}
 	if (objects(c, &rc) == 0)
 		return rc;
 	if (post && is_provider_path(rq->path))
@@ -1534,6 +1733,31 @@ misbehave(struct conn *c)
 	return 0;
 }
 
+/* What the provider bills for the response just given (or cut): the
+ * reasoning was billed before any visible byte; of the text, what was
+ * generated: all of it for a whole response, else the deltas sent and the
+ * one in flight. */
+static void
+write_bill(struct conn *c, int whole)
+{
+	struct req *rq = &c->rq;
+	long gen = rq->tokens;
+
+	if (c->m->bills == NULL || !rq->billable)
+		return;
+	if (!whole && rq->stream && c->text_sent + (rq->errored ? 0 : 1) < gen)
+		gen = c->text_sent + (rq->errored ? 0 : 1);
+	if (strcmp(rq->path, "/v1/embeddings") == 0)
+		gen = 0;
+	pthread_mutex_lock(&c->m->log_lock);
+	fprintf(c->m->bills, "bill model=%s input=%ld cached=%ld cache_write=%ld output=%ld "
+	    "reasoning=%ld web_search=%ld web_fetch=%ld\n", echo_model(rq), prompt_tokens(rq),
+	    rq->cached, rq->cache_write, gen * rq->n + rq->reasoning, rq->reasoning,
+	    rq->web_search, rq->web_fetch);
+	fflush(c->m->bills);
+	pthread_mutex_unlock(&c->m->log_lock);
+}
+
 static int
 keepalive(const struct req *rq)
 {
@@ -1567,9 +1791,12 @@ serve_one(struct conn *c)
 	rq->keepalive = keepalive(rq);
 	log_request(c);
 	c->events = 0;
+	c->text_sent = 0;
 	if (misbehave(c) == -1)
 		return -1;
-	if (route(c) == -1)
+	rc = route(c);
+	write_bill(c, rc == 0 && !rq->errored);
+	if (rc == -1)
 		return -1;
 	c->in_response = 0;
 	if (hdr(rq, "x-mock-silent-close") != NULL || mock_reset_all)
@@ -1725,6 +1952,7 @@ oai_stream(struct conn *c, const struct oai_stream *os, const char *finish)
 		t.to = t.from + 1;
 		if (oai_chunk(c, os, os->delta_pre, &t, os->delta_post) == -1)
 			return -1;
+		c->text_sent++;
 	}
 	sb_printf(&fin, os->finish_fmt, finish);
 	if (oai_chunk(c, os, fin.buf, &no_text, "") == -1)
@@ -1808,6 +2036,30 @@ resp_whole(struct conn *c, const char *name, const char *status, int with_output
 	"\"role\":\"assistant\",\"status\":"
 #define RESP_PART "\"item_id\":\"msg_mock\",\"output_index\":0,\"content_index\":0,"
 
+/* Each search is an output item of its own, added then done. */
+static int
+resp_search_events(struct conn *c)
+{
+	struct sb body = { .len = 0 };
+	long i;
+
+	for (i = 0; i < c->rq.web_search; i++) {
+		body.len = 0;
+		sb_printf(&body, "\"output_index\":%ld,\"item\":", i);
+		web_search_item(&body, i, "in_progress");
+		sb_printf(&body, "}");
+		if (resp_event(c, "response.output_item.added", body.buf, &no_text, "") == -1)
+			return -1;
+		body.len = 0;
+		sb_printf(&body, "\"output_index\":%ld,\"item\":", i);
+		web_search_item(&body, i, "completed");
+		sb_printf(&body, "}");
+		if (resp_event(c, "response.output_item.done", body.buf, &no_text, "") == -1)
+			return -1;
+	}
+	return 0;
+}
+
 static int
 responses_stream(struct conn *c)
 {
@@ -1817,6 +2069,7 @@ responses_stream(struct conn *c)
 	if (sse_begin(c, rq->tokens + 8) == -1 ||
 	    resp_whole(c, "response.created", "in_progress", 0) == -1 ||
 	    resp_whole(c, "response.in_progress", "in_progress", 0) == -1 ||
+	    resp_search_events(c) == -1 ||
 	    resp_event(c, "response.output_item.added", RESP_ITEM "\"in_progress\","
 	    "\"content\":[]}}", &no_text, "") == -1 ||
 	    resp_event(c, "response.content_part.added", RESP_PART "\"part\":{\"type\":"
@@ -1827,6 +2080,7 @@ responses_stream(struct conn *c)
 		if (resp_event(c, "response.output_text.delta", RESP_PART "\"delta\":\"", &t,
 		    "\"}") == -1)
 			return -1;
+		c->text_sent++;
 	}
 	if (resp_event(c, "response.output_text.done", RESP_PART "\"text\":\"", &all,
 	    "\"}") == -1 ||
@@ -1845,13 +2099,29 @@ anthropic_delta(struct conn *c, const char *stop, long output)
 {
 	struct sb s = { .len = 0 };
 
-	if (stop != NULL)
+	if (stop != NULL) {
 		sb_printf(&s, "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"%s\","
-		    "\"stop_sequence\":null},\"usage\":{\"output_tokens\":%ld}}", stop, output);
+		    "\"stop_sequence\":null},\"usage\":{\"output_tokens\":%ld", stop,
+		    output + c->rq.reasoning);
+		if (c->rq.web_search > 0 || c->rq.web_fetch > 0)
+			server_tool_use(&s, &c->rq);
+		sb_printf(&s, "}}");
+	}
 	else
 		sb_printf(&s, "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":null,"
 		    "\"stop_sequence\":null},\"usage\":{\"output_tokens\":%ld}}", output);
 	return sse_event(c, "message_delta", &s, &no_text, "");
+}
+
+/* Anthropic's mid-stream failure: a 200 stream that ends in an error event. */
+static int
+anthropic_error_end(struct conn *c)
+{
+	c->rq.errored = 1;
+	if (sse_plain(c, "error", "{\"type\":\"error\",\"error\":{\"type\":"
+	    "\"overloaded_error\",\"message\":\"Overloaded\"}}") == -1)
+		return -1;
+	return sse_end(c);
 }
 
 static int
@@ -1864,7 +2134,16 @@ messages_stream(struct conn *c, const char *stop)
 	sb_printf(&start, "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_mock\","
 	    "\"type\":\"message\",\"role\":\"assistant\",\"model\":\"%s\",\"content\":[],"
 	    "\"stop_reason\":null,\"stop_sequence\":null,\"usage\":", echo_model(rq));
-	anthropic_usage(&start, rq, 1);
+	{
+		long ws = rq->web_search, wf = rq->web_fetch, r = rq->reasoning;
+
+		/* the opening usage has neither searches nor reasoning yet */
+		rq->web_search = rq->web_fetch = rq->reasoning = 0;
+		anthropic_usage(&start, rq, 1);
+		rq->web_search = ws;
+		rq->web_fetch = wf;
+		rq->reasoning = r;
+	}
 	sb_printf(&start, "}}");
 	sb_printf(&delta, "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
 	    "{\"type\":\"text_delta\",\"text\":\"");
@@ -1876,8 +2155,11 @@ messages_stream(struct conn *c, const char *stop)
 		return -1;
 	for (t.from = 0; t.from < rq->tokens; t.from++) {
 		t.to = t.from + 1;
+		if (rq->error_after >= 0 && t.from >= rq->error_after)
+			return anthropic_error_end(c);
 		if (sse_event(c, "content_block_delta", &delta, &t, "\"}}") == -1)
 			return -1;
+		c->text_sent++;
 	}
 	if (sse_plain(c, "content_block_stop", "{\"type\":\"content_block_stop\",\"index\":0}") == -1 ||
 	    (rq->two_deltas && anthropic_delta(c, NULL, rq->tokens / 2) == -1) ||
@@ -2032,7 +2314,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: mock_upstream -p PORT [-t CERT KEY] [-l LOGFILE] [-P PORTFILE]\n"
-	    "       [-R] [-S STATUS] [-D FIRST-DELAY-MS] [-H HEALTH-STATUS-FILE]\n"
+	    "       [-R] [-B] [-S STATUS] [-D FIRST-DELAY-MS] [-H HEALTH-STATUS-FILE]\n"
 	    "       mock_upstream --free-port\n");
 	exit(2);
 }
@@ -2046,7 +2328,7 @@ main(int argc, char **argv)
 
 	if (argc == 2 && strcmp(argv[1], "--free-port") == 0)
 		return free_port();
-	while ((ch = getopt(argc, argv, "p:t:l:P:RS:D:H:")) != -1) {
+	while ((ch = getopt(argc, argv, "p:t:l:P:RBS:D:H:")) != -1) {
 		switch (ch) {
 		case 'p': port = optarg; break;
 		case 't':
@@ -2058,6 +2340,7 @@ main(int argc, char **argv)
 		case 'l': logfile = optarg; break;
 		case 'P': portfile = optarg; break;
 		case 'R': mock_reset_all = 1; break;
+		case 'B': mock_bill_errors = 1; break;
 		case 'S': mock_def_status = strtol(optarg, NULL, 10); break;
 		case 'D': mock_def_first_delay = strtol(optarg, NULL, 10); break;
 		case 'H': mock_health_file = optarg; break;
@@ -2074,6 +2357,15 @@ main(int argc, char **argv)
 	if (logfile != NULL && (m.log = fopen(logfile, "a")) == NULL) {
 		perror(logfile);
 		return 1;
+	}
+	if (logfile != NULL) {
+		char bpath[PATH_MAX];
+
+		snprintf(bpath, sizeof(bpath), "%s.bills", logfile);
+		if ((m.bills = fopen(bpath, "a")) == NULL) {
+			perror(bpath);
+			return 1;
+		}
 	}
 	if ((lfd = listen_on(port, &bound)) == -1) {
 		perror("mock_upstream: listen");

@@ -298,7 +298,8 @@ check_eq "previous_response_id on a model without context_window: 400" "$st" 400
 check "... naming the price key" grep -q context_window "$T/prev.out"
 K3=sk-kvtest-adm-fetch-66
 printf '{"model":"ctx-m","max_tokens":10,"tools":[{"type":"web_search_preview"}],"input":"q"}' >"$T/ws.json"
-inflight ws "$K3" "$(cost 100000 10)" "$T/ws.json"
+# a hosted tool without max_uses: 1 + [budget] max_tool_turns (10) turns of context_window
+inflight ws "$K3" "$(cost 1100000 10)" "$T/ws.json"
 
 # ---- 7. one credential ----------------------------------------------------------------
 
@@ -331,7 +332,7 @@ check_eq "the same key in both headers is one credential: 200" "$st" 200
 # gpt-4o-mini: 150 / 600 nUSD a token
 mini() { echo $(($1 * 150 + $2 * 600)); }
 i=0
-for so in '"stream_options":{"include_usage":false}' '"stream_options":null' \
+for so in '"stream_options":{"include_usage":false}' \
     '"stream_options":{}' '"stream_options":{"include_obfuscation":false}' ''; do
 	i=$((i + 1))
 	K=sk-kvtest-adm-usage-$i
@@ -348,6 +349,13 @@ for so in '"stream_options":{"include_usage":false}' '"stream_options":null' \
 done
 check "the client's other stream_options members are kept" \
 	grep -q 'so_keys=include_obfuscation,include_usage ' "$MOCK_LOG"
+# one stream_options (issue 20): null cannot be merged into, nor sent with a second
+n0=$(wc -l <"$MOCK_LOG")
+st=$(kv_curl /v1/chat/completions -o "$T/sonull.out" -w '%{http_code}' \
+	-H "Authorization: Bearer sk-kvtest-adm-usage-null" \
+	-d '{"model":"gpt-4o-mini","stream":true,"stream_options":null,"messages":[]}')
+check_eq '"stream_options":null on a stream: 400' "$st" 400
+check_eq "... nothing forwarded" "$(wc -l <"$MOCK_LOG")" "$n0"
 K=sk-kvtest-adm-usage-legacy
 kv_curl /v1/completions -o "$T/legacy.out" -H "Authorization: Bearer $K" -H 'x-mock-tokens: 30' \
 	-d '{"model":"gpt-4o-mini","prompt":"x","stream":true}'
@@ -401,8 +409,8 @@ fi
 K=sk-kvtest-adm-tls-1
 sdk_body "$T/tls.json" $P ',"model":"tlsm-1","max_tokens":20,"stream":true,"stream_options":{"include_obfuscation":false}'
 TB=$(stat -c %s "$T/tls.json")
-INJ=',"stream_options":{"include_obfuscation":false,"include_usage":true}'
-TB=$((TB + ${#INJ}))	# what the provider gets: the member added last
+INJ=',"include_usage":true'
+TB=$((TB + ${#INJ}))	# what the provider gets: merged into the client's object
 kv_curl /v1/chat/completions -o "$T/tls.out" -H "Authorization: Bearer $K" \
 	-H 'Transfer-Encoding: chunked' -H 'x-mock-tokens: 20' --data-binary @"$T/tls.json"
 line=$(tail -n 1 "$MOCK_TLS_LOG")

@@ -190,9 +190,10 @@ echo "# reservations released within $(awk "BEGIN { printf \"%.2f\", $EPOCHREALT
 check "the master logged the release" grep -q "released [1-8] reservations" "$KV_LOG"
 wait "${kpids[@]}"
 # They had reached the provider: each is charged its input estimate (body
-# bytes / 4 tokens at the input price), not its reservation.
-est=$(( (${#BODY} / 4 * PI_BUDGET + 999999) / 1000000 ))
-check_eq "the killed streams were charged their input estimate only" \
+# bytes / 4 tokens at the input price) and its reserved output (the
+# provider may have generated it all), not its whole reservation.
+est=$(ceil_cost $(( ${#BODY} / 4 )) "$M" $PI_BUDGET $PO_BUDGET)
+check_eq "the killed streams were charged their input estimate and reserved output" \
 	"$(key_field "$KK_ID" spent_nusd)" $(( 8 * est ))
 ok_again() {
 	[ "$(kv_curl /v1/chat/completions -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $KK" \

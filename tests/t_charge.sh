@@ -11,7 +11,9 @@
 #    the output so far (the stream's cumulative count where given), marked
 #    estimated; exact usage already read is never replaced by an estimate;
 #  - a 504, a stream cancelled before its head and a worker killed after
-#    the request was sent charge at least the input estimate; kvctl and /status.json count estimated charges;
+#    the request was sent charge the input estimate plus the reservation's
+#    output (the provider got it whole and may have generated it all);
+#    kvctl and /status.json count estimated charges;
 #  - a pooled connection that closes after reading a request: the request
 #    is not sent again.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
@@ -164,8 +166,8 @@ ab0=$(kv_mock_stat aborted_streams)
 post $K /v1/chat/completions "$body" -m 1 -H 'x-mock-first-delay-ms: 2500' >/dev/null 2>&1
 check "a stream cancelled before the response head: the upstream is closed" \
 	kv_wait_for 10 aborted_since "$ab0"
-check "... and charged its input estimate (body bytes / 4 at the input price)" \
-	kv_wait_for 10 spent_is $K $(( ${#body} / 4 * 10000 ))
+check "... and charged its input estimate (body bytes / 4) and the reserved output (1024)" \
+	kv_wait_for 10 spent_is $K $(( ${#body} / 4 * 10000 + 1024 * 100000 ))
 check_eq "... marked estimated" "$(estimated $K)" 1
 check_eq "... the mock got it once" "$(mock_got kv-cut-cancel)" 1
 
@@ -194,7 +196,8 @@ p=$(( ${#body} / 4 ))
 check_eq "upstream silent past upstream_timeout: 504" "$(post $K /v1/chat/completions "$body" \
 	-H 'x-mock-first-delay-ms: 8000')" 504
 check_eq "... the mock got it once" "$(mock_got kv-cut-504)" 1
-check_eq "... charged the input estimate" "$(spent $K)" $(( p * 10000 ))
+check_eq "... charged the input estimate and the reserved output" "$(spent $K)" \
+	$(( p * 10000 + 1024 * 100000 ))
 check_eq "... counted as estimated" "$(estimated $K)" 1
 check_eq "... in /status.json too" "$(curl -sS "http://127.0.0.1:$KV_STATUS_PORT/status.json" |
 	jq --arg id "$(id_of $K)" '.keys[] | select(.id == $id) | .estimated_requests')" 1
@@ -217,7 +220,8 @@ check "a worker is running" test -n "$worker"
 kill -9 "$worker" 2>/dev/null
 reserved0() { [ "$(key_field "$(id_of $K)" reserved_nusd)" = 0 ]; }
 check "the master released the dead worker's reservation" kv_wait_for 15 reserved0
-check_eq "... and charged at least the input estimate" "$(spent $K)" $(( p * 10000 ))
+check_eq "... and charged the input estimate and the reserved output" "$(spent $K)" \
+	$(( p * 10000 + 1024 * 100000 ))
 
 # ---- at most one send -------------------------------------------------------------------------
 K=sk-charge-once
@@ -229,7 +233,7 @@ p=$(( ${#body} / 4 ))
 check_eq "the pooled connection closes after reading the next request: 502" \
 	"$(post $K /v1/chat/completions "$body" -H 'x-mock-fail: close')" 502
 check_eq "... which the mock received once, not twice" "$(mock_got kv-cut-once)" 1
-check_eq "... charged the input estimate (the provider got it whole)" \
-	"$(spent $K)" $(( s0 + p * 10000 ))
+check_eq "... charged the input estimate and the reserved output (the provider got it whole)" \
+	"$(spent $K)" $(( s0 + p * 10000 + 1024 * 100000 ))
 
 kv_finish

@@ -74,6 +74,10 @@ health_interval = 2
 [upstream plain]
 url = http://127.0.0.1:$P_PORT
 models = gpt-4o-mini-plain*
+
+; an api_key upstream admits only configured keys (issue 20)
+[key health]
+key = $K
 EOF
 # Appended as written: the overlay keeps one line per key, and 'wide' has
 # several url lines.

@@ -190,14 +190,14 @@ nfd=$(ls "/proc/$wpid/fd" | wc -l)
 # The worker can take 64 - nfd; open enough more that the backlog holds some.
 open_conns $((64 - nfd + 20)) || fail "open $((64 - nfd + 20)) connections"
 check "the worker hits EMFILE and logs it" \
-	kv_wait_for 20 grep -q 'KV0503.*[Tt]oo many open files' "$KV_LOG"
+	kv_wait_for 20 grep -q 'KV0513.*[Tt]oo many open files' "$KV_LOG"
 ticks() { awk '{ print $14 + $15 }' "/proc/$wpid/stat"; }
-logged() { grep -c KV0503 "$KV_LOG"; }
+logged() { grep -c KV0513 "$KV_LOG"; }
 t0=$(ticks) l0=$(logged)
 sleep 3	# the measurement window: CPU used by a worker that cannot accept
 t1=$(ticks) l1=$(logged)
 check "... without spinning: $((t1 - t0)) ticks of CPU in 3 s (< 45)" test $((t1 - t0)) -lt 45
-check "... nor flooding its log: $((l1 - l0)) KV0503 lines in 3 s (< 60)" test $((l1 - l0)) -lt 60
+check "... nor flooding its log: $((l1 - l0)) KV0513 lines in 3 s (< 60)" test $((l1 - l0)) -lt 60
 check "... and it is still alive" kv_alive "$wpid"
 close_conns
 check "once the connections close it serves again" kv_wait_for 30 models_ok

@@ -32,6 +32,10 @@ free_paths = /v1/messages/batches
 [upstream catchall]
 url = http://127.0.0.1:$MOCK_PORT
 paths = /v1
+
+; an api_key upstream admits only configured keys (issue 20)
+[key meter]
+key = $K
 EOF
 UPSTREAM_KEY=sk-ant-provider-0001 kv_start
 export UPSTREAM_KEY=sk-ant-provider-0001
@@ -117,6 +121,10 @@ kv_write_config <<EOF
 [upstream openai]
 api_key = env:UPSTREAM_KEY
 free_paths = /v1/responses /v1/chat/completions
+
+; an api_key upstream admits only configured keys (issue 20)
+[key meter]
+key = $K
 EOF
 kv_start
 refused "virtual keys: a listed stored response" 404 GET /v1/responses/resp_1
@@ -129,6 +137,10 @@ kv_write_config <<EOF
 api_key = env:UPSTREAM_KEY
 free_paths = /v1/responses
 shared_stored_objects = yes
+
+; an api_key upstream admits only configured keys (issue 20)
+[key meter]
+key = $K
 EOF
 kv_start
 spent0=$(key_field "$KID" spent_nusd)

@@ -59,6 +59,10 @@ api_key = env:KV_TEST_PROVIDER_KEY
 [key poor]
 key = sha256:$(printf '%s' "$POOR_KEY" | sha256sum | cut -d' ' -f1)
 budget = 0.000001
+
+; api_key upstreams admit only configured keys (issue 20)
+[key client]
+key = $CLIENT_KEY
 EOF
 chmod 644 "$T/kilovolt.ini"
 

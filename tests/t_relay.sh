@@ -28,6 +28,10 @@ kv_write_config <<EOF
 [upstream anthropic]
 api_key = env:UPSTREAM_KEY
 
+; virtual keys admit only configured keys (issue 20)
+[key relay]
+key = $KEY
+
 [upstream files]
 url = $M
 free_paths = /sink /blob

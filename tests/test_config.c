@@ -630,6 +630,22 @@ test_price(void)
 	CHECK_INT(kv_config_price(&cf, "c")->web_fetch_call, 2);
 	CHECK_INT(kv_config_price(&cf, "c")->code_exec_hour, 50000000LL);
 	kv_config_free(&cf);
+	/* what a cut charges */
+	CHECK_INT(load_text(&cf, UP), 0);
+	CHECK_INT(cf.on_cut_drain, 0);
+	CHECK_INT(cf.drain_timeout, 60);
+	CHECK_INT(cf.drain_max, 4 << 20);
+	kv_config_free(&cf);
+	CHECK_INT(load_text(&cf, "[budget]\non_cut = drain\ndrain_timeout = 5\ndrain_max = 64k\n"
+	    UP), 0);
+	CHECK_INT(cf.on_cut_drain, 1);
+	CHECK_INT(cf.drain_timeout, 5);
+	CHECK_INT(cf.drain_max, 65536);
+	kv_config_free(&cf);
+	EXPECT_ERR("[budget]\non_cut = estimate\n" UP,
+	    ":2: on_cut: 'estimate' is not charge_reserved or drain");
+	EXPECT_ERR("[budget]\ndrain_max = 0\n" UP,
+	    ":2: drain_max: '0' is not a size (bytes with an optional k, m or g, not 0)");
 	EXPECT_ERR(UP "[price x]\ninput = 1\noutput = 2\nweb_search = $10\n",
 	    ":7: web_search: '$10' is not a decimal amount");
 }
@@ -670,7 +686,26 @@ test_cluster(void)
 	CHECK_STR(cf.cluster.redis_unix, "/run/redis.sock");
 	CHECK_STR(cf.cluster.password, "s3cret");
 	CHECK(cf.cluster.host_id[0] != '\0');	/* the host name */
+	{
+		char hn[256];
+
+		/* the full name, not cut at its first dot (issue 22) */
+		if (gethostname(hn, sizeof(hn)) == 0 && strlen(hn) < 64 &&
+		    strcmp(hn, "localhost") != 0 && strchr(hn, ' ') == NULL)
+			CHECK_STR(cf.cluster.host_id, hn);
+	}
+	CHECK_INT(cf.cluster.require_persistence, 0);
 	kv_config_free(&cf);
+	CHECK_INT(load_text(&cf, UP "[cluster]\nredis = redis://x\nrequire_persistence = yes\n"), 0);
+	CHECK_INT(cf.cluster.require_persistence, 1);
+	kv_config_free(&cf);
+	CHECK_INT(load_text(&cf, UP "[cluster]\nredis = redis://x\nuser = kvgw\npassword = pw\n"), 0);
+	CHECK_STR(cf.cluster.user, "kvgw");
+	kv_config_free(&cf);
+	EXPECT_ERR(UP "[cluster]\nredis = redis://x\nuser = kvgw\n",
+	    ":4: [cluster]: user needs a password");
+	EXPECT_ERR(UP "[cluster]\nredis = redis://x\nrequire_persistence = maybe\n",
+	    ":6: require_persistence: 'maybe' is not yes or no");
 	unsetenv("KV_TEST_SECRET");
 	CHECK_INT(load_text(&cf, UP "[cluster]\nredis = redis://[::1]:7000\n"), 0);
 	CHECK_STR(cf.cluster.redis_host, "::1");

@@ -794,6 +794,45 @@ test_history_apart(void)
 	kv_ledger_close(&l);
 }
 
+/* The account API kvctl and the admin API share: reset closes the lease
+ * before zeroing spent; a budget set is an override; a limit set leaves a
+ * negative one alone and refills the bucket. */
+static void
+test_account_api(void)
+{
+	struct kv_ledger l;
+	struct kv_account *a;
+	uint8_t h[32];
+
+	hash_of("sk-api", h);
+	CHECK_INT(open_new(&l, 4), 0);
+	a = kv_ledger_account(&l, h, 1, "api", 5000);
+	CHECK(a != NULL);
+	CHECK(kv_slot_ready(&a->state));
+	kv_account_charge(a, 700);
+	atomic_store(&a->lease_cap_nusd, 900);
+	CHECK_INT(kv_account_reset(a), 700);
+	CHECK_INT(kv_account_spent(a), 0);
+	CHECK_INT(atomic_load(&a->lease_cap_nusd), 0);
+	CHECK_INT(kv_account_set_budget(a, 1234), 5000);
+	CHECK_INT(atomic_load(&a->budget_nusd), 1234);
+	CHECK(atomic_load(&a->aflags) & KV_AF_OVERRIDE);
+	atomic_store(&a->rpm, 5);
+	atomic_store(&a->rpm_tat, 77);
+	atomic_store(&a->tpm_tat, 88);
+	kv_account_set_limits(a, -1, 300);
+	CHECK_INT(atomic_load(&a->rpm), 5);
+	CHECK_INT(atomic_load(&a->rpm_tat), 77);
+	CHECK_INT(atomic_load(&a->tpm), 300);
+	CHECK_INT(atomic_load(&a->tpm_tat), 0);
+	kv_account_set_limits(a, 60, -1);
+	CHECK_INT(atomic_load(&a->rpm), 60);
+	CHECK_INT(atomic_load(&a->rpm_tat), 0);
+	CHECK_INT(atomic_load(&a->tpm), 300);
+	kv_ledger_close(&l);
+	unlink(path);
+}
+
 int
 main(void)
 {
@@ -817,6 +856,7 @@ main(void)
 	test_worker_sums();
 	test_claimed_slots();
 	test_history_apart();
+	test_account_api();
 	unlink(path);
 	rmdir(tmpdir);
 	return unit_done();

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/money.h"
+#include "worker/charge_rules.h"
 #include "tests/unit.h"
 
 static void
@@ -315,10 +316,75 @@ test_cost_fees(void)
 	CHECK_INT(f, INT64_MAX);
 }
 
+/* The price a charge uses: the dearer of the body's and the response's
+ * model (issue 20: an Azure deployment answers gpt-4 for gpt-4o-mini). */
+static void
+test_charge_price(void)
+{
+	struct kv_price prices[2];
+	struct kv_config cf;
+	struct kv_usage u = { .input = 1000, .output = 1000, .found = 1 };
+	const struct kv_price *p;
+	int flags;
+
+	memset(&cf, 0, sizeof(cf));
+	prices[0] = price("0.15", "0.60", NULL, NULL);
+	strcpy(prices[0].model, "gpt-4o-mini*");
+	prices[1] = price("30", "60", NULL, NULL);
+	strcpy(prices[1].model, "gpt-4");
+	cf.prices = prices;
+	cf.nprices = 2;
+	cf.default_price = price("50", "90", NULL, NULL);
+	strcpy(cf.default_price.model, "default");
+	cf.unknown_models_deny = 1;
+	/* the same model, or a dated answer to an alias: its price */
+	CHECK_INT(kv_charge_cost(&cf, "gpt-4o-mini", "gpt-4o-mini-2024-07-18", &u, &flags, &p),
+	    750000);
+	CHECK_INT(flags, 0);
+	/* a dearer response model: its price */
+	CHECK_INT(kv_charge_cost(&cf, "gpt-4o-mini", "gpt-4", &u, &flags, &p), 90000000);
+	CHECK_STR(p->model, "gpt-4");
+	CHECK_INT(flags, 0);
+	/* a cheaper one: the body's, which is what was admitted */
+	CHECK_INT(kv_charge_cost(&cf, "gpt-4", "gpt-4o-mini-2024-07-18", &u, &flags, &p), 90000000);
+	/* an unpriced response model under deny: the body's price, marked */
+	CHECK_INT(kv_charge_cost(&cf, "gpt-4o-mini", "my-deployment", &u, &flags, &p), 750000);
+	CHECK_INT(flags, KV_CHARGE_RESP_UNPRICED);
+	/* no model at all: nothing to charge with */
+	CHECK_INT(kv_charge_cost(&cf, "", NULL, &u, &flags, &p), 0);
+	CHECK_INT(flags, KV_CHARGE_NO_PRICE);
+	CHECK(p == NULL);
+	/* under unknown_models = default: [price default], marked */
+	cf.has_default_price = 1;
+	cf.unknown_models_deny = 0;
+	CHECK_INT(kv_charge_cost(&cf, "gpt-4o-mini", "my-deployment", &u, &flags, &p), 140000000);
+	CHECK_INT(flags, KV_CHARGE_RESP_UNPRICED);
+	CHECK_STR(p->model, "default");
+	/* searches the chosen price sets no fee for: marked */
+	u.web_search = 2;
+	CHECK_INT(kv_charge_cost(&cf, "gpt-4", NULL, &u, &flags, &p), 90000000);
+	CHECK_INT(flags, KV_CHARGE_FEES_UNPRICED);
+	prices[1].web_search_call = 25000000;
+	CHECK_INT(kv_charge_cost(&cf, "gpt-4", NULL, &u, &flags, &p), 140000000);
+	CHECK_INT(flags, 0);
+	/* chat completions of a search model bill a search each */
+	u.web_search = 0;
+	kv_charge_implied_calls(KV_API_OPENAI_CHAT, "gpt-4o-search-preview", &u);
+	CHECK_INT(u.web_search, 1);
+	u.web_search = 0;
+	kv_charge_implied_calls(KV_API_OPENAI_RESPONSES, "gpt-4o-search-preview", &u);
+	kv_charge_implied_calls(KV_API_OPENAI_CHAT, "gpt-4o", &u);
+	CHECK_INT(u.web_search, 0);
+	/* a cut: never less than the reservation's output, nor than seen */
+	CHECK_INT(kv_charge_cut_output(30000, 2), 30000);
+	CHECK_INT(kv_charge_cut_output(100, 500), 500);
+}
+
 int
 main(void)
 {
 	test_cost_fees();
+	test_charge_price();
 	test_parse_good();
 	test_parse_bad();
 	test_cost_vectors();

@@ -5,6 +5,7 @@
 #include <config.h>
 
 #include <stdlib.h>
+#include <time.h>
 
 #include "shm/ratelimit.h"
 #include "tests/unit.h"
@@ -73,10 +74,28 @@ test_overrun_and_clock(void)
 	CHECK(atomic_load(&tat) <= kv_rl_now_ns() + 2 * KV_RL_WINDOW_NS);
 	CHECK_INT(kv_gcra_take(&tat, 1000, 1, kv_rl_now_ns(), &wait), -1);
 	CHECK(wait > 59 * S && wait <= 60 * S + 60000000);
-	/* A TAT far ahead (the clock went back an hour) waits at most 2 windows. */
+	/* A TAT far ahead (written before the clock went back an hour) is
+	 * started again from a full bucket: no hour-long lock (issue 22). */
 	atomic_store(&tat, now + 3600 * S);
+	kv_gcra_state(atomic_load(&tat), 10, now, &rem, &reset);
+	CHECK_INT(rem, 10);
+	CHECK_INT(kv_gcra_take(&tat, 10, 1, now, &wait), 0);
+	CHECK_INT(atomic_load(&tat), now + 6 * S);
+	/* ... while one an overrun left (within two windows) still holds. */
+	atomic_store(&tat, now + 90 * S);
 	CHECK_INT(kv_gcra_take(&tat, 10, 1, now, &wait), -1);
-	CHECK_INT(wait, 2 * KV_RL_WINDOW_NS + 6 * S - KV_RL_WINDOW_NS);
+	CHECK_INT(wait, 90 * S + 6 * S - KV_RL_WINDOW_NS);
+	/* The clock is the monotonic one read as unix time: close to the
+	 * wall clock at the anchor, and never going back. */
+	{
+		struct timespec ts;
+		int64_t a = kv_rl_now_ns(), b = kv_rl_now_ns(), wall;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		wall = (int64_t)ts.tv_sec * S + ts.tv_nsec;
+		CHECK(b >= a);
+		CHECK(wall - b < 5 * S && b - wall < 5 * S);
+	}
 	/* Limit 0 is no limit. */
 	CHECK_INT(kv_gcra_take(&tat, 0, 5, now, &wait), 0);
 }

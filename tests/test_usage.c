@@ -20,6 +20,8 @@ struct result {
 	struct kv_usage	u;
 	char		model[KV_SCAN_MODEL];
 	int64_t		output_bytes;
+	int64_t		output_est;	/* kv_usage_output_estimate */
+	int		final;
 };
 
 static void
@@ -29,6 +31,8 @@ scan_result(const struct kv_usage_scanner *s, struct result *r)
 	r->u = *kv_usage_result(s);
 	memcpy(r->model, s->model, sizeof(r->model));
 	r->output_bytes = s->output_bytes;
+	r->output_est = kv_usage_output_estimate(s);
+	r->final = s->final;
 }
 
 /* Scan BODY fed in pieces at the cut points CUTS[0..ncuts). */
@@ -62,7 +66,10 @@ result_eq(const struct result *a, const struct result *b)
 	    a->u.cached_input == b->u.cached_input &&
 	    a->u.cache_write == b->u.cache_write && a->u.found == b->u.found &&
 	    a->u.estimated == b->u.estimated &&
-	    strcmp(a->model, b->model) == 0 && a->output_bytes == b->output_bytes;
+	    strcmp(a->model, b->model) == 0 && a->output_bytes == b->output_bytes &&
+	    a->u.web_search == b->u.web_search && a->u.web_fetch == b->u.web_fetch &&
+	    a->u.code_exec_ms == b->u.code_exec_ms &&
+	    a->output_est == b->output_est && a->final == b->final;
 }
 
 static void
@@ -594,6 +601,163 @@ test_final_tiers(void)
 	CHECK_INT(sc.usage.output, 30);
 	CHECK_INT(sc.usage.input, 9);
 	CHECK_INT(sc.usage.tier, KV_TIER_PRIORITY);
+}
+
+/* ---- issue 20: server-tool calls, error events, the text estimate ---------- */
+
+/* BODY scanned whole equals every split of it; its result in *r. */
+static void
+scan_split(enum kv_api api, int sse, const char *body, struct result *r)
+{
+	CHECK(split_invariant(api, sse, body, strlen(body)));
+	scan_whole(api, sse, body, strlen(body), r);
+}
+
+static void
+test_server_tools(void)
+{
+	struct result r;
+	char buf[4096];
+
+	/* Anthropic JSON: usage.server_tool_use */
+	scan_split(KV_API_ANTHROPIC_MESSAGES, 0, "{\"type\":\"message\",\"content\":[{\"type\":"
+	    "\"server_tool_use\",\"name\":\"web_search\",\"input\":{\"query\":\"q\"}}],"
+	    "\"usage\":{\"input_tokens\":100,\"output_tokens\":20,\"server_tool_use\":"
+	    "{\"web_search_requests\":25,\"web_fetch_requests\":2}}}", &r);
+	CHECK_INT(r.u.web_search, 25);
+	CHECK_INT(r.u.web_fetch, 2);
+	CHECK_INT(r.u.input, 100);
+	CHECK_INT(r.final, 1);
+	/* not under usage: not a count */
+	scan_split(KV_API_ANTHROPIC_MESSAGES, 0, "{\"server_tool_use\":{\"web_search_requests\":"
+	    "9},\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}", &r);
+	CHECK_INT(r.u.web_search, 0);
+	/* Anthropic stream: message_delta's cumulative figures */
+	snprintf(buf, sizeof(buf), "event: message_start\ndata: {\"type\":\"message_start\","
+	    "\"message\":{\"model\":\"claude-sonnet-4-5\",\"usage\":{\"input_tokens\":10,"
+	    "\"output_tokens\":1,\"server_tool_use\":{\"web_search_requests\":0}}}}\n\n"
+	    "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":"
+	    "5,\"server_tool_use\":{\"web_search_requests\":3}}}\n\n"
+	    "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":"
+	    "9,\"server_tool_use\":{\"web_search_requests\":7}}}\n\n"
+	    "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+	scan_split(KV_API_ANTHROPIC_MESSAGES, 1, buf, &r);
+	CHECK_INT(r.u.web_search, 7);
+	CHECK_INT(r.u.output, 9);
+	CHECK_INT(r.final, 1);
+
+	/* Responses JSON: web_search_call items in the top-level output */
+	scan_split(KV_API_OPENAI_RESPONSES, 0, "{\"object\":\"response\",\"model\":\"gpt-5\","
+	    "\"output\":[{\"type\":\"web_search_call\",\"id\":\"ws_1\"},{\"type\":"
+	    "\"reasoning\"},{\"type\":\"web_search_call\",\"id\":\"ws_2\"},{\"type\":\"message\","
+	    "\"content\":[{\"type\":\"web_search_call\"}]}],\"usage\":{\"input_tokens\":5,"
+	    "\"output_tokens\":6}}", &r);
+	CHECK_INT(r.u.web_search, 2);	/* a nested "type" is not an item */
+	CHECK_INT(r.u.output, 6);
+	/* Responses stream: items added, then listed again in the final
+	 * response: counted once */
+	snprintf(buf, sizeof(buf),
+	    "event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\","
+	    "\"item\":{\"type\":\"web_search_call\",\"status\":\"in_progress\"}}\n\n"
+	    "event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\","
+	    "\"item\":{\"type\":\"web_search_call\",\"status\":\"completed\"}}\n\n"
+	    "event: response.output_item.added\ndata: {\"item\":{\"type\":\"web_search_call\"},"
+	    "\"type\":\"response.output_item.added\"}\n\n"
+	    "event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\","
+	    "\"item\":{\"type\":\"message\"}}\n\n"
+	    "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\","
+	    "\"delta\":\"hi\"}\n\n");
+	scan_split(KV_API_OPENAI_RESPONSES, 1, buf, &r);
+	CHECK_INT(r.u.web_search, 2);	/* cut here: the added items count */
+	CHECK_INT(r.final, 0);
+	strcat(buf, "event: response.completed\ndata: {\"type\":\"response.completed\","
+	    "\"response\":{\"output\":[{\"type\":\"web_search_call\"},{\"type\":"
+	    "\"web_search_call\"},{\"type\":\"web_search_call\"},{\"type\":\"message\"}],"
+	    "\"usage\":{\"input_tokens\":4,\"output_tokens\":8}}}\n\n");
+	scan_split(KV_API_OPENAI_RESPONSES, 1, buf, &r);
+	CHECK_INT(r.u.web_search, 3);	/* the final list has more: it wins */
+	CHECK_INT(r.final, 1);
+	/* Anthropic code execution: a container named, its 5-minute minimum */
+	scan_split(KV_API_ANTHROPIC_MESSAGES, 0, "{\"type\":\"message\",\"container\":{\"id\":"
+	    "\"container_1\",\"expires_at\":\"2026-01-01T00:00:00Z\"},\"usage\":"
+	    "{\"input_tokens\":1,\"output_tokens\":1}}", &r);
+	CHECK_INT(r.u.code_exec_ms, 300000);
+	scan_split(KV_API_ANTHROPIC_MESSAGES, 1, "event: message_delta\ndata: {\"type\":"
+	    "\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"container\":{\"id\":"
+	    "\"c\"}},\"usage\":{\"output_tokens\":3}}\n\n", &r);
+	CHECK_INT(r.u.code_exec_ms, 300000);
+	scan_split(KV_API_ANTHROPIC_MESSAGES, 0, "{\"type\":\"message\",\"container\":null,"
+	    "\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}", &r);
+	CHECK_INT(r.u.code_exec_ms, 0);
+	/* other APIs never count items */
+	scan_split(KV_API_OPENAI_CHAT, 0, "{\"output\":[{\"type\":\"web_search_call\"}],"
+	    "\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}", &r);
+	CHECK_INT(r.u.web_search, 0);
+}
+
+static void
+test_error_event(void)
+{
+	struct result r;
+	char buf[4096];
+	const char *start = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":"
+	    "{\"model\":\"claude-sonnet-4-5\",\"usage\":{\"input_tokens\":10,"
+	    "\"output_tokens\":1}}}\n\n";
+	const char *d = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\","
+	    "\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"ab\"}}\n\n";
+	const char *err = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"
+	    "\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
+
+	snprintf(buf, sizeof(buf), "%s%s%s%s%s", start, d, d, d, err);
+	scan_split(KV_API_ANTHROPIC_MESSAGES, 1, buf, &r);
+	CHECK_INT(r.final, 0);
+	CHECK_INT(r.u.input, 10);
+	CHECK_INT(r.output_est, 3);	/* one token per delta, at least */
+	/* nothing after the error makes it final */
+	strcat(buf, "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":"
+	    "{\"output_tokens\":2}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+	scan_split(KV_API_ANTHROPIC_MESSAGES, 1, buf, &r);
+	CHECK_INT(r.final, 0);
+}
+
+static void
+test_output_estimate(void)
+{
+	struct result r;
+	char buf[8192];
+	size_t i, n = 0;
+
+	/* CJK: 3 bytes a character, a token each (bytes / 4 said 0.75) */
+	scan_split(KV_API_OPENAI_CHAT, 0, "{\"choices\":[{\"message\":{\"content\":"
+	    "\"\xe4\xb8\xad\xe6\x96\x87\xe5\xad\x97\xe7\xac\xa6\"}}]}", &r);
+	CHECK_INT(r.output_bytes, 12);
+	CHECK_INT(r.output_est, 4);
+	/* a 4-byte script (byte fallback): one token a character, not 0.25 */
+	scan_split(KV_API_OPENAI_CHAT, 0, "{\"choices\":[{\"message\":{\"content\":"
+	    "\"\xf0\x92\x80\x80\xf0\x92\x80\x81\"}}]}", &r);
+	CHECK_INT(r.output_est, 2);
+	/* ASCII: bytes / 4, rounded up */
+	scan_split(KV_API_OPENAI_CHAT, 0, "{\"choices\":[{\"message\":{\"content\":"
+	    "\"hello\"}}]}", &r);
+	CHECK_INT(r.output_est, 2);
+	/* a stream: at least one token per chunk that carried text (one-byte
+	 * tokens: bytes / 4 said a quarter); the opening role chunk's empty
+	 * content is no token; whole one-line events take the fast path */
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "data: {\"model\":\"m\",\"choices\":"
+	    "[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n");
+	for (i = 0; i < 40; i++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "data: {\"model\":\"m\","
+		    "\"choices\":[{\"delta\":{\"content\":\"%c\"}}]}\n\n", 'a' + (int)(i % 26));
+	scan_split(KV_API_OPENAI_CHAT, 1, buf, &r);
+	CHECK_INT(r.output_bytes, 40);
+	CHECK_INT(r.output_est, 40);
+	/* CJK deltas through the fast path */
+	n = 0;
+	for (i = 0; i < 10; i++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "data: {\"model\":\"m\","
+		    "\"choices\":[{\"delta\":{\"content\":\"\xe4\xb8\xad\xe6\x96\x87\"}}]}\n\n");
+	scan_split(KV_API_OPENAI_CHAT, 1, buf, &r);
+	CHECK_INT(r.output_est, 20);
 }
 
 /* ---- differential test against jansson ------------------------------------ */
@@ -1262,6 +1426,9 @@ main(void)
 {
 	test_vectors();
 	test_final_tiers();
+	test_server_tools();
+	test_error_event();
+	test_output_estimate();
 	test_deep_and_long();
 	test_usage_only();
 	test_differential();

@@ -21,7 +21,7 @@
 #define KV_UBUF_SIZE	(16 * 1024)	/* upstream read buffer */
 #define KV_UBUF_FAST	(64 * 1024)	/* ... while bytes pour through */
 #define KV_EBUF_SIZE	(16 * 1024)	/* one SSE event, when filtering */
-#define KV_CONNECT_TIMEOUT_S 10
+#define KV_GATE_TICKET_MS	1000	/* most a request waits for another's TLS ticket */
 #define KV_LINGER_MS	5000	/* nginx's lingering_timeout */
 
 enum conn_state {
@@ -56,7 +56,12 @@ struct kv_conn {
 	int64_t			 deadline_ms;
 	int			 drain;		/* close after this response */
 	int			 served;	/* a response went out: idle between requests */
+	/* the memory guard's count of what the connection holds (conn.c) */
+	int64_t			 held;		/* bytes counted in w->mem.held */
+	struct kv_conn		*hprev, *hnext;	/* in w->heads: an unfinished head */
+	int			 on_heads;
 	struct kv_upwait	 upwait;	/* while in CS_UPWAIT */
+	int			 ticket_waited;	/* CS_UPWAIT: the ticket wait is over */
 
 	/* client input: the head stays at cbuf[0..head_len) until it is rebuilt */
 	char			*cbuf;
@@ -84,6 +89,8 @@ struct kv_conn {
 	int			 spfd;		/* the spooled body, -1 none */
 	int64_t			 sp_charged;	/* its bytes counted in w->spool_bytes */
 	int64_t			 sp_off;	/* bytes of it (injection included) sent */
+	char			*sbuf;		/* spool bytes staged for a TLS write */
+	size_t			 slen, spos;
 	struct kv_reqscan	*rs;		/* while the body is read */
 	struct kv_request_info	 ri;		/* what the whole body said */
 	int			 force_usage;	/* stream_options.include_usage added */
@@ -100,6 +107,7 @@ struct kv_conn {
 	struct kv_account	*acct;
 	int			 resv;		/* reservation index, -1 none */
 	int64_t			 remaining;
+	int64_t			 out_bound;	/* output tokens the reservation holds */
 	int			 counted_stream;
 
 	/* rate limits (limits.c) and what our own errors tell clients */
@@ -143,6 +151,9 @@ struct kv_conn {
 	int			 eoverflow;	/* current event too big: passed through */
 	int			 sent_any;	/* response bytes reached the client */
 	int			 cut;		/* stream cut short */
+	int64_t			 drain_until_ms;	/* on_cut = drain: read on until then */
+	uint64_t		 drain_left;	/* and for at most these bytes */
+	int			 unpriced_model;	/* charged at [price default]: marked */
 	struct kv_usage_scanner	 scan;
 	int			 pipefd[2];
 	size_t			 pipe_len;
@@ -163,6 +174,16 @@ void	conn_watch_client(struct kv_conn *c, uint32_t ev);
 void	conn_quiet_client(struct kv_conn *c);
 void	conn_watch_upstream(struct kv_conn *c, uint32_t ev);
 void	conn_set_deadline(struct kv_conn *c, int upstream_side);
+/* A request head's first byte (or a new connection): the head must be
+ * whole within header_timeout (or client_timeout when that is shorter). */
+void	conn_head_deadline(struct kv_conn *c);
+/* The memory guard's count of C's head: PARTIAL 1 while C holds an
+ * unfinished head of clen bytes (it joins the worker's list of such
+ * heads, oldest first), 0 once the head is whole or gone. Then, while the
+ * connections' memory is past its share, the slowest unfinished heads
+ * (the oldest) are dropped. Returns -1 when C itself was dropped (closed:
+ * STEP_CLOSED), else 0. */
+int	conn_head_held(struct kv_conn *c, int partial);
 enum step conn_fail(struct kv_conn *c, int status, const char *msg);
 void	conn_close(struct kv_conn *c);
 enum step conn_next_request(struct kv_conn *c);

@@ -16,8 +16,13 @@
 
 #include "common/log.h"
 #include "worker/errors.h"
+#include "worker/upstream_set.h"
 
 #define STEPS_PER_EVENT 64	/* then yield to other connections */
+/* What a connection holds from accept on: its state, and the kernel's
+ * socket (its structures; buffers come with the bytes). */
+#define CONN_BASE_COST	((int64_t)sizeof(struct kv_conn) + 2048)
+#define HEAD_PAGE	4096	/* a head's buffer is touched page by page */
 
 static void conn_run(struct kv_conn *c);
 
@@ -28,12 +33,118 @@ conn_upwake(struct kv_upwait *w)
 	conn_ready((struct kv_conn *)((char *)w - offsetof(struct kv_conn, upwait)));
 }
 
+/* ---- the connections' memory (the memory guard's count) -------------- */
+
+static void
+heads_unlink(struct kv_conn *c)
+{
+	struct kv_worker *w = c->w;
+
+	if (!c->on_heads)
+		return;
+	if (c->hprev != NULL)
+		c->hprev->hnext = c->hnext;
+	else
+		w->heads = c->hnext;
+	if (c->hnext != NULL)
+		c->hnext->hprev = c->hprev;
+	else
+		w->heads_tail = c->hprev;
+	c->hprev = c->hnext = NULL;
+	c->on_heads = 0;
+}
+
+/* Drop the oldest unfinished heads -- the slowest: a client's head comes
+ * in one go -- while the connections' memory, with MORE to come, is past
+ * its share. Returns 1 when SELF was one of them. */
+static int
+heads_shed(struct kv_worker *w, int64_t more, const struct kv_conn *self)
+{
+	struct kv_conn *v;
+	int n = 0, hit = 0;
+
+	while (kv_memguard_conns_over(&w->mem, more) && (v = w->heads) != NULL) {
+		hit |= v == self;
+		v->drain = 1;
+		conn_close(v);
+		n++;
+	}
+	/* the episode ends a tenth under the share: no flapping */
+	if (n > 0 || (w->mem.shedding && !kv_memguard_conns_over(&w->mem,
+	    more + w->mem.held_max / 10)))
+		kv_memguard_shed(&w->mem, n, w->now_ms);
+	return hit;
+}
+
+int
+conn_head_held(struct kv_conn *c, int partial)
+{
+	struct kv_worker *w = c->w;
+	int64_t now = CONN_BASE_COST;
+
+	if (partial) {
+		now += ((int64_t)c->clen + HEAD_PAGE - 1) / HEAD_PAGE * HEAD_PAGE;
+		if (!c->on_heads) {
+			c->hprev = w->heads_tail;
+			c->hnext = NULL;
+			if (w->heads_tail != NULL)
+				w->heads_tail->hnext = c;
+			else
+				w->heads = c;
+			w->heads_tail = c;
+			c->on_heads = 1;
+		}
+	} else
+		heads_unlink(c);
+	kv_memguard_hold(&w->mem, now - c->held);
+	c->held = now;
+	return partial && now > CONN_BASE_COST && heads_shed(w, 0, c) ? -1 : 0;
+}
+
+void
+conn_head_deadline(struct kv_conn *c)
+{
+	const struct kv_config *cf = c->w->cf;
+	int secs = cf->header_timeout < cf->client_timeout ? cf->header_timeout :
+	    cf->client_timeout;
+
+	c->deadline_ms = c->w->now_ms + (int64_t)secs * 1000;
+}
+
+/* Room for one more connection: past the connections' share, the slowest
+ * heads make way; past the memory limit itself, nothing new comes in. */
+static int
+accept_room(struct kv_worker *w)
+{
+	(void)heads_shed(w, CONN_BASE_COST, NULL);
+	if (kv_memguard_conns_over(&w->mem, CONN_BASE_COST))
+		return 0;
+	return !kv_memguard_full_accept(&w->mem, w->now_ms);
+}
+
+static void
+refuse_full(int fd)
+{
+	char msg[1024];
+	int n;
+
+	n = kv_error_response(msg, sizeof(msg), 0, 503, "the gateway is at its memory limit; "
+	    "retry shortly", 0, "retry-after: 1\r\n");
+	if (n > 0)
+		(void)send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(fd);
+}
+
 void
 kv_conn_accept(struct kv_worker *w, int fd)
 {
 	struct epoll_event ev;
 	struct kv_conn *c;
 
+	if (!accept_room(w)) {
+		refuse_full(fd);
+		return;
+	}
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		kv_log_warnx("KV0401", "out of memory accepting a connection");
 		close(fd);
@@ -63,7 +174,8 @@ kv_conn_accept(struct kv_worker *w, int fd)
 	w->conns = c;
 	w->nconns++;
 	atomic_fetch_add(&w->slot->connections, 1);
-	conn_set_deadline(c, 0);
+	(void)conn_head_held(c, 0);
+	conn_head_deadline(c);
 	conn_run(c);
 }
 
@@ -118,12 +230,22 @@ conn_set_deadline(struct kv_conn *c, int upstream_side)
 
 	if (!upstream_side)
 		secs = cf->client_timeout;
-	else if (c->state == CS_CONNECT || c->state == CS_HANDSHAKE)
-		secs = cf->upstream_timeout < KV_CONNECT_TIMEOUT_S ?
-		    cf->upstream_timeout : KV_CONNECT_TIMEOUT_S;
+	else if (c->state == CS_UPWAIT && !c->ticket_waited) {
+		/* parked for another request's TLS ticket: not for long (a
+		 * target that never finishes a handshake must not make each
+		 * parked request wait for the one before it) */
+		c->deadline_ms = c->w->now_ms + KV_GATE_TICKET_MS;
+		return;
+	} else if (c->state == CS_CONNECT || c->state == CS_HANDSHAKE)
+		secs = cf->upstream_timeout < cf->connect_timeout ?
+		    cf->upstream_timeout : cf->connect_timeout;
 	else
 		secs = cf->upstream_timeout;
 	c->deadline_ms = c->w->now_ms + (int64_t)secs * 1000;
+	/* a stream read on for its usage after its client left (on_cut =
+	 * drain) is cut at its drain deadline, however the upstream paces it */
+	if (c->drain_until_ms > 0 && c->deadline_ms > c->drain_until_ms)
+		c->deadline_ms = c->drain_until_ms;
 }
 
 /* Make sure obuf can take `need` more bytes. */
@@ -262,6 +384,9 @@ conn_close(struct kv_conn *c)
 	upstream_detach(c, 0);
 	conn_free_buf(c);
 	free(c->cbuf);
+	heads_unlink(c);
+	kv_memguard_hold(&w->mem, -c->held);
+	c->held = 0;
 	/* A cut stream ends with a reset so the client can tell. */
 	kv_stream_close(&(struct kv_stream){ .fd = c->cfd }, c->cut);
 	if (c->on_ready)
@@ -536,10 +661,29 @@ kv_conn_tick(struct kv_conn *c, int64_t now_ms)
 		return;
 	switch (c->state) {
 	case CS_UPWAIT:
+		if (!c->ticket_waited) {
+			/* The first handshake's ticket is late: handshake on our
+			 * own (still within the gate's count of handshakes). */
+			c->ticket_waited = 1;
+			c->deadline_ms = now_ms + (int64_t)c->w->cf->upstream_timeout * 1000;
+			kv_upstream_gate_stop_waiting(c->rt);
+			return;
+		}
 		kv_upstream_ungate(&c->upwait);
-		/* FALLTHROUGH */
+		if (conn_fail(c, 504, "upstream timed out") == STEP_CONT)
+			conn_run(c);
+		return;
 	case CS_CONNECT:
 	case CS_HANDSHAKE:
+		/* connect_timeout, the TLS handshake included: nothing of the
+		 * request was sent, so it moves to another target */
+		kv_log_warnx("KV0423", "upstream %s: no %s within connect_timeout (%d s)",
+		    c->tlabel != NULL ? c->tlabel : "-",
+		    c->state == CS_CONNECT ? "TCP connection" : "TLS handshake",
+		    c->w->cf->connect_timeout);
+		if (conn_failover(c, 504, "upstream connect timed out", 1) == STEP_CONT)
+			conn_run(c);
+		return;
 	case CS_SEND_REQ:
 	case CS_RESP_HEAD:
 		if (conn_fail(c, 504, "upstream timed out") == STEP_CONT)

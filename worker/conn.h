@@ -9,7 +9,10 @@
 
 #include "worker/worker.h"
 
-/* Take ownership of an accepted, non-blocking client socket. */
+/* Take ownership of an accepted, non-blocking client socket -- unless the
+ * memory guard has no room for another connection even after dropping the
+ * slowest unfinished request heads: then it gets a 503 and is closed at
+ * once. */
 void	kv_conn_accept(struct kv_worker *w, int fd);
 
 /* An epoll event on the client (upstream == 0) or upstream socket. */

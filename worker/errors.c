@@ -1,3 +1,6 @@
+/* The responses the gateway makes itself, in the provider's own error
+ * shape (OpenAI or Anthropic) so SDKs surface them; see errors.h. */
+
 #include "worker/errors.h"
 
 #include <stdio.h>

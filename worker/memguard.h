@@ -20,6 +20,11 @@ struct kv_upstream_rt;
 #define KV_MEMGUARD_STREAM_MAX	(64 * 1024)
 #define KV_MEMGUARD_READ_MS	10	/* re-read the usage at most this often */
 #define KV_MEMGUARD_RETRY_S	1	/* Retry-After of a refusal */
+/* The connections' own memory -- each one's state and socket from accept,
+ * and the bytes of a request head not yet whole -- may take this share of
+ * a worker's part of the limit; past it the slowest unfinished heads are
+ * dropped (a slow-header flood cannot fill the rest). */
+#define KV_MEMGUARD_CONN_PCT	30
 
 struct kv_memguard {
 	int64_t		limit;		/* bytes; 0: the guard is off */
@@ -36,7 +41,13 @@ struct kv_memguard {
 	int64_t		used;		/* last reading, bytes */
 	int64_t		read_ms;
 	int		full;		/* refusing */
+	int		since_read;	/* admitted since the last reading */
 	uint64_t	refused;
+	int64_t		held;		/* the connections' own bytes (kv_memguard_hold) */
+	int64_t		held_max;	/* their share; 0: no bound */
+	int		shedding;	/* dropping heads: logged once an episode */
+	int64_t		trim_ms;	/* the last malloc_trim */
+	uint64_t	shed;
 };
 
 /* Set the guard up from cf: resolve memory_limit = auto from the cgroup
@@ -61,6 +72,25 @@ void	kv_memguard_init(struct kv_memguard *g, const struct kv_config *cf, int nwo
 int	kv_memguard_full(struct kv_memguard *g, int64_t now_ms);
 
 void	kv_memguard_close(struct kv_memguard *g);
+
+/* kv_memguard_full for a new connection: the same test, but a connection
+ * let in is not counted as a request still to set up. */
+int	kv_memguard_full_accept(struct kv_memguard *g, int64_t now_ms);
+
+/* The connections' own memory grew (or shrank) by DELTA bytes. */
+void	kv_memguard_hold(struct kv_memguard *g, int64_t delta);
+
+/* Are the connections' own bytes, with MORE to come, past their share
+ * (KV_MEMGUARD_CONN_PCT of this worker's part of the limit)? 0 when the
+ * guard is off. */
+int	kv_memguard_conns_over(const struct kv_memguard *g, int64_t more);
+
+/* N unfinished heads were dropped to make room (0: the episode is over).
+ * Logs once when dropping starts and once when it ends; gives the freed
+ * heap back to the kernel (malloc_trim, at most every
+ * KV_MEMGUARD_READ_MS of NOW_MS), so that the
+ * cgroup's usage, which the refusals read, falls with it. */
+void	kv_memguard_shed(struct kv_memguard *g, int n, int64_t now_ms);
 
 /* The memory cgroup limit of this process in bytes, 0 when there is none
  * (or it cannot be read). Exposed for kilovoltd -t. */

@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/money.h"
 #include "worker/errors.h"
+#include "worker/charge_rules.h"
 
 #define RELAY_READS_PER_TURN 2
 
@@ -412,6 +413,8 @@ on_resp_head(struct kv_conn *c, size_t hl)
 
 	c->t_first_ms = c->w->now_ms;
 	c->keep_obuf = 0;
+	if (c->spfd != -1)
+		kv_request_release(c);	/* answered: the spooled body has gone for good */
 	resp_framing(c, res);
 	if (c->client_gone)
 		c->client_keep = 0;
@@ -427,31 +430,15 @@ on_resp_head(struct kv_conn *c, size_t hl)
 	return STEP_CONT;
 }
 
-/* The price a charge for this request uses: the response's model, else
- * the model that was asked for ("gpt-4o-mini-2024-07-18" priced as the
- * "gpt-4o-mini" that was asked for). */
-static const struct kv_price *
-price_for(struct kv_conn *c, const char *model)
-{
-	const struct kv_config *cf = c->w->cf;
-	const struct kv_price *p = kv_config_price(cf, model), *q;
-
-	if ((p == NULL || p == &cf->default_price) && model != c->ri.model &&
-	    c->ri.model[0] != '\0') {
-		q = kv_config_price(cf, c->ri.model);
-		if (q != NULL && q != &cf->default_price)
-			p = q;
-	}
-	return p;
-}
-
-/* What the input of this request costs by estimate: body bytes / 4
- * tokens at the input price of the model asked for. */
+/* What a request the provider got whole costs when nothing more is ever
+ * known (charge_usage): body bytes / 4 input tokens and the reservation's
+ * output, at the price of the model asked for. */
 static int64_t
-input_estimate_nusd(struct kv_conn *c)
+sent_estimate_nusd(struct kv_conn *c)
 {
 	const struct kv_price *p = kv_config_price(c->w->cf, c->ri.model);
-	struct kv_usage u = { .input = c->body_bytes / 4 };
+	struct kv_usage u = { .input = c->body_bytes / 4,
+	    .output = kv_charge_cut_output(c->out_bound, 0) };
 	int64_t cost;
 
 	if (p == NULL || c->api == KV_API_OTHER || kv_cost(p, &u, &cost) == -1)
@@ -467,7 +454,7 @@ mark_sent(struct kv_conn *c)
 {
 	c->req_sent = 1;
 	if (c->resv >= 0 && c->api != KV_API_OTHER)
-		kv_ledger_resv_sent(c->w->slot, c->resv, input_estimate_nusd(c));
+		kv_ledger_resv_sent(c->w->slot, c->resv, sent_estimate_nusd(c));
 	if (c->api != KV_API_OTHER)
 		conn_traffic_sent(c);
 }
@@ -475,15 +462,26 @@ mark_sent(struct kv_conn *c)
 /* The client left while a metered, non-streamed response is on its way:
  * the provider generates (and bills) all of it anyway, so it is read to its
  * end (up to upstream_timeout) and charged by its usage; the bytes go
- * nowhere. Returns 1 when the connection goes on without its client. */
+ * nowhere. A stream is read on the same way under on_cut = drain, for at
+ * most drain_timeout and drain_max (the client's buffers are dropped as
+ * for any client gone). Returns 1 when the connection goes on without its
+ * client. */
 int
 relay_client_left(struct kv_conn *c)
 {
+	const struct kv_config *cf = c->w->cf;
+
 	if (c->client_gone)
 		return 1;
-	if (c->api == KV_API_OTHER || c->ri.stream || !c->req_sent ||
+	if (c->api == KV_API_OTHER || (c->ri.stream && !cf->on_cut_drain) || !c->req_sent ||
 	    (c->state != CS_RESP_HEAD && c->state != CS_RELAY) || c->pipe_len > 0)
 		return 0;
+	if (c->ri.stream) {
+		/* on_cut = drain: read on to the usage, within bounds (README
+		 * "What a request is charged"); past them, a cut */
+		c->drain_until_ms = c->w->now_ms + (int64_t)cf->drain_timeout * 1000;
+		c->drain_left = cf->drain_max;
+	}
 	if (epoll_ctl(c->w->epfd, EPOLL_CTL_DEL, c->cfd, NULL) == -1) {
 		kv_log_warn("KV0550", "epoll_ctl del client");
 		return 0;
@@ -747,6 +745,17 @@ read_buffer(struct kv_conn *c)
 	return (ssize_t)want;
 }
 
+/* A stream drained for its usage took N more bytes: 1 when that passes
+ * drain_max or the drain deadline (then it is cut and charged as one). */
+static int
+drain_spent(struct kv_conn *c, size_t n)
+{
+	if (n > c->drain_left || c->w->now_ms >= c->drain_until_ms)
+		return 1;
+	c->drain_left -= n;
+	return 0;
+}
+
 enum step
 relay_body(struct kv_conn *c)
 {
@@ -793,6 +802,8 @@ relay_body(struct kv_conn *c)
 		if (n <= 0)
 			return cut(c);	/* the upstream broke off: the client must see it */
 		c->read_big = (size_t)n == c->ucap;	/* wait_client resets it */
+		if (c->drain_until_ms > 0 && drain_spent(c, (size_t)n))
+			return cut(c);
 		conn_set_deadline(c, 1);
 		/* Re-framed output is the read plus a chunk line per event: make
 		 * room at once, not one realloc per event (a ladder of freed sizes
@@ -823,16 +834,28 @@ charge_usage(struct kv_conn *c, struct kv_usage *u)
 	if (c->api == KV_API_OTHER)
 		return 0;
 	if (c->t_first_ms == 0) {
-		/* no response head: ours (504, 502, 499) or nothing */
+		/* no response head: ours (504, 502, 499) or nothing; the
+		 * provider got it whole and may have generated it all */
 		if (!c->req_sent)
 			return 0;
 		u->input = c->body_bytes / 4;
+		u->output = kv_charge_cut_output(c->out_bound, 0);
+		u->estimated = 1;
+		return 1;
+	}
+	if (c->req_sent && (c->status == 502 || c->status == 504)) {
+		/* The provider's own gateway gave up after the whole request
+		 * reached it: the backend may have read it all and generated to
+		 * the limit (and billed it) before that. Charged as reserved:
+		 * the input estimate and all the output it may have made. */
+		u->input = c->body_bytes / 4;
+		u->output = c->out_bound;
 		u->estimated = 1;
 		return 1;
 	}
 	if (c->status < 200 || c->status >= 300)
 		return 0;
-	if (found != NULL && found->found && (c->scan.final || !c->cut)) {
+	if (found != NULL && found->found && c->scan.final) {
 		*u = *found;
 		return 1;
 	}
@@ -840,34 +863,57 @@ charge_usage(struct kv_conn *c, struct kv_usage *u)
 		*u = *found;	/* exact input and cache fields, output so far */
 	else
 		u->input = c->body_bytes / 4;
-	out = c->scan_on ? c->scan.output_bytes / 4 : 0;
+	/* cut before the final usage (client gone, upstream broken off, an
+	 * Anthropic error event): hidden tokens may have been billed */
+	out = c->scan_on ? kv_usage_output_estimate(&c->scan) : 0;
 	if (u->output < out)
 		u->output = out;
+	u->output = kv_charge_cut_output(c->out_bound, u->output);
 	u->found = 0;
 	u->estimated = 1;
 	return 1;
+}
+
+/* What kv_charge_cost marked, in the log (README "What a request is
+ * charged"). */
+static void
+charge_notes(struct kv_conn *c, const char *model, int flags, const struct kv_price *p)
+{
+	char esc[512], asked[512];
+
+	kv_log_escape(model, (size_t)-1, esc, sizeof(esc));
+	if (flags & KV_CHARGE_NO_PRICE)
+		kv_log_warnx("KV0440", "no price for model '%s' and no [price default]: charged 0",
+		    esc);
+	if (flags & KV_CHARGE_OVERFLOW)
+		kv_log_warnx("KV0441", "cost overflow for key %s model %s", c->keyid, esc);
+	if (flags & KV_CHARGE_RESP_UNPRICED) {
+		c->unpriced_model = 1;
+		kv_log_warnx("KV0445", "key %s: the response's model '%s' (asked for '%s') has "
+		    "no [price] section: charged the dearer of [price default] and the asked "
+		    "model's price", c->keyid, esc,
+		    kv_log_escape(c->ri.model, (size_t)-1, asked, sizeof(asked)));
+	}
+	if ((flags & KV_CHARGE_FEES_UNPRICED) && p != NULL)
+		kv_log_warnx("KV0446", "key %s model %s: the response reports server-tool calls "
+		    "(web search or fetch, code execution) that [price %s] sets no fee for: "
+		    "charged 0 for them", c->keyid, esc, p->model);
 }
 
 static int64_t
 charge(struct kv_conn *c, struct kv_usage *u, const char **model)
 {
 	const struct kv_price *p;
-	int64_t cost = 0;
-	char esc[512];
+	int64_t cost;
+	int flags;
 
 	*model = c->scan_on && c->scan.model[0] ? c->scan.model : c->ri.model;
 	if (!charge_usage(c, u))
 		return 0;
-	if ((p = price_for(c, *model)) == NULL) {
-		kv_log_warnx("KV0440", "no price for model '%s' and no [price default]: charged 0",
-		    kv_log_escape(*model, (size_t)-1, esc, sizeof(esc)));
-		return 0;
-	}
-	if (kv_cost(p, u, &cost) == -1) {
-		kv_log_warnx("KV0441", "cost overflow for key %s model %s", c->keyid,
-		    kv_log_escape(*model, (size_t)-1, esc, sizeof(esc)));
-		cost = INT64_MAX / 4;
-	}
+	kv_charge_implied_calls(c->api, *model, u);
+	cost = kv_charge_cost(c->w->cf, c->ri.model, *model, u, &flags, &p);
+	if (flags != 0)
+		charge_notes(c, *model, flags, p);
 	return cost;
 }
 
@@ -943,6 +989,7 @@ log_request(struct kv_conn *c, const struct kv_usage *u, const char *model,
 	r.cost_nusd = cost;
 	r.estimated = u->estimated;
 	r.cut = c->cut;
+	r.price_default = c->unpriced_model;
 	r.ttfb_ms = c->t_first_ms ? c->t_first_ms - c->t_start_ms : -1;
 	r.duration_ms = dur;
 	r.bytes_in = c->bytes_in;

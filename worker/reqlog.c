@@ -114,6 +114,8 @@ kv_reqlog_format(const struct kv_reqlog_rec *r, char *buf, size_t len)
 	put_int(buf, len, &p, "cost_nusd", r->cost_nusd);
 	p += (size_t)snprintf(buf + p, len - p, ",\"estimated\":%s,\"cut\":%s",
 	    r->estimated ? "true" : "false", r->cut ? "true" : "false");
+	if (r->price_default)
+		p += (size_t)snprintf(buf + p, len - p, ",\"price_default\":true");
 	if (r->ttfb_ms >= 0)
 		put_int(buf, len, &p, "ttfb_ms", r->ttfb_ms);
 	else

@@ -25,6 +25,7 @@ struct kv_reqlog_rec {
 	int64_t		 input_tokens, output_tokens, cached_input_tokens;
 	int64_t		 cost_nusd;
 	int		 estimated, cut;
+	int		 price_default;	/* the response's model had no price (KV0445) */
 	int64_t		 ttfb_ms;	/* -1: no response byte came */
 	int64_t		 duration_ms;
 	uint64_t	 bytes_in, bytes_out;

@@ -1,5 +1,6 @@
 /* The request scanner on top of the strict validator. See reqscan.h. */
 #include "worker/reqscan.h"
+#include "worker/tool_prompts.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -9,7 +10,7 @@ enum {
 	K_MAX_TOKENS, K_MAX_COMPLETION_TOKENS, K_MAX_OUTPUT_TOKENS, K_N, K_BEST_OF,
 	K_TYPE, K_URL, K_IMAGE_URL, K_FILE_URL, K_FILE_ID, K_PREVIOUS_RESPONSE_ID,
 	K_CONVERSATION, K_PROMPT, K_WEB_SEARCH_OPTIONS, K_MCP_SERVERS,
-	K_BACKGROUND,
+	K_BACKGROUND, K_STORE, K_DATA, K_FILE_DATA, K_TOOLS, K_MAX_USES, K_MAX_TOOL_CALLS,
 };
 
 /* With their lengths: key_id runs for every member of every request body,
@@ -28,7 +29,9 @@ static const struct {
 	[K_FILE_ID] = KEY("file_id"), [K_PREVIOUS_RESPONSE_ID] = KEY("previous_response_id"),
 	[K_CONVERSATION] = KEY("conversation"), [K_PROMPT] = KEY("prompt"),
 	[K_WEB_SEARCH_OPTIONS] = KEY("web_search_options"), [K_MCP_SERVERS] = KEY("mcp_servers"),
-	[K_BACKGROUND] = KEY("background"),
+	[K_BACKGROUND] = KEY("background"), [K_STORE] = KEY("store"),
+	[K_DATA] = KEY("data"), [K_FILE_DATA] = KEY("file_data"), [K_TOOLS] = KEY("tools"),
+	[K_MAX_USES] = KEY("max_uses"), [K_MAX_TOOL_CALLS] = KEY("max_tool_calls"),
 };
 #undef KEY
 #define NKEYS ((int)(sizeof(key_names) / sizeof(key_names[0])))
@@ -38,10 +41,51 @@ static const struct {
  * documents expand (a PDF page is an image). A trailing '*' is a prefix. */
 static const char *const fetch_types[] = {
 	"web_search*", "web_fetch*", "file_search*", "mcp", "code_interpreter*",
-	"input_file", "document", NULL,
+	"code_execution*", "image_generation*", "computer_use*", "local_shell*",
+	"input_file", "document", "input_audio", "item_reference", "container_upload",
+	NULL,
 };
 
-enum { CAP_NONE, CAP_MODEL, CAP_TYPE, CAP_URL, CAP_LIMIT };
+enum { CAP_NONE, CAP_MODEL, CAP_TYPE, CAP_URL, CAP_USES, CAP_TOOL_CALLS, CAP_LIMIT };
+enum { T_NONE, T_SERVER, T_WEB_SEARCH, T_WEB_FETCH };
+
+/* Tools the provider runs itself, calling the model again after each call. */
+static int
+server_tool(const char *v, size_t n)
+{
+	static const char *const server[] = { "web_search", "web_fetch", "code_execution",
+	    "file_search", "code_interpreter", "mcp", "image_generation", "computer_use",
+	    "local_shell", NULL };
+	const char *const *s;
+
+	for (s = server; *s != NULL; s++)
+		if (n >= strlen(*s) && memcmp(v, *s, strlen(*s)) == 0)
+			return s == server ? T_WEB_SEARCH : s == server + 1 ? T_WEB_FETCH : T_SERVER;
+	return T_NONE;
+}
+
+/* A tools element ended: its calls bound the loop. */
+static void
+tool_end(struct kv_reqscan *r)
+{
+	struct kv_request_info *ri = &r->ri;
+
+	if (r->tkind == T_NONE)
+		return;
+	if (r->tuses >= 0)
+		ri->tool_uses += r->tuses;
+	else
+		ri->tools_unbounded++;
+	if (r->tkind == T_WEB_SEARCH && r->tuses >= 0)
+		ri->ws_uses += r->tuses;
+	else if (r->tkind == T_WEB_SEARCH)
+		ri->ws_unbounded++;
+	if (r->tkind == T_WEB_FETCH && r->tuses >= 0)
+		ri->wf_uses += r->tuses;
+	else if (r->tkind == T_WEB_FETCH)
+		ri->wf_unbounded++;
+	r->tkind = T_NONE;
+}
 
 static void
 refuse(struct kv_reqscan *r, const char *fmt, const char *a, const char *b)
@@ -71,6 +115,7 @@ kv_reqscan_init(struct kv_reqscan *r, enum kv_api api)
 		r->lim[i] = -1;
 	r->ri.max_output = -1;
 	r->ri.mult = 1;
+	r->ri.max_tool_calls = -1;
 }
 
 static int
@@ -104,12 +149,18 @@ top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
 		r->ri.stream = ev == KV_JV_TRUE;
 		break;
 	case K_BACKGROUND:	/* refused by the endpoint policy (admit) */
-		r->ri.background = ev == KV_JV_TRUE;
+	case K_STORE:		/* a lax server reads "true", 1, "yes" as true */
+		if (ev != KV_JV_TRUE && ev != KV_JV_FALSE && !isnull)
+			refuse(r, "%s must be true or false", key_names[key].name, "");
+		if (key == K_BACKGROUND)
+			r->ri.background = ev == KV_JV_TRUE;
 		break;
 	case K_STREAM_OPTIONS:
 		if (ev != KV_JV_OBJ_OPEN && !isnull)
 			refuse(r, "%s must be an object", "stream_options", "");
 		r->ri.has_stream_options = 1;
+		r->ri.so_count++;
+		r->ri.so_has_iu = 0;
 		r->ri.include_usage = 0;
 		r->ri.so_members = 0;
 		r->ri.so_start = ev == KV_JV_OBJ_OPEN ? off : 0;
@@ -122,7 +173,15 @@ top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
 		r->lim[key - K_MAX_TOKENS] = -1;
 		r->cap = CAP_LIMIT + key - K_MAX_TOKENS;
 		break;
+	case K_MAX_TOOL_CALLS:
+		if (ev != KV_JV_NUM && !isnull)
+			refuse(r, "%s must be an integer", "max_tool_calls", "");
+		r->ri.max_tool_calls = -1;
+		r->cap = ev == KV_JV_NUM ? CAP_TOOL_CALLS : CAP_NONE;
+		break;
 	case K_PROMPT:		/* legacy completions: the prompt text */
+		r->prompts = 0;
+		r->prompt_ints = 0;
 		if (r->api != KV_API_OPENAI_RESPONSES)
 			break;
 		/* FALLTHROUGH */
@@ -132,6 +191,102 @@ top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
 			fetches(r, key_names[key].name);
 		break;
 	}
+}
+
+/* ---- inline media: a data: URL or base64 string, decoded as it comes ---- */
+
+enum { M_OFF, M_PREFIX, M_META, M_B64, M_FULL };
+
+static void
+media_start(struct kv_reqscan *r, int ph)
+{
+	r->mph = ph;
+	r->mdata = ph == M_PREFIX;
+	r->mimage = 0;
+	r->mmlen = 0;
+	r->macc = 0;
+	r->mbits = 0;
+	r->mlen = 0;
+}
+
+static int
+b64val(unsigned char ch)
+{
+	if (ch >= 'A' && ch <= 'Z')
+		return ch - 'A';
+	if (ch >= 'a' && ch <= 'z')
+		return ch - 'a' + 26;
+	if (ch >= '0' && ch <= '9')
+		return ch - '0' + 52;
+	if (ch == '+' || ch == '-')
+		return 62;
+	if (ch == '/' || ch == '_')
+		return 63;
+	return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t' ? -2 : -1;
+}
+
+static void
+media_byte(struct kv_reqscan *r, unsigned char ch)
+{
+	int v;
+
+	switch (r->mph) {
+	case M_PREFIX:	/* "data:" */
+		if (ch != (unsigned char)"data:"[r->mmlen]) {
+			r->mph = M_OFF;
+			r->mdata = 0;
+			return;
+		}
+		if (++r->mmlen == 5) {
+			r->mph = M_META;
+			r->mmlen = 0;
+		}
+		return;
+	case M_META:	/* media type and parameters, up to the ',' */
+		if (ch == ',') {
+			r->mimage = r->mmlen >= 6 && memcmp(r->mmeta, "image/", 6) == 0;
+			r->mph = M_B64;
+		} else if (r->mmlen < sizeof(r->mmeta))
+			r->mmeta[r->mmlen++] = (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
+		return;
+	case M_B64:
+		if ((v = b64val(ch)) == -2)
+			return;
+		if (v == -1) {
+			r->mph = M_FULL;
+			return;
+		}
+		r->macc = r->macc << 6 | (uint32_t)v;
+		if ((r->mbits += 6) >= 8) {
+			r->mbits -= 8;
+			r->mbuf[r->mlen++] = (uint8_t)(r->macc >> r->mbits);
+			if (r->mlen == sizeof(r->mbuf))
+				r->mph = M_FULL;
+		}
+		return;
+	}
+}
+
+/* The string ended: an image adds its tokens under every rule; any other
+ * inline file is content its bytes do not bound. */
+static void
+media_end(struct kv_reqscan *r)
+{
+	uint32_t w = 0, h = 0;
+	int i;
+
+	if (r->mph == M_OFF || r->mph == M_PREFIX || r->mph == M_META) {
+		r->mph = M_OFF;
+		return;
+	}
+	r->mph = M_OFF;
+	if (kv_media_is_image(r->mbuf, r->mlen) || r->mimage) {
+		(void)kv_media_image_dims(r->mbuf, r->mlen, &w, &h);
+		r->ri.images++;
+		for (i = 0; i < KV_IMG_NRULES; i++)
+			r->ri.img_tok[i] += kv_media_image_tokens(i, w, h);
+	} else if (r->mdata)
+		fetches(r, "an inline file (data: URL)");
 }
 
 static void
@@ -150,14 +305,39 @@ value_begin(struct kv_reqscan *r, enum kv_jv_ev ev, int level, uint64_t off)
 	}
 	if (level == 1)
 		top_value(r, ev, r->top = key, off);
-	else if (level == 2 && r->top == K_STREAM_OPTIONS && key == K_INCLUDE_USAGE)
+	else if (level == 2 && r->top == K_TOOLS) {
+		r->ntools++;
+		r->tkind = T_NONE;
+		r->tuses = -1;
+	} else if (level == 3 && r->top == K_TOOLS && key == K_MAX_USES && ev == KV_JV_NUM)
+		r->cap = CAP_USES;
+	else if (level == 2 && r->top == K_PROMPT) {
+		/* each string or token array is a prompt, n completions each */
+		if (ev == KV_JV_NUM)
+			r->prompt_ints = 1;
+		else
+			r->prompts++;
+	}
+	else if (level == 2 && r->top == K_STREAM_OPTIONS && key == K_INCLUDE_USAGE) {
+		if (ev != KV_JV_TRUE && ev != KV_JV_FALSE && ev != KV_JV_NULL)
+			refuse(r, "%s must be true or false", "stream_options.include_usage", "");
 		r->ri.include_usage = ev == KV_JV_TRUE;
+		r->ri.so_has_iu++;
+		/* a literal's event comes at its last byte */
+		r->ri.so_iu_len = ev == KV_JV_FALSE ? 5 : 4;
+		r->ri.so_iu_off = off - (uint64_t)(r->ri.so_iu_len - 1);
+	}
 	if (ev == KV_JV_STR && key == K_TYPE)
 		r->cap = CAP_TYPE;
 	if (ev == KV_JV_STR && (key == K_URL || key == K_IMAGE_URL || key == K_FILE_URL))
 		r->cap = CAP_URL;
 	if (key == K_FILE_ID && ev != KV_JV_NULL)
 		fetches(r, "file_id");
+	r->mph = M_OFF;
+	if (ev == KV_JV_STR && (key == K_URL || key == K_IMAGE_URL || key == K_FILE_DATA))
+		media_start(r, M_PREFIX);
+	else if (ev == KV_JV_STR && key == K_DATA)
+		media_start(r, M_B64);
 }
 
 static int
@@ -191,13 +371,17 @@ string_end(struct kv_reqscan *r)
 		}
 		break;
 	case CAP_TYPE:
+		if (r->top == K_TOOLS && r->api == KV_API_ANTHROPIC_MESSAGES && !r->vlong)
+			r->ri.hidden += kv_tool_prompt_tokens(r->vbuf, r->vlen);
+		if (r->top == K_TOOLS && !r->vlong && server_tool(r->vbuf, r->vlen) > r->tkind)
+			r->tkind = server_tool(r->vbuf, r->vlen);
 		if (!r->vlong && type_fetches(r->vbuf, r->vlen)) {
 			snprintf(what, sizeof(what), "a %.*s block or tool",
 			    (int)(r->vlen < 24 ? r->vlen : 24), r->vbuf);
 			fetches(r, what);
 		}
 		break;
-	case CAP_URL:	/* a data: URL is inline, its bytes bound it */
+	case CAP_URL:	/* a data: URL is inline: media_end() bounds it */
 		if (r->vlen < 5 || memcmp(r->vbuf, "data:", 5) != 0)
 			fetches(r, "a URL to fetch");
 		break;
@@ -212,6 +396,16 @@ number_end(struct kv_reqscan *r)
 	int i = r->cap - CAP_LIMIT;
 	int64_t v;
 
+	if (r->cap == CAP_USES || r->cap == CAP_TOOL_CALLS) {
+		if (r->vlong || kv_reqscan_intval(r->vbuf, r->vlen, 1000000, &v, &why) == -1)
+			refuse(r, "%s %s", r->cap == CAP_USES ? "max_uses" : "max_tool_calls", why);
+		else if (r->cap == CAP_USES)
+			r->tuses = v;
+		else
+			r->ri.max_tool_calls = v;
+		r->cap = CAP_NONE;
+		return;
+	}
 	if (r->cap < CAP_LIMIT)
 		return;
 	if (r->vlong || kv_reqscan_intval(r->vbuf, r->vlen, KV_REQ_LIMIT_MAX, &v, &why) == -1)
@@ -234,6 +428,9 @@ bytes(struct kv_reqscan *r, int inkey, const char *p, size_t n)
 		r->klen += n;
 		return;
 	}
+	if (r->mph != M_OFF && r->mph != M_FULL)
+		for (room = 0; room < n && r->mph != M_OFF && r->mph != M_FULL; room++)
+			media_byte(r, (unsigned char)p[room]);
 	if (r->cap == CAP_NONE)
 		return;
 	room = sizeof(r->vbuf) - 1 - r->vlen;
@@ -270,6 +467,7 @@ on_event(void *arg, enum kv_jv_ev ev, int level, uint64_t off, const char *p, si
 		bytes(r, r->inkey, p, n);
 		break;
 	case KV_JV_STR_END:
+		media_end(r);
 		string_end(r);
 		break;
 	case KV_JV_NUM_END:
@@ -280,6 +478,8 @@ on_event(void *arg, enum kv_jv_ev ev, int level, uint64_t off, const char *p, si
 			r->ri.obj_end = off;
 		if (level == 1 && r->top == K_STREAM_OPTIONS)
 			r->ri.so_end = off;
+		if (level == 2 && r->top == K_TOOLS)
+			tool_end(r);
 		break;
 	case KV_JV_ARR_CLOSE:
 		break;
@@ -316,6 +516,12 @@ kv_reqscan_finish(struct kv_reqscan *r)
 	for (i = 3; i < 5; i++)
 		if (r->lim[i] > r->ri.mult)
 			r->ri.mult = r->lim[i];
+	if (r->api == KV_API_ANTHROPIC_MESSAGES && r->ntools > 0)
+		r->ri.hidden += KV_TOOL_PROMPT_BASE;
+	/* the provider answers every prompt of the array n (best_of) times */
+	if (r->api == KV_API_OPENAI_COMPLETIONS && r->prompts + r->prompt_ints > 1)
+		r->ri.mult = r->ri.mult > KV_REQ_LIMIT_MAX / (r->prompts + r->prompt_ints) ?
+		    KV_REQ_LIMIT_MAX : r->ri.mult * (r->prompts + r->prompt_ints);
 	return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "worker/jsonv.h"
+#include "worker/media_bound.h"
 #include "worker/usage.h"
 
 #define KV_REQ_MODEL	96	/* model names are shorter; longer is a 400 */
@@ -27,7 +28,20 @@ struct kv_request_info {
 	int64_t		 max_output;	/* largest of max_tokens,
 					   max_completion_tokens,
 					   max_output_tokens; -1 when none */
-	int64_t		 mult;		/* max(n, best_of, 1) */
+	int64_t		 mult;		/* max(n, best_of, 1) x the prompts of a
+					   legacy completions "prompt" array */
+	int64_t		 images;	/* inline images (data: URLs, base64) */
+	int64_t		 hidden;	/* Anthropic's hidden tool prompts, tokens */
+	/* server tools (the provider loops: each call an internal turn) */
+	int64_t		 tool_uses;	/* sum of their max_uses */
+	int		 tools_unbounded;	/* server tools without max_uses */
+	int64_t		 ws_uses;	/* web search: max_uses summed, */
+	int		 ws_unbounded;	/* ... and such tools without one */
+	int64_t		 wf_uses;	/* web fetch, the same */
+	int		 wf_unbounded;
+	int64_t		 max_tool_calls;	/* Responses max_tool_calls; -1 */
+	int64_t		 img_tok[KV_IMG_NRULES];	/* their tokens at most,
+					   summed under each rule (media_bound.h) */
 	char		 fetches[48];	/* "" or what makes the provider fetch or
 					   recall content (any depth): "image_url URL",
 					   "file_id", "web_search tool", ... */
@@ -35,6 +49,10 @@ struct kv_request_info {
 	uint64_t	 so_end;	/* ... and of its '}'; both 0 when it is not
 					   an object */
 	int		 so_members;	/* members in that object */
+	int		 so_count;	/* top-level "stream_options" members */
+	int		 so_has_iu;	/* include_usage members in the last one */
+	uint64_t	 so_iu_off;	/* offset of the last one's value, */
+	int		 so_iu_len;	/* ... its length: 4 true/null, 5 false */
 	uint64_t	 obj_end;	/* offset of the top-level '}' */
 	int		 members;	/* top-level members */
 };
@@ -54,6 +72,22 @@ struct kv_reqscan {
 	size_t		 vlen;
 	int		 vlong;		/* it did not fit */
 	int64_t		 lim[5];	/* the three limits, n, best_of; -1 absent */
+	int64_t		 prompts;	/* strings or token arrays in "prompt" */
+	int		 ntools;	/* elements of the top-level "tools" */
+	int		 tkind;		/* the tool being read: 0, or T_* */
+	int64_t		 tuses;		/* its max_uses, -1 */
+	int		 prompt_ints;	/* "prompt" is one array of token ids */
+	/* an inline data: URL or base64 string, decoded as it arrives: its
+	 * first bytes are the file's header (media_bound.h) */
+	int		 mph;		/* M_* phase */
+	int		 mdata;		/* it is a data: URL */
+	int		 mimage;	/* its media type is image/... */
+	char		 mmeta[16];	/* the start of the data: URL's media type */
+	size_t		 mmlen;
+	uint32_t	 macc;
+	int		 mbits;
+	uint8_t		 mbuf[512];
+	size_t		 mlen;
 	struct kv_request_info ri;
 };
 

@@ -22,7 +22,6 @@
 #include "worker/upstream_set.h"
 #include "common/fmt.h"
 #include "common/money.h"
-#include "common/pricetab.h"
 #include "worker/endpoints.h"
 #include "worker/spool.h"
 
@@ -34,10 +33,13 @@ client_read(struct kv_conn *c, char *buf, size_t len)
 
 	if (n > 0) {
 		c->bytes_in += (uint64_t)n;
-		/* A head must arrive whole within client_timeout of its first
-		 * byte (slow-loris); a body only must not stall that long. */
-		if (c->state != CS_HEAD || c->clen == 0)
+		/* A head must arrive whole within header_timeout of its first
+		 * byte, or of the connection for its first request
+		 * (slow-loris); a body only must not stall client_timeout. */
+		if (c->state != CS_HEAD)
 			conn_set_deadline(c, 0);
+		else if (c->clen == 0 && c->served)
+			conn_head_deadline(c);
 	}
 	return n;
 }
@@ -86,7 +88,8 @@ note_anthropic_client(struct kv_conn *c, const struct kv_http_request *req)
 static int
 connection_names_ours(const struct kv_http_header *h)
 {
-	static const char *const ours[] = { "authorization", "x-api-key", "content-length",
+	static const char *const ours[] = { "authorization", "x-api-key", "api-key",
+	    "x-goog-api-key", "content-length",
 	    "transfer-encoding", "content-encoding", "host", NULL };
 	const char *p = h->value, *end = h->value + h->value_len, *t;
 	const char *const *o;
@@ -103,53 +106,100 @@ connection_names_ours(const struct kv_http_header *h)
 	return 0;
 }
 
-/* The one credential the request carries: Authorization: Bearer K or
- * x-api-key: K. The account charged must be the key the provider sees, so
- * two credential headers that differ, a repeated one, or a Connection
- * header naming one of them are refused (*why set, -2); -1 when there is
- * none. */
+/* Every header a provider reads a key from (OpenAI, Anthropic, Azure,
+ * Google): kilovolt reads the same ones, or a throw-away key in one of them
+ * would be charged while the provider bills the real one in another. */
+static const char *const cred_headers[] = { "authorization", "x-api-key", "api-key",
+    "x-goog-api-key", NULL };
+
+/* The value of the query parameter key= in TARGET (Google's ?key=), or NULL. */
+static const char *
+query_key(const char *target, size_t *len)
+{
+	const char *q = strchr(target, '?');
+
+	while (q != NULL) {
+		q++;
+		if (strncmp(q, "key=", 4) == 0) {
+			*len = strcspn(q + 4, "&#");
+			return q + 4;
+		}
+		q = strchr(q, '&');
+	}
+	return NULL;
+}
+
+/* One credential seen: the first is the key; any other that differs is
+ * refused. */
+static int
+cred_take(const char *v, size_t n, const char **key, size_t *len, const char **why)
+{
+	if (n == 0)
+		return 0;	/* an empty header carries no key */
+	if (*key == NULL) {
+		*key = v;
+		*len = n;
+		return 0;
+	}
+	if (n != *len || memcmp(v, *key, n) != 0) {
+		*why = "two credentials (Authorization, x-api-key, api-key, x-goog-api-key "
+		    "or ?key=) carry different keys";
+		return -2;
+	}
+	return 0;
+}
+
+/* The one credential the request carries, in any header of cred_headers
+ * (Authorization as Bearer K) or ?key=. The account charged must be the
+ * key the provider sees, so two that differ, a repeated header, or a
+ * Connection header naming one are refused (*why set, -2); -1 when there
+ * is none. */
 static int
 find_credential(struct kv_conn *c, const struct kv_http_request *req,
     const char **key, size_t *len, const char **why)
 {
-	const struct kv_http_header *auth = NULL, *xkey = NULL;
-	const char *bk = NULL;
-	size_t i, blen = 0;
+	const char *const *n;
+	const char *v;
+	size_t i, vl;
+	int seen, other = 0;
 
-	for (i = 0; i < req->nheaders; i++) {
-		const struct kv_http_header *h = &req->headers[i];
+	*key = NULL;
+	*len = 0;
+	for (n = cred_headers; *n != NULL; n++) {
+		for (seen = 0, i = 0; i < req->nheaders; i++) {
+			const struct kv_http_header *h = &req->headers[i];
 
-		if (is_name(h, "connection") && connection_names_ours(h)) {
-			*why = "a Connection header names a header kilovolt reads";
-			return -2;
-		}
-		if (is_name(h, "authorization") || is_name(h, "x-api-key")) {
-			if ((h->name[0] | 0x20) == 'a' ? auth != NULL : xkey != NULL) {
+			if (n == cred_headers && is_name(h, "connection") && connection_names_ours(h)) {
+				*why = "a Connection header names a header kilovolt reads";
+				return -2;
+			}
+			if (!is_name(h, *n))
+				continue;
+			if (seen++) {
 				*why = "the credential header is repeated";
 				return -2;
 			}
-			*((h->name[0] | 0x20) == 'a' ? &auth : &xkey) = h;
+			v = n == cred_headers ? bearer(h, &vl) : h->value;
+			if (n != cred_headers)
+				vl = h->value_len;
+			if (v == NULL) {	/* Authorization, not Bearer: no key of ours */
+				other = 1;
+				continue;
+			}
+			if (cred_take(v, vl, key, len, why) == -2)
+				return -2;
+			if (*key == v && n == cred_headers + 1)
+				c->auth_x_api_key = 1;
 		}
 	}
-	if (auth != NULL)
-		bk = bearer(auth, &blen);
-	if (auth != NULL && xkey != NULL && (bk == NULL || blen != xkey->value_len ||
-	    memcmp(bk, xkey->value, blen) != 0)) {
-		*why = "Authorization and x-api-key carry different keys";
+	if ((v = query_key(c->target, &vl)) != NULL && cred_take(v, vl, key, len, why) == -2)
+		return -2;
+	if (*key != NULL && other) {
+		*why = "two credentials (Authorization, x-api-key, api-key, x-goog-api-key "
+		    "or ?key=) carry different keys";
 		return -2;
 	}
-	if (bk != NULL) {
-		*key = bk;
-		*len = blen;
-		return 0;
-	}
-	if (xkey != NULL && xkey->value_len > 0) {
-		*key = xkey->value;
-		*len = xkey->value_len;
-		c->auth_x_api_key = 1;
-		return 0;
-	}
-	return -1;
+	return *key != NULL ? 0 : -1;
 }
 
 /* A metered body is scanned, and a scanner cannot read a coded body. */
@@ -267,6 +317,9 @@ request_head(struct kv_conn *c)
 	for (;;) {
 		if (c->clen > 0) {
 			r = kv_http_parse_request(c->cbuf, c->clen, &c->w->req, &status, &reason);
+			/* an unfinished head is memory a client can make us hold */
+			if (conn_head_held(c, r == 0) == -1)
+				return STEP_CLOSED;
 			if (r > 0)
 				return on_head(c, (size_t)r);
 			if (r < 0) {
@@ -496,6 +549,41 @@ request_body_in(struct kv_conn *c)
 
 /* ---- admission ---- */
 
+/* Inline images bill by their size, not their bytes (media_bound.h): the
+ * rule of the model's family, or the dearest rule for a model it does not
+ * know (an upstream's model_map can send any name). */
+static int64_t
+image_tokens(const struct kv_conn *c, const struct kv_price *p)
+{
+	int rule, i;
+	int64_t t = 0;
+
+	if (c->ri.images == 0)
+		return 0;
+	rule = kv_media_rule_for(c->ri.model[0] ? c->ri.model : p->model,
+	    c->api == KV_API_ANTHROPIC_MESSAGES);
+	if (rule >= 0)
+		return c->ri.img_tok[rule];
+	for (i = 0; i < KV_IMG_NRULES; i++)
+		if (c->ri.img_tok[i] > t)
+			t = c->ri.img_tok[i];
+	return t;
+}
+
+/* Sampling turns a server-tool loop may take: the first, and one after
+ * each call its tools allow (max_uses, else [budget] max_tool_turns; a
+ * Responses max_tool_calls caps them all). */
+static int64_t
+tool_turns(const struct kv_conn *c)
+{
+	const struct kv_request_info *ri = &c->ri;
+	int64_t calls = ri->tool_uses + ri->tools_unbounded * c->w->cf->max_tool_turns;
+
+	if (ri->max_tool_calls >= 0 && calls > ri->max_tool_calls)
+		calls = ri->max_tool_calls;
+	return 1 + calls;
+}
+
 /* The worst case the provider can bill for this request (DESIGN 9):
  * input: every body byte (a token is at least one byte), or the model's
  * context window when the provider fetches or recalls content the body
@@ -506,16 +594,24 @@ estimate_nusd(struct kv_conn *c, const struct kv_price *p)
 {
 	const struct kv_config *cf = c->w->cf;
 	struct kv_usage est = { 0 };
-	int64_t cost, lim;
+	int64_t cost, lim, turns;
 
 	if (p == NULL || c->api == KV_API_OTHER)
 		return 0;
-	est.input = c->body_bytes;
-	if (c->ri.fetches[0] != '\0' && kv_price_input_bound(p) > est.input)
-		est.input = kv_price_input_bound(p);
+	est.input = c->body_bytes + image_tokens(c, p) + c->ri.hidden;
+	if (c->ri.fetches[0] != '\0' && p->context_window > est.input)
+		est.input = p->context_window;
+	/* A server-tool loop bills each internal turn's input, up to a
+	 * context window each, and each call's fee (issue 20). */
+	turns = tool_turns(c);
+	if (turns > 1 && p->context_window > 0)
+		est.input = p->context_window * turns;
+	est.web_search = c->ri.ws_uses + c->ri.ws_unbounded * cf->max_tool_turns;
+	est.web_fetch = c->ri.wf_uses + c->ri.wf_unbounded * cf->max_tool_turns;
 	lim = c->ri.max_output >= 0 ? c->ri.max_output :
 	    p->max_output > 0 ? p->max_output : cf->reserve_output_tokens;
 	est.output = c->api == KV_API_OPENAI_EMBEDDINGS ? 0 : c->ri.mult * lim;
+	c->out_bound = est.output;
 	/* the response may say it ran on any tier the section prices (the
 	 * client asks for one in the body): reserve for the dearest */
 	if (p->priority_input >= 0 || p->flex_input >= 0)
@@ -556,27 +652,12 @@ refuse_unpriced(struct kv_conn *c)
 	return conn_fail(c, 400, msg);
 }
 
-/* A model past its glob's family (pricetab.h): said once per model per
- * worker, not once per request. */
-static void
-note_newer_model(const char *model, const struct kv_price *glob, const struct kv_price *p)
-{
-	static char last[KV_NAME_MAX];
-
-	if (strcmp(last, model) == 0)
-		return;
-	snprintf(last, sizeof(last), "%s", model);
-	kv_log_warnx("KV0950", "model %s is newer than the family [price %s] was written "
-	    "for: priced by unknown_models (%s), not as the old family", model, glob->model,
-	    p != NULL ? "[price default]" : "refused");
-}
-
 static enum step
 reserve(struct kv_conn *c)
 {
 	const struct kv_config *cf = c->w->cf;
 	struct kv_ledger *l = c->w->ledger;
-	const struct kv_price *p, *older;
+	const struct kv_price *p;
 	char msg[256], rem[32], need[32];
 	int64_t amount;
 	enum step st;
@@ -585,6 +666,11 @@ reserve(struct kv_conn *c)
 	/* The master's policy, not this worker's config: an old generation
 	 * still draining applies a reload's unknown_keys at once. */
 	deny = (atomic_load(&l->hdr->policy) & KV_POLICY_DENY) != 0;
+	/* Virtual keys fail closed: an upstream that spends the operator's
+	 * provider key (api_key) admits only the configured keys, whatever
+	 * unknown_keys says, or any invented bearer string would spend it. */
+	if (c->rt != NULL && c->rt->cf->api_key != NULL)
+		deny = 1;
 	c->acct = kv_ledger_account(l, c->keyhash, !deny, NULL,
 	    cf->default_budget_nusd);
 	if (c->acct == NULL) {
@@ -606,14 +692,17 @@ reserve(struct kv_conn *c)
 		return conn_fail(c, 401, "unknown API key");
 	}
 	kv_ledger_period_roll(l, c->acct, cf->period, (int64_t)time(NULL));
-	p = kv_price_lookup(cf, c->ri.model, NULL, &older);
-	if (older != NULL && c->api != KV_API_OTHER)
-		note_newer_model(c->ri.model, older, p);
+	p = kv_config_price(cf, c->ri.model);
 	if (c->api != KV_API_OTHER && p == NULL)
 		return refuse_unpriced(c);
 	if (c->api != KV_API_OTHER && c->ri.fetches[0] != '\0' &&
-	    (p == NULL || kv_price_input_bound(p) <= 0))
+	    (p == NULL || p->context_window <= 0))
 		return refuse_unbounded(c, p);
+	if (c->api != KV_API_OTHER && c->ri.tools_unbounded > 0 && cf->max_tool_turns == 0 &&
+	    c->ri.max_tool_calls < 0)
+		return conn_fail(c, 400, "a server tool without max_uses makes the provider "
+		    "loop without a bound kilovolt can reserve: set max_uses on the tool "
+		    "(or max_tool_calls), or [budget] max_tool_turns");
 	amount = estimate_nusd(c, p);
 	c->resv = kv_ledger_reserve(l, c->w->slot, c->acct, amount, &c->remaining);
 	if (c->resv == -1) {
@@ -666,64 +755,77 @@ want_header(const struct kv_conn *c, const struct kv_http_header *h)
 		if (h->name_len == strlen(*d) && strncasecmp(h->name, *d, h->name_len) == 0)
 			return 0;
 	/* Virtual keys: the client's kilovolt key never reaches the provider. */
-	if (c->rt->cf->api_key != NULL &&
-	    ((h->name_len == 13 && strncasecmp(h->name, "authorization", 13) == 0) ||
-	    (h->name_len == 9 && strncasecmp(h->name, "x-api-key", 9) == 0)))
-		return 0;
+	if (c->rt->cf->api_key != NULL)
+		for (d = cred_headers; *d != NULL; d++)
+			if (h->name_len == strlen(*d) && strncasecmp(h->name, *d, h->name_len) == 0)
+				return 0;
 	return 1;
 }
 
-/* Body bytes [off, off+len) from the window or the spool. */
+/* The client's include_usage false/null becomes true, in the window or
+ * in the spool, without changing the body's length. */
 static int
-body_read(struct kv_conn *c, char *buf, size_t len, int64_t off)
+overwrite_iu(struct kv_conn *c, const char **msg)
 {
+	const char *t = c->ri.so_iu_len == 5 ? "true " : "true";
+	size_t n = (size_t)c->ri.so_iu_len;
+
 	if (c->spfd == -1) {
-		memcpy(buf, c->ibuf + off, len);
+		memcpy(c->ibuf + c->ri.so_iu_off, t, n);
 		return 0;
 	}
-	return kv_spool_pread(c->spfd, buf, len, off) == (ssize_t)len ? 0 : -1;
+	if (pwrite(c->spfd, t, n, (off_t)c->ri.so_iu_off) != (ssize_t)n) {
+		kv_log_warn("KV0547", "writing the request spool");
+		*msg = "the gateway cannot write the spooled request body";
+		return 503;
+	}
+	return 0;
 }
 
-#define KV_SO_MAX 4096	/* client stream_options members we carry over */
-
 /* Usage is always asked for (issue 11): a streamed chat or legacy
- * completion goes upstream with stream_options.include_usage true. The
- * member is added last, before the top-level '}', so that it wins over any
- * stream_options the client sent (the last duplicate wins, for the
- * providers as for our scanner), carrying the client's other members over,
- * with its own include_usage overridden by ours for the same reason. */
+ * completion goes upstream with stream_options.include_usage true, and
+ * with one stream_options member (issue 20): a first-wins parser would
+ * read the client's, a serde server refuses a duplicate. Without one the
+ * member is added before the top-level '}'; into the client's object,
+ * "include_usage":true goes last, before its '}'; the client's own
+ * include_usage false (or null) is overwritten in place by "true " (or
+ * "true"), the same length. A null stream_options, or two of them, or two
+ * include_usage, cannot be merged: refused, naming why. */
 static int
 build_inject(struct kv_conn *c, const char **msg)
 {
-	static const char head[] = "\"stream_options\":{", tail[] = "\"include_usage\":true}";
+	static const char member[] = "\"stream_options\":{\"include_usage\":true}",
+	    iu[] = ",\"include_usage\":true";
 	const struct kv_request_info *ri = &c->ri;
-	size_t inner = 0, at = 0;
+	int merge = ri->has_stream_options, first;
+	size_t at = 0;
 
-	if (ri->so_start != 0 && ri->so_members > 0)
-		inner = (size_t)(ri->so_end - ri->so_start - 1);
-	if (inner > KV_SO_MAX) {
-		*msg = "stream_options is larger than 4 KiB";
+	if (ri->so_count > 1 || ri->so_has_iu > 1) {
+		*msg = ri->so_count > 1 ? "stream_options appears more than once" :
+		    "stream_options.include_usage appears more than once";
 		return 400;
 	}
-	c->injlen = (ri->members > 0) + sizeof(head) - 1 + inner + (inner > 0) + sizeof(tail) - 1;
+	if (merge && ri->so_start == 0) {
+		*msg = "a streamed request needs usage to be metered: send stream_options "
+		    "as an object, or leave it out";
+		return 400;
+	}
+	if (merge && ri->so_has_iu)
+		return overwrite_iu(c, msg);
+	first = merge && ri->so_members == 0;
+	c->injlen = merge ? sizeof(iu) - 1 - (size_t)first : (ri->members > 0) + sizeof(member) - 1;
 	if ((c->inj = malloc(c->injlen)) == NULL) {
 		*msg = "out of memory";
 		return 503;
 	}
+	if (merge) {
+		memcpy(c->inj, iu + first, c->injlen);
+		c->inj_at = (int64_t)ri->so_end;
+		return 0;
+	}
 	if (ri->members > 0)
 		c->inj[at++] = ',';
-	memcpy(c->inj + at, head, sizeof(head) - 1);
-	at += sizeof(head) - 1;
-	if (inner > 0) {
-		if (body_read(c, c->inj + at, inner, (int64_t)ri->so_start + 1) == -1) {
-			kv_log_warn("KV0506", "reading the request spool");
-			*msg = "the gateway cannot read the spooled request body";
-			return 503;
-		}
-		at += inner;
-		c->inj[at++] = ',';
-	}
-	memcpy(c->inj + at, tail, sizeof(tail) - 1);
+	memcpy(c->inj + at, member, sizeof(member) - 1);
 	c->inj_at = (int64_t)ri->obj_end;
 	return 0;
 }
@@ -823,6 +925,7 @@ admit(struct kv_conn *c)
 	const char *msg;
 	char msg404[256];
 	enum step st;
+	size_t qlen;
 	int s;
 
 	if ((s = scan_done(c, &msg)) != 0)
@@ -836,6 +939,10 @@ admit(struct kv_conn *c)
 	}
 	c->rt = kv_upstreams_find(c->w->ups, cf->nupstreams, up);
 	c->upstream_name = up->name;
+	/* Virtual keys strip every credential; one in the query cannot be. */
+	if (up->api_key != NULL && query_key(c->target, &qlen) != NULL)
+		return conn_fail(c, 400, "this upstream uses its own provider key: send the "
+		    "kilovolt key in a header (Authorization: Bearer KEY), not as ?key=");
 	if ((st = admit_endpoint(c, up)) != STEP_CONT || c->state == CS_ERRWRITE)
 		return st;
 	/* A client that asked for usage itself is sent as it is; for any
@@ -855,8 +962,11 @@ admit(struct kv_conn *c)
 		return conn_fail(c, s, msg);
 	if (build_request(c) == -1)
 		return conn_fail(c, 502, "cannot build the upstream request");
-	c->keep_obuf = c->spfd == -1;	/* all of it is in obuf: retryable */
-	if (c->keep_obuf && c->ocap > c->olen + 256) {
+	/* Kept until the response head, to go to another target if this one
+	 * provably gets nothing: all of the request is in obuf, or its head
+	 * (and the body stays in the spool). */
+	c->keep_obuf = 1;
+	if (c->ocap > c->olen + 256) {
 		/* Kept until the response head: 1,000 streams waiting for their
 		 * first token keep their request, not a 4 KB buffer each. */
 		char *nb = realloc(c->obuf, c->olen);
@@ -887,6 +997,7 @@ request_connect(struct kv_conn *c)
 		/* woken by the upstream; the client's leaving still counts */
 		if (c->state != CS_UPWAIT) {
 			c->state = CS_UPWAIT;
+			c->ticket_waited = 0;
 			conn_watch_client(c, EPOLLRDHUP);
 			conn_set_deadline(c, 1);
 		}
@@ -947,10 +1058,13 @@ enum step
 request_retry(struct kv_conn *c)
 {
 	/* Once any byte of the request was written, the provider may have
-	 * read it all and bill it: sending it again could bill it twice. */
+	 * read it all and bill it: sending it again could bill it twice --
+	 * unless it was never all written (a provider does not process a
+	 * request whose body it did not get whole), or nothing was
+	 * acknowledged. */
 	if (!c->uc->reused || c->retried || !c->keep_obuf || c->opos > 0 || c->req_sent)
 		return conn_failover(c, 502, "upstream closed the connection",
-		    c->opos == 0 || conn_upset_unacked(c));
+		    c->opos == 0 || c->state == CS_SEND_REQ || conn_upset_unacked(c));
 	kv_upconn_close(c->uc, 0);	/* close() also leaves epoll */
 	c->uc = NULL;
 	c->retried = 1;
@@ -990,23 +1104,24 @@ request_send(struct kv_conn *c)
 	return STEP_CONT;
 }
 
-/* The spool is sent: its file and its share of spool_max go, and so does
- * the staging buffer, so a request waiting for its response head holds
- * only its connection state. */
+/* The spool is sent: the staging buffer goes, so a request waiting for
+ * its response head holds its connection state, its head and the spool's
+ * descriptor, which stays (with its share of spool_max) until the response
+ * head: a target that provably got nothing has it sent to the next one
+ * (relay.c lets it go). */
 static enum step
 spool_sent(struct kv_conn *c)
 {
-	kv_request_release(c);
-	free(c->obuf);
-	c->obuf = NULL;
-	c->olen = c->opos = c->ocap = 0;
+	free(c->sbuf);
+	c->sbuf = NULL;
+	c->slen = c->spos = 0;
 	c->state = CS_RESP_HEAD;
 	return STEP_CONT;
 }
 
 /* The next piece of the spooled body, as the upstream sees it: the file up
  * to inj_at, the injected member, the file's rest. Plaintext goes with
- * sendfile(); TLS (or a sendfile that cannot) is staged through obuf.
+ * sendfile(); TLS (or a sendfile that cannot) is staged through sbuf.
  * Returns 1 sent some, 0 wait for EPOLLOUT, -1 error. */
 static int
 spool_piece(struct kv_conn *c)
@@ -1018,9 +1133,9 @@ spool_piece(struct kv_conn *c)
 
 	if (c->inj != NULL && c->sp_off >= at && c->sp_off < at + (int64_t)c->injlen) {
 		want = (size_t)(at + (int64_t)c->injlen - c->sp_off);
-		memcpy(c->obuf, c->inj + (c->sp_off - at), want);
-		c->olen = want;
-		c->opos = 0;
+		memcpy(c->sbuf, c->inj + (c->sp_off - at), want);
+		c->slen = want;
+		c->spos = 0;
 		c->sp_off += (int64_t)want;
 		return 1;
 	}
@@ -1043,12 +1158,12 @@ spool_piece(struct kv_conn *c)
 			return -1;
 	}
 	want = (size_t)(end - fpos < KV_SPOOL_STAGE ? end - fpos : KV_SPOOL_STAGE);
-	if ((n = kv_spool_pread(c->spfd, c->obuf, want, fpos)) != (ssize_t)want) {
+	if ((n = kv_spool_pread(c->spfd, c->sbuf, want, fpos)) != (ssize_t)want) {
 		kv_log_warn("KV0507", "reading the request spool");
 		return -1;
 	}
-	c->olen = want;
-	c->opos = 0;
+	c->slen = want;
+	c->spos = 0;
 	c->sp_off += (int64_t)want;
 	return 1;
 }
@@ -1059,23 +1174,24 @@ request_send_body(struct kv_conn *c)
 	ssize_t n;
 	int r;
 
-	if (c->ocap < KV_SPOOL_STAGE && conn_obuf_reserve(c, KV_SPOOL_STAGE) == -1)
+	if (c->sbuf == NULL && (c->sbuf = malloc(KV_SPOOL_STAGE)) == NULL)
 		return conn_fail(c, 503, "out of memory");
 	for (;;) {
-		if (c->opos < c->olen) {
-			n = kv_stream_write(&c->uc->s, c->obuf + c->opos, c->olen - c->opos);
+		if (c->spos < c->slen) {
+			n = kv_stream_write(&c->uc->s, c->sbuf + c->spos, c->slen - c->spos);
 			if (n == KV_IO_AGAIN) {
 				conn_quiet_client(c);
 				conn_watch_upstream(c, (uint32_t)c->uc->s.want);
 				conn_set_deadline(c, 1);
 				return STEP_WAIT;
 			}
-			if (n < 0)
-				return conn_fail(c, 502, "upstream closed while receiving the body");
-			c->opos += (size_t)n;
+			if (n < 0)	/* it never got the whole request: nothing billed */
+				return conn_failover(c, 502, "upstream closed while receiving "
+				    "the body", 1);
+			c->spos += (size_t)n;
 			continue;
 		}
-		c->olen = c->opos = 0;
+		c->slen = c->spos = 0;
 		if (c->sp_off == c->body_bytes + (int64_t)c->injlen)
 			return spool_sent(c);
 		if ((r = spool_piece(c)) == 0) {
@@ -1085,7 +1201,7 @@ request_send_body(struct kv_conn *c)
 			return STEP_WAIT;
 		}
 		if (r == -1)
-			return conn_fail(c, 502, "upstream closed while receiving the body");
+			return conn_failover(c, 502, "upstream closed while receiving the body", 1);
 	}
 }
 
@@ -1098,6 +1214,9 @@ kv_request_release(struct kv_conn *c)
 	}
 	c->w->spool_bytes -= (uint64_t)c->sp_charged;
 	c->sp_charged = 0;
+	free(c->sbuf);
+	c->sbuf = NULL;
+	c->slen = c->spos = 0;
 	free(c->rs);
 	c->rs = NULL;
 	free(c->inj);

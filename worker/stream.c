@@ -1,3 +1,6 @@
+/* One non-blocking byte stream to a peer, plain socket or TLS session;
+ * see stream.h. */
+
 #include "worker/stream.h"
 
 #include <errno.h>

@@ -1,3 +1,6 @@
+/* A worker's upstream connections: TLS contexts, DNS refreshed without
+ * blocking, non-blocking connect, a keep-alive pool; see upstream.h. */
+
 #include "worker/upstream.h"
 
 #include <arpa/inet.h>
@@ -37,7 +40,8 @@ gate_admits(const struct kv_upstream_rt *rt)
 		return 0;
 	/* No session yet: one full handshake at a time until its ticket
 	 * comes (or it shows the server gives none). */
-	if (rt->session == NULL && !rt->no_tickets && (rt->unsettled > 0 || rt->granted > 0))
+	if (rt->session == NULL && !rt->no_tickets && !rt->ticket_late &&
+	    (rt->unsettled > 0 || rt->granted > 0))
 		return 0;
 	return 1;
 }
@@ -110,6 +114,15 @@ kv_upstream_ungate(struct kv_upwait *w)
 	gate_wake(rt);
 }
 
+void
+kv_upstream_gate_stop_waiting(struct kv_upstream_rt *rt)
+{
+	if (rt == NULL || rt->ctx == NULL)
+		return;
+	rt->ticket_late = 1;
+	gate_wake(rt);
+}
+
 int
 kv_upstreams_pending(const struct kv_upstream_rt *rts, size_t n, int *handshaking)
 {
@@ -179,6 +192,7 @@ session_new_cb(SSL *ssl, SSL_SESSION *sess)
 	if (rt->session != NULL)
 		SSL_SESSION_free(rt->session);
 	rt->session = sess;
+	rt->ticket_late = 0;
 	if (uc != NULL)
 		upconn_settle(uc);
 	gate_wake(rt);

@@ -48,6 +48,7 @@ struct kv_upstream_rt {
 	int		 handshaking;	/* TLS handshakes in flight */
 	int		 unsettled;	/* started with no session, no ticket yet */
 	int		 no_tickets;	/* a connection settled and got none */
+	int		 ticket_late;	/* a parked request gave up waiting for it */
 	int		 granted;	/* slots held for woken waiters */
 	int		 nwaiting;	/* parked */
 	struct kv_upwait *waiters;	/* parked by kv_upstream_gate, FIFO */
@@ -112,6 +113,13 @@ int	kv_upstream_gate(struct kv_upstream_rt *rt, struct kv_upwait *w);
 
 /* Unpark w if it is parked (it is then never woken). */
 void	kv_upstream_ungate(struct kv_upwait *w);
+
+/* A request parked for the first handshake's ticket waited long enough:
+ * until a session arrives, requests to rt no longer wait for one (each
+ * handshakes on its own, up to KV_TLS_HANDSHAKES_MAX at once), so a target
+ * that never finishes a handshake fails them side by side, not one after
+ * another. Wakes what may go now. */
+void	kv_upstream_gate_stop_waiting(struct kv_upstream_rt *rt);
 
 /* Requests of this worker whose TLS connection is not set up yet: the
  * number parked or woken (returned) and in the handshake (*handshaking).

@@ -80,6 +80,11 @@ kv_upset_rewrite(struct kv_conn *c, const struct kv_upstream *from)
 	    (mapped = kv_model_map(c->ugroup, c->ri.model, &mlen)) != NULL &&
 	    (at = find_model(body, blen, c->ri.model)) < 0)
 		mapped = NULL;
+	/* A spooled body is sent from its file as it is: a model name to
+	 * map in it cannot be, so such a request does not fall back. */
+	if (c->spfd != -1 && c->fell_back && c->ri.model[0] != '\0' &&
+	    kv_model_map(c->ugroup, c->ri.model, &mlen) != NULL)
+		return -1;
 	/* A provider key of ours never goes to another provider. */
 	creds = from->api_key != NULL || to->api_key != NULL;
 	cap = (size_t)hl + blen + mlen + strlen(to->base_path) + strlen(to->host_header) +
@@ -99,7 +104,10 @@ kv_upset_rewrite(struct kv_conn *c, const struct kv_upstream *from)
 	if (to->api_key != NULL)
 		n += snprintf(nb + n, cap - (size_t)n, c->auth_x_api_key ? "x-api-key: %s\r\n" :
 		    "Authorization: Bearer %s\r\n", to->api_key);
-	if (blen > 0 || kv_http_find(req->headers, req->nheaders, "content-length") != NULL)
+	if (c->spfd != -1)	/* the body follows from the spool */
+		n += snprintf(nb + n, cap - (size_t)n, "Content-Length: %lld\r\n",
+		    (long long)(c->body_bytes + (int64_t)c->injlen));
+	else if (blen > 0 || kv_http_find(req->headers, req->nheaders, "content-length") != NULL)
 		n += snprintf(nb + n, cap - (size_t)n, "Content-Length: %zu\r\n",
 		    mapped ? blen - strlen(c->ri.model) + mlen : blen);
 	n += snprintf(nb + n, cap - (size_t)n, "Connection: keep-alive\r\n\r\n");

@@ -173,6 +173,20 @@ others_usable(struct kv_conn *c)
 	return choose(c, 0) >= 0;
 }
 
+/* The target provably got no request it could bill (it refused before
+ * reading, or answered 429/503: nothing processed): what marked the request
+ * as sent is undone, so that an answer of our own after it charges 0, and
+ * the worker's death releases the whole reservation. */
+static void
+unsend(struct kv_conn *c)
+{
+	if (!c->req_sent)
+		return;
+	c->req_sent = 0;
+	if (c->resv >= 0)
+		kv_ledger_resv_sent(c->w->slot, c->resv, 0);
+}
+
 enum step
 conn_failover(struct kv_conn *c, int status, const char *msg, int safe)
 {
@@ -181,6 +195,8 @@ conn_failover(struct kv_conn *c, int status, const char *msg, int safe)
 	int s = c->tslot1 - 1;
 	char was[KV_TARGET_NAME];
 
+	if (safe)
+		unsend(c);
 	if (g == NULL)
 		return conn_fail(c, status, msg);
 	/* A 429 is the target working as told: cooled already, not a failure. */
@@ -208,6 +224,10 @@ conn_failover(struct kv_conn *c, int status, const char *msg, int safe)
 	c->ubuf = NULL;
 	c->ulen = c->upos = 0;
 	c->opos = 0;
+	c->sp_off = 0;		/* a spooled body goes again from its start */
+	free(c->sbuf);
+	c->sbuf = NULL;
+	c->slen = c->spos = 0;
 	c->retried = 0;
 	c->status = 0;
 	c->cooled = 0;
@@ -245,6 +265,18 @@ conn_upset_answer(struct kv_conn *c, const struct kv_http_response *res)
 		return 0;
 	if (st != 429 && st != 502 && st != 503 && st != 504) {
 		kv_target_ok(l, s);
+		return 0;
+	}
+	if (st == 502 || st == 504) {
+		/* At most once (issue 20): the whole request reached the target,
+		 * and a gateway of the provider's that gives up (504) or loses
+		 * its backend (502) may do so after the backend read it all and
+		 * billed it. Its answer is relayed, never retried elsewhere; it
+		 * still counts as a failure of the target. */
+		if (kv_target_fail(l, s, c->w->now_ms, c->ugroup->eject_after,
+		    c->ugroup->eject_secs, others_usable(c)))
+			kv_log_warnx("KV0701", "upstream target %s ejected after %d failures "
+			    "in a row", c->tlabel, c->ugroup->eject_after);
 		return 0;
 	}
 	if (st == 429 || (st == 503 && kv_http_find(res->headers, res->nheaders, "retry-after")))

@@ -3,7 +3,8 @@
  * worker sees the same load), with passive health (shm/targets.h) and
  * failover: before any response byte reaches the client, a request whose
  * target could not have billed it (connect or TLS failure, a reset before
- * the target acknowledged a request byte, a 429/502/503/504 answer) moves
+ * the target acknowledged a request byte, the body not all sent, no
+ * connection or handshake within connect_timeout, a 429/503 answer) moves
  * to another target of its upstream, at most once per target and within
  * retry_budget seconds, then to the `fallback` upstream with its api_key
  * and model_map. Nothing is retried once the response started. */
@@ -28,9 +29,10 @@ enum step conn_failover(struct kv_conn *c, int status, const char *msg, int safe
 int	conn_upset_unacked(const struct kv_conn *c);
 
 /* A response head with STATUS arrived. Returns 1 when the request should
- * move to another target instead (429/502/503/504 and one is left; a
- * retry-after cools the target for that long), else 0 (and the target
- * counts as working). */
+ * move to another target instead (429/503 and one is left; a retry-after
+ * cools the target for that long), else 0: the target counts as working,
+ * or for 502/504 as failed -- relayed all the same, never retried (at most
+ * once: the provider may have billed it). */
 int	conn_upset_answer(struct kv_conn *c, const struct kv_http_response *res);
 
 /* The request is over: its target is no longer in flight. */

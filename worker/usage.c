@@ -27,7 +27,8 @@ enum {
 	K_CONTENT, K_TEXT, K_DELTA, K_ARGUMENTS, K_PARTIAL_JSON, K_THINKING,
 	K_REFUSAL, K_REASONING_CONTENT,
 	K_SERVICE_TIER, K_CACHE_CREATION_OBJ, K_EPHEMERAL_1H,
-	K_AUDIO_TOKENS, K_COMPLETION_DETAILS,
+	K_SERVER_TOOL_USE, K_WEB_SEARCH_REQ, K_WEB_FETCH_REQ, K_OUTPUT, K_ITEM,
+	K_CONTAINER,
 	K_COUNT
 };
 
@@ -59,8 +60,11 @@ static const struct {
 	[K_SERVICE_TIER] = KEY("service_tier"),
 	[K_CACHE_CREATION_OBJ] = KEY("cache_creation"),
 	[K_EPHEMERAL_1H] = KEY("ephemeral_1h_input_tokens"),
-	[K_AUDIO_TOKENS] = KEY("audio_tokens"),
-	[K_COMPLETION_DETAILS] = KEY("completion_tokens_details"),
+	[K_SERVER_TOOL_USE] = KEY("server_tool_use"),
+	[K_WEB_SEARCH_REQ] = KEY("web_search_requests"),
+	[K_WEB_FETCH_REQ] = KEY("web_fetch_requests"),
+	[K_OUTPUT] = KEY("output"), [K_ITEM] = KEY("item"),
+	[K_CONTAINER] = KEY("container"),
 };
 #undef KEY
 
@@ -129,10 +133,12 @@ json_init(struct kv_json *j, int multi)
 static void
 json_reset(struct kv_json *j)
 {
-	int64_t nbytes = j->nbytes;
+	int64_t nbytes = j->nbytes, nhigh = j->nhigh, nchars = j->nchars;
 
 	json_init(j, j->multi);
 	j->nbytes = nbytes;
+	j->nhigh = nhigh;
+	j->nchars = nchars;
 }
 
 static int
@@ -554,13 +560,16 @@ run_end:
 
 /* ---- the response scanner --------------------------------------------- */
 
-enum { T_NONE, T_OTHER, T_MESSAGE_START, T_MESSAGE_STOP, T_RESPONSE_START, T_RESPONSE_DONE };
+enum {
+	T_NONE, T_OTHER, T_MESSAGE_START, T_MESSAGE_STOP, T_RESPONSE_START, T_RESPONSE_DONE,
+	T_ITEM_ADDED, T_ERROR
+};
 enum { SRC_TOP = 1, SRC_NESTED };
 enum {
 	C_PROMPT, C_COMPLETION, C_INPUT, C_OUTPUT, C_CACHED_P, C_CACHED_I,
-	C_CACHE_WRITE, C_CACHE_READ, C_CACHE_1H, C_AUDIO_P, C_AUDIO_C, C_N
+	C_CACHE_WRITE, C_CACHE_READ, C_CACHE_1H, C_WEB_SEARCH, C_WEB_FETCH, C_N
 };
-enum { A_INPUT, A_WRITE, A_READ, A_OUTPUT, A_WRITE_1H, A_N };
+enum { A_INPUT, A_WRITE, A_READ, A_OUTPUT, A_WRITE_1H, A_SEARCH, A_FETCH, A_N };
 enum { L_START, L_FIELD, L_SPACE, L_DATA, L_IGNORE };
 
 _Static_assert(C_N <= sizeof(((struct kv_usage_scanner *)0)->cand) / sizeof(int64_t),
@@ -574,6 +583,9 @@ event_reset(struct kv_usage_scanner *s)
 	s->ev_type = T_NONE;
 	s->cand_depth = 0;
 	s->cand_done = 0;
+	s->ev_counted = 0;
+	s->ev_ws_item = 0;
+	s->ev_ws = 0;
 }
 
 void
@@ -663,12 +675,12 @@ cand_number(struct kv_usage_scanner *s)
 	} else if (d == s->cand_depth + 1 && key_at(j, d - 1) == K_EPHEMERAL_1H &&
 	    key_at(j, d - 2) == K_CACHE_CREATION_OBJ) {
 		f = C_CACHE_1H;	/* Anthropic usage.cache_creation: 1-hour writes */
-	} else if (d == s->cand_depth + 1 && key_at(j, d - 1) == K_AUDIO_TOKENS) {
-		/* OpenAI audio models: audio tokens among prompt / completion */
-		if (key_at(j, d - 2) == K_PROMPT_DETAILS)
-			f = C_AUDIO_P;
-		else if (key_at(j, d - 2) == K_COMPLETION_DETAILS)
-			f = C_AUDIO_C;
+	} else if (d == s->cand_depth + 1 && key_at(j, d - 2) == K_SERVER_TOOL_USE) {
+		/* Anthropic usage.server_tool_use: calls billed per call */
+		if (key_at(j, d - 1) == K_WEB_SEARCH_REQ)
+			f = C_WEB_SEARCH;
+		else if (key_at(j, d - 1) == K_WEB_FETCH_REQ)
+			f = C_WEB_FETCH;
 	}
 	if (f >= 0)
 		s->cand[f] = j->num;
@@ -696,12 +708,6 @@ commit_openai(struct kv_usage_scanner *s)
 	u->cached_input = either(c[C_CACHED_P], c[C_CACHED_I]);
 	if (u->cached_input > u->input)
 		u->cached_input = u->input;
-	u->audio_input = c[C_AUDIO_P] > 0 ? c[C_AUDIO_P] : 0;
-	u->audio_output = c[C_AUDIO_C] > 0 ? c[C_AUDIO_C] : 0;
-	if (u->audio_input > u->input)
-		u->audio_input = u->input;
-	if (u->audio_output > u->output)
-		u->audio_output = u->output;
 	u->cache_write = 0;
 	u->found = 1;
 }
@@ -720,7 +726,7 @@ static void
 commit_anthropic(struct kv_usage_scanner *s)
 {
 	static const int from[A_N] = { C_INPUT, C_CACHE_WRITE, C_CACHE_READ, C_OUTPUT,
-	    C_CACHE_1H };
+	    C_CACHE_1H, C_WEB_SEARCH, C_WEB_FETCH };
 	int64_t *a = s->anth;
 	struct kv_usage *u = &s->usage;
 	int i, any = 0;
@@ -742,7 +748,25 @@ commit_anthropic(struct kv_usage_scanner *s)
 	u->input = sat_add(sat_add(a[A_INPUT] > 0 ? a[A_INPUT] : 0,
 	    u->cached_input), u->cache_write);
 	u->output = a[A_OUTPUT] > 0 ? a[A_OUTPUT] : 0;
+	u->web_search = a[A_SEARCH] > 0 ? a[A_SEARCH] : 0;
+	u->web_fetch = a[A_FETCH] > 0 ? a[A_FETCH] : 0;
 	u->found = 1;
+}
+
+/* Responses API searches: each web_search_call output item is a billed
+ * call. A stream adds each item once (output_item.added, before the search
+ * runs: a cut stream still counts it) and lists them all again in its
+ * final response; a JSON body lists them in its top-level output. */
+static void
+commit_searches(struct kv_usage_scanner *s)
+{
+	if (s->api != KV_API_OPENAI_RESPONSES)
+		return;
+	if (s->ev_type == T_ITEM_ADDED && s->ev_ws_item)
+		s->ws_added++;
+	if (s->ev_type == T_RESPONSE_DONE && s->ev_ws > s->ws_listed)
+		s->ws_listed = s->ev_ws;
+	s->usage.web_search = s->ws_added > s->ws_listed ? s->ws_added : s->ws_listed;
 }
 
 /* The top-level object ended: take its usage if it may carry one. A
@@ -753,6 +777,14 @@ commit(struct kv_usage_scanner *s)
 {
 	int final = 1;
 
+	commit_searches(s);
+	if (s->sse && s->ev_type == T_ERROR && s->api == KV_API_ANTHROPIC_MESSAGES) {
+		/* a 200 stream broken off by the provider: a cut, never final */
+		s->error_event = 1;
+		s->final = 0;
+	}
+	if (s->error_event)
+		return;
 	if (s->api == KV_API_ANTHROPIC_MESSAGES && s->sse && s->ev_type == T_MESSAGE_STOP &&
 	    s->usage.found)
 		s->final = 1;	/* the last message_delta was the last */
@@ -795,6 +827,10 @@ event_type(const struct kv_json *j)
 		return T_MESSAGE_STOP;
 	if (strcmp(j->str, "response.created") == 0 || strcmp(j->str, "response.in_progress") == 0)
 		return T_RESPONSE_START;
+	if (strcmp(j->str, "response.output_item.added") == 0)
+		return T_ITEM_ADDED;
+	if (strcmp(j->str, "error") == 0)
+		return T_ERROR;
 	for (i = 0; i < sizeof(done) / sizeof(done[0]); i++)
 		if (strcmp(j->str, done[i]) == 0)
 			return T_RESPONSE_DONE;
@@ -819,6 +855,41 @@ counted_key(const struct kv_usage_scanner *s, int d, int key)
 	return counted_key_name(key);
 }
 
+/* Where a Responses output item's "type" sits: 1 a stream event's "item",
+ * 2 a JSON body's top-level "output" list, 3 the "output" list of a
+ * stream's "response"; 0 elsewhere. */
+static int
+output_item_type(const struct kv_usage_scanner *s, int d, int key)
+{
+	const struct kv_json *j = &s->json;
+
+	if (s->api != KV_API_OPENAI_RESPONSES || key != K_TYPE)
+		return 0;
+	if (d == 2 && key_at(j, 0) == K_ITEM)
+		return 1;
+	if (d == 3 && key_at(j, 1) == K_ARRAY && key_at(j, 0) == K_OUTPUT)
+		return 2;
+	if (d == 4 && key_at(j, 2) == K_ARRAY && key_at(j, 1) == K_OUTPUT &&
+	    key_at(j, 0) == K_RESPONSE)
+		return 3;
+	return 0;
+}
+
+static void
+on_output_item(struct kv_usage_scanner *s, int where)
+{
+	const struct kv_json *j = &s->json;
+
+	if (j->str_bad || strcmp(j->str, "web_search_call") != 0)
+		return;
+	if (where == 1)
+		s->ev_ws_item = 1;
+	else if (where == 3 || !s->sse)
+		s->ev_ws++;	/* a JSON body's list counts when its object closes */
+	if (where == 2 && !s->sse && s->ev_ws > s->ws_listed)
+		s->ws_listed = s->ev_ws;
+}
+
 static void
 on_string_begin(struct kv_usage_scanner *s)
 {
@@ -826,7 +897,10 @@ on_string_begin(struct kv_usage_scanner *s)
 	int d = j->depth, key = key_at(j, d - 1);
 
 	j->count = (uint8_t)counted_key(s, d, key);
+	s->str_bytes0 = j->nbytes;
 	if (d == 1 && (key == K_MODEL || key == K_TYPE || key == K_SERVICE_TIER))
+		j->capture = 1;
+	else if (output_item_type(s, d, key) != 0)
 		j->capture = 1;
 	else if (d == 2 && (key == K_MODEL || key == K_SERVICE_TIER) &&
 	    key_at(j, 0) == nested_parent(s->api))
@@ -854,16 +928,43 @@ on_string_end(struct kv_usage_scanner *s)
 	struct kv_json *j = &s->json;
 	int d = j->depth;
 
+	/* an event that carried text (not an empty "content": "") */
+	if (j->count && j->nbytes > s->str_bytes0 && !s->ev_counted) {
+		s->ev_counted = 1;
+		if (s->sse)
+			s->output_events++;
+	}
 	if (!j->capture)
 		return;
 	j->str[j->slen] = '\0';
-	if (d == 1 && key_at(j, 0) == K_TYPE)
+	if (output_item_type(s, d, key_at(j, d - 1)) != 0)
+		on_output_item(s, output_item_type(s, d, key_at(j, d - 1)));
+	else if (d == 1 && key_at(j, 0) == K_TYPE)
 		s->ev_type = event_type(j);
 	else if (key_at(j, d - 1) == K_SERVICE_TIER) {
 		if (is_openai(s->api))
 			s->usage.tier = tier_of(j);
 	} else if (!j->str_bad && j->slen > 0)
 		memcpy(s->model, j->str, j->slen + 1);
+}
+
+/* Anthropic's code execution ran in a container: the response names it
+ * ("container" at the top, or in a stream's message or delta). Its time is
+ * not in the usage; the billed minimum (5 minutes) is charged. */
+#define CONTAINER_MIN_MS	300000
+
+static void
+container_seen(struct kv_usage_scanner *s)
+{
+	const struct kv_json *j = &s->json;
+	int d = j->evdepth;
+
+	if (s->api != KV_API_ANTHROPIC_MESSAGES)
+		return;
+	if ((!s->sse && d == 2 && key_at(j, 0) == K_CONTAINER) ||
+	    (s->sse && d == 3 && key_at(j, 1) == K_CONTAINER &&
+	    (key_at(j, 0) == K_MESSAGE || key_at(j, 0) == K_DELTA)))
+		s->usage.code_exec_ms = CONTAINER_MIN_MS;
 }
 
 static void
@@ -877,6 +978,7 @@ on_event(struct kv_usage_scanner *s, int ev)
 			event_reset(s);
 		else
 			cand_begin(s);
+		container_seen(s);
 		break;
 	case EV_OBJ_CLOSE:
 		if (s->cand_depth != 0 && j->evdepth == s->cand_depth) {
@@ -898,6 +1000,35 @@ on_event(struct kv_usage_scanner *s, int ev)
 	}
 }
 
+/* Bytes >= 0x80 and the UTF-8 lead bytes among them (one per non-ASCII
+ * character), eight bytes at a time where none is high. */
+static void
+count_high(const unsigned char *p, size_t n, int64_t *high, int64_t *chars)
+{
+	size_t k = 0;
+
+	for (; k + 8 <= n; k += 8) {
+		uint64_t x;
+
+		memcpy(&x, p + k, 8);
+		if ((x & (ONES * 0x80)) != 0)
+			break;
+	}
+	for (; k < n; k++) {
+		if (p[k] >= 0x80) {
+			(*high)++;
+			*chars += p[k] >= 0xc0;
+		}
+	}
+}
+
+static void
+count_text(struct kv_json *j, const unsigned char *p, size_t n)
+{
+	j->nbytes += (int64_t)n;
+	count_high(p, n, &j->nhigh, &j->nchars);
+}
+
 static void
 json_feed(struct kv_usage_scanner *s, const unsigned char *p, size_t n)
 {
@@ -910,13 +1041,13 @@ json_feed(struct kv_usage_scanner *s, const unsigned char *p, size_t n)
 			return;
 		if ((k = json_str_run(j, p + i, n - i)) > 0) {
 			if (j->count)
-				j->nbytes += (int64_t)k;
+				count_text(j, p + i, k);
 			i += k;
 			continue;
 		}
 		if (j->count && j->state >= S_STR && j->state <= S_UHEX &&
 		    !(j->state == S_STR && p[i] == '"'))
-			j->nbytes++;
+			count_text(j, p + i, 1);
 		ev = json_step(j, p[i]);
 		if (!(ev & EV_AGAIN))
 			i++;
@@ -1021,12 +1152,15 @@ fast_key(const char *k, size_t len)
 }
 
 /* One pass over a line's strings: every member name is a string followed
- * by a colon (a quote inside a string is escaped). Adds the raw bytes of
- * counted keys' string values to *bytes. Returns -1 when lexing could
+ * by a colon (a quote inside a string is escaped). Counts the raw bytes of
+ * counted keys' string values into cnt[0], the high ones among them into
+ * cnt[1] and the non-ASCII characters into cnt[2], and sets *texts when a
+ * value was not empty. Returns -1 when lexing could
  * change the result: a non-null "usage", a "model" other than the one
  * seen, or a string that does not close. */
 static int
-line_fast_count(const unsigned char *p, size_t n, const char *model, int64_t *bytes)
+line_fast_count(const unsigned char *p, size_t n, const char *model, int64_t cnt[3],
+    int *texts)
 {
 	const unsigned char *e = p + n, *q, *v, *ve;
 	size_t kl;
@@ -1048,6 +1182,9 @@ line_fast_count(const unsigned char *p, size_t n, const char *model, int64_t *by
 		/* Anthropic's end of message makes its usage final */
 		if (key == K_TYPE && e - v >= 14 && memcmp(v, "\"message_stop\"", 14) == 0)
 			return -1;
+		/* and its error event makes a cut of it */
+		if (key == K_TYPE && e - v >= 7 && memcmp(v, "\"error\"", 7) == 0)
+			return -1;
 		if (v >= e || *v != '"' || (key != K_MODEL && !counted_key_name(key)))
 			continue;
 		if ((ve = str_close(v + 1, e)) == NULL)
@@ -1055,8 +1192,11 @@ line_fast_count(const unsigned char *p, size_t n, const char *model, int64_t *by
 		if (key == K_MODEL && ((size_t)(ve - v - 1) != strlen(model) ||
 		    memcmp(v + 1, model, (size_t)(ve - v - 1)) != 0))
 			return -1;
-		if (key != K_MODEL)
-			*bytes += ve - v - 1;
+		if (key != K_MODEL) {
+			cnt[0] += ve - v - 1;
+			count_high(v + 1, (size_t)(ve - v - 1), &cnt[1], &cnt[2]);
+			*texts |= ve - v - 1 > 0;
+		}
 		p = ve + 1;
 	}
 	return 0;
@@ -1070,7 +1210,8 @@ static size_t
 sse_skip_event(struct kv_usage_scanner *s, const unsigned char *p, size_t n)
 {
 	const unsigned char *nl;
-	int64_t bytes = 0;
+	int64_t cnt[3] = { 0, 0, 0 };
+	int texts = 0;
 	size_t k, end;
 
 	if (s->model[0] == '\0' || s->api == KV_API_OPENAI_RESPONSES ||
@@ -1085,9 +1226,12 @@ sse_skip_event(struct kv_usage_scanner *s, const unsigned char *p, size_t n)
 		return 0;
 	if (k > 0 && p[k - 1] == '\r')
 		k--;
-	if (memchr(p, '\r', k) != NULL || line_fast_count(p, k, s->model, &bytes) == -1)
+	if (memchr(p, '\r', k) != NULL || line_fast_count(p, k, s->model, cnt, &texts) == -1)
 		return 0;
-	s->json.nbytes += bytes;
+	s->json.nbytes += cnt[0];
+	s->json.nhigh += cnt[1];
+	s->json.nchars += cnt[2];
+	s->output_events += texts;
 	json_fail(&s->json);	/* nothing more of this event is read */
 	return k;
 }
@@ -1147,6 +1291,17 @@ kv_usage_feed(struct kv_usage_scanner *s, const char *buf, size_t len)
 	else
 		json_feed(s, p, len);
 	s->output_bytes = s->json.nbytes;
+	s->output_high = s->json.nhigh;
+	s->output_chars = s->json.nchars;
+}
+
+int64_t
+kv_usage_output_estimate(const struct kv_usage_scanner *s)
+{
+	int64_t ascii = s->output_bytes - s->output_high;
+	int64_t est = (ascii + 3) / 4 + s->output_chars;
+
+	return est > s->output_events ? est : s->output_events;
 }
 
 const struct kv_usage *

@@ -52,6 +52,8 @@ struct kv_json {
 	size_t		 slen;
 	int64_t		 num;
 	int64_t		 nbytes;	/* counted string bytes */
+	int64_t		 nhigh;		/* of them, bytes >= 0x80 */
+	int64_t		 nchars;	/* of them, UTF-8 lead bytes: non-ASCII characters */
 };
 
 struct kv_usage_scanner {
@@ -67,6 +69,9 @@ struct kv_usage_scanner {
 	 * one-line SSE event without usage is counted without lexing, so for
 	 * a malformed event the count may depend on how the bytes arrived. */
 	int64_t		 output_bytes;
+	int64_t		 output_high;	/* of output_bytes, those >= 0x80 */
+	int64_t		 output_chars;	/* non-ASCII characters among them */
+	int64_t		 output_events;	/* SSE events carrying counted text */
 	/* usage holds the provider's final figures: a non-streamed body's
 	 * usage, the usage chunk of an OpenAI stream, a Responses API
 	 * response.completed/incomplete/failed, or an Anthropic stream's
@@ -75,6 +80,12 @@ struct kv_usage_scanner {
 	 * in_progress) are known: then usage.input (cache fields included)
 	 * is exact and usage.output is what the stream counted so far. */
 	int		 final;
+	/* Usage.web_search counts Anthropic's server_tool_use.
+	 * web_search_requests (web_fetch: web_fetch_requests) and, for the
+	 * Responses API, its web_search_call output items: the larger of the
+	 * items a stream added and those its final response lists.
+	 * error_event is set by an Anthropic stream's "error" event: the
+	 * usage is then not final, whatever came before. */
 
 	/* opaque to callers: fixed size, no pointers */
 	struct kv_json	 json;
@@ -87,7 +98,14 @@ struct kv_usage_scanner {
 	int		 cand_src;	/* where it sits (top level or nested) */
 	int		 cand_done;	/* a complete usage object was read */
 	int64_t		 cand[12];	/* its numbers, -1 when absent */
-	int64_t		 anth[5];	/* Anthropic fields so far, -1 unseen */
+	int64_t		 anth[8];	/* Anthropic fields so far, -1 unseen */
+	int		 ev_counted;	/* this event carried counted text */
+	int64_t		 str_bytes0;	/* nbytes when the current string began */
+	int		 ev_ws_item;	/* this event's "item" is a web_search_call */
+	int64_t		 ev_ws;		/* web_search_call items in this event's response */
+	int64_t		 ws_added;	/* Responses stream: search items added */
+	int64_t		 ws_listed;	/* Responses: items in the final output list */
+	int		 error_event;	/* an SSE "error" event came (Anthropic) */
 };
 
 /* Start scanning a response of API; sse when Content-Type is
@@ -111,6 +129,14 @@ void	kv_usage_feed(struct kv_usage_scanner *s, const char *buf, size_t len);
  * tokens; Anthropic's cache reads and writes are added to input). usage.found
  * is 0 when the response carried none. */
 const struct kv_usage *kv_usage_result(const struct kv_usage_scanner *s);
+
+/* The output tokens of what was relayed, by estimate, for a response
+ * whose usage never came: never lower than the tokens the text can hold
+ * (ASCII bytes / 4, rounded up, plus one per non-ASCII character: a CJK
+ * character or a byte-fallback script is at least a token each), and at
+ * least one per SSE event that carried text (providers send a token or
+ * more per delta). */
+int64_t	kv_usage_output_estimate(const struct kv_usage_scanner *s);
 
 /* For a buffered SSE event's data (the JSON after "data: "): 1 when it is
  * OpenAI's extra usage-only chunk ("choices": [] and a non-null "usage"),

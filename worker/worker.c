@@ -104,9 +104,9 @@ listener_watch(struct kv_worker *w, int on)
 	if (w->lfd == -1)
 		return;
 	if (on && epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->lfd, &ev) == -1)
-		kv_log_warn("KV0501", "epoll_ctl add listener");
+		kv_log_warn("KV0511", "epoll_ctl add listener");
 	if (!on && epoll_ctl(w->epfd, EPOLL_CTL_DEL, w->lfd, NULL) == -1)
-		kv_log_warn("KV0502", "epoll_ctl del listener");
+		kv_log_warn("KV0512", "epoll_ctl del listener");
 }
 
 static void
@@ -164,7 +164,7 @@ accept_some(struct kv_worker *w)
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
 				/* Out of descriptors: stop listening a moment instead
 				 * of spinning on a listener that stays readable. */
-				kv_log_warn("KV0503", "accept");
+				kv_log_warn("KV0513", "accept");
 				accept_pause(w, 200);
 			}
 			return;	/* EAGAIN: another worker took it */
@@ -283,7 +283,7 @@ worker_loop(struct kv_worker *w, pid_t master)
 		kv_log_flush();
 		n = epoll_wait(w->epfd, evs, MAX_EVENTS, wait_ms(w));
 		if (n == -1 && errno != EINTR) {
-			kv_log_warn("KV0504", "epoll_wait");
+			kv_log_warn("KV0514", "epoll_wait");
 			return;
 		}
 		w->now_ms = kv_now_ms();
@@ -312,7 +312,7 @@ kv_worker_main(const struct kv_config *cf, struct kv_ledger *l, int slot,
 	kv_log_set_role(role);
 	/* Leave when the master dies; getppid() catches the race at fork. */
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1)
-		kv_log_warn("KV0505", "prctl(PR_SET_PDEATHSIG)");
+		kv_log_warn("KV0515", "prctl(PR_SET_PDEATHSIG)");
 	worker_signals();
 	w.cf = cf;
 	w.ledger = l;
@@ -328,12 +328,12 @@ kv_worker_main(const struct kv_config *cf, struct kv_ledger *l, int slot,
 	/* power-of-two choices between targets (upstream_set.c) */
 	srand((unsigned)getpid() ^ (unsigned)w.now_ms);
 	if (kv_upstreams_init(&w.ups, cf, err, sizeof(err)) == -1) {
-		kv_log_warnx("KV0506", "%s", err);
+		kv_log_warnx("KV0516", "%s", err);
 		_exit(KV_EXIT_CONFIG);
 	}
 	kv_memguard_init(&w.mem, cf, cf->workers, w.ups, cf->nupstreams, &w.nconns);
 	if ((w.epfd = epoll_create1(EPOLL_CLOEXEC)) == -1) {
-		kv_log_warn("KV0507", "epoll_create1");
+		kv_log_warn("KV0517", "epoll_create1");
 		_exit(1);
 	}
 	listener_watch(&w, 1);

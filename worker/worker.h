@@ -40,6 +40,7 @@ struct kv_worker {
 	int64_t			 now_ms;
 	int			 splice_ok;
 	struct kv_memguard	 mem;		/* 503 past the memory budget */
+	struct kv_conn		*heads, *heads_tail;	/* unfinished heads, oldest first */
 	/* scratch for the parser, one request or response at a time */
 	struct kv_http_request	 req;
 	struct kv_http_response	 res;

@@ -38,7 +38,8 @@ same(const struct kv_request_info *x, const struct kv_request_info *y)
 	    x->mult == y->mult && strcmp(x->fetches, y->fetches) == 0 &&
 	    x->so_start == y->so_start && x->so_end == y->so_end &&
 	    x->so_members == y->so_members && x->obj_end == y->obj_end &&
-	    x->members == y->members;
+	    x->members == y->members && x->images == y->images &&
+	    memcmp(x->img_tok, y->img_tok, sizeof(x->img_tok)) == 0;
 }
 
 static void

@@ -43,7 +43,10 @@ same(const struct kv_usage_scanner *a, const struct kv_usage_scanner *b)
 	    x->output == y->output && x->cached_input == y->cached_input &&
 	    x->cache_write == y->cache_write && x->estimated == y->estimated &&
 	    x->cache_write_1h == y->cache_write_1h && x->tier == y->tier &&
-	    a->final == b->final && strcmp(a->model, b->model) == 0;
+	    a->final == b->final && strcmp(a->model, b->model) == 0 &&
+	    x->web_search == y->web_search && x->web_fetch == y->web_fetch &&
+	    x->code_exec_ms == y->code_exec_ms &&
+	    a->error_event == b->error_event;
 }
 
 static void
@@ -54,6 +57,15 @@ check_sane(const struct kv_usage_scanner *s, size_t len)
 	if (memchr(s->model, '\0', sizeof(s->model)) == NULL)
 		abort();
 	if (s->output_bytes < 0 || (uint64_t)s->output_bytes > len)
+		abort();
+	if (s->output_high < 0 || s->output_high > s->output_bytes ||
+	    s->output_chars < 0 || s->output_chars > s->output_high ||
+	    s->output_events < 0 || (uint64_t)s->output_events > len ||
+	    kv_usage_output_estimate(s) < 0)
+		abort();
+	if (u->web_search < 0 || u->web_fetch < 0 || (uint64_t)u->web_search > len)
+		abort();
+	if (s->error_event && s->final)
 		abort();
 	if (u->input < 0 || u->output < 0 || u->cached_input < 0 || u->cache_write < 0)
 		abort();

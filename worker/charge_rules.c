@@ -1,0 +1,72 @@
+/* What a response is charged: the dearer model's price, the per-request
+ * fees the usage leaves out, and the output of a response cut short. */
+#include <stdint.h>
+#include <string.h>
+
+#include "worker/charge_rules.h"
+
+static int
+differs(const char *a, const char *b)
+{
+	return a != NULL && a[0] != '\0' && (b == NULL || strcmp(a, b) != 0);
+}
+
+static void
+take(const struct kv_price *p, const struct kv_usage *u, int64_t *best,
+    const struct kv_price **priced, int *flags)
+{
+	int64_t cost;
+
+	if (p == NULL)
+		return;
+	if (kv_cost(p, u, &cost) == -1) {
+		*flags |= KV_CHARGE_OVERFLOW;
+		cost = INT64_MAX / 4;
+	}
+	if (*priced == NULL || cost > *best) {
+		*best = cost;
+		*priced = p;
+	}
+}
+
+int64_t
+kv_charge_cost(const struct kv_config *cf, const char *body_model,
+    const char *resp_model, const struct kv_usage *u, int *flags,
+    const struct kv_price **priced)
+{
+	const struct kv_price *pb = NULL, *pr = NULL;
+	int64_t best = 0;
+
+	*flags = 0;
+	*priced = NULL;
+	if (body_model != NULL && body_model[0] != '\0')
+		pb = kv_config_price(cf, body_model);
+	if (differs(resp_model, body_model)) {
+		pr = kv_config_price(cf, resp_model);
+		if (pr == NULL || pr == &cf->default_price)
+			*flags |= KV_CHARGE_RESP_UNPRICED;
+	}
+	take(pb, u, &best, priced, flags);
+	take(pr, u, &best, priced, flags);
+	if (*priced == NULL) {
+		*flags |= KV_CHARGE_NO_PRICE;
+		return 0;
+	}
+	if (kv_cost_fees_unpriced(*priced, u))
+		*flags |= KV_CHARGE_FEES_UNPRICED;
+	return best;
+}
+
+void
+kv_charge_implied_calls(enum kv_api api, const char *model, struct kv_usage *u)
+{
+	if (api == KV_API_OPENAI_CHAT && model != NULL && strstr(model, "-search-") != NULL &&
+	    u->web_search < 1)
+		u->web_search = 1;
+}
+
+int64_t
+kv_charge_cut_output(int64_t reserved, int64_t seen)
+{
+	return reserved > seen ? reserved : seen;
+}
