@@ -1,0 +1,69 @@
+#!/bin/bash
+# t_prices: [budget] prices = FILE.json (LiteLLM's catalogue, the shipped
+# copy data/prices-2026-07-24.json) prices the models it lists, exactly by
+# the file; a [price] section of the same name wins over the file; a
+# truncated file is a start-up error "FILE: line:col: what" (kilovoltd -t
+# exits 2). Money is read from the ledger (kvctl keys --json) and compared
+# with the mock's bill ($MOCK_LOG.bills).
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+command -v jq >/dev/null || skip "jq not installed"
+command -v sha256sum >/dev/null || skip "sha256sum not installed"
+export LC_ALL=C
+
+key_field() { kv_ctl keys --json | jq -r --arg id "$(id_of "$1")" ".keys[] | select(.id == \$id) | .$2"; }
+spent() { key_field "$1" spent_nusd; }
+reserved() { key_field "$1" reserved_nusd; }
+settled() { [ "$(reserved "$1")" = 0 ] && [ -n "$(spent "$1")" ]; }
+bill_field() { tail -n 1 "$MOCK_LOG.bills" | sed "s/.* $1=\([0-9]*\).*/\1/"; }
+J=(-H 'Content-Type: application/json')
+post() {
+	local k=$1 p=$2 b=$3
+	shift 3
+	kv_curl "$p" -o "$T/out" -w '%{http_code}' -H "Authorization: Bearer $k" "${J[@]}" \
+		-d "$b" "$@"
+}
+
+cp "${top_srcdir:-..}/data/prices-2026-07-24.json" "$T/prices.json"
+head -c 5000 "$T/prices.json" >"$T/trunc.json"
+
+# a truncated catalogue: kilovoltd -t names the file, line and column, exits 2
+kv_write_config <<EOF
+[budget]
+prices = trunc.json
+EOF
+"$KV_DAEMON_BIN" -t -c "$T/kilovolt.ini" >"$T/t.out" 2>&1
+check_eq "kilovoltd -t on a truncated catalogue exits 2" "$?" 2
+check "the error says FILE: line:col" grep -q 'trunc.json: [0-9]*:[0-9]*: ' "$T/t.out"
+
+# the shipped copy, relative to the ini's directory; gpt-4o-mini overridden
+kv_start_mock
+kv_write_config <<EOF
+[budget]
+prices = prices.json
+[price gpt-4o-mini]
+input = 7
+output = 11
+EOF
+check "kilovoltd -t accepts the shipped copy" "$KV_DAEMON_BIN" -t -c "$T/kilovolt.ini"
+kv_start
+
+# claude-opus-4-6 by the file: $5 / $25 per 1M = 5,000 / 25,000 nUSD a token
+K=sk-prices-opus
+check_eq "claude-opus-4-6 answered" \
+	"$(post $K /v1/messages '{"model":"claude-opus-4-6","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}' \
+	-H 'anthropic-version: 2023-06-01' -H 'x-mock-tokens: 40')" 200
+check "claude-opus-4-6 settled" kv_wait_for 20 settled "$K"
+i=$(bill_field input) o=$(bill_field output)
+check_eq "claude-opus-4-6 charged exactly by the file ($i in, $o out)" "$(spent $K)" $(( i * 5000 + o * 25000 ))
+
+# gpt-4o-mini: the [price gpt-4o-mini] section wins over the file's entry
+K=sk-prices-mini
+check_eq "gpt-4o-mini answered" \
+	"$(post $K /v1/chat/completions '{"model":"gpt-4o-mini","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}' \
+	-H 'x-mock-tokens: 40')" 200
+check "gpt-4o-mini settled" kv_wait_for 20 settled "$K"
+i=$(bill_field input) o=$(bill_field output)
+check_eq "gpt-4o-mini charged by the ini override ($i in, $o out)" "$(spent $K)" $(( i * 7000 + o * 11000 ))
+
+kv_finish
