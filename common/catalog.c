@@ -362,6 +362,9 @@ entry_done(struct parse *ps, struct entry *e, const char *name)
 		count_name(st->unknown, &st->nunknown, KV_CATALOG_FIELDS, &st->unknown_more,
 		    e->unknown[i]);
 	st->inexact += e->inexact != 0;
+	/* the reservation's input bound for fetched content is context_window */
+	if (e->p.context_window < 0 && e->p.max_input > 0)
+		e->p.context_window = e->p.max_input;
 	count_name(st->prov, &st->nprov, KV_CATALOG_PROVIDERS, NULL, e->provider);
 	if (*ps->nout == ps->cap) {
 		ps->cap = ps->cap ? ps->cap * 2 : 256;
