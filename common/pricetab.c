@@ -208,11 +208,3 @@ kv_price_lookup(const struct kv_config *cf, const char *model,
 	*rule = KV_RULE_REFUSED;
 	return NULL;
 }
-
-int64_t
-kv_price_input_bound(const struct kv_price *p)
-{
-	if (p->max_input > 0)
-		return p->max_input;
-	return p->context_window > 0 ? p->context_window : -1;
-}

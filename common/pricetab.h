@@ -42,8 +42,5 @@ void	kv_pricetab_free(struct kv_config *cf);
 const struct kv_price *kv_price_lookup(const struct kv_config *cf, const char *model,
 	    enum kv_price_rule *rule, const struct kv_price **older);
 
-/* The input bound a reservation uses when the provider may recall content:
- * max_input when set, else context_window; -1 when neither is. */
-int64_t	kv_price_input_bound(const struct kv_price *p);
 
 #endif

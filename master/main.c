@@ -77,6 +77,13 @@ main(int argc, char **argv)
 		}
 		kv_upstreams_free(rts, cf->nupstreams);
 		printf("%s: ok\n", path);
+		/* What the price catalogue gave, and what it said that kilovolt
+		 * does not understand: the operator's check after a refresh. */
+		if (cf->prices_summary[0] != '\0')
+			printf("%s: prices: %s\n", path, cf->prices_summary);
+		if (cf->prices_unknown[0] != '\0')
+			printf("%s: prices: fields not understood (ignored): %s\n", path,
+			    cf->prices_unknown);
 		kv_config_free(cf);
 		free(cf);
 		return 0;

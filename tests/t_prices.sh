@@ -45,7 +45,12 @@ prices = prices.json
 input = 7
 output = 11
 EOF
-check "kilovoltd -t accepts the shipped copy" "$KV_DAEMON_BIN" -t -c "$T/kilovolt.ini"
+"$KV_DAEMON_BIN" -t -c "$T/kilovolt.ini" >"$T/t.out" 2>/dev/null
+check_eq "kilovoltd -t accepts the shipped copy" "$?" 0
+check "... and says how many models each provider gave (171: openai 147, anthropic 24)" \
+	grep -q 'prices: 171 models (openai 147, anthropic 24)' "$T/t.out"
+check "... and names the fields it does not understand" \
+	grep -q 'fields not understood (ignored):.*output_cost_per_second' "$T/t.out"
 kv_start
 
 # claude-opus-4-6 by the file: $5 / $25 per 1M = 5,000 / 25,000 nUSD a token
