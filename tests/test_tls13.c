@@ -1,0 +1,336 @@
+/* worker/tls13.c against OpenSSL's own record layer, on the same bytes: a
+ * real TLS 1.3 handshake between two OpenSSL endpoints over memory BIOs,
+ * the client's traffic secrets taken from the keylog callback; then
+ * kilovolt's layer opens what OpenSSL's server sealed (tickets, data,
+ * padding, KeyUpdate with update_requested) and OpenSSL's server opens what
+ * kilovolt's layer sealed (data, a maximal and an empty record, our own
+ * KeyUpdate). For each of the three TLS 1.3 AEAD suites. */
+#include "tests/unit.h"
+#include "worker/tls13.h"
+
+#include <stdlib.h>
+#include <openssl/ec.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+static uint8_t c_secret[48], s_secret[48];
+static size_t c_len, s_len;
+
+static size_t
+unhex(const char *h, uint8_t *out, size_t cap)
+{
+	size_t n = 0;
+	while (h[0] && h[1] && n < cap) {
+		unsigned v;
+		if (sscanf(h, "%2x", &v) != 1)
+			break;
+		out[n++] = (uint8_t)v;
+		h += 2;
+	}
+	return n;
+}
+
+static void
+keylog(const SSL *ssl, const char *line)
+{
+	(void)ssl;
+	const char *sp;
+	if (strncmp(line, "CLIENT_TRAFFIC_SECRET_0 ", 24) == 0 && (sp = strchr(line + 24, ' ')))
+		c_len = unhex(sp + 1, c_secret, sizeof c_secret);
+	else if (strncmp(line, "SERVER_TRAFFIC_SECRET_0 ", 24) == 0 && (sp = strchr(line + 24, ' ')))
+		s_len = unhex(sp + 1, s_secret, sizeof s_secret);
+}
+
+static EVP_PKEY *pkey;
+static X509 *cert;
+
+static int
+make_cert(void)
+{
+	pkey = EVP_EC_gen("P-256");
+	cert = X509_new();
+	if (pkey == NULL || cert == NULL)
+		return -1;
+	X509_NAME *nm = X509_get_subject_name(cert);
+	ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+	X509_gmtime_adj(X509_getm_notBefore(cert), -60);
+	X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
+	X509_NAME_add_entry_by_txt(nm, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1, -1, 0);
+	X509_set_issuer_name(cert, nm);
+	X509_set_pubkey(cert, pkey);
+	return X509_sign(cert, pkey, EVP_sha256()) > 0 ? 0 : -1;
+}
+
+struct pair {
+	SSL *c, *s;
+	BIO *c2s, *s2c;
+};
+
+static BIO *
+membio(void)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	BIO_set_mem_eof_return(b, -1);
+	return b;
+}
+
+static int
+pair_open(struct pair *p, const char *suite)
+{
+	SSL_CTX *sc = SSL_CTX_new(TLS_server_method()), *cc = SSL_CTX_new(TLS_client_method());
+	if (!sc || !cc)
+		return -1;
+	SSL_CTX_set_min_proto_version(sc, TLS1_3_VERSION);
+	SSL_CTX_set_min_proto_version(cc, TLS1_3_VERSION);
+	SSL_CTX_set_ciphersuites(sc, suite);
+	SSL_CTX_set_ciphersuites(cc, suite);
+	SSL_CTX_use_certificate(sc, cert);
+	SSL_CTX_use_PrivateKey(sc, pkey);
+	SSL_CTX_set_keylog_callback(cc, keylog);
+	p->c = SSL_new(cc);
+	p->s = SSL_new(sc);
+	SSL_CTX_free(sc);
+	SSL_CTX_free(cc);
+	p->c2s = membio();
+	p->s2c = membio();
+	BIO_up_ref(p->c2s);
+	BIO_up_ref(p->s2c);
+	SSL_set_bio(p->c, p->s2c, p->c2s);
+	SSL_set_bio(p->s, p->c2s, p->s2c);
+	SSL_set_connect_state(p->c);
+	SSL_set_accept_state(p->s);
+	c_len = s_len = 0;
+	int cd = 0, sd = 0;
+	for (int i = 0; i < 20 && !(cd && sd); i++) {
+		if (!cd)
+			cd = SSL_do_handshake(p->c) == 1;
+		if (!sd)
+			sd = SSL_do_handshake(p->s) == 1;
+	}
+	return cd && sd && c_len && s_len ? 0 : -1;
+}
+
+static void
+pair_close(struct pair *p)
+{
+	SSL_free(p->c);
+	SSL_free(p->s);
+}
+
+static uint8_t raw[1 << 17];
+static size_t raw_len, raw_off;
+
+static void
+drain_s2c(struct pair *p)
+{
+	int n = BIO_read(p->s2c, raw, sizeof raw);
+	raw_len = n > 0 ? (size_t)n : 0;
+	raw_off = 0;
+}
+
+/* Next record of raw opened with d: its plaintext length, or -1. */
+static long
+next(EVP_CIPHER_CTX *c, struct kv_tls13_dir *d, uint8_t *type, uint8_t **pt)
+{
+	if (raw_len - raw_off < KV_TLS13_HDR)
+		return -1;
+	long body = kv_tls13_header(raw + raw_off);
+	if (body < 0 || raw_len - raw_off < KV_TLS13_HDR + (size_t)body)
+		return -1;
+	uint8_t *rec = raw + raw_off;
+	raw_off += KV_TLS13_HDR + (size_t)body;
+	*pt = rec + KV_TLS13_HDR;
+	return kv_tls13_open(c, d, rec, KV_TLS13_HDR + (size_t)body, type);
+}
+
+/* Seals one record with w and hands it to the server. */
+static void
+to_server(EVP_CIPHER_CTX *c, struct pair *p, struct kv_tls13_dir *w, uint8_t type,
+    const void *in, size_t len)
+{
+	static uint8_t out[KV_TLS13_HDR + KV_TLS13_MAX_PLAIN + 1 + KV_TLS13_TAG];
+	long n = kv_tls13_seal(c, w, type, in, len, out);
+	CHECK(n == (long)(KV_TLS13_HDR + len + 1 + KV_TLS13_TAG));
+	if (n > 0)
+		CHECK_INT(BIO_write(p->c2s, out, (int)n), n);
+}
+
+static void
+one_suite(EVP_CIPHER_CTX *c, const char *name, enum kv_tls13_suite s)
+{
+	struct pair p;
+	struct kv_tls13_dir rd, wd;
+	uint8_t type, *pt, buf[KV_TLS13_MAX_PLAIN];
+	long n;
+
+	fprintf(stderr, "suite %s\n", name);
+	CHECK(pair_open(&p, name) == 0);
+	CHECK_INT(kv_tls13_suite_of(SSL_CIPHER_get_protocol_id(SSL_get_current_cipher(p.c))), s);
+	CHECK_INT(kv_tls13_dir_init(&rd, s, s_secret, s_len), 0);
+	CHECK_INT(kv_tls13_dir_init(&wd, s, c_secret, c_len), 0);
+
+	/* server to us: the tickets (handshake records), then data */
+	CHECK_INT(SSL_write(p.s, "hello", 5), 5);
+	drain_s2c(&p);
+	int tickets = 0;
+	while ((n = next(c, &rd, &type, &pt)) >= 0 && type == KV_TLS13_HANDSHAKE) {
+		CHECK(n >= 4 && pt[0] == 4);        /* new_session_ticket */
+		tickets++;
+	}
+	CHECK(tickets >= 1);
+	CHECK(n == 5 && type == KV_TLS13_APPDATA && memcmp(pt, "hello", 5) == 0);
+	CHECK_INT(raw_off, raw_len);
+
+	/* padding: OpenSSL pads to 512, we strip it */
+	SSL_set_block_padding(p.s, 512);
+	CHECK_INT(SSL_write(p.s, "pad", 3), 3);
+	drain_s2c(&p);
+	CHECK_INT(raw_len, KV_TLS13_HDR + 512 + KV_TLS13_TAG);
+	CHECK(next(c, &rd, &type, &pt) == 3 && type == KV_TLS13_APPDATA && memcmp(pt, "pad", 3) == 0);
+	SSL_set_block_padding(p.s, 0);
+
+	/* us to server: data, an empty record, a maximal one */
+	to_server(c, &p, &wd, KV_TLS13_APPDATA, "ping", 4);
+	CHECK(SSL_read(p.s, buf, sizeof buf) == 4 && memcmp(buf, "ping", 4) == 0);
+	static uint8_t big[KV_TLS13_MAX_PLAIN];
+	for (size_t i = 0; i < sizeof big; i++)
+		big[i] = (uint8_t)(i * 7);
+	to_server(c, &p, &wd, KV_TLS13_APPDATA, "", 0);
+	to_server(c, &p, &wd, KV_TLS13_APPDATA, big, sizeof big);
+	CHECK(kv_tls13_seal(c, &wd, KV_TLS13_APPDATA, big, sizeof big + 1, buf) == -1);
+	size_t got = 0;
+	for (int i = 0; i < 8 && got < sizeof big; i++) {
+		int r = SSL_read(p.s, buf + got, (int)(sizeof buf - got));
+		if (r > 0)
+			got += (size_t)r;
+	}
+	CHECK(got == sizeof big && memcmp(buf, big, sizeof big) == 0);
+
+	/* KeyUpdate with update_requested: we update our read key, answer with
+	 * our own KeyUpdate (update_not_requested) and update our write key */
+	CHECK_INT(SSL_key_update(p.s, SSL_KEY_UPDATE_REQUESTED), 1);
+	CHECK_INT(SSL_write(p.s, "after", 5), 5);
+	drain_s2c(&p);
+	n = next(c, &rd, &type, &pt);
+	CHECK(n == 5 && type == KV_TLS13_HANDSHAKE && pt[0] == 24 && pt[4] == 1);
+	CHECK_INT(kv_tls13_dir_update(&rd), 0);
+	n = next(c, &rd, &type, &pt);
+	CHECK(n == 5 && type == KV_TLS13_APPDATA && memcmp(pt, "after", 5) == 0);
+	static const uint8_t ku[5] = {24, 0, 0, 1, 0};
+	to_server(c, &p, &wd, KV_TLS13_HANDSHAKE, ku, sizeof ku);
+	CHECK_INT(kv_tls13_dir_update(&wd), 0);
+	to_server(c, &p, &wd, KV_TLS13_APPDATA, "reply", 5);
+	CHECK(SSL_read(p.s, buf, sizeof buf) == 5 && memcmp(buf, "reply", 5) == 0);
+	/* the old write key is gone: a record under it is refused by OpenSSL */
+
+	/* KeyUpdate without update_requested */
+	CHECK_INT(SSL_key_update(p.s, SSL_KEY_UPDATE_NOT_REQUESTED), 1);
+	CHECK_INT(SSL_write(p.s, "quiet", 5), 5);
+	drain_s2c(&p);
+	n = next(c, &rd, &type, &pt);
+	CHECK(n == 5 && type == KV_TLS13_HANDSHAKE && pt[0] == 24 && pt[4] == 0);
+	CHECK_INT(kv_tls13_dir_update(&rd), 0);
+	CHECK(next(c, &rd, &type, &pt) == 5 && memcmp(pt, "quiet", 5) == 0);
+
+	/* one flipped byte anywhere in the record: refused, nothing of it left */
+	CHECK_INT(SSL_write(p.s, "secret!", 7), 7);
+	drain_s2c(&p);
+	uint8_t keep[64];
+	size_t rl = raw_len;
+	CHECK(rl < sizeof keep);
+	memcpy(keep, raw, rl);
+	int refused = 0;
+	for (size_t i = KV_TLS13_HDR; i < rl; i++) {
+		struct kv_tls13_dir t = rd;
+		memcpy(raw, keep, rl);
+		raw[i] ^= 0x01;
+		raw_off = 0;
+		if (next(c, &t, &type, &pt) == -1 && memmem(raw, rl, "secret!", 7) == NULL)
+			refused++;
+	}
+	CHECK_INT(refused, rl - KV_TLS13_HDR);
+	/* a changed header is the AAD: refused too (length byte kept valid) */
+	memcpy(raw, keep, rl);
+	raw[2] = 1;
+	raw_off = 0;
+	{
+		struct kv_tls13_dir t = rd;
+		CHECK(next(c, &t, &type, &pt) == -1);
+	}
+	memcpy(raw, keep, rl);
+	raw_off = 0;
+	CHECK(next(c, &rd, &type, &pt) == 7 && memcmp(pt, "secret!", 7) == 0);
+	/* a replay (same record, sequence moved on) is refused */
+	memcpy(raw, keep, rl);
+	raw_off = 0;
+	CHECK(next(c, &rd, &type, &pt) == -1);
+
+	/* close_notify: an alert record, level 1 description 0 */
+	SSL_shutdown(p.s);
+	drain_s2c(&p);
+	n = next(c, &rd, &type, &pt);
+	CHECK(n == 2 && type == KV_TLS13_ALERT && pt[0] == 1 && pt[1] == 0);
+	pair_close(&p);
+}
+
+static void
+headers(void)
+{
+	uint8_t h[5] = {23, 3, 3, 0, 17};
+	CHECK_INT(kv_tls13_header(h), 17);
+	h[4] = 16;
+	CHECK_INT(kv_tls13_header(h), -1);                 /* no room for the type */
+	h[3] = (KV_TLS13_MAX_CIPHER >> 8);
+	h[4] = (uint8_t)KV_TLS13_MAX_CIPHER;
+	CHECK_INT(kv_tls13_header(h), KV_TLS13_MAX_CIPHER);
+	h[4]++;
+	CHECK_INT(kv_tls13_header(h), -1);                 /* 2^14 + 257 */
+	h[3] = 0; h[4] = 20;
+	h[0] = 22;
+	CHECK_INT(kv_tls13_header(h), -1);                 /* plaintext handshake */
+	h[0] = 20;
+	CHECK_INT(kv_tls13_header(h), -1);                 /* change_cipher_spec */
+	h[0] = 23; h[2] = 1;
+	CHECK_INT(kv_tls13_header(h), -1);
+}
+
+/* Padding only (no content type) and a sequence number at its end. */
+static void
+edges(EVP_CIPHER_CTX *c)
+{
+	uint8_t sec[32] = {1}, rec[64], zeros[8] = {0};
+	struct kv_tls13_dir w, r;
+	CHECK_INT(kv_tls13_dir_init(&w, KV_TLS13_AES128_GCM, sec, 32), 0);
+	CHECK_INT(kv_tls13_dir_init(&r, KV_TLS13_AES128_GCM, sec, 32), 0);
+	CHECK_INT(kv_tls13_dir_init(&r, KV_TLS13_AES128_GCM, sec, 48), -1);
+	CHECK_INT(kv_tls13_dir_init(&r, KV_TLS13_AES128_GCM, sec, 32), 0);
+	/* type 0 with zero content: the inner plaintext is all padding */
+	long n = kv_tls13_seal(c, &w, 0, zeros, sizeof zeros, rec);
+	uint8_t type;
+	CHECK(n > 0 && kv_tls13_open(c, &r, rec, (size_t)n, &type) == -1);
+	/* a truncated record */
+	n = kv_tls13_seal(c, &w, KV_TLS13_APPDATA, "x", 1, rec);
+	CHECK(kv_tls13_open(c, &r, rec, (size_t)n - 1, &type) == -1);
+	w.seq = UINT64_MAX;
+	CHECK(kv_tls13_seal(c, &w, KV_TLS13_APPDATA, "x", 1, rec) == -1);
+	r.seq = UINT64_MAX;
+	CHECK(kv_tls13_open(c, &r, rec, (size_t)n, &type) == -1);
+	CHECK_INT(kv_tls13_suite_of(0x1304), KV_TLS13_NONE);  /* CCM stays on OpenSSL */
+}
+
+int
+main(void)
+{
+	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+	CHECK(c != NULL && make_cert() == 0);
+	headers();
+	edges(c);
+	one_suite(c, "TLS_AES_128_GCM_SHA256", KV_TLS13_AES128_GCM);
+	one_suite(c, "TLS_AES_256_GCM_SHA384", KV_TLS13_AES256_GCM);
+	one_suite(c, "TLS_CHACHA20_POLY1305_SHA256", KV_TLS13_CHACHA20);
+	EVP_CIPHER_CTX_free(c);
+	EVP_PKEY_free(pkey);
+	X509_free(cert);
+	return unit_done();
+}
