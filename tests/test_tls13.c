@@ -9,6 +9,8 @@
 #include "worker/tls13.h"
 
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -156,6 +158,73 @@ to_server(EVP_CIPHER_CTX *c, struct pair *p, struct kv_tls13_dir *w, uint8_t typ
 		CHECK_INT(BIO_write(p->c2s, out, (int)n), n);
 }
 
+/* What OpenSSL's server sends after the handshake — data, a KeyUpdate
+ * asking for ours, data, a ticket, data — read through kv_tls13_recv and
+ * kv_tls13_post with the bytes cut at every boundary: the same plaintext,
+ * and our KeyUpdate due, whatever the cut. */
+static void
+split_reads(EVP_CIPHER_CTX *c, struct pair *p, struct kv_tls13_dir *rd)
+{
+	CHECK_INT(SSL_write(p->s, "one,", 4), 4);
+	CHECK_INT(SSL_key_update(p->s, SSL_KEY_UPDATE_REQUESTED), 1);
+	CHECK_INT(SSL_write(p->s, "two,", 4), 4);
+	CHECK_INT(SSL_new_session_ticket(p->s), 1);
+	CHECK_INT(SSL_write(p->s, "three", 5), 5);
+	drain_s2c(p);
+	static uint8_t stream[4096], rec[KV_TLS13_HDR + KV_TLS13_MAX_CIPHER];
+	size_t sl = raw_len;
+	CHECK(sl < sizeof stream);
+	memcpy(stream, raw, sl);
+	int good = 0;
+	for (size_t cut = 0; cut <= sl; cut++) {
+		int sv[2];
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) < 0)
+			break;
+		struct kv_tls13_conn t = {.rd = *rd};
+		char out[64];
+		size_t ol = 0;
+		int bad = 0, more = 1;
+		if (cut && write(sv[1], stream, cut) != (ssize_t)cut)
+			bad = 1;
+		for (int round = 0; round < 2 && !bad; round++) {
+			long n;
+			while ((n = kv_tls13_recv(sv[0], rec)) > 0) {
+				uint8_t type, alert;
+				long m = kv_tls13_open(c, &t.rd, rec, (size_t)n, &type);
+				if (m < 0) {
+					bad = 1;
+					break;
+				}
+				enum kv_tls13_what w = kv_tls13_post(&t, type, rec + KV_TLS13_HDR, (size_t)m, &alert);
+				if (w == KV_TLS13_DATA && ol + (size_t)m <= sizeof out) {
+					memcpy(out + ol, rec + KV_TLS13_HDR, (size_t)m);
+					ol += (size_t)m;
+				} else if (w != KV_TLS13_NOTHING)
+					bad = 1;
+			}
+			if (n < 0)
+				bad = 1;
+			if (round == 0 && more && write(sv[1], stream + cut, sl - cut) != (ssize_t)(sl - cut))
+				bad = 1;
+		}
+		shutdown(sv[1], SHUT_WR);
+		if (!bad && kv_tls13_recv(sv[0], rec) == -2 && ol == 13 &&
+		    memcmp(out, "one,two,three", 13) == 0 && t.key_update_due)
+			good++;
+		close(sv[0]);
+		close(sv[1]);
+	}
+	CHECK_INT(good, sl + 1);
+	/* move the caller's read state past these records */
+	raw_off = 0;
+	uint8_t type, *pt, alert;
+	struct kv_tls13_conn t = {.rd = *rd};
+	long n;
+	while ((n = next(c, &t.rd, &type, &pt)) >= 0)
+		CHECK(kv_tls13_post(&t, type, pt, (size_t)n, &alert) != KV_TLS13_FAIL);
+	*rd = t.rd;
+}
+
 static void
 one_suite(EVP_CIPHER_CTX *c, const char *name, enum kv_tls13_suite s)
 {
@@ -266,6 +335,18 @@ one_suite(EVP_CIPHER_CTX *c, const char *name, enum kv_tls13_suite s)
 	raw_off = 0;
 	CHECK(next(c, &rd, &type, &pt) == -1);
 
+	split_reads(c, &p, &rd);
+	{       /* our answer through kv_tls13_key_update: OpenSSL follows it */
+		struct kv_tls13_conn t = {.rd = rd, .wd = wd, .key_update_due = 1};
+		static uint8_t out[64];
+		long kn = kv_tls13_key_update(c, &t, out);
+		CHECK(kn == KV_TLS13_HDR + 5 + 1 + KV_TLS13_TAG && !t.key_update_due);
+		CHECK_INT(BIO_write(p.c2s, out, (int)kn), kn);
+		wd = t.wd;
+		to_server(c, &p, &wd, KV_TLS13_APPDATA, "ack", 3);
+		CHECK(SSL_read(p.s, buf, sizeof buf) == 3 && memcmp(buf, "ack", 3) == 0);
+	}
+
 	/* close_notify: an alert record, level 1 description 0 */
 	SSL_shutdown(p.s);
 	drain_s2c(&p);
@@ -319,6 +400,41 @@ edges(EVP_CIPHER_CTX *c)
 	CHECK_INT(kv_tls13_suite_of(0x1304), KV_TLS13_NONE);  /* CCM stays on OpenSSL */
 }
 
+/* kv_tls13_post on what a hostile server could put in a record. */
+static void
+posts(void)
+{
+	uint8_t sec[32] = {2}, a;
+	struct kv_tls13_conn t;
+	CHECK_INT(kv_tls13_dir_init(&t.rd, KV_TLS13_AES128_GCM, sec, 32), 0);
+	t.key_update_due = 0;
+	struct kv_tls13_dir before = t.rd;
+	static const uint8_t cn[2] = {1, 0}, bad_rec[2] = {2, 20}, one[1] = {1};
+	CHECK_INT(kv_tls13_post(&t, KV_TLS13_ALERT, cn, 2, &a), KV_TLS13_END);
+	CHECK_INT(kv_tls13_post(&t, KV_TLS13_ALERT, bad_rec, 2, &a), KV_TLS13_FAIL);
+	CHECK_INT(a, 20);
+	CHECK_INT(kv_tls13_post(&t, KV_TLS13_ALERT, one, 1, &a), KV_TLS13_FAIL);
+	CHECK_INT(a, 255);
+	CHECK_INT(kv_tls13_post(&t, KV_TLS13_APPDATA, one, 0, &a), KV_TLS13_NOTHING);
+	CHECK_INT(kv_tls13_post(&t, KV_TLS13_APPDATA, one, 1, &a), KV_TLS13_DATA);
+	CHECK_INT(kv_tls13_post(&t, 20, one, 1, &a), KV_TLS13_FAIL);
+	CHECK_INT(kv_tls13_post(&t, KV_TLS13_HANDSHAKE, one, 0, &a), KV_TLS13_FAIL);
+	static const uint8_t tk2[] = {4, 0, 0, 1, 9, 4, 0, 0, 0};      /* two tickets */
+	CHECK_INT(kv_tls13_post(&t, KV_TLS13_HANDSHAKE, tk2, sizeof tk2, &a), KV_TLS13_NOTHING);
+	static const uint8_t span[] = {4, 0, 0, 9, 1};                  /* spans records */
+	CHECK_INT(kv_tls13_post(&t, KV_TLS13_HANDSHAKE, span, sizeof span, &a), KV_TLS13_FAIL);
+	static const uint8_t ku2[] = {24, 0, 0, 1, 2};                  /* bad request value */
+	CHECK_INT(kv_tls13_post(&t, KV_TLS13_HANDSHAKE, ku2, sizeof ku2, &a), KV_TLS13_FAIL);
+	static const uint8_t kuplus[] = {24, 0, 0, 1, 0, 4, 0, 0, 0};   /* not at the end */
+	CHECK_INT(kv_tls13_post(&t, KV_TLS13_HANDSHAKE, kuplus, sizeof kuplus, &a), KV_TLS13_FAIL);
+	static const uint8_t creq[] = {13, 0, 0, 0};                    /* post-handshake auth */
+	CHECK_INT(kv_tls13_post(&t, KV_TLS13_HANDSHAKE, creq, sizeof creq, &a), KV_TLS13_FAIL);
+	CHECK(memcmp(t.rd.key, before.key, 16) == 0 && !t.key_update_due);
+	static const uint8_t ku1[] = {24, 0, 0, 1, 1};
+	CHECK_INT(kv_tls13_post(&t, KV_TLS13_HANDSHAKE, ku1, sizeof ku1, &a), KV_TLS13_NOTHING);
+	CHECK(memcmp(t.rd.key, before.key, 16) != 0 && t.key_update_due && t.rd.seq == 0);
+}
+
 int
 main(void)
 {
@@ -326,6 +442,7 @@ main(void)
 	CHECK(c != NULL && make_cert() == 0);
 	headers();
 	edges(c);
+	posts();
 	one_suite(c, "TLS_AES_128_GCM_SHA256", KV_TLS13_AES128_GCM);
 	one_suite(c, "TLS_AES_256_GCM_SHA384", KV_TLS13_AES256_GCM);
 	one_suite(c, "TLS_CHACHA20_POLY1305_SHA256", KV_TLS13_CHACHA20);

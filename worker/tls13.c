@@ -230,3 +230,61 @@ kv_tls13_seal(EVP_CIPHER_CTX *c, struct kv_tls13_dir *d, uint8_t type,
 	d->seq++;
 	return (long)(KV_TLS13_HDR + body);
 }
+
+/* One handshake message after the handshake. */
+static enum kv_tls13_what
+post_handshake(struct kv_tls13_conn *t, const uint8_t *pt, size_t len)
+{
+	while (len > 0) {
+		if (len < 4)
+			return KV_TLS13_FAIL;
+		size_t ml = ((size_t)pt[1] << 16) | ((size_t)pt[2] << 8) | pt[3];
+		if (ml > len - 4)
+			return KV_TLS13_FAIL;        /* spans records: not supported */
+		switch (pt[0]) {
+		case 4:                              /* new_session_ticket */
+			break;
+		case 24:                             /* key_update */
+			if (ml != 1 || pt[4] > 1 || len != 5)
+				return KV_TLS13_FAIL;
+			if (kv_tls13_dir_update(&t->rd) < 0)
+				return KV_TLS13_FAIL;
+			if (pt[4] == 1)
+				t->key_update_due = 1;
+			return KV_TLS13_NOTHING;
+		default:
+			return KV_TLS13_FAIL;
+		}
+		pt += 4 + ml;
+		len -= 4 + ml;
+	}
+	return KV_TLS13_NOTHING;
+}
+
+enum kv_tls13_what
+kv_tls13_post(struct kv_tls13_conn *t, uint8_t type, const uint8_t *pt, size_t len,
+    uint8_t *alert)
+{
+	switch (type) {
+	case KV_TLS13_APPDATA:
+		return len ? KV_TLS13_DATA : KV_TLS13_NOTHING;
+	case KV_TLS13_ALERT:
+		*alert = len == 2 ? pt[1] : 255;
+		return len == 2 && pt[1] == 0 ? KV_TLS13_END : KV_TLS13_FAIL;
+	case KV_TLS13_HANDSHAKE:
+		return len ? post_handshake(t, pt, len) : KV_TLS13_FAIL;
+	default:
+		return KV_TLS13_FAIL;
+	}
+}
+
+long
+kv_tls13_key_update(EVP_CIPHER_CTX *c, struct kv_tls13_conn *t, uint8_t *out)
+{
+	static const uint8_t ku[5] = {24, 0, 0, 1, 0};
+	long n = kv_tls13_seal(c, &t->wd, KV_TLS13_HANDSHAKE, ku, sizeof ku, out);
+	if (n < 0 || kv_tls13_dir_update(&t->wd) < 0)
+		return -1;
+	t->key_update_due = 0;
+	return n;
+}

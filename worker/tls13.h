@@ -88,3 +88,47 @@ long kv_tls13_seal(EVP_CIPHER_CTX *c, struct kv_tls13_dir *d, uint8_t type,
     const void *in, size_t len, uint8_t *out);
 
 #endif
+
+/* ---- after the handshake: one connection's record state -------------- */
+
+/* What a connection keeps once OpenSSL's SSL is freed: 2 × 108 bytes. */
+struct kv_tls13_conn {
+	struct kv_tls13_dir rd, wd;
+	uint8_t key_update_due;  /* the peer asked for our KeyUpdate */
+};
+
+enum kv_tls13_what {
+	KV_TLS13_DATA,           /* application data to relay */
+	KV_TLS13_NOTHING,        /* consumed: a ticket, a KeyUpdate, an empty record */
+	KV_TLS13_END,            /* close_notify: a clean end */
+	KV_TLS13_FAIL,           /* fatal: close at once */
+};
+
+/* Acts on one opened record (type and plaintext from kv_tls13_open):
+ * application data is DATA (NOTHING when empty); an alert is END for
+ * close_notify and FAIL otherwise, *alert set to its description (255 for a
+ * malformed alert); handshake records may hold NewSessionTicket (ignored:
+ * the ticket that resumption uses arrived before the hand-off) and
+ * KeyUpdate (the read key moves on; with update_requested,
+ * key_update_due is set). A handshake message that spans records, a
+ * KeyUpdate not at the record's end (RFC 8446 §5.1), any other message or
+ * content type is FAIL. */
+enum kv_tls13_what kv_tls13_post(struct kv_tls13_conn *t, uint8_t type,
+    const uint8_t *pt, size_t len, uint8_t *alert);
+
+/* Seals our KeyUpdate (update_not_requested) at out (KV_TLS13_HDR + 5 + 1
+ * + KV_TLS13_TAG bytes) and moves the write key on; clears key_update_due.
+ * The record's length, or -1. */
+long kv_tls13_key_update(EVP_CIPHER_CTX *c, struct kv_tls13_conn *t, uint8_t *out);
+
+/* Reads one whole record from socket fd into buf (KV_TLS13_HDR +
+ * KV_TLS13_MAX_CIPHER bytes, one per worker), and only when the kernel
+ * already holds all of it: the header is peeked, the socket's FIONREAD must
+ * cover the record, so an idle or half-arrived record costs no userspace
+ * bytes. Returns the record's length; 0 when it is not all there yet (wait
+ * for readability); -2 for end of stream at a record boundary; -1 for an
+ * error, a bad header, or end of stream inside a record. A peek cannot
+ * tell end of stream inside a header from a slow one: 0 then; the caller
+ * takes EPOLLRDHUP with 0 as a cut. The socket's receive buffer must hold a
+ * whole record (2^14 + 261 bytes; Linux's default is far more). */
+long kv_tls13_recv(int fd, uint8_t *buf);
