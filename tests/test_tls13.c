@@ -7,6 +7,7 @@
  * KeyUpdate). For each of the three TLS 1.3 AEAD suites. */
 #include "tests/unit.h"
 #include "worker/tls13.h"
+#include "worker/tls_handoff.h"
 
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -77,6 +78,8 @@ membio(void)
 	return b;
 }
 
+static int handoff_mode;
+
 static int
 pair_open(struct pair *p, const char *suite)
 {
@@ -89,7 +92,10 @@ pair_open(struct pair *p, const char *suite)
 	SSL_CTX_set_ciphersuites(cc, suite);
 	SSL_CTX_use_certificate(sc, cert);
 	SSL_CTX_use_PrivateKey(sc, pkey);
-	SSL_CTX_set_keylog_callback(cc, keylog);
+	if (handoff_mode)
+		kv_tls_handoff_ctx(cc);
+	else
+		SSL_CTX_set_keylog_callback(cc, keylog);
 	p->c = SSL_new(cc);
 	p->s = SSL_new(sc);
 	SSL_CTX_free(sc);
@@ -110,7 +116,7 @@ pair_open(struct pair *p, const char *suite)
 		if (!sd)
 			sd = SSL_do_handshake(p->s) == 1;
 	}
-	return cd && sd && c_len && s_len ? 0 : -1;
+	return cd && sd && (handoff_mode || (c_len && s_len)) ? 0 : -1;
 }
 
 static void
@@ -400,6 +406,45 @@ edges(EVP_CIPHER_CTX *c)
 	CHECK_INT(kv_tls13_suite_of(0x1304), KV_TLS13_NONE);  /* CCM stays on OpenSSL */
 }
 
+/* kv_tls_handoff: after OpenSSL read tickets and data and wrote data of
+ * its own, our layer carries on with the right keys and sequence numbers;
+ * refused while OpenSSL holds unread plaintext, and after a KeyUpdate. */
+static void
+handoff(EVP_CIPHER_CTX *c, const char *name)
+{
+	struct pair p;
+	struct kv_tls13_conn t;
+	uint8_t buf[64], type, *pt;
+	handoff_mode = 1;
+	CHECK(pair_open(&p, name) == 0);
+	CHECK_INT(SSL_write(p.s, "a", 1), 1);
+	CHECK(SSL_read(p.c, buf, sizeof buf) == 1 && buf[0] == 'a');
+	for (int i = 0; i < 3; i++) {
+		CHECK_INT(SSL_write(p.c, "b", 1), 1);
+		CHECK(SSL_read(p.s, buf, sizeof buf) == 1 && buf[0] == 'b');
+	}
+	CHECK_INT(SSL_write(p.s, "xyz", 3), 3);
+	CHECK(SSL_read(p.c, buf, 1) == 1 && buf[0] == 'x');
+	CHECK_INT(kv_tls_handoff(p.c, &t), -1);      /* "yz" still inside OpenSSL */
+	CHECK(SSL_read(p.c, buf, sizeof buf) == 2);
+	CHECK_INT(kv_tls_handoff(p.c, &t), 0);
+	SSL_free(p.c);
+	CHECK_INT(SSL_write(p.s, "d", 1), 1);
+	drain_s2c(&p);
+	CHECK(next(c, &t.rd, &type, &pt) == 1 && type == KV_TLS13_APPDATA && pt[0] == 'd');
+	to_server(c, &p, &t.wd, KV_TLS13_APPDATA, "e", 1);
+	CHECK(SSL_read(p.s, buf, sizeof buf) == 1 && buf[0] == 'e');
+	SSL_free(p.s);
+
+	CHECK(pair_open(&p, name) == 0);
+	CHECK_INT(SSL_key_update(p.s, SSL_KEY_UPDATE_NOT_REQUESTED), 1);
+	CHECK_INT(SSL_write(p.s, "a", 1), 1);
+	CHECK(SSL_read(p.c, buf, sizeof buf) == 1);
+	CHECK_INT(kv_tls_handoff(p.c, &t), -1);      /* key moved on inside OpenSSL */
+	pair_close(&p);
+	handoff_mode = 0;
+}
+
 /* kv_tls13_post on what a hostile server could put in a record. */
 static void
 posts(void)
@@ -446,6 +491,9 @@ main(void)
 	one_suite(c, "TLS_AES_128_GCM_SHA256", KV_TLS13_AES128_GCM);
 	one_suite(c, "TLS_AES_256_GCM_SHA384", KV_TLS13_AES256_GCM);
 	one_suite(c, "TLS_CHACHA20_POLY1305_SHA256", KV_TLS13_CHACHA20);
+	handoff(c, "TLS_AES_128_GCM_SHA256");
+	handoff(c, "TLS_AES_256_GCM_SHA384");
+	handoff(c, "TLS_CHACHA20_POLY1305_SHA256");
 	EVP_CIPHER_CTX_free(c);
 	EVP_PKEY_free(pkey);
 	X509_free(cert);

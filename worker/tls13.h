@@ -87,7 +87,6 @@ long kv_tls13_open(EVP_CIPHER_CTX *c, struct kv_tls13_dir *d,
 long kv_tls13_seal(EVP_CIPHER_CTX *c, struct kv_tls13_dir *d, uint8_t type,
     const void *in, size_t len, uint8_t *out);
 
-#endif
 
 /* ---- after the handshake: one connection's record state -------------- */
 
@@ -132,3 +131,5 @@ long kv_tls13_key_update(EVP_CIPHER_CTX *c, struct kv_tls13_conn *t, uint8_t *ou
  * takes EPOLLRDHUP with 0 as a cut. The socket's receive buffer must hold a
  * whole record (2^14 + 261 bytes; Linux's default is far more). */
 long kv_tls13_recv(int fd, uint8_t *buf);
+
+#endif
