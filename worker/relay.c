@@ -659,7 +659,7 @@ splice_eligible(const struct kv_conn *c)
 	 * with this response: read on, and they would wait there forever. */
 	if (c->pipe_len > 0)
 		return 1;
-	return c->w->splice_ok && !c->reframe && !c->scan_on && c->uc->s.ssl == NULL &&
+	return c->w->splice_ok && !c->reframe && !c->scan_on && !kv_stream_tls(&c->uc->s) &&
 	    !c->resp_chunked && !c->resp_done && (c->resp_left > 0 || c->resp_close);
 }
 

@@ -1141,7 +1141,7 @@ spool_piece(struct kv_conn *c)
 	}
 	fpos = c->sp_off < at ? c->sp_off : c->sp_off - (int64_t)c->injlen;
 	end = c->sp_off < at ? at : c->body_bytes;
-	if (c->uc->s.ssl == NULL && c->w->splice_ok) {
+	if (!kv_stream_tls(&c->uc->s) && c->w->splice_ok) {
 		off_t o = (off_t)fpos;
 
 		n = sendfile(c->uc->s.fd, c->spfd, &o, (size_t)(end - fpos < (1 << 20) ?

@@ -137,7 +137,7 @@ conn_upset_unacked(const struct kv_conn *c)
 	struct tcp_info ti;
 	socklen_t len = sizeof(ti);
 
-	if (c->uc == NULL || c->uc->s.ssl != NULL)
+	if (c->uc == NULL || kv_stream_tls(&c->uc->s))
 		return 0;	/* TLS: the handshake itself was acknowledged */
 	memset(&ti, 0, sizeof(ti));
 	if (getsockopt(c->uc->s.fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == -1 ||

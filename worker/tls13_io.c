@@ -1,0 +1,192 @@
+/* kv_stream over kilovolt's TLS 1.3 record layer (tls13_io.h). A worker is
+ * one single-threaded process: one cipher context and one record buffer
+ * serve all its connections. Per connection: the keys, and bytes only
+ * while they cannot go anywhere (a record the socket took in part, a
+ * record's plaintext larger than the caller's buffer). */
+#include "worker/tls13_io.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <openssl/crypto.h>
+
+#include "common/log.h"
+#include "worker/stream.h"
+#include "worker/tls13.h"
+#include "worker/tls_handoff.h"
+
+struct kv_tls13_io {
+	struct kv_tls13_conn t;
+	struct held {
+		uint8_t	*p;
+		size_t	 len, off;
+		size_t	 plain;  /* write: plaintext bytes the held record carries */
+	} r, w;                  /* plaintext still to be read; a record half sent */
+};
+
+static uint8_t rec[KV_TLS13_HDR + KV_TLS13_MAX_CIPHER + 64];
+static EVP_CIPHER_CTX *cctx;
+
+void
+kv_tls13_io_free(struct kv_tls13_io *t)
+{
+	if (t == NULL)
+		return;
+	free(t->r.p);
+	free(t->w.p);
+	OPENSSL_cleanse(t, sizeof *t);
+	free(t);
+}
+
+void
+kv_tls13_io_adopt(struct kv_stream *s)
+{
+	struct kv_tls13_conn c;
+	struct kv_tls13_io *t;
+
+	if (s->ssl == NULL || kv_tls_handoff(s->ssl, &c) < 0)
+		return;
+	if ((cctx == NULL && (cctx = EVP_CIPHER_CTX_new()) == NULL) ||
+	    (t = calloc(1, sizeof *t)) == NULL) {
+		OPENSSL_cleanse(&c, sizeof c);
+		return;          /* stays on OpenSSL */
+	}
+	t->t = c;
+	OPENSSL_cleanse(&c, sizeof c);
+	SSL_set_quiet_shutdown(s->ssl, 1);
+	(void)SSL_shutdown(s->ssl);
+	SSL_free(s->ssl);
+	s->ssl = NULL;
+	s->t13 = t;
+}
+
+/* Keeps n bytes of p (the rest of a record, or plaintext) in h. */
+static int
+hold(struct held *h, const uint8_t *p, size_t n, size_t plain)
+{
+	if ((h->p = malloc(n)) == NULL)
+		return -1;
+	memcpy(h->p, p, n);
+	h->len = n;
+	h->off = 0;
+	h->plain = plain;
+	return 0;
+}
+
+static void
+unhold(struct held *h)
+{
+	free(h->p);
+	memset(h, 0, sizeof *h);
+}
+
+/* Sends p[0..n); the count sent, or -1 on a socket error. */
+static ssize_t
+send_some(int fd, const uint8_t *p, size_t n)
+{
+	ssize_t r;
+	do
+		r = send(fd, p, n, MSG_NOSIGNAL);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+	return r;
+}
+
+/* Our KeyUpdate, asked for by the peer: sent at once; a socket too full
+ * for 22 bytes, or a write of ours half sent, fails the connection. */
+static int
+answer_key_update(struct kv_stream *s, struct kv_tls13_io *t)
+{
+	if (t->w.p != NULL)
+		return -1;
+	long n = kv_tls13_key_update(cctx, &t->t, rec);
+	return n > 0 && send_some(s->fd, rec, (size_t)n) == n ? 0 : -1;
+}
+
+ssize_t
+kv_tls13_io_read(struct kv_stream *s, void *buf, size_t len)
+{
+	struct kv_tls13_io *t = s->t13;
+
+	if (t->r.p != NULL) {
+		size_t n = t->r.len - t->r.off < len ? t->r.len - t->r.off : len;
+		memcpy(buf, t->r.p + t->r.off, n);
+		t->r.off += n;
+		if (t->r.off == t->r.len)
+			unhold(&t->r);
+		return (ssize_t)n;
+	}
+	for (;;) {
+		long n = kv_tls13_recv(s->fd, rec);
+		uint8_t type, alert = 0;
+		if (n == 0) {
+			s->want = EPOLLIN;
+			return KV_IO_AGAIN;
+		}
+		if (n < 0)
+			return KV_IO_ERROR;      /* -2 too: no close_notify */
+		long m = kv_tls13_open(cctx, &t->t.rd, rec, (size_t)n, &type);
+		if (m < 0) {
+			kv_log_warnx("KV0661", "upstream TLS: a record failed to open (bad tag or record); closed");
+			return KV_IO_ERROR;
+		}
+		switch (kv_tls13_post(&t->t, type, rec + KV_TLS13_HDR, (size_t)m, &alert)) {
+		case KV_TLS13_DATA:
+			if ((size_t)m > len) {
+				if (hold(&t->r, rec + KV_TLS13_HDR + len, (size_t)m - len, 0) < 0)
+					return KV_IO_ERROR;
+				m = (long)len;
+			}
+			memcpy(buf, rec + KV_TLS13_HDR, (size_t)m);
+			return m;
+		case KV_TLS13_NOTHING:
+			if (t->t.key_update_due && answer_key_update(s, t) < 0)
+				return KV_IO_ERROR;
+			continue;
+		case KV_TLS13_END:
+			return 0;
+		case KV_TLS13_FAIL:
+			kv_log_warnx("KV0662", "upstream TLS: fatal record (alert %u or bad message); closed",
+			    (unsigned)alert);
+			return KV_IO_ERROR;
+		}
+	}
+}
+
+ssize_t
+kv_tls13_io_write(struct kv_stream *s, const void *buf, size_t len)
+{
+	struct kv_tls13_io *t = s->t13;
+	ssize_t r;
+
+	if (t->w.p != NULL) {
+		r = send_some(s->fd, t->w.p + t->w.off, t->w.len - t->w.off);
+		if (r < 0)
+			return KV_IO_ERROR;
+		t->w.off += (size_t)r;
+		if (t->w.off < t->w.len) {
+			s->want = EPOLLOUT;
+			return KV_IO_AGAIN;
+		}
+		size_t plain = t->w.plain;
+		unhold(&t->w);
+		return (ssize_t)plain;
+	}
+	size_t k = len > KV_TLS13_MAX_PLAIN ? KV_TLS13_MAX_PLAIN : len;
+	long n = kv_tls13_seal(cctx, &t->t.wd, KV_TLS13_APPDATA, buf, k, rec);
+	if (n < 0)
+		return KV_IO_ERROR;
+	r = send_some(s->fd, rec, (size_t)n);
+	if (r < 0)
+		return KV_IO_ERROR;
+	if (r == n)
+		return (ssize_t)k;
+	if (hold(&t->w, rec + r, (size_t)(n - r), k) < 0)
+		return KV_IO_ERROR;
+	s->want = EPOLLOUT;
+	return KV_IO_AGAIN;
+}
