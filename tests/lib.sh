@@ -19,6 +19,7 @@
 #	kv_write_config <<EOF     $T/kilovolt.ini, overlaid with stdin
 #	kv_start [ARGS]           KV_PORT, KV_PID, KV_STATUS_PORT, KV_URL, KV_LOG
 #	kv_stop, kv_ctl, kv_curl, kv_mock_stat, kv_wait_for, kv_sdk_setup
+#	kv_memcg BYTES            CG, cg_remove, oom_kills
 #	pass, fail, skip, check, check_eq, kv_finish
 
 set -u
@@ -64,6 +65,49 @@ check_eq() {
 
 # The id kilovolt shows for a raw key: the first 12 hex digits of its SHA-256.
 id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
+
+# ---- memory cgroups ----------------------------------------------------------
+
+# kv_memcg BYTES: make a memory cgroup of BYTES (swap off) for this test in
+# CG (v1 or v2), removed at exit; skips the test when none can be made. The
+# test puts the daemon in it ("$CG/cgroup.procs"); cg_remove removes it early,
+# oom_kills prints the OOM kills the kernel made in it.
+kv_memcg() {
+	local limit=$1
+	CG=
+	if [ -w /sys/fs/cgroup/memory ]; then
+		CG=/sys/fs/cgroup/memory/kv-$KV_TEST-$$
+		mkdir "$CG" && echo "$limit" >"$CG/memory.limit_in_bytes" ||
+			skip "cannot make a v1 memory cgroup"
+		[ -f "$CG/memory.memsw.limit_in_bytes" ] && echo "$limit" >"$CG/memory.memsw.limit_in_bytes"
+	elif [ -f /sys/fs/cgroup/cgroup.controllers ] && [ -w /sys/fs/cgroup ] &&
+		grep -qw memory /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
+		CG=/sys/fs/cgroup/kv-$KV_TEST-$$
+		mkdir "$CG" && echo "$limit" >"$CG/memory.max" || skip "cannot make a v2 memory cgroup"
+		[ -f "$CG/memory.swap.max" ] && echo 0 >"$CG/memory.swap.max"
+	else
+		skip "no writable memory cgroup (v1 or v2)"
+	fi
+	trap 'rc=$?; cg_remove; (exit $rc); kv_cleanup' EXIT
+}
+
+cg_remove() {
+	local i
+	[ -n "${CG:-}" ] || return 0
+	for ((i = 0; i < 50; i++)); do
+		rmdir "$CG" 2>/dev/null && break
+		sleep 0.1
+	done
+	CG=
+}
+
+oom_kills() {
+	if [ -f "$CG/memory.oom_control" ]; then
+		awk '$1 == "oom_kill" { print $2 }' "$CG/memory.oom_control"
+	else
+		awk '$1 == "oom_kill" { print $2 }' "$CG/memory.events"
+	fi
+}
 
 # ---- processes -------------------------------------------------------------
 

@@ -20,38 +20,7 @@ fi
 
 LIMIT=$((24 * 1024 * 1024))
 N=${KV_MEMGUARD_STREAMS:-1200}
-CG=
-if [ -w /sys/fs/cgroup/memory ]; then
-	CG=/sys/fs/cgroup/memory/kv-t_memguard-$$
-	mkdir "$CG" && echo $LIMIT >"$CG/memory.limit_in_bytes" || skip "cannot make a v1 memory cgroup"
-	[ -f "$CG/memory.memsw.limit_in_bytes" ] && echo $LIMIT >"$CG/memory.memsw.limit_in_bytes"
-elif [ -f /sys/fs/cgroup/cgroup.controllers ] && [ -w /sys/fs/cgroup ] &&
-	grep -qw memory /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
-	CG=/sys/fs/cgroup/kv-t_memguard-$$
-	mkdir "$CG" && echo $LIMIT >"$CG/memory.max" || skip "cannot make a v2 memory cgroup"
-	[ -f "$CG/memory.swap.max" ] && echo 0 >"$CG/memory.swap.max"
-else
-	skip "no writable memory cgroup (v1 or v2)"
-fi
-cg_remove() {
-	local i
-	[ -n "$CG" ] || return 0
-	for ((i = 0; i < 50; i++)); do
-		rmdir "$CG" 2>/dev/null && break
-		sleep 0.1
-	done
-	CG=
-}
-trap 'rc=$?; cg_remove; (exit $rc); kv_cleanup' EXIT
-
-# OOM kills the kernel made in the cgroup.
-oom_kills() {
-	if [ -f "$CG/memory.oom_control" ]; then
-		awk '$1 == "oom_kill" { print $2 }' "$CG/memory.oom_control"
-	else
-		awk '$1 == "oom_kill" { print $2 }' "$CG/memory.events"
-	fi
-}
+kv_memcg "$LIMIT"
 
 # Enough descriptors: the clients, two per stream in the gateway, the mock.
 want_fds=$((3 * N + 1000))
