@@ -4,17 +4,6 @@
 
 #include "common/pricetab.h"
 
-const char *
-kv_price_rule_name(enum kv_price_rule r)
-{
-	static const char *const names[] = {
-		[KV_RULE_FILE] = "file", [KV_RULE_INI] = "ini", [KV_RULE_GLOB] = "glob",
-		[KV_RULE_DEFAULT] = "default", [KV_RULE_REFUSED] = "refused",
-	};
-
-	return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "?";
-}
-
 static int
 is_glob(const struct kv_price *p)
 {

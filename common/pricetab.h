@@ -18,8 +18,6 @@ enum kv_price_rule {
 	KV_RULE_REFUSED,	/* nothing: the request is refused */
 };
 
-const char *kv_price_rule_name(enum kv_price_rule r);
-
 /* Merge the catalogue's FILE entries (n, src KV_PRICE_FILE, consumed:
  * freed here) into cf->prices: a [price] section of the same name replaces
  * the entry's prices, and takes the entry's token limits (max_input,
