@@ -1187,13 +1187,16 @@ model_probe(struct kv_ledger *l, const char *name)
 		}
 		if (t != tag)
 			continue;
+		/* A row is its 64-bit name hash; the name is its label. While
+		 * another process is still writing the label (it can be
+		 * preempted there for a whole time slice), the hash alone says
+		 * the row is ours: counting into it loses nothing. Once the
+		 * label is there it also rules out a hash collision. */
 		st = atomic_load_explicit(&m->state, memory_order_acquire);
 		if (st == KV_SLOT_FREE || st == KV_SLOT_CLAIMING)
-			st = slot_poll_ready(&m->state);
+			return m;
 		if (st == KV_SLOT_READY && model_name_eq(m, name))
 			return m;
-		if (st == KV_SLOT_FREE || st == KV_SLOT_CLAIMING)
-			return NULL;	/* being claimed: these totals go uncounted */
 	}
 	return NULL;
 }

@@ -160,7 +160,10 @@ test_create_reopen(void)
 
 	CHECK_INT(kv_ledger_open(&l, path, 0, KV_LEDGER_READONLY | KV_LEDGER_CREATE,
 	    err, sizeof(err)), -1);
-	CHECK_INT(open_new(&l, 0), -1);
+	/* CREATE without a size only attaches: a missing file stays missing. */
+	unlink(path);
+	CHECK_INT(kv_ledger_open(&l, path, 0, KV_LEDGER_CREATE, err, sizeof(err)), -1);
+	CHECK(strstr(err, "No such file") != NULL);
 }
 
 static void
@@ -761,6 +764,28 @@ test_claimed_slots(void)
 	kv_ledger_close(&l);
 }
 
+/* A process preempted between claiming a model row and writing its name
+ * must not make the others' totals vanish: they count into the row. */
+static void
+test_model_mid_claim(void)
+{
+	struct kv_ledger l;
+	struct kv_model_slot *m;
+
+	CHECK_INT(open_new(&l, 16), 0);
+	m = kv_ledger_model(&l, "gpt-mid-claim");
+	CHECK(m != NULL);
+	if (m == NULL)
+		return;
+	atomic_store(&m->state, KV_SLOT_CLAIMING);	/* as the claimer left it */
+	CHECK(kv_ledger_model(&l, "gpt-mid-claim") == m);
+	CHECK(kv_ledger_model(&l, "gpt-other") != m);
+	atomic_store(&m->state, KV_SLOT_READY);
+	CHECK(kv_ledger_model(&l, "gpt-mid-claim") == m);
+	CHECK_INT(atomic_load(&l.hdr->models_used), 2);
+	kv_ledger_close(&l);
+}
+
 /* The history rings live beside the accounts (history[i] for accounts[i])
  * and the sampler writes one only when its key's spend moved: an idle
  * key's ring page stays untouched. */
@@ -855,6 +880,7 @@ main(void)
 	test_histogram();
 	test_worker_sums();
 	test_claimed_slots();
+	test_model_mid_claim();
 	test_history_apart();
 	test_account_api();
 	unlink(path);
