@@ -58,6 +58,11 @@ static const char usage_text[] =
 "  status [--json]              uptime, workers, requests, bytes, streams, spend\n"
 "  keys [--json]                every key: budget, spent, reserved, tokens, last use\n"
 "  keys --watch [--count N]     live view, redrawn every second (q quits)\n"
+"  keys create NAME [--budget USD] [--rpm N] [--tpm N] [--period P]\n"
+"               [--expires DATE] [--json]\n"
+"                               issue a key: printed once, only its hash kept\n"
+"  keys revoke KEY              refuse KEY from its next request on (401)\n"
+"  keys rotate KEY [--json]     a new secret for KEY's account; the old refused\n"
 "  show KEY [--json]            one key; KEY is an id prefix or a label\n"
 "  show --key [--json]          the key whose raw value is on standard input\n"
 "  reset KEY | --all            set spent to 0\n"
@@ -803,7 +808,7 @@ main(int argc, char **argv)
 {
 	struct kvctl k;
 	const struct command *c;
-	int rc;
+	int rc, keys_sub;
 
 	memset(&k, 0, sizeof(k));
 	k.rpm = k.tpm = -1;
@@ -813,7 +818,8 @@ main(int argc, char **argv)
 	c = find_command(argv[optind]);
 	if (c == NULL)
 		return usage_error("unknown command '%s'", argv[optind]);
-	rc = parse_command_args(&k, c, argc - optind, argv + optind);
+	keys_sub = c->run == cmd_keys && optind + 1 < argc && kvctl_keys_is_sub(argv[optind + 1]);
+	rc = keys_sub ? 0 : parse_command_args(&k, c, argc - optind, argv + optind);
 	if (rc != 0)
 		return rc;
 	/* requests reads only the log; --file needs no config at all. */
@@ -823,9 +829,11 @@ main(int argc, char **argv)
 		return KVCTL_EXIT_USAGE;
 	if (c->run == cmd_requests)
 		return finish_output(c->run(&k));
-	if (open_ledger(&k, c->writes) == -1)
+	if (open_ledger(&k, c->writes || keys_sub) == -1)
 		return KVCTL_EXIT_USAGE;
-	rc = c->run(&k);
+	rc = keys_sub ? kvctl_keys_main(&k.l, k.ledger != NULL ? NULL : k.config != NULL ?
+	    k.config : kv_config_default_path(), argc - optind - 1, argv + optind + 1) :
+	    c->run(&k);
 	kv_ledger_close(&k.l);
 	return finish_output(rc);
 }

@@ -32,6 +32,7 @@
 #include "shm/targets.h"
 #include "shm/history.h"
 #include "shm/grow.h"
+#include "shm/keys.h"
 #include "shm/guard.h"
 #include "shm/ledger.h"
 #include "shm/lock.h"
@@ -648,6 +649,22 @@ reload_failed(struct master *m)
 	kv_notify("READY=1");
 }
 
+/* A [key] section named like an issued key (kvctl keys create): refused,
+ * never one of the two silently taking the other's name. */
+static int
+keys_clash(struct master *m, const struct kv_config *cf)
+{
+	const char *name = kv_keys_config_clash(&m->ledger, cf);
+
+	if (name == NULL)
+		return 0;
+	kv_log_warnx("KV0130", "%s: [key %s] has the name of an issued key (kvctl keys "
+	    "create): rename the section, or `kvctl keys revoke %s` and `kvctl forget %s`%s",
+	    cf->path, name, name, name, m->last_gen > 0 ? "; reload refused, keeping the "
+	    "running config" : "");
+	return -1;
+}
+
 /* Parse the config again; start a new generation of workers on it. The
  * serving generation drains only once the new one runs (maybe_handover);
  * a new one that fails is dropped (reload_failed). A reload arriving while
@@ -664,6 +681,12 @@ reload(struct master *m)
 	    kv_config_load(ncf, m->cf->path, err, sizeof(err)) == -1) {
 		kv_log_warnx("KV0115", "reload failed, keeping the running config: %s",
 		    ncf ? err : "out of memory");
+		free(ncf);
+		kv_notify("READY=1");
+		return;
+	}
+	if (keys_clash(m, ncf) == -1) {
+		kv_config_free(ncf);
 		free(ncf);
 		kv_notify("READY=1");
 		return;
@@ -749,15 +772,19 @@ live_procs(const struct master *m)
 static void
 roll_periods(struct master *m)
 {
-	int64_t now = (int64_t)time(NULL), start = kv_period_start(m->cf->period, now);
+	int64_t now = (int64_t)time(NULL);
+	enum kv_period p;
 	uint32_t i;
 
-	if (m->cf->period == KV_PERIOD_NONE)
-		return;
-	KV_FOR_EACH_SLOT(&m->ledger, i)
-		if (atomic_load(&m->ledger.accounts[i].state) == KV_SLOT_READY &&
-		    atomic_load(&m->ledger.accounts[i].period_start) < start)
+	KV_FOR_EACH_SLOT(&m->ledger, i) {
+		const struct kv_account *a = &m->ledger.accounts[i];
+
+		/* An issued key may have a period of its own (shm/keys.h). */
+		p = kv_keys_period(a, m->cf->period);
+		if (p != KV_PERIOD_NONE && atomic_load(&a->state) == KV_SLOT_READY &&
+		    atomic_load(&a->period_start) < kv_period_start(p, now))
 			break;
+	}
 	if (i == m->ledger.hdr->max_keys ||
 	    kv_ledger_quiesce(&m->ledger, live_mask(m), QUIESCE_MS) == -1)
 		return;
@@ -1004,6 +1031,8 @@ master_start(struct master *m)
 	kv_ledger_watch_init(&m->watch, &m->ledger, m->cf->ledger);
 	if (kv_ledger_guard(&m->ledger) == -1)
 		kv_log_warn("KV0610", "sigaction(SIGBUS)");
+	if (keys_clash(m, m->cf) == -1)
+		return 2;
 	apply_keys(m);
 	m->cluster = kv_cluster_start(m->cf, &m->ledger);
 	if ((m->lfd = open_listener(m->cf)) == -1)

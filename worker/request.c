@@ -24,6 +24,7 @@
 #include "common/money.h"
 #include "worker/endpoints.h"
 #include "worker/spool.h"
+#include "shm/keys.h"
 
 static ssize_t
 client_read(struct kv_conn *c, char *buf, size_t len)
@@ -660,6 +661,7 @@ reserve(struct kv_conn *c)
 	const struct kv_price *p;
 	char msg[256], rem[32], need[32];
 	int64_t amount;
+	enum kv_key_verdict kv;
 	enum step st;
 	int deny;
 
@@ -685,9 +687,16 @@ reserve(struct kv_conn *c)
 		c->no_retry = 1;
 		return conn_fail(c, 503, "gateway key table is full");
 	}
-	/* Under deny only the running config's keys: a key removed or rotated
-	 * out by a reload loses KV_AF_CONFIG at once (master apply_keys). */
-	if (deny && !(atomic_load(&c->acct->aflags) & KV_AF_CONFIG)) {
+	/* Issued keys (shm/keys.h): a rotated secret's link names its
+	 * account; revoked, rotated-out and expired secrets get 401. */
+	if ((kv = kv_keys_admit(l, &c->acct, (int64_t)time(NULL))) != KV_KEY_OK) {
+		c->acct = NULL;
+		return conn_fail(c, 401, kv_keys_refusal(kv));
+	}
+	kv_key_id(c->acct->hash, c->keyid);	/* the account's id, also for a link */
+	/* Under deny only the running config's keys and issued ones: a key
+	 * removed or rotated out by a reload loses KV_AF_CONFIG at once. */
+	if (deny && !(atomic_load(&c->acct->aflags) & (KV_AF_CONFIG | KV_AF_ISSUED))) {
 		c->acct = NULL;
 		return conn_fail(c, 401, "unknown API key");
 	}
