@@ -101,6 +101,20 @@ check_eq "... charged to the same account" "$(field "$ID1" spent_nusd)" \
 check_eq "kvctl keys still lists one dev1" \
 	"$(kv_ctl keys --json | jq '[.keys[] | select(.label == "dev1")] | length')" 1
 
+# ---- x-kilovolt-budget-remaining: this request's worst case is not taken off ----
+
+K4=$(kv_ctl keys create hdr --budget 2 2>/dev/null)
+check_eq "a fresh \$2 key reads 2.000000 on a call reserving 64000 output tokens" \
+	"$(kv_curl /v1/chat/completions -o /dev/null -D - -H "Authorization: Bearer $K4" \
+		-d '{"model":"gpt-4o-mini","max_tokens":64000}' | tr -d '\r' |
+		sed -n 's/^x-kilovolt-budget-remaining: //p')" 2.000000
+spent4=$(field "$(id_of "$K4")" spent_nusd)
+check_eq "... and the next one reads the budget less what the first cost" \
+	"$(kv_curl /v1/chat/completions -o /dev/null -D - -H "Authorization: Bearer $K4" \
+		-d '{"model":"gpt-4o-mini","max_tokens":64000}' | tr -d '\r' |
+		sed -n 's/^x-kilovolt-budget-remaining: //p')" \
+	"$(printf '1.%06d' $(( (1000000000 - spent4) / 1000 )))"
+
 # ---- restart keeps issued keys ---------------------------------------------------
 
 kv_ctl keys create dev2 --budget 2.50 --rpm 100 >"$T/key3" 2>/dev/null

@@ -2,6 +2,7 @@
  * (splice for plaintext bytes nobody needs to see), scan it for usage,
  * filter the usage event we injected, and settle the charge. */
 #include "worker/conn-t.h"
+#include "worker/budget_shown.h"
 #include "worker/upstream_set.h"
 #include "common/fmt.h"
 
@@ -87,7 +88,7 @@ build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 		if (conn_obuf_header(c, h) == -1)
 			return -1;
 	}
-	kv_format_usd(c->remaining, rem, sizeof(rem));
+	kv_format_usd(kv_budget_shown(c), rem, sizeof(rem));
 	if (conn_obuf_cat(c, "x-kilovolt-key: ", c->keyid, "\r\nx-kilovolt-budget-remaining: ",
 	    rem, "\r\nx-kilovolt-request-id: ", conn_request_id(c), "\r\n", (char *)NULL) == -1)
 		return -1;
