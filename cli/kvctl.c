@@ -81,7 +81,7 @@ static const char usage_text[] =
 "              /etc/kilovolt/kilovolt.ini, ./kilovolt.ini)\n"
 "  -l LEDGER   use this ledger file directly\n"
 "  -h, --help  show this help\n"
-"  -V          print kvctl's version\n"
+"  -V, --version  print kvctl's version\n"
 "\n"
 "Exit status: 0 ok, 1 key not found, 2 usage or ledger error.\n";
 
@@ -701,6 +701,7 @@ parse_global(struct kvctl *k, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int ch;
