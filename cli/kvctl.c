@@ -390,6 +390,13 @@ retired(const struct kv_account *a, uint64_t tag)
 	return atomic_load(&a->state) != KV_SLOT_READY || atomic_load(&a->tag) != tag;
 }
 
+/* Retired, or retired and claimed afresh (the flag went with the old one). */
+static int
+forgotten(const struct kv_account *a, uint64_t tag)
+{
+	return retired(a, tag) || !(atomic_load(&a->aflags) & KV_AF_FORGET);
+}
+
 #define FORGET_WAIT_S	10	/* for the master's next tick, and in-flight requests */
 
 /* forget KEY: delete the account and its history. With a daemon running,
@@ -422,9 +429,11 @@ cmd_forget(struct kvctl *k)
 	}
 	atomic_fetch_or(&a->aflags, KV_AF_FORGET);
 	atomic_store(&k->l.hdr->reclaim_wanted, 1);
-	for (i = 0; i < FORGET_WAIT_S * 10 && !retired(a, tag); i++)
+	/* A key of the config is given a fresh account at once, perhaps in the
+	 * same slot with the same tag: a cleared KV_AF_FORGET says it is done. */
+	for (i = 0; i < FORGET_WAIT_S * 10 && !forgotten(a, tag); i++)
 		usleep(100000);
-	if (!retired(a, tag)) {
+	if (!forgotten(a, tag)) {
 		fprintf(stderr, "kvctl: %s is marked to be forgotten; kilovoltd has not done "
 		    "it yet (requests in flight?): it will once they end\n", desc);
 		return KVCTL_EXIT_USAGE;
