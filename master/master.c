@@ -649,6 +649,34 @@ reload_failed(struct master *m)
 	kv_notify("READY=1");
 }
 
+static int
+loopback(const char *host)
+{
+	return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+	    strcmp(host, "localhost") == 0;
+}
+
+/* Said once at start-up: a gateway on a public address with no key of
+ * its own admits whoever reaches the port (each client's provider key is
+ * passed through, or, on an upstream with api_key, nobody gets in). */
+static void
+warn_open_listener(struct master *m)
+{
+	const struct kv_config *cf = m->cf;
+	uint32_t i;
+
+	if (loopback(cf->listen_host) || cf->nkeys > 0 || cf->unknown_keys_deny)
+		return;
+	KV_FOR_EACH_SLOT(&m->ledger, i)
+		if (kv_slot_ready(&m->ledger.accounts[i].state) &&
+		    (atomic_load(&m->ledger.accounts[i].aflags) & KV_AF_ISSUED))
+			return;
+	kv_log_warnx("KV0131", "listening on %s:%s (not loopback) with no kilovolt keys: "
+	    "pass-through mode, anyone who reaches the port spends through it with their "
+	    "own provider key; issue keys (kvctl keys create NAME) with [budget] "
+	    "unknown_keys = deny, or listen on 127.0.0.1", cf->listen_host, cf->listen_port);
+}
+
 /* A [key] section named like an issued key (kvctl keys create): refused,
  * never one of the two silently taking the other's name. */
 static int
@@ -1037,6 +1065,7 @@ master_start(struct master *m)
 	m->cluster = kv_cluster_start(m->cf, &m->ledger);
 	if ((m->lfd = open_listener(m->cf)) == -1)
 		return 1;
+	warn_open_listener(m);
 	if (m->cf->status_port[0] != '\0')
 		m->status = kv_status_start(m->cf, &m->ledger);
 	sync_health(m);	/* before dropping privileges: CA files are read now */

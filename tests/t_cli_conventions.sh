@@ -3,7 +3,8 @@
 # and --version (exit 0) as nginx and redis do; the version is
 # configure.ac's and -V names the libraries it was built with; a bad option
 # exits 2; `kvctl forget` of a key of the config exits 0 once the master
-# did it (it gives the key a fresh account at once).
+# did it (it gives the key a fresh account at once); start-up says so when
+# it listens on a non-loopback address with no keys.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 command -v jq >/dev/null || skip "jq not installed"
@@ -44,5 +45,18 @@ check_eq "kvctl forget of a key of the config exits 0" "$?" 0
 check "... and says it forgot it" grep -q "^forgot $ID" "$T/forget"
 check_eq "... carol has a fresh account" "$(kv_ctl keys --json |
 	jq -r --arg id "$ID" '.keys[] | select(.id == $id) | .spent_nusd')" 0
+check "on 127.0.0.1 with a [key], no warning about an open listener" \
+	eval "! grep -q KV0131 '$KV_LOG'"
+
+# ---- a public listener without keys is said once at start-up (point 1) ------------
+
+kv_stop
+rm -f "$T/kilovolt.ini"
+kv_write_config </dev/null
+sed -i "s/^listen = 127.0.0.1:/listen = 0.0.0.0:/" "$T/kilovolt.ini"
+kv_start
+check "on 0.0.0.0 without keys, start-up warns (KV0131) naming the address" \
+	grep -q "KV0131.*listening on 0.0.0.0:$KV_PORT (not loopback) with no kilovolt keys" "$KV_LOG"
+check_eq "... once" "$(grep -c KV0131 "$KV_LOG")" 1
 
 kv_finish
