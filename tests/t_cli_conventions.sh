@@ -28,6 +28,15 @@ done
 check "kilovoltd -V names OpenSSL and libmicrohttpd" \
 	eval "grep -q OpenSSL '$T/V' && grep -q libmicrohttpd '$T/V'"
 
+# ---- relative paths resolve against the config file's directory (point 1) -------
+
+mkdir -p "$T/sub"
+printf '[server]\nledger = ./var/ledger\n[upstream u]\nurl = http://127.0.0.1:1\npaths = /v1/x\n' \
+	>"$T/sub/kv.ini"
+(cd / && "$KV_CTL_BIN" -c "$T/sub/kv.ini" keys) >/dev/null 2>"$T/rel.err"
+check "kvctl -c DIR/kv.ini from / looks for DIR/var/ledger" \
+	grep -qF "no ledger at $T/sub/var/ledger " "$T/rel.err"
+
 kv_start_mock
 kv_write_config <<EOF
 [key carol]
