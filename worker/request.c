@@ -25,6 +25,7 @@
 #include "worker/endpoints.h"
 #include "worker/spool.h"
 #include "shm/keys.h"
+#include "worker/route_hint.h"
 
 static ssize_t
 client_read(struct kv_conn *c, char *buf, size_t len)
@@ -932,7 +933,7 @@ admit(struct kv_conn *c)
 	const struct kv_config *cf = c->w->cf;
 	const struct kv_upstream *up;
 	const char *msg;
-	char msg404[256];
+	char msg404[512];
 	enum step st;
 	size_t qlen;
 	int s;
@@ -942,8 +943,8 @@ admit(struct kv_conn *c)
 	up = kv_config_route_client(cf, c->target, c->ri.model[0] ? c->ri.model : NULL,
 	    c->anthropic_client);
 	if (up == NULL) {
-		snprintf(msg404, sizeof(msg404), "no upstream is configured for the path %.*s",
-		    (int)strcspn(c->target, "?") < 200 ? (int)strcspn(c->target, "?") : 200, c->target);
+		kv_route_hint(cf, c->target, c->ri.model[0] ? c->ri.model : NULL,
+		    c->anthropic_client, msg404, sizeof(msg404));
 		return conn_fail(c, 404, msg404);
 	}
 	c->rt = kv_upstreams_find(c->w->ups, cf->nupstreams, up);
