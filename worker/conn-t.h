@@ -203,17 +203,8 @@ void	conn_free_buf(struct kv_conn *c);
  * first use. */
 const char *conn_request_id(struct kv_conn *c);
 
-/* request.c */
-enum step request_head(struct kv_conn *c);
-enum step request_body_in(struct kv_conn *c);
-enum step request_connect(struct kv_conn *c);	/* also CS_UPWAIT's step */
-enum step request_connect_done(struct kv_conn *c);
-enum step request_handshake(struct kv_conn *c);
-enum step request_send(struct kv_conn *c);
-enum step request_send_body(struct kv_conn *c);
-enum step request_retry(struct kv_conn *c);
-/* Close the spool and free the scanner and injection of this request. */
-void	kv_request_release(struct kv_conn *c);
+/* The request leg's steps: request_head.h, request_body.h, admission.h,
+ * request_send.h. */
 
 /* limits.c */
 /* Take the request's rpm and tpm share of its key (after the budget

@@ -1,6 +1,7 @@
 /* Connection lifecycle: accept, epoll interest, the state loop, errors we
- * answer ourselves, timeouts and close. The request leg is in request.c,
- * the response leg in relay.c. */
+ * answer ourselves, timeouts and close. The request leg is in
+ * request_head.c, request_body.c, admission.c and request_send.c, the
+ * response leg in relay.c. */
 #include "worker/conn-t.h"
 
 #include <errno.h>
@@ -17,6 +18,9 @@
 #include "common/log.h"
 #include "worker/errors.h"
 #include "worker/upstream_set.h"
+#include "worker/request_body.h"
+#include "worker/request_head.h"
+#include "worker/request_send.h"
 
 #define STEPS_PER_EVENT 64	/* then yield to other connections */
 /* What a connection holds from accept on: its state, and the kernel's

@@ -2,6 +2,7 @@
  * (splice for plaintext bytes nobody needs to see), scan it for usage,
  * filter the usage event we injected, and settle the charge. */
 #include "worker/conn-t.h"
+#include "worker/request_send.h"
 #include "worker/upstream_set.h"
 #include "common/fmt.h"
 
