@@ -11,6 +11,7 @@
 #include "worker/reqlog.h"
 #include "worker/upstream.h"
 #include "worker/reqscan.h"
+#include "worker/sse_filter.h"
 #include "worker/usage.h"
 #include "shm/ratelimit.h"
 
@@ -20,7 +21,6 @@
 #define KV_SPOOL_STAGE	(16 * 1024)	/* spool bytes staged per TLS write */
 #define KV_UBUF_SIZE	(16 * 1024)	/* upstream read buffer */
 #define KV_UBUF_FAST	(64 * 1024)	/* ... while bytes pour through */
-#define KV_EBUF_SIZE	(16 * 1024)	/* one SSE event, when filtering */
 #define KV_GATE_TICKET_MS	1000	/* most a request waits for another's TLS ticket */
 #define KV_LINGER_MS	5000	/* nginx's lingering_timeout */
 
@@ -146,9 +146,7 @@ struct kv_conn {
 	int			 client_keep;
 	int			 scan_on;
 	int			 reframe, out_chunked;
-	char			*ebuf;
-	size_t			 elen;
-	int			 eoverflow;	/* current event too big: passed through */
+	struct kv_sse_filter	 sse;		/* drops the usage event we injected */
 	int			 sent_any;	/* response bytes reached the client */
 	int			 cut;		/* stream cut short */
 	int64_t			 drain_until_ms;	/* on_cut = drain: read on until then */

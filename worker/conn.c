@@ -363,9 +363,7 @@ conn_free_buf(struct kv_conn *c)
 	free(c->ubuf);
 	c->ubuf = NULL;
 	c->ulen = c->upos = 0;
-	free(c->ebuf);
-	c->ebuf = NULL;
-	c->elen = 0;
+	kv_sse_filter_free(&c->sse);
 	free(c->target);
 	c->target = NULL;
 	if (c->pipefd[0] != -1) {

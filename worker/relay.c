@@ -23,8 +23,11 @@
 #include "common/money.h"
 #include "worker/errors.h"
 #include "worker/charge_rules.h"
+#include "worker/sse_filter.h"
 
 #define RELAY_READS_PER_TURN 2
+
+static int sse_out(void *arg, const char *a, size_t alen, const char *b, size_t blen);
 
 static int
 is_sse(const struct kv_http_response *res)
@@ -57,6 +60,7 @@ resp_framing(struct kv_conn *c, const struct kv_http_response *res)
 	/* We rewrite the framing when we drop the injected usage event, and
 	 * for HTTP/1.0 clients, which cannot read chunked. */
 	c->reframe = (c->inject && c->scan_on && is_sse(res)) || (c->minor == 0 && c->resp_chunked);
+	kv_sse_filter_init(&c->sse, sse_out, c);
 	c->out_chunked = c->reframe && c->minor == 1;
 	c->client_keep = c->keep_alive && !c->drain && !c->w->draining &&
 	    !(c->resp_close && !c->out_chunked) && !(c->reframe && !c->out_chunked);
@@ -161,198 +165,13 @@ emit(struct kv_conn *c, const char *p, size_t len)
 	return emit2(c, p, len, NULL, 0);
 }
 
-/* End of the event starting at e[0]: offset past its blank line, or 0. */
-static size_t
-event_end(const char *e, size_t len)
-{
-	const char *p = e, *end, *nl;
-
-	if (len < 2)
-		return 0;
-	end = e + len;
-	while ((nl = memchr(p, '\n', (size_t)(end - p))) != NULL && nl + 1 < end) {
-		if (nl[1] == '\n')
-			return (size_t)(nl + 2 - e);
-		if (nl[1] == '\r' && nl + 2 < end && nl[2] == '\n')
-			return (size_t)(nl + 3 - e);
-		p = nl + 1;
-	}
-	return 0;
-}
-
-static const char *
-json_ws(const char *p, const char *end)
-{
-	while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
-		p++;
-	return p;
-}
-
-/* Where the key "usage" occurs in an event, in one pass: *obj when one has
- * an object value (it may be the usage event), *strip at the first
- * ,"usage":null (what include_usage adds to every chunk). A quote inside a
- * JSON string is escaped, so "usage" only occurs as a key or a whole
- * string value. Most events hold neither, and are never parsed. */
-static void
-usage_marks(const char *e, size_t len, int *obj, const char **strip)
-{
-	const char *p = e, *end = e + len, *k, *v;
-
-	*obj = 0;
-	*strip = NULL;
-	while ((k = memmem(p, (size_t)(end - p), "\"usage\"", 7)) != NULL) {
-		p = k + 7;
-		if (*strip == NULL && k > e && k[-1] == ',' && end - p >= 5 &&
-		    memcmp(p, ":null", 5) == 0) {
-			*strip = k - 1;
-			continue;
-		}
-		v = json_ws(p, end);
-		if (v < end && *v == ':' && (v = json_ws(v + 1, end)) < end && *v == '{')
-			*obj = 1;
-	}
-}
-
-/* The JSON of an event's data line, for the usage-only check. */
+/* The SSE filter's output (sse_filter.h) goes to the client as emit2's. */
 static int
-event_drop(const char *e, size_t len)
+sse_out(void *arg, const char *a, size_t alen, const char *b, size_t blen)
 {
-	const char *p = e, *end = e + len, *nl;
-
-	while (p < end) {
-		nl = memchr(p, '\n', (size_t)(end - p));
-		if (nl == NULL)
-			nl = end;
-		if (nl - p >= 5 && memcmp(p, "data:", 5) == 0) {
-			p += 5;
-			if (p < nl && *p == ' ')
-				p++;
-			return kv_sse_is_usage_only(p, (size_t)(nl - p - (nl > p && nl[-1] == '\r')));
-		}
-		p = nl + 1;
-	}
-	return 0;
+	return emit2(arg, a, alen, b, blen);
 }
 
-/* End of an event whose first part (ending in tail[0..tlen)) came in an
- * earlier read: offset in p past its blank line, or 0. The blank line may
- * begin in the tail, so its last two bytes are searched with p's first two. */
-static size_t
-event_end_after(const char *tail, size_t tlen, const char *p, size_t len)
-{
-	char join[4];
-	size_t k = tlen < 2 ? tlen : 2, m = len < 2 ? len : 2, e;
-
-	memcpy(join, tail + tlen - k, k);
-	memcpy(join + k, p, m);
-	if ((e = event_end(join, k + m)) > k)
-		return e - k;
-	return event_end(p, len);
-}
-
-/* Emit an event without the ,"usage":null the provider adds to every chunk
- * when include_usage is on, so the client sees the chunk it would have seen. */
-static int
-emit_cut(struct kv_conn *c, const char *e, size_t len, const char *strip)
-{
-	const size_t plen = sizeof(",\"usage\":null") - 1;
-
-	if (strip == NULL)
-		return emit(c, e, len);
-	return emit2(c, e, (size_t)(strip - e), strip + plen, len - (size_t)(strip - e) - plen);
-}
-
-static int
-emit_stripped(struct kv_conn *c, const char *e, size_t len)
-{
-	const char *strip;
-	int obj;
-
-	usage_marks(e, len, &obj, &strip);
-	return emit_cut(c, e, len, strip);
-}
-
-/* Pass one whole event on, unless it is the usage event the client never
- * asked for. */
-static int
-event_out(struct kv_conn *c, const char *e, size_t len)
-{
-	int whole = !c->eoverflow, obj;
-	const char *strip;
-
-	c->eoverflow = 0;
-	usage_marks(e, len, &obj, &strip);
-	if (whole && obj && event_drop(e, len))
-		return 0;
-	return emit_cut(c, e, len, strip);
-}
-
-/* Bytes of a flushed event kept back: the start of the blank line that
- * ends it, or of a "usage":null, may be among them. */
-#define EVENT_KEEP 16
-
-/* Keep the start of an event for the next read, in a buffer as large as
- * it (a stream waiting for its next token holds a few hundred bytes, not
- * KV_EBUF_SIZE). An event past KV_EBUF_SIZE is too big to be the small
- * usage event: its first part goes out as soon as the buffer is full. */
-static int
-ebuf_append(struct kv_conn *c, const char *p, size_t len)
-{
-	size_t take;
-	char *nb;
-
-	while (len > 0) {
-		if (c->elen == KV_EBUF_SIZE) {
-			if (emit_stripped(c, c->ebuf, c->elen - EVENT_KEEP) == -1)
-				return -1;
-			memmove(c->ebuf, c->ebuf + c->elen - EVENT_KEEP, EVENT_KEEP);
-			c->elen = EVENT_KEEP;
-			c->eoverflow = 1;
-		}
-		take = KV_EBUF_SIZE - c->elen < len ? KV_EBUF_SIZE - c->elen : len;
-		if ((nb = realloc(c->ebuf, c->elen + take)) == NULL)
-			return -1;
-		c->ebuf = nb;
-		memcpy(c->ebuf + c->elen, p, take);
-		c->elen += take;
-		p += take;
-		len -= take;
-	}
-	return 0;
-}
-
-/* Hold each SSE event until it is whole, then pass it on (event_out).
- * Whole events go out straight from the read; only an event cut by the
- * end of a read is copied, to wait for the rest. */
-static int
-sse_filter(struct kv_conn *c, const char *p, size_t len)
-{
-	size_t end;
-
-	if (len == 0)
-		return 0;	/* a chunk-size line: no data, and p may be NULL */
-	if (c->elen > 0) {
-		end = event_end_after(c->ebuf, c->elen, p, len);
-		if (ebuf_append(c, p, end > 0 ? end : len) == -1)
-			return -1;
-		if (end == 0)
-			return 0;
-		p += end;
-		len -= end;
-		if (event_out(c, c->ebuf, c->elen) == -1)
-			return -1;
-		free(c->ebuf);
-		c->ebuf = NULL;
-		c->elen = 0;
-	}
-	while ((end = event_end(p, len)) > 0) {
-		if (event_out(c, p, end) == -1)
-			return -1;
-		p += end;
-		len -= end;
-	}
-	return ebuf_append(c, p, len);
-}
 
 static int
 payload(struct kv_conn *c, const char *p, size_t len)
@@ -361,7 +180,7 @@ payload(struct kv_conn *c, const char *p, size_t len)
 		kv_usage_feed(&c->scan, p, len);
 	if (!c->reframe)
 		return 0;
-	return c->inject && c->scan_on ? sse_filter(c, p, len) : emit(c, p, len);
+	return c->inject && c->scan_on ? kv_sse_filter_feed(&c->sse, p, len) : emit(c, p, len);
 }
 
 /* Account for bytes read from the upstream: returns how many belong to
@@ -395,9 +214,8 @@ consume(struct kv_conn *c, const char *p, size_t len)
 	if (used < len)
 		c->up_keepalive = 0;	/* bytes past the response: do not reuse */
 	if (c->resp_done && c->reframe) {
-		if (c->elen > 0 && emit(c, c->ebuf, c->elen) == -1)
+		if (kv_sse_filter_flush(&c->sse) == -1)
 			return -1;
-		c->elen = 0;
 		if (c->out_chunked && conn_obuf_reserve(c, 5) == 0) {
 			memcpy(c->obuf + c->olen, "0\r\n\r\n", 5);
 			c->olen += 5;
@@ -599,10 +417,7 @@ idle_buffers(struct kv_conn *c)
 	free(c->obuf);
 	c->obuf = NULL;
 	c->olen = c->opos = c->ocap = 0;
-	if (c->elen == 0) {
-		free(c->ebuf);
-		c->ebuf = NULL;
-	}
+	kv_sse_filter_idle(&c->sse);
 }
 
 /* Account for n bytes the client took from obuf, then from ubuf. */
