@@ -1,7 +1,7 @@
 /* What a response is charged (README "What a request is charged"): the
  * price a charge uses when the response names a model of its own, and the
  * output a response without final usage is charged. Pure functions of the
- * config and the counts, used by the settlement (relay.c). */
+ * config and the counts, used by the settlement (settle.c). */
 #ifndef KV_CHARGE_RULES_H
 #define KV_CHARGE_RULES_H
 

@@ -1,7 +1,7 @@
 /* Connection lifecycle: accept, epoll interest, the state loop, errors we
  * answer ourselves, timeouts and close. The request leg is in
  * request_head.c, request_body.c, admission.c and request_send.c, the
- * response leg in relay.c. */
+ * response leg in relay.c and its settlement in settle.c. */
 #include "worker/conn-t.h"
 
 #include <errno.h>
@@ -21,6 +21,7 @@
 #include "worker/request_body.h"
 #include "worker/request_head.h"
 #include "worker/request_send.h"
+#include "worker/settle.h"
 
 #define STEPS_PER_EVENT 64	/* then yield to other connections */
 /* What a connection holds from accept on: its state, and the kernel's
@@ -382,7 +383,7 @@ conn_close(struct kv_conn *c)
 
 	kv_upstream_ungate(&c->upwait);
 	if (c->resv >= 0 || c->counted_stream)
-		relay_finish(c);	/* settles and logs what was relayed */
+		settle_request(c);	/* settles and logs what was relayed */
 	upstream_detach(c, 0);
 	conn_free_buf(c);
 	free(c->cbuf);
@@ -499,7 +500,7 @@ conn_errwrite(struct kv_conn *c)
 		c->bytes_out += (uint64_t)n;
 	}
 	if (c->method[0] != '\0' || c->status != 0)
-		relay_finish(c);
+		settle_request(c);
 	if (!c->client_keep && !c->body_done && shutdown(c->cfd, SHUT_WR) == 0) {
 		c->state = CS_LINGER;
 		c->deadline_ms = c->w->now_ms + KV_LINGER_MS;
