@@ -159,7 +159,7 @@ reserve(struct kv_conn *c)
 		return conn_fail(c, 401, "unknown API key");
 	}
 	kv_ledger_period_roll(l, c->acct, cf->period, (int64_t)time(NULL));
-	p = kv_config_price(cf, c->ri.model);
+	p = c->price = kv_config_price(cf, c->ri.model);
 	if (c->api != KV_API_OTHER && p == NULL)
 		return refuse_unpriced(c);
 	if (c->api != KV_API_OTHER && c->ri.fetches[0] != '\0' &&

@@ -93,6 +93,10 @@ struct kv_conn {
 	size_t			 slen, spos;
 	struct kv_reqscan	*rs;		/* while the body is read */
 	struct kv_request_info	 ri;		/* what the whole body said */
+	/* ri.model's price (kv_config_price, NULL for none), resolved once,
+	 * at admission: the reservation, the sent estimate, the charge and
+	 * the model row all use it (each was a glob scan of the prices) */
+	const struct kv_price	*price;
 	int			 force_usage;	/* stream_options.include_usage added */
 	int			 inject;	/* ... and the client did not ask: drop the event */
 	char			*inj;		/* the member added, at body offset inj_at */

@@ -20,7 +20,7 @@
 static int64_t
 sent_estimate_nusd(struct kv_conn *c)
 {
-	const struct kv_price *p = kv_config_price(c->w->cf, c->ri.model);
+	const struct kv_price *p = c->price;
 	struct kv_usage u = { .input = c->body_bytes / 4,
 	    .output = kv_charge_cut_output(c->out_bound, 0) };
 	int64_t cost;
@@ -127,18 +127,26 @@ charge_notes(struct kv_conn *c, const char *model, int flags, const struct kv_pr
 		    "charged 0 for them", c->keyid, esc, p->model);
 }
 
+/* The charge of the request, the model it counts under (*model: the
+ * response's, else the body's) and that model's price (*mprice): the one
+ * admission resolved, unless the response names a model of its own, whose
+ * price is then looked up, once. */
 static int64_t
-charge(struct kv_conn *c, struct kv_usage *u, const char **model)
+charge(struct kv_conn *c, struct kv_usage *u, const char **model,
+    const struct kv_price **mprice)
 {
 	const struct kv_price *p;
 	int64_t cost;
-	int flags;
+	int flags, named;
 
 	*model = c->scan_on && c->scan.model[0] ? c->scan.model : c->ri.model;
+	named = kv_charge_resp_named(*model, c->ri.model);
+	*mprice = named ? kv_config_price(c->w->cf, *model) : c->price;
 	if (!charge_usage(c, u))
 		return 0;
 	kv_charge_implied_calls(c->api, *model, u);
-	cost = kv_charge_cost(c->w->cf, c->ri.model, *model, u, &flags, &p);
+	cost = kv_charge_cost(c->w->cf, c->ri.model[0] != '\0' ? c->price : NULL, named,
+	    *mprice, u, &flags, &p);
 	if (flags != 0)
 		charge_notes(c, *model, flags, p);
 	return cost;
@@ -228,15 +236,15 @@ log_request(struct kv_conn *c, const struct kv_usage *u, const char *model,
  * section of their own get one; every other name (made-up ones included)
  * adds to the single "other" row, so strangers cannot fill the table. */
 static const char *
-model_row(const struct kv_conn *c, const char *model)
+model_row(const struct kv_conn *c, const char *model, const struct kv_price *mprice)
 {
 	const struct kv_price *p;
 
 	if (model == NULL || model[0] == '\0')
 		return model;
-	p = kv_config_price(c->w->cf, model);
+	p = mprice;
 	if (p == NULL || p == &c->w->cf->default_price)	/* priced as asked? (charge) */
-		p = c->ri.model[0] != '\0' ? kv_config_price(c->w->cf, c->ri.model) : NULL;
+		p = c->ri.model[0] != '\0' ? c->price : NULL;
 	return p != NULL && p != &c->w->cf->default_price ? model : "other";
 }
 
@@ -287,6 +295,7 @@ void
 settle_request(struct kv_conn *c)
 {
 	struct kv_usage u;
+	const struct kv_price *mprice;
 	const char *model;
 	char usd[32], mesc[4 * KV_HTTP_MAX_METHOD + 4], tesc[1024], oesc[512];
 	int64_t cost;
@@ -294,11 +303,11 @@ settle_request(struct kv_conn *c)
 	if (c->logged)
 		return;
 	c->logged = 1;
-	cost = charge(c, &u, &model);
+	cost = charge(c, &u, &model, &mprice);
 	conn_traffic_settle(c, &u);
 	if (c->resv >= 0) {
 		kv_ledger_settle(c->w->ledger, c->w->slot, c->resv, cost,
-		    u.input || u.output ? &u : NULL, model_row(c, model));
+		    u.input || u.output ? &u : NULL, model_row(c, model, mprice));
 		c->resv = -1;
 	}
 	/* A key the provider accepted is kept even when it cost nothing; one
