@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "worker/usage.h"
+#include "worker/usage_json.h"
 
 void
 kv_sse_filter_init(struct kv_sse_filter *f, kv_sse_out out, void *arg)
@@ -230,4 +230,63 @@ kv_sse_filter_idle(struct kv_sse_filter *f)
 		free(f->ebuf);
 		f->ebuf = NULL;
 	}
+}
+
+/* The usage-only chunk: a lexer client of its own (usage_json.h). */
+
+enum { CH_NONE, CH_OPEN, CH_EMPTY, CH_OTHER };
+
+struct uonly {
+	struct kv_json	j;
+	int		choices;
+	int		usage_obj;
+};
+
+/* A value starts inside the top-level object or inside "choices". */
+static void
+uonly_value(struct uonly *u, int level, int ev)
+{
+	int key = key_at(&u->j, level - 1);
+
+	if (level == 2 && key_at(&u->j, 0) == K_CHOICES && u->choices == CH_OPEN)
+		u->choices = CH_OTHER;
+	if (level != 1)
+		return;
+	if (key == K_CHOICES)
+		u->choices = ev == EV_ARR_OPEN ? CH_OPEN : CH_OTHER;
+	if (key == K_USAGE)
+		u->usage_obj = ev == EV_OBJ_OPEN;
+}
+
+int
+kv_sse_is_usage_only(const char *json, size_t len)
+{
+	struct uonly u;
+	size_t i = 0;
+	int ev;
+
+	memset(&u, 0, sizeof(u));
+	usage_json_init(&u.j, 0);
+	while (i < len && u.j.state != S_ERR) {
+		ev = usage_json_step(&u.j, (unsigned char)json[i]);
+		if (!(ev & EV_AGAIN))
+			i++;
+		switch (ev & EV_MASK) {
+		case EV_OBJ_OPEN:
+		case EV_ARR_OPEN:
+			uonly_value(&u, u.j.evdepth - 1, ev & EV_MASK);
+			break;
+		case EV_STR_BEGIN:
+		case EV_NUM:
+		case EV_LIT:
+			uonly_value(&u, u.j.depth, ev & EV_MASK);
+			break;
+		case EV_ARR_CLOSE:
+			if (u.j.evdepth == 2 && key_at(&u.j, 0) == K_CHOICES &&
+			    u.choices == CH_OPEN)
+				u.choices = CH_EMPTY;
+			break;
+		}
+	}
+	return u.j.state == S_END && u.choices == CH_EMPTY && u.usage_obj;
 }

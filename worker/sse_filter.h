@@ -24,6 +24,11 @@ struct kv_sse_filter {
 	void		*arg;
 };
 
+/* For a buffered SSE event's data (the JSON after "data: "): 1 when it is
+ * OpenAI's extra usage-only chunk ("choices": [] and a non-null "usage"),
+ * which the proxy drops when it injected include_usage itself. */
+int	kv_sse_is_usage_only(const char *json, size_t len);
+
 /* Send F's output to OUT(ARG, ...). F is zeroed or freed; it may hold
  * no event yet. */
 void	kv_sse_filter_init(struct kv_sse_filter *f, kv_sse_out out, void *arg);
