@@ -153,7 +153,7 @@ reserve(struct kv_conn *c)
 		return conn_fail(c, 503, "gateway key table is full");
 	}
 	/* Under deny only the running config's keys: a key removed or rotated
-	 * out by a reload loses KV_AF_CONFIG at once (master apply_keys). */
+	 * out by a reload loses KV_AF_CONFIG at once (master/key_sync.c). */
 	if (deny && !(atomic_load(&c->acct->aflags) & KV_AF_CONFIG)) {
 		c->acct = NULL;
 		return conn_fail(c, 401, "unknown API key");
