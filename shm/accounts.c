@@ -1,7 +1,8 @@
 /* Accounts in the ledger: a key's id and hash, the claim of its slot
  * (lock-free: a tag CAS, then READY), its lookup, label and index, the
  * bitmap of claimed slots, and the account API kvctl and the admin API
- * write through. The spent word is read and charged in reserve.c. */
+ * write through, with the reset of the spent word (read and charged in
+ * reserve.c). */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif
@@ -273,6 +274,16 @@ kv_ledger_next_slot(const struct kv_ledger *l, uint32_t i)
 	}
 	i = w * 64 + (uint32_t)__builtin_ctzll(bits);
 	return i < n ? i : n;
+}
+
+int64_t
+kv_account_spent_reset(struct kv_account *a)
+{
+	int64_t cur = atomic_load(&a->spent_nusd);
+
+	while (!atomic_compare_exchange_weak(&a->spent_nusd, &cur, cur & KV_SPENT_ROLLED))
+		;
+	return spent_value(cur);
 }
 
 /* ---- the account API (kvctl, the admin API) -------------------------- */

@@ -42,16 +42,6 @@ kv_account_charge(struct kv_account *a, int64_t cost)
 }
 
 int64_t
-kv_account_spent_reset(struct kv_account *a)
-{
-	int64_t cur = atomic_load(&a->spent_nusd);
-
-	while (!atomic_compare_exchange_weak(&a->spent_nusd, &cur, cur & KV_SPENT_ROLLED))
-		;
-	return spent_value(cur);
-}
-
-int64_t
 kv_account_remaining(const struct kv_account *a)
 {
 	int64_t reserved = atomic_load(&a->reserved_nusd);
