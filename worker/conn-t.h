@@ -226,11 +226,6 @@ int	conn_traffic_headers(struct kv_conn *c);
  * x-should-retry) into BUF; returns the length or -1. */
 int	conn_error_headers(struct kv_conn *c, int status, char *buf, size_t len);
 
-/* relay.c */
-enum step relay_head(struct kv_conn *c);
-enum step relay_body(struct kv_conn *c);
-/* The client hung up: 1 when the request goes on without it (see relay.c),
- * 0 when the connection is to be closed as a cut. */
-int	relay_client_left(struct kv_conn *c);
+/* The response leg's steps: relay_head.h, relay.h. */
 
 #endif

@@ -1,7 +1,7 @@
 /* Connection lifecycle: accept, epoll interest, the state loop, errors we
  * answer ourselves, timeouts and close. The request leg is in
  * request_head.c, request_body.c, admission.c and request_send.c, the
- * response leg in relay.c and its settlement in settle.c. */
+ * response leg in relay_head.c and relay.c, its settlement in settle.c. */
 #include "worker/conn-t.h"
 
 #include <errno.h>
@@ -18,6 +18,8 @@
 #include "common/log.h"
 #include "worker/errors.h"
 #include "worker/upstream_set.h"
+#include "worker/relay.h"
+#include "worker/relay_head.h"
 #include "worker/request_body.h"
 #include "worker/request_head.h"
 #include "worker/request_send.h"
