@@ -35,7 +35,7 @@ usd() { printf '%d.%09d' $(($1 / 1000000000)) $(($1 % 1000000000)); }
 usd6() { printf '%d.%06d' $(($1 / 1000000000)) $(($1 % 1000000000 / 1000)); }
 
 # The 50-request key: the gateway reserves body bytes as input tokens plus
-# max_tokens as output (worker/request.c estimate_nusd). The mock bills
+# max_tokens as output (worker/admission.c estimate_nusd). The mock bills
 # body/4 input tokens and exactly M output tokens, so with an input price of
 # 1000 nUSD per 1M both round up to the same nano-dollars: the real cost is
 # the reservation, and exactly 50 fit whatever the timing.
