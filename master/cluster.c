@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "master/redis.h"
@@ -23,6 +25,7 @@
 
 #define SYNC_MS		500	/* settled spend reaches Redis within a second */
 #define NEED_MS		100	/* a refusal for want of lease is answered this soon */
+#define KICK_MS		10	/* a parked request's kick syncs at most this often */
 #define BATCH		128	/* accounts per script call */
 #define DEMAND_SECS	2	/* a lease covers this many seconds of spend */
 #define IDLE_SECS	60	/* an unnamed key unused this long returns its lease */
@@ -90,6 +93,9 @@ struct kv_cluster_host {
 	int64_t			 next_need_ms;	/* next look for refusals */
 	int64_t			 last_ok_ms;
 	int			 inflight;	/* batches awaiting a reply */
+	int			 kick_fd;	/* eventfd: a worker parked a request */
+	int			 kicked;	/* ... while a batch was in flight */
+	int64_t			 last_sync_ms;
 	int			 stopping;
 	int			 warned_down;
 	int			 persist_warned;	/* KV0760/KV0761 logged */
@@ -617,6 +623,10 @@ on_synced(void *arg, const struct kv_resp_value *v)
 	h->inflight--;
 	for (j = 0; j < b->n; j++)
 		h->acct[b->idx[j]].inflight = 0;
+	if (h->kicked && h->inflight == 0) {
+		h->kicked = 0;
+		h->next_sync_ms = 0;	/* the parked request's account was in flight */
+	}
 	if (v == NULL)
 		goto out;
 	if (v->type == KV_RESP_ERROR) {
@@ -764,14 +774,41 @@ kv_cluster_pollfds(struct kv_cluster_host *h, struct pollfd *pfd, int max, int *
 {
 	int64_t d = (h->next_need_ms < h->next_sync_ms ? h->next_need_ms : h->next_sync_ms) -
 	    kv_now_ms();
+	int n = 0;
 
 	if (d < 0)
 		d = 0;
 	if (*timeout_ms < 0 || d < *timeout_ms)
 		*timeout_ms = (int)d;
-	if (max < 1)
-		return 0;
-	return kv_redis_pollfd(h->redis, pfd, timeout_ms);
+	if (max >= 2 && h->kick_fd != -1) {
+		pfd[0].fd = h->kick_fd;
+		pfd[0].events = POLLIN;
+		pfd[0].revents = 0;
+		n = 1;
+	}
+	if (max - n < 1)
+		return n;
+	return n + kv_redis_pollfd(h->redis, pfd + n, timeout_ms);
+}
+
+/* A worker parked a request for want of lease (worker/leasewait.c): sync
+ * now, or as soon as the batch in flight is back, so the request waits
+ * one Redis round trip rather than the next NEED_MS look. */
+static void
+kicked(struct kv_cluster_host *h, int64_t now)
+{
+	uint64_t v;
+
+	if (read(h->kick_fd, &v, sizeof(v)) == -1 && errno != EAGAIN)
+		kv_log_warn("KV0762", "cluster: reading the workers' lease kick");
+	if (h->inflight > 0) {
+		h->kicked = 1;
+		return;
+	}
+	if (h->next_sync_ms > h->last_sync_ms + KICK_MS)
+		h->next_sync_ms = h->last_sync_ms + KICK_MS;
+	if (h->next_sync_ms < now)
+		h->next_sync_ms = now;
 }
 
 /* Every NEED_MS: note each account's reservations in flight (the lease
@@ -807,6 +844,12 @@ kv_cluster_run(struct kv_cluster_host *h, const struct pollfd *pfd, int n)
 {
 	int64_t now;
 
+	if (n > 0 && pfd[0].fd == h->kick_fd && h->kick_fd != -1) {
+		if (pfd[0].revents & POLLIN)
+			kicked(h, kv_now_ms());
+		pfd++;
+		n--;
+	}
 	kv_redis_run(h->redis, n > 0 ? pfd : NULL);
 	now = kv_now_ms();
 	persist_recheck(h, now);
@@ -818,6 +861,7 @@ kv_cluster_run(struct kv_cluster_host *h, const struct pollfd *pfd, int n)
 	if (now < h->next_sync_ms)
 		return;
 	h->next_sync_ms = now + SYNC_MS;
+	h->last_sync_ms = now;
 	sync_all(h, 0);
 	when_down(h, now);
 }
@@ -847,6 +891,11 @@ kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l)
 		free(h);
 		return NULL;
 	}
+	/* Workers inherit it: their kick wakes this loop (worker/leasewait.c). */
+	if ((h->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
+		kv_log_warn("KV0763", "cluster: eventfd: parked requests wait for the "
+		    "regular lease sync");
+	l->lease_kick_fd = h->kick_fd;
 	h->c = cf->cluster;
 	h->c.password = NULL;	/* the connection keeps its own copy */
 	h->period = cf->period;
@@ -904,6 +953,9 @@ kv_cluster_stop(struct kv_cluster_host *h)
 	sync_all(h, 1);
 	await_replies(h, until);
 	kv_redis_free(h->redis);
+	if (h->kick_fd != -1 && close(h->kick_fd) == -1)
+		kv_log_warn("KV0764", "cluster: closing the workers' lease kick");
+	h->l->lease_kick_fd = -1;
 	free(h->acct);
 	free(h);
 }

@@ -27,6 +27,7 @@
 enum conn_state {
 	CS_HEAD,	/* reading a request head */
 	CS_BODY_IN,	/* reading (and scanning) the whole body */
+	CS_LEASEWAIT,	/* parked until this host's cluster lease admits it (leasewait.h) */
 	CS_UPWAIT,	/* parked until the upstream admits a TLS handshake */
 	CS_CONNECT,	/* TCP connect in progress */
 	CS_HANDSHAKE,	/* TLS handshake */
@@ -108,6 +109,9 @@ struct kv_conn {
 	int			 resv;		/* reservation index, -1 none */
 	int64_t			 remaining;
 	int64_t			 out_bound;	/* output tokens the reservation holds */
+	int			 lease_parked;	/* on w->lease_parked (leasewait.c) */
+	int64_t			 lease_until_ms;	/* ... and refused with 503 from then */
+	struct kv_conn		*lease_next;
 	int			 counted_stream;
 
 	/* rate limits (limits.c) and what our own errors tell clients */
@@ -212,6 +216,8 @@ enum step request_handshake(struct kv_conn *c);
 enum step request_send(struct kv_conn *c);
 enum step request_send_body(struct kv_conn *c);
 enum step request_retry(struct kv_conn *c);
+/* CS_LEASEWAIT's step: the reservation again; parked on, admitted, or refused. */
+enum step request_lease_retry(struct kv_conn *c);
 /* Close the spool and free the scanner and injection of this request. */
 void	kv_request_release(struct kv_conn *c);
 
