@@ -34,6 +34,10 @@
  * shrunk at the next sync, a client that obeyed never got in (issue 22). */
 #define HOLD_MS		(1000 + 2 * SYNC_MS)
 #define OPEN_AFTER_MS	2000	/* Redis silent this long: on_redis_down applies */
+/* The heartbeat of this instance's hold on its host id (kv:hb:H), renewed
+ * at every sync: a host that dies without stopping holds it this long, so
+ * its restart waits at most this for it. */
+#define HB_MS		(4 * SYNC_MS)
 #define CAP_OPEN	(INT64_MAX / 4)
 
 extern const char kv_cluster_sync_lua[];
@@ -89,6 +93,12 @@ struct kv_cluster_host {
 	struct acct		*acct;
 	char			 sha[41];	/* of the loaded script; "" before */
 	char			 inc[32];	/* this ledger's incarnation */
+	char			 me[128];	/* this instance, as kv:hb:H holds it */
+	uint64_t		 prev_instance;	/* the ledger's last run before this one */
+	int			 clash;		/* another live instance holds host_id */
+	int64_t			 clash_since_ms;
+	int			 clash_warned;	/* KV0765 or KV0766 logged */
+	int			 held;		/* a sync succeeded: the host id was ours */
 	int64_t			 next_sync_ms;
 	int64_t			 next_need_ms;	/* next look for refusals */
 	int64_t			 last_ok_ms;
@@ -611,6 +621,68 @@ apply(struct kv_cluster_host *h, struct batch *b, size_t j, const int64_t f[FIEL
 		s->cap = f[0] - base;
 }
 
+/* Stop leasing: nothing new is admitted past what is in use. */
+static void
+close_all(struct kv_cluster_host *h)
+{
+	uint32_t i, max = h->l->hdr->max_keys;
+
+	for (i = 0; i < max; i++) {
+		struct kv_account *a = &h->l->accounts[i];
+		struct acct *s = &h->acct[i];
+
+		if (!kv_slot_ready(&a->state))
+			continue;
+		s->open = 0;
+		cap_lower(a, s, kv_account_spent(a) + atomic_load(&a->reserved_nusd));
+		rl_cap_lower(&a->rl_req_cap, &s->rl[0], atomic_load(&a->rl_req_used));
+		rl_cap_lower(&a->rl_tok_cap, &s->rl[1], atomic_load(&a->rl_tok_used) +
+		    atomic_load(&a->rl_tok_reserved));
+	}
+}
+
+/* Another instance holds this host id in Redis (HOLDER, as kv:hb:H has
+ * it): Redis did nothing for this call. Two live instances under one
+ * host_id would admit against one grant, so this one leases nothing
+ * until the holder's heartbeat lapses. This ledger's own last run (a
+ * restart after a crash) is waited for quietly, for at most two
+ * heartbeats; anything else is a clash, logged once naming both. */
+static void
+clashed(struct kv_cluster_host *h, const char *holder, size_t len)
+{
+	int64_t now = kv_now_ms();
+	char prev[24];
+	int own, first = !h->clash;
+
+	if (first) {
+		h->clash = 1;
+		h->clash_since_ms = now;
+		atomic_store(&h->l->hdr->cluster_up, 0);
+		close_all(h);
+	}
+	if (h->clash_warned)
+		return;
+	snprintf(prev, sizeof(prev), "%016" PRIx64 " ", h->prev_instance);
+	own = h->prev_instance != 0 && !h->held && len > strlen(prev) &&
+	    memcmp(holder, prev, strlen(prev)) == 0;
+	if (own && now - h->clash_since_ms < 2 * HB_MS) {
+		if (first)
+			kv_log_info("cluster: host_id %s is still held by this ledger's last "
+			    "run (%.*s); leasing once its heartbeat lapses", h->c.host_id,
+			    (int)len, holder);
+		return;
+	}
+	h->clash_warned = 1;
+	if (h->held)
+		kv_log_warnx("KV0766", "cluster: host_id %s was taken by another live "
+		    "instance (%.*s) from this one (%s): this one stops leasing; give "
+		    "each host its own host_id", h->c.host_id, (int)len, holder, h->me);
+	else
+		kv_log_warnx("KV0765", "cluster: host_id %s is held by another live "
+		    "instance (%.*s): this one (%s) does not lease while it is; give "
+		    "each host its own host_id", h->c.host_id, (int)len, holder, h->me);
+}
+
 static void
 on_synced(void *arg, const struct kv_resp_value *v)
 {
@@ -635,6 +707,10 @@ on_synced(void *arg, const struct kv_resp_value *v)
 			load_script(h);
 			goto out;
 		}
+		if (v->len >= 8 && memcmp(v->str, "KVCLASH ", 8) == 0) {
+			clashed(h, v->str + 8, v->len - 8);
+			goto out;
+		}
 		kv_log_warnx("KV0755", "redis: lease script failed: %.*s", (int)v->len, v->str);
 		goto out;
 	}
@@ -647,6 +723,13 @@ on_synced(void *arg, const struct kv_resp_value *v)
 	for (j = 0; j < b->n; j++)
 		if (reply_fields(&list->elem[j], f) == 0)
 			apply(h, b, j, f);
+	if (h->clash) {
+		kv_log_info("cluster: host_id %s is this instance's now (%s)", h->c.host_id,
+		    h->me);
+		h->next_sync_ms = 0;	/* the accounts, at once */
+	}
+	h->clash = h->clash_warned = 0;
+	h->held = 1;
 	h->last_ok_ms = kv_now_ms();
 	atomic_store(&h->l->hdr->cluster_up, 1);
 	atomic_store(&h->l->hdr->cluster_synced_ms, (int64_t)time(NULL) * 1000);
@@ -694,6 +777,7 @@ sync_all(struct kv_cluster_host *h, int final)
 	static struct callbuf kb, ab;
 	uint32_t i, max = h->l->hdr->max_keys;
 	struct batch *b = NULL;
+	int sent = 0;
 
 	if (!kv_redis_ready(h->redis) || h->sha[0] == '\0')
 		return;
@@ -708,13 +792,20 @@ sync_all(struct kv_cluster_host *h, int final)
 			arg_str(&ab, h->inc, strlen(h->inc));
 			arg_num(&ab, (int64_t)h->c.lease_ttl * 1000);
 			arg_num(&ab, h->c.lease_share);
+			arg_str(&ab, h->me, strlen(h->me));
+			arg_num(&ab, HB_MS);
+			arg_num(&ab, final);
 		}
-		if (add_account(h, b, &kb, &ab, i) == -1 || b->n < BATCH)
+		/* while another instance holds the host id, only ask for it */
+		if (h->clash || add_account(h, b, &kb, &ab, i) == -1 || b->n < BATCH)
 			continue;
 		send_batch(h, b, &kb, &ab);
+		sent = 1;
 		b = NULL;
 	}
-	if (b != NULL && b->n > 0)
+	/* A call with no account still renews (or, final, releases) the
+	 * hold on the host id. */
+	if (b != NULL && (b->n > 0 || !sent))
 		send_batch(h, b, &kb, &ab);
 	else
 		free(b);
@@ -734,7 +825,7 @@ when_down(struct kv_cluster_host *h, int64_t now)
 	if (!down)
 		return;
 	atomic_store(&h->l->hdr->cluster_up, 0);
-	if (!h->warned_down) {
+	if (!h->warned_down && !h->clash) {
 		kv_log_warnx("KV0758", "cluster: no lease sync with Redis for %d s: %s",
 		    OPEN_AFTER_MS / 1000, h->c.open_when_down ?
 		    "admitting against the last known budget (on_redis_down = open)" :
@@ -747,7 +838,7 @@ when_down(struct kv_cluster_host *h, int64_t now)
 
 		if (!kv_slot_ready(&a->state))
 			continue;
-		if (h->c.open_when_down) {
+		if (h->c.open_when_down && !h->clash) {
 			if (!s->open) {
 				s->open = 1;
 				atomic_store(&a->lease_cap_nusd, CAP_OPEN);
@@ -902,6 +993,10 @@ kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l)
 	h->l = l;
 	h->last_ok_ms = kv_now_ms();
 	snprintf(h->inc, sizeof(h->inc), "%" PRId64, (int64_t)atomic_load(&l->hdr->created));
+	snprintf(h->me, sizeof(h->me), "%016" PRIx64 " %.64s pid %d",
+	    (uint64_t)atomic_load(&l->hdr->instance), l->hdr->master_host,
+	    (int)atomic_load(&l->hdr->master_pid));
+	h->prev_instance = l->prev_instance;
 	KV_FOR_EACH_SLOT(l, i) {
 		struct kv_account *a = &l->accounts[i];
 		struct acct *s = &h->acct[i];

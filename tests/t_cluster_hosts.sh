@@ -43,8 +43,14 @@ echo "# a request reserves and costs $R nUSD"
 
 # host_start NAME HOST_ID LEDGER DEFAULT_BUDGET_NUSD: a daemon with its own
 # config $T/NAME.ini and log $T/kilovoltd-NAME.log; sets PORT_NAME, PID_NAME.
+# Again with the same NAME: the same config and ledger (a restart).
 host_start() {
-	local name=$1 id=$2 ledger=$3 budget=$4 port i
+	local name=$1 id=${2:-} ledger=${3:-} budget=${4:-} port i
+	if [ -f "$T/$name.ini" ]; then
+		port=$(eval echo "\$PORT_$name")
+		ledger=$(sed -n 's/^ledger = //p' "$T/$name.ini")
+		echo "---- restart" >>"$T/kilovoltd-$name.log"
+	else
 	port=$(kv_free_port)
 	KV_PORT=$port KV_STATUS_PORT=$(kv_free_port) kv_write_config <<EOF
 [server]
@@ -67,6 +73,7 @@ lease_ttl = 4
 EOF
 	mv "$T/kilovolt.ini" "$T/$name.ini"
 	eval "PORT_$name=$port"
+	fi
 	KILOVOLT_LEDGER=$ledger "$KV_DAEMON_BIN" -c "$T/$name.ini" \
 		</dev/null >>"$T/kilovoltd-$name.log" 2>&1 &
 	eval "PID_$name=$!"
@@ -176,5 +183,110 @@ check "cold burst: spend within the budget ($(spent_sum "$K2") <= $BUDGET)" \
 	test "$(spent_sum "$K2")" -le $BUDGET
 check "cold burst: what the budget fits is served, less a request per host ($n200 >= 8)" \
 	test "$n200" -ge 8
+
+# ---- one host_id, two live instances ------------------------------------------
+
+host_stop b
+hb() { rcli get kv:hb:a; }
+logged() { grep -c -- "$2" "$T/kilovoltd-$1.log"; }
+# a copied config: a second instance under host_id a, its own ledger
+host_start a2 a "$T/a2.ledger" $BUDGET
+check "a second live instance of host_id a is refused (KV0765)" \
+	kv_wait_for 10 grep -q KV0765 "$T/kilovoltd-a2.log"
+line=$(grep KV0765 "$T/kilovoltd-a2.log" | head -n 1)
+echo "# $line"
+check "KV0765 names the holder (pid $PID_a) and the refused instance (pid $PID_a2)" \
+	sh -c "echo '$line' | grep -q 'pid $PID_a).*pid $PID_a2)'"
+check "Redis's host id a stays with the first instance" sh -c "redis-cli -s '$RSOCK' get kv:hb:a | grep -q 'pid $PID_a\$'"
+K4=sk-kvtest-clash-$$
+before=$(kv_mock_stat requests)
+mkdir -p "$T/c4"
+pids=()
+for ((i = 0; i < 10; i++)); do
+	once "$T/c4/a.$i" "$PORT_a" "$K4" & pids+=($!)
+	once "$T/c4/a2.$i" "$PORT_a2" "$K4" & pids+=($!)
+done
+wait "${pids[@]}"
+na=$(cat "$T"/c4/a.*.code | grep -c '^200$')
+na2=$(cat "$T"/c4/a2.*.code | grep -c '^200$')
+echo "# one host_id, two instances, budget for 10, 10 + 10 concurrent: $na + $na2 served;" \
+	"the refused instance answered $(cat "$T"/c4/a2.*.code | sort | uniq -c | tr '\n' ' ')"
+check_eq "the refused instance admits nothing" "$na2" 0
+check "the refused instance answers 503 with retry-after" grep -q 'renewed' "$T/c4/a2.0.body"
+check "the first instance serves on ($na of 10)" test "$na" -ge 8
+check_eq "the mock saw only the first instance's requests" "$(($(kv_mock_stat requests) - before - 1))" "$na"
+check "the refused instance wrote nothing for the key in Redis" \
+	test "$(kfield a2 "$K4" '.cluster.lease_expires_ms // 0')" = 0
+check "spend within the budget" kv_wait_for 10 sh -c \
+	"[ \$(redis-cli -s '$RSOCK' hget '$(rkey "$K4")' S) -le $BUDGET ]"
+
+# The first instance stops: it hands host_id a over (its final sync
+# releases it), and the second leases at its next sync.
+host_stop a
+check "stopped, the first instance released host_id a; the second took it" \
+	kv_wait_for 10 grep -q "host_id a is this instance's now" "$T/kilovoltd-a2.log"
+check "Redis's host id a is the second instance's" sh -c "redis-cli -s '$RSOCK' get kv:hb:a | grep -q 'pid $PID_a2\$'"
+mkdir -p "$T/c5"
+once "$T/c5/a2" "$PORT_a2" "sk-kvtest-after-$$"
+check_eq "the second instance serves" "$(cat "$T/c5/a2.code")" 200
+
+# ---- a new incarnation, and a reset across incarnations ------------------------
+
+# The host dies (kill -9) and comes back as a new incarnation: a fresh
+# ledger (a container without its volume). It waits for the dead one's
+# heartbeat to lapse, then leases; a reset then clears what the old
+# incarnation spent, in Redis too.
+K5=sk-kvtest-incarnations-$$
+for i in 1 2 3 4; do once "$T/c5/old.$i" "$PORT_a2" "$K5"; done
+check_eq "old incarnation: 4 requests served" "$(cat "$T"/c5/old.*.code | grep -c '^200$')" 4
+sleep 1.5	# its spend reaches Redis
+check_eq "old incarnation: its spend is in Redis" "$(rcli hget "$(rkey "$K5")" S)" $((4 * R))
+kill -KILL "$PID_a2"
+wait "$PID_a2" 2>/dev/null
+host_start a3 a "$T/a3.ledger" $BUDGET
+check "the new incarnation leases once the dead one's heartbeat lapsed" \
+	kv_wait_for 10 grep -q "host_id a is this instance's now" "$T/kilovoltd-a3.log"
+once "$T/c5/new.0" "$PORT_a3" "$K5"
+check_eq "new incarnation: a first request is served" "$(cat "$T/c5/new.0.code")" 200
+check "new incarnation: the old one's spend stays counted in Redis (R)" \
+	test "$(rcli hget "$(rkey "$K5")" R)" -ge $((4 * R))
+check "kvctl reset on the new incarnation" hctl a3 reset "$(id_of "$K5")"
+zero() { [ "$(rcli hget "$(rkey "$K5")" S)" = 0 ]; }
+check "after the reset: Redis's settled spend is 0 (within a sync or two)" kv_wait_for 5 zero
+check_eq "after the reset: nothing of the old incarnation is committed (R)" \
+	"$(rcli hget "$(rkey "$K5")" R)" 0
+for ((i = 1; i <= 11; i++)); do once "$T/c5/after.$i" "$PORT_a3" "$K5"; done
+codes=$(cat "$T"/c5/after.{1..11}.code | tr '\n' ' ')
+echo "# after the reset, 11 requests one after another: $codes"
+check_eq "after the reset: the whole budget is there (10 served)" \
+	"$(cat "$T"/c5/after.*.code | grep -c '^200$')" 10
+check_eq "after the reset: the 11th is refused for the budget" "$(cat "$T/c5/after.11.code")" 402
+sleep 1.5
+check_eq "after the reset: Redis's settled spend equals the ledger's" \
+	"$(rcli hget "$(rkey "$K5")" S)" "$(kfield a3 "$K5" .spent_nusd)"
+
+# The same host restarts on its own ledger after a crash: it is its own
+# last run that holds host_id a, so it waits quietly, then takes over its
+# leases where they were.
+K6=sk-kvtest-restart-$$
+for i in 1 2; do once "$T/c5/k6.$i" "$PORT_a3" "$K6"; done
+kill -KILL "$PID_a3"
+wait "$PID_a3" 2>/dev/null
+n765=$(logged a3 KV0765)
+host_start a3
+check "restarted on its ledger: it waits for its own last run's heartbeat" \
+	kv_wait_for 10 grep -q "still held by this ledger's last run" "$T/kilovoltd-a3.log"
+ours() { [ "$(logged a3 "host_id a is this instance's now")" -ge 2 ]; }
+check "restarted on its ledger: then it leases" kv_wait_for 10 ours
+check_eq "restarted on its ledger: no clash logged" "$(logged a3 KV0765)" "$n765"
+for i in 3 4; do once "$T/c5/k6.$i" "$PORT_a3" "$K6"; done
+check_eq "restarted: its requests are served" "$(cat "$T"/c5/k6.*.code | grep -c '^200$')" 4
+sleep 1.5
+check_eq "restarted: Redis counts the spend of both runs once" \
+	"$(rcli hget "$(rkey "$K6")" S)" $((4 * R))
+check_eq "restarted: the ledger too" "$(kfield a3 "$K6" .spent_nusd)" $((4 * R))
+check_eq "restarted: no incarnation retired" "$(rcli hget "$(rkey "$K6")" R)" ""
+host_stop a3
+check_eq "stopped: host_id a is free in Redis" "$(hb)" ""
 
 kv_finish
