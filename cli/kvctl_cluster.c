@@ -22,6 +22,7 @@
 
 #include "common/config.h"
 #include "common/resp.h"
+#include "shm/lease.h"
 #include "shm/report.h"
 
 #define MAX_KEYS	100000
@@ -456,19 +457,19 @@ kvctl_cluster_reset(struct kv_ledger *l, struct kv_account **as, size_t n)
 
 	for (i = 0; i < n; i++) {
 		before += kv_account_spent(as[i]);
-		atomic_fetch_or(&as[i]->aflags, KV_AF_RESET);
+		kv_lease_reset_ask(as[i]);
 	}
 	/* The master clears the flag once Redis has done the reset (its next
 	 * sync, within half a second); a Redis reply can take 3 s. */
 	for (tries = 0; tries < 100 && pending > 0; tries++) {
 		(void)nanosleep(&ts, NULL);
 		for (i = pending = 0; i < n; i++)
-			if (atomic_load(&as[i]->aflags) & KV_AF_RESET)
+			if (kv_lease_reset_asked(as[i]))
 				pending++;
 	}
 	if (pending > 0) {
 		for (i = 0; i < n; i++)
-			atomic_fetch_and(&as[i]->aflags, ~KV_AF_RESET);
+			kv_lease_reset_done(as[i]);
 		fprintf(stderr, "kvctl: KV0850: reset not done: this host leases budgets from "
 		    "Redis ([cluster]), so a key's spend is reset on every host at once, by "
 		    "this host's master; it did not confirm within 5 s. Is kilovoltd running "

@@ -20,6 +20,7 @@
 
 #include "common/log.h"
 #include "master/redis.h"
+#include "shm/lease.h"
 #include "shm/ratelimit.h"
 #include "worker/worker.h"
 
@@ -208,11 +209,7 @@ acct_period(const struct kv_cluster_host *h, struct kv_account *a)
 static void
 cap_lower(struct kv_account *a, struct acct *s, int64_t v)
 {
-	int64_t cur = atomic_load(&a->lease_cap_nusd);
-
-	while (cur > v && !atomic_compare_exchange_weak(&a->lease_cap_nusd, &cur, v))
-		;
-	s->cap = cur > v ? v : cur;
+	s->cap = kv_lease_cap_lower(a, v);
 }
 
 /* A new period, or a local reset of spent, seen since the last sync. */
@@ -229,9 +226,9 @@ follow_local(struct kv_account *a, struct acct *s, int64_t period, int64_t spent
 		s->resets = -1;
 		s->period = period;
 		s->known_budget = -1;
-		atomic_store(&a->cluster_base_nusd, 0);
+		kv_lease_base_clear(a);
 	} else if (spent < s->last_spent) {
-		atomic_fetch_add(&a->cluster_base_nusd, s->last_spent - spent);
+		kv_lease_base_add(a, s->last_spent - spent);
 	}
 	s->last_spent = spent;
 }
@@ -343,15 +340,11 @@ rl_free(struct kv_cluster_host *h, struct kv_account *a, struct rlease *r, int64
 	return w;
 }
 
-/* Lower a rate cap word to at most V (never raise it here). */
+/* Lower a rate cap to at most V (never raise it here). */
 static void
-rl_cap_lower(_Atomic int64_t *word, struct rlease *r, int64_t v)
+rl_cap_lower(struct kv_account *a, enum kv_lease_rate which, struct rlease *r, int64_t v)
 {
-	int64_t cur = atomic_load(word);
-
-	while (cur > v && !atomic_compare_exchange_weak(word, &cur, v))
-		;
-	r->cap = cur > v ? v : cur;
+	r->cap = kv_lease_rate_cap_lower(a, which, v);
 }
 
 #define ARGS_PER	19
@@ -384,13 +377,13 @@ arg_num(struct callbuf *cb, int64_t v)
 /* One rate limit's figures for a sync: used, want, floor, need; the cap
  * is lowered first when part of the lease goes back (see admit()). */
 static void
-rl_args(struct kv_cluster_host *h, struct kv_account *a, struct rlease *r,
-    _Atomic int64_t *usedw, _Atomic int64_t *resw, _Atomic int64_t *capw, uint32_t lim,
+rl_args(struct kv_cluster_host *h, struct kv_account *a, enum kv_lease_rate which,
+    struct rlease *r, _Atomic int64_t *usedw, _Atomic int64_t *resw, uint32_t lim,
     int64_t need, int64_t least, struct callbuf *ab)
 {
 	int64_t used = atomic_load(usedw), res = resw ? atomic_load(resw) : 0, want;
 
-	r->cap = atomic_load(capw);
+	r->cap = kv_lease_rate_cap(a, which);
 	if (lim == 0) {
 		want = used;
 		need = 0;
@@ -399,7 +392,7 @@ rl_args(struct kv_cluster_host *h, struct kv_account *a, struct rlease *r,
 	if (want < r->granted && r->granted - (want - used) / 2 <= want && lim != 0)
 		want = r->granted;	/* hold up to half again the demand */
 	if (want < r->granted) {
-		rl_cap_lower(capw, r, want);
+		rl_cap_lower(a, which, r, want);
 		res = resw ? atomic_load(resw) : 0;
 		used = atomic_load(usedw);
 	}
@@ -430,7 +423,7 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 	base = atomic_load(&a->cluster_base_nusd);
 	reserved = atomic_load(&a->reserved_nusd);
 	u = base + s->last_spent;
-	need = atomic_exchange(&a->lease_need_nusd, 0);
+	need = kv_lease_need_take(a);
 	want = u + reserved + free_want(h, a, s, u, reserved, need);
 	/* Hold a lease up to half again the demand: returning and
 	 * re-leasing on every wobble of the rate would refuse requests. */
@@ -471,20 +464,20 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 	arg_num(ab, key_ttl(h->period));
 	rpm = atomic_load(&a->rpm);
 	tpm = atomic_load(&a->tpm);
-	rneed = atomic_exchange(&a->rl_need, 0);
+	rneed = kv_lease_rate_need_take(a);
 	arg_num(ab, rpm);
 	arg_num(ab, tpm);
-	rl_args(h, a, &s->rl[0], &a->rl_req_used, NULL, &a->rl_req_cap, rpm,
+	rl_args(h, a, KV_LEASE_REQUESTS, &s->rl[0], &a->rl_req_used, NULL, rpm,
 	    rneed > 0, 1, ab);
 	if (rneed - 1 > s->rl[1].big)
 		s->rl[1].big = rneed - 1;
-	rl_args(h, a, &s->rl[1], &a->rl_tok_used, &a->rl_tok_reserved, &a->rl_tok_cap, tpm,
+	rl_args(h, a, KV_LEASE_TOKENS, &s->rl[1], &a->rl_tok_used, &a->rl_tok_reserved, tpm,
 	    rneed > 1 ? rneed - 1 : 0, s->rl[1].big, ab);
 	/* A reset asked for here (kvctl reset, the admin API) is done in
 	 * Redis for every host; the flag is cleared once Redis has it. The
 	 * zero point is what resets here cleared: Redis counts this host's
 	 * spend above it, as the ledger does. */
-	b->reset[b->n] = (atomic_load(&a->aflags) & KV_AF_RESET) != 0;
+	b->reset[b->n] = kv_lease_reset_asked(a);
 	arg_num(ab, b->reset[b->n]);
 	arg_num(ab, base);
 	b->idx[b->n] = i;
@@ -532,7 +525,7 @@ overdraft(struct kv_cluster_host *h, struct kv_account *a, struct acct *s, int64
  * the other hosts hold as used, is ahead of Redis's clock), so headers and
  * retry-after tell what the whole cluster has left. */
 static void
-rl_apply(struct rlease *r, _Atomic int64_t *capw, _Atomic int64_t *tat, uint32_t lim,
+rl_apply(struct kv_account *a, enum kv_lease_rate which, struct rlease *r, uint32_t lim,
     int64_t grant, int64_t ahead_us)
 {
 	int64_t cur = r->cap;
@@ -540,9 +533,8 @@ rl_apply(struct rlease *r, _Atomic int64_t *capw, _Atomic int64_t *tat, uint32_t
 	if (lim == 0)
 		return;
 	r->granted = grant;
-	if (atomic_compare_exchange_strong(capw, &cur, grant))
+	if (kv_lease_rate_grant(a, which, &cur, grant, kv_rl_now_ns() + ahead_us * 1000))
 		r->cap = grant;
-	atomic_store(tat, kv_rl_now_ns() + ahead_us * 1000);
 }
 
 /* The key's spend was reset in Redis (here or on another host): clear
@@ -556,7 +548,7 @@ reset_local(struct kv_account *a, struct acct *s)
 
 	cap_lower(a, s, 0);
 	x = kv_account_spent_reset(a);
-	atomic_fetch_add(&a->cluster_base_nusd, x);
+	kv_lease_base_add(a, x);
 	s->last_spent = 0;
 	kv_key_id(a->hash, id);
 	kv_format_usd(x, usd, sizeof(usd));
@@ -570,16 +562,9 @@ reset_local(struct kv_account *a, struct acct *s)
 static void
 zero_follow(struct kv_account *a, struct acct *s, int64_t zero)
 {
-	int64_t base = atomic_load(&a->cluster_base_nusd), spent = kv_account_spent(a), x;
-
-	if (zero <= base || spent >= KV_SPENT_MAX)
+	if (kv_lease_zero_follow(a, zero) == 0)
 		return;
-	x = zero - base < spent ? zero - base : spent;
-	if (x <= 0)
-		return;
-	cap_lower(a, s, 0);
-	atomic_fetch_sub(&a->spent_nusd, x);	/* beside KV_SPENT_ROLLED */
-	atomic_fetch_add(&a->cluster_base_nusd, x);
+	cap_lower(a, s, 0);	/* closed already: records it */
 	s->last_spent = kv_account_spent(a);
 }
 
@@ -592,7 +577,7 @@ apply(struct kv_cluster_host *h, struct batch *b, size_t j, const int64_t f[FIEL
 	int64_t base, cur, exp;
 
 	if (b->reset[j])
-		atomic_fetch_and(&a->aflags, ~KV_AF_RESET);
+		kv_lease_reset_done(a);
 	if (s->period != b->period[j])
 		return;		/* the period rolled meanwhile: figures are stale */
 	if (s->resets >= 0 && f[9] > s->resets)
@@ -603,21 +588,19 @@ apply(struct kv_cluster_host *h, struct batch *b, size_t j, const int64_t f[FIEL
 	base = atomic_load(&a->cluster_base_nusd);
 	if (s->open)
 		overdraft(h, a, s, f[1]);
-	rl_apply(&s->rl[0], &a->rl_req_cap, &a->rpm_tat, atomic_load(&a->rpm), f[5], f[6]);
-	rl_apply(&s->rl[1], &a->rl_tok_cap, &a->tpm_tat, atomic_load(&a->tpm), f[7], f[8]);
+	rl_apply(a, KV_LEASE_REQUESTS, &s->rl[0], atomic_load(&a->rpm), f[5], f[6]);
+	rl_apply(a, KV_LEASE_TOKENS, &s->rl[1], atomic_load(&a->tpm), f[7], f[8]);
 	s->granted = f[0];
 	s->deadline_ms = b->sent_ms + (int64_t)h->c.lease_ttl * 1000 - SYNC_MS;
-	atomic_store(&a->cluster_other_nusd, f[3]);
-	atomic_store(&a->cluster_spent_nusd, f[4]);
-	atomic_store(&a->lease_expires_ms, (int64_t)time(NULL) * 1000 +
+	kv_lease_view_set(a, f[3], f[4], (int64_t)time(NULL) * 1000 +
 	    (int64_t)h->c.lease_ttl * 1000);
 	exp = b->budget[j];
-	if (atomic_compare_exchange_strong(&a->budget_nusd, &exp, f[2]))
+	if (kv_lease_budget_adopt(a, &exp, f[2]))
 		s->known_budget = f[2];
 	/* A reset or period roll since the send zeroed the cap: leave it to
 	 * the next sync, which sees the new base or period. */
 	cur = s->cap;
-	if (atomic_compare_exchange_strong(&a->lease_cap_nusd, &cur, f[0] - base))
+	if (kv_lease_cap_grant(a, &cur, f[0] - base))
 		s->cap = f[0] - base;
 }
 
@@ -635,8 +618,8 @@ close_all(struct kv_cluster_host *h)
 			continue;
 		s->open = 0;
 		cap_lower(a, s, kv_account_spent(a) + atomic_load(&a->reserved_nusd));
-		rl_cap_lower(&a->rl_req_cap, &s->rl[0], atomic_load(&a->rl_req_used));
-		rl_cap_lower(&a->rl_tok_cap, &s->rl[1], atomic_load(&a->rl_tok_used) +
+		rl_cap_lower(a, KV_LEASE_REQUESTS, &s->rl[0], atomic_load(&a->rl_req_used));
+		rl_cap_lower(a, KV_LEASE_TOKENS, &s->rl[1], atomic_load(&a->rl_tok_used) +
 		    atomic_load(&a->rl_tok_reserved));
 	}
 }
@@ -841,18 +824,16 @@ when_down(struct kv_cluster_host *h, int64_t now)
 		if (h->c.open_when_down && !h->clash) {
 			if (!s->open) {
 				s->open = 1;
-				atomic_store(&a->lease_cap_nusd, CAP_OPEN);
-				s->cap = CAP_OPEN;
 				/* rate limits: the local buckets alone */
-				atomic_store(&a->rl_req_cap, CAP_OPEN);
-				atomic_store(&a->rl_tok_cap, CAP_OPEN);
+				kv_lease_open(a, CAP_OPEN);
+				s->cap = CAP_OPEN;
 				s->rl[0].cap = s->rl[1].cap = CAP_OPEN;
 			}
 		} else if (now >= s->deadline_ms) {
 			cap_lower(a, s, kv_account_spent(a) +
 			    atomic_load(&a->reserved_nusd));
-			rl_cap_lower(&a->rl_req_cap, &s->rl[0], atomic_load(&a->rl_req_used));
-			rl_cap_lower(&a->rl_tok_cap, &s->rl[1], atomic_load(&a->rl_tok_used) +
+			rl_cap_lower(a, KV_LEASE_REQUESTS, &s->rl[0], atomic_load(&a->rl_req_used));
+			rl_cap_lower(a, KV_LEASE_TOKENS, &s->rl[1], atomic_load(&a->rl_tok_used) +
 			    atomic_load(&a->rl_tok_reserved));
 		}
 	}
@@ -1008,8 +989,8 @@ kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l)
 		/* What a previous run was granted is unknown until the first
 		 * sync: admit nothing new until then. */
 		cap_lower(a, s, s->last_spent + atomic_load(&a->reserved_nusd));
-		rl_cap_lower(&a->rl_req_cap, &s->rl[0], atomic_load(&a->rl_req_used));
-		rl_cap_lower(&a->rl_tok_cap, &s->rl[1], atomic_load(&a->rl_tok_used) +
+		rl_cap_lower(a, KV_LEASE_REQUESTS, &s->rl[0], atomic_load(&a->rl_req_used));
+		rl_cap_lower(a, KV_LEASE_TOKENS, &s->rl[1], atomic_load(&a->rl_tok_used) +
 		    atomic_load(&a->rl_tok_reserved));
 	}
 	atomic_store(&l->hdr->cluster_up, 0);
