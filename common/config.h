@@ -110,6 +110,8 @@ struct kv_cluster {
 	char	  redis_host[256];	/* redis://HOST:PORT; "" when redis_unix is set */
 	char	  redis_port[8];
 	char	  redis_unix[108];	/* unix:PATH */
+	int	  redis_tls;		/* rediss://: TLS, the certificate verified */
+	char	  ca_file[256];		/* trust anchors for rediss://; "": the system's */
 	char	 *password;		/* NULL: no AUTH */
 	char	  user[128];		/* ACL user for AUTH; "": default */
 	char	  host_id[64];		/* default: the host name */
