@@ -148,6 +148,45 @@ io_recv(struct rconn *c, char *p, size_t n)
 	return recv(c->fd, p, n, 0);
 }
 
+static const struct kv_resp_value *call(struct rconn *c, int argc, const char *const *argv);
+
+/* redis+sentinel://: ask each Sentinel in turn for the master's address
+ * and put it in CL. Returns 0, or -1 with a reason printed. */
+static int
+ask_sentinels(struct kv_cluster *cl)
+{
+	const char *q[] = { "SENTINEL", "get-master-addr-by-name", cl->sentinel_master };
+	const struct kv_resp_value *v;
+	struct rconn s;
+	struct kv_cluster one;
+	int i, ok;
+
+	for (i = 0; i < cl->nsentinels; i++) {
+		one = *cl;
+		one.redis_unix[0] = '\0';
+		strcpy(one.redis_host, cl->sentinel_host[i]);
+		strcpy(one.redis_port, cl->sentinel_port[i]);
+		memset(&s, 0, sizeof(s));
+		if ((s.fd = dial(&one)) == -1)
+			continue;
+		v = call(&s, 3, q);
+		ok = v != NULL && v->type == KV_RESP_ARRAY && !v->nil && v->n == 2 &&
+		    v->elem[0].len < sizeof(cl->redis_host) && v->elem[1].len < sizeof(cl->redis_port);
+		if (ok) {
+			memcpy(cl->redis_host, v->elem[0].str, v->elem[0].len);
+			cl->redis_host[v->elem[0].len] = '\0';
+			memcpy(cl->redis_port, v->elem[1].str, v->elem[1].len);
+			cl->redis_port[v->elem[1].len] = '\0';
+		}
+		close(s.fd);
+		free(s.buf);
+		if (ok)
+			return 0;
+	}
+	fprintf(stderr, "kvctl: no Sentinel named the master %s\n", cl->sentinel_master);
+	return -1;
+}
+
 /* Send one command and wait for its reply (valid until the next call). */
 static const struct kv_resp_value *
 call(struct rconn *c, int argc, const char *const *argv)
@@ -475,6 +514,8 @@ kvctl_cluster(const char *config, const struct kv_ledger *l, int json)
 		fprintf(stderr, "kvctl: %s has no [cluster] section\n", config);
 		goto out;
 	}
+	if (cf->cluster.nsentinels > 0 && ask_sentinels(&cf->cluster) == -1)
+		goto out;
 	if ((c.fd = dial(&cf->cluster)) == -1) {
 		fprintf(stderr, "kvctl: cannot reach Redis: %s\n", strerror(errno));
 		goto out;

@@ -1252,7 +1252,40 @@ set_key_tpm(struct cfg_parse *p, const char *v)
 
 /* ---- [cluster] ------------------------------------------------------------ */
 
-/* redis://HOST[:PORT], rediss://HOST[:PORT] (TLS) or unix:PATH */
+/* redis+sentinel://H:P[,H:P...]/NAME (port 26379 when omitted) */
+static int
+set_sentinels(struct cfg_parse *p, const char *v)
+{
+	struct kv_cluster *c = &p->cf->cluster;
+	const char *list = v + 17, *slash = strchr(list, '/'), *q;
+	char hp[300];
+	size_t n;
+
+	if (slash == NULL || slash[1] == '\0' || strlen(slash + 1) >= sizeof(c->sentinel_master) ||
+	    !valid_name(slash + 1, sizeof(c->sentinel_master), 0) || strchr(list, '@') != NULL)
+		return cfg_err(p, p->lineno, "redis: want redis+sentinel://HOST:PORT[,HOST:PORT...]"
+		    "/MASTER");
+	strcpy(c->sentinel_master, slash + 1);
+	for (q = list; q < slash; q += n + (q[n] == ',')) {
+		n = strcspn(q, ",/");
+		if (c->nsentinels == KV_SENTINELS_MAX || n == 0 || n >= sizeof(hp) - 7)
+			return cfg_err(p, p->lineno, "redis: at most %d sentinels, each "
+			    "HOST[:PORT]", KV_SENTINELS_MAX);
+		snprintf(hp, sizeof(hp), "%.*s%s", (int)n, q,
+		    memchr(q, ':', n) == NULL ? ":26379" : "");
+		if (parse_hostport(hp, c->sentinel_host[c->nsentinels],
+		    c->sentinel_port[c->nsentinels]) == -1 || hp[0] == ':')
+			return cfg_err(p, p->lineno, "redis: bad sentinel '%.*s'", (int)n, q);
+		c->nsentinels++;
+	}
+	/* a placeholder until a Sentinel names the master */
+	strcpy(c->redis_host, c->sentinel_host[0]);
+	strcpy(c->redis_port, c->sentinel_port[0]);
+	return 0;
+}
+
+/* redis://HOST[:PORT], rediss://HOST[:PORT] (TLS), redis+sentinel://... or
+ * unix:PATH */
 static int
 set_redis(struct cfg_parse *p, const char *v)
 {
@@ -1261,7 +1294,10 @@ set_redis(struct cfg_parse *p, const char *v)
 	char hp[300];
 
 	c->redis_host[0] = c->redis_unix[0] = '\0';
-	c->redis_tls = 0;
+	c->redis_tls = c->nsentinels = 0;
+	c->sentinel_master[0] = '\0';
+	if (strncmp(v, "redis+sentinel://", 17) == 0)
+		return set_sentinels(p, v);
 	if (strncmp(v, "unix:", 5) == 0) {
 		if (v[5] != '/' || strlen(v + 5) >= sizeof(c->redis_unix))
 			return cfg_err(p, p->lineno, "redis: unix: needs an absolute path "
@@ -1275,7 +1311,8 @@ set_redis(struct cfg_parse *p, const char *v)
 	    strlen(hostport) >= sizeof(hp) - 6 ||
 	    strchr(hostport, '/') != NULL || strchr(hostport, '@') != NULL)
 		return cfg_err(p, p->lineno, "redis: want redis://HOST:PORT, "
-		    "rediss://HOST:PORT or unix:PATH (the password goes in 'password')");
+		    "rediss://HOST:PORT, redis+sentinel://HOST:PORT/MASTER or unix:PATH "
+		    "(the password goes in 'password')");
 	snprintf(hp, sizeof(hp), "%s%s", hostport,
 	    (strrchr(hostport, ':') == NULL || strrchr(hostport, ']') > strrchr(hostport, ':')) ?
 	    ":6379" : "");

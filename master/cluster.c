@@ -996,9 +996,10 @@ kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l)
 	atomic_store(&l->hdr->cluster_up, 0);
 	atomic_store(&l->hdr->cluster, 1);
 	kv_log_info("cluster: host %s leasing budgets from %s%s (on_redis_down = %s)",
-	    h->c.host_id, h->c.redis_unix[0] ? "unix:" :
-	    h->c.redis_tls ? "rediss://" : "redis://",
-	    h->c.redis_unix[0] ? h->c.redis_unix : h->c.redis_host,
+	    h->c.host_id, h->c.redis_unix[0] ? "unix:" : h->c.nsentinels > 0 ?
+	    "the Sentinels of master " : h->c.redis_tls ? "rediss://" : "redis://",
+	    h->c.redis_unix[0] ? h->c.redis_unix : h->c.nsentinels > 0 ?
+	    h->c.sentinel_master : h->c.redis_host,
 	    h->c.open_when_down ? "open" : "closed");
 	return h;
 }

@@ -2,7 +2,11 @@
  * next attempt), CONNECTING (non-blocking connect in progress), TLS (the
  * rediss:// handshake, the server's certificate verified against ca_file or
  * the system's anchors, and its name or IP), AUTH (AUTH sent, its reply
- * awaited), READY. Any socket error, protocol error or a
+ * awaited), READY. With redis+sentinel:// each connection is preceded by one
+ * to a Sentinel (SENTINEL, its get-master-addr-by-name awaited), which names
+ * the master to connect to; any drop asks again (the next Sentinel when one
+ * failed), so a failover is followed, and a master that answers READONLY
+ * (demoted to a replica) is dropped too. Any socket error, protocol error or a
  * reply overdue by REPLY_TIMEOUT_MS drops the connection: every pending
  * callback gets NULL, which the lease code treats as "not known to have
  * happened" (its scripts are idempotent, so a resend is safe). */
@@ -35,7 +39,7 @@
 #define IN_MAX			(KV_RESP_MAX_BULK + 4096)
 #define PENDING_MAX		4096
 
-enum state { ST_IDLE, ST_CONNECTING, ST_TLS, ST_AUTH, ST_READY };
+enum state { ST_IDLE, ST_CONNECTING, ST_TLS, ST_SENTINEL, ST_AUTH, ST_READY };
 
 struct pending {
 	kv_redis_cb	 cb;
@@ -52,6 +56,8 @@ struct kv_redis {
 	SSL_CTX			*ctx;		/* rediss:// only */
 	SSL			*ssl;		/* ... while connected */
 	short			 tls_want;	/* POLLIN or POLLOUT: the handshake waits */
+	int			 ask_sentinel;	/* the next connection is to sentinel si */
+	int			 si;
 	int64_t			 next_try_ms;
 	int64_t			 deadline_ms;	/* connect deadline */
 	int			 backoff_ms;
@@ -92,6 +98,7 @@ kv_redis_new(const struct kv_cluster *c, kv_redis_ready_cb ready, void *arg)
 	r->ready = ready;
 	r->ready_arg = arg;
 	r->fd = -1;
+	r->ask_sentinel = c->nsentinels > 0;
 	r->backoff_ms = BACKOFF_MIN_MS;
 	return r;
 }
@@ -114,6 +121,11 @@ fail_pending(struct kv_redis *r)
 static void
 drop(struct kv_redis *r)
 {
+	if (r->c.nsentinels > 0) {
+		if (r->ask_sentinel)	/* that one failed: ask the next */
+			r->si = (r->si + 1) % r->c.nsentinels;
+		r->ask_sentinel = 1;
+	}
 	SSL_free(r->ssl);	/* no close_notify: the socket goes at once */
 	r->ssl = NULL;
 	if (r->fd != -1)
@@ -175,7 +187,13 @@ open_socket(struct kv_redis *r)
 {
 	struct addrinfo hints, *ai = NULL, *a;
 	struct sockaddr_un sun;
+	const char *host = r->c.redis_host, *port = r->c.redis_port;
 	int fd = -1, rc;
+
+	if (r->ask_sentinel) {
+		host = r->c.sentinel_host[r->si];
+		port = r->c.sentinel_port[r->si];
+	}
 
 	if (r->c.redis_unix[0] != '\0') {
 		memset(&sun, 0, sizeof(sun));
@@ -194,10 +212,10 @@ open_socket(struct kv_redis *r)
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_NUMERICSERV;
-	if ((rc = getaddrinfo(r->c.redis_host, r->c.redis_port, &hints, &ai)) != 0) {
+	if ((rc = getaddrinfo(host, port, &hints, &ai)) != 0) {
 		errno = EHOSTUNREACH;
 		if (!r->warned)
-			kv_log_warnx("KV0752", "redis: %s: %s", r->c.redis_host, gai_strerror(rc));
+			kv_log_warnx("KV0752", "redis: %s: %s", host, gai_strerror(rc));
 		r->warned = 1;
 		return -1;
 	}
@@ -247,6 +265,48 @@ queue(struct kv_redis *r, int argc, const char *const *argv, const size_t *lens,
 	return 0;
 }
 
+/* The Sentinel's answer: the master's address, or nil for a name it does
+ * not know. The Sentinel's connection is closed and the master's opened
+ * at once. */
+static void
+on_master(void *arg, const struct kv_resp_value *v)
+{
+	struct kv_redis *r = arg;
+
+	if (v == NULL || r->st != ST_SENTINEL)
+		return;
+	if (v->type != KV_RESP_ARRAY || v->nil || v->n != 2 ||
+	    v->elem[0].type != KV_RESP_BULK || v->elem[0].len >= sizeof(r->c.redis_host) ||
+	    v->elem[1].type != KV_RESP_BULK || v->elem[1].len >= sizeof(r->c.redis_port)) {
+		if (!r->warned)
+			kv_log_warnx("KV0769", "redis: Sentinel %s:%s names no master %s",
+			    r->c.sentinel_host[r->si], r->c.sentinel_port[r->si],
+			    r->c.sentinel_master);
+		r->warned = 1;
+		drop(r);
+		return;
+	}
+	if (v->elem[0].len != strlen(r->c.redis_host) ||
+	    memcmp(v->elem[0].str, r->c.redis_host, v->elem[0].len) != 0 ||
+	    v->elem[1].len != strlen(r->c.redis_port) ||
+	    memcmp(v->elem[1].str, r->c.redis_port, v->elem[1].len) != 0)
+		kv_log_info("redis: Sentinel %s:%s names %.*s:%.*s master %s",
+		    r->c.sentinel_host[r->si], r->c.sentinel_port[r->si],
+		    (int)v->elem[0].len, v->elem[0].str, (int)v->elem[1].len, v->elem[1].str,
+		    r->c.sentinel_master);
+	memcpy(r->c.redis_host, v->elem[0].str, v->elem[0].len);
+	r->c.redis_host[v->elem[0].len] = '\0';
+	memcpy(r->c.redis_port, v->elem[1].str, v->elem[1].len);
+	r->c.redis_port[v->elem[1].len] = '\0';
+	if (close(r->fd) == -1)
+		kv_log_warn("KV0770", "redis: closing the Sentinel's connection");
+	r->fd = -1;
+	r->olen = r->opos = r->ilen = 0;
+	r->st = ST_IDLE;
+	r->ask_sentinel = 0;
+	r->next_try_ms = 0;	/* the master, now */
+}
+
 static void
 connected(struct kv_redis *r)
 {
@@ -254,6 +314,15 @@ connected(struct kv_redis *r)
 	size_t lens[3] = { 4, strlen(r->c.user), 0 };
 	int argc = r->c.user[0] != '\0' ? 3 : 2;
 
+	if (r->ask_sentinel) {
+		const char *q[3] = { "SENTINEL", "get-master-addr-by-name", r->c.sentinel_master };
+		size_t ql[3] = { 8, 23, strlen(r->c.sentinel_master) };
+
+		r->st = ST_SENTINEL;
+		if (queue(r, 3, q, ql, on_master, r) == -1)
+			kv_redis_reset(r, "cannot queue SENTINEL");
+		return;
+	}
 	if (r->c.password == NULL) {
 		became_ready(r);
 		return;
@@ -291,11 +360,13 @@ became_ready(struct kv_redis *r)
 	r->st = ST_READY;
 	r->backoff_ms = BACKOFF_MIN_MS;
 	if (r->warned)
-		kv_log_info("redis: connected again to %s", r->c.redis_unix[0] ?
-		    r->c.redis_unix : r->c.redis_host);
+		kv_log_info("redis: connected again to %s%s%s", r->c.redis_unix[0] ?
+		    r->c.redis_unix : r->c.redis_host, r->c.redis_unix[0] ? "" : ":",
+		    r->c.redis_unix[0] ? "" : r->c.redis_port);
 	else
-		kv_log_info("redis: connected to %s", r->c.redis_unix[0] ?
-		    r->c.redis_unix : r->c.redis_host);
+		kv_log_info("redis: connected to %s%s%s", r->c.redis_unix[0] ?
+		    r->c.redis_unix : r->c.redis_host, r->c.redis_unix[0] ? "" : ":",
+		    r->c.redis_unix[0] ? "" : r->c.redis_port);
 	r->warned = 0;
 	if (r->ready != NULL)
 		r->ready(r->ready_arg);
@@ -507,6 +578,14 @@ dispatch(struct kv_redis *r)
 			off += used;
 			if (p.cb != NULL)
 				p.cb(p.arg, &r->reply.nodes[0]);
+			/* a failover demoted this master: ask the Sentinels again */
+			if (r->fd != -1 && r->c.nsentinels > 0 &&
+			    r->reply.nodes[0].type == KV_RESP_ERROR &&
+			    r->reply.nodes[0].len >= 8 &&
+			    memcmp(r->reply.nodes[0].str, "READONLY", 8) == 0) {
+				kv_redis_reset(r, "the master is a replica now");
+				return;
+			}
 		}
 	}
 	if (r->fd == -1)
