@@ -105,11 +105,20 @@ struct kv_keydef {
 
 /* [cluster]: several hosts share each key's budget through leases from
  * Redis (docs/cluster.md). Absent section: enabled == 0, no Redis. */
+#define KV_SENTINELS_MAX	4
 struct kv_cluster {
 	int	  enabled;
 	char	  redis_host[256];	/* redis://HOST:PORT; "" when redis_unix is set */
 	char	  redis_port[8];
 	char	  redis_unix[108];	/* unix:PATH */
+	int	  redis_tls;		/* rediss://: TLS, the certificate verified */
+	/* redis+sentinel://H:P[,H:P...]/NAME: the master named NAME is asked of
+	 * these Sentinels at each connection (redis_host/port are set then) */
+	int	  nsentinels;
+	char	  sentinel_host[KV_SENTINELS_MAX][256];
+	char	  sentinel_port[KV_SENTINELS_MAX][8];
+	char	  sentinel_master[64];
+	char	  ca_file[256];		/* trust anchors for rediss://; "": the system's */
 	char	 *password;		/* NULL: no AUTH */
 	char	  user[128];		/* ACL user for AUTH; "": default */
 	char	  host_id[64];		/* default: the host name */

@@ -366,6 +366,7 @@ kv_ledger_open(struct kv_ledger *l, const char *path, uint32_t max_keys,
 
 	memset(l, 0, sizeof(*l));
 	l->fd = -1;
+	l->lease_kick_fd = -1;
 	if (readonly && (flags & KV_LEDGER_CREATE)) {
 		snprintf(err, errlen, "ledger %s: cannot create read-only", path);
 		errno = EINVAL;

@@ -712,10 +712,34 @@ test_cluster(void)
 	CHECK_STR(cf.cluster.redis_port, "7000");
 	kv_config_free(&cf);
 	EXPECT_ERR(UP "[cluster]\nhost_id = a\n", ":4: [cluster]: redis is required");
-	EXPECT_ERR(UP "[cluster]\nredis = http://x\n", ":5: redis: want redis://HOST:PORT "
-	    "or unix:PATH (the password goes in 'password')");
+	EXPECT_ERR(UP "[cluster]\nredis = http://x\n", ":5: redis: want redis://HOST:PORT, "
+	    "rediss://HOST:PORT, redis+sentinel://HOST:PORT/MASTER or unix:PATH (the password goes in 'password')");
 	EXPECT_ERR(UP "[cluster]\nredis = redis://u:p@x:1\n", ":5: redis: want "
-	    "redis://HOST:PORT or unix:PATH (the password goes in 'password')");
+	    "redis://HOST:PORT, rediss://HOST:PORT, redis+sentinel://HOST:PORT/MASTER or unix:PATH (the password goes in 'password')");
+	EXPECT_ERR(UP "[cluster]\nredis = redisss://x\n", ":5: redis: want "
+	    "redis://HOST:PORT, rediss://HOST:PORT, redis+sentinel://HOST:PORT/MASTER or unix:PATH (the password goes in 'password')");
+	/* rediss://: TLS, the port defaults as for redis:// */
+	CHECK_INT(load_text(&cf, UP "[cluster]\nredis = rediss://r.example\nca_file = /dev/null\n"), 0);
+	CHECK_INT(cf.cluster.redis_tls, 1);
+	CHECK_STR(cf.cluster.redis_host, "r.example");
+	CHECK_STR(cf.cluster.redis_port, "6379");
+	CHECK_STR(cf.cluster.ca_file, "/dev/null");
+	kv_config_free(&cf);
+	CHECK_INT(load_text(&cf, UP "[cluster]\nredis = redis+sentinel://s1,s2:26000/kvm\n"), 0);
+	CHECK_INT(cf.cluster.nsentinels, 2);
+	CHECK_STR(cf.cluster.sentinel_host[0], "s1");
+	CHECK_STR(cf.cluster.sentinel_port[0], "26379");
+	CHECK_STR(cf.cluster.sentinel_host[1], "s2");
+	CHECK_STR(cf.cluster.sentinel_port[1], "26000");
+	CHECK_STR(cf.cluster.sentinel_master, "kvm");
+	kv_config_free(&cf);
+	EXPECT_ERR(UP "[cluster]\nredis = redis+sentinel://s1\n", ":5: redis: want "
+	    "redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER");
+	CHECK_INT(load_text(&cf, UP "[cluster]\nredis = redis://r.example:7\n"), 0);
+	CHECK_INT(cf.cluster.redis_tls, 0);
+	kv_config_free(&cf);
+	EXPECT_ERR(UP "[cluster]\nredis = rediss://x\nca_file = /nonexistent/ca.pem\n",
+	    ":6: ca_file: /nonexistent/ca.pem: No such file or directory");
 	EXPECT_ERR(UP "[cluster]\nredis = unix:rel\n", ":5: redis: unix: needs an absolute "
 	    "path of at most 107 bytes");
 	EXPECT_ERR(UP "[cluster]\nredis = redis://x:0\n", ":5: redis: bad host or port in "

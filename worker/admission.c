@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/money.h"
 #include "worker/endpoints.h"
+#include "worker/leasewait.h"
 #include "worker/request_head.h"
 #include "worker/request_send.h"
 #include "worker/upstream_set.h"
@@ -182,13 +183,10 @@ reserve(struct kv_conn *c)
 		return conn_fail(c, 402, msg);
 	}
 	if (c->resv == -3) {
-		/* The key has budget, but not in this host's lease yet: the
-		 * master leases more within a second (docs/cluster.md). */
-		atomic_fetch_add(&l->hdr->counters.cluster_lease_refusals_total, 1);
+		/* The key has budget, but not in this host's lease yet: wait
+		 * while the master asks Redis (docs/cluster.md). */
 		c->resv = -1;
-		c->retry_after = 1;
-		return conn_fail(c, 503, "this host's share of the key's budget is being "
-		    "renewed; retry in a second");
+		return conn_lease_park(c);
 	}
 	if (c->resv == -4) {
 		/* Retired by the master (never charged, idle) a moment ago. */
@@ -247,6 +245,8 @@ admit_endpoint(struct kv_conn *c, const struct kv_upstream *up)
 	return STEP_CONT;
 }
 
+static enum step admitted(struct kv_conn *c);
+
 enum step
 request_admit(struct kv_conn *c)
 {
@@ -287,6 +287,30 @@ request_admit(struct kv_conn *c)
 	 * (401, 402, 503) is told apart by the state it leaves. */
 	if ((st = reserve(c)) != STEP_CONT || c->state == CS_ERRWRITE)
 		return st;
+	return admitted(c);
+}
+
+enum step
+request_lease_retry(struct kv_conn *c)
+{
+	enum step st = reserve(c);
+
+	if (st == STEP_WAIT && c->state == CS_LEASEWAIT)
+		return st;
+	conn_lease_unpark(c);
+	if (st != STEP_CONT || c->state == CS_ERRWRITE)
+		return st;
+	return admitted(c);
+}
+
+/* Reserved: the upstream request is built and sent. */
+static enum step
+admitted(struct kv_conn *c)
+{
+	const struct kv_upstream *up = c->rt->cf;
+	const char *msg;
+	int s;
+
 	conn_upset_pick(c, up);
 	if (c->force_usage && (s = request_build_inject(c, &msg)) != 0)
 		return conn_fail(c, s, msg);

@@ -13,4 +13,8 @@
  * its STEP_CONT is told apart by c->state == CS_ERRWRITE. */
 enum step request_admit(struct kv_conn *c);
 
+/* CS_LEASEWAIT's step: the reservation again; parked on, admitted, or
+ * refused. */
+enum step request_lease_retry(struct kv_conn *c);
+
 #endif

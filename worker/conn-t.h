@@ -27,6 +27,7 @@
 enum conn_state {
 	CS_HEAD,	/* reading a request head */
 	CS_BODY_IN,	/* reading (and scanning) the whole body */
+	CS_LEASEWAIT,	/* parked until this host's cluster lease admits it (leasewait.h) */
 	CS_UPWAIT,	/* parked until the upstream admits a TLS handshake */
 	CS_CONNECT,	/* TCP connect in progress */
 	CS_HANDSHAKE,	/* TLS handshake */
@@ -112,6 +113,9 @@ struct kv_conn {
 	int			 resv;		/* reservation index, -1 none */
 	int64_t			 remaining;
 	int64_t			 out_bound;	/* output tokens the reservation holds */
+	int			 lease_parked;	/* on w->lease_parked (leasewait.c) */
+	int64_t			 lease_until_ms;	/* ... and refused with 503 from then */
+	struct kv_conn		*lease_next;
 	int			 counted_stream;
 
 	/* rate limits (limits.c) and what our own errors tell clients */

@@ -17,9 +17,11 @@
 
 #include "common/log.h"
 #include "worker/errors.h"
+#include "worker/leasewait.h"
 #include "worker/upstream_set.h"
 #include "worker/relay.h"
 #include "worker/relay_head.h"
+#include "worker/admission.h"
 #include "worker/request_body.h"
 #include "worker/request_head.h"
 #include "worker/request_send.h"
@@ -384,6 +386,7 @@ conn_close(struct kv_conn *c)
 	struct kv_conn **pp;
 
 	kv_upstream_ungate(&c->upwait);
+	conn_lease_unpark(c);
 	if (c->resv >= 0 || c->counted_stream)
 		settle_request(c);	/* settles and logs what was relayed */
 	upstream_detach(c, 0);
@@ -585,6 +588,7 @@ conn_step(struct kv_conn *c)
 	switch (c->state) {
 	case CS_HEAD:		return request_head(c);
 	case CS_BODY_IN:	return request_body_in(c);
+	case CS_LEASEWAIT:	return request_lease_retry(c);
 	case CS_UPWAIT:		return request_connect(c);
 	case CS_CONNECT:	return request_connect_done(c);
 	case CS_HANDSHAKE:	return request_handshake(c);
@@ -665,6 +669,8 @@ kv_conn_tick(struct kv_conn *c, int64_t now_ms)
 	if (now_ms < c->deadline_ms)
 		return;
 	switch (c->state) {
+	case CS_LEASEWAIT:
+		return;		/* its own bound (kv_lease_poll) */
 	case CS_UPWAIT:
 		if (!c->ticket_waited) {
 			/* The first handshake's ticket is late: handshake on our

@@ -27,6 +27,7 @@
 #include "worker/conn.h"
 #include "worker/conn-t.h"
 #include "worker/errors.h"
+#include "worker/leasewait.h"
 
 #define MAX_EVENTS	128
 #define ACCEPTS_PER_TURN 64
@@ -259,9 +260,9 @@ wait_ms(const struct kv_worker *w)
 		return 0;
 	if (w->accept_paused && !w->draining) {
 		d = w->accept_resume_ms - w->now_ms;
-		return d < 0 ? 0 : d > 1000 ? 1000 : (int)d;
+		return kv_lease_wait_ms(w, d < 0 ? 0 : d > 1000 ? 1000 : (int)d);
 	}
-	return 1000;
+	return kv_lease_wait_ms(w, 1000);
 }
 
 static void
@@ -290,6 +291,7 @@ worker_loop(struct kv_worker *w, pid_t master)
 		accept_resume(w);
 		for (i = 0; i < n; i++)
 			dispatch(w, &evs[i]);
+		kv_lease_poll(w);
 		run_ready(w);
 		if (w->now_ms - last_tick >= 1000) {
 			last_tick = w->now_ms;
