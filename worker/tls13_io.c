@@ -15,6 +15,7 @@
 #include <openssl/crypto.h>
 
 #include "common/log.h"
+#include "shm/ledger-t.h"
 #include "worker/stream.h"
 #include "worker/tls13.h"
 #include "worker/tls_handoff.h"
@@ -32,6 +33,20 @@ struct kv_tls13_io {
 
 static uint8_t rec[KV_TLS13_HDR + KV_TLS13_MAX_CIPHER + 64];
 static EVP_CIPHER_CTX *cctx;
+static struct kv_counters *counters;
+
+void
+kv_tls13_io_counters(struct kv_counters *c)
+{
+	counters = c;
+}
+
+void
+kv_tls13_io_count_handshake(void)
+{
+	if (counters != NULL)
+		atomic_fetch_add(&counters->upstream_tls_handshakes_total, 1);
+}
 
 void
 kv_tls13_io_free(struct kv_tls13_io *t)
@@ -65,6 +80,8 @@ kv_tls13_io_adopt(struct kv_stream *s)
 	SSL_free(s->ssl);
 	s->ssl = NULL;
 	s->t13 = t;
+	if (counters != NULL)
+		atomic_fetch_add(&counters->upstream_tls_handoffs_total, 1);
 }
 
 /* Keeps n bytes of p (the rest of a record, or plaintext) in h. */
