@@ -130,10 +130,10 @@ struct kv_tls13_part {
 
 /* Reads one whole record from socket fd into buf (KV_TLS13_HDR +
  * KV_TLS13_MAX_CIPHER bytes, one per worker). When the kernel holds all of
- * it (the header is peeked, FIONREAD must cover the record) it goes
- * straight into buf, so an idle stream costs no userspace bytes. When it
- * holds only part, that part moves into pt (malloc'd to the record's size)
- * and later calls add to it: a reader must drain the socket, or TCP's
+ * it (the header is peeked, then the record read) it goes straight into
+ * buf, so an idle stream costs no userspace bytes. When it holds only
+ * part, that part moves into pt (malloc'd to the record's size) and later
+ * calls add to it: a reader must drain the socket, or TCP's
  * window may stay shut with the record half in. Returns the record's
  * length (the record is in buf, pt empty again); 0 when it is not all
  * there yet (wait for readability); -2 for end of stream at a record

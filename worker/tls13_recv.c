@@ -1,7 +1,8 @@
 /* Reading one TLS record from a socket (tls13.h). The fast path takes a
- * record straight from the kernel into the worker's buffer once all of it
- * is there. A record that is not all there is taken in part and kept per
- * connection until it is whole: TCP does not promise that the kernel will
+ * record straight from the kernel into the worker's buffer: a peek at the
+ * header, one recv of the record (two syscalls, as OpenSSL's own reads).
+ * What arrived of a record that is not all there is kept per connection
+ * until the record is whole: TCP does not promise that the kernel will
  * ever hold a whole record for a reader that does not read. Over loopback
  * (64 KB segments, receive-side silly-window avoidance) the window closed
  * with 9 KB of a record queued and the rest never came: a reader waiting
@@ -11,7 +12,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <openssl/crypto.h>
@@ -79,15 +79,16 @@ part_more(int fd, uint8_t *buf, struct kv_tls13_part *pt)
 	}
 }
 
-/* Starts keeping a record in part: what the kernel holds of it, q bytes
- * (header included when known). */
+/* Starts keeping a record of want bytes (or a header) in part: the have
+ * bytes of it already read into buf, then what else the kernel holds. */
 static long
-part_start(int fd, uint8_t *buf, struct kv_tls13_part *pt, size_t want)
+part_start(int fd, uint8_t *buf, struct kv_tls13_part *pt, size_t have, size_t want)
 {
 	if ((pt->p = malloc(want)) == NULL)
 		return -1;
+	memcpy(pt->p, buf, have);
 	pt->want = (uint16_t)want;
-	pt->have = 0;
+	pt->have = (uint16_t)have;
 	return part_more(fd, buf, pt);
 }
 
@@ -100,16 +101,15 @@ kv_tls13_recv(int fd, uint8_t *buf, struct kv_tls13_part *pt)
 	if (n <= 0)
 		return n;
 	if (n < KV_TLS13_HDR)
-		return part_start(fd, buf, pt, KV_TLS13_HDR);
+		return part_start(fd, buf, pt, 0, KV_TLS13_HDR);
 	long body = kv_tls13_header(buf);
 	if (body < 0)
 		return -1;
-	int q = 0;
-	if (ioctl(fd, FIONREAD, &q) < 0)
-		return -1;
 	size_t want = KV_TLS13_HDR + (size_t)body;
-	if ((size_t)q < want)
-		return part_start(fd, buf, pt, want);
 	n = take(fd, buf, want, 0);
-	return n == (long)want ? n : -1;
+	if (n < 0)
+		return -1;       /* an error; end of stream right after a peek is one too */
+	if ((size_t)n == want)
+		return n;
+	return part_start(fd, buf, pt, (size_t)n, want);
 }
