@@ -39,7 +39,9 @@
 # scenario 1 only; its line gives Redis commands per request), kvlimits
 # (kilovolt with [budget] rpm and tpm set too high ever to refuse,
 # scenarios 1 and 2 only; its line compares it with kilovolt round by
-# round, issue 13). Memory is the PSS of the proxy's whole process tree
+# round, issue 13), kvossl (kilovolt with tls_record_layer = openssl, TLS
+# scenarios 5 and 7 only: OpenSSL's record layer against kilovolt's own,
+# issue 21). Memory is the PSS of the proxy's whole process tree
 # (bench/pss), CPU the tree's user+system seconds during the load.
 #
 # Writes the tables to $top_builddir/bench/RESULTS.md and, when the source
@@ -47,7 +49,7 @@
 #
 # Environment: top_srcdir, top_builddir (as make check exports them),
 # BENCH_SCENARIOS (default "1 7 2 3 4 5 6 8"), BENCH_TARGETS (default "direct
-# kilovolt kvlimits kvcluster haproxy nginx kvkill"), BENCH_SMALL_SECS (8), BENCH_ROUNDS (3: each
+# kilovolt kvossl kvlimits kvcluster haproxy nginx kvkill"), BENCH_SMALL_SECS (8), BENCH_ROUNDS (3: each
 # scenario runs that many times, targets interleaved, and each target's row
 # is its round with the median key number: req/s for scenario 1, TTFB p99
 # for 3, MB/s for 2 and 4), BENCH_NO_INSTALL=1 skips
@@ -62,7 +64,7 @@ set -u
 : "${top_builddir:=.}"
 top_builddir=$(cd "$top_builddir" && pwd)
 SCENARIOS=${BENCH_SCENARIOS:-1 7 2 3 4 5 6 8}
-TARGETS=${BENCH_TARGETS:-direct kilovolt kvlimits kvcluster haproxy nginx kvkill}
+TARGETS=${BENCH_TARGETS:-direct kilovolt kvossl kvlimits kvcluster haproxy nginx kvkill}
 SMALL_SECS=${BENCH_SMALL_SECS:-8}
 ROUNDS=${BENCH_ROUNDS:-3}
 
@@ -298,6 +300,13 @@ write_kvlimits() {
 	sed -i 's/^reserve_output_tokens = 1024$/&\nrpm = 4000000000\ntpm = 4000000000/' "$W/kilovolt.ini"
 }
 
+# kilovolt with its TLS legs on OpenSSL's record layer after the handshake,
+# as before issue 21: what the own record layer saves.
+write_kvossl() {
+	write_kilovolt
+	sed -i 's|^paths = /v1/chat/completions /v1/completions .*|tls_record_layer = openssl\n&|' "$W/kilovolt.ini"
+}
+
 # Scenario 8's second row: the same kilovolt; run_one kills a target.
 write_kvkill() { write_kilovolt; }
 
@@ -374,7 +383,7 @@ have_target() {
 	case $1 in
 	direct) return 0 ;;
 	kilovolt) [ -x "$KVD" ] ;;
-	kvlimits|kvkill) [ -x "$KVD" ] ;;
+	kvlimits|kvkill|kvossl) [ -x "$KVD" ] ;;
 	kvcluster) [ -x "$KVD" ] && command -v redis-server >/dev/null && command -v redis-cli >/dev/null ;;
 	*) command -v "$1" >/dev/null ;;
 	esac
@@ -737,6 +746,7 @@ skip_target() {
 	case $1 in 4|5|7) [ "$2" = direct ] && return 0 ;; esac
 	[ "$2" = kvcluster ] && [ "$1" != 1 ] && return 0
 	[ "$2" = kvlimits ] && [ "$1" != 1 ] && [ "$1" != 2 ] && return 0
+	[ "$2" = kvossl ] && [ "$1" != 5 ] && [ "$1" != 7 ] && return 0
 	# Scenario 8 is kilovolt against itself with a target killed.
 	[ "$2" = kvkill ] && [ "$1" != 8 ] && return 0
 	[ "$1" = 8 ] && [ "$2" != kilovolt ] && [ "$2" != kvkill ] && return 0

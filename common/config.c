@@ -993,6 +993,15 @@ set_shared_stored_objects(struct cfg_parse *p, const char *v)
 	return 0;
 }
 
+static int
+set_tls_record_layer(struct cfg_parse *p, const char *v)
+{
+	if (strcmp(v, "own") != 0 && strcmp(v, "openssl") != 0)
+		return cfg_err(p, p->lineno, "tls_record_layer: want own or openssl, not '%s'", v);
+	cur_upstream(p)->tls_openssl_records = v[0] == 'o' && v[1] == 'p';
+	return 0;
+}
+
 /* Checked here so that `kilovoltd -t` catches a typo before a reload. */
 static int
 set_ca_file(struct cfg_parse *p, const char *v)
@@ -1508,6 +1517,7 @@ static const struct cfg_key upstream_keys[] = {
 	{ "models",	set_models,	CFG_LIST },
 	{ "api_key",	set_api_key,	CFG_SECRET },
 	{ "ca_file",	set_ca_file,	0 },
+	{ "tls_record_layer", set_tls_record_layer, 0 },
 	{ "free_paths",	set_free_paths,	CFG_LIST },
 	{ "fallback",	set_fallback,	0 },
 	{ "model_map",	set_model_map,	CFG_LIST },
@@ -2061,6 +2071,7 @@ add_target(struct cfg_parse *p, size_t i, const char *url)
 	url_host_header(t);
 	t->target_of = i + 1;
 	t->shared_stored_objects = u->shared_stored_objects;
+	t->tls_openssl_records = u->tls_openssl_records;
 	if ((u->api_key != NULL && (t->api_key = strdup(u->api_key)) == NULL) ||
 	    (u->ca_file != NULL && (t->ca_file = strdup(u->ca_file)) == NULL))
 		return cfg_err(p, 0, "out of memory");

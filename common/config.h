@@ -26,6 +26,9 @@ struct kv_upstream {
 	size_t	  nmodels;
 	char	 *api_key;	/* NULL: pass the client's credential through */
 	char	 *ca_file;	/* NULL: the system trust store */
+	/* tls_record_layer = openssl: TLS 1.3 legs stay on OpenSSL's record
+	 * layer after the handshake (default own: worker/tls13_io.c) */
+	int	  tls_openssl_records;
 	/* endpoint policy (worker/endpoints.c) */
 	char	**free_paths;	/* path prefixes relayed unmetered ($0) */
 	size_t	  nfree_paths;

@@ -288,6 +288,8 @@ test_errors(void)
 	EXPECT_ERR("[server\n", ":1: bad section header (want [NAME])");
 	EXPECT_ERR(UP "[upstream b]\nurl = http://h\nca_file = /nonexistent/ca.pem\n",
 	    ":6: ca_file: /nonexistent/ca.pem: No such file or directory");
+	EXPECT_ERR(UP "[upstream b]\nurl = https://h\ntls_record_layer = kernel\n",
+	    ":6: tls_record_layer: want own or openssl, not 'kernel'");
 	EXPECT_ERR("[key abcdefghijabcdefghijabcdefghijabcdefghijabcdefgh]\n",
 	    ":1: bad key name 'abcdefghijabcdefghijabcdefghijabcdefghijabcdefgh' "
 	    "(at most 47 characters)");
@@ -762,6 +764,7 @@ test_targets(void)
 
 	CHECK_INT(load_text(&cf, "[upstream pool]\nurl = http://a:1 https://b/base http://c:3\n"
 	    "paths = /v1\neject_after = 3\neject_time = 7\nfallback = spare\n"
+	    "tls_record_layer = openssl\n"
 	    "[upstream spare]\nurl = https://spare\napi_key = sk-spare\n"
 	    "model_map = gpt-4o=dep1 x=y\n"), 0);
 	if (unit_fail)
@@ -782,6 +785,8 @@ test_targets(void)
 	CHECK_INT(t->tls, 1);
 	CHECK_INT(t->npaths, 0);
 	CHECK_INT(t->target_of, 1);
+	CHECK_INT(t->tls_openssl_records, 1);	/* each target keeps its upstream's */
+	CHECK_INT(cf.upstreams[1].tls_openssl_records, 0);	/* own by default */
 	CHECK_STR(cf.upstreams[3].port, "3");
 	CHECK_INT(cf.upstreams[1].nmodel_map, 2);
 	CHECK(kv_config_route(&cf, "/v1/x", NULL) == u);

@@ -276,10 +276,10 @@ tls_ctx_init(struct kv_upstream_rt *rts, struct kv_upstream_rt *rt, char *err, s
 	}
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
 	SSL_CTX_sess_set_new_cb(ctx, session_new_cb);
-	/* TLS 1.3 legs leave OpenSSL after the handshake (worker/tls13_io.c).
-	 * Off until the stall in t_tls.sh's slow reader is understood
-	 * (docs/tls-memory.md, "Own record layer"): KV_TLS13_HANDOFF=1. */
-	if (getenv("KV_TLS13_HANDOFF") != NULL && kv_tls_handoff_ctx(ctx) < 0) {
+	/* TLS 1.3 legs leave OpenSSL after the handshake (worker/tls13_io.c,
+	 * docs/tls-memory.md "Own record layer") unless tls_record_layer =
+	 * openssl: the callbacks record the secrets the hand-off needs. */
+	if (!up->tls_openssl_records && kv_tls_handoff_ctx(ctx) < 0) {
 		SSL_CTX_free(ctx);
 		snprintf(err, errlen, "upstream %s: TLS hand-off set-up failed", up->name);
 		return -1;

@@ -28,6 +28,7 @@
 #include "worker/conn-t.h"
 #include "worker/errors.h"
 #include "worker/leasewait.h"
+#include "worker/tls13_io.h"
 
 #define MAX_EVENTS	128
 #define ACCEPTS_PER_TURN 64
@@ -321,6 +322,7 @@ kv_worker_main(const struct kv_config *cf, struct kv_ledger *l, int slot,
 	w.slot_index = slot;
 	w.slot = &l->workers[slot];
 	l->self = w.slot;	/* this process's ledger operations announce themselves */
+	kv_tls13_io_counters(&l->hdr->counters);
 	atomic_store(&w.slot->pid_start, kv_pid_start((int)getpid()));
 	w.generation = generation;
 	w.lfd = lfd;
