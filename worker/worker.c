@@ -300,6 +300,7 @@ worker_loop(struct kv_worker *w, pid_t master)
 		}
 		if (w->draining && (w->nconns == 0 || w->now_ms >= w->drain_deadline_ms))
 			return;
+		kv_reqlog_flush();
 		kv_log_flush();
 		n = epoll_wait(w->epfd, evs, MAX_EVENTS, wait_ms(w));
 		if (n == -1 && errno != EINTR) {
@@ -366,6 +367,7 @@ kv_worker_main(const struct kv_config *cf, struct kv_ledger *l, int slot,
 	atomic_store(&w.slot->state, KV_WORKER_RUNNING);
 	worker_loop(&w, master);
 	kv_conn_close_all(&w);
+	kv_reqlog_flush();
 	kv_log_flush();
 	kv_upstreams_free(w.ups, cf->nupstreams);
 	kv_upconn_reap();
