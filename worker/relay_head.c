@@ -172,8 +172,17 @@ relay_head(struct kv_conn *c)
 	ssize_t n;
 	int r;
 
-	if (!c->req_sent)
+	if (!c->req_sent) {
 		settle_mark_sent(c);
+		if (!kv_stream_tls(&c->uc->s)) {
+			/* The answer is an event: a read now finds nothing (a
+			 * model takes longer than a syscall): one recv(2) a request. */
+			conn_quiet_client(c);
+			conn_watch_upstream(c, EPOLLIN);
+			conn_set_deadline(c, 1);
+			return STEP_WAIT;
+		}
+	}
 	if (c->ubuf == NULL) {
 		if ((c->ubuf = malloc(KV_UBUF_SIZE)) == NULL)
 			return conn_fail(c, 503, "out of memory");
