@@ -98,6 +98,11 @@ check_eq "the same account, the same spend after rotate" "$(field "$ID1" spent_n
 check_eq "the new secret is served" "$(chat "$K2" 5)" 200
 check_eq "... charged to the same account" "$(field "$ID1" spent_nusd)" \
 	"$((spent1 + $(cost_of "$T/body")))"
+check "kvctl keys marks it issued" grep -q "^$ID1  *dev1 \[issued\] " <(kv_ctl keys)
+check_eq "keys --json: \"issued\": true" "$(field "$ID1" issued)" true
+check "kvctl show says where the key came from" grep -qx "source: issued (kvctl keys create)" \
+	<(kv_ctl show dev1)
+check "... and for a [key] of the config" grep -qx "source: config" <(kv_ctl show alice)
 check_eq "kvctl keys still lists one dev1" \
 	"$(kv_ctl keys --json | jq '[.keys[] | select(.label == "dev1")] | length')" 1
 
@@ -134,6 +139,7 @@ n=$(mock_posts)
 check_eq "a revoked key gets 401 at once" "$(chat "$K3" 5)" 401
 check "... saying it was revoked" jq -e '.error.message | test("revoked")' "$T/body"
 check_eq "... and the mock received nothing" "$(mock_posts)" "$n"
+check_eq "keys --json: \"revoked\": true" "$(field "$(id_of "$K3")" revoked)" true
 kv_ctl keys revoke alice >/dev/null 2>&1
 check_eq "revoking a [key] of the config is refused (exit 2)" "$?" 2
 kv_ctl keys revoke nosuchkey >/dev/null 2>&1
