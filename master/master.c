@@ -522,8 +522,8 @@ maybe_handover(struct master *m)
 	if (m->prev_lfd != -1 && close(m->prev_lfd) == -1)
 		kv_log_warn("KV0613", "close the previous listener");
 	m->prev_lfd = -1;
-	kv_log_info("reloaded %s: generation %u serving, %d workers", m->cf->path,
-	    m->generation, m->wanted);
+	kv_log_info("reloaded %s: generation %u serving, %d worker%s", m->cf->path,
+	    m->generation, m->wanted, m->wanted == 1 ? "" : "s");
 	kv_notify("READY=1");
 }
 
@@ -672,8 +672,9 @@ reload(struct master *m)
 	top_up(m);
 	if (m->status != NULL)
 		kv_status_set_config(m->status, ncf);
-	kv_log_info("reloading %s: generation %u starting %d workers; generation %u serves "
-	    "until they run", ncf->path, m->generation, m->wanted, m->serving);
+	kv_log_info("reloading %s: generation %u starting %d worker%s; generation %u serves "
+	    "until they run", ncf->path, m->generation, m->wanted, m->wanted == 1 ? "" : "s",
+	    m->serving);
 }
 
 static void
@@ -787,7 +788,8 @@ tick(struct master *m, int64_t *last_sync)
 		if (kv_ledger_sync(&m->ledger) == -1)
 			kv_log_warn("KV0118", "msync %s", m->cf->ledger);
 	}
-	kv_notify_status("%d workers, %llu active streams", live_procs(m),
+	kv_notify_status("%d worker%s, %llu active streams", live_procs(m),
+	    live_procs(m) == 1 ? "" : "s",
 	    (unsigned long long)kv_ledger_sum_active_streams(&m->ledger));
 }
 
@@ -986,7 +988,8 @@ master_start(struct master *m)
 	m->generation = m->serving = m->last_gen = 1;
 	top_up(m);
 	kv_notify("READY=1");
-	kv_log_info("kilovoltd started: %d workers, ledger %s", m->wanted, m->cf->ledger);
+	kv_log_info("kilovoltd started: %d worker%s, ledger %s", m->wanted,
+	    m->wanted == 1 ? "" : "s", m->cf->ledger);
 	return 0;
 }
 

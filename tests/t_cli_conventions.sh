@@ -61,11 +61,13 @@ check "on 127.0.0.1 with a [key], no warning about an open listener" \
 
 kv_stop
 rm -f "$T/kilovolt.ini"
-kv_write_config </dev/null
+printf '[server]\nworkers = 1\n' | kv_write_config
 sed -i "s/^listen = 127.0.0.1:/listen = 0.0.0.0:/" "$T/kilovolt.ini"
 kv_start
 check "on 0.0.0.0 without keys, start-up warns (KV0131) naming the address" \
 	grep -q "KV0131.*listening on 0.0.0.0:$KV_PORT (not loopback) with no kilovolt keys" "$KV_LOG"
 check_eq "... once" "$(grep -c KV0131 "$KV_LOG")" 1
+check "one worker is 'started: 1 worker,', not '1 workers' (point 9)" \
+	grep -q "kilovoltd started: 1 worker, " "$KV_LOG"
 
 kv_finish
