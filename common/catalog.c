@@ -254,6 +254,19 @@ read_field(struct kv_jr *jr, struct entry *e, const char *k)
 	return read_scaled(jr, e, k, f->kind == F_TOKENS ? 0 : SCALE_PER_TOKEN, dst);
 }
 
+void
+kv_catalog_providers(const struct kv_config *cf, const char **prov)
+{
+	size_t np = 0, i;
+
+	prov[np++] = "openai";
+	prov[np++] = "anthropic";
+	for (i = 0; cf != NULL && i < cf->nupstreams && np < KV_CATALOG_PROVIDERS_MAX - 1; i++)
+		if (cf->upstreams[i].target_of == 0)
+			prov[np++] = cf->upstreams[i].name;
+	prov[np] = NULL;
+}
+
 static int
 keep_provider(const char *const *providers, const char *name)
 {

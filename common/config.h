@@ -215,6 +215,12 @@ struct kv_config {
  * On failure cf holds nothing that needs freeing. */
 int	kv_config_load(struct kv_config *cf, const char *file, char *err, size_t errlen);
 
+/* kv_config_load, with PRICES (a path as given; NULL: the ini's) as the
+ * catalogue in place of [budget] prices: what the prices would be after a
+ * refresh (kvctl prices --check). */
+int	kv_config_load_prices(struct kv_config *cf, const char *file, const char *prices,
+	    char *err, size_t errlen);
+
 /* The file kilovoltd and kvctl read when no -c is given: $KILOVOLT_CONFIG,
  * else /etc/kilovolt/kilovolt.ini when it exists, else ./kilovolt.ini. */
 const char *kv_config_default_path(void);

@@ -51,7 +51,48 @@ check "... and says how many models each provider gave (171: openai 147, anthrop
 	grep -q 'prices: 171 models (openai 147, anthropic 24)' "$T/t.out"
 check "... and names the fields it does not understand" \
 	grep -q 'fields not understood (ignored):.*output_cost_per_second' "$T/t.out"
+
+# kvctl prices: the rule and price of each model, no daemon needed
+kv_ctl prices claude-opus-4-6 gpt-4o-mini gpt-4o-audio-preview >"$T/pr.out"
+check_eq "kvctl prices of three priced models exits 0" "$?" 0
+check "claude-opus-4-6 is a file entry at \$5.00 in" grep -q '^claude-opus-4-6: file' "$T/pr.out"
+check_eq "... its input per 1M in JSON is 5,000,000,000 nUSD" \
+	"$(kv_ctl prices --json claude-opus-4-6 | jq '.prices[0].prices.input_per_1m_nusd')" 5000000000
+check_eq "gpt-4o-mini is the ini section's (7 USD)" \
+	"$(kv_ctl prices --json gpt-4o-mini | jq -r '.prices[0] | "\(.rule) \(.prices.input_per_1m_nusd)"')" \
+	"ini 7000000000"
+check_eq "gpt-4o-audio-preview shows its audio input price (40 USD)" \
+	"$(kv_ctl prices --json gpt-4o-audio-preview | jq '.prices[0].prices.audio_input_per_1m_nusd')" 40000000000
+check_eq "a model only lib.sh's [price default] prices: rule default" \
+	"$(kv_ctl prices --json no-such-model | jq -r '.prices[0].rule')" default
+# 171 file entries, gpt-4o-mini among them replaced by its section, plus
+# lib.sh's gpt-4o-mini*, claude-sonnet-4* and default
+check_eq "kvctl prices lists every entry and section" \
+	"$(kv_ctl prices --json | jq -c '[(.prices | length), ([.prices[] | select(.rule == "glob")] | length)]')" \
+	'[174,2]'
+
+# kvctl prices --check: a truncated file is refused with FILE: line:col ...
+kv_ctl prices --check "$T/trunc.json" >/dev/null 2>"$T/chk.err"
+check_eq "kvctl prices --check of a truncated file exits 1" "$?" 1
+check "... saying FILE: line:col" grep -q "trunc.json: [0-9]*:[0-9]*: " "$T/chk.err"
+# ... and a planted difference in a refreshed copy is listed
+jq '."claude-sonnet-4-5".input_cost_per_token = 0.000004' "$T/prices.json" >"$T/newer.json"
+kv_ctl prices --check "$T/newer.json" >"$T/chk.out"
+check_eq "kvctl prices --check of a valid file exits 0" "$?" 0
+check "... lists claude-sonnet-4-5's input going from \$3.00 to \$4.00" \
+	grep -q '^claude-sonnet-4-5: changed; input \$3.00 -> \$4.00$' "$T/chk.out"
+check "... and only that model" grep -q '^1 model priced differently' "$T/chk.out"
+check_eq "... in JSON too" "$(kv_ctl prices --check "$T/newer.json" --json |
+	jq -c '[.differences[] | [.model, .after.prices.input_per_1m_nusd]]')" '[["claude-sonnet-4-5",4000000000]]'
+
 kv_start
+
+# unknown_models = deny: a model nothing prices is refused, exit 1
+sed 's/^\[budget\]$/[budget]\nunknown_models = deny/' "$T/kilovolt.ini" >"$T/deny.ini"
+"$KV_CTL_BIN" -c "$T/deny.ini" prices no-such-model >/dev/null
+check_eq "kvctl prices of a refused model exits 1" "$?" 1
+check_eq "... its rule is refused" \
+	"$("$KV_CTL_BIN" -c "$T/deny.ini" prices --json no-such-model | jq -r '.prices[0].rule')" refused
 
 # claude-opus-4-6 by the file: $5 / $25 per 1M = 5,000 / 25,000 nUSD a token
 K=sk-prices-opus
