@@ -760,7 +760,9 @@ resolve_ledger(struct kvctl *k)
 		perror("kvctl");
 		return -1;
 	}
-	if (kv_config_load(cf, file, err, sizeof(err)) == -1) {
+	/* "": without the price catalogue, which the ledger does not need; a
+	 * bad one (kvctl prices --check says what) must not hide the spend */
+	if (kv_config_load_prices(cf, file, "", err, sizeof(err)) == -1) {
 		fprintf(stderr, "kvctl: %s\n(kvctl reads the ledger path from the "
 		    "config; -l LEDGER names the file directly)\n", err);
 		free(cf);

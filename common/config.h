@@ -215,9 +215,10 @@ struct kv_config {
  * On failure cf holds nothing that needs freeing. */
 int	kv_config_load(struct kv_config *cf, const char *file, char *err, size_t errlen);
 
-/* kv_config_load, with PRICES (a path as given; NULL: the ini's) as the
- * catalogue in place of [budget] prices: what the prices would be after a
- * refresh (kvctl prices --check). */
+/* kv_config_load, with PRICES (a path as given; NULL: the ini's; "": none)
+ * as the catalogue in place of [budget] prices: what the prices would be
+ * after a refresh (kvctl prices --check), or a config read for its ledger
+ * only. */
 int	kv_config_load_prices(struct kv_config *cf, const char *file, const char *prices,
 	    char *err, size_t errlen);
 

@@ -3,7 +3,11 @@
 # copy data/prices-2026-07-24.json) prices the models it lists, exactly by
 # the file; a [price] section of the same name wins over the file; a
 # truncated file is a start-up error "FILE: line:col: what" (kilovoltd -t
-# exits 2). Money is read from the ledger (kvctl keys --json) and compared
+# exits 2); kvctl prices shows each model's rule and prices, --check lists a
+# planted difference and refuses a truncated copy; SIGHUP with a changed file
+# charges the next request the new price and the stream in flight the old
+# one, and a truncated file on SIGHUP is refused (KV0115) with the prices
+# kept. Money is read from the ledger (kvctl keys --json) and compared
 # with the mock's bill ($MOCK_LOG.bills).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
@@ -111,5 +115,50 @@ check_eq "gpt-4o-mini answered" \
 check "gpt-4o-mini settled" kv_wait_for 20 settled "$K"
 i=$(bill_field input) o=$(bill_field output)
 check_eq "gpt-4o-mini charged by the ini override ($i in, $o out)" "$(spent $K)" $(( i * 7000 + o * 11000 ))
+
+# ---- SIGHUP reloads the catalogue; the stream in flight keeps its price ----------
+# claude-opus-4-6 at $6 / $30 in a refreshed file (6,000 / 30,000 nUSD a token)
+bill_of() { grep " output=$1 " "$MOCK_LOG.bills" | tail -n 1 | sed "s/.* $2=\([0-9]*\).*/\1/"; }
+OPUS='{"model":"claude-opus-4-6","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}]}'
+KS=sk-prices-stream
+kv_curl /v1/messages -o "$T/stream" -H "Authorization: Bearer $KS" "${J[@]}" \
+	-H 'anthropic-version: 2023-06-01' -H 'x-mock-tokens: 40' -H 'x-mock-delay-ms: 100' -d "$OPUS" &
+STREAM=$!
+kv_track $STREAM
+check "the stream is admitted (reserved) before the reload" \
+	kv_wait_for 20 eval '[ "$(reserved $KS 2>/dev/null)" -gt 0 ] 2>/dev/null'
+jq '."claude-opus-4-6".input_cost_per_token = 6e-06 | ."claude-opus-4-6".output_cost_per_token = 3e-05' \
+	"$T/prices.json" >"$T/prices.new" && mv "$T/prices.new" "$T/prices.json"
+kill -HUP "$KV_PID"
+check "the reload with the changed catalogue takes over" kv_wait_for 20 grep -q \
+	"reloaded .*generation 2 serving" "$KV_LOG"
+K=sk-prices-after
+check_eq "claude-opus-4-6 after the reload answered" \
+	"$(post $K /v1/messages '{"model":"claude-opus-4-6","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}' \
+	-H 'anthropic-version: 2023-06-01' -H 'x-mock-tokens: 7')" 200
+check "... settled" kv_wait_for 20 settled "$K"
+i=$(bill_of 7 input)
+check_eq "... charged the new price ($i in, 7 out at \$6 / \$30)" "$(spent $K)" $(( i * 6000 + 7 * 30000 ))
+wait $STREAM
+check "the stream in flight over the reload completed" grep -q 'message_stop' "$T/stream"
+check "... settled" kv_wait_for 20 settled "$KS"
+i=$(bill_of 40 input)
+check_eq "... charged the price it was admitted with ($i in, 40 out at \$5 / \$25)" \
+	"$(spent $KS)" $(( i * 5000 + 40 * 25000 ))
+
+# a truncated catalogue on SIGHUP: refused with FILE: line:col, the prices stay
+cp "$T/prices.json" "$T/good.json"
+head -c 5000 "$T/good.json" >"$T/prices.json"
+kill -HUP "$KV_PID"
+check "the master refuses the reload, naming the file, line and column" kv_wait_for 20 grep -q \
+	"KV0115: reload failed, keeping the running config: .*prices.json: [0-9]*:[0-9]*: " "$KV_LOG"
+K=sk-prices-kept
+check_eq "claude-opus-4-6 after the refused reload answered" \
+	"$(post $K /v1/messages '{"model":"claude-opus-4-6","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}' \
+	-H 'anthropic-version: 2023-06-01' -H 'x-mock-tokens: 9')" 200
+check "... settled (kvctl keys reads the ledger, whatever the catalogue)" kv_wait_for 20 settled "$K"
+i=$(bill_of 9 input)
+check_eq "... still at the reloaded price ($i in, 9 out at \$6 / \$30)" "$(spent $K)" $(( i * 6000 + 9 * 30000 ))
+cp "$T/good.json" "$T/prices.json"
 
 kv_finish
