@@ -196,7 +196,10 @@ long_context_name(const char *k, size_t *baselen, int64_t *threshold)
 	const char *a = strstr(k, "_above_"), *d;
 	int64_t n = 0;
 
-	if (a == NULL || strstr(a + 1, "_above_") != NULL)
+	/* the last one: cache_creation_input_token_cost_above_1hr_above_200k_tokens */
+	while (a != NULL && strstr(a + 1, "_above_") != NULL)
+		a = strstr(a + 1, "_above_");
+	if (a == NULL)
 		return -1;
 	for (d = a + 7; *d >= '0' && *d <= '9' && n < 100000; d++)
 		n = n * 10 + (*d - '0');

@@ -80,7 +80,7 @@ struct kv_price {
 	int64_t	  max_input;		/* tokens: the input bound (max_input_tokens) */
 	int64_t	  audio_input;		/* per 1M audio tokens; unset: input */
 	int64_t	  audio_output;		/* unset: output */
-	int64_t	  reasoning_output;	/* shown; charged when dearer than output */
+	int64_t	  reasoning_output;	/* reasoning tokens; unset: output */
 	int64_t	  long_context_cached;	/* past the threshold; unset: scaled */
 	int64_t	  long_context_write;
 	int64_t	  long_context_write_1h;
