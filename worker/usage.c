@@ -28,7 +28,8 @@ enum {
 	K_REFUSAL, K_REASONING_CONTENT,
 	K_SERVICE_TIER, K_CACHE_CREATION_OBJ, K_EPHEMERAL_1H,
 	K_SERVER_TOOL_USE, K_WEB_SEARCH_REQ, K_WEB_FETCH_REQ, K_OUTPUT, K_ITEM,
-	K_CONTAINER,
+	K_CONTAINER, K_AUDIO_TOKENS, K_REASONING_TOKENS, K_COMPLETION_DETAILS,
+	K_OUTPUT_DETAILS,
 	K_COUNT
 };
 
@@ -65,6 +66,9 @@ static const struct {
 	[K_WEB_FETCH_REQ] = KEY("web_fetch_requests"),
 	[K_OUTPUT] = KEY("output"), [K_ITEM] = KEY("item"),
 	[K_CONTAINER] = KEY("container"),
+	[K_AUDIO_TOKENS] = KEY("audio_tokens"), [K_REASONING_TOKENS] = KEY("reasoning_tokens"),
+	[K_COMPLETION_DETAILS] = KEY("completion_tokens_details"),
+	[K_OUTPUT_DETAILS] = KEY("output_tokens_details"),
 };
 #undef KEY
 
@@ -567,7 +571,8 @@ enum {
 enum { SRC_TOP = 1, SRC_NESTED };
 enum {
 	C_PROMPT, C_COMPLETION, C_INPUT, C_OUTPUT, C_CACHED_P, C_CACHED_I,
-	C_CACHE_WRITE, C_CACHE_READ, C_CACHE_1H, C_WEB_SEARCH, C_WEB_FETCH, C_N
+	C_CACHE_WRITE, C_CACHE_READ, C_CACHE_1H, C_WEB_SEARCH, C_WEB_FETCH,
+	C_AUDIO_IN, C_AUDIO_OUT, C_REASONING, C_N
 };
 enum { A_INPUT, A_WRITE, A_READ, A_OUTPUT, A_WRITE_1H, A_SEARCH, A_FETCH, A_N };
 enum { L_START, L_FIELD, L_SPACE, L_DATA, L_IGNORE };
@@ -672,6 +677,15 @@ cand_number(struct kv_usage_scanner *s)
 			f = C_CACHED_P;
 		else if (key_at(j, d - 2) == K_INPUT_DETAILS)
 			f = C_CACHED_I;
+	} else if (d == s->cand_depth + 1 && key_at(j, d - 1) == K_AUDIO_TOKENS) {
+		/* OpenAI's token details, priced apart where money.c has prices */
+		if (key_at(j, d - 2) == K_PROMPT_DETAILS)
+			f = C_AUDIO_IN;
+		else if (key_at(j, d - 2) == K_COMPLETION_DETAILS)
+			f = C_AUDIO_OUT;
+	} else if (d == s->cand_depth + 1 && key_at(j, d - 1) == K_REASONING_TOKENS &&
+	    (key_at(j, d - 2) == K_COMPLETION_DETAILS || key_at(j, d - 2) == K_OUTPUT_DETAILS)) {
+		f = C_REASONING;
 	} else if (d == s->cand_depth + 1 && key_at(j, d - 1) == K_EPHEMERAL_1H &&
 	    key_at(j, d - 2) == K_CACHE_CREATION_OBJ) {
 		f = C_CACHE_1H;	/* Anthropic usage.cache_creation: 1-hour writes */
@@ -708,6 +722,15 @@ commit_openai(struct kv_usage_scanner *s)
 	u->cached_input = either(c[C_CACHED_P], c[C_CACHED_I]);
 	if (u->cached_input > u->input)
 		u->cached_input = u->input;
+	/* audio among the uncached input, audio and reasoning among output */
+	u->audio_input = either(c[C_AUDIO_IN], -1);
+	u->audio_input = u->audio_input > u->input - u->cached_input ?
+	    u->input - u->cached_input : u->audio_input;
+	u->audio_output = either(c[C_AUDIO_OUT], -1);
+	u->audio_output = u->audio_output > u->output ? u->output : u->audio_output;
+	u->reasoning = either(c[C_REASONING], -1);
+	u->reasoning = u->reasoning > u->output - u->audio_output ?
+	    u->output - u->audio_output : u->reasoning;
 	u->cache_write = 0;
 	u->found = 1;
 }
