@@ -116,6 +116,16 @@ check "gpt-4o-mini settled" kv_wait_for 20 settled "$K"
 i=$(bill_field input) o=$(bill_field output)
 check_eq "gpt-4o-mini charged by the ini override ($i in, $o out)" "$(spent $K)" $(( i * 7000 + o * 11000 ))
 
+# gpt-4o-audio-preview by the file: text at $2.50 / $10, audio at $40 / $80 per 1M
+K=sk-prices-audio
+check_eq "gpt-4o-audio-preview answered" \
+	"$(post $K /v1/chat/completions '{"model":"gpt-4o-audio-preview","max_tokens":100,"messages":[{"role":"user","content":"say hello out loud, please"}]}' \
+	-H 'x-mock-tokens: 40' -H 'x-mock-audio-in: 3' -H 'x-mock-audio-out: 25')" 200
+check "gpt-4o-audio-preview settled" kv_wait_for 20 settled "$K"
+i=$(bill_field input) o=$(bill_field output)
+check_eq "gpt-4o-audio-preview charged text and audio tokens by the file ($i in of which 3 audio, $o out of which 25 audio)" \
+	"$(spent $K)" $(( (i - 3) * 2500 + 3 * 40000 + (o - 25) * 10000 + 25 * 80000 ))
+
 # ---- SIGHUP reloads the catalogue; the stream in flight keeps its price ----------
 # claude-opus-4-6 at $6 / $30 in a refreshed file (6,000 / 30,000 nUSD a token)
 bill_of() { grep " output=$1 " "$MOCK_LOG.bills" | tail -n 1 | sed "s/.* $2=\([0-9]*\).*/\1/"; }
