@@ -18,10 +18,16 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <arpa/inet.h>
 #include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "common/config.h"
 #include "common/resp.h"
+#include "shm/lease.h"
 #include "shm/report.h"
 
 #define MAX_KEYS	100000
@@ -29,6 +35,8 @@
 
 struct rconn {
 	int			 fd;
+	SSL_CTX			*ctx;		/* rediss:// */
+	SSL			*ssl;
 	char			*buf;
 	size_t			 len, cap, used;
 	struct kv_resp_reply	 r;
@@ -77,6 +85,108 @@ dial(const struct kv_cluster *c)
 	return fd;
 }
 
+/* rediss://: TLS over the connected FD, the server's certificate verified
+ * against [cluster] ca_file (or the system's anchors) and its name or IP.
+ * Blocking, within the socket's timeouts. Returns 0, or -1 with a reason
+ * printed. */
+static int
+tls_wrap(struct rconn *c, const struct kv_cluster *cl)
+{
+	unsigned char ip[16];
+	long vr;
+	int numeric = inet_pton(AF_INET, cl->redis_host, ip) == 1 ||
+	    inet_pton(AF_INET6, cl->redis_host, ip) == 1, ok;
+
+	if ((c->ctx = SSL_CTX_new(TLS_client_method())) == NULL)
+		goto fail;
+	SSL_CTX_set_min_proto_version(c->ctx, TLS1_2_VERSION);
+	SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
+	ok = cl->ca_file[0] ? SSL_CTX_load_verify_locations(c->ctx, cl->ca_file, NULL) :
+	    SSL_CTX_set_default_verify_paths(c->ctx);
+	if (ok != 1 || (c->ssl = SSL_new(c->ctx)) == NULL || SSL_set_fd(c->ssl, c->fd) != 1)
+		goto fail;
+	if (numeric ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), cl->redis_host) != 1 :
+	    (SSL_set_tlsext_host_name(c->ssl, cl->redis_host) != 1 ||
+	    SSL_set1_host(c->ssl, cl->redis_host) != 1))
+		goto fail;
+	if (SSL_connect(c->ssl) == 1)
+		return 0;
+	vr = SSL_get_verify_result(c->ssl);
+	fprintf(stderr, "kvctl: TLS to Redis %s:%s failed: %s\n", cl->redis_host,
+	    cl->redis_port, vr != X509_V_OK ? X509_verify_cert_error_string(vr) :
+	    "the handshake did not complete");
+	ERR_clear_error();
+	return -1;
+fail:
+	fprintf(stderr, "kvctl: cannot set up TLS to Redis%s%s\n",
+	    cl->ca_file[0] ? " with ca_file " : "", cl->ca_file);
+	ERR_clear_error();
+	return -1;
+}
+
+static ssize_t
+io_send(struct rconn *c, const char *p, size_t n)
+{
+	if (c->ssl != NULL) {
+		int w = SSL_write(c->ssl, p, (int)n);
+
+		return w > 0 ? w : (errno = EIO, -1);
+	}
+	return send(c->fd, p, n, MSG_NOSIGNAL);
+}
+
+static ssize_t
+io_recv(struct rconn *c, char *p, size_t n)
+{
+	if (c->ssl != NULL) {
+		int r = SSL_read(c->ssl, p, (int)n);
+
+		if (r > 0)
+			return r;
+		return SSL_get_error(c->ssl, r) == SSL_ERROR_ZERO_RETURN ? 0 : (errno = EIO, -1);
+	}
+	return recv(c->fd, p, n, 0);
+}
+
+static const struct kv_resp_value *call(struct rconn *c, int argc, const char *const *argv);
+
+/* redis+sentinel://: ask each Sentinel in turn for the master's address
+ * and put it in CL. Returns 0, or -1 with a reason printed. */
+static int
+ask_sentinels(struct kv_cluster *cl)
+{
+	const char *q[] = { "SENTINEL", "get-master-addr-by-name", cl->sentinel_master };
+	const struct kv_resp_value *v;
+	struct rconn s;
+	struct kv_cluster one;
+	int i, ok;
+
+	for (i = 0; i < cl->nsentinels; i++) {
+		one = *cl;
+		one.redis_unix[0] = '\0';
+		strcpy(one.redis_host, cl->sentinel_host[i]);
+		strcpy(one.redis_port, cl->sentinel_port[i]);
+		memset(&s, 0, sizeof(s));
+		if ((s.fd = dial(&one)) == -1)
+			continue;
+		v = call(&s, 3, q);
+		ok = v != NULL && v->type == KV_RESP_ARRAY && !v->nil && v->n == 2 &&
+		    v->elem[0].len < sizeof(cl->redis_host) && v->elem[1].len < sizeof(cl->redis_port);
+		if (ok) {
+			memcpy(cl->redis_host, v->elem[0].str, v->elem[0].len);
+			cl->redis_host[v->elem[0].len] = '\0';
+			memcpy(cl->redis_port, v->elem[1].str, v->elem[1].len);
+			cl->redis_port[v->elem[1].len] = '\0';
+		}
+		close(s.fd);
+		free(s.buf);
+		if (ok)
+			return 0;
+	}
+	fprintf(stderr, "kvctl: no Sentinel named the master %s\n", cl->sentinel_master);
+	return -1;
+}
+
 /* Send one command and wait for its reply (valid until the next call). */
 static const struct kv_resp_value *
 call(struct rconn *c, int argc, const char *const *argv)
@@ -91,7 +201,7 @@ call(struct rconn *c, int argc, const char *const *argv)
 	if ((n = kv_resp_command(out, sizeof(out), argc, argv, lens)) < 0)
 		return NULL;
 	while (off < (size_t)n) {
-		ssize_t w = send(c->fd, out + off, (size_t)n - off, MSG_NOSIGNAL);
+		ssize_t w = io_send(c, out + off, (size_t)n - off);
 		if (w == -1 && errno == EINTR)
 			continue;
 		if (w == -1)
@@ -113,7 +223,7 @@ call(struct rconn *c, int argc, const char *const *argv)
 			c->buf = p;
 			c->cap = c->cap ? c->cap * 2 : 65536;
 		}
-		r = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
+		r = io_recv(c, c->buf + c->len, c->cap - c->len);
 		if (r == -1 && errno == EINTR)
 			continue;
 		if (r <= 0) {
@@ -404,10 +514,14 @@ kvctl_cluster(const char *config, const struct kv_ledger *l, int json)
 		fprintf(stderr, "kvctl: %s has no [cluster] section\n", config);
 		goto out;
 	}
+	if (cf->cluster.nsentinels > 0 && ask_sentinels(&cf->cluster) == -1)
+		goto out;
 	if ((c.fd = dial(&cf->cluster)) == -1) {
 		fprintf(stderr, "kvctl: cannot reach Redis: %s\n", strerror(errno));
 		goto out;
 	}
+	if (cf->cluster.redis_tls && tls_wrap(&c, &cf->cluster) == -1)
+		goto out;
 	if (cf->cluster.password != NULL) {
 		const char *auth[] = { "AUTH", cf->cluster.password, NULL };
 		int argc = 2;
@@ -437,6 +551,8 @@ kvctl_cluster(const char *config, const struct kv_ledger *l, int json)
 		fputs("}\n", stdout);
 	rc = KVCTL_EXIT_OK;
 out:
+	SSL_free(c.ssl);
+	SSL_CTX_free(c.ctx);
 	if (c.fd > 0)
 		close(c.fd);
 	free(c.buf);
@@ -456,19 +572,19 @@ kvctl_cluster_reset(struct kv_ledger *l, struct kv_account **as, size_t n)
 
 	for (i = 0; i < n; i++) {
 		before += kv_account_spent(as[i]);
-		atomic_fetch_or(&as[i]->aflags, KV_AF_RESET);
+		kv_lease_reset_ask(as[i]);
 	}
 	/* The master clears the flag once Redis has done the reset (its next
 	 * sync, within half a second); a Redis reply can take 3 s. */
 	for (tries = 0; tries < 100 && pending > 0; tries++) {
 		(void)nanosleep(&ts, NULL);
 		for (i = pending = 0; i < n; i++)
-			if (atomic_load(&as[i]->aflags) & KV_AF_RESET)
+			if (kv_lease_reset_asked(as[i]))
 				pending++;
 	}
 	if (pending > 0) {
 		for (i = 0; i < n; i++)
-			atomic_fetch_and(&as[i]->aflags, ~KV_AF_RESET);
+			kv_lease_reset_done(as[i]);
 		fprintf(stderr, "kvctl: KV0850: reset not done: this host leases budgets from "
 		    "Redis ([cluster]), so a key's spend is reset on every host at once, by "
 		    "this host's master; it did not confirm within 5 s. Is kilovoltd running "

@@ -994,6 +994,15 @@ set_shared_stored_objects(struct cfg_parse *p, const char *v)
 	return 0;
 }
 
+static int
+set_tls_record_layer(struct cfg_parse *p, const char *v)
+{
+	if (strcmp(v, "own") != 0 && strcmp(v, "openssl") != 0)
+		return cfg_err(p, p->lineno, "tls_record_layer: want own or openssl, not '%s'", v);
+	cur_upstream(p)->tls_openssl_records = v[0] == 'o' && v[1] == 'p';
+	return 0;
+}
+
 /* Checked here so that `kilovoltd -t` catches a typo before a reload. */
 static int
 set_ca_file(struct cfg_parse *p, const char *v)
@@ -1253,14 +1262,52 @@ set_key_tpm(struct cfg_parse *p, const char *v)
 
 /* ---- [cluster] ------------------------------------------------------------ */
 
-/* redis://HOST[:PORT] or unix:PATH */
+/* redis+sentinel://H:P[,H:P...]/NAME (port 26379 when omitted) */
+static int
+set_sentinels(struct cfg_parse *p, const char *v)
+{
+	struct kv_cluster *c = &p->cf->cluster;
+	const char *list = v + 17, *slash = strchr(list, '/'), *q;
+	char hp[300];
+	size_t n;
+
+	if (slash == NULL || slash[1] == '\0' || strlen(slash + 1) >= sizeof(c->sentinel_master) ||
+	    !valid_name(slash + 1, sizeof(c->sentinel_master), 0) || strchr(list, '@') != NULL)
+		return cfg_err(p, p->lineno, "redis: want redis+sentinel://HOST:PORT[,HOST:PORT...]"
+		    "/MASTER");
+	strcpy(c->sentinel_master, slash + 1);
+	for (q = list; q < slash; q += n + (q[n] == ',')) {
+		n = strcspn(q, ",/");
+		if (c->nsentinels == KV_SENTINELS_MAX || n == 0 || n >= sizeof(hp) - 7)
+			return cfg_err(p, p->lineno, "redis: at most %d sentinels, each "
+			    "HOST[:PORT]", KV_SENTINELS_MAX);
+		snprintf(hp, sizeof(hp), "%.*s%s", (int)n, q,
+		    memchr(q, ':', n) == NULL ? ":26379" : "");
+		if (parse_hostport(hp, c->sentinel_host[c->nsentinels],
+		    c->sentinel_port[c->nsentinels]) == -1 || hp[0] == ':')
+			return cfg_err(p, p->lineno, "redis: bad sentinel '%.*s'", (int)n, q);
+		c->nsentinels++;
+	}
+	/* a placeholder until a Sentinel names the master */
+	strcpy(c->redis_host, c->sentinel_host[0]);
+	strcpy(c->redis_port, c->sentinel_port[0]);
+	return 0;
+}
+
+/* redis://HOST[:PORT], rediss://HOST[:PORT] (TLS), redis+sentinel://... or
+ * unix:PATH */
 static int
 set_redis(struct cfg_parse *p, const char *v)
 {
 	struct kv_cluster *c = &p->cf->cluster;
+	const char *hostport;
 	char hp[300];
 
 	c->redis_host[0] = c->redis_unix[0] = '\0';
+	c->redis_tls = c->nsentinels = 0;
+	c->sentinel_master[0] = '\0';
+	if (strncmp(v, "redis+sentinel://", 17) == 0)
+		return set_sentinels(p, v);
 	if (strncmp(v, "unix:", 5) == 0) {
 		if (v[5] != '/' || strlen(v + 5) >= sizeof(c->redis_unix))
 			return cfg_err(p, p->lineno, "redis: unix: needs an absolute path "
@@ -1268,15 +1315,32 @@ set_redis(struct cfg_parse *p, const char *v)
 		strcpy(c->redis_unix, v + 5);
 		return 0;
 	}
-	if (strncmp(v, "redis://", 8) != 0 || strlen(v + 8) >= sizeof(hp) - 6 ||
-	    strchr(v + 8, '/') != NULL || strchr(v + 8, '@') != NULL)
-		return cfg_err(p, p->lineno, "redis: want redis://HOST:PORT or unix:PATH "
+	c->redis_tls = strncmp(v, "rediss://", 9) == 0;
+	hostport = v + (c->redis_tls ? 9 : 8);
+	if ((!c->redis_tls && strncmp(v, "redis://", 8) != 0) ||
+	    strlen(hostport) >= sizeof(hp) - 6 ||
+	    strchr(hostport, '/') != NULL || strchr(hostport, '@') != NULL)
+		return cfg_err(p, p->lineno, "redis: want redis://HOST:PORT, "
+		    "rediss://HOST:PORT, redis+sentinel://HOST:PORT/MASTER or unix:PATH "
 		    "(the password goes in 'password')");
-	snprintf(hp, sizeof(hp), "%s%s", v + 8,
-	    (strrchr(v + 8, ':') == NULL || strrchr(v + 8, ']') > strrchr(v + 8, ':')) ?
+	snprintf(hp, sizeof(hp), "%s%s", hostport,
+	    (strrchr(hostport, ':') == NULL || strrchr(hostport, ']') > strrchr(hostport, ':')) ?
 	    ":6379" : "");
 	if (parse_hostport(hp, c->redis_host, c->redis_port) == -1 || hp[0] == ':')
 		return cfg_err(p, p->lineno, "redis: bad host or port in '%s'", v);
+	return 0;
+}
+
+/* [cluster] ca_file: the trust anchors a rediss:// server is verified with */
+static int
+set_cluster_ca_file(struct cfg_parse *p, const char *v)
+{
+	if (strlen(v) >= sizeof(p->cf->cluster.ca_file))
+		return cfg_err(p, p->lineno, "ca_file: at most %zu bytes",
+		    sizeof(p->cf->cluster.ca_file) - 1);
+	if (access(v, R_OK) == -1)
+		return cfg_err(p, p->lineno, "ca_file: %s: %s", v, strerror(errno));
+	strcpy(p->cf->cluster.ca_file, v);
 	return 0;
 }
 
@@ -1454,6 +1518,7 @@ static const struct cfg_key upstream_keys[] = {
 	{ "models",	set_models,	CFG_LIST },
 	{ "api_key",	set_api_key,	CFG_SECRET },
 	{ "ca_file",	set_ca_file,	0 },
+	{ "tls_record_layer", set_tls_record_layer, 0 },
 	{ "free_paths",	set_free_paths,	CFG_LIST },
 	{ "fallback",	set_fallback,	0 },
 	{ "model_map",	set_model_map,	CFG_LIST },
@@ -1497,6 +1562,7 @@ static const struct cfg_key key_keys[] = {
 
 static const struct cfg_key cluster_keys[] = {
 	{ "redis",		set_redis,		0 },
+	{ "ca_file",		set_cluster_ca_file,	0 },
 	{ "password",		set_redis_password,	CFG_SECRET | CFG_ENV_OPT },
 	{ "user",		set_redis_user,		0 },
 	{ "host_id",		set_host_id,		0 },
@@ -2006,6 +2072,7 @@ add_target(struct cfg_parse *p, size_t i, const char *url)
 	url_host_header(t);
 	t->target_of = i + 1;
 	t->shared_stored_objects = u->shared_stored_objects;
+	t->tls_openssl_records = u->tls_openssl_records;
 	if ((u->api_key != NULL && (t->api_key = strdup(u->api_key)) == NULL) ||
 	    (u->ca_file != NULL && (t->ca_file = strdup(u->ca_file)) == NULL))
 		return cfg_err(p, 0, "out of memory");

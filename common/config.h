@@ -26,6 +26,9 @@ struct kv_upstream {
 	size_t	  nmodels;
 	char	 *api_key;	/* NULL: pass the client's credential through */
 	char	 *ca_file;	/* NULL: the system trust store */
+	/* tls_record_layer = openssl: TLS 1.3 legs stay on OpenSSL's record
+	 * layer after the handshake (default own: worker/tls13_io.c) */
+	int	  tls_openssl_records;
 	/* endpoint policy (worker/endpoints.c) */
 	char	**free_paths;	/* path prefixes relayed unmetered ($0) */
 	size_t	  nfree_paths;
@@ -105,11 +108,20 @@ struct kv_keydef {
 
 /* [cluster]: several hosts share each key's budget through leases from
  * Redis (docs/cluster.md). Absent section: enabled == 0, no Redis. */
+#define KV_SENTINELS_MAX	4
 struct kv_cluster {
 	int	  enabled;
 	char	  redis_host[256];	/* redis://HOST:PORT; "" when redis_unix is set */
 	char	  redis_port[8];
 	char	  redis_unix[108];	/* unix:PATH */
+	int	  redis_tls;		/* rediss://: TLS, the certificate verified */
+	/* redis+sentinel://H:P[,H:P...]/NAME: the master named NAME is asked of
+	 * these Sentinels at each connection (redis_host/port are set then) */
+	int	  nsentinels;
+	char	  sentinel_host[KV_SENTINELS_MAX][256];
+	char	  sentinel_port[KV_SENTINELS_MAX][8];
+	char	  sentinel_master[64];
+	char	  ca_file[256];		/* trust anchors for rediss://; "": the system's */
 	char	 *password;		/* NULL: no AUTH */
 	char	  user[128];		/* ACL user for AUTH; "": default */
 	char	  host_id[64];		/* default: the host name */

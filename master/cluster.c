@@ -14,15 +14,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "master/redis.h"
+#include "shm/lease.h"
 #include "shm/ratelimit.h"
 #include "worker/worker.h"
 
 #define SYNC_MS		500	/* settled spend reaches Redis within a second */
 #define NEED_MS		100	/* a refusal for want of lease is answered this soon */
+#define KICK_MS		10	/* a parked request's kick syncs at most this often */
 #define BATCH		128	/* accounts per script call */
 #define DEMAND_SECS	2	/* a lease covers this many seconds of spend */
 #define IDLE_SECS	60	/* an unnamed key unused this long returns its lease */
@@ -31,6 +35,10 @@
  * shrunk at the next sync, a client that obeyed never got in (issue 22). */
 #define HOLD_MS		(1000 + 2 * SYNC_MS)
 #define OPEN_AFTER_MS	2000	/* Redis silent this long: on_redis_down applies */
+/* The heartbeat of this instance's hold on its host id (kv:hb:H), renewed
+ * at every sync: a host that dies without stopping holds it this long, so
+ * its restart waits at most this for it. */
+#define HB_MS		(4 * SYNC_MS)
 #define CAP_OPEN	(INT64_MAX / 4)
 
 extern const char kv_cluster_sync_lua[];
@@ -86,10 +94,19 @@ struct kv_cluster_host {
 	struct acct		*acct;
 	char			 sha[41];	/* of the loaded script; "" before */
 	char			 inc[32];	/* this ledger's incarnation */
+	char			 me[128];	/* this instance, as kv:hb:H holds it */
+	uint64_t		 prev_instance;	/* the ledger's last run before this one */
+	int			 clash;		/* another live instance holds host_id */
+	int64_t			 clash_since_ms;
+	int			 clash_warned;	/* KV0765 or KV0766 logged */
+	int			 held;		/* a sync succeeded: the host id was ours */
 	int64_t			 next_sync_ms;
 	int64_t			 next_need_ms;	/* next look for refusals */
 	int64_t			 last_ok_ms;
 	int			 inflight;	/* batches awaiting a reply */
+	int			 kick_fd;	/* eventfd: a worker parked a request */
+	int			 kicked;	/* ... while a batch was in flight */
+	int64_t			 last_sync_ms;
 	int			 stopping;
 	int			 warned_down;
 	int			 persist_warned;	/* KV0760/KV0761 logged */
@@ -192,11 +209,7 @@ acct_period(const struct kv_cluster_host *h, struct kv_account *a)
 static void
 cap_lower(struct kv_account *a, struct acct *s, int64_t v)
 {
-	int64_t cur = atomic_load(&a->lease_cap_nusd);
-
-	while (cur > v && !atomic_compare_exchange_weak(&a->lease_cap_nusd, &cur, v))
-		;
-	s->cap = cur > v ? v : cur;
+	s->cap = kv_lease_cap_lower(a, v);
 }
 
 /* A new period, or a local reset of spent, seen since the last sync. */
@@ -213,9 +226,9 @@ follow_local(struct kv_account *a, struct acct *s, int64_t period, int64_t spent
 		s->resets = -1;
 		s->period = period;
 		s->known_budget = -1;
-		atomic_store(&a->cluster_base_nusd, 0);
+		kv_lease_base_clear(a);
 	} else if (spent < s->last_spent) {
-		atomic_fetch_add(&a->cluster_base_nusd, s->last_spent - spent);
+		kv_lease_base_add(a, s->last_spent - spent);
 	}
 	s->last_spent = spent;
 }
@@ -327,15 +340,11 @@ rl_free(struct kv_cluster_host *h, struct kv_account *a, struct rlease *r, int64
 	return w;
 }
 
-/* Lower a rate cap word to at most V (never raise it here). */
+/* Lower a rate cap to at most V (never raise it here). */
 static void
-rl_cap_lower(_Atomic int64_t *word, struct rlease *r, int64_t v)
+rl_cap_lower(struct kv_account *a, enum kv_lease_rate which, struct rlease *r, int64_t v)
 {
-	int64_t cur = atomic_load(word);
-
-	while (cur > v && !atomic_compare_exchange_weak(word, &cur, v))
-		;
-	r->cap = cur > v ? v : cur;
+	r->cap = kv_lease_rate_cap_lower(a, which, v);
 }
 
 #define ARGS_PER	19
@@ -368,13 +377,13 @@ arg_num(struct callbuf *cb, int64_t v)
 /* One rate limit's figures for a sync: used, want, floor, need; the cap
  * is lowered first when part of the lease goes back (see admit()). */
 static void
-rl_args(struct kv_cluster_host *h, struct kv_account *a, struct rlease *r,
-    _Atomic int64_t *usedw, _Atomic int64_t *resw, _Atomic int64_t *capw, uint32_t lim,
+rl_args(struct kv_cluster_host *h, struct kv_account *a, enum kv_lease_rate which,
+    struct rlease *r, _Atomic int64_t *usedw, _Atomic int64_t *resw, uint32_t lim,
     int64_t need, int64_t least, struct callbuf *ab)
 {
 	int64_t used = atomic_load(usedw), res = resw ? atomic_load(resw) : 0, want;
 
-	r->cap = atomic_load(capw);
+	r->cap = kv_lease_rate_cap(a, which);
 	if (lim == 0) {
 		want = used;
 		need = 0;
@@ -383,7 +392,7 @@ rl_args(struct kv_cluster_host *h, struct kv_account *a, struct rlease *r,
 	if (want < r->granted && r->granted - (want - used) / 2 <= want && lim != 0)
 		want = r->granted;	/* hold up to half again the demand */
 	if (want < r->granted) {
-		rl_cap_lower(capw, r, want);
+		rl_cap_lower(a, which, r, want);
 		res = resw ? atomic_load(resw) : 0;
 		used = atomic_load(usedw);
 	}
@@ -414,7 +423,7 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 	base = atomic_load(&a->cluster_base_nusd);
 	reserved = atomic_load(&a->reserved_nusd);
 	u = base + s->last_spent;
-	need = atomic_exchange(&a->lease_need_nusd, 0);
+	need = kv_lease_need_take(a);
 	want = u + reserved + free_want(h, a, s, u, reserved, need);
 	/* Hold a lease up to half again the demand: returning and
 	 * re-leasing on every wobble of the rate would refuse requests. */
@@ -455,20 +464,20 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 	arg_num(ab, key_ttl(h->period));
 	rpm = atomic_load(&a->rpm);
 	tpm = atomic_load(&a->tpm);
-	rneed = atomic_exchange(&a->rl_need, 0);
+	rneed = kv_lease_rate_need_take(a);
 	arg_num(ab, rpm);
 	arg_num(ab, tpm);
-	rl_args(h, a, &s->rl[0], &a->rl_req_used, NULL, &a->rl_req_cap, rpm,
+	rl_args(h, a, KV_LEASE_REQUESTS, &s->rl[0], &a->rl_req_used, NULL, rpm,
 	    rneed > 0, 1, ab);
 	if (rneed - 1 > s->rl[1].big)
 		s->rl[1].big = rneed - 1;
-	rl_args(h, a, &s->rl[1], &a->rl_tok_used, &a->rl_tok_reserved, &a->rl_tok_cap, tpm,
+	rl_args(h, a, KV_LEASE_TOKENS, &s->rl[1], &a->rl_tok_used, &a->rl_tok_reserved, tpm,
 	    rneed > 1 ? rneed - 1 : 0, s->rl[1].big, ab);
 	/* A reset asked for here (kvctl reset, the admin API) is done in
 	 * Redis for every host; the flag is cleared once Redis has it. The
 	 * zero point is what resets here cleared: Redis counts this host's
 	 * spend above it, as the ledger does. */
-	b->reset[b->n] = (atomic_load(&a->aflags) & KV_AF_RESET) != 0;
+	b->reset[b->n] = kv_lease_reset_asked(a);
 	arg_num(ab, b->reset[b->n]);
 	arg_num(ab, base);
 	b->idx[b->n] = i;
@@ -516,7 +525,7 @@ overdraft(struct kv_cluster_host *h, struct kv_account *a, struct acct *s, int64
  * the other hosts hold as used, is ahead of Redis's clock), so headers and
  * retry-after tell what the whole cluster has left. */
 static void
-rl_apply(struct rlease *r, _Atomic int64_t *capw, _Atomic int64_t *tat, uint32_t lim,
+rl_apply(struct kv_account *a, enum kv_lease_rate which, struct rlease *r, uint32_t lim,
     int64_t grant, int64_t ahead_us)
 {
 	int64_t cur = r->cap;
@@ -524,9 +533,8 @@ rl_apply(struct rlease *r, _Atomic int64_t *capw, _Atomic int64_t *tat, uint32_t
 	if (lim == 0)
 		return;
 	r->granted = grant;
-	if (atomic_compare_exchange_strong(capw, &cur, grant))
+	if (kv_lease_rate_grant(a, which, &cur, grant, kv_rl_now_ns() + ahead_us * 1000))
 		r->cap = grant;
-	atomic_store(tat, kv_rl_now_ns() + ahead_us * 1000);
 }
 
 /* The key's spend was reset in Redis (here or on another host): clear
@@ -540,7 +548,7 @@ reset_local(struct kv_account *a, struct acct *s)
 
 	cap_lower(a, s, 0);
 	x = kv_account_spent_reset(a);
-	atomic_fetch_add(&a->cluster_base_nusd, x);
+	kv_lease_base_add(a, x);
 	s->last_spent = 0;
 	kv_key_id(a->hash, id);
 	kv_format_usd(x, usd, sizeof(usd));
@@ -554,16 +562,9 @@ reset_local(struct kv_account *a, struct acct *s)
 static void
 zero_follow(struct kv_account *a, struct acct *s, int64_t zero)
 {
-	int64_t base = atomic_load(&a->cluster_base_nusd), spent = kv_account_spent(a), x;
-
-	if (zero <= base || spent >= KV_SPENT_MAX)
+	if (kv_lease_zero_follow(a, zero) == 0)
 		return;
-	x = zero - base < spent ? zero - base : spent;
-	if (x <= 0)
-		return;
-	cap_lower(a, s, 0);
-	atomic_fetch_sub(&a->spent_nusd, x);	/* beside KV_SPENT_ROLLED */
-	atomic_fetch_add(&a->cluster_base_nusd, x);
+	cap_lower(a, s, 0);	/* closed already: records it */
 	s->last_spent = kv_account_spent(a);
 }
 
@@ -576,7 +577,7 @@ apply(struct kv_cluster_host *h, struct batch *b, size_t j, const int64_t f[FIEL
 	int64_t base, cur, exp;
 
 	if (b->reset[j])
-		atomic_fetch_and(&a->aflags, ~KV_AF_RESET);
+		kv_lease_reset_done(a);
 	if (s->period != b->period[j])
 		return;		/* the period rolled meanwhile: figures are stale */
 	if (s->resets >= 0 && f[9] > s->resets)
@@ -587,22 +588,82 @@ apply(struct kv_cluster_host *h, struct batch *b, size_t j, const int64_t f[FIEL
 	base = atomic_load(&a->cluster_base_nusd);
 	if (s->open)
 		overdraft(h, a, s, f[1]);
-	rl_apply(&s->rl[0], &a->rl_req_cap, &a->rpm_tat, atomic_load(&a->rpm), f[5], f[6]);
-	rl_apply(&s->rl[1], &a->rl_tok_cap, &a->tpm_tat, atomic_load(&a->tpm), f[7], f[8]);
+	rl_apply(a, KV_LEASE_REQUESTS, &s->rl[0], atomic_load(&a->rpm), f[5], f[6]);
+	rl_apply(a, KV_LEASE_TOKENS, &s->rl[1], atomic_load(&a->tpm), f[7], f[8]);
 	s->granted = f[0];
 	s->deadline_ms = b->sent_ms + (int64_t)h->c.lease_ttl * 1000 - SYNC_MS;
-	atomic_store(&a->cluster_other_nusd, f[3]);
-	atomic_store(&a->cluster_spent_nusd, f[4]);
-	atomic_store(&a->lease_expires_ms, (int64_t)time(NULL) * 1000 +
+	kv_lease_view_set(a, f[3], f[4], (int64_t)time(NULL) * 1000 +
 	    (int64_t)h->c.lease_ttl * 1000);
 	exp = b->budget[j];
-	if (atomic_compare_exchange_strong(&a->budget_nusd, &exp, f[2]))
+	if (kv_lease_budget_adopt(a, &exp, f[2]))
 		s->known_budget = f[2];
 	/* A reset or period roll since the send zeroed the cap: leave it to
 	 * the next sync, which sees the new base or period. */
 	cur = s->cap;
-	if (atomic_compare_exchange_strong(&a->lease_cap_nusd, &cur, f[0] - base))
+	if (kv_lease_cap_grant(a, &cur, f[0] - base))
 		s->cap = f[0] - base;
+}
+
+/* Stop leasing: nothing new is admitted past what is in use. */
+static void
+close_all(struct kv_cluster_host *h)
+{
+	uint32_t i, max = h->l->hdr->max_keys;
+
+	for (i = 0; i < max; i++) {
+		struct kv_account *a = &h->l->accounts[i];
+		struct acct *s = &h->acct[i];
+
+		if (!kv_slot_ready(&a->state))
+			continue;
+		s->open = 0;
+		cap_lower(a, s, kv_account_spent(a) + atomic_load(&a->reserved_nusd));
+		rl_cap_lower(a, KV_LEASE_REQUESTS, &s->rl[0], atomic_load(&a->rl_req_used));
+		rl_cap_lower(a, KV_LEASE_TOKENS, &s->rl[1], atomic_load(&a->rl_tok_used) +
+		    atomic_load(&a->rl_tok_reserved));
+	}
+}
+
+/* Another instance holds this host id in Redis (HOLDER, as kv:hb:H has
+ * it): Redis did nothing for this call. Two live instances under one
+ * host_id would admit against one grant, so this one leases nothing
+ * until the holder's heartbeat lapses. This ledger's own last run (a
+ * restart after a crash) is waited for quietly, for at most two
+ * heartbeats; anything else is a clash, logged once naming both. */
+static void
+clashed(struct kv_cluster_host *h, const char *holder, size_t len)
+{
+	int64_t now = kv_now_ms();
+	char prev[24];
+	int own, first = !h->clash;
+
+	if (first) {
+		h->clash = 1;
+		h->clash_since_ms = now;
+		atomic_store(&h->l->hdr->cluster_up, 0);
+		close_all(h);
+	}
+	if (h->clash_warned)
+		return;
+	snprintf(prev, sizeof(prev), "%016" PRIx64 " ", h->prev_instance);
+	own = h->prev_instance != 0 && !h->held && len > strlen(prev) &&
+	    memcmp(holder, prev, strlen(prev)) == 0;
+	if (own && now - h->clash_since_ms < 2 * HB_MS) {
+		if (first)
+			kv_log_info("cluster: host_id %s is still held by this ledger's last "
+			    "run (%.*s); leasing once its heartbeat lapses", h->c.host_id,
+			    (int)len, holder);
+		return;
+	}
+	h->clash_warned = 1;
+	if (h->held)
+		kv_log_warnx("KV0766", "cluster: host_id %s was taken by another live "
+		    "instance (%.*s) from this one (%s): this one stops leasing; give "
+		    "each host its own host_id", h->c.host_id, (int)len, holder, h->me);
+	else
+		kv_log_warnx("KV0765", "cluster: host_id %s is held by another live "
+		    "instance (%.*s): this one (%s) does not lease while it is; give "
+		    "each host its own host_id", h->c.host_id, (int)len, holder, h->me);
 }
 
 static void
@@ -617,12 +678,20 @@ on_synced(void *arg, const struct kv_resp_value *v)
 	h->inflight--;
 	for (j = 0; j < b->n; j++)
 		h->acct[b->idx[j]].inflight = 0;
+	if (h->kicked && h->inflight == 0) {
+		h->kicked = 0;
+		h->next_sync_ms = 0;	/* the parked request's account was in flight */
+	}
 	if (v == NULL)
 		goto out;
 	if (v->type == KV_RESP_ERROR) {
 		atomic_fetch_add(&h->l->hdr->counters.cluster_redis_errors_total, 1);
 		if (v->len >= 8 && memcmp(v->str, "NOSCRIPT", 8) == 0) {
 			load_script(h);
+			goto out;
+		}
+		if (v->len >= 8 && memcmp(v->str, "KVCLASH ", 8) == 0) {
+			clashed(h, v->str + 8, v->len - 8);
 			goto out;
 		}
 		kv_log_warnx("KV0755", "redis: lease script failed: %.*s", (int)v->len, v->str);
@@ -637,6 +706,13 @@ on_synced(void *arg, const struct kv_resp_value *v)
 	for (j = 0; j < b->n; j++)
 		if (reply_fields(&list->elem[j], f) == 0)
 			apply(h, b, j, f);
+	if (h->clash) {
+		kv_log_info("cluster: host_id %s is this instance's now (%s)", h->c.host_id,
+		    h->me);
+		h->next_sync_ms = 0;	/* the accounts, at once */
+	}
+	h->clash = h->clash_warned = 0;
+	h->held = 1;
 	h->last_ok_ms = kv_now_ms();
 	atomic_store(&h->l->hdr->cluster_up, 1);
 	atomic_store(&h->l->hdr->cluster_synced_ms, (int64_t)time(NULL) * 1000);
@@ -684,6 +760,7 @@ sync_all(struct kv_cluster_host *h, int final)
 	static struct callbuf kb, ab;
 	uint32_t i, max = h->l->hdr->max_keys;
 	struct batch *b = NULL;
+	int sent = 0;
 
 	if (!kv_redis_ready(h->redis) || h->sha[0] == '\0')
 		return;
@@ -698,13 +775,20 @@ sync_all(struct kv_cluster_host *h, int final)
 			arg_str(&ab, h->inc, strlen(h->inc));
 			arg_num(&ab, (int64_t)h->c.lease_ttl * 1000);
 			arg_num(&ab, h->c.lease_share);
+			arg_str(&ab, h->me, strlen(h->me));
+			arg_num(&ab, HB_MS);
+			arg_num(&ab, final);
 		}
-		if (add_account(h, b, &kb, &ab, i) == -1 || b->n < BATCH)
+		/* while another instance holds the host id, only ask for it */
+		if (h->clash || add_account(h, b, &kb, &ab, i) == -1 || b->n < BATCH)
 			continue;
 		send_batch(h, b, &kb, &ab);
+		sent = 1;
 		b = NULL;
 	}
-	if (b != NULL && b->n > 0)
+	/* A call with no account still renews (or, final, releases) the
+	 * hold on the host id. */
+	if (b != NULL && (b->n > 0 || !sent))
 		send_batch(h, b, &kb, &ab);
 	else
 		free(b);
@@ -724,7 +808,7 @@ when_down(struct kv_cluster_host *h, int64_t now)
 	if (!down)
 		return;
 	atomic_store(&h->l->hdr->cluster_up, 0);
-	if (!h->warned_down) {
+	if (!h->warned_down && !h->clash) {
 		kv_log_warnx("KV0758", "cluster: no lease sync with Redis for %d s: %s",
 		    OPEN_AFTER_MS / 1000, h->c.open_when_down ?
 		    "admitting against the last known budget (on_redis_down = open)" :
@@ -737,21 +821,19 @@ when_down(struct kv_cluster_host *h, int64_t now)
 
 		if (!kv_slot_ready(&a->state))
 			continue;
-		if (h->c.open_when_down) {
+		if (h->c.open_when_down && !h->clash) {
 			if (!s->open) {
 				s->open = 1;
-				atomic_store(&a->lease_cap_nusd, CAP_OPEN);
-				s->cap = CAP_OPEN;
 				/* rate limits: the local buckets alone */
-				atomic_store(&a->rl_req_cap, CAP_OPEN);
-				atomic_store(&a->rl_tok_cap, CAP_OPEN);
+				kv_lease_open(a, CAP_OPEN);
+				s->cap = CAP_OPEN;
 				s->rl[0].cap = s->rl[1].cap = CAP_OPEN;
 			}
 		} else if (now >= s->deadline_ms) {
 			cap_lower(a, s, kv_account_spent(a) +
 			    atomic_load(&a->reserved_nusd));
-			rl_cap_lower(&a->rl_req_cap, &s->rl[0], atomic_load(&a->rl_req_used));
-			rl_cap_lower(&a->rl_tok_cap, &s->rl[1], atomic_load(&a->rl_tok_used) +
+			rl_cap_lower(a, KV_LEASE_REQUESTS, &s->rl[0], atomic_load(&a->rl_req_used));
+			rl_cap_lower(a, KV_LEASE_TOKENS, &s->rl[1], atomic_load(&a->rl_tok_used) +
 			    atomic_load(&a->rl_tok_reserved));
 		}
 	}
@@ -764,14 +846,41 @@ kv_cluster_pollfds(struct kv_cluster_host *h, struct pollfd *pfd, int max, int *
 {
 	int64_t d = (h->next_need_ms < h->next_sync_ms ? h->next_need_ms : h->next_sync_ms) -
 	    kv_now_ms();
+	int n = 0;
 
 	if (d < 0)
 		d = 0;
 	if (*timeout_ms < 0 || d < *timeout_ms)
 		*timeout_ms = (int)d;
-	if (max < 1)
-		return 0;
-	return kv_redis_pollfd(h->redis, pfd, timeout_ms);
+	if (max >= 2 && h->kick_fd != -1) {
+		pfd[0].fd = h->kick_fd;
+		pfd[0].events = POLLIN;
+		pfd[0].revents = 0;
+		n = 1;
+	}
+	if (max - n < 1)
+		return n;
+	return n + kv_redis_pollfd(h->redis, pfd + n, timeout_ms);
+}
+
+/* A worker parked a request for want of lease (worker/leasewait.c): sync
+ * now, or as soon as the batch in flight is back, so the request waits
+ * one Redis round trip rather than the next NEED_MS look. */
+static void
+kicked(struct kv_cluster_host *h, int64_t now)
+{
+	uint64_t v;
+
+	if (read(h->kick_fd, &v, sizeof(v)) == -1 && errno != EAGAIN)
+		kv_log_warn("KV0762", "cluster: reading the workers' lease kick");
+	if (h->inflight > 0) {
+		h->kicked = 1;
+		return;
+	}
+	if (h->next_sync_ms > h->last_sync_ms + KICK_MS)
+		h->next_sync_ms = h->last_sync_ms + KICK_MS;
+	if (h->next_sync_ms < now)
+		h->next_sync_ms = now;
 }
 
 /* Every NEED_MS: note each account's reservations in flight (the lease
@@ -807,6 +916,12 @@ kv_cluster_run(struct kv_cluster_host *h, const struct pollfd *pfd, int n)
 {
 	int64_t now;
 
+	if (n > 0 && pfd[0].fd == h->kick_fd && h->kick_fd != -1) {
+		if (pfd[0].revents & POLLIN)
+			kicked(h, kv_now_ms());
+		pfd++;
+		n--;
+	}
 	kv_redis_run(h->redis, n > 0 ? pfd : NULL);
 	now = kv_now_ms();
 	persist_recheck(h, now);
@@ -818,6 +933,7 @@ kv_cluster_run(struct kv_cluster_host *h, const struct pollfd *pfd, int n)
 	if (now < h->next_sync_ms)
 		return;
 	h->next_sync_ms = now + SYNC_MS;
+	h->last_sync_ms = now;
 	sync_all(h, 0);
 	when_down(h, now);
 }
@@ -847,12 +963,21 @@ kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l)
 		free(h);
 		return NULL;
 	}
+	/* Workers inherit it: their kick wakes this loop (worker/leasewait.c). */
+	if ((h->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
+		kv_log_warn("KV0763", "cluster: eventfd: parked requests wait for the "
+		    "regular lease sync");
+	l->lease_kick_fd = h->kick_fd;
 	h->c = cf->cluster;
 	h->c.password = NULL;	/* the connection keeps its own copy */
 	h->period = cf->period;
 	h->l = l;
 	h->last_ok_ms = kv_now_ms();
 	snprintf(h->inc, sizeof(h->inc), "%" PRId64, (int64_t)atomic_load(&l->hdr->created));
+	snprintf(h->me, sizeof(h->me), "%016" PRIx64 " %.64s pid %d",
+	    (uint64_t)atomic_load(&l->hdr->instance), l->hdr->master_host,
+	    (int)atomic_load(&l->hdr->master_pid));
+	h->prev_instance = l->prev_instance;
 	KV_FOR_EACH_SLOT(l, i) {
 		struct kv_account *a = &l->accounts[i];
 		struct acct *s = &h->acct[i];
@@ -864,15 +989,17 @@ kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l)
 		/* What a previous run was granted is unknown until the first
 		 * sync: admit nothing new until then. */
 		cap_lower(a, s, s->last_spent + atomic_load(&a->reserved_nusd));
-		rl_cap_lower(&a->rl_req_cap, &s->rl[0], atomic_load(&a->rl_req_used));
-		rl_cap_lower(&a->rl_tok_cap, &s->rl[1], atomic_load(&a->rl_tok_used) +
+		rl_cap_lower(a, KV_LEASE_REQUESTS, &s->rl[0], atomic_load(&a->rl_req_used));
+		rl_cap_lower(a, KV_LEASE_TOKENS, &s->rl[1], atomic_load(&a->rl_tok_used) +
 		    atomic_load(&a->rl_tok_reserved));
 	}
 	atomic_store(&l->hdr->cluster_up, 0);
 	atomic_store(&l->hdr->cluster, 1);
 	kv_log_info("cluster: host %s leasing budgets from %s%s (on_redis_down = %s)",
-	    h->c.host_id, h->c.redis_unix[0] ? "unix:" : "redis://",
-	    h->c.redis_unix[0] ? h->c.redis_unix : h->c.redis_host,
+	    h->c.host_id, h->c.redis_unix[0] ? "unix:" : h->c.nsentinels > 0 ?
+	    "the Sentinels of master " : h->c.redis_tls ? "rediss://" : "redis://",
+	    h->c.redis_unix[0] ? h->c.redis_unix : h->c.nsentinels > 0 ?
+	    h->c.sentinel_master : h->c.redis_host,
 	    h->c.open_when_down ? "open" : "closed");
 	return h;
 }
@@ -904,6 +1031,9 @@ kv_cluster_stop(struct kv_cluster_host *h)
 	sync_all(h, 1);
 	await_replies(h, until);
 	kv_redis_free(h->redis);
+	if (h->kick_fd != -1 && close(h->kick_fd) == -1)
+		kv_log_warn("KV0764", "cluster: closing the workers' lease kick");
+	h->l->lease_kick_fd = -1;
 	free(h->acct);
 	free(h);
 }

@@ -12,7 +12,7 @@
  *   g:H u:H	host H's cumulative grant and cumulative reported spend
  *   z:H	H's zero point: its spend before the last reset of the key
  *   e:H i:H	H's lease expiry (Redis ms) and incarnation (ledger id)
- *   R		committed by retired incarnations (display)
+ *   R		committed by retired incarnations, until a reset
  *   Z		how many times the key's spend was reset this period
  * Invariant kept by every grant: C <= budget. A host's spend never passes
  * its grant (its workers admit against it), so the sum of all spend since
@@ -32,8 +32,16 @@
  * plus what the hosts hold never passes the limit, and every admission is
  * charged to the bucket within a sync of it (docs/cluster.md).
  *
+ * Host identity, key kv:hb:{host}: the live instance holding the host id,
+ * "{instance hex} {host name} pid {pid}", with a heartbeat of HB ms that
+ * every call renews. A call from another instance while it is held does
+ * nothing and answers the error "KVCLASH {holder}": two live instances
+ * under one host id would share one grant. A final call (the host stops)
+ * releases it, so a restart takes over at once.
+ *
  * KEYS: the accounts' period hashes, then their rate-limit hashes. ARGV:
- * host, incarnation, ttl ms, share percent, then per key: spent, want,
+ * host, incarnation, ttl ms, share percent, instance, heartbeat ms, final
+ * (1: the host stops), then per key: spent, want,
  * floor, need, budget to set (-1 for none), budget when the key is new,
  * key TTL seconds (0 for none), rpm, tpm, for requests then tokens: used,
  * want, floor, need (cumulative units), then reset (1: reset the key's
@@ -54,6 +62,11 @@ const char kv_cluster_sync_lua[] =
 "local gk, uk, ek, ik = 'g:' .. host, 'u:' .. host, 'e:' .. host, 'i:' .. host\n"
 "local zk = 'z:' .. host\n"
 "local nk = #KEYS / 2\n"
+"local me, hbms, final = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])\n"
+"local hb = 'kv:hb:' .. host\n"
+"local holder = redis.call('GET', hb)\n"
+"if holder and holder ~= me then return redis.error_reply('KVCLASH ' .. holder) end\n"
+"if final == 1 then redis.call('DEL', hb) else redis.call('SET', hb, me, 'PX', hbms) end\n"
 "local function rates(rk, b)\n"
 "  local lim = { tonumber(ARGV[b + 8]), tonumber(ARGV[b + 9]) }\n"
 "  if lim[1] <= 0 and lim[2] <= 0 then return { 0, 0, 0, 0 } end\n"
@@ -120,7 +133,7 @@ const char kv_cluster_sync_lua[] =
 "redis.call('HSET', 'kv:hosts', host, s(now))\n"
 "for i = 1, nk do\n"
 "  local k = KEYS[i]\n"
-"  local b = 4 + (i - 1) * 19\n"
+"  local b = 7 + (i - 1) * 19\n"
 "  local u, w, f = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])\n"
 "  local need, bs, db = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]), tonumber(ARGV[b + 6])\n"
 "  local kttl, reset, zr = tonumber(ARGV[b + 7]), tonumber(ARGV[b + 18]), tonumber(ARGV[b + 19])\n"
@@ -134,12 +147,15 @@ const char kv_cluster_sync_lua[] =
      /* a reset of the key's spend on every host (kvctl reset, the admin
       * API): each host's zero point z moves to what it has reported, so S
       * restarts at 0 and C keeps only the unused leases; every host clears
-      * its own spend when it sees Z move, and reports its exact zero */
+      * its own spend when it sees Z move, and reports its exact zero. What
+      * retired incarnations held (R) is spend of theirs, or grant no live
+      * ledger can spend any more: cleared too */
 "    Z = Z + 1\n"
 "    local all = redis.call('HGETALL', k)\n"
 "    local fs, set = {}, {}\n"
 "    for j = 1, #all, 2 do fs[all[j]] = all[j + 1] end\n"
-"    C, S = tonumber(fs['R']) or 0, 0\n"
+"    C, S = 0, 0\n"
+"    set[1], set[2] = 'R', '0'\n"
 "    for name, v in pairs(fs) do\n"
 "      local x = string.match(name, '^u:(.+)$')\n"
 "      if x then\n"
@@ -148,7 +164,7 @@ const char kv_cluster_sync_lua[] =
 "        C = C + math.max(tonumber(fs['g:' .. x]) or 0, ux) - ux\n"
 "      end\n"
 "    end\n"
-"    if #set > 0 then redis.call('HSET', k, unpack(set)) end\n"
+"    redis.call('HSET', k, unpack(set))\n"
 "    z = uo\n"
 "  end\n"
 "  if h[6] and h[6] ~= inc then\n"

@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "master/cluster.h"
 #include "master/health_check.h"
+#include "master/key_sync.h"
 #include "master/ledger_watch.h"
 #include "master/notify.h"
 #include "master/status.h"
@@ -178,100 +179,6 @@ mkdir_parent(const char *path)
 	if (mkdir(dir, 0750) == -1 && errno != EEXIST)
 		return -1;
 	return 0;
-}
-
-/* The budget a config key gets. An override (kvctl budget, admin API)
- * stands while the config's own value stays what it was when the override
- * was made; a changed config value wins and drops the override. */
-static void
-apply_budget(struct kv_account *a, const struct kv_keydef *k, int64_t budget)
-{
-	uint32_t fl = atomic_load(&a->aflags);
-
-	if ((fl & KV_AF_OVERRIDE) && atomic_load(&a->config_budget_nusd) == budget)
-		return;
-	if (fl & KV_AF_OVERRIDE) {
-		atomic_fetch_and(&a->aflags, ~KV_AF_OVERRIDE);
-		kv_log_info("key %s: the config's budget changed, dropping the override of "
-		    "%lld nusd", k->label, (long long)atomic_load(&a->budget_nusd));
-	}
-	atomic_store(&a->config_budget_nusd, budget);
-	atomic_store(&a->budget_nusd, budget);
-}
-
-static int
-in_config(const struct kv_config *cf, const uint8_t hash[32])
-{
-	size_t i;
-
-	for (i = 0; i < cf->nkeys; i++)
-		if (memcmp(cf->keys[i].hash, hash, 32) == 0)
-			return 1;
-	return 0;
-}
-
-/* A config key's label, held by another account: that account is the
- * key's former one (rotated out, perhaps by an older build that did not
- * mark it KV_AF_FORMER). */
-static int
-label_in_config(const struct kv_config *cf, const struct kv_account *a)
-{
-	size_t i;
-
-	if (!(a->flags & KV_ACCOUNT_NAMED) || a->label[0] == '\0')
-		return 0;
-	for (i = 0; i < cf->nkeys; i++)
-		if (strncmp(cf->keys[i].label, a->label, KV_LABEL_MAX - 1) == 0)
-			return 1;
-	return 0;
-}
-
-/* Named keys are in the ledger from start-up, each marked KV_AF_CONFIG;
- * a key no longer in the config loses the mark, so under unknown_keys =
- * deny it is refused at once (workers check the mark, not their copy of
- * the config). New unnamed keys start with the [budget] rpm/tpm. */
-static void
-apply_keys(struct master *m)
-{
-	const struct kv_config *cf = m->cf;
-	struct kv_account *a;
-	uint32_t j;
-	size_t i;
-
-	atomic_store(&m->ledger.hdr->policy, cf->unknown_keys_deny ? KV_POLICY_DENY : 0);
-	atomic_store(&m->ledger.hdr->default_rpm, cf->default_rpm);
-	atomic_store(&m->ledger.hdr->default_tpm, cf->default_tpm);
-	for (i = 0; i < cf->nkeys; i++) {
-		const struct kv_keydef *k = &cf->keys[i];
-		int64_t budget = k->budget_nusd >= 0 ? k->budget_nusd : cf->default_budget_nusd;
-
-		a = kv_ledger_account(&m->ledger, k->hash, 1, k->label, budget);
-		if (a == NULL) {
-			kv_log_warnx("KV0105", "key %s: the account table is full", k->label);
-			continue;
-		}
-		/* The label follows the config: a [key] renamed renames it. */
-		kv_account_set_label(a, k->label);
-		apply_budget(a, k, budget);
-		atomic_store(&a->rpm, k->rpm >= 0 ? (uint32_t)k->rpm : cf->default_rpm);
-		atomic_store(&a->tpm, k->tpm >= 0 ? (uint32_t)k->tpm : cf->default_tpm);
-		atomic_fetch_or(&a->aflags, KV_AF_CONFIG | KV_AF_KEPT);
-		atomic_fetch_and(&a->aflags, ~KV_AF_FORMER);
-	}
-	/* A key gone from the config keeps its label, marked as the one it
-	 * had (KV_AF_FORMER): the name now belongs to the config's key. */
-	KV_FOR_EACH_SLOT(&m->ledger, j) {
-		a = &m->ledger.accounts[j];
-		if (atomic_load(&a->state) != KV_SLOT_READY || in_config(cf, a->hash))
-			continue;
-		/* Written only when it changes: this pass runs over every
-		 * claimed slot at each start and reload. */
-		if (!(atomic_load(&a->aflags) & KV_AF_FORMER) &&
-		    ((atomic_load(&a->aflags) & KV_AF_CONFIG) || label_in_config(cf, a)))
-			atomic_fetch_or(&a->aflags, KV_AF_FORMER);
-		if (atomic_load(&a->aflags) & KV_AF_CONFIG)
-			atomic_fetch_and(&a->aflags, ~KV_AF_CONFIG);
-	}
 }
 
 /* Started as root for `user`: the ledger must be root's (an earlier root
@@ -642,7 +549,7 @@ reload_failed(struct master *m)
 		m->prev_lfd = -1;
 	}
 	m->wanted = m->cf->workers;
-	apply_keys(m);
+	kv_key_sync(&m->ledger, m->cf);
 	if (m->status != NULL)
 		kv_status_set_config(m->status, m->cf);
 	kv_notify("READY=1");
@@ -710,7 +617,7 @@ reload(struct master *m)
 	m->wanted = ncf->workers;
 	m->crashes = 0;
 	m->respawn_at_ms = 0;
-	apply_keys(m);
+	kv_key_sync(&m->ledger, m->cf);
 	top_up(m);
 	if (m->status != NULL)
 		kv_status_set_config(m->status, ncf);
@@ -797,7 +704,7 @@ reclaim_accounts(struct master *m)
 	m->reclaim_until = 0;
 	if (gone > 0) {
 		kv_log_info("forgot %d accounts (kvctl forget)", gone);
-		apply_keys(m);	/* a forgotten config key starts afresh */
+		kv_key_sync(&m->ledger, m->cf);	/* a forgotten config key starts afresh */
 	}
 	if (junk > 0)
 		kv_log_info("reclaimed %d accounts of unknown keys that were never charged "
@@ -1004,7 +911,7 @@ master_start(struct master *m)
 	kv_ledger_watch_init(&m->watch, &m->ledger, m->cf->ledger);
 	if (kv_ledger_guard(&m->ledger) == -1)
 		kv_log_warn("KV0610", "sigaction(SIGBUS)");
-	apply_keys(m);
+	kv_key_sync(&m->ledger, m->cf);
 	m->cluster = kv_cluster_start(m->cf, &m->ledger);
 	if ((m->lfd = open_listener(m->cf)) == -1)
 		return 1;

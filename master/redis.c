@@ -1,11 +1,18 @@
 /* The master's Redis connection; see redis.h. States: IDLE (waiting for the
- * next attempt), CONNECTING (non-blocking connect in progress), AUTH (AUTH
- * sent, its reply awaited), READY. Any socket error, protocol error or a
+ * next attempt), CONNECTING (non-blocking connect in progress), TLS (the
+ * rediss:// handshake, the server's certificate verified against ca_file or
+ * the system's anchors, and its name or IP), AUTH (AUTH sent, its reply
+ * awaited), READY. With redis+sentinel:// each connection is preceded by one
+ * to a Sentinel (SENTINEL, its get-master-addr-by-name awaited), which names
+ * the master to connect to; any drop asks again (the next Sentinel when one
+ * failed), so a failover is followed, and a master that answers READONLY
+ * (demoted to a replica) is dropped too. Any socket error, protocol error or a
  * reply overdue by REPLY_TIMEOUT_MS drops the connection: every pending
  * callback gets NULL, which the lease code treats as "not known to have
  * happened" (its scripts are idempotent, so a resend is safe). */
 #include "master/redis.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -16,7 +23,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
 #include "common/log.h"
+#include "worker/upstream.h"
 #include "worker/worker.h"
 
 #define CONNECT_TIMEOUT_MS	2000
@@ -27,7 +39,7 @@
 #define IN_MAX			(KV_RESP_MAX_BULK + 4096)
 #define PENDING_MAX		4096
 
-enum state { ST_IDLE, ST_CONNECTING, ST_AUTH, ST_READY };
+enum state { ST_IDLE, ST_CONNECTING, ST_TLS, ST_SENTINEL, ST_AUTH, ST_READY };
 
 struct pending {
 	kv_redis_cb	 cb;
@@ -41,6 +53,11 @@ struct kv_redis {
 	void			*ready_arg;
 	enum state		 st;
 	int			 fd;
+	SSL_CTX			*ctx;		/* rediss:// only */
+	SSL			*ssl;		/* ... while connected */
+	short			 tls_want;	/* POLLIN or POLLOUT: the handshake waits */
+	int			 ask_sentinel;	/* the next connection is to sentinel si */
+	int			 si;
 	int64_t			 next_try_ms;
 	int64_t			 deadline_ms;	/* connect deadline */
 	int			 backoff_ms;
@@ -70,9 +87,18 @@ kv_redis_new(const struct kv_cluster *c, kv_redis_ready_cb ready, void *arg)
 		free(r);
 		return NULL;
 	}
+	if (c->redis_tls && (r->ctx = kv_tls_client_ctx(c->ca_file[0] ? c->ca_file : NULL,
+	    NULL, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER)) == NULL) {
+		kv_log_warnx("KV0767", "redis: cannot load the trust anchors for rediss:// "
+		    "from %s", c->ca_file[0] ? c->ca_file : "the system's store");
+		free(r->c.password);
+		free(r);
+		return NULL;
+	}
 	r->ready = ready;
 	r->ready_arg = arg;
 	r->fd = -1;
+	r->ask_sentinel = c->nsentinels > 0;
 	r->backoff_ms = BACKOFF_MIN_MS;
 	return r;
 }
@@ -95,6 +121,13 @@ fail_pending(struct kv_redis *r)
 static void
 drop(struct kv_redis *r)
 {
+	if (r->c.nsentinels > 0) {
+		if (r->ask_sentinel)	/* that one failed: ask the next */
+			r->si = (r->si + 1) % r->c.nsentinels;
+		r->ask_sentinel = 1;
+	}
+	SSL_free(r->ssl);	/* no close_notify: the socket goes at once */
+	r->ssl = NULL;
 	if (r->fd != -1)
 		close(r->fd);
 	r->fd = -1;
@@ -133,6 +166,7 @@ kv_redis_free(struct kv_redis *r)
 		explicit_bzero(r->c.password, strlen(r->c.password));
 		free(r->c.password);
 	}
+	SSL_CTX_free(r->ctx);
 	free(r->out);
 	free(r->in);
 	free(r);
@@ -153,7 +187,13 @@ open_socket(struct kv_redis *r)
 {
 	struct addrinfo hints, *ai = NULL, *a;
 	struct sockaddr_un sun;
+	const char *host = r->c.redis_host, *port = r->c.redis_port;
 	int fd = -1, rc;
+
+	if (r->ask_sentinel) {
+		host = r->c.sentinel_host[r->si];
+		port = r->c.sentinel_port[r->si];
+	}
 
 	if (r->c.redis_unix[0] != '\0') {
 		memset(&sun, 0, sizeof(sun));
@@ -172,10 +212,10 @@ open_socket(struct kv_redis *r)
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_NUMERICSERV;
-	if ((rc = getaddrinfo(r->c.redis_host, r->c.redis_port, &hints, &ai)) != 0) {
+	if ((rc = getaddrinfo(host, port, &hints, &ai)) != 0) {
 		errno = EHOSTUNREACH;
 		if (!r->warned)
-			kv_log_warnx("KV0752", "redis: %s: %s", r->c.redis_host, gai_strerror(rc));
+			kv_log_warnx("KV0752", "redis: %s: %s", host, gai_strerror(rc));
 		r->warned = 1;
 		return -1;
 	}
@@ -225,6 +265,48 @@ queue(struct kv_redis *r, int argc, const char *const *argv, const size_t *lens,
 	return 0;
 }
 
+/* The Sentinel's answer: the master's address, or nil for a name it does
+ * not know. The Sentinel's connection is closed and the master's opened
+ * at once. */
+static void
+on_master(void *arg, const struct kv_resp_value *v)
+{
+	struct kv_redis *r = arg;
+
+	if (v == NULL || r->st != ST_SENTINEL)
+		return;
+	if (v->type != KV_RESP_ARRAY || v->nil || v->n != 2 ||
+	    v->elem[0].type != KV_RESP_BULK || v->elem[0].len >= sizeof(r->c.redis_host) ||
+	    v->elem[1].type != KV_RESP_BULK || v->elem[1].len >= sizeof(r->c.redis_port)) {
+		if (!r->warned)
+			kv_log_warnx("KV0769", "redis: Sentinel %s:%s names no master %s",
+			    r->c.sentinel_host[r->si], r->c.sentinel_port[r->si],
+			    r->c.sentinel_master);
+		r->warned = 1;
+		drop(r);
+		return;
+	}
+	if (v->elem[0].len != strlen(r->c.redis_host) ||
+	    memcmp(v->elem[0].str, r->c.redis_host, v->elem[0].len) != 0 ||
+	    v->elem[1].len != strlen(r->c.redis_port) ||
+	    memcmp(v->elem[1].str, r->c.redis_port, v->elem[1].len) != 0)
+		kv_log_info("redis: Sentinel %s:%s names %.*s:%.*s master %s",
+		    r->c.sentinel_host[r->si], r->c.sentinel_port[r->si],
+		    (int)v->elem[0].len, v->elem[0].str, (int)v->elem[1].len, v->elem[1].str,
+		    r->c.sentinel_master);
+	memcpy(r->c.redis_host, v->elem[0].str, v->elem[0].len);
+	r->c.redis_host[v->elem[0].len] = '\0';
+	memcpy(r->c.redis_port, v->elem[1].str, v->elem[1].len);
+	r->c.redis_port[v->elem[1].len] = '\0';
+	if (close(r->fd) == -1)
+		kv_log_warn("KV0770", "redis: closing the Sentinel's connection");
+	r->fd = -1;
+	r->olen = r->opos = r->ilen = 0;
+	r->st = ST_IDLE;
+	r->ask_sentinel = 0;
+	r->next_try_ms = 0;	/* the master, now */
+}
+
 static void
 connected(struct kv_redis *r)
 {
@@ -232,6 +314,15 @@ connected(struct kv_redis *r)
 	size_t lens[3] = { 4, strlen(r->c.user), 0 };
 	int argc = r->c.user[0] != '\0' ? 3 : 2;
 
+	if (r->ask_sentinel) {
+		const char *q[3] = { "SENTINEL", "get-master-addr-by-name", r->c.sentinel_master };
+		size_t ql[3] = { 8, 23, strlen(r->c.sentinel_master) };
+
+		r->st = ST_SENTINEL;
+		if (queue(r, 3, q, ql, on_master, r) == -1)
+			kv_redis_reset(r, "cannot queue SENTINEL");
+		return;
+	}
 	if (r->c.password == NULL) {
 		became_ready(r);
 		return;
@@ -269,11 +360,13 @@ became_ready(struct kv_redis *r)
 	r->st = ST_READY;
 	r->backoff_ms = BACKOFF_MIN_MS;
 	if (r->warned)
-		kv_log_info("redis: connected again to %s", r->c.redis_unix[0] ?
-		    r->c.redis_unix : r->c.redis_host);
+		kv_log_info("redis: connected again to %s%s%s", r->c.redis_unix[0] ?
+		    r->c.redis_unix : r->c.redis_host, r->c.redis_unix[0] ? "" : ":",
+		    r->c.redis_unix[0] ? "" : r->c.redis_port);
 	else
-		kv_log_info("redis: connected to %s", r->c.redis_unix[0] ?
-		    r->c.redis_unix : r->c.redis_host);
+		kv_log_info("redis: connected to %s%s%s", r->c.redis_unix[0] ?
+		    r->c.redis_unix : r->c.redis_host, r->c.redis_unix[0] ? "" : ":",
+		    r->c.redis_unix[0] ? "" : r->c.redis_port);
 	r->warned = 0;
 	if (r->ready != NULL)
 		r->ready(r->ready_arg);
@@ -316,11 +409,11 @@ kv_redis_pollfd(struct kv_redis *r, struct pollfd *pfd, int *timeout_ms)
 		return 0;
 	}
 	pfd->fd = r->fd;
-	pfd->events = POLLIN;
+	pfd->events = r->st == ST_TLS ? r->tls_want : POLLIN;
 	pfd->revents = 0;
-	if (r->st == ST_CONNECTING || r->opos < r->olen)
+	if (r->st == ST_CONNECTING || (r->st != ST_TLS && r->opos < r->olen))
 		pfd->events |= POLLOUT;
-	if (r->st == ST_CONNECTING)
+	if (r->st == ST_CONNECTING || r->st == ST_TLS)
 		*timeout_ms = min_timeout(*timeout_ms, r->deadline_ms, now);
 	else if (r->pcount > 0)
 		*timeout_ms = min_timeout(*timeout_ms,
@@ -339,6 +432,54 @@ try_connect(struct kv_redis *r)
 	}
 	r->st = ST_CONNECTING;
 	r->deadline_ms = kv_now_ms() + CONNECT_TIMEOUT_MS;
+}
+
+/* One step of the rediss:// handshake; AUTH (or ready) once it is done. */
+static void
+tls_step(struct kv_redis *r)
+{
+	long vr;
+	int rc = SSL_connect(r->ssl);
+
+	if (rc == 1) {
+		connected(r);
+		return;
+	}
+	switch (SSL_get_error(r->ssl, rc)) {
+	case SSL_ERROR_WANT_READ:
+		r->tls_want = POLLIN;
+		return;
+	case SSL_ERROR_WANT_WRITE:
+		r->tls_want = POLLOUT;
+		return;
+	default:
+		break;
+	}
+	vr = SSL_get_verify_result(r->ssl);
+	if (!r->warned)
+		kv_log_warnx("KV0768", "redis: TLS handshake with %s:%s failed: %s",
+		    r->c.redis_host, r->c.redis_port, vr != X509_V_OK ?
+		    X509_verify_cert_error_string(vr) : "the server broke it off");
+	ERR_clear_error();
+	r->warned = 1;
+	drop(r);
+}
+
+static void
+tls_start(struct kv_redis *r)
+{
+	unsigned char ip[16];
+	int numeric = inet_pton(AF_INET, r->c.redis_host, ip) == 1 ||
+	    inet_pton(AF_INET6, r->c.redis_host, ip) == 1;
+
+	if ((r->ssl = SSL_new(r->ctx)) == NULL || SSL_set_fd(r->ssl, r->fd) != 1 ||
+	    kv_tls_expect_host(r->ssl, r->c.redis_host, numeric) == -1) {
+		ERR_clear_error();
+		kv_redis_reset(r, "cannot set up TLS");
+		return;
+	}
+	r->st = ST_TLS;
+	tls_step(r);
 }
 
 static void
@@ -360,15 +501,45 @@ finish_connect(struct kv_redis *r, const struct pollfd *pfd)
 		fail_errno(r, "connect");
 		return;
 	}
-	connected(r);
+	if (r->ctx != NULL)
+		tls_start(r);
+	else
+		connected(r);
+}
+
+/* What a TLS read or write that returned N <= 0 means: 0 to wait for the
+ * socket, -1 when the connection is gone (dropped here). */
+static int
+tls_io_failed(struct kv_redis *r, int n)
+{
+	switch (SSL_get_error(r->ssl, n)) {
+	case SSL_ERROR_WANT_READ:
+	case SSL_ERROR_WANT_WRITE:
+		return 0;
+	case SSL_ERROR_ZERO_RETURN:
+		kv_redis_reset(r, "connection closed by the server");
+		return -1;
+	default:
+		ERR_clear_error();
+		kv_redis_reset(r, "TLS connection failed");
+		return -1;
+	}
 }
 
 static int
 flush_out(struct kv_redis *r)
 {
 	while (r->opos < r->olen) {
-		ssize_t n = send(r->fd, r->out + r->opos, r->olen - r->opos, MSG_NOSIGNAL);
+		ssize_t n;
 
+		if (r->ssl != NULL) {
+			n = SSL_write(r->ssl, r->out + r->opos, (int)(r->olen - r->opos));
+			if (n <= 0)
+				return tls_io_failed(r, (int)n);
+			r->opos += (size_t)n;
+			continue;
+		}
+		n = send(r->fd, r->out + r->opos, r->olen - r->opos, MSG_NOSIGNAL);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -407,6 +578,14 @@ dispatch(struct kv_redis *r)
 			off += used;
 			if (p.cb != NULL)
 				p.cb(p.arg, &r->reply.nodes[0]);
+			/* a failover demoted this master: ask the Sentinels again */
+			if (r->fd != -1 && r->c.nsentinels > 0 &&
+			    r->reply.nodes[0].type == KV_RESP_ERROR &&
+			    r->reply.nodes[0].len >= 8 &&
+			    memcmp(r->reply.nodes[0].str, "READONLY", 8) == 0) {
+				kv_redis_reset(r, "the master is a replica now");
+				return;
+			}
 		}
 	}
 	if (r->fd == -1)
@@ -431,6 +610,18 @@ read_in(struct kv_redis *r)
 			}
 			r->in = p;
 			r->icap = cap;
+		}
+		if (r->ssl != NULL) {
+			n = SSL_read(r->ssl, r->in + r->ilen, (int)(r->icap - r->ilen));
+			if (n <= 0) {
+				(void)tls_io_failed(r, (int)n);
+				return;
+			}
+			r->ilen += (size_t)n;
+			dispatch(r);
+			if (r->fd == -1)
+				return;
+			continue;
 		}
 		n = recv(r->fd, r->in + r->ilen, r->icap - r->ilen, 0);
 		if (n == -1 && errno == EINTR)
@@ -461,7 +652,17 @@ kv_redis_run(struct kv_redis *r, const struct pollfd *pfd)
 	}
 	if (r->st == ST_CONNECTING) {
 		finish_connect(r, pfd);
-		if (r->st == ST_CONNECTING || r->fd == -1)
+		if (r->st == ST_CONNECTING || r->st == ST_TLS || r->fd == -1)
+			return;
+	} else if (r->st == ST_TLS) {
+		/* the handshake counts against the connect deadline */
+		if (pfd != NULL && pfd->revents != 0)
+			tls_step(r);
+		else if (kv_now_ms() >= r->deadline_ms) {
+			errno = ETIMEDOUT;
+			fail_errno(r, "TLS handshake");
+		}
+		if (r->st == ST_TLS || r->fd == -1)
 			return;
 	} else if (pfd != NULL && (pfd->revents & (POLLIN | POLLHUP | POLLERR))) {
 		read_in(r);

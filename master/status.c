@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "master/status_metrics.h"
 #include "master/status_html.h"
+#include "shm/lease.h"
 #include "shm/report.h"
 
 #define STATUS_MAX_BODY		1024	/* admin bodies are one small object */
@@ -364,7 +365,7 @@ admin_apply(struct kv_status *st, struct MHD_Connection *c, const char *id,
 	if (strcmp(action, "reset") == 0 && atomic_load(&st->l->hdr->cluster)) {
 		/* In a cluster the spend is Redis's: the master resets it on
 		 * every host at its next sync (docs/cluster.md). */
-		atomic_fetch_or(&a->aflags, KV_AF_RESET);
+		kv_lease_reset_ask(a);
 		kv_log_info("status: key %s reset on every host requested by admin", kid);
 		return send_account_status(c, a, MHD_HTTP_ACCEPTED);
 	} else if (strcmp(action, "reset") == 0) {

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define KV_LEDGER_MAGIC		0x5245474445564b31ULL	/* "1KVLEDGER" */
-#define KV_LEDGER_VERSION	14u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
+#define KV_LEDGER_VERSION	15u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
 					   4: per-key estimated and free counts;
 					   5: rate limits (account, kv_resv.tokens);
 					   6: key policy, reclaim request;
@@ -32,7 +32,8 @@
 					   12: the claimed-slot bitmap before the accounts,
 					       kv_worker_slot.resv_hi;
 					   13: cluster leases of rpm/tpm (account);
-					   14: history rings apart from the accounts */
+					   14: history rings apart from the accounts;
+					   15: upstream TLS handshake and hand-off counters */
 #define KV_WORKER_SLOTS		64	/* room for two generations during a reload */
 #define KV_RESV_PER_WORKER	2048	/* in-flight reservations one worker may hold */
 #define KV_MODEL_SLOTS		256
@@ -75,7 +76,9 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free");
 	X(cluster_redis_errors_total,	"Redis connection failures and error replies") \
 	X(cluster_overdraft_nusd_total,	"spent past this host's lease while Redis was down (open)") \
 	X(free_requests_total,		"requests relayed unmetered (free endpoints, free_paths)") \
-	X(rate_limited_total,		"requests refused with 429 by a key's rpm or tpm")
+	X(rate_limited_total,		"requests refused with 429 by a key's rpm or tpm") \
+	X(upstream_tls_handshakes_total, "upstream TLS handshakes completed (full or resumed)") \
+	X(upstream_tls_handoffs_total,	"upstream TLS connections moved from OpenSSL to kilovolt's own record layer")
 
 struct kv_counters {
 #define KV_X_FIELD(name, help) _Atomic uint64_t name;

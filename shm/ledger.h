@@ -26,6 +26,13 @@ struct kv_ledger {
 	 * operations announce themselves to the master's repair. */
 	struct kv_worker_slot	*self;
 	int			 op_depth;
+	/* Process-local: the master's eventfd that a worker writes to when
+	 * it parks a request for want of cluster lease (-1: none). */
+	int			 lease_kick_fd;
+	/* Process-local: the ledger's lock holder before this process took
+	 * it (kv_ledger_lock), 0 for none: the cluster tells its own last run
+	 * from another live instance under the same host id. */
+	uint64_t		 prev_instance;
 };
 
 #define KV_LEDGER_CREATE	0x1	/* create the file (mode 0600) when missing */

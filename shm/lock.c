@@ -80,6 +80,7 @@ record_holder(struct kv_ledger *l)
 	if (gethostname(host, sizeof(host)) == -1)
 		host[0] = '\0';
 	host[sizeof(host) - 1] = '\0';
+	l->prev_instance = atomic_load(&l->hdr->instance);
 	memcpy(l->hdr->master_host, host, sizeof(host));
 	atomic_store(&l->hdr->master_pid, (int32_t)getpid());
 	atomic_store(&l->hdr->master_start, (int64_t)time(NULL));

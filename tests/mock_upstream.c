@@ -9,7 +9,8 @@
  * Usage: mock_upstream -p PORT [-t CERT KEY] [-l LOGFILE] [-P PORTFILE]
  *        mock_upstream --free-port      print a currently free TCP port
  * Listens on 127.0.0.1 only; -p 0 takes an ephemeral port and writes it to
- * PORTFILE; -t serves TLS with CERT (a chain file) and KEY.
+ * PORTFILE; -t serves TLS with CERT (a chain file) and KEY; -2 caps it at
+ * TLS 1.2 (a server that never speaks TLS 1.3).
  *
  * Endpoints (errors in the provider's shape for the path):
  *   POST /v1/chat/completions, /v1/completions   JSON, or SSE with "stream":true;
@@ -30,7 +31,10 @@
  *   GET  /mock/stats     {"open_connections","requests","aborted_streams",
  *        "last_abort_ms","tls_full","tls_resumed"}: an abort is a peer
  *        leaving while a response (or a stall before one) is in progress;
- *        last_abort_ms is epoch ms; tls_* count TLS handshakes by kind
+ *        last_abort_ms is epoch ms; tls_* count TLS handshakes by kind;
+ *        "tls13" the handshakes that chose TLS 1.3, "key_updates_sent" the
+ *        KeyUpdates x-mock-key-update sent, "key_updates_seen" those the
+ *        peer sent us, "tickets_sent" x-mock-tickets' extra tickets
  *
  * Usage numbers: input = request body bytes / 4; output = x-mock-tokens
  * (default 5), cut to max_tokens / max_completion_tokens / max_output_tokens
@@ -51,6 +55,9 @@
  *   the cache writes are 1-hour ones),
  *   x-mock-hold-ms N (pause before a stream's last event: [DONE],
  *   message_stop, response.completed),
+ *   x-mock-key-update N (TLS 1.3: a KeyUpdate after every Nth SSE event,
+ *   update_requested on every other one), x-mock-tickets N (TLS 1.3: a
+ *   NewSessionTicket after every Nth SSE event),
  *   x-mock-fail reset|garbage|hang|close (RST after half the events / non-HTTP
  *   bytes / never answer / close unanswered), x-mock-silent-close 1 (answer
  *   as keep-alive, then close the connection anyway).
@@ -132,7 +139,7 @@
  * as a provider whose own gateway times out (504) does: the log gets a
  * line "BILLED input=N output=M" (the usage a 200 would have reported)
  * before the error goes out. */
-static int mock_reset_all, mock_bill_errors;
+static int mock_reset_all, mock_bill_errors, mock_tls12;
 static long mock_def_status, mock_def_first_delay;
 static const char *mock_health_file;
 
@@ -147,6 +154,10 @@ struct mock {
 	atomic_llong	 last_abort_ms;
 	atomic_long	 tls_full;
 	atomic_long	 tls_resumed;
+	atomic_long	 tls13;
+	atomic_long	 key_updates_sent;
+	atomic_long	 key_updates_seen;
+	atomic_long	 tickets_sent;
 };
 
 struct header {
@@ -199,6 +210,8 @@ struct req {
 	long		 tokens;
 	size_t		 token_bytes;
 	long		 delay_ms;
+	long		 key_update_every;	/* x-mock-key-update */
+	long		 ticket_every;		/* x-mock-tickets */
 	long		 first_delay_ms;
 	long		 cached;
 	long		 cache_write;
@@ -857,6 +870,8 @@ scan_controls(struct req *rq)
 	if (rq->token_bytes == 0)
 		rq->token_bytes = 1;
 	rq->delay_ms = hdr_long(rq, "x-mock-delay-ms", 0, 60000);
+	rq->key_update_every = hdr_long(rq, "x-mock-key-update", 0, 1000000);
+	rq->ticket_every = hdr_long(rq, "x-mock-tickets", 0, 1000000);
 	rq->first_delay_ms = hdr_long(rq, "x-mock-first-delay-ms", mock_def_first_delay,
 	    HANG_MAX_MS);
 	rq->cached = hdr_long(rq, "x-mock-cached", 0, LONG_MAX);
@@ -1513,14 +1528,17 @@ static int
 stats(struct conn *c)
 {
 	struct mock *m = c->m;
-	char json[256];
+	char json[512];
 
 	snprintf(json, sizeof(json), "{\"open_connections\":%ld,\"requests\":%ld,"
 	    "\"aborted_streams\":%ld,\"last_abort_ms\":%lld,\"tls_full\":%ld,"
-	    "\"tls_resumed\":%ld}",
+	    "\"tls_resumed\":%ld,\"tls13\":%ld,\"key_updates_sent\":%ld,"
+	    "\"key_updates_seen\":%ld,\"tickets_sent\":%ld}",
 	    atomic_load(&m->open_conns), atomic_load(&m->requests),
 	    atomic_load(&m->aborted), atomic_load(&m->last_abort_ms),
-	    atomic_load(&m->tls_full), atomic_load(&m->tls_resumed));
+	    atomic_load(&m->tls_full), atomic_load(&m->tls_resumed),
+	    atomic_load(&m->tls13), atomic_load(&m->key_updates_sent),
+	    atomic_load(&m->key_updates_seen), atomic_load(&m->tickets_sent));
 	return send_simple(c, 200, json);
 }
 
@@ -1820,6 +1838,8 @@ serve(struct conn *c)
 		if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1 || SSL_accept(c->ssl) != 1)
 			return;
 		atomic_fetch_add(SSL_session_reused(c->ssl) ? &c->m->tls_resumed : &c->m->tls_full, 1);
+		if (SSL_version(c->ssl) == TLS1_3_VERSION)
+			atomic_fetch_add(&c->m->tls13, 1);
 	}
 	while (serve_one(c) == 0)
 		;
@@ -1868,6 +1888,31 @@ conn_thread(void *arg)
 
 /* ---- SSE streams ----------------------------------------------------------- */
 
+/* What a TLS 1.3 server may send between records of a stream: a KeyUpdate
+ * (every other one asking for the peer's) and NewSessionTickets, each sent
+ * at once (SSL_do_handshake) so it lands between two events. */
+static int
+tls13_extras(struct conn *c)
+{
+	long ku = c->rq.key_update_every, tk = c->rq.ticket_every;
+
+	if (c->ssl == NULL || SSL_version(c->ssl) != TLS1_3_VERSION)
+		return 0;
+	if (ku > 0 && c->events % ku == 0) {
+		int kind = (c->events / ku) % 2 ? SSL_KEY_UPDATE_REQUESTED :
+		    SSL_KEY_UPDATE_NOT_REQUESTED;
+		if (SSL_key_update(c->ssl, kind) != 1 || SSL_do_handshake(c->ssl) != 1)
+			return -1;
+		atomic_fetch_add(&c->m->key_updates_sent, 1);
+	}
+	if (tk > 0 && c->events % tk == 0) {
+		if (SSL_new_session_ticket(c->ssl) != 1 || SSL_do_handshake(c->ssl) != 1)
+			return -1;
+		atomic_fetch_add(&c->m->tickets_sent, 1);
+	}
+	return 0;
+}
+
 /* One SSE event as one HTTP chunk: [event: NAME\n]data: PRE TEXT POST\n\n,
  * flushed at once, then the x-mock-delay-ms pause. */
 static int
@@ -1895,6 +1940,8 @@ sse_event(struct conn *c, const char *name, const struct sb *pre, const struct t
 	    out_flush(c) == -1)
 		return -1;
 	c->events++;
+	if (tls13_extras(c) == -1)
+		return -1;
 	if (c->rq.delay_ms > 0 && wait_peer(c, c->rq.delay_ms) == -1)
 		return -1;
 	return 0;
@@ -2222,13 +2269,28 @@ listen_on(const char *port, int *bound)
 	return fd;
 }
 
+/* Counts the KeyUpdates the peer sends (arg: the mock). */
+static void
+tls_msg(int write_p, int version, int type, const void *buf, size_t len, SSL *ssl, void *arg)
+{
+	struct mock *m = arg;
+
+	(void)version, (void)ssl;
+	if (!write_p && type == SSL3_RT_HANDSHAKE && len > 0 && ((const unsigned char *)buf)[0] == 24)
+		atomic_fetch_add(&m->key_updates_seen, 1);
+}
+
 static SSL_CTX *
-tls_context(const char *cert, const char *key)
+tls_context(struct mock *m, const char *cert, const char *key)
 {
 	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
 
 	if (ctx == NULL)
 		return NULL;
+	if (mock_tls12)
+		SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_msg_callback(ctx, tls_msg);
+	SSL_CTX_set_msg_callback_arg(ctx, m);
 	if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1 ||
 	    SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1 ||
 	    SSL_CTX_check_private_key(ctx) != 1) {
@@ -2321,7 +2383,7 @@ free_port(void)
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: mock_upstream -p PORT [-t CERT KEY] [-l LOGFILE] [-P PORTFILE]\n"
+	fprintf(stderr, "usage: mock_upstream -p PORT [-t CERT KEY [-2]] [-l LOGFILE] [-P PORTFILE]\n"
 	    "       [-R] [-B] [-S STATUS] [-D FIRST-DELAY-MS] [-H HEALTH-STATUS-FILE]\n"
 	    "       mock_upstream --free-port\n");
 	exit(2);
@@ -2336,7 +2398,7 @@ main(int argc, char **argv)
 
 	if (argc == 2 && strcmp(argv[1], "--free-port") == 0)
 		return free_port();
-	while ((ch = getopt(argc, argv, "p:t:l:P:RBS:D:H:")) != -1) {
+	while ((ch = getopt(argc, argv, "p:t:l:P:RBS:D:H:2")) != -1) {
 		switch (ch) {
 		case 'p': port = optarg; break;
 		case 't':
@@ -2352,6 +2414,7 @@ main(int argc, char **argv)
 		case 'S': mock_def_status = strtol(optarg, NULL, 10); break;
 		case 'D': mock_def_first_delay = strtol(optarg, NULL, 10); break;
 		case 'H': mock_health_file = optarg; break;
+		case '2': mock_tls12 = 1; break;
 		default: usage();
 		}
 	}
@@ -2360,7 +2423,7 @@ main(int argc, char **argv)
 	memset(&m, 0, sizeof(m));
 	pthread_mutex_init(&m.log_lock, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (cert != NULL && (m.tls = tls_context(cert, key)) == NULL)
+	if (cert != NULL && (m.tls = tls_context(&m, cert, key)) == NULL)
 		return 1;
 	if (logfile != NULL && (m.log = fopen(logfile, "a")) == NULL) {
 		perror(logfile);

@@ -35,7 +35,7 @@ usd() { printf '%d.%09d' $(($1 / 1000000000)) $(($1 % 1000000000)); }
 usd6() { printf '%d.%06d' $(($1 / 1000000000)) $(($1 % 1000000000 / 1000)); }
 
 # The 50-request key: the gateway reserves body bytes as input tokens plus
-# max_tokens as output (worker/request.c estimate_nusd). The mock bills
+# max_tokens as output (worker/admission.c estimate_nusd). The mock bills
 # body/4 input tokens and exactly M output tokens, so with an input price of
 # 1000 nUSD per 1M both round up to the same nano-dollars: the real cost is
 # the reservation, and exactly 50 fit whatever the timing.
@@ -148,10 +148,10 @@ check "the remaining header has 6 decimals" grep -Eq '^[0-9]+\.[0-9]{6}$' <(rema
 check "the first request settles at its real cost" kv_wait_for 20 key_field_is "$KH_ID" spent_nusd $AH
 check "kvctl budget sets the key's budget" kv_ctl budget "$KH_ID" 1.25 >/dev/null
 check_eq "kvctl shows the new budget" "$(key_field "$KH_ID" budget_nusd)" 1250000000
-# Another request holds its reservation (its answer is 3 s late) while
-# the second one asks.
+# Another request holds its reservation (its answer is 15 s late, so it
+# still holds it on a loaded ASan run) while the second one asks.
 kv_curl /v1/chat/completions -o /dev/null -H "Authorization: Bearer $KH" \
-	-H 'Content-Type: application/json' -H 'x-mock-first-delay-ms: 3000' \
+	-H 'Content-Type: application/json' -H 'x-mock-first-delay-ms: 15000' \
 	--data-binary "$HBODY" &
 slow=$!
 check "a slow request holds its reservation" kv_wait_for 20 key_field_is "$KH_ID" reserved_nusd $RH

@@ -8,7 +8,8 @@
 #    a request is 503 and the provider sees nothing; once Redis is given
 #    RDB snapshots (CONFIG SET save) the host leases at its next connection
 #    and the request is served;
-#  - a new key from a client obeying retry-after is served at its retry;
+#  - a new key from a client obeying retry-after is served (its first
+#    request waits for the lease; a 503 would be cleared by the retry);
 #  - an ACL user (user + password) leases as that user; an unknown one is
 #    refused (KV0753).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
@@ -87,9 +88,11 @@ check "RDB turned on: the host leases again and serves" served_within 30
 check "RDB turned on: a lease is in Redis" sh -c "redis-cli -s '$RSOCK' --scan --pattern 'kv:*' | grep -q ."
 
 # A new pass-through key, each request from a client that obeys the
-# retry-after it is told: the lease grown for its refusal is still there
-# when it retries (HOLD_MS in master/cluster.c). Before, the sync in
-# between shrank it back and the client got 503 every time.
+# retry-after it is told: its first request waits for the lease
+# (worker/leasewait.c, measured: 1 attempt each), and should that wait run
+# out, the lease grown for it is still there when it retries (HOLD_MS in
+# master/cluster.c). Before, the sync in between shrank it back and the
+# client got 503 every time.
 # obey KEY: attempts until a 200 (at most 6), each 503 followed by a sleep
 # of its retry-after; prints the attempts and the codes.
 obey() {

@@ -288,6 +288,8 @@ test_errors(void)
 	EXPECT_ERR("[server\n", ":1: bad section header (want [NAME])");
 	EXPECT_ERR(UP "[upstream b]\nurl = http://h\nca_file = /nonexistent/ca.pem\n",
 	    ":6: ca_file: /nonexistent/ca.pem: No such file or directory");
+	EXPECT_ERR(UP "[upstream b]\nurl = https://h\ntls_record_layer = kernel\n",
+	    ":6: tls_record_layer: want own or openssl, not 'kernel'");
 	EXPECT_ERR("[key abcdefghijabcdefghijabcdefghijabcdefghijabcdefgh]\n",
 	    ":1: bad key name 'abcdefghijabcdefghijabcdefghijabcdefghijabcdefgh' "
 	    "(at most 47 characters)");
@@ -712,10 +714,34 @@ test_cluster(void)
 	CHECK_STR(cf.cluster.redis_port, "7000");
 	kv_config_free(&cf);
 	EXPECT_ERR(UP "[cluster]\nhost_id = a\n", ":4: [cluster]: redis is required");
-	EXPECT_ERR(UP "[cluster]\nredis = http://x\n", ":5: redis: want redis://HOST:PORT "
-	    "or unix:PATH (the password goes in 'password')");
+	EXPECT_ERR(UP "[cluster]\nredis = http://x\n", ":5: redis: want redis://HOST:PORT, "
+	    "rediss://HOST:PORT, redis+sentinel://HOST:PORT/MASTER or unix:PATH (the password goes in 'password')");
 	EXPECT_ERR(UP "[cluster]\nredis = redis://u:p@x:1\n", ":5: redis: want "
-	    "redis://HOST:PORT or unix:PATH (the password goes in 'password')");
+	    "redis://HOST:PORT, rediss://HOST:PORT, redis+sentinel://HOST:PORT/MASTER or unix:PATH (the password goes in 'password')");
+	EXPECT_ERR(UP "[cluster]\nredis = redisss://x\n", ":5: redis: want "
+	    "redis://HOST:PORT, rediss://HOST:PORT, redis+sentinel://HOST:PORT/MASTER or unix:PATH (the password goes in 'password')");
+	/* rediss://: TLS, the port defaults as for redis:// */
+	CHECK_INT(load_text(&cf, UP "[cluster]\nredis = rediss://r.example\nca_file = /dev/null\n"), 0);
+	CHECK_INT(cf.cluster.redis_tls, 1);
+	CHECK_STR(cf.cluster.redis_host, "r.example");
+	CHECK_STR(cf.cluster.redis_port, "6379");
+	CHECK_STR(cf.cluster.ca_file, "/dev/null");
+	kv_config_free(&cf);
+	CHECK_INT(load_text(&cf, UP "[cluster]\nredis = redis+sentinel://s1,s2:26000/kvm\n"), 0);
+	CHECK_INT(cf.cluster.nsentinels, 2);
+	CHECK_STR(cf.cluster.sentinel_host[0], "s1");
+	CHECK_STR(cf.cluster.sentinel_port[0], "26379");
+	CHECK_STR(cf.cluster.sentinel_host[1], "s2");
+	CHECK_STR(cf.cluster.sentinel_port[1], "26000");
+	CHECK_STR(cf.cluster.sentinel_master, "kvm");
+	kv_config_free(&cf);
+	EXPECT_ERR(UP "[cluster]\nredis = redis+sentinel://s1\n", ":5: redis: want "
+	    "redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER");
+	CHECK_INT(load_text(&cf, UP "[cluster]\nredis = redis://r.example:7\n"), 0);
+	CHECK_INT(cf.cluster.redis_tls, 0);
+	kv_config_free(&cf);
+	EXPECT_ERR(UP "[cluster]\nredis = rediss://x\nca_file = /nonexistent/ca.pem\n",
+	    ":6: ca_file: /nonexistent/ca.pem: No such file or directory");
 	EXPECT_ERR(UP "[cluster]\nredis = unix:rel\n", ":5: redis: unix: needs an absolute "
 	    "path of at most 107 bytes");
 	EXPECT_ERR(UP "[cluster]\nredis = redis://x:0\n", ":5: redis: bad host or port in "
@@ -738,6 +764,7 @@ test_targets(void)
 
 	CHECK_INT(load_text(&cf, "[upstream pool]\nurl = http://a:1 https://b/base http://c:3\n"
 	    "paths = /v1\neject_after = 3\neject_time = 7\nfallback = spare\n"
+	    "tls_record_layer = openssl\n"
 	    "[upstream spare]\nurl = https://spare\napi_key = sk-spare\n"
 	    "model_map = gpt-4o=dep1 x=y\n"), 0);
 	if (unit_fail)
@@ -758,6 +785,8 @@ test_targets(void)
 	CHECK_INT(t->tls, 1);
 	CHECK_INT(t->npaths, 0);
 	CHECK_INT(t->target_of, 1);
+	CHECK_INT(t->tls_openssl_records, 1);	/* each target keeps its upstream's */
+	CHECK_INT(cf.upstreams[1].tls_openssl_records, 0);	/* own by default */
 	CHECK_STR(cf.upstreams[3].port, "3");
 	CHECK_INT(cf.upstreams[1].nmodel_map, 2);
 	CHECK(kv_config_route(&cf, "/v1/x", NULL) == u);

@@ -318,6 +318,20 @@ test_cost_fees(void)
 	CHECK_INT(f, INT64_MAX);
 }
 
+/* kv_charge_cost of a body's and a response's model, each resolved as the
+ * worker does: the body's once at admission, the response's when it names
+ * a model of its own. */
+static int64_t
+charge_cost(const struct kv_config *cf, const char *body_model, const char *resp_model,
+    const struct kv_usage *u, int *flags, const struct kv_price **priced)
+{
+	const struct kv_price *pb = body_model[0] != '\0' ? kv_config_price(cf, body_model) : NULL;
+	int named = kv_charge_resp_named(resp_model, body_model);
+
+	return kv_charge_cost(cf, pb, named, named ? kv_config_price(cf, resp_model) : NULL,
+	    u, flags, priced);
+}
+
 /* The price a charge uses: the dearer of the body's and the response's
  * model (issue 20: an Azure deployment answers gpt-4 for gpt-4o-mini). */
 static void
@@ -340,34 +354,34 @@ test_charge_price(void)
 	strcpy(cf.default_price.model, "default");
 	cf.unknown_models_deny = 1;
 	/* the same model, or a dated answer to an alias: its price */
-	CHECK_INT(kv_charge_cost(&cf, "gpt-4o-mini", "gpt-4o-mini-2024-07-18", &u, &flags, &p),
+	CHECK_INT(charge_cost(&cf, "gpt-4o-mini", "gpt-4o-mini-2024-07-18", &u, &flags, &p),
 	    750000);
 	CHECK_INT(flags, 0);
 	/* a dearer response model: its price */
-	CHECK_INT(kv_charge_cost(&cf, "gpt-4o-mini", "gpt-4", &u, &flags, &p), 90000000);
+	CHECK_INT(charge_cost(&cf, "gpt-4o-mini", "gpt-4", &u, &flags, &p), 90000000);
 	CHECK_STR(p->model, "gpt-4");
 	CHECK_INT(flags, 0);
 	/* a cheaper one: the body's, which is what was admitted */
-	CHECK_INT(kv_charge_cost(&cf, "gpt-4", "gpt-4o-mini-2024-07-18", &u, &flags, &p), 90000000);
+	CHECK_INT(charge_cost(&cf, "gpt-4", "gpt-4o-mini-2024-07-18", &u, &flags, &p), 90000000);
 	/* an unpriced response model under deny: the body's price, marked */
-	CHECK_INT(kv_charge_cost(&cf, "gpt-4o-mini", "my-deployment", &u, &flags, &p), 750000);
+	CHECK_INT(charge_cost(&cf, "gpt-4o-mini", "my-deployment", &u, &flags, &p), 750000);
 	CHECK_INT(flags, KV_CHARGE_RESP_UNPRICED);
 	/* no model at all: nothing to charge with */
-	CHECK_INT(kv_charge_cost(&cf, "", NULL, &u, &flags, &p), 0);
+	CHECK_INT(charge_cost(&cf, "", NULL, &u, &flags, &p), 0);
 	CHECK_INT(flags, KV_CHARGE_NO_PRICE);
 	CHECK(p == NULL);
 	/* under unknown_models = default: [price default], marked */
 	cf.has_default_price = 1;
 	cf.unknown_models_deny = 0;
-	CHECK_INT(kv_charge_cost(&cf, "gpt-4o-mini", "my-deployment", &u, &flags, &p), 140000000);
+	CHECK_INT(charge_cost(&cf, "gpt-4o-mini", "my-deployment", &u, &flags, &p), 140000000);
 	CHECK_INT(flags, KV_CHARGE_RESP_UNPRICED);
 	CHECK_STR(p->model, "default");
 	/* searches the chosen price sets no fee for: marked */
 	u.web_search = 2;
-	CHECK_INT(kv_charge_cost(&cf, "gpt-4", NULL, &u, &flags, &p), 90000000);
+	CHECK_INT(charge_cost(&cf, "gpt-4", NULL, &u, &flags, &p), 90000000);
 	CHECK_INT(flags, KV_CHARGE_FEES_UNPRICED);
 	prices[1].web_search_call = 25000000;
-	CHECK_INT(kv_charge_cost(&cf, "gpt-4", NULL, &u, &flags, &p), 140000000);
+	CHECK_INT(charge_cost(&cf, "gpt-4", NULL, &u, &flags, &p), 140000000);
 	CHECK_INT(flags, 0);
 	/* chat completions of a search model bill a search each */
 	u.web_search = 0;

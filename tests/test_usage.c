@@ -12,6 +12,7 @@
 
 #include "worker/reqscan.h"
 #include "worker/usage.h"
+#include "worker/sse_filter.h"
 #include "tests/unit.h"
 
 /* ---- helpers ----------------------------------------------------------- */

@@ -29,24 +29,28 @@ take(const struct kv_price *p, const struct kv_usage *u, int64_t *best,
 	}
 }
 
-int64_t
-kv_charge_cost(const struct kv_config *cf, const char *body_model,
-    const char *resp_model, const struct kv_usage *u, int *flags,
-    const struct kv_price **priced)
+int
+kv_charge_resp_named(const char *resp_model, const char *body_model)
 {
-	const struct kv_price *pb = NULL, *pr = NULL;
+	return differs(resp_model, body_model);
+}
+
+int64_t
+kv_charge_cost(const struct kv_config *cf, const struct kv_price *body_price,
+    int resp_named, const struct kv_price *resp_price, const struct kv_usage *u,
+    int *flags, const struct kv_price **priced)
+{
+	const struct kv_price *pr = NULL;
 	int64_t best = 0;
 
 	*flags = 0;
 	*priced = NULL;
-	if (body_model != NULL && body_model[0] != '\0')
-		pb = kv_config_price(cf, body_model);
-	if (differs(resp_model, body_model)) {
-		pr = kv_config_price(cf, resp_model);
+	if (resp_named) {
+		pr = resp_price;
 		if (pr == NULL || pr == &cf->default_price)
 			*flags |= KV_CHARGE_RESP_UNPRICED;
 	}
-	take(pb, u, &best, priced, flags);
+	take(body_price, u, &best, priced, flags);
 	take(pr, u, &best, priced, flags);
 	if (*priced == NULL) {
 		*flags |= KV_CHARGE_NO_PRICE;

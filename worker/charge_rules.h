@@ -1,7 +1,7 @@
 /* What a response is charged (README "What a request is charged"): the
  * price a charge uses when the response names a model of its own, and the
  * output a response without final usage is charged. Pure functions of the
- * config and the counts, used by the settlement (relay.c). */
+ * config and the counts, used by the settlement (settle.c). */
 #ifndef KV_CHARGE_RULES_H
 #define KV_CHARGE_RULES_H
 
@@ -17,17 +17,24 @@
 #define KV_CHARGE_FEES_UNPRICED	0x4	/* calls reported that the price sets no fee for */
 #define KV_CHARGE_OVERFLOW	0x8	/* the cost overflowed: INT64_MAX / 4 */
 
-/* The cost of U for a request that asked for BODY_MODEL and was answered
- * by RESP_MODEL (either may be "" or NULL): the dearer of the two models'
- * prices, so that a deployment answering with a dearer model than the
- * body names (Azure ignores the body's model) is charged for it, and one
- * answering with a cheaper one is charged what was admitted. A response
- * model without a price section of its own counts at [price default] (when
- * unknown_models = default), and *flags says so; *priced is the section
- * the cost came from (NULL with KV_CHARGE_NO_PRICE). */
-int64_t	kv_charge_cost(const struct kv_config *cf, const char *body_model,
-	    const char *resp_model, const struct kv_usage *u, int *flags,
-	    const struct kv_price **priced);
+/* 1 when the response names a model of its own, RESP_MODEL (non-empty,
+ * and not BODY_MODEL, the model the body named: either may be "" or
+ * NULL): its price then counts too (kv_charge_cost). */
+int	kv_charge_resp_named(const char *resp_model, const char *body_model);
+
+/* The cost of U for a request whose body named a model priced BODY_PRICE
+ * (kv_config_price, resolved once at admission; NULL when the body named
+ * none) and, when RESP_NAMED (kv_charge_resp_named), was answered by a
+ * model priced RESP_PRICE: the dearer of the two prices, so that a
+ * deployment answering with a dearer model than the body names (Azure
+ * ignores the body's model) is charged for it, and one answering with a
+ * cheaper one is charged what was admitted. A response model without a
+ * price section of its own (RESP_PRICE NULL, or [price default] when
+ * unknown_models = default) counts at that, and *flags says so; *priced is
+ * the section the cost came from (NULL with KV_CHARGE_NO_PRICE). */
+int64_t	kv_charge_cost(const struct kv_config *cf, const struct kv_price *body_price,
+	    int resp_named, const struct kv_price *resp_price, const struct kv_usage *u,
+	    int *flags, const struct kv_price **priced);
 
 /* Per-request fees a response does not report as counts: a chat
  * completion of OpenAI's search models (a name with "-search-", such as

@@ -11,6 +11,7 @@
 #include "worker/reqlog.h"
 #include "worker/upstream.h"
 #include "worker/reqscan.h"
+#include "worker/sse_filter.h"
 #include "worker/usage.h"
 #include "shm/ratelimit.h"
 
@@ -20,13 +21,13 @@
 #define KV_SPOOL_STAGE	(16 * 1024)	/* spool bytes staged per TLS write */
 #define KV_UBUF_SIZE	(16 * 1024)	/* upstream read buffer */
 #define KV_UBUF_FAST	(64 * 1024)	/* ... while bytes pour through */
-#define KV_EBUF_SIZE	(16 * 1024)	/* one SSE event, when filtering */
 #define KV_GATE_TICKET_MS	1000	/* most a request waits for another's TLS ticket */
 #define KV_LINGER_MS	5000	/* nginx's lingering_timeout */
 
 enum conn_state {
 	CS_HEAD,	/* reading a request head */
 	CS_BODY_IN,	/* reading (and scanning) the whole body */
+	CS_LEASEWAIT,	/* parked until this host's cluster lease admits it (leasewait.h) */
 	CS_UPWAIT,	/* parked until the upstream admits a TLS handshake */
 	CS_CONNECT,	/* TCP connect in progress */
 	CS_HANDSHAKE,	/* TLS handshake */
@@ -93,6 +94,10 @@ struct kv_conn {
 	size_t			 slen, spos;
 	struct kv_reqscan	*rs;		/* while the body is read */
 	struct kv_request_info	 ri;		/* what the whole body said */
+	/* ri.model's price (kv_config_price, NULL for none), resolved once,
+	 * at admission: the reservation, the sent estimate, the charge and
+	 * the model row all use it (each was a glob scan of the prices) */
+	const struct kv_price	*price;
 	int			 force_usage;	/* stream_options.include_usage added */
 	int			 inject;	/* ... and the client did not ask: drop the event */
 	char			*inj;		/* the member added, at body offset inj_at */
@@ -108,6 +113,9 @@ struct kv_conn {
 	int			 resv;		/* reservation index, -1 none */
 	int64_t			 remaining;
 	int64_t			 out_bound;	/* output tokens the reservation holds */
+	int			 lease_parked;	/* on w->lease_parked (leasewait.c) */
+	int64_t			 lease_until_ms;	/* ... and refused with 503 from then */
+	struct kv_conn		*lease_next;
 	int			 counted_stream;
 
 	/* rate limits (limits.c) and what our own errors tell clients */
@@ -146,9 +154,7 @@ struct kv_conn {
 	int			 client_keep;
 	int			 scan_on;
 	int			 reframe, out_chunked;
-	char			*ebuf;
-	size_t			 elen;
-	int			 eoverflow;	/* current event too big: passed through */
+	struct kv_sse_filter	 sse;		/* drops the usage event we injected */
 	int			 sent_any;	/* response bytes reached the client */
 	int			 cut;		/* stream cut short */
 	int64_t			 drain_until_ms;	/* on_cut = drain: read on until then */
@@ -203,17 +209,8 @@ void	conn_free_buf(struct kv_conn *c);
  * first use. */
 const char *conn_request_id(struct kv_conn *c);
 
-/* request.c */
-enum step request_head(struct kv_conn *c);
-enum step request_body_in(struct kv_conn *c);
-enum step request_connect(struct kv_conn *c);	/* also CS_UPWAIT's step */
-enum step request_connect_done(struct kv_conn *c);
-enum step request_handshake(struct kv_conn *c);
-enum step request_send(struct kv_conn *c);
-enum step request_send_body(struct kv_conn *c);
-enum step request_retry(struct kv_conn *c);
-/* Close the spool and free the scanner and injection of this request. */
-void	kv_request_release(struct kv_conn *c);
+/* The request leg's steps: request_head.h, request_body.h, admission.h,
+ * request_send.h. */
 
 /* limits.c */
 /* Take the request's rpm and tpm share of its key (after the budget
@@ -233,12 +230,6 @@ int	conn_traffic_headers(struct kv_conn *c);
  * x-should-retry) into BUF; returns the length or -1. */
 int	conn_error_headers(struct kv_conn *c, int status, char *buf, size_t len);
 
-/* relay.c */
-enum step relay_head(struct kv_conn *c);
-enum step relay_body(struct kv_conn *c);
-void	relay_finish(struct kv_conn *c);
-/* The client hung up: 1 when the request goes on without it (see relay.c),
- * 0 when the connection is to be closed as a cut. */
-int	relay_client_left(struct kv_conn *c);
+/* The response leg's steps: relay_head.h, relay.h. */
 
 #endif

@@ -1,6 +1,7 @@
 /* Connection lifecycle: accept, epoll interest, the state loop, errors we
- * answer ourselves, timeouts and close. The request leg is in request.c,
- * the response leg in relay.c. */
+ * answer ourselves, timeouts and close. The request leg is in
+ * request_head.c, request_body.c, admission.c and request_send.c, the
+ * response leg in relay_head.c and relay.c, its settlement in settle.c. */
 #include "worker/conn-t.h"
 
 #include <errno.h>
@@ -16,7 +17,15 @@
 
 #include "common/log.h"
 #include "worker/errors.h"
+#include "worker/leasewait.h"
 #include "worker/upstream_set.h"
+#include "worker/relay.h"
+#include "worker/relay_head.h"
+#include "worker/admission.h"
+#include "worker/request_body.h"
+#include "worker/request_head.h"
+#include "worker/request_send.h"
+#include "worker/settle.h"
 
 #define STEPS_PER_EVENT 64	/* then yield to other connections */
 /* What a connection holds from accept on: its state, and the kernel's
@@ -359,9 +368,7 @@ conn_free_buf(struct kv_conn *c)
 	free(c->ubuf);
 	c->ubuf = NULL;
 	c->ulen = c->upos = 0;
-	free(c->ebuf);
-	c->ebuf = NULL;
-	c->elen = 0;
+	kv_sse_filter_free(&c->sse);
 	free(c->target);
 	c->target = NULL;
 	if (c->pipefd[0] != -1) {
@@ -379,8 +386,9 @@ conn_close(struct kv_conn *c)
 	struct kv_conn **pp;
 
 	kv_upstream_ungate(&c->upwait);
+	conn_lease_unpark(c);
 	if (c->resv >= 0 || c->counted_stream)
-		relay_finish(c);	/* settles and logs what was relayed */
+		settle_request(c);	/* settles and logs what was relayed */
 	upstream_detach(c, 0);
 	conn_free_buf(c);
 	free(c->cbuf);
@@ -497,7 +505,7 @@ conn_errwrite(struct kv_conn *c)
 		c->bytes_out += (uint64_t)n;
 	}
 	if (c->method[0] != '\0' || c->status != 0)
-		relay_finish(c);
+		settle_request(c);
 	if (!c->client_keep && !c->body_done && shutdown(c->cfd, SHUT_WR) == 0) {
 		c->state = CS_LINGER;
 		c->deadline_ms = c->w->now_ms + KV_LINGER_MS;
@@ -580,6 +588,7 @@ conn_step(struct kv_conn *c)
 	switch (c->state) {
 	case CS_HEAD:		return request_head(c);
 	case CS_BODY_IN:	return request_body_in(c);
+	case CS_LEASEWAIT:	return request_lease_retry(c);
 	case CS_UPWAIT:		return request_connect(c);
 	case CS_CONNECT:	return request_connect_done(c);
 	case CS_HANDSHAKE:	return request_handshake(c);
@@ -660,6 +669,8 @@ kv_conn_tick(struct kv_conn *c, int64_t now_ms)
 	if (now_ms < c->deadline_ms)
 		return;
 	switch (c->state) {
+	case CS_LEASEWAIT:
+		return;		/* its own bound (kv_lease_poll) */
 	case CS_UPWAIT:
 		if (!c->ticket_waited) {
 			/* The first handshake's ticket is late: handshake on our

@@ -157,6 +157,21 @@ read_used(struct kv_memguard *g)
 	return 0;
 }
 
+/* A TLS stream left on OpenSSL's record layer keeps its SSL object (about
+ * 15 KB); one handed off keeps about 240 bytes (tests/t_tls13.sh, bench
+ * scenario 5): a worker whose TLS upstreams all hand off starts from the
+ * lower figure. */
+static int64_t
+stream_estimate(const struct kv_upstream_rt *ups, size_t nups)
+{
+	size_t i;
+
+	for (i = 0; i < nups; i++)
+		if (ups[i].cf->tls && ups[i].cf->tls_openssl_records)
+			return KV_MEMGUARD_STREAM_EST;
+	return KV_MEMGUARD_STREAM_EST_OWN;
+}
+
 void
 kv_memguard_init(struct kv_memguard *g, const struct kv_config *cf, int nworkers,
     const struct kv_upstream_rt *ups, size_t nups, const size_t *nconns)
@@ -172,6 +187,7 @@ kv_memguard_init(struct kv_memguard *g, const struct kv_config *cf, int nworkers
 	g->nworkers = nworkers > 0 ? nworkers : 1;
 	g->ups = ups;
 	g->nups = nups;
+	g->stream_est = stream_estimate(ups, nups);
 	g->limit = cf->memory_limit == -1 ? kv_memguard_cgroup_limit() : cf->memory_limit;
 	if (g->limit <= 0) {
 		g->limit = 0;
@@ -216,7 +232,7 @@ kv_memguard_full(struct kv_memguard *g, int64_t now_ms)
 	 * stream costs what the carried ones cost now, when that is more (a
 	 * worker that is behind holds bytes for slow clients). */
 	pending = kv_upstreams_pending(g->ups, g->nups, &hs);
-	est = KV_MEMGUARD_STREAM_EST;
+	est = g->stream_est;
 	if (g->idle < 0)
 		g->idle = g->used;
 	if (*g->nconns > 16 && (g->used - g->idle) / ((int64_t)*g->nconns * g->nworkers) > est)

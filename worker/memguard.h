@@ -14,9 +14,12 @@ struct kv_upstream_rt;
 
 /* What a request still to be set up may add (TLS session, record and
  * socket buffers, kernel socket memory): the cgroup growth measured per
- * paced TLS stream, 21 KB, rounded up (docs/tls-memory.md); more when the
- * carried streams cost more, up to the second figure. */
+ * paced TLS stream on OpenSSL's record layer, 21 KB, rounded up
+ * (docs/tls-memory.md); on kilovolt's own (every TLS upstream of the
+ * worker on tls_record_layer = own, or plaintext) the second figure; more
+ * when the carried streams cost more, up to the third. */
 #define KV_MEMGUARD_STREAM_EST	(22 * 1024)
+#define KV_MEMGUARD_STREAM_EST_OWN (12 * 1024)
 #define KV_MEMGUARD_STREAM_MAX	(64 * 1024)
 #define KV_MEMGUARD_READ_MS	10	/* re-read the usage at most this often */
 #define KV_MEMGUARD_RETRY_S	1	/* Retry-After of a refusal */
@@ -34,6 +37,7 @@ struct kv_memguard {
 	size_t		nups;
 	const size_t	*nconns;	/* the worker's connections */
 	int64_t		idle;		/* the first reading, -1 before it */
+	int64_t		stream_est;	/* KV_MEMGUARD_STREAM_EST or _OWN */
 	int		usage_fd;	/* the cgroup's usage file, or /proc/self/statm */
 	int		cg;		/* usage_fd is the cgroup's */
 	int		v2;

@@ -131,6 +131,7 @@ kv_stream_handshake(struct kv_stream *s, char *err, size_t errlen)
 	r = SSL_connect(s->ssl);
 	if (r == 1) {
 		tls_idle(s);
+		kv_tls13_io_count_handshake();
 		return 1;
 	}
 	switch (SSL_get_error(s->ssl, r)) {

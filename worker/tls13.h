@@ -2,8 +2,9 @@
  * the pure part of kilovolt's own record layer. No sockets, no SSL: a
  * direction's key state, the record header check, and sealing and opening
  * one record in place with one EVP_CIPHER_CTX that the caller owns (one per
- * worker, re-keyed per record). Not yet wired into the relay: see
- * docs/tls-memory.md, "Own record layer". */
+ * worker, re-keyed per record); and reading one record from a socket.
+ * worker/tls13_io.c wires it into kv_stream (docs/tls-memory.md, "Own
+ * record layer"). */
 #ifndef KV_TLS13_H
 #define KV_TLS13_H
 
@@ -120,16 +121,27 @@ enum kv_tls13_what kv_tls13_post(struct kv_tls13_conn *t, uint8_t type,
  * The record's length, or -1. */
 long kv_tls13_key_update(EVP_CIPHER_CTX *c, struct kv_tls13_conn *t, uint8_t *out);
 
+/* A record that arrived only in part, kept until the rest comes: the only
+ * per-connection read bytes, and only while a record is half there. */
+struct kv_tls13_part {
+	uint8_t	*p;
+	uint16_t have, want;     /* bytes kept; the record's (or header's) size */
+};
+
 /* Reads one whole record from socket fd into buf (KV_TLS13_HDR +
- * KV_TLS13_MAX_CIPHER bytes, one per worker), and only when the kernel
- * already holds all of it: the header is peeked, the socket's FIONREAD must
- * cover the record, so an idle or half-arrived record costs no userspace
- * bytes. Returns the record's length; 0 when it is not all there yet (wait
- * for readability); -2 for end of stream at a record boundary; -1 for an
- * error, a bad header, or end of stream inside a record. A peek cannot
- * tell end of stream inside a header from a slow one: 0 then; the caller
- * takes EPOLLRDHUP with 0 as a cut. The socket's receive buffer must hold a
- * whole record (2^14 + 261 bytes; Linux's default is far more). */
-long kv_tls13_recv(int fd, uint8_t *buf);
+ * KV_TLS13_MAX_CIPHER bytes, one per worker). When the kernel holds all of
+ * it (the header is peeked, then the record read) it goes straight into
+ * buf, so an idle stream costs no userspace bytes. When it holds only
+ * part, that part moves into pt (malloc'd to the record's size) and later
+ * calls add to it: a reader must drain the socket, or TCP's
+ * window may stay shut with the record half in. Returns the record's
+ * length (the record is in buf, pt empty again); 0 when it is not all
+ * there yet (wait for readability); -2 for end of stream at a record
+ * boundary; -1 for an error, a bad header, or end of stream inside a
+ * record. Never blocks. */
+long kv_tls13_recv(int fd, uint8_t *buf, struct kv_tls13_part *pt);
+
+/* Forgets (cleansed) a record kept in part. */
+void kv_tls13_part_free(struct kv_tls13_part *pt);
 
 #endif

@@ -1,8 +1,9 @@
 /* kv_stream over kilovolt's TLS 1.3 record layer (tls13_io.h). A worker is
  * one single-threaded process: one cipher context and one record buffer
  * serve all its connections. Per connection: the keys, and bytes only
- * while they cannot go anywhere (a record the socket took in part, a
- * record's plaintext larger than the caller's buffer). */
+ * while they cannot go anywhere (a record that arrived in part, a record
+ * the socket took in part, a record's plaintext larger than the caller's
+ * buffer). */
 #include "worker/tls13_io.h"
 
 #include <errno.h>
@@ -14,27 +15,45 @@
 #include <openssl/crypto.h>
 
 #include "common/log.h"
+#include "shm/ledger-t.h"
 #include "worker/stream.h"
 #include "worker/tls13.h"
 #include "worker/tls_handoff.h"
 
 struct kv_tls13_io {
 	struct kv_tls13_conn t;
+	struct kv_tls13_part in; /* a record half arrived */
 	struct held {
 		uint8_t	*p;
 		size_t	 len, off;
-		size_t	 plain;  /* write: plaintext bytes the held record carries */
+		size_t	 plain;  /* write: plaintext bytes the held record carries
+				  * (0: our KeyUpdate) */
 	} r, w;                  /* plaintext still to be read; a record half sent */
 };
 
 static uint8_t rec[KV_TLS13_HDR + KV_TLS13_MAX_CIPHER + 64];
 static EVP_CIPHER_CTX *cctx;
+static struct kv_counters *counters;
+
+void
+kv_tls13_io_counters(struct kv_counters *c)
+{
+	counters = c;
+}
+
+void
+kv_tls13_io_count_handshake(void)
+{
+	if (counters != NULL)
+		atomic_fetch_add(&counters->upstream_tls_handshakes_total, 1);
+}
 
 void
 kv_tls13_io_free(struct kv_tls13_io *t)
 {
 	if (t == NULL)
 		return;
+	kv_tls13_part_free(&t->in);
 	free(t->r.p);
 	free(t->w.p);
 	OPENSSL_cleanse(t, sizeof *t);
@@ -61,6 +80,8 @@ kv_tls13_io_adopt(struct kv_stream *s)
 	SSL_free(s->ssl);
 	s->ssl = NULL;
 	s->t13 = t;
+	if (counters != NULL)
+		atomic_fetch_add(&counters->upstream_tls_handoffs_total, 1);
 }
 
 /* Keeps n bytes of p (the rest of a record, or plaintext) in h. */
@@ -96,15 +117,22 @@ send_some(int fd, const uint8_t *p, size_t n)
 	return r;
 }
 
-/* Our KeyUpdate, asked for by the peer: sent at once; a socket too full
- * for 22 bytes, or a write of ours half sent, fails the connection. */
+/* Our KeyUpdate, asked for by the peer. RFC 8446 §4.6.3 wants it before
+ * our next application data, not at once: with a record of ours half sent
+ * it waits for kv_tls13_io_write; a socket that takes it in part keeps the
+ * rest as a held write (plain 0) that the next write sends first. */
 static int
-answer_key_update(struct kv_stream *s, struct kv_tls13_io *t)
+send_key_update(struct kv_stream *s, struct kv_tls13_io *t)
 {
 	if (t->w.p != NULL)
-		return -1;
+		return 0;
 	long n = kv_tls13_key_update(cctx, &t->t, rec);
-	return n > 0 && send_some(s->fd, rec, (size_t)n) == n ? 0 : -1;
+	if (n < 0)
+		return -1;
+	ssize_t r = send_some(s->fd, rec, (size_t)n);
+	if (r < 0)
+		return -1;
+	return r == n ? 0 : hold(&t->w, rec + r, (size_t)(n - r), 0);
 }
 
 ssize_t
@@ -121,7 +149,7 @@ kv_tls13_io_read(struct kv_stream *s, void *buf, size_t len)
 		return (ssize_t)n;
 	}
 	for (;;) {
-		long n = kv_tls13_recv(s->fd, rec);
+		long n = kv_tls13_recv(s->fd, rec, &t->in);
 		uint8_t type, alert = 0;
 		if (n == 0) {
 			s->want = EPOLLIN;
@@ -144,7 +172,7 @@ kv_tls13_io_read(struct kv_stream *s, void *buf, size_t len)
 			memcpy(buf, rec + KV_TLS13_HDR, (size_t)m);
 			return m;
 		case KV_TLS13_NOTHING:
-			if (t->t.key_update_due && answer_key_update(s, t) < 0)
+			if (t->t.key_update_due && send_key_update(s, t) < 0)
 				return KV_IO_ERROR;
 			continue;
 		case KV_TLS13_END:
@@ -157,6 +185,22 @@ kv_tls13_io_read(struct kv_stream *s, void *buf, size_t len)
 	}
 }
 
+/* Sends the rest of a held record: 1 when it is all out, 0 when the socket
+ * is full again, -1 on an error. */
+static int
+flush_held(struct kv_stream *s, struct held *w)
+{
+	ssize_t r = send_some(s->fd, w->p + w->off, w->len - w->off);
+	if (r < 0)
+		return -1;
+	w->off += (size_t)r;
+	if (w->off < w->len) {
+		s->want = EPOLLOUT;
+		return 0;
+	}
+	return 1;
+}
+
 ssize_t
 kv_tls13_io_write(struct kv_stream *s, const void *buf, size_t len)
 {
@@ -164,17 +208,21 @@ kv_tls13_io_write(struct kv_stream *s, const void *buf, size_t len)
 	ssize_t r;
 
 	if (t->w.p != NULL) {
-		r = send_some(s->fd, t->w.p + t->w.off, t->w.len - t->w.off);
-		if (r < 0)
+		int f = flush_held(s, &t->w);
+		if (f <= 0)
+			return f < 0 ? KV_IO_ERROR : KV_IO_AGAIN;
+		size_t plain = t->w.plain;
+		unhold(&t->w);
+		if (plain > 0)
+			return (ssize_t)plain;
+	}
+	if (t->t.key_update_due) {
+		if (send_key_update(s, t) < 0)
 			return KV_IO_ERROR;
-		t->w.off += (size_t)r;
-		if (t->w.off < t->w.len) {
+		if (t->w.p != NULL) {
 			s->want = EPOLLOUT;
 			return KV_IO_AGAIN;
 		}
-		size_t plain = t->w.plain;
-		unhold(&t->w);
-		return (ssize_t)plain;
 	}
 	size_t k = len > KV_TLS13_MAX_PLAIN ? KV_TLS13_MAX_PLAIN : len;
 	long n = kv_tls13_seal(cctx, &t->t.wd, KV_TLS13_APPDATA, buf, k, rec);

@@ -9,6 +9,15 @@
 
 struct kv_stream;
 struct kv_tls13_io;
+struct kv_counters;
+
+/* Where this process counts completed upstream handshakes and hand-offs
+ * (the ledger's upstream_tls_handshakes_total, upstream_tls_handoffs_total):
+ * set once by the worker; NULL (the default) counts nothing. */
+void	kv_tls13_io_counters(struct kv_counters *c);
+
+/* Counts one completed upstream TLS handshake. */
+void	kv_tls13_io_count_handshake(void);
 
 /* Moves s from its SSL to the own record layer when kv_tls_handoff allows
  * it; the SSL is then freed (quietly: nothing is written, the session

@@ -138,6 +138,37 @@ kv_upstreams_pending(const struct kv_upstream_rt *rts, size_t n, int *handshakin
 	return parked;
 }
 
+/* ---- the pool's two lists ---------------------------------------------- */
+
+/* The loop's turn (kv_upstreams_turn), and whether its epoll_wait
+ * returned every ready event. */
+static uint64_t pool_turn;
+static int pool_watched;
+
+void
+kv_upstreams_turn(int complete)
+{
+	pool_turn++;
+	pool_watched = complete;
+}
+
+/* Connections released in an earlier turn join the idle list. */
+static void
+pool_settle(struct kv_upstream_rt *rt)
+{
+	struct kv_upconn *tail;
+
+	if (rt->fresh == NULL || rt->fresh_turn == pool_turn)
+		return;
+	for (tail = rt->fresh; tail->next != NULL; tail = tail->next)
+		;
+	tail->next = rt->idle;
+	rt->idle = rt->fresh;
+	rt->fresh = NULL;
+}
+
+/* ---- a connection's part in the gate --------------------------------- */
+
 /* The connection no longer holds back requests waiting for a ticket. */
 static void
 upconn_settle(struct kv_upconn *uc)
@@ -276,10 +307,10 @@ tls_ctx_init(struct kv_upstream_rt *rts, struct kv_upstream_rt *rt, char *err, s
 	}
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
 	SSL_CTX_sess_set_new_cb(ctx, session_new_cb);
-	/* TLS 1.3 legs leave OpenSSL after the handshake (worker/tls13_io.c).
-	 * Off until the stall in t_tls.sh's slow reader is understood
-	 * (docs/tls-memory.md, "Own record layer"): KV_TLS13_HANDOFF=1. */
-	if (getenv("KV_TLS13_HANDOFF") != NULL && kv_tls_handoff_ctx(ctx) < 0) {
+	/* TLS 1.3 legs leave OpenSSL after the handshake (worker/tls13_io.c,
+	 * docs/tls-memory.md "Own record layer") unless tls_record_layer =
+	 * openssl: the callbacks record the secrets the hand-off needs. */
+	if (!up->tls_openssl_records && kv_tls_handoff_ctx(ctx) < 0) {
 		SSL_CTX_free(ctx);
 		snprintf(err, errlen, "upstream %s: TLS hand-off set-up failed", up->name);
 		return -1;
@@ -349,6 +380,8 @@ kv_upstreams_free(struct kv_upstream_rt *rts, size_t n)
 	for (i = 0; i < n; i++) {
 		struct kv_upstream_rt *rt = &rts[i];
 
+		rt->fresh_turn = pool_turn - 1;
+		pool_settle(rt);
 		while (rt->idle != NULL) {
 			struct kv_upconn *uc = rt->idle;
 			rt->idle = uc->next;
@@ -420,8 +453,10 @@ dns_tick(struct kv_upstream_rt *rt, int64_t now)
 static void
 pool_expire(struct kv_upstream_rt *rt, int64_t now)
 {
-	struct kv_upconn **pp = &rt->idle, *uc;
+	struct kv_upconn **pp, *uc;
 
+	pool_settle(rt);
+	pp = &rt->idle;
 	while ((uc = *pp) != NULL) {
 		if (now - uc->idle_since >= KV_POOL_IDLE_SECS) {
 			*pp = uc->next;
@@ -457,23 +492,26 @@ idle_is_alive(struct kv_upconn *uc)
 struct kv_upconn *
 kv_upconn_take_idle(struct kv_upstream_rt *rt, int64_t now)
 {
-	struct kv_upconn *uc;
+	struct kv_upconn **list, *uc;
 
-	while ((uc = rt->idle) != NULL) {
-		rt->idle = uc->next;
+	(void)now;
+	pool_settle(rt);
+	for (;;) {
+		list = rt->idle != NULL ? &rt->idle : &rt->fresh;
+		if ((uc = *list) == NULL)
+			return NULL;
+		*list = uc->next;
 		rt->nidle--;
 		uc->next = NULL;
-		/* Checked every time, even for a connection released this
-		 * second: a request is never sent twice (request_retry), so a
-		 * server's close must be seen before any byte is written. */
-		if (idle_is_alive(uc)) {
+		/* Watched by the last epoll_wait, which said nothing of it: no
+		 * poll(2) (one a request, a fifth of the worker's syscalls). */
+		if ((list == &rt->idle && pool_watched && uc->registered) || idle_is_alive(uc)) {
 			uc->reused = 1;
 			return uc;
 		}
 		uc->rt = NULL;
 		kv_upconn_close(uc, 0);
 	}
-	return NULL;
 }
 
 static int
@@ -584,9 +622,11 @@ kv_upconn_release(struct kv_upconn *uc, int64_t now)
 		kv_upconn_close(uc, 0);
 		return;
 	}
+	pool_settle(rt);
 	uc->idle_since = now;
-	uc->next = rt->idle;
-	rt->idle = uc;
+	uc->next = rt->fresh;
+	rt->fresh = uc;
+	rt->fresh_turn = pool_turn;
 	rt->nidle++;
 	gate_wake(rt);
 }
@@ -631,10 +671,14 @@ kv_upconn_idle_event(struct kv_upconn *uc)
 	struct kv_upstream_rt *rt = uc->rt;
 	struct kv_upconn **pp;
 
-	if (uc->dead || rt == NULL || idle_is_alive(uc))
+	if (uc->dead || rt == NULL)
 		return;
+	pool_settle(rt);
 	for (pp = &rt->idle; *pp != NULL && *pp != uc; pp = &(*pp)->next)
 		;
+	if (*pp == NULL)
+		for (pp = &rt->fresh; *pp != NULL && *pp != uc; pp = &(*pp)->next)
+			;
 	if (*pp == NULL)
 		return;		/* not in the pool: whoever holds it reads it */
 	*pp = uc->next;

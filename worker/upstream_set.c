@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "shm/targets.h"
 #include "worker/upstream_rewrite.h"
+#include "worker/request_send.h"
 
 #define KV_COOL_DEFAULT_S	5	/* a 429/503 without retry-after */
 #define KV_COOL_MAX_S		300

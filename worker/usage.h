@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "common/money.h"
+#include "worker/usage_json-t.h"
 
 enum kv_api {
 	KV_API_OPENAI_CHAT,		/* /v1/chat/completions */
@@ -18,42 +19,6 @@ enum kv_api {
 	KV_API_OPENAI_RESPONSES,	/* /v1/responses */
 	KV_API_ANTHROPIC_MESSAGES,	/* /v1/messages */
 	KV_API_OTHER,			/* no usage expected */
-};
-
-#define KV_SCAN_DEPTH	32	/* levels whose key is remembered */
-#define KV_SCAN_NEST	512	/* nesting beyond this is treated as malformed */
-#define KV_SCAN_MODEL	96
-#define KV_SCAN_KEY	40
-
-/* A resumable JSON tokenizer (internal to usage.c; here only so the scanner
- * can live on the stack or inside a connection without allocation). */
-struct kv_json {
-	uint8_t		 state;
-	uint8_t		 nstate;	/* number grammar position */
-	uint8_t		 lit;		/* literal being matched */
-	uint8_t		 litpos;
-	uint8_t		 uhex;		/* hex digits of a backslash-u escape seen */
-	uint8_t		 is_key;	/* the string being read is a key */
-	uint8_t		 capture;	/* keep the string value's bytes */
-	uint8_t		 count;		/* add the string's bytes to nbytes */
-	uint8_t		 str_bad;	/* captured value did not fit */
-	uint8_t		 num_ok;	/* num is a non-negative int64 */
-	uint8_t		 neg;		/* the number has a minus sign */
-	uint8_t		 multi;		/* accept several top-level values */
-	uint32_t	 ucp;		/* code point of that escape */
-	uint32_t	 hisur;		/* pending high surrogate, 0 if none */
-	int		 depth;		/* open containers */
-	int		 evdepth;	/* depth an event happened at */
-	uint8_t		 isobj[KV_SCAN_NEST / 8];	/* bit per level */
-	uint8_t		 path[KV_SCAN_DEPTH];	/* key id per level */
-	char		 key[KV_SCAN_KEY];
-	size_t		 keylen;
-	char		 str[KV_SCAN_MODEL];
-	size_t		 slen;
-	int64_t		 num;
-	int64_t		 nbytes;	/* counted string bytes */
-	int64_t		 nhigh;		/* of them, bytes >= 0x80 */
-	int64_t		 nchars;	/* of them, UTF-8 lead bytes: non-ASCII characters */
 };
 
 struct kv_usage_scanner {
@@ -137,10 +102,5 @@ const struct kv_usage *kv_usage_result(const struct kv_usage_scanner *s);
  * least one per SSE event that carried text (providers send a token or
  * more per delta). */
 int64_t	kv_usage_output_estimate(const struct kv_usage_scanner *s);
-
-/* For a buffered SSE event's data (the JSON after "data: "): 1 when it is
- * OpenAI's extra usage-only chunk ("choices": [] and a non-null "usage"),
- * which the proxy drops when it injected include_usage itself. */
-int	kv_sse_is_usage_only(const char *json, size_t len);
 
 #endif

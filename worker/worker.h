@@ -41,6 +41,10 @@ struct kv_worker {
 	int			 splice_ok;
 	struct kv_memguard	 mem;		/* 503 past the memory budget */
 	struct kv_conn		*heads, *heads_tail;	/* unfinished heads, oldest first */
+	struct kv_conn		*lease_parked;	/* waiting for cluster lease (leasewait.h) */
+	int			 nlease_parked;
+	int64_t			 lease_kick_ms;	/* the master was last kicked */
+	int64_t			 lease_poll_ms;	/* the parked last looked again */
 	/* scratch for the parser, one request or response at a time */
 	struct kv_http_request	 req;
 	struct kv_http_response	 res;

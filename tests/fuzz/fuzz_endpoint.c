@@ -55,7 +55,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	up.shared_stored_objects = (data[0] & 8) != 0;
 	if (kv_target_check(t, size - 1, &why) == 0) {
 		check_path(t, size - 1);
-		/* classification wants a NUL-terminated target, as request.c has */
+		/* classification wants a NUL-terminated target, as admission.c has */
 		char *z = malloc(size);
 		if (z != NULL) {
 			memcpy(z, t, size - 1);

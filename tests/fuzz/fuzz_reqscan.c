@@ -9,6 +9,7 @@
 
 #include "worker/reqscan.h"
 #include "worker/usage.h"
+#include "worker/sse_filter.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,0 +1,343 @@
+/* Admission, once the body is whole: what the scan said, the route, the
+ * endpoint policy, the account, the price, the worst-case reservation and
+ * the rate limits; then the upstream request is built (request_send.c). */
+#include "worker/admission.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/money.h"
+#include "worker/endpoints.h"
+#include "worker/leasewait.h"
+#include "worker/request_head.h"
+#include "worker/request_send.h"
+#include "worker/upstream_set.h"
+
+/* Inline images bill by their size, not their bytes (media_bound.h): the
+ * rule of the model's family, or the dearest rule for a model it does not
+ * know (an upstream's model_map can send any name). */
+static int64_t
+image_tokens(const struct kv_conn *c, const struct kv_price *p)
+{
+	int rule, i;
+	int64_t t = 0;
+
+	if (c->ri.images == 0)
+		return 0;
+	rule = kv_media_rule_for(c->ri.model[0] ? c->ri.model : p->model,
+	    c->api == KV_API_ANTHROPIC_MESSAGES);
+	if (rule >= 0)
+		return c->ri.img_tok[rule];
+	for (i = 0; i < KV_IMG_NRULES; i++)
+		if (c->ri.img_tok[i] > t)
+			t = c->ri.img_tok[i];
+	return t;
+}
+
+/* Sampling turns a server-tool loop may take: the first, and one after
+ * each call its tools allow (max_uses, else [budget] max_tool_turns; a
+ * Responses max_tool_calls caps them all). */
+static int64_t
+tool_turns(const struct kv_conn *c)
+{
+	const struct kv_request_info *ri = &c->ri;
+	int64_t calls = ri->tool_uses + ri->tools_unbounded * c->w->cf->max_tool_turns;
+
+	if (ri->max_tool_calls >= 0 && calls > ri->max_tool_calls)
+		calls = ri->max_tool_calls;
+	return 1 + calls;
+}
+
+/* The worst case the provider can bill for this request (DESIGN 9):
+ * input: every body byte (a token is at least one byte), or the model's
+ * context window when the provider fetches or recalls content the body
+ * does not show; output: max(n, best_of, 1) x the largest output limit the
+ * request names, else the model's max_output, else reserve_output_tokens. */
+static int64_t
+estimate_nusd(struct kv_conn *c, const struct kv_price *p)
+{
+	const struct kv_config *cf = c->w->cf;
+	struct kv_usage est = { 0 };
+	int64_t cost, lim, turns;
+
+	if (p == NULL || c->api == KV_API_OTHER)
+		return 0;
+	est.input = c->body_bytes + image_tokens(c, p) + c->ri.hidden;
+	if (c->ri.fetches[0] != '\0' && p->context_window > est.input)
+		est.input = p->context_window;
+	/* A server-tool loop bills each internal turn's input, up to a
+	 * context window each, and each call's fee (issue 20). */
+	turns = tool_turns(c);
+	if (turns > 1 && p->context_window > 0)
+		est.input = p->context_window * turns;
+	est.web_search = c->ri.ws_uses + c->ri.ws_unbounded * cf->max_tool_turns;
+	est.web_fetch = c->ri.wf_uses + c->ri.wf_unbounded * cf->max_tool_turns;
+	lim = c->ri.max_output >= 0 ? c->ri.max_output :
+	    p->max_output > 0 ? p->max_output : cf->reserve_output_tokens;
+	est.output = c->api == KV_API_OPENAI_EMBEDDINGS ? 0 : c->ri.mult * lim;
+	c->out_bound = est.output;
+	/* the response may say it ran on any tier the section prices (the
+	 * client asks for one in the body): reserve for the dearest */
+	if (p->priority_input >= 0 || p->flex_input >= 0)
+		est.tier = KV_TIER_OTHER;
+	if (kv_cost(p, &est, &cost) == -1)
+		return INT64_MAX / 4;
+	return cost;
+}
+
+/* A request whose input the body does not bound needs the model's context
+ * window to be reserved; without one it cannot be admitted safely. */
+static enum step
+refuse_unbounded(struct kv_conn *c, const struct kv_price *p)
+{
+	char msg[512];
+
+	snprintf(msg, sizeof(msg), "this request makes the provider fetch or recall "
+	    "content (%s) that its body does not bound; set context_window in [price %s] "
+	    "so that kilovolt can reserve for it", c->ri.fetches,
+	    p != NULL ? p->model : c->ri.model[0] ? c->ri.model : "MODEL");
+	return conn_fail(c, 400, msg);
+}
+
+/* Prices fail closed: a metered request for a model no [price] section
+ * matches is refused, never relayed at $0 (unknown_models = deny, or no
+ * [price default]). */
+static enum step
+refuse_unpriced(struct kv_conn *c)
+{
+	char msg[384];
+
+	if (c->ri.model[0] == '\0')
+		return conn_fail(c, 400, "the request names no model, and kilovolt "
+		    "cannot price it");
+	snprintf(msg, sizeof(msg), "model '%s' has no price in kilovolt: add a "
+	    "[price %s] section, or set [budget] unknown_models = default to charge "
+	    "it at [price default]", c->ri.model, c->ri.model);
+	return conn_fail(c, 400, msg);
+}
+
+static enum step
+reserve(struct kv_conn *c)
+{
+	const struct kv_config *cf = c->w->cf;
+	struct kv_ledger *l = c->w->ledger;
+	const struct kv_price *p;
+	char msg[256], rem[32], need[32];
+	int64_t amount;
+	enum step st;
+	int deny;
+
+	/* The master's policy, not this worker's config: an old generation
+	 * still draining applies a reload's unknown_keys at once. */
+	deny = (atomic_load(&l->hdr->policy) & KV_POLICY_DENY) != 0;
+	/* Virtual keys fail closed: an upstream that spends the operator's
+	 * provider key (api_key) admits only the configured keys, whatever
+	 * unknown_keys says, or any invented bearer string would spend it. */
+	if (c->rt != NULL && c->rt->cf->api_key != NULL)
+		deny = 1;
+	c->acct = kv_ledger_account(l, c->keyhash, !deny, NULL,
+	    cf->default_budget_nusd);
+	if (c->acct == NULL) {
+		if (errno == EAGAIN)	/* another worker is creating it this instant */
+			return conn_fail(c, 503, "key account is being created; retry");
+		if (deny)
+			return conn_fail(c, 401, "unknown API key");
+		kv_log_warnx("KV0410", "account table full (max_keys %u): refusing new key %s",
+		    l->hdr->max_keys, c->keyid);
+		/* The master gives back strangers' never-charged slots. */
+		atomic_store(&l->hdr->reclaim_wanted, 1);
+		c->no_retry = 1;
+		return conn_fail(c, 503, "gateway key table is full");
+	}
+	/* Under deny only the running config's keys: a key removed or rotated
+	 * out by a reload loses KV_AF_CONFIG at once (master/key_sync.c). */
+	if (deny && !(atomic_load(&c->acct->aflags) & KV_AF_CONFIG)) {
+		c->acct = NULL;
+		return conn_fail(c, 401, "unknown API key");
+	}
+	kv_ledger_period_roll(l, c->acct, cf->period, (int64_t)time(NULL));
+	p = c->price = kv_config_price(cf, c->ri.model);
+	if (c->api != KV_API_OTHER && p == NULL)
+		return refuse_unpriced(c);
+	if (c->api != KV_API_OTHER && c->ri.fetches[0] != '\0' &&
+	    (p == NULL || p->context_window <= 0))
+		return refuse_unbounded(c, p);
+	if (c->api != KV_API_OTHER && c->ri.tools_unbounded > 0 && cf->max_tool_turns == 0 &&
+	    c->ri.max_tool_calls < 0)
+		return conn_fail(c, 400, "a server tool without max_uses makes the provider "
+		    "loop without a bound kilovolt can reserve: set max_uses on the tool "
+		    "(or max_tool_calls), or [budget] max_tool_turns");
+	amount = estimate_nusd(c, p);
+	c->resv = kv_ledger_reserve(l, c->w->slot, c->acct, amount, &c->remaining);
+	if (c->resv == -1) {
+		atomic_fetch_add(&l->hdr->counters.budget_refusals_total, 1);
+		kv_format_dollars(c->remaining, rem, sizeof(rem));
+		kv_format_dollars(amount, need, sizeof(need));
+		snprintf(msg, sizeof(msg), "budget exceeded for key %s: %s remaining, "
+		    "this request may cost up to %s", c->keyid, rem, need);
+		c->resv = -1;
+		return conn_fail(c, 402, msg);
+	}
+	if (c->resv == -3) {
+		/* The key has budget, but not in this host's lease yet: wait
+		 * while the master asks Redis (docs/cluster.md). */
+		c->resv = -1;
+		return conn_lease_park(c);
+	}
+	if (c->resv == -4) {
+		/* Retired by the master (never charged, idle) a moment ago. */
+		c->resv = -1;
+		c->retry_after = 1;
+		return conn_fail(c, 503, "key account was being recycled; retry");
+	}
+	if (c->resv < 0) {
+		c->resv = -1;
+		return conn_fail(c, 503, "too many requests in flight");
+	}
+	if (conn_rate_admit(c, &st) == -1)
+		return st;
+	atomic_fetch_add(&c->w->slot->active_streams, 1);
+	c->counted_stream = 1;
+	return STEP_CONT;
+}
+
+/* The body was read whole: what it says, or a refusal. */
+static int
+scan_done(struct kv_conn *c, const char **msg)
+{
+	memset(&c->ri, 0, sizeof(c->ri));
+	c->ri.max_output = -1;
+	c->ri.mult = 1;
+	if (c->rs == NULL)
+		return 0;
+	if (kv_reqscan_finish(c->rs) == -1) {
+		*msg = c->rs->err;
+		return 400;
+	}
+	c->ri = c->rs->ri;
+	free(c->rs);
+	c->rs = NULL;
+	return 0;
+}
+
+/* The endpoint policy: metered, free, or refused before anything is
+ * reserved or sent. */
+static enum step
+admit_endpoint(struct kv_conn *c, const struct kv_upstream *up)
+{
+	struct kv_endpoint ep;
+
+	kv_endpoint_classify(c->method, c->target, strlen(c->target), up, &ep);
+	if (ep.kind == KV_EP_REFUSED)
+		return conn_fail(c, ep.status, ep.msg);
+	c->free_ep = ep.kind == KV_EP_FREE;
+	/* A background response is billed later, on a GET kilovolt would
+	 * have to meter per response id; refused rather than left unpaid. */
+	if (c->api == KV_API_OPENAI_RESPONSES && c->ri.background)
+		return conn_fail(c, 400, "background responses are not supported by "
+		    "kilovolt: their usage is only reported on a later GET, which it "
+		    "cannot charge to this request; send the request without "
+		    "\"background\": true");
+	return STEP_CONT;
+}
+
+static enum step admitted(struct kv_conn *c);
+
+enum step
+request_admit(struct kv_conn *c)
+{
+	const struct kv_config *cf = c->w->cf;
+	const struct kv_upstream *up;
+	const char *msg;
+	char msg404[256];
+	enum step st;
+	size_t qlen;
+	int s;
+
+	if ((s = scan_done(c, &msg)) != 0)
+		return conn_fail(c, s, msg);
+	up = kv_config_route_client(cf, c->target, c->ri.model[0] ? c->ri.model : NULL,
+	    c->anthropic_client);
+	if (up == NULL) {
+		snprintf(msg404, sizeof(msg404), "no upstream is configured for the path %.*s",
+		    (int)strcspn(c->target, "?") < 200 ? (int)strcspn(c->target, "?") : 200, c->target);
+		return conn_fail(c, 404, msg404);
+	}
+	c->rt = kv_upstreams_find(c->w->ups, cf->nupstreams, up);
+	c->upstream_name = up->name;
+	/* Virtual keys strip every credential; one in the query cannot be. */
+	if (up->api_key != NULL && request_query_key(c->target, &qlen) != NULL)
+		return conn_fail(c, 400, "this upstream uses its own provider key: send the "
+		    "kilovolt key in a header (Authorization: Bearer KEY), not as ?key=");
+	if ((st = admit_endpoint(c, up)) != STEP_CONT || c->state == CS_ERRWRITE)
+		return st;
+	/* A client that asked for usage itself is sent as it is; for any
+	 * other, usage is added, and its event dropped on the way back. */
+	c->force_usage = (c->api == KV_API_OPENAI_CHAT || c->api == KV_API_OPENAI_COMPLETIONS) &&
+	    c->ri.stream && !c->ri.include_usage && c->body_bytes > 0;
+	c->inject = c->force_usage;
+	/* Past the memory budget: refuse before anything is reserved or sent. */
+	if (kv_memguard_full(&c->w->mem, c->w->now_ms) && (c->retry_after = KV_MEMGUARD_RETRY_S))
+		return conn_fail(c, 503, "the gateway is at its memory limit; retry shortly");
+	/* conn_fail() answers STEP_CONT too (to run CS_ERRWRITE): a refusal
+	 * (401, 402, 503) is told apart by the state it leaves. */
+	if ((st = reserve(c)) != STEP_CONT || c->state == CS_ERRWRITE)
+		return st;
+	return admitted(c);
+}
+
+enum step
+request_lease_retry(struct kv_conn *c)
+{
+	enum step st = reserve(c);
+
+	if (st == STEP_WAIT && c->state == CS_LEASEWAIT)
+		return st;
+	conn_lease_unpark(c);
+	if (st != STEP_CONT || c->state == CS_ERRWRITE)
+		return st;
+	return admitted(c);
+}
+
+/* Reserved: the upstream request is built and sent. */
+static enum step
+admitted(struct kv_conn *c)
+{
+	const struct kv_upstream *up = c->rt->cf;
+	const char *msg;
+	int s;
+
+	conn_upset_pick(c, up);
+	if (c->force_usage && (s = request_build_inject(c, &msg)) != 0)
+		return conn_fail(c, s, msg);
+	if (request_build(c) == -1)
+		return conn_fail(c, 502, "cannot build the upstream request");
+	/* Kept until the response head, to go to another target if this one
+	 * provably gets nothing: all of the request is in obuf, or its head
+	 * (and the body stays in the spool). */
+	c->keep_obuf = 1;
+	if (c->ocap > c->olen + 256) {
+		/* Kept until the response head: 1,000 streams waiting for their
+		 * first token keep their request, not a 4 KB buffer each. */
+		char *nb = realloc(c->obuf, c->olen);
+		if (nb != NULL) {
+			c->obuf = nb;
+			c->ocap = c->olen;
+		}
+	}
+	free(c->ibuf);
+	c->ibuf = NULL;
+	c->ilen = c->icap = 0;
+	if (c->cpos == c->clen) {
+		/* The head was rebuilt into obuf: a stream waiting for its
+		 * upstream connection must not hold the 20 KB head buffer too. */
+		free(c->cbuf);
+		c->cbuf = NULL;
+		c->cpos = c->clen = 0;
+	}
+	return request_connect(c);
+}

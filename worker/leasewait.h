@@ -1,0 +1,38 @@
+/* Requests parked for want of cluster lease (docs/cluster.md, "A cold
+ * key"). A key this host holds no lease for -- one it never saw, or one
+ * whose request reserves more than its free lease -- is not refused: the
+ * request waits, bounded, while the master asks Redis for more. The worker
+ * never waits on Redis itself: it kicks the master (an eventfd) and looks
+ * again at the account's lease every KV_LEASE_POLL_MS, on its own timer. */
+#ifndef KV_LEASEWAIT_H
+#define KV_LEASEWAIT_H
+
+#include <stdint.h>
+
+#define KV_LEASE_PARK_MS	2000	/* most a request waits for lease */
+#define KV_LEASE_POLL_MS	5	/* parked requests look again this often */
+#define KV_LEASE_PARK_MAX	256	/* parked per worker; past it, 503 at once */
+
+struct kv_conn;
+struct kv_worker;
+
+/* C's reservation was refused for want of this host's lease only
+ * (kv_ledger_reserve -3). The first time, C is parked (CS_LEASEWAIT) and
+ * the master kicked: returns STEP_WAIT. Again while parked: STEP_WAIT
+ * until KV_LEASE_PARK_MS have passed, then the 503 with retry-after: 1
+ * (conn_fail's step). Also the 503 at once when too many are parked or
+ * Redis is known down. Returns an enum step. */
+int	conn_lease_park(struct kv_conn *c);
+
+/* Take C off the parked list (no-op when it is not on it). */
+void	conn_lease_unpark(struct kv_conn *c);
+
+/* Once per loop: every parked request runs its step again (it retries
+ * its reservation). */
+void	kv_lease_poll(struct kv_worker *w);
+
+/* How long epoll may sleep, at most MS: KV_LEASE_POLL_MS while any
+ * request is parked. */
+int	kv_lease_wait_ms(const struct kv_worker *w, int ms);
+
+#endif

@@ -1,0 +1,470 @@
+/* The usage lexer (usage_json.h): the key ids' names, the JSON state
+ * machine, and text counting. */
+#include <stdint.h>
+#include <string.h>
+
+#include "common/hex.h"
+#include "worker/usage_json.h"
+
+#define KEY(name) { name, sizeof(name) - 1 }
+static const struct {
+	const char	*name;
+	size_t		 len;
+} key_names[K_COUNT] = {
+	[K_USAGE] = KEY("usage"), [K_MODEL] = KEY("model"), [K_TYPE] = KEY("type"),
+	[K_MESSAGE] = KEY("message"), [K_RESPONSE] = KEY("response"),
+	[K_CHOICES] = KEY("choices"),
+	[K_PROMPT_TOKENS] = KEY("prompt_tokens"),
+	[K_COMPLETION_TOKENS] = KEY("completion_tokens"),
+	[K_PROMPT_DETAILS] = KEY("prompt_tokens_details"),
+	[K_INPUT_TOKENS] = KEY("input_tokens"), [K_OUTPUT_TOKENS] = KEY("output_tokens"),
+	[K_INPUT_DETAILS] = KEY("input_tokens_details"),
+	[K_CACHED_TOKENS] = KEY("cached_tokens"),
+	[K_CACHE_CREATION] = KEY("cache_creation_input_tokens"),
+	[K_CACHE_READ] = KEY("cache_read_input_tokens"),
+	[K_STREAM] = KEY("stream"), [K_STREAM_OPTIONS] = KEY("stream_options"),
+	[K_INCLUDE_USAGE] = KEY("include_usage"),
+	[K_MAX_TOKENS] = KEY("max_tokens"),
+	[K_MAX_COMPLETION_TOKENS] = KEY("max_completion_tokens"),
+	[K_MAX_OUTPUT_TOKENS] = KEY("max_output_tokens"),
+	[K_CONTENT] = KEY("content"), [K_TEXT] = KEY("text"), [K_DELTA] = KEY("delta"),
+	[K_ARGUMENTS] = KEY("arguments"), [K_PARTIAL_JSON] = KEY("partial_json"),
+	[K_THINKING] = KEY("thinking"), [K_REFUSAL] = KEY("refusal"),
+	[K_REASONING_CONTENT] = KEY("reasoning_content"),
+	[K_SERVICE_TIER] = KEY("service_tier"),
+	[K_CACHE_CREATION_OBJ] = KEY("cache_creation"),
+	[K_EPHEMERAL_1H] = KEY("ephemeral_1h_input_tokens"),
+	[K_SERVER_TOOL_USE] = KEY("server_tool_use"),
+	[K_WEB_SEARCH_REQ] = KEY("web_search_requests"),
+	[K_WEB_FETCH_REQ] = KEY("web_fetch_requests"),
+	[K_OUTPUT] = KEY("output"), [K_ITEM] = KEY("item"),
+	[K_CONTAINER] = KEY("container"),
+	[K_AUDIO_TOKENS] = KEY("audio_tokens"), [K_REASONING_TOKENS] = KEY("reasoning_tokens"),
+	[K_COMPLETION_DETAILS] = KEY("completion_tokens_details"),
+	[K_OUTPUT_DETAILS] = KEY("output_tokens_details"),
+};
+#undef KEY
+
+/* Every member of every object passes here: only the names of the same
+ * length are compared, from a table by length made on first use (the walk
+ * over all 35 names cost 4 k instructions a small chat response). */
+#define KEY_LEN_MAX	32
+#define KEY_BUCKET	8
+
+static uint8_t
+key_intern(const char *k, size_t len)
+{
+	static uint8_t by_len[KEY_LEN_MAX][KEY_BUCKET];	/* K_ ids; K_NONE ends a row */
+	static int ready;
+	const uint8_t *row;
+	int i, n;
+
+	if (!ready) {
+		_Static_assert(K_NONE == 0 && K_USAGE > 0 && K_COUNT < 256, "0 ends a row");
+		for (i = K_USAGE; i < K_COUNT; i++) {
+			size_t l = key_names[i].len;
+
+			for (n = 0; n < KEY_BUCKET - 1 && by_len[l][n] != 0; n++)
+				;
+			by_len[l][n] = (uint8_t)i;	/* sized so every name fits */
+		}
+		ready = 1;
+	}
+	if (len == 0 || len >= KEY_LEN_MAX)
+		return K_OTHER;
+	for (row = by_len[len]; *row != 0; row++)
+		if (key_names[*row].name[0] == k[0] && memcmp(key_names[*row].name, k, len) == 0)
+			return *row;
+	return K_OTHER;
+}
+
+
+enum { N_MINUS, N_ZERO, N_INT, N_DOT, N_FRAC, N_E, N_ESIGN, N_EXP };
+
+enum { LIT_TRUE, LIT_FALSE, LIT_NULL };
+static const char *const lit_text[] = { "true", "false", "null" };
+
+void
+usage_json_init(struct kv_json *j, int multi)
+{
+	memset(j, 0, sizeof(*j));
+	j->state = S_VALUE;
+	j->multi = (uint8_t)multi;
+}
+
+/* Forget the document in progress; counted bytes survive. */
+void
+usage_json_reset(struct kv_json *j)
+{
+	int64_t nbytes = j->nbytes, nhigh = j->nhigh, nchars = j->nchars;
+
+	usage_json_init(j, j->multi);
+	j->nbytes = nbytes;
+	j->nhigh = nhigh;
+	j->nchars = nchars;
+}
+
+int
+usage_json_fail(struct kv_json *j)
+{
+	j->state = S_ERR;
+	return EV_ERROR;
+}
+
+static int
+in_object(const struct kv_json *j)
+{
+	int l = j->depth - 1;
+
+	return (j->isobj[l / 8] >> (l % 8)) & 1;
+}
+
+static void
+after_value(struct kv_json *j)
+{
+	j->state = j->depth == 0 ? S_END : S_AFTER;
+}
+
+static int
+json_push(struct kv_json *j, int obj)
+{
+	int l = j->depth;
+
+	if (l >= KV_SCAN_NEST)
+		return usage_json_fail(j);
+	if (obj)
+		j->isobj[l / 8] |= (uint8_t)(1u << (l % 8));
+	else
+		j->isobj[l / 8] &= (uint8_t)~(1u << (l % 8));
+	if (l < KV_SCAN_DEPTH)
+		j->path[l] = obj ? K_NONE : K_ARRAY;
+	j->depth = j->evdepth = l + 1;
+	j->state = obj ? S_OBJ_FIRST : S_ARR_FIRST;
+	return obj ? EV_OBJ_OPEN : EV_ARR_OPEN;
+}
+
+static int
+json_pop(struct kv_json *j, int obj)
+{
+	if (j->depth == 0 || in_object(j) != obj)
+		return usage_json_fail(j);
+	j->evdepth = j->depth--;
+	after_value(j);
+	return obj ? EV_OBJ_CLOSE : EV_ARR_CLOSE;
+}
+
+static void
+str_start(struct kv_json *j, int is_key)
+{
+	j->state = S_STR;
+	j->is_key = (uint8_t)is_key;
+	j->capture = j->count = 0;
+	j->str_bad = 0;
+	j->keylen = j->slen = 0;
+	j->hisur = 0;
+	j->evdepth = j->depth;
+}
+
+static int
+value_start(struct kv_json *j, unsigned char c)
+{
+	switch (c) {
+	case '{':
+		return json_push(j, 1);
+	case '[':
+		return json_push(j, 0);
+	case '"':
+		str_start(j, 0);
+		return EV_STR_BEGIN;
+	case 't': case 'f': case 'n':
+		j->lit = c == 't' ? LIT_TRUE : c == 'f' ? LIT_FALSE : LIT_NULL;
+		j->litpos = 1;
+		j->state = S_LIT;
+		return EV_NONE;
+	}
+	if (c != '-' && (c < '0' || c > '9'))
+		return usage_json_fail(j);
+	j->state = S_NUM;
+	j->num = 0;
+	j->num_ok = 1;
+	j->neg = c == '-';
+	j->nstate = c == '-' ? N_MINUS : c == '0' ? N_ZERO : N_INT;
+	if (c > '0')
+		j->num = c - '0';
+	return EV_NONE;
+}
+
+/* Keep one decoded byte of a key, or of a value the client captures. */
+static void
+str_put(struct kv_json *j, unsigned char b)
+{
+	if (j->is_key) {
+		if (j->keylen < KV_SCAN_KEY - 1)
+			j->key[j->keylen++] = (char)b;
+		else
+			j->str_bad = 1;
+	} else if (j->capture) {
+		if (j->slen < KV_SCAN_MODEL - 1 && b != 0)
+			j->str[j->slen++] = (char)b;
+		else
+			j->str_bad = 1;
+	}
+}
+
+static void
+str_put_utf8(struct kv_json *j, uint32_t cp)
+{
+	if (cp < 0x80) {
+		str_put(j, (unsigned char)cp);
+	} else if (cp < 0x800) {
+		str_put(j, (unsigned char)(0xc0 | cp >> 6));
+		str_put(j, (unsigned char)(0x80 | (cp & 0x3f)));
+	} else if (cp < 0x10000) {
+		str_put(j, (unsigned char)(0xe0 | cp >> 12));
+		str_put(j, (unsigned char)(0x80 | ((cp >> 6) & 0x3f)));
+		str_put(j, (unsigned char)(0x80 | (cp & 0x3f)));
+	} else {
+		str_put(j, (unsigned char)(0xf0 | cp >> 18));
+		str_put(j, (unsigned char)(0x80 | ((cp >> 12) & 0x3f)));
+		str_put(j, (unsigned char)(0x80 | ((cp >> 6) & 0x3f)));
+		str_put(j, (unsigned char)(0x80 | (cp & 0x3f)));
+	}
+}
+
+static int
+str_end(struct kv_json *j)
+{
+	if (j->hisur)
+		return usage_json_fail(j);
+	if (!j->is_key) {
+		after_value(j);
+		return EV_STR_END;
+	}
+	if (j->depth - 1 < KV_SCAN_DEPTH)
+		j->path[j->depth - 1] = j->str_bad ? K_OTHER :
+		    key_intern(j->key, j->keylen);
+	j->state = S_COLON;
+	j->evdepth = j->depth;
+	return EV_KEY;
+}
+
+static int
+str_byte(struct kv_json *j, unsigned char c)
+{
+	if (c == '"')
+		return str_end(j);
+	if (c < 0x20 || (j->hisur && c != '\\'))
+		return usage_json_fail(j);
+	if (c == '\\') {
+		j->state = S_ESC;
+		return EV_NONE;
+	}
+	str_put(j, c);
+	return EV_NONE;
+}
+
+static int
+esc_byte(struct kv_json *j, unsigned char c)
+{
+	static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+	const char *p;
+
+	if (c == 'u') {
+		j->state = S_UHEX;
+		j->uhex = 0;
+		j->ucp = 0;
+		return EV_NONE;
+	}
+	if (j->hisur || c == 0 || (p = strchr(from, c)) == NULL)
+		return usage_json_fail(j);
+	str_put(j, (unsigned char)to[p - from]);
+	j->state = S_STR;
+	return EV_NONE;
+}
+
+static int
+uhex_byte(struct kv_json *j, unsigned char c)
+{
+	int v = kv_hexval(c);
+	uint32_t cp;
+
+	if (v == -1)
+		return usage_json_fail(j);
+	j->ucp = j->ucp << 4 | (uint32_t)v;
+	if (++j->uhex < 4)
+		return EV_NONE;
+	cp = j->ucp;
+	j->state = S_STR;
+	if (j->hisur) {
+		if (cp < 0xdc00 || cp > 0xdfff)
+			return usage_json_fail(j);
+		cp = 0x10000 + ((j->hisur - 0xd800) << 10) + (cp - 0xdc00);
+		j->hisur = 0;
+	} else if (cp >= 0xd800 && cp <= 0xdbff) {
+		j->hisur = cp;	/* a low surrogate escape must follow */
+		return EV_NONE;
+	} else if (cp >= 0xdc00 && cp <= 0xdfff) {
+		return usage_json_fail(j);
+	}
+	if (cp == 0)
+		j->str_bad = 1;	/* never keep a NUL */
+	str_put_utf8(j, cp);
+	return EV_NONE;
+}
+
+static void
+num_digit(struct kv_json *j, unsigned char c)
+{
+	if (j->num_ok && (__builtin_mul_overflow(j->num, 10, &j->num) ||
+	    __builtin_add_overflow(j->num, c - '0', &j->num)))
+		j->num_ok = 0;
+}
+
+/* Next number-grammar state after C, or -1 when C ends the number. */
+static int
+num_next(int st, unsigned char c)
+{
+	int digit = c >= '0' && c <= '9';
+
+	switch (st) {
+	case N_MINUS:
+		return c == '0' ? N_ZERO : digit ? N_INT : -2;
+	case N_ZERO:
+	case N_INT:
+		if (digit)
+			return st == N_ZERO ? -2 : N_INT;
+		return c == '.' ? N_DOT : c == 'e' || c == 'E' ? N_E : -1;
+	case N_DOT:
+		return digit ? N_FRAC : -2;
+	case N_FRAC:
+		return digit ? N_FRAC : c == 'e' || c == 'E' ? N_E : -1;
+	case N_E:
+		return digit ? N_EXP : c == '+' || c == '-' ? N_ESIGN : -2;
+	case N_ESIGN:
+		return digit ? N_EXP : -2;
+	default:
+		return digit ? N_EXP : -1;
+	}
+}
+
+static int
+num_byte(struct kv_json *j, unsigned char c)
+{
+	int next = num_next(j->nstate, c);
+
+	if (next == -2)
+		return usage_json_fail(j);
+	if (next == -1) {
+		if (j->neg && j->num != 0)
+			j->num_ok = 0;	/* "-0" is zero, any other minus is not a count */
+		after_value(j);
+		j->evdepth = j->depth;
+		return EV_NUM | EV_AGAIN;
+	}
+	if (next == N_INT)
+		num_digit(j, c);
+	else if (next != N_ZERO)	/* "-0" stays 0 */
+		j->num_ok = 0;	/* fraction or exponent: not a token count */
+	j->nstate = (uint8_t)next;
+	return EV_NONE;
+}
+
+static int
+lit_byte(struct kv_json *j, unsigned char c)
+{
+	const char *t = lit_text[j->lit];
+
+	if ((unsigned char)t[j->litpos] != c)
+		return usage_json_fail(j);
+	if (t[++j->litpos] != '\0')
+		return EV_NONE;
+	after_value(j);
+	j->evdepth = j->depth;
+	return EV_LIT;
+}
+
+static int
+after_byte(struct kv_json *j, unsigned char c)
+{
+	if (c == ',') {
+		j->state = in_object(j) ? S_KEY : S_VALUE;
+		return EV_NONE;
+	}
+	if (c == '}' || c == ']')
+		return json_pop(j, c == '}');
+	return usage_json_fail(j);
+}
+
+/* Feed one byte; returns an EV_ code, with EV_AGAIN when the byte must be
+ * fed again (it ended a number and starts something else). */
+int
+usage_json_step(struct kv_json *j, unsigned char c)
+{
+	switch (j->state) {
+	case S_STR:
+		return str_byte(j, c);
+	case S_ESC:
+		return esc_byte(j, c);
+	case S_UHEX:
+		return uhex_byte(j, c);
+	case S_NUM:
+		return num_byte(j, c);
+	case S_LIT:
+		return lit_byte(j, c);
+	case S_ERR:
+		return EV_NONE;
+	}
+	if (is_ws(c))
+		return EV_NONE;
+	switch (j->state) {
+	case S_END:
+		if (!j->multi)
+			return usage_json_fail(j);
+		j->state = S_VALUE;	/* another document follows */
+		return EV_NONE | EV_AGAIN;
+	case S_ARR_FIRST:
+		if (c == ']')
+			return json_pop(j, 0);
+		return value_start(j, c);
+	case S_OBJ_FIRST:
+		if (c == '}')
+			return json_pop(j, 1);
+		/* FALLTHROUGH */
+	case S_KEY:
+		if (c != '"')
+			return usage_json_fail(j);
+		str_start(j, 1);
+		return EV_NONE;
+	case S_COLON:
+		if (c != ':')
+			return usage_json_fail(j);
+		j->state = S_VALUE;
+		return EV_NONE;
+	case S_AFTER:
+		return after_byte(j, c);
+	default:
+		return value_start(j, c);
+	}
+}
+
+/* Bytes >= 0x80 and the UTF-8 lead bytes among them (one per non-ASCII
+ * character), eight bytes at a time where none is high. */
+void
+usage_count_high(const unsigned char *p, size_t n, int64_t *high, int64_t *chars)
+{
+	size_t k = 0;
+
+	for (; k + 8 <= n; k += 8) {
+		uint64_t x;
+
+		memcpy(&x, p + k, 8);
+		if ((x & (USAGE_ONES * 0x80)) != 0)
+			break;
+	}
+	for (; k < n; k++) {
+		if (p[k] >= 0x80) {
+			(*high)++;
+			*chars += p[k] >= 0xc0;
+		}
+	}
+}
