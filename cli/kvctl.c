@@ -73,6 +73,8 @@ static const char usage_text[] =
 "                               per minute (0 = no limit)\n"
 "  models [--json]              per-model requests, tokens and cost\n"
 "  cluster [--json]             hosts, leases and shared spend, from Redis\n"
+"  prices [MODEL...] [--json]   the prices in effect and the rule giving each\n"
+"  prices --check FILE [--json] validate a catalogue; list what it would change\n"
 "  requests [--key KEY] [--since T] [--file LOG] [--json]\n"
 "                               the request log ([server] request_log); T is\n"
 "                               10m, 2h, 1d, unix seconds or 2026-12-01T21:00Z\n"
@@ -773,7 +775,9 @@ resolve_ledger(struct kvctl *k)
 		perror("kvctl");
 		return -1;
 	}
-	if (kv_config_load(cf, file, err, sizeof(err)) == -1) {
+	/* "": without the price catalogue, which the ledger does not need; a
+	 * bad one (kvctl prices --check says what) must not hide the spend */
+	if (kv_config_load_prices(cf, file, "", err, sizeof(err)) == -1) {
 		fprintf(stderr, "kvctl: %s\n(kvctl reads the ledger path from the "
 		    "config; -l LEDGER names the file directly)\n", err);
 		free(cf);
@@ -825,6 +829,8 @@ main(int argc, char **argv)
 	k.l.fd = -1;
 	if ((rc = parse_global(&k, argc, argv)) != -1)
 		return rc;
+	if (strcmp(argv[optind], "prices") == 0)	/* the config, not the ledger */
+		return finish_output(kvctl_prices(k.config, k.ledger, argc - optind, argv + optind));
 	c = find_command(argv[optind]);
 	if (c == NULL)
 		return usage_error("unknown command '%s'", argv[optind]);

@@ -76,4 +76,12 @@ int	kvctl_keys_is_sub(const char *name);
  * Returns a KVCTL_EXIT_* code (messages already on stderr). */
 int	kvctl_keys_main(struct kv_ledger *l, const char *config, int argc, char **argv);
 
+/* kvctl prices [MODEL...] [--json] | --check FILE [--json], ARGV[0] being
+ * "prices": the prices CONFIG (NULL: the default path) puts in effect, each
+ * with the rule that gives it; or FILE validated as the daemon reads a
+ * catalogue ("FILE: line:col: what", exit 1) and, with a config, every
+ * model it would price differently. LEDGER (-l) allows only --check.
+ * Returns a KVCTL_EXIT_* code: 1 also when a named MODEL is refused. */
+int	kvctl_prices(const char *config, const char *ledger, int argc, char **argv);
+
 #endif

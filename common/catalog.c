@@ -196,7 +196,10 @@ long_context_name(const char *k, size_t *baselen, int64_t *threshold)
 	const char *a = strstr(k, "_above_"), *d;
 	int64_t n = 0;
 
-	if (a == NULL || strstr(a + 1, "_above_") != NULL)
+	/* the last one: cache_creation_input_token_cost_above_1hr_above_200k_tokens */
+	while (a != NULL && strstr(a + 1, "_above_") != NULL)
+		a = strstr(a + 1, "_above_");
+	if (a == NULL)
 		return -1;
 	for (d = a + 7; *d >= '0' && *d <= '9' && n < 100000; d++)
 		n = n * 10 + (*d - '0');
@@ -252,6 +255,19 @@ read_field(struct kv_jr *jr, struct entry *e, const char *k)
 	if (f->kind == F_SEARCH)
 		return read_search(jr, e, k, dst);
 	return read_scaled(jr, e, k, f->kind == F_TOKENS ? 0 : SCALE_PER_TOKEN, dst);
+}
+
+void
+kv_catalog_providers(const struct kv_config *cf, const char **prov)
+{
+	size_t np = 0, i;
+
+	prov[np++] = "openai";
+	prov[np++] = "anthropic";
+	for (i = 0; cf != NULL && i < cf->nupstreams && np < KV_CATALOG_PROVIDERS_MAX - 1; i++)
+		if (cf->upstreams[i].target_of == 0)
+			prov[np++] = cf->upstreams[i].name;
+	prov[np] = NULL;
 }
 
 static int

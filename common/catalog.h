@@ -38,6 +38,13 @@ struct kv_catalog_stats {
 	size_t	  inexact;	/* prices below the nano-dollar, rounded up */
 };
 
+#define KV_CATALOG_PROVIDERS_MAX	(2 + 64 + 1)	/* kv_catalog_providers' array */
+
+/* The providers whose entries kilovolt keeps, into PROV (NULL-terminated,
+ * KV_CATALOG_PROVIDERS_MAX slots): openai, anthropic, and the name of each
+ * [upstream NAME] of CF (may be NULL), up to 64 of them. */
+void	kv_catalog_providers(const struct kv_config *cf, const char **prov);
+
 /* Parse the catalogue in BUF (LEN bytes). Keeps the entries whose
  * litellm_provider is one of PROVIDERS (NULL-terminated; NULL keeps every
  * provider) and that have per-token input and output prices; each becomes a

@@ -51,6 +51,7 @@ struct cfg_parse {
 	int		 sect_line;
 	int		 price_default;	/* the current section is [price default] */
 	int		 prices_line;	/* of [budget] prices, for errors */
+	const char	*prices_instead;	/* kv_config_load_prices: this catalogue */
 	uint32_t	 seen;		/* keys already set in this section */
 	int		 seen_server;
 	int		 seen_budget;
@@ -2184,21 +2185,20 @@ static int
 cfg_load_prices(struct cfg_parse *p)
 {
 	struct kv_config *cf = p->cf;
-	const char *prov[2 + 64 + 1];
+	const char *prov[KV_CATALOG_PROVIDERS_MAX];
 	struct kv_catalog_stats st;
 	struct kv_price *file = NULL;
-	size_t n = 0, np = 0, i;
+	size_t n = 0;
 	char why[512];
 
 	cf->nprices_ini = cf->nprices;
+	if (p->prices_instead != NULL &&
+	    snprintf(cf->prices_file, sizeof(cf->prices_file), "%s", p->prices_instead) >=
+	    (int)sizeof(cf->prices_file))
+		return cfg_err(p, 0, "prices: path too long");
 	if (cf->prices_file[0] == '\0')
 		return kv_pricetab_index(cf) == -1 ? cfg_err(p, 0, "out of memory") : 0;
-	prov[np++] = "openai";
-	prov[np++] = "anthropic";
-	for (i = 0; i < cf->nupstreams && np < 2 + 64; i++)
-		if (cf->upstreams[i].target_of == 0)
-			prov[np++] = cf->upstreams[i].name;
-	prov[np] = NULL;
+	kv_catalog_providers(cf, prov);
 	if (kv_catalog_load(cf->prices_file, prov, &file, &n, &st, why, sizeof(why)) == -1) {
 		free(file);
 		return cfg_err(p, p->prices_line, "prices: %s", why);
@@ -2214,9 +2214,17 @@ cfg_load_prices(struct cfg_parse *p)
 int
 kv_config_load(struct kv_config *cf, const char *file, char *err, size_t errlen)
 {
+	return kv_config_load_prices(cf, file, NULL, err, errlen);
+}
+
+int
+kv_config_load_prices(struct kv_config *cf, const char *file, const char *prices,
+    char *err, size_t errlen)
+{
 	struct cfg_parse p;
 
 	memset(&p, 0, sizeof(p));
+	p.prices_instead = prices;
 	p.cf = cf;
 	p.file = file;
 	p.err = err;

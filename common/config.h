@@ -83,7 +83,7 @@ struct kv_price {
 	int64_t	  max_input;		/* tokens: the input bound (max_input_tokens) */
 	int64_t	  audio_input;		/* per 1M audio tokens; unset: input */
 	int64_t	  audio_output;		/* unset: output */
-	int64_t	  reasoning_output;	/* shown; charged when dearer than output */
+	int64_t	  reasoning_output;	/* reasoning tokens; unset: output */
 	int64_t	  long_context_cached;	/* past the threshold; unset: scaled */
 	int64_t	  long_context_write;
 	int64_t	  long_context_write_1h;
@@ -226,6 +226,13 @@ struct kv_config {
  * hold at most 198 bytes besides comments (Debian's libinih line buffer).
  * On failure cf holds nothing that needs freeing. */
 int	kv_config_load(struct kv_config *cf, const char *file, char *err, size_t errlen);
+
+/* kv_config_load, with PRICES (a path as given; NULL: the ini's; "": none)
+ * as the catalogue in place of [budget] prices: what the prices would be
+ * after a refresh (kvctl prices --check), or a config read for its ledger
+ * only. */
+int	kv_config_load_prices(struct kv_config *cf, const char *file, const char *prices,
+	    char *err, size_t errlen);
 
 /* The file kilovoltd and kvctl read when no -c is given: $KILOVOLT_CONFIG,
  * else /etc/kilovolt/kilovolt.ini when it exists, else ./kilovolt.ini. */

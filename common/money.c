@@ -61,6 +61,7 @@ cost_term(i128 *acc, int64_t tokens, int64_t price)
 /* Per-1M prices of each kind of token, once the tiers are applied. */
 struct rates {
 	int64_t	in, out, cached, write, write1h;
+	int64_t	audio_in, audio_out, reasoning;
 };
 
 /* v x num / den, rounded up; num when den is 0 (a free base price). */
@@ -75,13 +76,17 @@ scaled(int64_t v, int64_t num, int64_t den)
 	return q > INT64_MAX ? INT64_MAX : (int64_t)q;
 }
 
-/* Input-side prices move with IN, output with OUT, in proportion. */
+/* Input-side prices move with IN, output with OUT, in proportion, except
+ * the cache prices the catalogue gives for the tier itself (CACHED, WRITE,
+ * WRITE1H; -1 when it gives none). */
 static void
-rates_rebase(struct rates *r, int64_t in, int64_t out)
+rates_rebase(struct rates *r, int64_t in, int64_t out, int64_t cached, int64_t write,
+    int64_t write1h)
 {
-	r->cached = scaled(r->cached, in, r->in);
-	r->write = scaled(r->write, in, r->in);
-	r->write1h = scaled(r->write1h, in, r->in);
+	r->cached = cached >= 0 ? cached : scaled(r->cached, in, r->in);
+	r->write = write >= 0 ? write : scaled(r->write, in, r->in);
+	r->write1h = write1h >= 0 ? write1h : scaled(r->write1h, in, r->in);
+	r->reasoning = scaled(r->reasoning, out, r->out);
 	r->in = in;
 	r->out = out;
 }
@@ -104,6 +109,20 @@ rates_dearest(struct rates *r, const struct kv_price *p)
 
 	r->in = r->cached = r->write = r->write1h = in;
 	r->out = out;
+	if (r->reasoning < out)
+		r->reasoning = out;
+}
+
+/* A service tier at IN / OUT (and its CACHED / WRITE when set) against
+ * the standard input and output of P, on top of the rates so far. */
+static void
+rates_tier(struct rates *r, const struct kv_price *p, int64_t in, int64_t out,
+    int64_t cached, int64_t write)
+{
+	int base = r->in == p->input;
+
+	rates_rebase(r, scaled(r->in, in, p->input), scaled(r->out, out, p->output),
+	    base ? cached : -1, base ? write : -1, -1);
 }
 
 static void
@@ -115,14 +134,20 @@ rates_for(const struct kv_price *p, const struct kv_usage *u, struct rates *r)
 	r->write = p->cache_write >= 0 ? p->cache_write : p->input;
 	r->write1h = p->cache_write_1h >= 0 ? p->cache_write_1h :
 	    (p->input > INT64_MAX / 2 ? INT64_MAX : 2 * p->input);
+	/* audio tokens have their own prices, which no tier moves */
+	r->audio_in = p->audio_input >= 0 ? p->audio_input : p->input;
+	r->audio_out = p->audio_output >= 0 ? p->audio_output : p->output;
+	r->reasoning = p->reasoning_output >= 0 ? p->reasoning_output : p->output;
 	if (p->long_context_threshold > 0 && u->input > p->long_context_threshold)
-		rates_rebase(r, p->long_context_input, p->long_context_output);
+		rates_rebase(r, p->long_context_input, p->long_context_output,
+		    p->long_context_cached, p->long_context_write, p->long_context_write_1h);
+	/* a tier's own cache prices hold only where no long-context tier
+	 * moved the base: the catalogue gives them for standard-length input */
 	if (u->tier == KV_TIER_PRIORITY && p->priority_input >= 0)
-		rates_rebase(r, scaled(r->in, p->priority_input, p->input),
-		    scaled(r->out, p->priority_output, p->output));
+		rates_tier(r, p, p->priority_input, p->priority_output, p->priority_cached,
+		    p->priority_write);
 	else if (u->tier == KV_TIER_FLEX && p->flex_input >= 0)
-		rates_rebase(r, scaled(r->in, p->flex_input, p->input),
-		    scaled(r->out, p->flex_output, p->output));
+		rates_tier(r, p, p->flex_input, p->flex_output, p->flex_cached, p->flex_write);
 	else if (u->tier != KV_TIER_STANDARD)
 		rates_dearest(r, p);
 }
@@ -136,20 +161,24 @@ kv_cost(const struct kv_price *p, const struct kv_usage *u, int64_t *cost)
 
 	*cost = INT64_MAX;
 	if (u->input < 0 || u->output < 0 || u->cached_input < 0 ||
-	    u->cache_write < 0 || u->cache_write_1h < 0 || p->input < 0 || p->output < 0)
+	    u->cache_write < 0 || u->cache_write_1h < 0 || u->audio_input < 0 ||
+	    u->audio_output < 0 || u->reasoning < 0 || p->input < 0 || p->output < 0)
 		return -1;
 	/* a provider reporting more cached than total input is inconsistent;
 	 * refuse rather than guess which number is wrong */
-	if ((i128)u->cached_input + u->cache_write > u->input ||
-	    u->cache_write_1h > u->cache_write)
+	if ((i128)u->cached_input + u->cache_write + u->audio_input > u->input ||
+	    u->cache_write_1h > u->cache_write || (i128)u->audio_output + u->reasoning > u->output)
 		return -1;
-	uncached = u->input - u->cached_input - u->cache_write;
+	uncached = u->input - u->cached_input - u->cache_write - u->audio_input;
 	rates_for(p, u, &r);
 	if (cost_term(&sum, uncached, r.in) == -1 ||
+	    cost_term(&sum, u->audio_input, r.audio_in) == -1 ||
 	    cost_term(&sum, u->cached_input, r.cached) == -1 ||
 	    cost_term(&sum, u->cache_write - u->cache_write_1h, r.write) == -1 ||
 	    cost_term(&sum, u->cache_write_1h, r.write1h) == -1 ||
-	    cost_term(&sum, u->output, r.out) == -1)
+	    cost_term(&sum, u->output - u->audio_output - u->reasoning, r.out) == -1 ||
+	    cost_term(&sum, u->audio_output, r.audio_out) == -1 ||
+	    cost_term(&sum, u->reasoning, r.reasoning) == -1)
 		return -1;
 	q = sum / PER_TOKENS + (sum % PER_TOKENS != 0);	/* sum >= 0: ceil */
 	if (q > INT64_MAX)

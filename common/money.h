@@ -26,6 +26,13 @@ struct kv_usage {
 	int64_t	  cached_input;
 	int64_t	  cache_write;
 	int64_t	  cache_write_1h;	/* among cache_write: Anthropic 1-hour writes */
+	/* among input (uncached) and output: audio tokens (OpenAI
+	 * prompt/completion_tokens_details.audio_tokens), and reasoning
+	 * tokens (completion_tokens_details.reasoning_tokens), which cost
+	 * their own prices where the price sets them */
+	int64_t	  audio_input;
+	int64_t	  audio_output;
+	int64_t	  reasoning;
 	/* server-tool calls the provider bills per call (Anthropic
 	 * usage.server_tool_use, OpenAI Responses web_search_call items),
 	 * and container time of code execution in milliseconds */
@@ -37,16 +44,21 @@ struct kv_usage {
 	int	  estimated;	/* counts are an estimate (cut stream, no usage) */
 };
 
-/* cost = uncached input × input + cached × cached_input
+/* cost = uncached text input × input + audio input × audio_input
+ *      + cached × cached_input
  *      + 5-minute writes × cache_write + 1-hour writes × cache_write_1h
- *      + output × output, prices per 1M tokens, rounded up to the nano-dollar,
+ *      + text output × output + audio output × audio_output
+ *      + reasoning × reasoning_output,
+ *      prices per 1M tokens, rounded up to the nano-dollar once,
  *      + the per-call fees (kv_cost_fees).
  * Unset cached_input and cache_write cost the input price, an unset
- * cache_write_1h twice the input price (Anthropic's rule). When the price
- * has a long-context tier and input passes its threshold, every token is
- * priced at the long-context prices (cache prices scaled by the same ratio
- * as input). A priority or flex tier uses that tier's prices when the
- * section has them (cache prices scaled likewise); a tier the section
+ * cache_write_1h twice the input price (Anthropic's rule), unset audio and
+ * reasoning prices the input / output price. When the price has a
+ * long-context tier and input passes its threshold, every token is priced
+ * at the long-context prices (its own cache prices where set, else scaled
+ * by the same ratio as input; reasoning by output's ratio). A priority or
+ * flex tier uses that tier's prices when the section has them (its own
+ * cache prices where set, else scaled likewise); a tier the section
  * cannot price is charged at the dearest input and output prices the
  * section has, never the standard ones. Returns 0, or -1 on overflow or
  * inconsistent counts (then *cost is INT64_MAX). */

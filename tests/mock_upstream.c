@@ -71,6 +71,9 @@
  *                        (JSON; stream output_item.added/done); a chat model
  *                        named *-search-preview bills one search per request
  *   x-mock-web-fetch N   Anthropic server_tool_use.web_fetch_requests
+ *   x-mock-audio-in N    OpenAI prompt_tokens_details.audio_tokens (N of the
+ *                        prompt tokens are audio); -out N likewise among
+ *                        completion_tokens
  *   x-mock-model NAME    the response's "model" (an Azure deployment answers
  *                        with its own model, whatever the body says)
  *   x-mock-error-after N an Anthropic stream sends N text deltas, then
@@ -196,6 +199,7 @@ struct req {
 	long		 cache_1h;	/* x-mock-cache-1h: 1-hour writes among cache_write */
 	long		 hold_ms;	/* x-mock-hold-ms: pause before a stream's last event */
 	long		 reasoning;	/* x-mock-reasoning: hidden tokens billed first */
+	long		 audio_in, audio_out;	/* x-mock-audio-in/-out: among the tokens */
 	long		 web_search;	/* x-mock-web-search: searches billed */
 	long		 web_fetch;	/* x-mock-web-fetch */
 	char		 resp_model[128];	/* x-mock-model: the response's model */
@@ -877,6 +881,8 @@ scan_controls(struct req *rq)
 	rq->cache_1h = hdr_long(rq, "x-mock-cache-1h", 0, LONG_MAX);
 	rq->hold_ms = hdr_long(rq, "x-mock-hold-ms", 0, HANG_MAX_MS);
 	rq->reasoning = hdr_long(rq, "x-mock-reasoning", 0, 100000000L);
+	rq->audio_in = hdr_long(rq, "x-mock-audio-in", 0, 100000000L);
+	rq->audio_out = hdr_long(rq, "x-mock-audio-out", 0, 100000000L);
 	rq->web_search = hdr_long(rq, "x-mock-web-search", 0, 1000);
 	rq->web_fetch = hdr_long(rq, "x-mock-web-fetch", 0, 1000);
 	rq->error_after = hdr_long(rq, "x-mock-error-after", -1, 100000000L);
@@ -1204,11 +1210,13 @@ openai_usage(struct sb *s, const struct req *rq)
 
 	long out = rq->tokens * rq->n + rq->reasoning;
 
+	/* x-mock-audio-in/-out: that many of the prompt's and the answer's
+	 * tokens are audio (gpt-4o-audio-preview), as OpenAI details them */
 	sb_printf(s, "{\"prompt_tokens\":%ld,\"completion_tokens\":%ld,\"total_tokens\":%ld,"
-	    "\"prompt_tokens_details\":{\"cached_tokens\":%ld,\"audio_tokens\":0},"
-	    "\"completion_tokens_details\":{\"reasoning_tokens\":%ld,\"audio_tokens\":0,"
+	    "\"prompt_tokens_details\":{\"cached_tokens\":%ld,\"audio_tokens\":%ld},"
+	    "\"completion_tokens_details\":{\"reasoning_tokens\":%ld,\"audio_tokens\":%ld,"
 	    "\"accepted_prediction_tokens\":0,\"rejected_prediction_tokens\":0}}",
-	    p, out, p + out, rq->cached, rq->reasoning);
+	    p, out, p + out, rq->cached, rq->audio_in, rq->reasoning, rq->audio_out);
 }
 
 static int

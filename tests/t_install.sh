@@ -17,6 +17,7 @@ kv-print-dirs:
 	@echo "bindir='$(bindir)' sbindir='$(sbindir)' sysconfdir='$(sysconfdir)'"
 	@echo "mandir='$(mandir)' sysusersdir='$(sysusersdir)' localstatedir='$(localstatedir)'"
 	@echo "systemdsystemunitdir='$(systemdsystemunitdir)' version='$(VERSION)'"
+	@echo "pkgdatadir='$(pkgdatadir)'"
 MK
 ) || { echo "FAIL: cannot read the build's directories"; exit 1; }
 eval "$dirs"
@@ -43,6 +44,7 @@ want 644 "$mandir/man8/kilovoltd.8"
 want 644 "$mandir/man8/kvctl.8"
 want 644 "$mandir/man5/kilovolt.ini.5"
 want 644 "$sysusersdir/kilovolt.conf"
+want 644 "$pkgdatadir/prices-2026-07-24.json"
 if [ -n "$systemdsystemunitdir" ] && [ "$systemdsystemunitdir" != no ]; then
 	unit=$dest$systemdsystemunitdir/kilovolt.service
 	want 644 "$systemdsystemunitdir/kilovolt.service"
@@ -55,7 +57,7 @@ fi
 extra=$(cd "$dest" && find . -type f | sed 's|^\.||' | sort | while read -r f; do
 	case $f in
 	"$sbindir/kilovoltd"|"$bindir/kvctl"|"$sysconfdir/kilovolt/kilovolt.ini"|\
-	"$mandir"/man[58]/*|"$sysusersdir/kilovolt.conf"|\
+	"$mandir"/man[58]/*|"$sysusersdir/kilovolt.conf"|"$pkgdatadir/prices-2026-07-24.json"|\
 	"$systemdsystemunitdir/kilovolt.service") ;;
 	*) echo "$f" ;;
 	esac
@@ -76,6 +78,10 @@ grep -qx "ledger = $localstatedir/lib/kilovolt/ledger *;.*\|ledger = $localstate
     "$dest$sysconfdir/kilovolt/kilovolt.ini" ||
     bad "installed config's ledger is not $localstatedir/lib/kilovolt/ledger: $(grep '^ledger' "$dest$sysconfdir/kilovolt/kilovolt.ini")"
 
+# ... and names the installed catalogue.
+grep -q "^prices = $pkgdatadir/prices-2026-07-24.json" "$dest$sysconfdir/kilovolt/kilovolt.ini" ||
+    bad "installed config's prices is not $pkgdatadir/prices-2026-07-24.json: $(grep '^prices' "$dest$sysconfdir/kilovolt/kilovolt.ini")"
+
 # The installed programs run (they were linked, not just copied).
 if "$dest$sbindir/kilovoltd" -V > "$tmp/v.out" 2>&1 && grep -qF "$version" "$tmp/v.out"; then
 	echo "ok kilovoltd -V: $(head -n1 "$tmp/v.out")"
@@ -84,7 +90,10 @@ else
 fi
 
 # The installed config passes the installed daemon's own check.
-KILOVOLT_ADMIN_TOKEN=x "$dest$sbindir/kilovoltd" -t -c "$dest$sysconfdir/kilovolt/kilovolt.ini" \
+# (its catalogue is under DESTDIR here, where the config names it without)
+sed "s|^prices = $pkgdatadir/|prices = $dest$pkgdatadir/|" "$dest$sysconfdir/kilovolt/kilovolt.ini" \
+    > "$tmp/installed.ini"
+KILOVOLT_ADMIN_TOKEN=x "$dest$sbindir/kilovoltd" -t -c "$tmp/installed.ini" \
     > "$tmp/t.out" 2>&1 || bad "kilovoltd -t rejects the installed config: $(head -n3 "$tmp/t.out")"
 
 # The man pages render without groff warnings.

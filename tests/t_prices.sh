@@ -3,7 +3,11 @@
 # copy data/prices-2026-07-24.json) prices the models it lists, exactly by
 # the file; a [price] section of the same name wins over the file; a
 # truncated file is a start-up error "FILE: line:col: what" (kilovoltd -t
-# exits 2). Money is read from the ledger (kvctl keys --json) and compared
+# exits 2); kvctl prices shows each model's rule and prices, --check lists a
+# planted difference and refuses a truncated copy; SIGHUP with a changed file
+# charges the next request the new price and the stream in flight the old
+# one, and a truncated file on SIGHUP is refused (KV0115) with the prices
+# kept. Money is read from the ledger (kvctl keys --json) and compared
 # with the mock's bill ($MOCK_LOG.bills).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
@@ -51,7 +55,48 @@ check "... and says how many models each provider gave (171: openai 147, anthrop
 	grep -q 'prices: 171 models (openai 147, anthropic 24)' "$T/t.out"
 check "... and names the fields it does not understand" \
 	grep -q 'fields not understood (ignored):.*output_cost_per_second' "$T/t.out"
+
+# kvctl prices: the rule and price of each model, no daemon needed
+kv_ctl prices claude-opus-4-6 gpt-4o-mini gpt-4o-audio-preview >"$T/pr.out"
+check_eq "kvctl prices of three priced models exits 0" "$?" 0
+check "claude-opus-4-6 is a file entry at \$5.00 in" grep -q '^claude-opus-4-6: file' "$T/pr.out"
+check_eq "... its input per 1M in JSON is 5,000,000,000 nUSD" \
+	"$(kv_ctl prices --json claude-opus-4-6 | jq '.prices[0].prices.input_per_1m_nusd')" 5000000000
+check_eq "gpt-4o-mini is the ini section's (7 USD)" \
+	"$(kv_ctl prices --json gpt-4o-mini | jq -r '.prices[0] | "\(.rule) \(.prices.input_per_1m_nusd)"')" \
+	"ini 7000000000"
+check_eq "gpt-4o-audio-preview shows its audio input price (40 USD)" \
+	"$(kv_ctl prices --json gpt-4o-audio-preview | jq '.prices[0].prices.audio_input_per_1m_nusd')" 40000000000
+check_eq "a model only lib.sh's [price default] prices: rule default" \
+	"$(kv_ctl prices --json no-such-model | jq -r '.prices[0].rule')" default
+# 171 file entries, gpt-4o-mini among them replaced by its section, plus
+# lib.sh's gpt-4o-mini*, claude-sonnet-4* and default
+check_eq "kvctl prices lists every entry and section" \
+	"$(kv_ctl prices --json | jq -c '[(.prices | length), ([.prices[] | select(.rule == "glob")] | length)]')" \
+	'[174,2]'
+
+# kvctl prices --check: a truncated file is refused with FILE: line:col ...
+kv_ctl prices --check "$T/trunc.json" >/dev/null 2>"$T/chk.err"
+check_eq "kvctl prices --check of a truncated file exits 1" "$?" 1
+check "... saying FILE: line:col" grep -q "trunc.json: [0-9]*:[0-9]*: " "$T/chk.err"
+# ... and a planted difference in a refreshed copy is listed
+jq '."claude-sonnet-4-5".input_cost_per_token = 0.000004' "$T/prices.json" >"$T/newer.json"
+kv_ctl prices --check "$T/newer.json" >"$T/chk.out"
+check_eq "kvctl prices --check of a valid file exits 0" "$?" 0
+check "... lists claude-sonnet-4-5's input going from \$3.00 to \$4.00" \
+	grep -q '^claude-sonnet-4-5: changed; input \$3.00 -> \$4.00$' "$T/chk.out"
+check "... and only that model" grep -q '^1 model priced differently' "$T/chk.out"
+check_eq "... in JSON too" "$(kv_ctl prices --check "$T/newer.json" --json |
+	jq -c '[.differences[] | [.model, .after.prices.input_per_1m_nusd]]')" '[["claude-sonnet-4-5",4000000000]]'
+
 kv_start
+
+# unknown_models = deny: a model nothing prices is refused, exit 1
+sed 's/^\[budget\]$/[budget]\nunknown_models = deny/' "$T/kilovolt.ini" >"$T/deny.ini"
+"$KV_CTL_BIN" -c "$T/deny.ini" prices no-such-model >/dev/null
+check_eq "kvctl prices of a refused model exits 1" "$?" 1
+check_eq "... its rule is refused" \
+	"$("$KV_CTL_BIN" -c "$T/deny.ini" prices --json no-such-model | jq -r '.prices[0].rule')" refused
 
 # claude-opus-4-6 by the file: $5 / $25 per 1M = 5,000 / 25,000 nUSD a token
 K=sk-prices-opus
@@ -70,5 +115,60 @@ check_eq "gpt-4o-mini answered" \
 check "gpt-4o-mini settled" kv_wait_for 20 settled "$K"
 i=$(bill_field input) o=$(bill_field output)
 check_eq "gpt-4o-mini charged by the ini override ($i in, $o out)" "$(spent $K)" $(( i * 7000 + o * 11000 ))
+
+# gpt-4o-audio-preview by the file: text at $2.50 / $10, audio at $40 / $80 per 1M
+K=sk-prices-audio
+check_eq "gpt-4o-audio-preview answered" \
+	"$(post $K /v1/chat/completions '{"model":"gpt-4o-audio-preview","max_tokens":100,"messages":[{"role":"user","content":"say hello out loud, please"}]}' \
+	-H 'x-mock-tokens: 40' -H 'x-mock-audio-in: 3' -H 'x-mock-audio-out: 25')" 200
+check "gpt-4o-audio-preview settled" kv_wait_for 20 settled "$K"
+i=$(bill_field input) o=$(bill_field output)
+check_eq "gpt-4o-audio-preview charged text and audio tokens by the file ($i in of which 3 audio, $o out of which 25 audio)" \
+	"$(spent $K)" $(( (i - 3) * 2500 + 3 * 40000 + (o - 25) * 10000 + 25 * 80000 ))
+
+# ---- SIGHUP reloads the catalogue; the stream in flight keeps its price ----------
+# claude-opus-4-6 at $6 / $30 in a refreshed file (6,000 / 30,000 nUSD a token)
+bill_of() { grep " output=$1 " "$MOCK_LOG.bills" | tail -n 1 | sed "s/.* $2=\([0-9]*\).*/\1/"; }
+OPUS='{"model":"claude-opus-4-6","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}]}'
+KS=sk-prices-stream
+kv_curl /v1/messages -o "$T/stream" -H "Authorization: Bearer $KS" "${J[@]}" \
+	-H 'anthropic-version: 2023-06-01' -H 'x-mock-tokens: 40' -H 'x-mock-delay-ms: 100' -d "$OPUS" &
+STREAM=$!
+kv_track $STREAM
+check "the stream is admitted (reserved) before the reload" \
+	kv_wait_for 20 eval '[ "$(reserved $KS 2>/dev/null)" -gt 0 ] 2>/dev/null'
+jq '."claude-opus-4-6".input_cost_per_token = 6e-06 | ."claude-opus-4-6".output_cost_per_token = 3e-05' \
+	"$T/prices.json" >"$T/prices.new" && mv "$T/prices.new" "$T/prices.json"
+kill -HUP "$KV_PID"
+check "the reload with the changed catalogue takes over" kv_wait_for 20 grep -q \
+	"reloaded .*generation 2 serving" "$KV_LOG"
+K=sk-prices-after
+check_eq "claude-opus-4-6 after the reload answered" \
+	"$(post $K /v1/messages '{"model":"claude-opus-4-6","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}' \
+	-H 'anthropic-version: 2023-06-01' -H 'x-mock-tokens: 7')" 200
+check "... settled" kv_wait_for 20 settled "$K"
+i=$(bill_of 7 input)
+check_eq "... charged the new price ($i in, 7 out at \$6 / \$30)" "$(spent $K)" $(( i * 6000 + 7 * 30000 ))
+wait $STREAM
+check "the stream in flight over the reload completed" grep -q 'message_stop' "$T/stream"
+check "... settled" kv_wait_for 20 settled "$KS"
+i=$(bill_of 40 input)
+check_eq "... charged the price it was admitted with ($i in, 40 out at \$5 / \$25)" \
+	"$(spent $KS)" $(( i * 5000 + 40 * 25000 ))
+
+# a truncated catalogue on SIGHUP: refused with FILE: line:col, the prices stay
+cp "$T/prices.json" "$T/good.json"
+head -c 5000 "$T/good.json" >"$T/prices.json"
+kill -HUP "$KV_PID"
+check "the master refuses the reload, naming the file, line and column" kv_wait_for 20 grep -q \
+	"KV0115: reload failed, keeping the running config: .*prices.json: [0-9]*:[0-9]*: " "$KV_LOG"
+K=sk-prices-kept
+check_eq "claude-opus-4-6 after the refused reload answered" \
+	"$(post $K /v1/messages '{"model":"claude-opus-4-6","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}' \
+	-H 'anthropic-version: 2023-06-01' -H 'x-mock-tokens: 9')" 200
+check "... settled (kvctl keys reads the ledger, whatever the catalogue)" kv_wait_for 20 settled "$K"
+i=$(bill_of 9 input)
+check_eq "... still at the reloaded price ($i in, 9 out at \$6 / \$30)" "$(spent $K)" $(( i * 6000 + 9 * 30000 ))
+cp "$T/good.json" "$T/prices.json"
 
 kv_finish

@@ -27,7 +27,8 @@ KV_STATUS_PORT=$(kv_free_port)
 sed -e "s|^listen = [^ ;]*|listen = 127.0.0.1:$KV_PORT|" \
     -e "s|^status_listen = [^ ;]*|status_listen = 127.0.0.1:$KV_STATUS_PORT|" \
     -e "s|^ledger = [^ ;]*|ledger = $T/ledger|" \
-    -e "s|^workers = [^ ;]*|workers = 1|" "$src/kilovolt.ini" >"$T/kv.ini"
+    -e "s|^workers = [^ ;]*|workers = 1|" \
+    -e "s|^prices = data/|prices = $src/data/|" "$src/kilovolt.ini" >"$T/kv.ini"
 
 untracked() { git -C "$src" status --porcelain --untracked-files=all; }
 

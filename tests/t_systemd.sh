@@ -91,7 +91,8 @@ PY
 	for ((i = 0; i < 50; i++)); do grep -q BOUND "$tmp/notify.out" 2> /dev/null && break; sleep 0.1; done
 	port=$("$top_builddir/tests/mock_upstream" --free-port)
 	sport=$("$top_builddir/tests/mock_upstream" --free-port)
-	sed "s|^status_listen = .*|status_listen = 127.0.0.1:$sport|" "$top_srcdir/kilovolt.ini" > "$tmp/kv.ini"
+	sed -e "s|^status_listen = .*|status_listen = 127.0.0.1:$sport|" \
+	    -e "s|^prices = data/|prices = $top_srcdir/data/|" "$top_srcdir/kilovolt.ini" > "$tmp/kv.ini"
 	NOTIFY_SOCKET=$sock KILOVOLT_PORT=$port KILOVOLT_WORKERS=1 KILOVOLT_LEDGER=$tmp/ledger \
 	    "$top_builddir/kilovoltd" -c "$tmp/kv.ini" > "$tmp/kv.log" 2>&1 &
 	kpid=$!

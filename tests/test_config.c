@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/pricetab.h"
 #include "tests/unit.h"
 
 static char tmpdir[] = "/tmp/kv-test-config.XXXXXX";
@@ -115,7 +116,13 @@ test_bundled(void)
 	CHECK_INT(cf.unknown_keys_deny, 0);
 	CHECK_INT(cf.reserve_output_tokens, 1024);
 	CHECK_INT(cf.nupstreams, 3);
-	CHECK_INT(cf.nprices, 71);
+	/* the 71 sections, and the shipped catalogue's 171 entries less those
+	 * a section of the same name replaces */
+	CHECK_INT(cf.nprices_ini, 71);
+	CHECK_INT(cf.nprices_file, 171);
+	CHECK_INT(cf.nprices, cf.nprices_ini + cf.nprices_file - cf.nprices_overridden);
+	CHECK(kv_price_lookup(&cf, "claude-opus-4-6", NULL, NULL) != NULL &&
+	    kv_price_lookup(&cf, "claude-opus-4-6", NULL, NULL)->input == 5000000000);
 	CHECK_INT(cf.has_default_price, 1);
 	CHECK_INT(cf.unknown_models_deny, 1);
 	CHECK_INT(cf.default_price.input, 150000000000);
@@ -148,7 +155,11 @@ test_bundled(void)
 	CHECK_INT(kv_config_price(&cf, "text-embedding-3-small")->cached_input, -1);
 	/* unknown_models = deny: no price, so the request is refused */
 	CHECK(kv_config_price(&cf, "some-other-model") == NULL);
-	CHECK(kv_config_price(&cf, "gpt-4o-search-preview") == NULL);
+	/* ... but the catalogue prices what the sections lacked: a search
+	 * model at $2.50 / $10 and $0.035 a search (the medium context size) */
+	CHECK(kv_config_price(&cf, "gpt-4o-search-preview") != NULL &&
+	    kv_config_price(&cf, "gpt-4o-search-preview")->input == 2500000000 &&
+	    kv_config_price(&cf, "gpt-4o-search-preview")->web_search_call == 35000000);
 	/* -pro, -deep-research and dated variants at their own prices */
 	CHECK_INT(kv_config_price(&cf, "o1-pro")->output, 600000000000);
 	CHECK_INT(kv_config_price(&cf, "o3-pro-2025-06-10")->input, 20000000000);
@@ -166,8 +177,9 @@ test_bundled(void)
 }
 
 /* Every section of the bundled table is whole: max_output (but for
- * embeddings) and context_window, and [price default] at least the dearest
- * price in the file, so unknown_models = default never undercharges. */
+ * embeddings) and context_window (a catalogue entry may lack them: tts
+ * models), and [price default] at least the dearest price in the table, so
+ * unknown_models = default never undercharges. */
 static void
 check_bundled_prices(const struct kv_config *cf)
 {
@@ -176,16 +188,17 @@ check_bundled_prices(const struct kv_config *cf)
 
 	for (i = 0; i < cf->nprices; i++) {
 		p = &cf->prices[i];
-		if (p->output > 0)
+		if (p->output > 0 && p->src == KV_PRICE_INI)
 			CHECK(p->max_output > 0);
-		CHECK(p->context_window > 0);
+		if (p->src == KV_PRICE_INI)
+			CHECK(p->context_window > 0);
 		CHECK(d->input >= p->input && d->input >= p->cached_input &&
 		    d->input >= p->cache_write && d->input >= p->cache_write_1h &&
 		    d->input >= p->priority_input && d->input >= p->flex_input &&
 		    d->input >= p->long_context_input);
 		CHECK(d->output >= p->output && d->output >= p->priority_output &&
 		    d->output >= p->flex_output && d->output >= p->long_context_output);
-		if (p->max_output <= 0 && p->output > 0)
+		if (p->max_output <= 0 && p->output > 0 && p->src == KV_PRICE_INI)
 			fprintf(stderr, "bundled: [price %s] has no max_output\n", p->model);
 	}
 }

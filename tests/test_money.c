@@ -2,8 +2,10 @@
  * (many-decimal prices, huge counts, overflow), and USD formatting. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/catalog.h"
 #include "common/money.h"
 #include "worker/charge_rules.h"
 #include "tests/unit.h"
@@ -72,7 +74,7 @@ price(const char *in, const char *out, const char *cached, const char *write)
 {
 	struct kv_price p;
 
-	memset(&p, 0, sizeof(p));
+	kv_price_unset(&p, "");
 	p.input = nano(in);
 	p.output = nano(out);
 	p.cached_input = cached ? nano(cached) : -1;
@@ -394,6 +396,98 @@ test_charge_price(void)
 	CHECK_INT(kv_charge_cut_output(100, 500), 500);
 }
 
+/* The catalogue's own entries (data/prices-2026-07-24.json, copied), read
+ * by kv_catalog_parse and charged by kv_cost: audio tokens at their
+ * prices, the long-context tier's own cache prices past 200k input, a
+ * priority tier's own cache-read price, a separately priced reasoning
+ * token. Expected amounts are the file's USD/token x tokens, by hand. */
+static const char catalogue[] =
+"{\"gpt-4o-audio-preview\":{\"input_cost_per_audio_token\":4e-05,\"input_cost_per_token\":2.5e-06,"
+"\"litellm_provider\":\"openai\",\"output_cost_per_audio_token\":8e-05,\"output_cost_per_token\":1e-05},"
+"\"claude-sonnet-4-5\":{\"cache_creation_input_token_cost\":3.75e-06,"
+"\"cache_creation_input_token_cost_above_1hr\":6e-06,"
+"\"cache_creation_input_token_cost_above_1hr_above_200k_tokens\":1.2e-05,"
+"\"cache_creation_input_token_cost_above_200k_tokens\":7.5e-06,\"cache_read_input_token_cost\":3e-07,"
+"\"cache_read_input_token_cost_above_200k_tokens\":6e-07,\"input_cost_per_token\":3e-06,"
+"\"input_cost_per_token_above_200k_tokens\":6e-06,\"litellm_provider\":\"anthropic\","
+"\"output_cost_per_token\":1.5e-05,\"output_cost_per_token_above_200k_tokens\":2.25e-05},"
+"\"gpt-5\":{\"cache_read_input_token_cost\":1.25e-07,\"cache_read_input_token_cost_flex\":6.25e-08,"
+"\"cache_read_input_token_cost_priority\":2.5e-07,\"input_cost_per_token\":1.25e-06,"
+"\"input_cost_per_token_flex\":6.25e-07,\"input_cost_per_token_priority\":2.5e-06,"
+"\"litellm_provider\":\"openai\",\"output_cost_per_token\":1e-05,\"output_cost_per_token_flex\":5e-06,"
+"\"output_cost_per_token_priority\":2e-05},"
+"\"reasoner\":{\"input_cost_per_token\":1e-06,\"output_cost_per_token\":4e-06,"
+"\"output_cost_per_reasoning_token\":6e-06,\"litellm_provider\":\"openai\"}}";
+
+static const struct kv_price *
+entry(const struct kv_price *all, size_t n, const char *model)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(all[i].model, model) == 0)
+			return &all[i];
+	return NULL;
+}
+
+static void
+test_cost_catalogue(void)
+{
+	struct kv_catalog_stats st;
+	struct kv_price *all = NULL;
+	const struct kv_price *a, *s, *g, *r;
+	size_t n = 0;
+	char err[256];
+
+	CHECK_INT(kv_catalog_parse(catalogue, sizeof(catalogue) - 1, NULL, &all, &n, &st, err,
+	    sizeof(err)), 0);
+	CHECK_INT(st.nunknown, 0);	/* the 1-hour long-context write is understood */
+	a = entry(all, n, "gpt-4o-audio-preview");
+	s = entry(all, n, "claude-sonnet-4-5");
+	g = entry(all, n, "gpt-5");
+	r = entry(all, n, "reasoner");
+	CHECK(a != NULL && s != NULL && g != NULL && r != NULL);
+	if (a == NULL || s == NULL || g == NULL || r == NULL)
+		return;
+	/* 1,000 text + 500 audio in, 200 text + 300 audio out:
+	 * 1000 x 2.5e-6 + 500 x 4e-5 + 200 x 1e-5 + 300 x 8e-5
+	 * = 0.0025 + 0.02 + 0.002 + 0.024 = $0.0485 */
+	CHECK_INT(cost_of(a, (struct kv_usage){ .input = 1500, .audio_input = 500,
+	    .output = 500, .audio_output = 300, .found = 1 }), 48500000);
+	/* text only: 1500 x 2.5e-6 + 500 x 1e-5 = $0.00875, never audio rates */
+	CHECK_INT(cost_of(a, (struct kv_usage){ .input = 1500, .output = 500, .found = 1 }),
+	    8750000);
+	/* past 200k: 250,000 input of which 100,000 cache reads, 20,000 5-minute
+	 * and 10,000 1-hour writes; 1,000 output:
+	 * 120000 x 6e-6 + 100000 x 6e-7 + 20000 x 7.5e-6 + 10000 x 1.2e-5
+	 * + 1000 x 2.25e-5 = 0.72 + 0.06 + 0.15 + 0.12 + 0.0225 = $1.0725 */
+	CHECK_INT(cost_of(s, (struct kv_usage){ .input = 250000, .cached_input = 100000,
+	    .cache_write = 30000, .cache_write_1h = 10000, .output = 1000, .found = 1 }),
+	    1072500000);
+	/* under 200k (190,000 input: 60,000 uncached) at the standard prices:
+	 * 60000 x 3e-6 = 0.18, 100000 x 3e-7 = 0.03, 20000 x 3.75e-6 = 0.075,
+	 * 10000 x 6e-6 = 0.06, 1000 x 1.5e-5 = 0.015: $0.36 */
+	CHECK_INT(cost_of(s, (struct kv_usage){ .input = 190000, .cached_input = 100000,
+	    .cache_write = 30000, .cache_write_1h = 10000, .output = 1000, .found = 1 }),
+	    60000 * 3000LL + 30000000 + 75000000 + 60000000 + 15000000);
+	/* priority: 10,000 in (4,000 cached), 1,000 out:
+	 * 6000 x 2.5e-6 + 4000 x 2.5e-7 + 1000 x 2e-5 = 0.015 + 0.001 + 0.02 */
+	CHECK_INT(cost_of(g, (struct kv_usage){ .input = 10000, .cached_input = 4000,
+	    .output = 1000, .tier = KV_TIER_PRIORITY, .found = 1 }), 36000000);
+	/* flex: 6000 x 6.25e-7 + 4000 x 6.25e-8 + 1000 x 5e-6 = 0.00375 +
+	 * 0.00025 + 0.005 */
+	CHECK_INT(cost_of(g, (struct kv_usage){ .input = 10000, .cached_input = 4000,
+	    .output = 1000, .tier = KV_TIER_FLEX, .found = 1 }), 9000000);
+	/* reasoning priced apart: 1000 x 1e-6 + 600 x 4e-6 + 400 x 6e-6 */
+	CHECK_INT(cost_of(r, (struct kv_usage){ .input = 1000, .output = 1000,
+	    .reasoning = 400, .found = 1 }), 1000000 + 2400000 + 2400000);
+	/* more audio or reasoning than the total is refused */
+	CHECK_INT(cost_of(a, (struct kv_usage){ .input = 10, .audio_input = 11, .found = 1 }), -1);
+	CHECK_INT(cost_of(r, (struct kv_usage){ .output = 10, .reasoning = 6,
+	    .audio_output = 5, .found = 1 }), -1);
+	free(all);
+}
+
 int
 main(void)
 {
@@ -404,6 +498,7 @@ main(void)
 	test_cost_vectors();
 	test_cost_overflow();
 	test_cost_tiers();
+	test_cost_catalogue();
 	test_format();
 	return unit_done();
 }

@@ -1422,10 +1422,46 @@ test_differential(void)
 	free(g.buf);
 }
 
+/* OpenAI's token details: audio tokens in prompt/completion_tokens_details,
+ * reasoning tokens in completion/output_tokens_details, kept for money.c
+ * (which prices them apart where the catalogue does). */
+static void
+test_token_details(void)
+{
+	static const char chat[] = "{\"model\":\"gpt-4o-audio-preview\",\"usage\":"
+	    "{\"prompt_tokens\":1500,\"completion_tokens\":500,\"prompt_tokens_details\":"
+	    "{\"cached_tokens\":100,\"audio_tokens\":500},\"completion_tokens_details\":"
+	    "{\"reasoning_tokens\":50,\"audio_tokens\":300}}}";
+	static const char resp[] = "{\"object\":\"response\",\"usage\":"
+	    "{\"input_tokens\":10,\"output_tokens\":40,\"output_tokens_details\":"
+	    "{\"reasoning_tokens\":30}}}";
+	/* more audio than the uncached input: capped, never a refused charge */
+	static const char odd[] = "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":5,"
+	    "\"prompt_tokens_details\":{\"cached_tokens\":4,\"audio_tokens\":9},"
+	    "\"completion_tokens_details\":{\"reasoning_tokens\":3,\"audio_tokens\":4}}}";
+	struct result r;
+
+	scan_whole(KV_API_OPENAI_CHAT, 0, chat, sizeof(chat) - 1, &r);
+	CHECK_INT(r.u.input, 1500);
+	CHECK_INT(r.u.audio_input, 500);
+	CHECK_INT(r.u.output, 500);
+	CHECK_INT(r.u.audio_output, 300);
+	CHECK_INT(r.u.reasoning, 50);
+	scan_whole(KV_API_OPENAI_RESPONSES, 0, resp, sizeof(resp) - 1, &r);
+	CHECK_INT(r.u.output, 40);
+	CHECK_INT(r.u.reasoning, 30);
+	CHECK_INT(r.u.audio_input, 0);
+	scan_whole(KV_API_OPENAI_CHAT, 0, odd, sizeof(odd) - 1, &r);
+	CHECK_INT(r.u.audio_input, 6);
+	CHECK_INT(r.u.audio_output, 4);
+	CHECK_INT(r.u.reasoning, 1);
+}
+
 int
 main(void)
 {
 	test_vectors();
+	test_token_details();
 	test_final_tiers();
 	test_server_tools();
 	test_error_event();

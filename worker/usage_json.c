@@ -39,6 +39,9 @@ static const struct {
 	[K_WEB_FETCH_REQ] = KEY("web_fetch_requests"),
 	[K_OUTPUT] = KEY("output"), [K_ITEM] = KEY("item"),
 	[K_CONTAINER] = KEY("container"),
+	[K_AUDIO_TOKENS] = KEY("audio_tokens"), [K_REASONING_TOKENS] = KEY("reasoning_tokens"),
+	[K_COMPLETION_DETAILS] = KEY("completion_tokens_details"),
+	[K_OUTPUT_DETAILS] = KEY("output_tokens_details"),
 };
 #undef KEY
 

@@ -30,6 +30,7 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
 COPY --from=kv /usr/sbin/kilovoltd /usr/sbin/kilovoltd
 COPY --from=kv /usr/bin/kvctl /usr/bin/kvctl
 COPY --from=kv /etc/kilovolt /etc/kilovolt
+COPY --from=kv /usr/share/kilovolt /usr/share/kilovolt
 COPY kilovolt.service /etc/systemd/system/kilovolt.service
 RUN systemctl mask systemd-logind.service getty.target console-getty.service
 STOPSIGNAL SIGRTMIN+3

@@ -1,0 +1,569 @@
+/* kvctl prices: the prices a config puts in effect (its catalogue file,
+ * its [price] sections, their globs and the default), and --check: what a
+ * refreshed catalogue would change. It reads the config, not the ledger:
+ * prices are not in shared memory, and the daemon loads the same file the
+ * same way (kv_config_load), at start-up and on SIGHUP. */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "cli/kvctl.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/catalog.h"
+#include "common/config.h"
+#include "common/pricetab.h"
+#include "shm/report.h"
+
+enum { K_PRICE, K_FEE, K_TOKENS };
+
+/* Every figure of a kv_price, in the order a person reads them. */
+struct pfield {
+	const char	*label;		/* human form */
+	const char	*json;		/* JSON name, before its _nusd suffix */
+	size_t		 off;
+	int		 kind;
+};
+
+#define P(f)	offsetof(struct kv_price, f)
+static const struct pfield pfields[] = {
+	{ "input",			"input",		P(input),		K_PRICE },
+	{ "output",			"output",		P(output),		K_PRICE },
+	{ "cached input",		"cached_input",		P(cached_input),	K_PRICE },
+	{ "cache write",		"cache_write",		P(cache_write),		K_PRICE },
+	{ "cache write 1h",		"cache_write_1h",	P(cache_write_1h),	K_PRICE },
+	{ "audio input",		"audio_input",		P(audio_input),		K_PRICE },
+	{ "audio output",		"audio_output",		P(audio_output),	K_PRICE },
+	{ "reasoning output",		"reasoning_output",	P(reasoning_output),	K_PRICE },
+	{ "long-context input",		"long_context_input",	P(long_context_input),	K_PRICE },
+	{ "long-context output",	"long_context_output",	P(long_context_output),	K_PRICE },
+	{ "long-context cached",	"long_context_cached",	P(long_context_cached),	K_PRICE },
+	{ "long-context write",		"long_context_write",	P(long_context_write),	K_PRICE },
+	{ "long-context write 1h",	"long_context_write_1h", P(long_context_write_1h), K_PRICE },
+	{ "priority input",		"priority_input",	P(priority_input),	K_PRICE },
+	{ "priority output",		"priority_output",	P(priority_output),	K_PRICE },
+	{ "priority cached",		"priority_cached",	P(priority_cached),	K_PRICE },
+	{ "priority write",		"priority_write",	P(priority_write),	K_PRICE },
+	{ "flex input",			"flex_input",		P(flex_input),		K_PRICE },
+	{ "flex output",		"flex_output",		P(flex_output),		K_PRICE },
+	{ "flex cached",		"flex_cached",		P(flex_cached),		K_PRICE },
+	{ "flex write",			"flex_write",		P(flex_write),		K_PRICE },
+	{ "batch input",		"batch_input",		P(batch_input),		K_PRICE },
+	{ "batch output",		"batch_output",		P(batch_output),	K_PRICE },
+	{ "web search",			"web_search_call",	P(web_search_call),	K_FEE },
+	{ "web fetch",			"web_fetch_call",	P(web_fetch_call),	K_FEE },
+	{ "code execution",		"code_exec_hour",	P(code_exec_hour),	K_FEE },
+	{ "long context above",		"long_context_threshold", P(long_context_threshold), K_TOKENS },
+	{ "max input",			"max_input",		P(max_input),		K_TOKENS },
+	{ "max output",			"max_output",		P(max_output),		K_TOKENS },
+	{ "context window",		"context_window",	P(context_window),	K_TOKENS },
+};
+#undef P
+#define NFIELDS	(sizeof(pfields) / sizeof(pfields[0]))
+
+/* A model's price as one lookup found it. */
+struct priced {
+	const char		*model;
+	const struct kv_price	*p;	/* NULL: refused */
+	enum kv_price_rule	 rule;
+};
+
+static int64_t
+field_value(const struct kv_price *p, const struct pfield *f)
+{
+	int64_t v = *(const int64_t *)(const void *)((const char *)p + f->off);
+
+	/* the long-context threshold is 0, not -1, when there is none */
+	return f->off == offsetof(struct kv_price, long_context_threshold) && v == 0 ? -1 : v;
+}
+
+/* Nano-dollars as "$5.00", "$0.075", "$0.0000375": every digit the price
+ * has, at least two decimals. */
+static void
+format_price(int64_t nusd, char *buf, size_t len)
+{
+	char frac[16];
+	int n;
+
+	snprintf(frac, sizeof(frac), "%09" PRId64, nusd % 1000000000);
+	for (n = 9; n > 2 && frac[n - 1] == '0'; n--)
+		frac[n - 1] = '\0';
+	snprintf(buf, len, "$%" PRId64 ".%s", nusd / 1000000000, frac);
+}
+
+/* V of F, with its unit unless BARE ("$5.00" against "$5.00 / 1M tokens"). */
+static void
+format_field(const struct pfield *f, int64_t v, int bare, char *buf, size_t len)
+{
+	char money[40];
+
+	if (v < 0) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	if (f->kind == K_TOKENS) {
+		snprintf(buf, len, "%" PRId64 "%s", v, bare ? "" : " tokens");
+		return;
+	}
+	format_price(v, money, sizeof(money));
+	snprintf(buf, len, "%s%s", money, bare ? "" : f->kind == K_PRICE ? " / 1M tokens" :
+	    f->off == offsetof(struct kv_price, code_exec_hour) ? " / hour" : " / call");
+}
+
+static const char *
+rule_name(enum kv_price_rule r)
+{
+	static const char *const names[] = { "file", "ini", "glob", "default", "refused" };
+
+	return names[r];
+}
+
+/* Where the rule's price was written: the file, or the section. */
+static void
+rule_source(const struct kv_config *cf, const struct priced *m, char *buf, size_t len)
+{
+	if (m->p == NULL)
+		snprintf(buf, len, "%s", cf->unknown_models_deny ? "unknown_models = deny" :
+		    "no [price] section matches, and no [price default]");
+	else if (m->rule == KV_RULE_FILE)
+		snprintf(buf, len, "%s", cf->prices_file);
+	else if (m->rule == KV_RULE_DEFAULT)
+		snprintf(buf, len, "[price default]");
+	else
+		snprintf(buf, len, "[price %s]", m->p->model);
+}
+
+static void
+lookup(const struct kv_config *cf, const char *model, struct priced *m)
+{
+	m->model = model;
+	m->p = kv_price_lookup(cf, model, &m->rule, NULL);
+}
+
+/* ---- showing ------------------------------------------------------------ */
+
+static void
+print_detail(FILE *f, const struct kv_config *cf, const struct priced *m)
+{
+	char src[4200], v[64];
+	size_t i;
+
+	rule_source(cf, m, src, sizeof(src));
+	fprintf(f, "%s: %s (%s)\n", m->model, rule_name(m->rule), src);
+	for (i = 0; m->p != NULL && i < NFIELDS; i++)
+		if (field_value(m->p, &pfields[i]) >= 0) {
+			format_field(&pfields[i], field_value(m->p, &pfields[i]), 0, v, sizeof(v));
+			fprintf(f, "  %-22s %s\n", pfields[i].label, v);
+		}
+}
+
+static void
+json_price(FILE *f, const struct kv_config *cf, const struct priced *m)
+{
+	static const char *const groups[] = { "prices", "fees", "limits" };
+	static const char *const suffix[] = { "_per_1m_nusd", "_nusd", "_tokens" };
+	char src[4200];
+	const char *sep;
+	size_t i;
+	int64_t v;
+	int k;
+
+	rule_source(cf, m, src, sizeof(src));
+	fputs("{\"model\":", f);
+	kv_report_json_string(f, m->model);
+	fprintf(f, ",\"rule\":\"%s\",\"source\":", rule_name(m->rule));
+	kv_report_json_string(f, src);
+	if (m->p != NULL && m->p->model[0] != '\0' && strcmp(m->p->model, m->model) != 0) {
+		fputs(",\"section\":", f);
+		kv_report_json_string(f, m->p->model);
+	}
+	/* prices are nano-USD per 1M tokens, fees nano-USD each */
+	for (k = 0; k < 3; k++) {
+		fprintf(f, ",\"%s\":{", groups[k]);
+		for (i = 0, sep = ""; m->p != NULL && i < NFIELDS; i++) {
+			if (pfields[i].kind != k || (v = field_value(m->p, &pfields[i])) < 0)
+				continue;
+			fprintf(f, "%s\"%s%s\":%" PRId64, sep, pfields[i].json, suffix[k], v);
+			sep = ",";
+		}
+		fputc('}', f);
+	}
+	fputc('}', f);
+}
+
+static int
+cmp_price_name(const void *a, const void *b)
+{
+	return strcmp((*(const struct kv_price *const *)a)->model,
+	    (*(const struct kv_price *const *)b)->model);
+}
+
+/* Every exact entry and glob, by name, then the default. */
+static int
+collect_all(const struct kv_config *cf, struct priced **out, size_t *n)
+{
+	const struct kv_price **all;
+	size_t i, k = 0;
+
+	all = malloc((cf->nprices + 1) * sizeof(*all));
+	*out = calloc(cf->nprices + 1, sizeof(**out));
+	if (all == NULL || *out == NULL) {
+		free(all);
+		free(*out);
+		return -1;
+	}
+	for (i = 0; i < cf->nprices; i++)
+		all[i] = &cf->prices[i];
+	qsort(all, cf->nprices, sizeof(*all), cmp_price_name);
+	for (i = 0; i < cf->nprices; i++) {
+		(*out)[k].model = all[i]->model;
+		(*out)[k].p = all[i];
+		(*out)[k++].rule = all[i]->src == KV_PRICE_FILE ? KV_RULE_FILE :
+		    strchr(all[i]->model, '*') != NULL ? KV_RULE_GLOB : KV_RULE_INI;
+	}
+	if (cf->has_default_price)
+		(*out)[k++] = (struct priced){ "default", &cf->default_price, KV_RULE_DEFAULT };
+	free(all);
+	*n = k;
+	return 0;
+}
+
+static void
+print_table(FILE *f, const struct kv_config *cf, const struct priced *ms, size_t n)
+{
+	static const size_t cols[] = { offsetof(struct kv_price, input),
+	    offsetof(struct kv_price, output), offsetof(struct kv_price, cached_input),
+	    offsetof(struct kv_price, cache_write) };
+	char v[40];
+	size_t i, c, w = 5;
+	int64_t x;
+
+	if (cf->prices_file[0] != '\0')
+		fprintf(f, "catalogue %s: %s\n", cf->prices_file, cf->prices_summary);
+	fprintf(f, "[price] sections: %zu (%zu replace a catalogue entry)\n", cf->nprices_ini,
+	    cf->nprices_overridden);
+	fprintf(f, "USD per 1M tokens; kvctl prices MODEL shows every price of a model\n\n");
+	for (i = 0; i < n; i++)
+		if (strlen(ms[i].model) > w)
+			w = strlen(ms[i].model);
+	fprintf(f, "%-*s  %-7s  %12s  %12s  %12s  %12s\n", (int)w, "MODEL", "RULE", "INPUT",
+	    "OUTPUT", "CACHED", "CACHE WRITE");
+	for (i = 0; i < n; i++) {
+		fprintf(f, "%-*s  %-7s", (int)w, ms[i].model, rule_name(ms[i].rule));
+		for (c = 0; c < sizeof(cols) / sizeof(cols[0]); c++) {
+			x = *(const int64_t *)(const void *)((const char *)ms[i].p + cols[c]);
+			if (x < 0)
+				snprintf(v, sizeof(v), "-");
+			else
+				format_price(x, v, sizeof(v));
+			fprintf(f, "  %12s", v);
+		}
+		fputc('\n', f);
+	}
+}
+
+static int
+show_prices(const struct kv_config *cf, char **models, int nmodels, int json)
+{
+	struct priced *ms;
+	size_t n, i;
+	int rc = KVCTL_EXIT_OK;
+
+	if (nmodels == 0) {
+		if (collect_all(cf, &ms, &n) == -1) {
+			perror("kvctl");
+			return KVCTL_EXIT_USAGE;
+		}
+	} else {
+		n = (size_t)nmodels;
+		if ((ms = calloc(n, sizeof(*ms))) == NULL) {
+			perror("kvctl");
+			return KVCTL_EXIT_USAGE;
+		}
+		for (i = 0; i < n; i++) {
+			lookup(cf, models[i], &ms[i]);
+			if (ms[i].p == NULL)
+				rc = KVCTL_EXIT_NOTFOUND;	/* refused: a script's "not found" */
+		}
+	}
+	if (json) {
+		fputs("{\"prices\":[", stdout);
+		for (i = 0; i < n; i++) {
+			fputs(i ? "," : "", stdout);
+			json_price(stdout, cf, &ms[i]);
+		}
+		fputs("]}\n", stdout);
+	} else if (nmodels == 0) {
+		print_table(stdout, cf, ms, n);
+	} else {
+		for (i = 0; i < n; i++)
+			print_detail(stdout, cf, &ms[i]);
+	}
+	free(ms);
+	return rc;
+}
+
+/* ---- --check: another catalogue against the running one ---------------- */
+
+static int
+same_price(const struct priced *a, const struct priced *b)
+{
+	size_t i;
+
+	if (a->rule != b->rule || (a->p == NULL) != (b->p == NULL))
+		return 0;
+	for (i = 0; a->p != NULL && i < NFIELDS; i++)
+		if (field_value(a->p, &pfields[i]) != field_value(b->p, &pfields[i]))
+			return 0;
+	return 1;
+}
+
+/* "claude-opus-4-6: glob ([price claude-opus-4*]) -> file; input $15.00
+ * -> $5.00, ..." — the rule when it changes (a file entry is the same rule
+ * whichever file), then each figure that does. */
+static void
+print_change(FILE *f, const struct kv_config *was, const struct kv_config *now,
+    const struct priced *a, const struct priced *b)
+{
+	char sa[4200], sb[4200], va[64], vb[64];
+	const char *sep = "; ";
+	size_t i;
+	int64_t x, y;
+
+	rule_source(was, a, sa, sizeof(sa));
+	rule_source(now, b, sb, sizeof(sb));
+	fprintf(f, "%s: %s", a->model, a->p == NULL ? "now priced" : b->p == NULL ?
+	    "now refused" : "changed");
+	if (a->rule != b->rule || (a->rule != KV_RULE_FILE && strcmp(sa, sb) != 0))
+		fprintf(f, "; %s (%s) -> %s (%s)", rule_name(a->rule), sa, rule_name(b->rule), sb);
+	for (i = 0; i < NFIELDS; i++) {
+		x = a->p != NULL ? field_value(a->p, &pfields[i]) : -1;
+		y = b->p != NULL ? field_value(b->p, &pfields[i]) : -1;
+		if (x == y)
+			continue;
+		format_field(&pfields[i], x, 1, va, sizeof(va));
+		format_field(&pfields[i], y, 1, vb, sizeof(vb));
+		fprintf(f, "%s%s %s -> %s", sep, pfields[i].label, va, vb);
+		sep = ", ";
+	}
+	fputc('\n', f);
+}
+
+/* Walk the exact names of both tables (each sorted) as one list. */
+static size_t
+diff_tables(const struct kv_config *was, const struct kv_config *now, int json)
+{
+	struct priced a, b;
+	size_t i = 0, j = 0, ndiff = 0;
+	const char *name;
+	int c;
+
+	while (i < was->nprice_exact || j < now->nprice_exact) {
+		c = i == was->nprice_exact ? 1 : j == now->nprice_exact ? -1 :
+		    strcmp(was->price_exact[i]->model, now->price_exact[j]->model);
+		name = c <= 0 ? was->price_exact[i]->model : now->price_exact[j]->model;
+		i += c <= 0;
+		j += c >= 0;
+		lookup(was, name, &a);
+		lookup(now, name, &b);
+		if (same_price(&a, &b))
+			continue;
+		if (json) {
+			fputs(ndiff ? "," : "", stdout);
+			fputs("{\"model\":", stdout);
+			kv_report_json_string(stdout, name);
+			fputs(",\"before\":", stdout);
+			json_price(stdout, was, &a);
+			fputs(",\"after\":", stdout);
+			json_price(stdout, now, &b);
+			fputc('}', stdout);
+		} else {
+			print_change(stdout, was, now, &a, &b);
+		}
+		ndiff++;
+	}
+	return ndiff;
+}
+
+/* FILE as the daemon would read it: the providers CF keeps (openai and
+ * anthropic without a config). 0, or -1 with "FILE: line:col: what" said. */
+static int
+validate(const struct kv_config *cf, const char *file, char *summary, size_t len)
+{
+	const char *prov[KV_CATALOG_PROVIDERS_MAX];
+	struct kv_catalog_stats st;
+	struct kv_price *out = NULL;
+	size_t n = 0;
+	char err[4400];
+	int r;
+
+	kv_catalog_providers(cf, prov);
+	r = kv_catalog_load(file, prov, &out, &n, &st, err, sizeof(err));
+	free(out);
+	if (r == -1) {
+		fprintf(stderr, "%s\n", err);
+		return -1;
+	}
+	kv_catalog_summary(&st, summary, len);
+	return 0;
+}
+
+static int
+check_file(const struct kv_config *cf, const char *config, const char *file, int json)
+{
+	struct kv_config *now;
+	char summary[512], err[4400];
+	size_t ndiff;
+
+	if (validate(cf, file, summary, sizeof(summary)) == -1)
+		return KVCTL_EXIT_NOTFOUND;
+	if (cf == NULL) {	/* no config: the file alone */
+		if (json) {
+			fputs("{\"file\":", stdout);
+			kv_report_json_string(stdout, file);
+			fputs(",\"valid\":true,\"summary\":", stdout);
+			kv_report_json_string(stdout, summary);
+			fputs("}\n", stdout);
+		} else {
+			printf("%s: ok: %s\n", file, summary);
+		}
+		return KVCTL_EXIT_OK;
+	}
+	if ((now = calloc(1, sizeof(*now))) == NULL) {
+		perror("kvctl");
+		return KVCTL_EXIT_USAGE;
+	}
+	if (kv_config_load_prices(now, config, file, err, sizeof(err)) == -1) {
+		fprintf(stderr, "kvctl: %s\n", err);
+		free(now);
+		return KVCTL_EXIT_USAGE;
+	}
+	if (json) {
+		fputs("{\"file\":", stdout);
+		kv_report_json_string(stdout, file);
+		fputs(",\"valid\":true,\"summary\":", stdout);
+		kv_report_json_string(stdout, summary);
+		fputs(",\"differences\":[", stdout);
+	} else {
+		printf("%s: ok: %s\n", file, summary);
+	}
+	ndiff = diff_tables(cf, now, json);
+	if (json)
+		fputs("]}\n", stdout);
+	else
+		printf("%zu model%s priced differently with %s than with %s\n", ndiff,
+		    ndiff == 1 ? "" : "s", file, cf->prices_file[0] != '\0' ? cf->prices_file :
+		    "the [price] sections alone");
+	kv_config_free(now);
+	free(now);
+	return KVCTL_EXIT_OK;
+}
+
+/* ---- the command -------------------------------------------------------- */
+
+struct prices_args {
+	int		 json;
+	const char	*check;
+	char		**models;
+	int		 nmodels;
+};
+
+static int
+parse_args(int argc, char **argv, struct prices_args *a)
+{
+	int i, dashdash = 0;
+
+	memset(a, 0, sizeof(*a));
+	if ((a->models = calloc((size_t)argc, sizeof(*a->models))) == NULL) {
+		perror("kvctl");
+		return KVCTL_EXIT_USAGE;
+	}
+	for (i = 1; i < argc; i++) {
+		if (!dashdash && strcmp(argv[i], "--") == 0)
+			dashdash = 1;
+		else if (!dashdash && strcmp(argv[i], "--json") == 0)
+			a->json = 1;
+		else if (!dashdash && strcmp(argv[i], "--check") == 0 && i + 1 < argc)
+			a->check = argv[++i];
+		else if (!dashdash && strncmp(argv[i], "--", 2) == 0) {
+			fprintf(stderr, "kvctl: prices: %s '%s'\n(kvctl --help for usage)\n",
+			    strcmp(argv[i], "--check") == 0 ? "a file is needed after" :
+			    "unknown option", argv[i]);
+			return KVCTL_EXIT_USAGE;
+		} else
+			a->models[a->nmodels++] = argv[i];
+	}
+	if (a->check != NULL && a->nmodels > 0) {
+		fputs("kvctl: prices: --check FILE takes no MODEL\n(kvctl --help for usage)\n",
+		    stderr);
+		return KVCTL_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* The config: -c, else the default; for --check, no config at all is
+ * allowed (the file is only validated). */
+static int
+load_config(const char *config, int optional, struct kv_config **cf, const char **path)
+{
+	char err[4400];
+
+	*cf = NULL;
+	*path = config != NULL ? config : kv_config_default_path();
+	if (config == NULL && optional && access(*path, F_OK) == -1 && errno == ENOENT)
+		return 0;
+	if ((*cf = calloc(1, sizeof(**cf))) == NULL) {
+		perror("kvctl");
+		return -1;
+	}
+	if (kv_config_load(*cf, *path, err, sizeof(err)) == -1) {
+		fprintf(stderr, "kvctl: %s\n", err);
+		free(*cf);
+		*cf = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+int
+kvctl_prices(const char *config, const char *ledger, int argc, char **argv)
+{
+	struct prices_args a;
+	struct kv_config *cf;
+	const char *path;
+	int rc;
+
+	if ((rc = parse_args(argc, argv, &a)) != 0) {
+		free(a.models);
+		return rc;
+	}
+	if (ledger != NULL && a.check == NULL) {
+		fputs("kvctl: prices: needs the config (-c CONFIG), not -l LEDGER: prices are "
+		    "not in the ledger\n", stderr);
+		free(a.models);
+		return KVCTL_EXIT_USAGE;
+	}
+	/* -l LEDGER --check: the file alone, as without a config */
+	cf = NULL;
+	path = NULL;
+	if (ledger == NULL && load_config(config, a.check != NULL, &cf, &path) == -1) {
+		free(a.models);
+		return KVCTL_EXIT_USAGE;
+	}
+	if (a.check != NULL)
+		rc = check_file(cf, path, a.check, a.json);
+	else
+		rc = show_prices(cf, a.models, a.nmodels, a.json);
+	if (cf != NULL) {
+		kv_config_free(cf);
+		free(cf);
+	}
+	free(a.models);
+	return rc;
+}
