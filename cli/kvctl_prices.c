@@ -72,6 +72,7 @@ struct priced {
 	const char		*model;
 	const struct kv_price	*p;	/* NULL: refused */
 	enum kv_price_rule	 rule;
+	const struct kv_price	*older;	/* the glob it is newer than, or NULL */
 };
 
 static int64_t
@@ -128,6 +129,17 @@ rule_name(enum kv_price_rule r)
 static void
 rule_source(const struct kv_config *cf, const struct priced *m, char *buf, size_t len)
 {
+	int n = 0;
+
+	/* the older-family rule: why the glob that matches does not price it */
+	if (m->older != NULL) {
+		n = snprintf(buf, len, "newer than the family [price %s] was written for; ",
+		    m->older->model);
+		if (n < 0 || (size_t)n >= len)
+			return;
+		buf += n;
+		len -= (size_t)n;
+	}
 	if (m->p == NULL)
 		snprintf(buf, len, "%s", cf->unknown_models_deny ? "unknown_models = deny" :
 		    "no [price] section matches, and no [price default]");
@@ -143,7 +155,7 @@ static void
 lookup(const struct kv_config *cf, const char *model, struct priced *m)
 {
 	m->model = model;
-	m->p = kv_price_lookup(cf, model, &m->rule, NULL);
+	m->p = kv_price_lookup(cf, model, &m->rule, &m->older);
 }
 
 /* ---- showing ------------------------------------------------------------ */
@@ -182,6 +194,10 @@ json_price(FILE *f, const struct kv_config *cf, const struct priced *m)
 	if (m->p != NULL && m->p->model[0] != '\0' && strcmp(m->p->model, m->model) != 0) {
 		fputs(",\"section\":", f);
 		kv_report_json_string(f, m->p->model);
+	}
+	if (m->older != NULL) {
+		fputs(",\"older_family\":", f);
+		kv_report_json_string(f, m->older->model);
 	}
 	/* prices are nano-USD per 1M tokens, fees nano-USD each */
 	for (k = 0; k < 3; k++) {
@@ -228,7 +244,7 @@ collect_all(const struct kv_config *cf, struct priced **out, size_t *n)
 		    strchr(all[i]->model, '*') != NULL ? KV_RULE_GLOB : KV_RULE_INI;
 	}
 	if (cf->has_default_price)
-		(*out)[k++] = (struct priced){ "default", &cf->default_price, KV_RULE_DEFAULT };
+		(*out)[k++] = (struct priced){ "default", &cf->default_price, KV_RULE_DEFAULT, NULL };
 	free(all);
 	*n = k;
 	return 0;

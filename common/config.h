@@ -144,6 +144,13 @@ struct kv_alerts {
 	int	  slack;		/* format = slack: {"text": ...} */
 };
 
+/* A model's version after a glob's prefix (pricetab.c): up to 4 numeric
+ * components of 1-3 digits ("-4-1" is 4.1; "-20250514" is a date, not one). */
+struct kv_pver {
+	unsigned char n;
+	unsigned short v[4];
+};
+
 struct kv_config {
 	char	  path[4096];	/* file it was read from */
 
@@ -209,6 +216,7 @@ struct kv_config {
 	size_t	  nprice_exact;
 	const struct kv_price **price_glob;
 	size_t	  nprice_glob;
+	struct kv_pver *price_glob_ver;	/* per glob: its family's newest version */
 	int	  has_default_price;
 	struct kv_price default_price;
 	struct kv_keydef *keys;

@@ -86,11 +86,74 @@ cmp_ptr_len(const void *a, const void *b)
 	return la < lb ? 1 : la > lb ? -1 : cmp_ptr_name(a, b);
 }
 
+/* The version numbers TAIL starts with: components of 1-3 digits, each
+ * after a '-' or '.' (or at the start) and before one or the end. Four
+ * digits or more are a date or a snapshot (-20250514, -0125), not a
+ * version; a letter ends the version (-16k, -mini). */
+static struct kv_pver
+version_of(const char *tail)
+{
+	struct kv_pver v = { 0, { 0 } };
+	const char *s = tail;
+	size_t d;
+
+	while (v.n < 4) {
+		if (*s == '-' || *s == '.')
+			s++;
+		for (d = 0; s[d] >= '0' && s[d] <= '9'; d++)
+			;
+		if (d == 0 || d > 3 || (s[d] != '\0' && s[d] != '-' && s[d] != '.'))
+			break;
+		v.v[v.n++] = (unsigned short)atoi(s);
+		s += d;
+	}
+	return v;
+}
+
+/* -1, 0, 1 as A is older, the same, newer than B; 4-1 is newer than 4. */
+static int
+version_cmp(const struct kv_pver *a, const struct kv_pver *b)
+{
+	unsigned i;
+
+	for (i = 0; i < a->n && i < b->n; i++)
+		if (a->v[i] != b->v[i])
+			return a->v[i] < b->v[i] ? -1 : 1;
+	return a->n < b->n ? -1 : a->n > b->n ? 1 : 0;
+}
+
+/* The glob's prefix length: up to its first '*'. */
+static size_t
+glob_prefix(const char *glob)
+{
+	return strcspn(glob, "*");
+}
+
+/* The newest version of GLOB's family: the greatest among the exact
+ * entries it matches (none: the prefix itself, version 0 components). */
+static struct kv_pver
+family_version(const struct kv_price *const *exact, size_t n, const char *glob)
+{
+	struct kv_pver best = { 0, { 0 } }, v;
+	size_t i, plen = glob_prefix(glob);
+
+	for (i = 0; i < n; i++) {
+		if (!kv_glob_match(glob, exact[i]->model))
+			continue;
+		v = version_of(exact[i]->model + plen);
+		if (version_cmp(&v, &best) > 0)
+			best = v;
+	}
+	return best;
+}
+
 void
 kv_pricetab_free(struct kv_config *cf)
 {
 	free(cf->price_exact);
 	free(cf->price_glob);
+	free(cf->price_glob_ver);
+	cf->price_glob_ver = NULL;
 	cf->price_exact = cf->price_glob = NULL;
 	cf->nprice_exact = cf->nprice_glob = 0;
 }
@@ -115,7 +178,25 @@ kv_pricetab_index(struct kv_config *cf)
 	}
 	qsort(cf->price_exact, cf->nprice_exact, sizeof(*cf->price_exact), cmp_ptr_name);
 	qsort(cf->price_glob, cf->nprice_glob, sizeof(*cf->price_glob), cmp_ptr_len);
+	cf->price_glob_ver = malloc((cf->nprice_glob + 1) * sizeof(*cf->price_glob_ver));
+	if (cf->price_glob_ver == NULL) {
+		kv_pricetab_free(cf);
+		return -1;
+	}
+	/* Once per load, not per request: nglob x nexact glob matches. */
+	for (i = 0; i < cf->nprice_glob; i++)
+		cf->price_glob_ver[i] = family_version(cf->price_exact, cf->nprice_exact,
+		    cf->price_glob[i]->model);
 	return 0;
+}
+
+/* Is MODEL (matched by GLOB) of a newer version than FAMILY, the glob's? */
+static int
+newer_than_family(const char *glob, const struct kv_pver *family, const char *model)
+{
+	struct kv_pver v = version_of(model + glob_prefix(glob));
+
+	return version_cmp(&v, family) > 0;
 }
 
 static const struct kv_price *
@@ -140,10 +221,12 @@ exact_find(const struct kv_config *cf, const char *model)
 /* A configuration built by hand (unit tests) has no index: the same rule
  * by a scan, exact names first, then the longest glob. */
 static const struct kv_price *
-scan_find(const struct kv_config *cf, const char *model, enum kv_price_rule *rule)
+scan_find(const struct kv_config *cf, const char *model, enum kv_price_rule *rule,
+    const struct kv_price **older)
 {
-	const struct kv_price *best = NULL;
-	size_t i, len, bestlen = 0;
+	const struct kv_price *best = NULL, **exact;
+	struct kv_pver fam;
+	size_t i, k, len, bestlen = 0;
 
 	for (i = 0; i < cf->nprices; i++)
 		if (strcmp(cf->prices[i].model, model) == 0) {
@@ -158,27 +241,40 @@ scan_find(const struct kv_config *cf, const char *model, enum kv_price_rule *rul
 			bestlen = len;
 		}
 	}
-	if (best != NULL)
-		*rule = KV_RULE_GLOB;
+	if (best == NULL)
+		return NULL;
+	if ((exact = malloc((cf->nprices + 1) * sizeof(*exact))) == NULL)
+		return NULL;	/* refused: never a wrong family's price */
+	for (i = k = 0; i < cf->nprices; i++)
+		if (strchr(cf->prices[i].model, '*') == NULL)
+			exact[k++] = &cf->prices[i];
+	fam = family_version(exact, k, best->model);
+	free(exact);
+	if (newer_than_family(best->model, &fam, model)) {
+		*older = best;
+		return NULL;
+	}
+	*rule = KV_RULE_GLOB;
 	return best;
 }
 
-/* The older-family rule (version_after) is not applied yet: a glob prices
- * every model it matches, as before the catalogue. */
+/* Only the longest matching glob is asked: a model newer than its family
+ * is newer than the shorter globs' too, and goes to unknown_models. */
 const struct kv_price *
 kv_price_lookup(const struct kv_config *cf, const char *model,
     enum kv_price_rule *rule, const struct kv_price **older)
 {
-	const struct kv_price *hit;
+	const struct kv_price *hit, *dummy_older;
 	enum kv_price_rule dummy;
 	size_t i;
 
 	if (rule == NULL)
 		rule = &dummy;
-	if (older != NULL)
-		*older = NULL;
+	if (older == NULL)
+		older = &dummy_older;
+	*older = NULL;
 	if (model != NULL && cf->price_exact == NULL && cf->price_glob == NULL) {
-		if ((hit = scan_find(cf, model, rule)) != NULL)
+		if ((hit = scan_find(cf, model, rule, older)) != NULL)
 			return hit;
 	} else if (model != NULL && (hit = exact_find(cf, model)) != NULL) {
 		*rule = hit->src == KV_PRICE_FILE ? KV_RULE_FILE : KV_RULE_INI;
@@ -187,6 +283,10 @@ kv_price_lookup(const struct kv_config *cf, const char *model,
 	for (i = 0; model != NULL && i < cf->nprice_glob; i++) {
 		if (!kv_glob_match(cf->price_glob[i]->model, model))
 			continue;
+		if (newer_than_family(cf->price_glob[i]->model, &cf->price_glob_ver[i], model)) {
+			*older = cf->price_glob[i];
+			break;
+		}
 		*rule = KV_RULE_GLOB;
 		return cf->price_glob[i];
 	}

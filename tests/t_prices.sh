@@ -126,6 +126,28 @@ i=$(bill_field input) o=$(bill_field output)
 check_eq "gpt-4o-audio-preview charged text and audio tokens by the file ($i in of which 3 audio, $o out of which 25 audio)" \
 	"$(spent $K)" $(( (i - 3) * 2500 + 3 * 40000 + (o - 25) * 10000 + 25 * 80000 ))
 
+# ---- the older-family rule: a model newer than the only glob that matches it ----
+# claude-sonnet-4-9 matches lib.sh's [price claude-sonnet-4*] only, whose family's
+# newest exact entry (the file's) is claude-sonnet-4-6: not charged at $3 / $15 but
+# by unknown_models, here lib.sh's [price default] ($1 / $3 per 1M), marked
+kv_ctl prices claude-sonnet-4-9 >"$T/older.out"
+check "kvctl prices shows claude-sonnet-4-9 is newer than [price claude-sonnet-4*], priced by default" \
+	grep -q '^claude-sonnet-4-9: default (newer than the family \[price claude-sonnet-4\*\] was written for; \[price default\])' "$T/older.out"
+check_eq "... and in JSON" \
+	"$(kv_ctl prices --json claude-sonnet-4-9 | jq -r '.prices[0] | "\(.rule) \(.older_family)"')" "default claude-sonnet-4*"
+check_eq "claude-sonnet-4-5 (exact, in the file) is not touched by the rule" \
+	"$(kv_ctl prices --json claude-sonnet-4-5 | jq -r '.prices[0] | "\(.rule) \(.older_family)"')" "file null"
+K=sk-prices-older
+check_eq "claude-sonnet-4-9 answered under unknown_models = default" \
+	"$(post $K /v1/messages '{"model":"claude-sonnet-4-9","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}' \
+	-H 'anthropic-version: 2023-06-01' -H 'x-mock-tokens: 13')" 200
+check "... settled" kv_wait_for 20 settled "$K"
+i=$(bill_field input) o=$(bill_field output)
+check_eq "... charged at [price default], not the older family ($i in, $o out at \$1 / \$3)" \
+	"$(spent $K)" $(( i * 1000 + o * 3000 ))
+check "... logged KV0447 naming the glob" kv_wait_for 20 grep -q \
+	"KV0447: model 'claude-sonnet-4-9' is newer than the family \[price claude-sonnet-4\*\]" "$KV_LOG"
+
 # ---- SIGHUP reloads the catalogue; the stream in flight keeps its price ----------
 # claude-opus-4-6 at $6 / $30 in a refreshed file (6,000 / 30,000 nUSD a token)
 bill_of() { grep " output=$1 " "$MOCK_LOG.bills" | tail -n 1 | sed "s/.* $2=\([0-9]*\).*/\1/"; }
@@ -170,5 +192,25 @@ check "... settled (kvctl keys reads the ledger, whatever the catalogue)" kv_wai
 i=$(bill_of 9 input)
 check_eq "... still at the reloaded price ($i in, 9 out at \$6 / \$30)" "$(spent $K)" $(( i * 6000 + 9 * 30000 ))
 cp "$T/good.json" "$T/prices.json"
+
+# the older-family rule under unknown_models = deny: a 400 naming why, nothing sent
+cp "$T/deny.ini" "$T/kilovolt.ini"
+kill -HUP "$KV_PID"
+check "the reload to unknown_models = deny takes over" kv_wait_for 20 grep -q \
+	"reloaded .*generation 3 serving" "$KV_LOG"
+"$KV_CTL_BIN" -c "$T/deny.ini" prices claude-sonnet-4-9 >"$T/older.out"
+check_eq "kvctl prices of claude-sonnet-4-9 under deny exits 1" "$?" 1
+check "... saying it is newer than [price claude-sonnet-4*]" \
+	grep -q '^claude-sonnet-4-9: refused (newer than the family \[price claude-sonnet-4\*\] was written for; unknown_models = deny)' "$T/older.out"
+n0=$(kv_mock_stat requests)
+K=sk-prices-older-deny
+check_eq "claude-sonnet-4-9 under unknown_models = deny is refused 400" \
+	"$(post $K /v1/messages '{"model":"claude-sonnet-4-9","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}' \
+	-H 'anthropic-version: 2023-06-01')" 400
+check "... the answer says it is newer than the older family's glob" \
+	grep -q "claude-sonnet-4-9' is newer than the family \[price claude-sonnet-4\*\]" "$T/out"
+# (the mock counts the stats request itself)
+check_eq "... and the provider received nothing" "$(kv_mock_stat requests)" "$((n0 + 1))"
+check_eq "... and nothing was charged" "$(spent $K)" 0
 
 kv_finish

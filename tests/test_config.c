@@ -573,6 +573,60 @@ test_route(void)
 	CHECK_INT(kv_glob_match("*", ""), 1);
 }
 
+/* The older-family rule (pricetab.h): a glob does not price a model of a
+ * newer version than its family's exact entries. */
+static void
+test_older_family(void)
+{
+	const struct kv_price *p, *older;
+	enum kv_price_rule rule;
+	struct kv_config cf;
+
+	CHECK_INT(load_text(&cf, UP "[budget]\nunknown_models = default\n"
+	    "[price claude-opus-4*]\ninput = 15\noutput = 75\n"
+	    "[price claude-opus-4-1]\ninput = 15\noutput = 75\n"
+	    "[price gpt-3.5-turbo*]\ninput = 0.5\noutput = 1.5\n"
+	    "[price default]\ninput = 150\noutput = 600\n"), 0);
+	/* 4-6 after claude-opus-4: newer than 4-1, the family's newest */
+	p = kv_price_lookup(&cf, "claude-opus-4-6", &rule, &older);
+	CHECK(p == &cf.default_price && rule == KV_RULE_DEFAULT);
+	CHECK(older != NULL && strcmp(older->model, "claude-opus-4*") == 0);
+	p = kv_price_lookup(&cf, "claude-opus-4-1-20250805", &rule, &older);
+	CHECK(p != NULL && strcmp(p->model, "claude-opus-4*") == 0 && rule == KV_RULE_GLOB);
+	CHECK(older == NULL);
+	/* a date or a snapshot number is not a version */
+	p = kv_price_lookup(&cf, "claude-opus-4-20250514", &rule, &older);
+	CHECK(p != NULL && rule == KV_RULE_GLOB && older == NULL);
+	p = kv_price_lookup(&cf, "gpt-3.5-turbo-0125", &rule, &older);
+	CHECK(p != NULL && rule == KV_RULE_GLOB && older == NULL);
+	p = kv_price_lookup(&cf, "gpt-3.5-turbo-16k", &rule, &older);
+	CHECK(p != NULL && rule == KV_RULE_GLOB && older == NULL);
+	/* 4-1-1 is newer than 4-1; 4.6 spelled with a dot too */
+	CHECK(kv_price_lookup(&cf, "claude-opus-4-1-1", NULL, &older) == &cf.default_price &&
+	    older != NULL);
+	CHECK(kv_price_lookup(&cf, "claude-opus-4.6", NULL, &older) == &cf.default_price &&
+	    older != NULL);
+	/* a glob with no exact entry: its family is the prefix alone */
+	CHECK(kv_price_lookup(&cf, "gpt-3.5-turbo-2", NULL, &older) == &cf.default_price &&
+	    older != NULL && strcmp(older->model, "gpt-3.5-turbo*") == 0);
+	kv_config_free(&cf);
+
+	/* unknown_models = deny: refused, and OLDER says why */
+	CHECK_INT(load_text(&cf, UP "[budget]\nunknown_models = deny\n"
+	    "[price claude-opus-4*]\ninput = 15\noutput = 75\n"
+	    "[price claude-opus-4-1]\ninput = 15\noutput = 75\n"
+	    "[price default]\ninput = 150\noutput = 600\n"), 0);
+	p = kv_price_lookup(&cf, "claude-opus-4-6", &rule, &older);
+	CHECK(p == NULL && rule == KV_RULE_REFUSED && older != NULL);
+	/* the unindexed path (a configuration built by hand) agrees */
+	kv_pricetab_free(&cf);
+	p = kv_price_lookup(&cf, "claude-opus-4-6", &rule, &older);
+	CHECK(p == NULL && rule == KV_RULE_REFUSED && older != NULL);
+	p = kv_price_lookup(&cf, "claude-opus-4-1-20250805", &rule, &older);
+	CHECK(p != NULL && rule == KV_RULE_GLOB && older == NULL);
+	kv_config_free(&cf);
+}
+
 static void
 test_price(void)
 {
@@ -876,6 +930,7 @@ main(void)
 	test_env();
 	test_route();
 	test_price();
+	test_older_family();
 	test_default_path();
 	test_cluster();
 	test_targets();

@@ -4,6 +4,7 @@
 #include "worker/admission.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "common/log.h"
 #include "common/money.h"
+#include "common/pricetab.h"
 #include "worker/endpoints.h"
 #include "worker/leasewait.h"
 #include "worker/request_head.h"
@@ -122,12 +124,50 @@ refuse_unpriced(struct kv_conn *c)
 	return conn_fail(c, 400, msg);
 }
 
+/* A model newer than the only glob that matches it (pricetab.h): logged
+ * once per name in this worker (a bounded set: strangers cannot make it
+ * grow), then priced by unknown_models. */
+static void
+note_older_family(const char *model, const struct kv_price *glob)
+{
+	static uint64_t seen[64];
+	static size_t nseen;
+	uint64_t h = 1469598103934665603ULL;
+	const char *s;
+	char esc[512];
+	size_t i;
+
+	for (s = model; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	for (i = 0; i < nseen; i++)
+		if (seen[i] == h)
+			return;
+	if (nseen < sizeof(seen) / sizeof(seen[0]))
+		seen[nseen++] = h;
+	kv_log_warnx("KV0447", "model '%s' is newer than the family [price %s] was written "
+	    "for: priced by unknown_models, not as the older family",
+	    kv_log_escape(model, (size_t)-1, esc, sizeof(esc)), glob->model);
+}
+
+/* A model only an older family's glob matches, under unknown_models = deny. */
+static enum step
+refuse_older(struct kv_conn *c, const struct kv_price *glob)
+{
+	char msg[1536];
+
+	snprintf(msg, sizeof(msg), "model '%s' is newer than the family [price %s] was "
+	    "written for, and kilovolt will not charge it as the older one: add a "
+	    "[price %s] section (or a catalogue that lists it), or set [budget] "
+	    "unknown_models = default", c->ri.model, glob->model, c->ri.model);
+	return conn_fail(c, 400, msg);
+}
+
 static enum step
 reserve(struct kv_conn *c)
 {
 	const struct kv_config *cf = c->w->cf;
 	struct kv_ledger *l = c->w->ledger;
-	const struct kv_price *p;
+	const struct kv_price *p, *older;
 	char msg[256], rem[32], need[32];
 	enum kv_key_verdict kv;
 	int64_t amount;
@@ -171,7 +211,13 @@ reserve(struct kv_conn *c)
 		return conn_fail(c, 401, "unknown API key");
 	}
 	kv_ledger_period_roll(l, c->acct, cf->period, (int64_t)time(NULL));
-	p = c->price = kv_config_price(cf, c->ri.model);
+	p = c->price = kv_price_lookup(cf, c->ri.model, NULL, &older);
+	if (older != NULL)
+		note_older_family(c->ri.model, older);
+	if (older != NULL && p != NULL)
+		c->unpriced_model = 1;	/* at [price default]: marked in the log */
+	if (c->api != KV_API_OTHER && p == NULL && older != NULL)
+		return refuse_older(c, older);
 	if (c->api != KV_API_OTHER && p == NULL)
 		return refuse_unpriced(c);
 	if (c->api != KV_API_OTHER && c->ri.fetches[0] != '\0' &&
