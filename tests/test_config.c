@@ -116,13 +116,39 @@ test_bundled(void)
 	CHECK_INT(cf.unknown_keys_deny, 0);
 	CHECK_INT(cf.reserve_output_tokens, 1024);
 	CHECK_INT(cf.nupstreams, 3);
-	/* the 71 sections, and the shipped catalogue's 171 entries less those
+	/* the 60 sections (overrides: globs, models the catalogue lacks or
+	 * prices otherwise), and the shipped catalogue's 171 entries less those
 	 * a section of the same name replaces */
-	CHECK_INT(cf.nprices_ini, 71);
+	CHECK_INT(cf.nprices_ini, 60);
 	CHECK_INT(cf.nprices_file, 171);
 	CHECK_INT(cf.nprices, cf.nprices_ini + cf.nprices_file - cf.nprices_overridden);
 	CHECK(kv_price_lookup(&cf, "claude-opus-4-6", NULL, NULL) != NULL &&
 	    kv_price_lookup(&cf, "claude-opus-4-6", NULL, NULL)->input == 5000000000);
+	/* the sections the catalogue agreed with are gone: it prices them, the same */
+	{
+		static const struct { const char *m; int64_t in, out; } byfile[] = {
+			{ "gpt-5-chat-latest", 1250000000, 10000000000 },
+			{ "gpt-5.1-chat-latest", 1250000000, 10000000000 },
+			{ "o1", 15000000000, 60000000000 },
+			{ "o1-pro", 150000000000, 600000000000 },
+			{ "o3-mini", 1100000000, 4400000000 },
+			{ "codex-mini-latest", 1500000000, 6000000000 },
+			{ "gpt-4", 30000000000, 60000000000 },
+			{ "gpt-4-0613", 30000000000, 60000000000 },
+			{ "text-embedding-3-small", 20000000, 0 },
+			{ "text-embedding-3-large", 130000000, 0 },
+			{ "text-embedding-ada-002", 100000000, 0 },
+		};
+		const struct kv_price *bp;
+		enum kv_price_rule br;
+		size_t bi;
+
+		for (bi = 0; bi < sizeof(byfile) / sizeof(byfile[0]); bi++) {
+			bp = kv_price_lookup(&cf, byfile[bi].m, &br, NULL);
+			CHECK(bp != NULL && br == KV_RULE_FILE);
+			CHECK(bp != NULL && bp->input == byfile[bi].in && bp->output == byfile[bi].out);
+		}
+	}
 	CHECK_INT(cf.has_default_price, 1);
 	CHECK_INT(cf.unknown_models_deny, 1);
 	CHECK_INT(cf.default_price.input, 150000000000);
