@@ -110,6 +110,18 @@ version_of(const char *tail)
 	return v;
 }
 
+/* The version of MODEL after a glob prefix of PLEN characters. A prefix
+ * that ends inside a number ("gpt-5-20*", written for dated snapshots)
+ * takes the whole number: gpt-5-2026-01-15 is a date, not version 26. */
+static struct kv_pver
+version_after(const char *model, size_t plen)
+{
+	while (plen > 0 && model[plen] >= '0' && model[plen] <= '9' &&
+	    model[plen - 1] >= '0' && model[plen - 1] <= '9')
+		plen--;
+	return version_of(model + plen);
+}
+
 /* -1, 0, 1 as A is older, the same, newer than B; 4-1 is newer than 4. */
 static int
 version_cmp(const struct kv_pver *a, const struct kv_pver *b)
@@ -140,7 +152,7 @@ family_version(const struct kv_price *const *exact, size_t n, const char *glob)
 	for (i = 0; i < n; i++) {
 		if (!kv_glob_match(glob, exact[i]->model))
 			continue;
-		v = version_of(exact[i]->model + plen);
+		v = version_after(exact[i]->model, plen);
 		if (version_cmp(&v, &best) > 0)
 			best = v;
 	}
@@ -194,7 +206,7 @@ kv_pricetab_index(struct kv_config *cf)
 static int
 newer_than_family(const char *glob, const struct kv_pver *family, const char *model)
 {
-	struct kv_pver v = version_of(model + glob_prefix(glob));
+	struct kv_pver v = version_after(model, glob_prefix(glob));
 
 	return version_cmp(&v, family) > 0;
 }

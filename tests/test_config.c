@@ -612,6 +612,8 @@ test_older_family(void)
 	    "[price claude-opus-4*]\ninput = 15\noutput = 75\n"
 	    "[price claude-opus-4-1]\ninput = 15\noutput = 75\n"
 	    "[price gpt-3.5-turbo*]\ninput = 0.5\noutput = 1.5\n"
+	    "[price gpt-5-20*]\ninput = 1.25\noutput = 10\n"
+	    "[price gpt-5-2025-08-07]\ninput = 1.25\noutput = 10\n"
 	    "[price default]\ninput = 150\noutput = 600\n"), 0);
 	/* 4-6 after claude-opus-4: newer than 4-1, the family's newest */
 	p = kv_price_lookup(&cf, "claude-opus-4-6", &rule, &older);
@@ -625,6 +627,8 @@ test_older_family(void)
 	CHECK(p != NULL && rule == KV_RULE_GLOB && older == NULL);
 	p = kv_price_lookup(&cf, "gpt-3.5-turbo-0125", &rule, &older);
 	CHECK(p != NULL && rule == KV_RULE_GLOB && older == NULL);
+	p = kv_price_lookup(&cf, "gpt-5-2026-01-15", &rule, &older);
+	CHECK(p != NULL && strcmp(p->model, "gpt-5-20*") == 0 && older == NULL);
 	p = kv_price_lookup(&cf, "gpt-3.5-turbo-16k", &rule, &older);
 	CHECK(p != NULL && rule == KV_RULE_GLOB && older == NULL);
 	/* 4-1-1 is newer than 4-1; 4.6 spelled with a dot too */
