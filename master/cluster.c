@@ -20,6 +20,7 @@
 
 #include "common/log.h"
 #include "master/redis.h"
+#include "shm/incarnation.h"
 #include "shm/lease.h"
 #include "shm/ratelimit.h"
 #include "worker/worker.h"
@@ -949,7 +950,9 @@ struct kv_cluster_host *
 kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l)
 {
 	struct kv_cluster_host *h;
+	uint64_t inc;
 	uint32_t i;
+	int drawn;
 
 	atomic_store(&l->hdr->cluster, 0);
 	if (!cf->cluster.enabled)
@@ -973,7 +976,18 @@ kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l)
 	h->period = cf->period;
 	h->l = l;
 	h->last_ok_ms = kv_now_ms();
-	snprintf(h->inc, sizeof(h->inc), "%" PRId64, (int64_t)atomic_load(&l->hdr->created));
+	if ((inc = kv_ledger_incarnation(l, h->c.host_id, &drawn)) == 0) {
+		kv_log_warn("KV0771", "cluster: cannot draw this ledger's incarnation: "
+		    "not leasing");
+		kv_redis_free(h->redis);
+		free(h->acct);
+		free(h);
+		return NULL;
+	}
+	snprintf(h->inc, sizeof(h->inc), "%016" PRIx64, inc);
+	if (drawn)
+		kv_log_info("cluster: this ledger is incarnation %s of host %s (a new or "
+		    "copied ledger)", h->inc, h->c.host_id);
 	snprintf(h->me, sizeof(h->me), "%016" PRIx64 " %.64s pid %d",
 	    (uint64_t)atomic_load(&l->hdr->instance), l->hdr->master_host,
 	    (int)atomic_load(&l->hdr->master_pid));

@@ -8,6 +8,9 @@
 #    room in the budget every one is served; with a budget for 10 and 40
 #    requests, what the budget fits is served and the rest refused; spend
 #    never passes the budget, the mock sees only the admitted requests;
+#  - a copied ledger: host a's ledger file copied for a host c with its own
+#    host_id; both lease, under different incarnations (a copy draws its
+#    own), and together they never spend past the budget;
 #  - one host_id, two live instances: the second is refused (KV0765, naming
 #    both), leases nothing and serves no metered request, while the first
 #    serves on; stopped, the first hands over and the second leases;
@@ -183,6 +186,51 @@ check "cold burst: spend within the budget ($(spent_sum "$K2") <= $BUDGET)" \
 	test "$(spent_sum "$K2")" -le $BUDGET
 check "cold burst: what the budget fits is served, less a request per host ($n200 >= 8)" \
 	test "$n200" -ge 8
+
+# ---- a copied ledger -------------------------------------------------------------
+
+# Host a stops; its ledger is copied for a new host c (a cloned volume),
+# and both start. The copy draws an incarnation of its own (its inode and
+# host_id differ from those recorded), a keeps its own.
+inc_a=$(rcli hget "$(rkey "$K1")" i:a)
+check "host a's incarnation is a random 64-bit id" sh -c "echo '$inc_a' | grep -Eq '^[0-9a-f]{16}\$'"
+host_stop a
+cp "$T/a.ledger" "$T/c.ledger"
+host_start a
+host_start c c "$T/c.ledger" $BUDGET
+check "the copy drew its own incarnation" \
+	kv_wait_for 10 grep -q "incarnation .* of host c (a new or copied ledger)" "$T/kilovoltd-c.log"
+check_eq "restarted on its own ledger, a drew no new incarnation" \
+	"$(grep -c 'of host a (a new or copied' "$T/kilovoltd-a.log")" 1
+K3=sk-kvtest-copied-$$
+before=$(kv_mock_stat requests)
+mkdir -p "$T/c3"
+pids=()
+for ((i = 0; i < 10; i++)); do
+	once "$T/c3/a.$i" "$PORT_a" "$K3" & pids+=($!)
+	once "$T/c3/c.$i" "$PORT_c" "$K3" & pids+=($!)
+done
+wait "${pids[@]}"
+na=$(cat "$T"/c3/a.*.code | grep -c '^200$')
+nc=$(cat "$T"/c3/c.*.code | grep -c '^200$')
+echo "# a copied ledger, budget for 10, 10 + 10 concurrent: $na + $nc served;" \
+	"$(cat "$T"/c3/*.code | sort | uniq -c | tr '\n' ' ')"
+check "both hosts of the copied ledger lease and serve ($na, $nc)" test "$na" -ge 1 -a "$nc" -ge 1
+check "a copied ledger: at most the budget served ($((na + nc)) <= 10)" test $((na + nc)) -le 10
+check_eq "a copied ledger: the mock served exactly the admitted requests" \
+	"$(($(kv_mock_stat requests) - before - 1))" $((na + nc))
+inc_c=$(rcli hget "$(rkey "$K3")" i:c)
+check_eq "a keeps its incarnation across the restart" "$(rcli hget "$(rkey "$K3")" i:a)" "$inc_a"
+check "the copy's incarnation differs from a's ($inc_c, $inc_a)" \
+	test -n "$inc_c" -a "$inc_c" != "$inc_a"
+settled_c() { [ "$(kfield a "$K3" .reserved_nusd)" = 0 ] && [ "$(kfield c "$K3" .reserved_nusd)" = 0 ]; }
+check "a copied ledger: every request settled" kv_wait_for 20 settled_c
+spent3=$(($(kfield a "$K3" .spent_nusd) + $(kfield c "$K3" .spent_nusd)))
+check_eq "a copied ledger: the ledgers' spend is the admitted requests'" "$spent3" $(((na + nc) * R))
+sleep 1.5
+check_eq "a copied ledger: Redis's settled spend equals the ledgers'" \
+	"$(rcli hget "$(rkey "$K3")" S)" "$spent3"
+host_stop c
 
 # ---- one host_id, two live instances ------------------------------------------
 
