@@ -349,14 +349,16 @@ rl_cap_lower(struct kv_account *a, enum kv_lease_rate which, struct rlease *r, i
 }
 
 #define ARGS_PER	19
+#define HEAD_ARGS	8	/* host, incarnation, ttl, share, instance, heartbeat,
+				   final, departed: ARGV[1..8] */
 #define FIELDS		11	/* per key in the script's reply */
 #define NUMBUF		24
 
 struct callbuf {
-	const char	*argv[3 + 2 * BATCH + 4 + BATCH * ARGS_PER];
-	size_t		 lens[3 + 2 * BATCH + 4 + BATCH * ARGS_PER];
+	const char	*argv[3 + 2 * BATCH + HEAD_ARGS + BATCH * ARGS_PER];
+	size_t		 lens[3 + 2 * BATCH + HEAD_ARGS + BATCH * ARGS_PER];
 	char		 keys[2 * BATCH][112];
-	char		 nums[4 + BATCH * ARGS_PER][NUMBUF];
+	char		 nums[HEAD_ARGS + BATCH * ARGS_PER][NUMBUF];
 	int		 argc, nn;
 };
 
@@ -779,6 +781,7 @@ sync_all(struct kv_cluster_host *h, int final)
 			arg_str(&ab, h->me, strlen(h->me));
 			arg_num(&ab, HB_MS);
 			arg_num(&ab, final);
+			arg_num(&ab, (int64_t)h->c.departed_after * 1000);
 		}
 		/* while another instance holds the host id, only ask for it */
 		if (h->clash || add_account(h, b, &kb, &ab, i) == -1 || b->n < BATCH)
