@@ -12,6 +12,7 @@
 #include "common/fmt.h"
 #include "common/log.h"
 #include "common/money.h"
+#include "worker/budget_shown.h"
 #include "worker/errors.h"
 #include "worker/relay.h"
 #include "worker/request_send.h"
@@ -82,7 +83,7 @@ build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 		if (conn_obuf_header(c, h) == -1)
 			return -1;
 	}
-	kv_format_usd(c->remaining, rem, sizeof(rem));
+	kv_format_usd(kv_budget_shown(c), rem, sizeof(rem));
 	if (conn_obuf_cat(c, "x-kilovolt-key: ", c->keyid, "\r\nx-kilovolt-budget-remaining: ",
 	    rem, "\r\nx-kilovolt-request-id: ", conn_request_id(c), "\r\n", (char *)NULL) == -1)
 		return -1;

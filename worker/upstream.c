@@ -416,6 +416,8 @@ static void
 dns_tick(struct kv_upstream_rt *rt, int64_t now)
 {
 	struct gaicb *list[1] = { &rt->gcb };
+	char again[96];
+	uint64_t fails;
 	int r;
 
 	if (rt->numeric && rt->ai != NULL)
@@ -429,9 +431,15 @@ dns_tick(struct kv_upstream_rt *rt, int64_t now)
 			if (rt->ai != NULL)
 				freeaddrinfo(rt->ai);
 			rt->ai = rt->gcb.ar_result;
-		} else
-			kv_log_warnx("KV0302", "upstream %s: cannot resolve %s: %s",
-			    rt->cf->name, rt->cf->host, gai_strerror(r));
+			if ((fails = kv_backoff_ok(&rt->dns_log)) > 0)
+				kv_log_info("upstream %s: %s resolves again after %llu failures",
+				    rt->cf->name, rt->cf->host, (unsigned long long)fails);
+		} else if (kv_backoff_fail(&rt->dns_log, now)) {
+			/* Every 2 s while it fails: logged with back-off. */
+			kv_backoff_describe(&rt->dns_log, now, again, sizeof(again));
+			kv_log_warnx("KV0302", "upstream %s: cannot resolve %s: %s%s",
+			    rt->cf->name, rt->cf->host, gai_strerror(r), again);
+		}
 		rt->resolved_at = now;
 		return;
 	}

@@ -9,6 +9,7 @@
 
 #include <openssl/ssl.h>
 
+#include "common/backoff.h"
 #include "common/config.h"
 #include "worker/stream.h"
 #include "worker/evsrc.h"
@@ -40,6 +41,7 @@ struct kv_upstream_rt {
 	struct addrinfo	*ai;		/* current addresses, NULL until resolved */
 	int		 numeric;	/* host is an IP literal: never re-resolved */
 	int64_t		 resolved_at;
+	struct kv_backoff dns_log;	/* KV0302 once, then backed off */
 	struct gaicb	 gcb;		/* getaddrinfo_a request in flight */
 	struct addrinfo	 ghints;
 	int		 resolving;
