@@ -1416,6 +1416,12 @@ set_lease_ttl(struct cfg_parse *p, const char *v)
 	return set_seconds(p, "lease_ttl", v, 2, &p->cf->cluster.lease_ttl);
 }
 
+static int
+set_departed_after(struct cfg_parse *p, const char *v)
+{
+	return set_seconds(p, "departed_after", v, 0, &p->cf->cluster.departed_after);
+}
+
 /* ---- [alerts] --------------------------------------------------------------- */
 
 static int
@@ -1591,6 +1597,7 @@ static const struct cfg_key cluster_keys[] = {
 	{ "lease_max",		set_lease_max,		0 },
 	{ "lease_share",	set_lease_share,	0 },
 	{ "lease_ttl",		set_lease_ttl,		0 },
+	{ "departed_after",	set_departed_after,	0 },
 	{ "require_persistence",	set_require_persistence,	0 },
 	{ "on_redis_down",	set_on_redis_down,	0 },
 	{ NULL, NULL, 0 }
@@ -2019,6 +2026,7 @@ cfg_defaults(struct kv_config *cf)
 	cf->cluster.lease_max_nusd = 1000000000;	/* $1.00 */
 	cf->cluster.lease_share = 25;
 	cf->cluster.lease_ttl = 10;
+	cf->cluster.departed_after = 300;
 }
 
 /* The machine id (/etc/machine-id, 32 hex digits) into OUT; 0 or -1. */

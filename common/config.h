@@ -129,6 +129,8 @@ struct kv_cluster {
 	int64_t	  lease_max_nusd;	/* largest free lease a host holds per key */
 	int	  lease_share;		/* percent of the unleased budget one grant may take */
 	int	  lease_ttl;		/* seconds a lease lives without renewal */
+	int	  departed_after;	/* seconds after a lease expired that its unused
+					   part returns to the pool; 0: never */
 	int	  open_when_down;	/* on_redis_down = open */
 	int	  require_persistence;	/* refuse a Redis without AOF or RDB */
 };
