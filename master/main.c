@@ -1,4 +1,6 @@
 /* kilovoltd: flags, config check, then the master. */
+#include <config.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,10 +10,6 @@
 #include "common/log.h"
 #include "master/master.h"
 #include "worker/upstream.h"
-
-#ifndef PACKAGE_VERSION
-#define PACKAGE_VERSION "0.1.0"
-#endif
 
 static void
 usage(FILE *f)
