@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/redis_keys.h"
 #include "master/redis.h"
 #include "shm/lease.h"
 #include "shm/ratelimit.h"
@@ -452,9 +453,9 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 	bs = s->known_budget != -1 && budget != s->known_budget ? budget : -1;
 	for (k = 0; k < 32; k++)
 		snprintf(hex + 2 * k, 3, "%02x", a->hash[k]);
-	k = snprintf(kb->keys[b->n], sizeof(kb->keys[0]), "kv:%s:%" PRId64, hex, s->period);
+	k = snprintf(kb->keys[b->n], sizeof(kb->keys[0]), KV_REDIS_PERIOD_FMT, hex, s->period);
 	arg_str(kb, kb->keys[b->n], (size_t)k);
-	snprintf(kb->keys[BATCH + b->n], sizeof(kb->keys[0]), "kv:%s:rl", hex);
+	snprintf(kb->keys[BATCH + b->n], sizeof(kb->keys[0]), KV_REDIS_RATE_FMT, hex);
 	arg_num(ab, u);
 	arg_num(ab, want);
 	arg_num(ab, floor);
