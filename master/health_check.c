@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/tls_client.h"
 #include "shm/targets.h"
 #include "worker/http.h"
 #include "worker/worker.h"

@@ -28,7 +28,7 @@
 #include <openssl/x509.h>
 
 #include "common/log.h"
-#include "worker/upstream.h"
+#include "common/tls_client.h"
 #include "worker/worker.h"
 
 #define CONNECT_TIMEOUT_MS	2000
