@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,11 +21,11 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 
 #include "common/jsonline.h"
 #include "common/log.h"
 #include "common/money.h"
+#include "common/tls_client.h"
 
 #define ALERT_TRIES	4
 #define ALERT_IO_S	10	/* per connect, write and read */
@@ -206,6 +207,34 @@ dial(const struct url *u)
 	return fd;
 }
 
+/* Whether HOST is an IP address literal (checked as one, not as a name). */
+static int
+numeric_host(const char *host)
+{
+	unsigned char a[16];
+
+	return inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1;
+}
+
+/* A verified TLS session over FD, in *CTX and *SSL (freed by the caller
+ * either way): verified as the gateway verifies its upstreams, with the
+ * one client set-up (common/tls_client.h): the system store (SSL_CERT_FILE
+ * honoured) and the host name or IP address. 0, or -1. */
+static int
+tls_open(int fd, const struct url *u, SSL_CTX **ctx, SSL **ssl)
+{
+	if ((*ctx = kv_tls_client_ctx(NULL, NULL, 0)) == NULL ||
+	    (*ssl = SSL_new(*ctx)) == NULL || SSL_set_fd(*ssl, fd) != 1 ||
+	    kv_tls_expect_host(*ssl, u->host, numeric_host(u->host)) != 0)
+		return -1;
+	if (SSL_connect(*ssl) != 1) {
+		kv_log_warnx("KV0812", "alerts: TLS to %s: %s", u->host,
+		    ERR_reason_error_string(ERR_get_error()));
+		return -1;
+	}
+	return 0;
+}
+
 /* One POST; returns the HTTP status, or -1. */
 static int
 post_once(const struct url *u, const char *body)
@@ -221,22 +250,8 @@ post_once(const struct url *u, const char *body)
 	if (n < 0 || (size_t)n >= sizeof(req) || (fd = dial(u)) == -1)
 		return -1;
 	if (u->tls) {
-		/* Verified as the gateway verifies its upstreams: the system store
-		 * (SSL_CERT_FILE honoured) and the host name or IP address. */
-		ctx = SSL_CTX_new(TLS_client_method());
-		if (ctx == NULL || SSL_CTX_set_default_verify_paths(ctx) != 1 ||
-		    (ssl = SSL_new(ctx)) == NULL || SSL_set_fd(ssl, fd) != 1)
+		if (tls_open(fd, u, &ctx, &ssl) != 0)
 			goto out;
-		SSL_set_verify(ssl, SSL_VERIFY_PEER, NULL);
-		if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), u->host) != 1) {
-			SSL_set_tlsext_host_name(ssl, u->host);
-			SSL_set1_host(ssl, u->host);
-		}
-		if (SSL_connect(ssl) != 1) {
-			kv_log_warnx("KV0812", "alerts: TLS to %s: %s", u->host,
-			    ERR_reason_error_string(ERR_get_error()));
-			goto out;
-		}
 		if (SSL_write(ssl, req, n) != n)
 			goto out;
 		while (got < (int)sizeof(resp) - 1 &&
