@@ -1440,6 +1440,19 @@ set_alert_format(struct cfg_parse *p, const char *v)
 	return 0;
 }
 
+/* [alerts] ca_file: the trust anchors an https:// webhook is verified with */
+static int
+set_alert_ca_file(struct cfg_parse *p, const char *v)
+{
+	if (strlen(v) >= sizeof(p->cf->alerts.ca_file))
+		return cfg_err(p, p->lineno, "ca_file: at most %zu bytes",
+		    sizeof(p->cf->alerts.ca_file) - 1);
+	if (access(v, R_OK) == -1)
+		return cfg_err(p, p->lineno, "ca_file: %s: %s", v, strerror(errno));
+	strcpy(p->cf->alerts.ca_file, v);
+	return 0;
+}
+
 /* An ACL user: AUTH user password (Redis 6+). */
 static int
 set_redis_user(struct cfg_parse *p, const char *v)
@@ -1578,6 +1591,7 @@ static const struct cfg_key alerts_keys[] = {
 	{ "webhook",		set_alert_webhook,	CFG_SECRET },
 	{ "thresholds",		set_alert_thresholds,	0 },
 	{ "format",		set_alert_format,	0 },
+	{ "ca_file",		set_alert_ca_file,	0 },
 	{ NULL, NULL, 0 }
 };
 

@@ -218,12 +218,13 @@ numeric_host(const char *host)
 
 /* A verified TLS session over FD, in *CTX and *SSL (freed by the caller
  * either way): verified as the gateway verifies its upstreams, with the
- * one client set-up (common/tls_client.h): the system store (SSL_CERT_FILE
- * honoured) and the host name or IP address. 0, or -1. */
+ * one client set-up (common/tls_client.h): CA_FILE when not "", else the
+ * system store (SSL_CERT_FILE honoured), and the host name or IP address.
+ * 0, or -1. */
 static int
-tls_open(int fd, const struct url *u, SSL_CTX **ctx, SSL **ssl)
+tls_open(int fd, const struct url *u, const char *ca_file, SSL_CTX **ctx, SSL **ssl)
 {
-	if ((*ctx = kv_tls_client_ctx(NULL, NULL, 0)) == NULL ||
+	if ((*ctx = kv_tls_client_ctx(ca_file[0] ? ca_file : NULL, NULL, 0)) == NULL ||
 	    (*ssl = SSL_new(*ctx)) == NULL || SSL_set_fd(*ssl, fd) != 1 ||
 	    kv_tls_expect_host(*ssl, u->host, numeric_host(u->host)) != 0)
 		return -1;
@@ -235,9 +236,10 @@ tls_open(int fd, const struct url *u, SSL_CTX **ctx, SSL **ssl)
 	return 0;
 }
 
-/* One POST; returns the HTTP status, or -1. */
+/* One POST, an https:// one verified against CA_FILE ("": the system's);
+ * returns the HTTP status, or -1. */
 static int
-post_once(const struct url *u, const char *body)
+post_once(const struct url *u, const char *ca_file, const char *body)
 {
 	char req[4096], resp[256];
 	SSL_CTX *ctx = NULL;
@@ -250,7 +252,7 @@ post_once(const struct url *u, const char *body)
 	if (n < 0 || (size_t)n >= sizeof(req) || (fd = dial(u)) == -1)
 		return -1;
 	if (u->tls) {
-		if (tls_open(fd, u, &ctx, &ssl) != 0)
+		if (tls_open(fd, u, ca_file, &ctx, &ssl) != 0)
 			goto out;
 		if (SSL_write(ssl, req, n) != n)
 			goto out;
@@ -277,7 +279,8 @@ out:
 }
 
 static void __attribute__((noreturn))
-deliver(const struct kv_ledger *l, const char *url, const char *body, const char *what)
+deliver(const struct kv_ledger *l, const struct kv_alerts *al, const char *body,
+    const char *what)
 {
 	struct url u;
 	int i, st = -1;
@@ -296,14 +299,14 @@ deliver(const struct kv_ledger *l, const char *url, const char *body, const char
 	signal(SIGINT, SIG_DFL);
 	signal(SIGHUP, SIG_IGN);
 	alarm(ALERT_TOTAL_S);	/* whatever happens, the child goes */
-	if (parse_url(url, &u) == -1) {
+	if (parse_url(al->webhook, &u) == -1) {
 		kv_log_warnx("KV0813", "alerts: the webhook URL cannot be used");
 		_exit(1);
 	}
 	for (i = 0; i < ALERT_TRIES; i++) {
 		if (i > 0)
 			sleep(1u << (i - 1));	/* 1, 2, 4 s */
-		st = post_once(&u, body);
+		st = post_once(&u, al->ca_file, body);
 		if (st >= 200 && st < 300) {
 			kv_log_info("alert sent: %s (attempt %d)", what, i + 1);
 			_exit(0);
@@ -333,7 +336,7 @@ send_alert(const struct kv_config *cf, const struct kv_ledger *l, const struct k
 		return;
 	}
 	if (pid == 0)
-		deliver(l, cf->alerts.webhook, body, what);	/* a, in the ledger, is gone there */
+		deliver(l, &cf->alerts, body, what);	/* a, in the ledger, is gone there */
 	/* The master's reap() collects it with the workers (unknown pids are
 	 * just reaped). */
 }
