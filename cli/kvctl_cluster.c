@@ -26,6 +26,7 @@
 #include <openssl/x509v3.h>
 
 #include "common/config.h"
+#include "common/jsonline.h"
 #include "common/redis_keys.h"
 #include "common/resp.h"
 #include "shm/lease.h"
@@ -291,7 +292,7 @@ print_key(FILE *f, const char *key, const struct kv_resp_value *h,
 	if (json) {
 		fprintf(f, "%s{\"id\":\"%s\",\"label\":", first ? "" : ",", id);
 		if (label[0] != '\0')
-			kv_report_json_string(f, label);
+			kv_json_write_string(f, label);
 		else
 			fputs("null", f);
 		fprintf(f, ",\"period\":%s,\"budget_nusd\":%" PRId64 ",\"spent_nusd\":%"
@@ -329,7 +330,7 @@ print_key(FILE *f, const char *key, const struct kv_resp_value *h,
 		}
 		if (json) {
 			fprintf(f, "%s{\"host\":", nh ? "," : "");
-			kv_report_json_string(f, host);
+			kv_json_write_string(f, host);
 			fprintf(f, ",\"granted_nusd\":%" PRId64 ",\"spent_nusd\":%" PRId64
 			    ",\"lease_nusd\":%" PRId64 ",\"expires_ms\":%" PRId64
 			    ",\"expired\":%s}", g - z, u - z, g > u ? g - u : 0, e,
@@ -386,7 +387,7 @@ print_rates(FILE *f, const struct kv_resp_value *h, int64_t now, int json)
 		tg = hval(h, "tg:", host), tu = hval(h, "tu:", host);
 		if (json) {
 			fprintf(f, "%s{\"host\":", nh ? "," : ",\"rate_hosts\":[");
-			kv_report_json_string(f, host);
+			kv_json_write_string(f, host);
 			fprintf(f, ",\"requests_lease\":%" PRId64 ",\"requests_used\":%" PRId64
 			    ",\"tokens_lease\":%" PRId64 ",\"tokens_used\":%" PRId64
 			    ",\"expired\":%s}", rg > ru ? rg - ru : 0, ru, tg > tu ? tg - tu : 0,
@@ -423,7 +424,7 @@ print_hosts(FILE *f, struct rconn *c, int64_t now, int json)
 		host[n] = '\0';
 		if (json) {
 			fputs(i ? ",{\"host\":" : "{\"host\":", f);
-			kv_report_json_string(f, host);
+			kv_json_write_string(f, host);
 			fprintf(f, ",\"last_sync_ms\":%" PRId64 "}", seen);
 		} else {
 			kvctl_printable(host);
