@@ -18,12 +18,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/redis_keys.h"
 #include "master/redis.h"
 #include "shm/lease.h"
 #include "shm/ratelimit.h"
-#include "worker/worker.h"
 
 #define SYNC_MS		500	/* settled spend reaches Redis within a second */
 #define NEED_MS		100	/* a refusal for want of lease is answered this soon */

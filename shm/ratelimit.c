@@ -5,6 +5,7 @@
 
 #include "shm/ratelimit.h"
 
+#include "common/clock.h"
 #include "common/fmt.h"
 
 #include <stdio.h>
@@ -17,20 +18,10 @@
 static int64_t rl_offset_ns;	/* unix time less CLOCK_MONOTONIC, at the anchor */
 static int rl_anchored;
 
-static int64_t
-clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	/* cannot fail with a valid clock id and pointer */
-	(void)clock_gettime(id, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 void
 kv_rl_clock_anchor(void)
 {
-	rl_offset_ns = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
+	rl_offset_ns = kv_clock_ns(CLOCK_REALTIME) - kv_clock_ns(CLOCK_MONOTONIC);
 	rl_anchored = 1;
 }
 
@@ -42,7 +33,7 @@ kv_rl_now_ns(void)
 	 * inherited by every worker it forks. */
 	if (!rl_anchored)
 		kv_rl_clock_anchor();
-	return clock_ns(CLOCK_MONOTONIC) + rl_offset_ns;
+	return kv_clock_ns(CLOCK_MONOTONIC) + rl_offset_ns;
 }
 
 /* A TAT further ahead than any overrun leaves it was written by a clock

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/clock.h"
 #include "common/config.h"
 #include "shm/ledger.h"
 #include "worker/http.h"
@@ -55,8 +56,5 @@ struct kv_worker {
  * Never returns. */
 void	kv_worker_main(const struct kv_config *cf, struct kv_ledger *l,
 	    int slot, uint32_t generation, int lfd) __attribute__((noreturn));
-
-/* Milliseconds on CLOCK_MONOTONIC. */
-int64_t	kv_now_ms(void);
 
 #endif
