@@ -21,7 +21,7 @@
 #include "common/log.h"
 #include "common/tls_client.h"
 #include "shm/targets.h"
-#include "worker/http.h"
+#include "common/http.h"
 
 #define PROBE_TIMEOUT_MS	5000	/* a head later than this is a failure */
 #define RESOLVE_EVERY_MS	60000

@@ -8,7 +8,7 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "shm/ledger.h"
-#include "worker/http.h"
+#include "common/http.h"
 #include "worker/evsrc.h"
 #include "worker/memguard.h"
 #include "worker/upstream.h"
