@@ -58,6 +58,11 @@ static const char usage_text[] =
 "  status [--json]              uptime, workers, requests, bytes, streams, spend\n"
 "  keys [--json]                every key: budget, spent, reserved, tokens, last use\n"
 "  keys --watch [--count N]     live view, redrawn every second (q quits)\n"
+"  keys create NAME [--budget USD] [--rpm N] [--tpm N] [--period P]\n"
+"               [--expires DATE] [--json]\n"
+"                               issue a key: printed once, only its hash kept\n"
+"  keys revoke KEY              refuse KEY from its next request on (401)\n"
+"  keys rotate KEY [--json]     a new secret for KEY's account; the old refused\n"
 "  show KEY [--json]            one key; KEY is an id prefix or a label\n"
 "  show --key [--json]          the key whose raw value is on standard input\n"
 "  reset KEY | --all            set spent to 0\n"
@@ -76,7 +81,7 @@ static const char usage_text[] =
 "              /etc/kilovolt/kilovolt.ini, ./kilovolt.ini)\n"
 "  -l LEDGER   use this ledger file directly\n"
 "  -h, --help  show this help\n"
-"  -V          print kvctl's version\n"
+"  -V, --version  print kvctl's version\n"
 "\n"
 "Exit status: 0 ok, 1 key not found, 2 usage or ledger error.\n";
 
@@ -385,6 +390,13 @@ retired(const struct kv_account *a, uint64_t tag)
 	return atomic_load(&a->state) != KV_SLOT_READY || atomic_load(&a->tag) != tag;
 }
 
+/* Retired, or retired and claimed afresh (the flag went with the old one). */
+static int
+forgotten(const struct kv_account *a, uint64_t tag)
+{
+	return retired(a, tag) || !(atomic_load(&a->aflags) & KV_AF_FORGET);
+}
+
 #define FORGET_WAIT_S	10	/* for the master's next tick, and in-flight requests */
 
 /* forget KEY: delete the account and its history. With a daemon running,
@@ -417,9 +429,11 @@ cmd_forget(struct kvctl *k)
 	}
 	atomic_fetch_or(&a->aflags, KV_AF_FORGET);
 	atomic_store(&k->l.hdr->reclaim_wanted, 1);
-	for (i = 0; i < FORGET_WAIT_S * 10 && !retired(a, tag); i++)
+	/* A key of the config is given a fresh account at once, perhaps in the
+	 * same slot with the same tag: a cleared KV_AF_FORGET says it is done. */
+	for (i = 0; i < FORGET_WAIT_S * 10 && !forgotten(a, tag); i++)
 		usleep(100000);
-	if (!retired(a, tag)) {
+	if (!forgotten(a, tag)) {
 		fprintf(stderr, "kvctl: %s is marked to be forgotten; kilovoltd has not done "
 		    "it yet (requests in flight?): it will once they end\n", desc);
 		return KVCTL_EXIT_USAGE;
@@ -696,6 +710,7 @@ parse_global(struct kvctl *k, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int ch;
@@ -803,7 +818,7 @@ main(int argc, char **argv)
 {
 	struct kvctl k;
 	const struct command *c;
-	int rc;
+	int rc, keys_sub;
 
 	memset(&k, 0, sizeof(k));
 	k.rpm = k.tpm = -1;
@@ -813,7 +828,8 @@ main(int argc, char **argv)
 	c = find_command(argv[optind]);
 	if (c == NULL)
 		return usage_error("unknown command '%s'", argv[optind]);
-	rc = parse_command_args(&k, c, argc - optind, argv + optind);
+	keys_sub = c->run == cmd_keys && optind + 1 < argc && kvctl_keys_is_sub(argv[optind + 1]);
+	rc = keys_sub ? 0 : parse_command_args(&k, c, argc - optind, argv + optind);
 	if (rc != 0)
 		return rc;
 	/* requests reads only the log; --file needs no config at all. */
@@ -823,9 +839,11 @@ main(int argc, char **argv)
 		return KVCTL_EXIT_USAGE;
 	if (c->run == cmd_requests)
 		return finish_output(c->run(&k));
-	if (open_ledger(&k, c->writes) == -1)
+	if (open_ledger(&k, c->writes || keys_sub) == -1)
 		return KVCTL_EXIT_USAGE;
-	rc = c->run(&k);
+	rc = keys_sub ? kvctl_keys_main(&k.l, k.ledger != NULL ? NULL : k.config != NULL ?
+	    k.config : kv_config_default_path(), argc - optind - 1, argv + optind + 1) :
+	    c->run(&k);
 	kv_ledger_close(&k.l);
 	return finish_output(rc);
 }

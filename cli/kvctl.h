@@ -67,4 +67,13 @@ int	kvctl_parse_since(const char *s, int64_t now, int64_t *ms);
 int	kvctl_requests(FILE *out, const char *path, const char *key,
 	    int64_t since_ms, int json);
 
+/* kvctl keys create | revoke | rotate (cli/kvctl_keys.c). */
+int	kvctl_keys_is_sub(const char *name);
+
+/* Run the keys subcommand ARGV[0] (create, revoke, rotate) with its flags
+ * on ledger L, mapped read-write; CONFIG is the config file kvctl found the
+ * ledger through (NULL with -l): its [key] names and [budget] default.
+ * Returns a KVCTL_EXIT_* code (messages already on stderr). */
+int	kvctl_keys_main(struct kv_ledger *l, const char *config, int argc, char **argv);
+
 #endif

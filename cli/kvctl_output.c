@@ -192,6 +192,10 @@ shown_label(const struct kv_account *a, char *buf, size_t len)
 	label[sizeof(label) - 1] = '\0';
 	if (label[0] != '\0' && kv_account_label_retired(a))
 		snprintf(buf, len, "(%s)", label);
+	else if (atomic_load(&a->aflags) & KV_AF_REVOKED)
+		snprintf(buf, len, "%s [revoked]", label[0] ? label : "-");
+	else if (atomic_load(&a->aflags) & KV_AF_ISSUED)
+		snprintf(buf, len, "%s [issued]", label);
 	else
 		snprintf(buf, len, "%s", label);
 }
@@ -351,6 +355,9 @@ kvctl_print_account(FILE *f, const struct kv_account *a)
 	for (i = 0; i < 32; i++)
 		fprintf(f, "%02x", a->hash[i]);
 	fputc('\n', f);
+	fprintf(f, "source: %s%s\n", (atomic_load(&a->aflags) & KV_AF_CONFIG) ? "config" :
+	    (atomic_load(&a->aflags) & KV_AF_ISSUED) ? "issued (kvctl keys create)" :
+	    "first use", (atomic_load(&a->aflags) & KV_AF_REVOKED) ? ", revoked" : "");
 	shown_money(a, shown);
 	for (i = 0; i < 4; i++) {
 		kvctl_format_money(shown[i], money, sizeof(money));

@@ -406,12 +406,31 @@ set_status_listen(struct cfg_parse *p, const char *v)
 	return 0;
 }
 
+/* A relative path in the config is relative to the config file's
+ * directory, not to wherever kilovoltd or kvctl was started (issue 24):
+ * `kvctl -c /srv/kv/kilovolt.ini` finds the bundled ./var/ledger from
+ * anywhere. DST gets V joined to that directory ("./" dropped); -1 when it
+ * does not fit. */
+static int
+cfg_path(const struct cfg_parse *p, const char *v, char *dst, size_t len)
+{
+	const char *slash = strrchr(p->file, '/');
+	int n;
+
+	while (strncmp(v, "./", 2) == 0 && v[2] != '\0')
+		v += 2;
+	if (*v == '/' || slash == NULL)
+		n = snprintf(dst, len, "%s", v);
+	else
+		n = snprintf(dst, len, "%.*s/%s", (int)(slash - p->file), p->file, v);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
 static int
 set_ledger(struct cfg_parse *p, const char *v)
 {
-	if (*v == '\0' || strlen(v) >= sizeof(p->cf->ledger))
+	if (*v == '\0' || cfg_path(p, v, p->cf->ledger, sizeof(p->cf->ledger)) == -1)
 		return cfg_err(p, p->lineno, "ledger: empty or too long");
-	strcpy(p->cf->ledger, v);
 	return 0;
 }
 
@@ -526,9 +545,8 @@ set_memory_refuse(struct cfg_parse *p, const char *v)
 static int
 set_spool_dir(struct cfg_parse *p, const char *v)
 {
-	if (*v == '\0' || strlen(v) >= sizeof(p->cf->spool_dir))
+	if (*v == '\0' || cfg_path(p, v, p->cf->spool_dir, sizeof(p->cf->spool_dir)) == -1)
 		return cfg_err(p, p->lineno, "spool_dir: empty or too long");
-	strcpy(p->cf->spool_dir, v);
 	return 0;
 }
 
@@ -548,8 +566,8 @@ set_request_log(struct cfg_parse *p, const char *v)
 		return cfg_err(p, p->lineno, "request_log: a file name or off");
 	if (strcmp(v, "off") == 0)
 		p->cf->request_log[0] = '\0';
-	else
-		strcpy(p->cf->request_log, v);
+	else if (cfg_path(p, v, p->cf->request_log, sizeof(p->cf->request_log)) == -1)
+		return cfg_err(p, p->lineno, "request_log: too long");
 	return 0;
 }
 
@@ -1007,11 +1025,14 @@ static int
 set_ca_file(struct cfg_parse *p, const char *v)
 {
 	struct kv_upstream *u = cur_upstream(p);
+	char path[4096];
 
-	if (access(v, R_OK) == -1)
-		return cfg_err(p, p->lineno, "ca_file: %s: %s", v, strerror(errno));
+	if (cfg_path(p, v, path, sizeof(path)) == -1)
+		return cfg_err(p, p->lineno, "ca_file: too long");
+	if (access(path, R_OK) == -1)
+		return cfg_err(p, p->lineno, "ca_file: %s: %s", path, strerror(errno));
 	free(u->ca_file);
-	u->ca_file = strdup(v);
+	u->ca_file = strdup(path);
 	if (u->ca_file == NULL)
 		return cfg_err(p, p->lineno, "out of memory");
 	return 0;

@@ -1,6 +1,9 @@
 /* kilovoltd: flags, config check, then the master. */
-#include <config.h>
+#ifdef HAVE_CONFIG_H
+#include <config.h>	/* PACKAGE_VERSION: configure.ac's AC_INIT */
+#endif
 
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,14 +14,40 @@
 #include "master/master.h"
 #include "worker/upstream.h"
 
+#include <microhttpd.h>
+#include <openssl/crypto.h>
+#include <openssl/opensslv.h>
+
+#ifndef PACKAGE_VERSION
+#error "build through configure: PACKAGE_VERSION comes from configure.ac"
+#endif
+
 static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: kilovoltd [-c FILE] [-t] [-V]\n"
-	    "  -c FILE  config file (default: $KILOVOLT_CONFIG, else /etc/kilovolt/kilovolt.ini,\n"
-	    "           else ./kilovolt.ini)\n"
-	    "  -t       check the config and exit (0 ok, 2 bad)\n"
-	    "  -V       print the version and exit\n");
+	    "  -c FILE        config file (default: $KILOVOLT_CONFIG, else\n"
+	    "                 /etc/kilovolt/kilovolt.ini, else ./kilovolt.ini)\n"
+	    "  -t             check the config and exit (0 ok, 2 bad)\n"
+	    "  -V, --version  print the version and what it was built with, and exit\n"
+	    "  -h, --help     show this help and exit\n"
+	    "Exit status: 0 ok (or stopped cleanly), 1 could not start, 2 bad usage or config.\n");
+}
+
+/* The version, then the libraries as built and as running (nginx -V,
+ * haproxy -vv): what a bug report needs. */
+static void
+version(void)
+{
+	printf("kilovoltd %s\n", PACKAGE_VERSION);
+	printf("built with %s, running %s\n", OPENSSL_VERSION_TEXT,
+	    OpenSSL_version(OPENSSL_VERSION));
+	printf("libmicrohttpd %s (status service), libinih (config)\n", MHD_get_version());
+#ifdef __SANITIZE_ADDRESS__
+	printf("features: epoll, splice, AddressSanitizer\n");
+#else
+	printf("features: epoll, splice\n");
+#endif
 }
 
 int
@@ -30,7 +59,13 @@ main(int argc, char **argv)
 	char err[1024];
 	int ch, test = 0;
 
-	while ((ch = getopt(argc, argv, "c:tVh")) != -1) {
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+
+	while ((ch = getopt_long(argc, argv, "c:tVh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			path = optarg;
@@ -39,7 +74,7 @@ main(int argc, char **argv)
 			test = 1;
 			break;
 		case 'V':
-			printf("kilovoltd %s\n", PACKAGE_VERSION);
+			version();
 			return 0;
 		case 'h':
 			usage(stdout);

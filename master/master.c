@@ -33,6 +33,7 @@
 #include "shm/targets.h"
 #include "shm/history.h"
 #include "shm/grow.h"
+#include "shm/keys.h"
 #include "shm/guard.h"
 #include "shm/ledger.h"
 #include "shm/lock.h"
@@ -521,8 +522,8 @@ maybe_handover(struct master *m)
 	if (m->prev_lfd != -1 && close(m->prev_lfd) == -1)
 		kv_log_warn("KV0613", "close the previous listener");
 	m->prev_lfd = -1;
-	kv_log_info("reloaded %s: generation %u serving, %d workers", m->cf->path,
-	    m->generation, m->wanted);
+	kv_log_info("reloaded %s: generation %u serving, %d worker%s", m->cf->path,
+	    m->generation, m->wanted, m->wanted == 1 ? "" : "s");
 	kv_notify("READY=1");
 }
 
@@ -555,6 +556,50 @@ reload_failed(struct master *m)
 	kv_notify("READY=1");
 }
 
+static int
+loopback(const char *host)
+{
+	return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+	    strcmp(host, "localhost") == 0;
+}
+
+/* Said once at start-up: a gateway on a public address with no key of
+ * its own admits whoever reaches the port (each client's provider key is
+ * passed through, or, on an upstream with api_key, nobody gets in). */
+static void
+warn_open_listener(struct master *m)
+{
+	const struct kv_config *cf = m->cf;
+	uint32_t i;
+
+	if (loopback(cf->listen_host) || cf->nkeys > 0 || cf->unknown_keys_deny)
+		return;
+	KV_FOR_EACH_SLOT(&m->ledger, i)
+		if (kv_slot_ready(&m->ledger.accounts[i].state) &&
+		    (atomic_load(&m->ledger.accounts[i].aflags) & KV_AF_ISSUED))
+			return;
+	kv_log_warnx("KV0131", "listening on %s:%s (not loopback) with no kilovolt keys: "
+	    "pass-through mode, anyone who reaches the port spends through it with their "
+	    "own provider key; issue keys (kvctl keys create NAME) with [budget] "
+	    "unknown_keys = deny, or listen on 127.0.0.1", cf->listen_host, cf->listen_port);
+}
+
+/* A [key] section named like an issued key (kvctl keys create): refused,
+ * never one of the two silently taking the other's name. */
+static int
+keys_clash(struct master *m, const struct kv_config *cf)
+{
+	const char *name = kv_keys_config_clash(&m->ledger, cf);
+
+	if (name == NULL)
+		return 0;
+	kv_log_warnx("KV0130", "%s: [key %s] has the name of an issued key (kvctl keys "
+	    "create): rename the section, or `kvctl keys revoke %s` and `kvctl forget %s`%s",
+	    cf->path, name, name, name, m->last_gen > 0 ? "; reload refused, keeping the "
+	    "running config" : "");
+	return -1;
+}
+
 /* Parse the config again; start a new generation of workers on it. The
  * serving generation drains only once the new one runs (maybe_handover);
  * a new one that fails is dropped (reload_failed). A reload arriving while
@@ -571,6 +616,12 @@ reload(struct master *m)
 	    kv_config_load(ncf, m->cf->path, err, sizeof(err)) == -1) {
 		kv_log_warnx("KV0115", "reload failed, keeping the running config: %s",
 		    ncf ? err : "out of memory");
+		free(ncf);
+		kv_notify("READY=1");
+		return;
+	}
+	if (keys_clash(m, ncf) == -1) {
+		kv_config_free(ncf);
 		free(ncf);
 		kv_notify("READY=1");
 		return;
@@ -621,8 +672,9 @@ reload(struct master *m)
 	top_up(m);
 	if (m->status != NULL)
 		kv_status_set_config(m->status, ncf);
-	kv_log_info("reloading %s: generation %u starting %d workers; generation %u serves "
-	    "until they run", ncf->path, m->generation, m->wanted, m->serving);
+	kv_log_info("reloading %s: generation %u starting %d worker%s; generation %u serves "
+	    "until they run", ncf->path, m->generation, m->wanted, m->wanted == 1 ? "" : "s",
+	    m->serving);
 }
 
 static void
@@ -656,15 +708,19 @@ live_procs(const struct master *m)
 static void
 roll_periods(struct master *m)
 {
-	int64_t now = (int64_t)time(NULL), start = kv_period_start(m->cf->period, now);
+	int64_t now = (int64_t)time(NULL);
+	enum kv_period p;
 	uint32_t i;
 
-	if (m->cf->period == KV_PERIOD_NONE)
-		return;
-	KV_FOR_EACH_SLOT(&m->ledger, i)
-		if (atomic_load(&m->ledger.accounts[i].state) == KV_SLOT_READY &&
-		    atomic_load(&m->ledger.accounts[i].period_start) < start)
+	KV_FOR_EACH_SLOT(&m->ledger, i) {
+		const struct kv_account *a = &m->ledger.accounts[i];
+
+		/* An issued key may have a period of its own (shm/keys.h). */
+		p = kv_keys_period(a, m->cf->period);
+		if (p != KV_PERIOD_NONE && atomic_load(&a->state) == KV_SLOT_READY &&
+		    atomic_load(&a->period_start) < kv_period_start(p, now))
 			break;
+	}
 	if (i == m->ledger.hdr->max_keys ||
 	    kv_ledger_quiesce(&m->ledger, live_mask(m), QUIESCE_MS) == -1)
 		return;
@@ -732,7 +788,8 @@ tick(struct master *m, int64_t *last_sync)
 		if (kv_ledger_sync(&m->ledger) == -1)
 			kv_log_warn("KV0118", "msync %s", m->cf->ledger);
 	}
-	kv_notify_status("%d workers, %llu active streams", live_procs(m),
+	kv_notify_status("%d worker%s, %llu active streams", live_procs(m),
+	    live_procs(m) == 1 ? "" : "s",
 	    (unsigned long long)kv_ledger_sum_active_streams(&m->ledger));
 }
 
@@ -911,10 +968,13 @@ master_start(struct master *m)
 	kv_ledger_watch_init(&m->watch, &m->ledger, m->cf->ledger);
 	if (kv_ledger_guard(&m->ledger) == -1)
 		kv_log_warn("KV0610", "sigaction(SIGBUS)");
+	if (keys_clash(m, m->cf) == -1)
+		return 2;
 	kv_key_sync(&m->ledger, m->cf);
 	m->cluster = kv_cluster_start(m->cf, &m->ledger);
 	if ((m->lfd = open_listener(m->cf)) == -1)
 		return 1;
+	warn_open_listener(m);
 	if (m->cf->status_port[0] != '\0')
 		m->status = kv_status_start(m->cf, &m->ledger);
 	sync_health(m);	/* before dropping privileges: CA files are read now */
@@ -928,7 +988,8 @@ master_start(struct master *m)
 	m->generation = m->serving = m->last_gen = 1;
 	top_up(m);
 	kv_notify("READY=1");
-	kv_log_info("kilovoltd started: %d workers, ledger %s", m->wanted, m->cf->ledger);
+	kv_log_info("kilovoltd started: %d worker%s, ledger %s", m->wanted,
+	    m->wanted == 1 ? "" : "s", m->cf->ledger);
 	return 0;
 }
 

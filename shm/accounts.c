@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/evp.h>
 
@@ -168,11 +169,12 @@ account_find(struct kv_ledger *l, const uint8_t hash[32], struct kv_account **av
 		st = atomic_load_explicit(&a->state, memory_order_acquire);
 		if (st != KV_SLOT_READY)
 			st = slot_poll_ready(&a->state);
-		if (st == KV_SLOT_READY && memcmp(a->hash, hash, 32) == 0)
+		if ((st == KV_SLOT_READY || st == KV_SLOT_LINK) &&
+		    memcmp(a->hash, hash, 32) == 0)
 			return a;
 		/* Ours, still being filled by someone else: never claim a second
 		 * slot for the key behind it. */
-		if (st != KV_SLOT_READY)
+		if (st != KV_SLOT_READY && st != KV_SLOT_LINK)
 			*busy = 1;
 	}
 	return NULL;
@@ -209,6 +211,53 @@ account_probe(struct kv_ledger *l, const uint8_t hash[32], int create,
 	}
 	errno = EAGAIN;
 	return NULL;
+}
+
+/* See kv_ledger_link. */
+static struct kv_account *
+link_claim(struct kv_ledger *l, const uint8_t hash[32], const struct kv_account *to)
+{
+	struct kv_account *a, *avail;
+	uint64_t expect;
+	int busy;
+
+	if ((a = account_find(l, hash, &avail, &busy)) != NULL || busy) {
+		errno = EEXIST;
+		return NULL;
+	}
+	if (avail == NULL) {
+		errno = ENOSPC;
+		return NULL;
+	}
+	expect = atomic_load(&avail->tag);
+	kv_ledger_mark_slot(l, (uint32_t)(avail - l->accounts));
+	if ((expect != 0 && expect != KV_TAG_DEAD) ||
+	    !atomic_compare_exchange_strong(&avail->tag, &expect, kv_account_tag(hash))) {
+		errno = EAGAIN;
+		return NULL;
+	}
+	memcpy(avail->hash, hash, 32);
+	memset(avail->label, 0, sizeof(avail->label));
+	avail->flags = 0;
+	atomic_store(&avail->link, kv_ledger_account_index(l, to) + 1);
+	atomic_store(&avail->link_tag, atomic_load(&to->tag));
+	atomic_store(&avail->period_start, (int64_t)time(NULL));
+	atomic_store_explicit(&avail->state, KV_SLOT_LINK, memory_order_release);
+	return avail;
+}
+
+struct kv_account *
+kv_ledger_link(struct kv_ledger *l, const uint8_t hash[32], const struct kv_account *to)
+{
+	struct kv_account *a;
+	int saved;
+
+	op_enter(l);
+	a = link_claim(l, hash, to);
+	saved = errno;
+	op_leave(l);
+	errno = saved;
+	return a;
 }
 
 struct kv_account *

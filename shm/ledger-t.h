@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define KV_LEDGER_MAGIC		0x5245474445564b31ULL	/* "1KVLEDGER" */
-#define KV_LEDGER_VERSION	15u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
+#define KV_LEDGER_VERSION	16u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
 					   4: per-key estimated and free counts;
 					   5: rate limits (account, kv_resv.tokens);
 					   6: key policy, reclaim request;
@@ -33,7 +33,9 @@
 					       kv_worker_slot.resv_hi;
 					   13: cluster leases of rpm/tpm (account);
 					   14: history rings apart from the accounts;
-					   15: upstream TLS handshake and hand-off counters */
+					   15: upstream TLS handshake and hand-off counters;
+					   16: issued keys (shm/keys.h): link slots,
+					       kv_account.link/link_tag/expires/period */
 #define KV_WORKER_SLOTS		64	/* room for two generations during a reload */
 #define KV_RESV_PER_WORKER	2048	/* in-flight reservations one worker may hold */
 #define KV_MODEL_SLOTS		256
@@ -217,6 +219,9 @@ struct kv_worker_slot {
 #define KV_SLOT_CLAIMING 1u
 #define KV_SLOT_READY	 2u
 #define KV_SLOT_DEAD	 3u	/* tombstone: skipped by lookups, chain goes on */
+#define KV_SLOT_LINK	 4u	/* version 16, accounts only: a rotated secret of the
+				   account `link` names (shm/keys.h); found by
+				   lookups, skipped by every listing (not READY) */
 #define KV_TAG_DEAD	 1u	/* the tag of a retired slot; a claim may reuse it */
 
 /* Per-model totals; slot claimed by CAS on `tag`. */
@@ -251,7 +256,8 @@ struct kv_account {
 	/* Version 2. */
 	_Atomic uint64_t  tag;			/* claim word: first 8 bytes of hash | 1 */
 	_Atomic uint32_t  aflags;		/* KV_AF_* */
-	uint32_t	  pad1;
+	_Atomic uint32_t  link;			/* version 16, KV_SLOT_LINK only: the
+						   account's index + 1 */
 	_Atomic int64_t	  config_budget_nusd;	/* the config's budget when overridden */
 	/* Version 3. Cluster leases, written by the master (docs/cluster.md). In local
 	 * spent units: this host admits while spent + reserved + amount <=
@@ -263,7 +269,11 @@ struct kv_account {
 	_Atomic int64_t	  lease_need_nusd;	/* largest amount refused for the lease */
 	_Atomic int64_t	  lease_expires_ms;	/* unix ms this host's lease lasts to */
 	_Atomic int64_t	  cluster_base_nusd;	/* spend cleared here by a reset, still in Redis */
-	int64_t		  cluster_pad[2];
+	/* Version 16 (were padding): an issued key's end, unix seconds (0 =
+	 * none); and in a KV_SLOT_LINK, the tag its account had when linked,
+	 * so a link to a slot retired and reused since admits nothing. */
+	_Atomic int64_t	  expires;
+	_Atomic uint64_t  link_tag;
 	/* Version 4. */
 	_Atomic uint64_t  estimated_requests;	/* charged by estimate, not usage */
 	_Atomic uint64_t  free_requests;	/* relayed unmetered */
@@ -292,7 +302,11 @@ struct kv_account {
 	_Atomic int64_t	  rl_tok_reserved;	/* tokens of requests in flight */
 	_Atomic int64_t	  rl_tok_cap;
 	_Atomic int64_t	  rl_need;		/* refused for want of lease: tokens + 1 */
-	int64_t		  rl_pad[2];
+	/* Version 16: an issued key's own budget period, enum kv_period + 1;
+	 * 0 = the config's [budget] period. */
+	_Atomic uint32_t  period;
+	uint32_t	  pad2;
+	int64_t		  rl_pad;
 };
 
 /* Spend history of account slot i, for the status page's chart and
@@ -317,6 +331,11 @@ struct kv_hist_slot {
 				   removed): the label is the one it had there */
 #define KV_AF_RESET	0x20u	/* with [cluster]: kvctl reset or the admin API asked the
 				   master to reset the key's spend on every host */
+#define KV_AF_ISSUED	0x40u	/* version 16: made by kvctl keys create or POST /keys,
+				   not by the config; admitted under unknown_keys = deny */
+#define KV_AF_REVOKED	0x80u	/* version 16: every secret of the account is refused */
+#define KV_AF_ROTATED	0x100u	/* version 16: this slot's own secret was rotated out
+				   (the account lives on through a newer link) */
 
 _Static_assert(sizeof(struct kv_resv) == 16, "kv_resv layout");
 _Static_assert(sizeof(struct kv_target_slot) == 256, "target slots are four cache lines");

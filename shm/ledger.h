@@ -61,9 +61,19 @@ void	kv_key_hash(const char *key, size_t len, uint8_t hash[32]);
  * with the given label ("" or NULL for none) and budget. Never waits on
  * another process. Returns the account, or NULL with errno ENOENT (absent,
  * create == 0), ENOSPC (table full) or EAGAIN (another process is creating
- * this very account right now, or died doing it: retry shortly). */
+ * this very account right now, or died doing it: retry shortly). The slot
+ * found may be a KV_SLOT_LINK (a rotated issued key): resolve it with
+ * kv_keys_admit (shm/keys.h) before charging. */
 struct kv_account *kv_ledger_account(struct kv_ledger *l, const uint8_t hash[32],
 	    int create, const char *label, int64_t budget_nusd);
+
+/* Claim a KV_SLOT_LINK slot for HASH naming account TO (a rotated
+ * secret, shm/keys.h): kv_ledger_account finds it like an account, and
+ * every listing skips it (it is not READY). Returns the slot, or NULL with
+ * errno EEXIST (HASH already has a slot), ENOSPC (table full) or EAGAIN
+ * (raced another claim: retry). */
+struct kv_account *kv_ledger_link(struct kv_ledger *l, const uint8_t hash[32],
+	    const struct kv_account *to);
 
 /* The claim tag of a hash: never 0. */
 uint64_t kv_account_tag(const uint8_t hash[32]);

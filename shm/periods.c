@@ -6,6 +6,7 @@
 
 #include "shm/ledger.h"
 #include "shm/ledger-int.h"
+#include "shm/keys.h"
 
 #include <stdint.h>
 
@@ -84,6 +85,7 @@ kv_ledger_period_roll(struct kv_ledger *l, struct kv_account *a,
 {
 	int64_t start, ps;
 
+	period = kv_keys_period(a, period);	/* an issued key's own --period */
 	if (period == KV_PERIOD_NONE)
 		return;
 	start = kv_period_start(period, now);

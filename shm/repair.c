@@ -6,6 +6,7 @@
 #endif
 
 #include "shm/repair.h"
+#include "shm/keys.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -71,7 +72,8 @@ tombstone_half_claims(struct kv_ledger *l)
 
 		st = atomic_load(&a->state);
 		t = atomic_load(&a->tag);
-		if (t != 0 && t != KV_TAG_DEAD && st != KV_SLOT_READY) {
+		if (t != 0 && t != KV_TAG_DEAD && st != KV_SLOT_READY &&
+		    st != KV_SLOT_LINK) {
 			kv_account_retire(l, a);
 			n++;
 		}
@@ -172,17 +174,19 @@ kv_ledger_repair(struct kv_ledger *l, uint64_t dead_mask,
 int
 kv_ledger_roll_all(struct kv_ledger *l, enum kv_period period, int64_t now)
 {
-	int64_t start = kv_period_start(period, now);
+	int64_t start;
 	uint32_t i;
 	int n = 0;
 
-	if (period == KV_PERIOD_NONE)
-		return 0;
 	KV_FOR_EACH_SLOT(l, i) {
 		struct kv_account *a = &l->accounts[i];
 
 		if (atomic_load(&a->state) != KV_SLOT_READY)
 			continue;
+		/* An issued key may have a period of its own (shm/keys.h). */
+		if (kv_keys_period(a, period) == KV_PERIOD_NONE)
+			continue;
+		start = kv_period_start(kv_keys_period(a, period), now);
 		/* A roll a dead worker left half-way first: quiesced, nobody
 		 * else is inside one. */
 		n += kv_ledger_roll_finish(a);

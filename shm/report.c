@@ -94,6 +94,11 @@ kv_report_account_json(FILE *f, const struct kv_account *a)
 	 * removed): the label is the one it had there. */
 	if (kv_account_label_retired(a))
 		fputs(",\"not_in_config\":true", f);
+	/* Issued by kvctl keys create (shm/keys.h), and revoked: only when set. */
+	if (atomic_load(&a->aflags) & KV_AF_ISSUED)
+		fputs(",\"issued\":true", f);
+	if (atomic_load(&a->aflags) & KV_AF_REVOKED)
+		fputs(",\"revoked\":true", f);
 	fprintf(f, ",\"budget_nusd\":%" PRId64 ",\"spent_nusd\":%" PRId64
 	    ",\"reserved_nusd\":%" PRId64 ",\"remaining_nusd\":%" PRId64,
 	    budget, spent, reserved, budget - spent - reserved);

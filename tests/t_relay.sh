@@ -130,6 +130,23 @@ check_eq "... each answer for its own model" \
 	"$(cat "$T/k1" "$T/k2" "$T/k3" "$T/k4" "$T/k5" | grep -o '"model":"[^"]*"' | tr '\n' ' ')" \
 	'"model":"pool-1" "model":"gpt-4o-mini-2024-07-18" "model":"pool-1" "model":"pool-1" "model":"pool-1" '
 
+# A pooled connection the server closes while it waits in the pool leaves
+# the pool by its epoll event, before any request takes it (no request is
+# sent on it, none is sent twice): kilovolt keeps no half-closed
+# (CLOSE-WAIT) connection to the server, and the next request is answered.
+no_close_wait() { [ "$(ss -Htn state close-wait "( dport = :$POOL_PORT )" | grep -c .)" = 0 ]; }
+n0=$(kv_mock_stat requests "$POOL_PORT")
+code=$(kv_curl /v1/chat/completions "${AUTH[@]}" -d '{"model":"pool-1"}' \
+	-H 'x-mock-silent-close: 1' -o /dev/null -w '%{http_code}')
+check_eq "an answer after which the server closes the connection: 200" "$code" 200
+check "... its pooled connection is closed by the server's event, not left in CLOSE-WAIT" \
+	kv_wait_for 10 no_close_wait
+code=$(kv_curl /v1/chat/completions "${AUTH[@]}" -d '{"model":"pool-1"}' -o /dev/null \
+	-w '%{http_code}')
+check_eq "... the next request to that upstream: 200" "$code" 200
+check_eq "... the server saw each of the two once (and this stats request)" \
+	"$(kv_mock_stat requests "$POOL_PORT")" $((n0 + 3))
+
 # ---- 50 MB each way ------------------------------------------------------------
 
 head -c 50000000 /dev/urandom >"$T/big"

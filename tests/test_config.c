@@ -83,6 +83,7 @@ test_bundled(void)
 	char path[4096];
 	const struct kv_upstream *u;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	char want_ledger[4200];
 
 	snprintf(path, sizeof(path), "%s/kilovolt.ini", top ? top : ".");
 	CHECK_INT(kv_config_load(&cf, path, err, sizeof(err)), 0);
@@ -94,7 +95,9 @@ test_bundled(void)
 	CHECK_STR(cf.listen_port, "8080");
 	CHECK_STR(cf.status_host, "127.0.0.1");
 	CHECK_STR(cf.status_port, "9090");
-	CHECK_STR(cf.ledger, "./var/ledger");
+	/* Relative to the config file's directory (issue 24). */
+	snprintf(want_ledger, sizeof(want_ledger), "%s/var/ledger", top ? top : ".");
+	CHECK_STR(cf.ledger, want_ledger);
 	CHECK_INT(cf.workers, cpus > 32 ? 32 : cpus);
 	CHECK_INT(cf.max_keys, 4096);
 	CHECK_INT(cf.client_timeout, 60);

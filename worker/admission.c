@@ -16,6 +16,8 @@
 #include "worker/request_head.h"
 #include "worker/request_send.h"
 #include "worker/upstream_set.h"
+#include "worker/route_hint.h"
+#include "shm/keys.h"
 
 /* Inline images bill by their size, not their bytes (media_bound.h): the
  * rule of the model's family, or the dearest rule for a model it does not
@@ -127,6 +129,7 @@ reserve(struct kv_conn *c)
 	struct kv_ledger *l = c->w->ledger;
 	const struct kv_price *p;
 	char msg[256], rem[32], need[32];
+	enum kv_key_verdict kv;
 	int64_t amount;
 	enum step st;
 	int deny;
@@ -153,9 +156,17 @@ reserve(struct kv_conn *c)
 		c->no_retry = 1;
 		return conn_fail(c, 503, "gateway key table is full");
 	}
-	/* Under deny only the running config's keys: a key removed or rotated
-	 * out by a reload loses KV_AF_CONFIG at once (master/key_sync.c). */
-	if (deny && !(atomic_load(&c->acct->aflags) & KV_AF_CONFIG)) {
+	/* Issued keys (shm/keys.h): a rotated secret's link names its
+	 * account; revoked, rotated-out and expired secrets get 401. */
+	if ((kv = kv_keys_admit(l, &c->acct, (int64_t)time(NULL))) != KV_KEY_OK) {
+		c->acct = NULL;
+		return conn_fail(c, 401, kv_keys_refusal(kv));
+	}
+	kv_key_id(c->acct->hash, c->keyid);	/* the account's id, also for a link */
+	/* Under deny only the running config's keys and issued ones: a key
+	 * removed or rotated out by a reload loses KV_AF_CONFIG at once
+	 * (master/key_sync.c). */
+	if (deny && !(atomic_load(&c->acct->aflags) & (KV_AF_CONFIG | KV_AF_ISSUED))) {
 		c->acct = NULL;
 		return conn_fail(c, 401, "unknown API key");
 	}
@@ -253,7 +264,7 @@ request_admit(struct kv_conn *c)
 	const struct kv_config *cf = c->w->cf;
 	const struct kv_upstream *up;
 	const char *msg;
-	char msg404[256];
+	char msg404[512];
 	enum step st;
 	size_t qlen;
 	int s;
@@ -263,8 +274,8 @@ request_admit(struct kv_conn *c)
 	up = kv_config_route_client(cf, c->target, c->ri.model[0] ? c->ri.model : NULL,
 	    c->anthropic_client);
 	if (up == NULL) {
-		snprintf(msg404, sizeof(msg404), "no upstream is configured for the path %.*s",
-		    (int)strcspn(c->target, "?") < 200 ? (int)strcspn(c->target, "?") : 200, c->target);
+		kv_route_hint(cf, c->target, c->ri.model[0] ? c->ri.model : NULL,
+		    c->anthropic_client, msg404, sizeof(msg404));
 		return conn_fail(c, 404, msg404);
 	}
 	c->rt = kv_upstreams_find(c->w->ups, cf->nupstreams, up);

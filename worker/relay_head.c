@@ -12,6 +12,7 @@
 #include "common/fmt.h"
 #include "common/log.h"
 #include "common/money.h"
+#include "worker/budget_shown.h"
 #include "worker/errors.h"
 #include "worker/relay.h"
 #include "worker/request_send.h"
@@ -82,7 +83,7 @@ build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 		if (conn_obuf_header(c, h) == -1)
 			return -1;
 	}
-	kv_format_usd(c->remaining, rem, sizeof(rem));
+	kv_format_usd(kv_budget_shown(c), rem, sizeof(rem));
 	if (conn_obuf_cat(c, "x-kilovolt-key: ", c->keyid, "\r\nx-kilovolt-budget-remaining: ",
 	    rem, "\r\nx-kilovolt-request-id: ", conn_request_id(c), "\r\n", (char *)NULL) == -1)
 		return -1;
@@ -172,8 +173,17 @@ relay_head(struct kv_conn *c)
 	ssize_t n;
 	int r;
 
-	if (!c->req_sent)
+	if (!c->req_sent) {
 		settle_mark_sent(c);
+		if (!kv_stream_tls(&c->uc->s)) {
+			/* The answer is an event: a read now finds nothing (a
+			 * model takes longer than a syscall): one recv(2) a request. */
+			conn_quiet_client(c);
+			conn_watch_upstream(c, EPOLLIN);
+			conn_set_deadline(c, 1);
+			return STEP_WAIT;
+		}
+	}
 	if (c->ubuf == NULL) {
 		if ((c->ubuf = malloc(KV_UBUF_SIZE)) == NULL)
 			return conn_fail(c, 503, "out of memory");

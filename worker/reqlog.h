@@ -2,8 +2,9 @@
  * one line, for machines: who (key id and label), what (method, path,
  * model, upstream), the outcome (status, tokens, cost, estimated), and how
  * long (ttfb, duration) and how big (bytes). Each worker appends to the
- * file with one write() per line on an O_APPEND descriptor, so lines from
- * several workers never interleave. SIGUSR1 (forwarded by the master)
+ * file on an O_APPEND descriptor, the lines of an event-loop turn in one
+ * write() (kv_reqlog_flush), so lines from several workers never
+ * interleave. SIGUSR1 (forwarded by the master)
  * reopens it, for logrotate. The same request id goes out to the client as
  * x-kilovolt-request-id. */
 #ifndef KV_REQLOG_H
@@ -46,9 +47,15 @@ int	kv_reqlog_enabled(void);
  * field that does not fit is cut, the line always stays valid JSON. */
 size_t	kv_reqlog_format(const struct kv_reqlog_rec *r, char *buf, size_t len);
 
-/* Format R and append it in one write. Errors are logged once per
- * reopen (KV0802), never fatal. */
+/* Format R and add it to the lines kv_reqlog_flush writes (sooner when
+ * they fill the batch). */
 void	kv_reqlog_write(const struct kv_reqlog_rec *r);
+
+/* Write the lines added since the last flush, in one write(2). The worker
+ * calls it once a loop turn, before epoll_wait (so a line is in the file
+ * before the worker sleeps), on reopen and at exit. Errors are logged once
+ * per reopen (KV0802), never fatal. */
+void	kv_reqlog_flush(void);
 
 /* A new request id: KV_REQID_LEN lowercase hex digits and a NUL, from a
  * per-process generator seeded by getrandom(). */

@@ -139,6 +139,37 @@ kv_upstreams_pending(const struct kv_upstream_rt *rts, size_t n, int *handshakin
 	return parked;
 }
 
+/* ---- the pool's two lists ---------------------------------------------- */
+
+/* The loop's turn (kv_upstreams_turn), and whether its epoll_wait
+ * returned every ready event. */
+static uint64_t pool_turn;
+static int pool_watched;
+
+void
+kv_upstreams_turn(int complete)
+{
+	pool_turn++;
+	pool_watched = complete;
+}
+
+/* Connections released in an earlier turn join the idle list. */
+static void
+pool_settle(struct kv_upstream_rt *rt)
+{
+	struct kv_upconn *tail;
+
+	if (rt->fresh == NULL || rt->fresh_turn == pool_turn)
+		return;
+	for (tail = rt->fresh; tail->next != NULL; tail = tail->next)
+		;
+	tail->next = rt->idle;
+	rt->idle = rt->fresh;
+	rt->fresh = NULL;
+}
+
+/* ---- a connection's part in the gate --------------------------------- */
+
 /* The connection no longer holds back requests waiting for a ticket. */
 static void
 upconn_settle(struct kv_upconn *uc)
@@ -310,6 +341,8 @@ kv_upstreams_free(struct kv_upstream_rt *rts, size_t n)
 	for (i = 0; i < n; i++) {
 		struct kv_upstream_rt *rt = &rts[i];
 
+		rt->fresh_turn = pool_turn - 1;
+		pool_settle(rt);
 		while (rt->idle != NULL) {
 			struct kv_upconn *uc = rt->idle;
 			rt->idle = uc->next;
@@ -344,6 +377,8 @@ static void
 dns_tick(struct kv_upstream_rt *rt, int64_t now)
 {
 	struct gaicb *list[1] = { &rt->gcb };
+	char again[96];
+	uint64_t fails;
 	int r;
 
 	if (rt->numeric && rt->ai != NULL)
@@ -357,9 +392,15 @@ dns_tick(struct kv_upstream_rt *rt, int64_t now)
 			if (rt->ai != NULL)
 				freeaddrinfo(rt->ai);
 			rt->ai = rt->gcb.ar_result;
-		} else
-			kv_log_warnx("KV0302", "upstream %s: cannot resolve %s: %s",
-			    rt->cf->name, rt->cf->host, gai_strerror(r));
+			if ((fails = kv_backoff_ok(&rt->dns_log)) > 0)
+				kv_log_info("upstream %s: %s resolves again after %llu failures",
+				    rt->cf->name, rt->cf->host, (unsigned long long)fails);
+		} else if (kv_backoff_fail(&rt->dns_log, now)) {
+			/* Every 2 s while it fails: logged with back-off. */
+			kv_backoff_describe(&rt->dns_log, now, again, sizeof(again));
+			kv_log_warnx("KV0302", "upstream %s: cannot resolve %s: %s%s",
+			    rt->cf->name, rt->cf->host, gai_strerror(r), again);
+		}
 		rt->resolved_at = now;
 		return;
 	}
@@ -381,8 +422,10 @@ dns_tick(struct kv_upstream_rt *rt, int64_t now)
 static void
 pool_expire(struct kv_upstream_rt *rt, int64_t now)
 {
-	struct kv_upconn **pp = &rt->idle, *uc;
+	struct kv_upconn **pp, *uc;
 
+	pool_settle(rt);
+	pp = &rt->idle;
 	while ((uc = *pp) != NULL) {
 		if (now - uc->idle_since >= KV_POOL_IDLE_SECS) {
 			*pp = uc->next;
@@ -418,23 +461,26 @@ idle_is_alive(struct kv_upconn *uc)
 struct kv_upconn *
 kv_upconn_take_idle(struct kv_upstream_rt *rt, int64_t now)
 {
-	struct kv_upconn *uc;
+	struct kv_upconn **list, *uc;
 
-	while ((uc = rt->idle) != NULL) {
-		rt->idle = uc->next;
+	(void)now;
+	pool_settle(rt);
+	for (;;) {
+		list = rt->idle != NULL ? &rt->idle : &rt->fresh;
+		if ((uc = *list) == NULL)
+			return NULL;
+		*list = uc->next;
 		rt->nidle--;
 		uc->next = NULL;
-		/* Checked every time, even for a connection released this
-		 * second: a request is never sent twice (request_retry), so a
-		 * server's close must be seen before any byte is written. */
-		if (idle_is_alive(uc)) {
+		/* Watched by the last epoll_wait, which said nothing of it: no
+		 * poll(2) (one a request, a fifth of the worker's syscalls). */
+		if ((list == &rt->idle && pool_watched && uc->registered) || idle_is_alive(uc)) {
 			uc->reused = 1;
 			return uc;
 		}
 		uc->rt = NULL;
 		kv_upconn_close(uc, 0);
 	}
-	return NULL;
 }
 
 static int
@@ -545,9 +591,11 @@ kv_upconn_release(struct kv_upconn *uc, int64_t now)
 		kv_upconn_close(uc, 0);
 		return;
 	}
+	pool_settle(rt);
 	uc->idle_since = now;
-	uc->next = rt->idle;
-	rt->idle = uc;
+	uc->next = rt->fresh;
+	rt->fresh = uc;
+	rt->fresh_turn = pool_turn;
 	rt->nidle++;
 	gate_wake(rt);
 }
@@ -592,10 +640,14 @@ kv_upconn_idle_event(struct kv_upconn *uc)
 	struct kv_upstream_rt *rt = uc->rt;
 	struct kv_upconn **pp;
 
-	if (uc->dead || rt == NULL || idle_is_alive(uc))
+	if (uc->dead || rt == NULL)
 		return;
+	pool_settle(rt);
 	for (pp = &rt->idle; *pp != NULL && *pp != uc; pp = &(*pp)->next)
 		;
+	if (*pp == NULL)
+		for (pp = &rt->fresh; *pp != NULL && *pp != uc; pp = &(*pp)->next)
+			;
 	if (*pp == NULL)
 		return;		/* not in the pool: whoever holds it reads it */
 	*pp = uc->next;

@@ -9,6 +9,7 @@
 
 #include <openssl/ssl.h>
 
+#include "common/backoff.h"
 #include "common/config.h"
 #include "worker/stream.h"
 #include "worker/evsrc.h"
@@ -40,11 +41,18 @@ struct kv_upstream_rt {
 	struct addrinfo	*ai;		/* current addresses, NULL until resolved */
 	int		 numeric;	/* host is an IP literal: never re-resolved */
 	int64_t		 resolved_at;
+	struct kv_backoff dns_log;	/* KV0302 once, then backed off */
 	struct gaicb	 gcb;		/* getaddrinfo_a request in flight */
 	struct addrinfo	 ghints;
 	int		 resolving;
-	struct kv_upconn *idle;		/* pool, most recently used first */
-	int		 nidle;
+	/* The pool, in two lists, most recently used first: idle holds the
+	 * connections that were in it at the last epoll_wait (a close of
+	 * theirs is an event that wait returned), fresh those released since
+	 * (their close may not have been seen yet). */
+	struct kv_upconn *idle;
+	struct kv_upconn *fresh;
+	uint64_t	 fresh_turn;	/* the loop turn fresh was filled in */
+	int		 nidle;		/* in both lists */
 	int		 handshaking;	/* TLS handshakes in flight */
 	int		 unsettled;	/* started with no session, no ticket yet */
 	int		 no_tickets;	/* a connection settled and got none */
@@ -72,6 +80,15 @@ struct kv_upconn {
 	int64_t			 idle_since;
 	struct kv_upconn	*next;
 };
+
+/* The worker's loop calls this after each epoll_wait, before it handles
+ * the events: the connections released before it join the pool's idle
+ * list. COMPLETE: the wait returned every ready event (fewer than it had
+ * room for), so a pooled connection the server closed has its event among
+ * them (kv_upconn_idle_event); after a wait that filled its array, a
+ * close may be among the events it left for the next one, and pooled
+ * connections are checked with poll(2) again until a complete wait. */
+void	kv_upstreams_turn(int complete);
 
 /* Build runtime state for every upstream in cf: TLS contexts (verification
  * on, the system store or ca_file) and a first, blocking DNS lookup (at
@@ -114,10 +131,14 @@ void	kv_upstream_gate_stop_waiting(struct kv_upstream_rt *rt);
  * Their memory is still to come (in part, for the latter). */
 int	kv_upstreams_pending(const struct kv_upstream_rt *rts, size_t n, int *handshaking);
 
-/* A pooled connection that is still open, or NULL. One released this very
- * second (now, the pool's clock: time(NULL)) is taken without asking the
- * kernel: a server that closes an idle connection does so after seconds,
- * and one that closes it sooner is caught by the retry before any byte. */
+/* A pooled connection that is still open, or NULL. One that was in the pool
+ * at the last (complete) epoll_wait is taken without asking the kernel: it
+ * sits in the epoll set watching EPOLLIN, so a close of the server's
+ * before that wait was an event, and the loop handled it before anything
+ * else (kv_upconn_idle_event). One released since, when no such one is
+ * left, is checked with poll(2): a server may close right after its
+ * answer. A request is never sent twice, so a close must be seen before
+ * any byte is written. NOW is unused (the pool's clock is time(NULL)). */
 struct kv_upconn *kv_upconn_take_idle(struct kv_upstream_rt *rt, int64_t now);
 
 /* Start a non-blocking connect (TCP_NODELAY set; TLS session prepared with
@@ -126,10 +147,13 @@ struct kv_upconn *kv_upconn_take_idle(struct kv_upstream_rt *rt, int64_t now);
  * kv_upconn_connected), or NULL with a reason in err. */
 struct kv_upconn *kv_upconn_connect(struct kv_upstream_rt *rt, char *err, size_t errlen);
 
-/* An epoll event for a connection while it waits in the pool (uc->ev.ptr
- * NULL): if the server closed it or sent bytes nobody asked for, it leaves
- * the pool and is closed; a stale event (it was readable when epoll looked,
- * then a request took and read it) is ignored. */
+/* An epoll event for a connection that waited in the pool when epoll_wait
+ * returned it (uc->ev.ptr NULL), handled before the turn's other events:
+ * the server closed it or sent bytes nobody asked for (an idle connection
+ * watches EPOLLIN only, and HUP and ERR are always reported), so it leaves
+ * the pool and is closed. An event of a connection released after the wait
+ * is stale (it was readable for the request that then read it) and the
+ * worker does not pass it here. */
 void	kv_upconn_idle_event(struct kv_upconn *uc);
 
 /* Connections closed while in the epoll set are freed here, once the

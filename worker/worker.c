@@ -222,10 +222,30 @@ dispatch(struct kv_worker *w, struct epoll_event *ev)
 	if (src->kind == KV_EV_LISTEN)
 		accept_some(w);
 	else if (src->kind == KV_EV_UPSTREAM && src->ptr == NULL)
-		kv_upconn_idle_event((struct kv_upconn *)((char *)src -
-		    offsetof(struct kv_upconn, ev)));
+		return;	/* released after the wait: stale (see pool_events) */
 	else
 		kv_conn_event(src->ptr, src->kind == KV_EV_UPSTREAM, ev->events);
+}
+
+/* Before anything else of the turn can take a pooled connection: the
+ * events of those that sat in the pool when epoll_wait returned (a close
+ * of the server's, or bytes nobody asked for) take them out of it, so that
+ * one taken this turn is known open without a poll(2) (upstream.h,
+ * kv_upconn_take_idle). Their entries are cleared for the second pass. */
+static void
+pool_events(struct epoll_event *evs, int n)
+{
+	struct kv_evsrc *src;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		src = evs[i].data.ptr;
+		if (src->kind != KV_EV_UPSTREAM || src->ptr != NULL)
+			continue;
+		kv_upconn_idle_event((struct kv_upconn *)((char *)src -
+		    offsetof(struct kv_upconn, ev)));
+		evs[i].data.ptr = NULL;
+	}
 }
 
 static void
@@ -273,6 +293,7 @@ worker_loop(struct kv_worker *w, pid_t master)
 		}
 		if (w->draining && (w->nconns == 0 || w->now_ms >= w->drain_deadline_ms))
 			return;
+		kv_reqlog_flush();
 		kv_log_flush();
 		n = epoll_wait(w->epfd, evs, MAX_EVENTS, wait_ms(w));
 		if (n == -1 && errno != EINTR) {
@@ -280,9 +301,12 @@ worker_loop(struct kv_worker *w, pid_t master)
 			return;
 		}
 		w->now_ms = kv_now_ms();
+		kv_upstreams_turn(n >= 0 && n < MAX_EVENTS);
+		pool_events(evs, n);
 		accept_resume(w);
 		for (i = 0; i < n; i++)
-			dispatch(w, &evs[i]);
+			if (evs[i].data.ptr != NULL)
+				dispatch(w, &evs[i]);
 		kv_lease_poll(w);
 		run_ready(w);
 		if (w->now_ms - last_tick >= 1000) {
@@ -338,6 +362,7 @@ kv_worker_main(const struct kv_config *cf, struct kv_ledger *l, int slot,
 	atomic_store(&w.slot->state, KV_WORKER_RUNNING);
 	worker_loop(&w, master);
 	kv_conn_close_all(&w);
+	kv_reqlog_flush();
 	kv_log_flush();
 	kv_upstreams_free(w.ups, cf->nupstreams);
 	kv_upconn_reap();

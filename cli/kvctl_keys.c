@@ -1,0 +1,379 @@
+/* kvctl keys create | revoke | rotate: kilovolt keys issued without
+ * editing a file. The ledger holds them (shm/keys.h), so workers admit a
+ * new key at once and a revoked one is refused from the next request on,
+ * whether or not a daemon runs while kvctl writes. */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "cli/kvctl.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/money.h"
+#include "shm/keys.h"
+#include "shm/report.h"
+
+struct keys_cmd {
+	struct kv_ledger	*l;
+	struct kv_config	*cf;		/* NULL with -l LEDGER */
+	const char		*name;		/* the positional argument */
+	const char		*budget;	/* --budget USD */
+	const char		*period;	/* --period P */
+	const char		*expires;	/* --expires DATE */
+	long long		 rpm, tpm;	/* -1 unset */
+	int			 json;
+};
+
+static int
+keys_usage(const char *fmt, const char *arg)
+{
+	fputs("kvctl: keys: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs("\n(kvctl --help for usage)\n", stderr);
+	return KVCTL_EXIT_USAGE;
+}
+
+int
+kvctl_keys_is_sub(const char *name)
+{
+	return strcmp(name, "create") == 0 || strcmp(name, "revoke") == 0 ||
+	    strcmp(name, "rotate") == 0;
+}
+
+/* ---- arguments ---------------------------------------------------------- */
+
+static int
+parse_count_flag(const char *flag, const char *s, long long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoll(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || *out < 0 || *out > 4000000000LL) {
+		fprintf(stderr, "kvctl: keys: %s wants a number 0..4000000000 (0 = no "
+		    "limit), not '%s'\n", flag, s);
+		return -1;
+	}
+	return 0;
+}
+
+/* One flag and its value; CREATE: the limits are allowed. */
+static int
+parse_flag(struct keys_cmd *k, int create, const char *a, const char *v)
+{
+	if (create && strcmp(a, "--budget") == 0)
+		k->budget = v;
+	else if (create && strcmp(a, "--period") == 0)
+		k->period = v;
+	else if (create && strcmp(a, "--expires") == 0)
+		k->expires = v;
+	else if (create && (strcmp(a, "--rpm") == 0 || strcmp(a, "--tpm") == 0))
+		return parse_count_flag(a, v, a[2] == 'r' ? &k->rpm : &k->tpm);
+	else
+		return keys_usage("unknown option '%s'", a), -1;
+	return 0;
+}
+
+static int
+parse_args(struct keys_cmd *k, int create, int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0) {
+			k->json = 1;
+		} else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && k->name == NULL) {
+			k->name = argv[++i];
+		} else if (strncmp(argv[i], "--", 2) == 0) {
+			if (i + 1 >= argc)
+				return keys_usage("%s needs a value", argv[i]);
+			if (parse_flag(k, create, argv[i], argv[i + 1]) == -1)
+				return KVCTL_EXIT_USAGE;
+			i++;
+		} else if (k->name == NULL) {
+			k->name = argv[i];
+		} else {
+			return keys_usage("%s", "one key at a time");
+		}
+	}
+	if (k->name == NULL)
+		return keys_usage("%s: which key? (a name, or an id prefix)", argv[0]);
+	return KVCTL_EXIT_OK;
+}
+
+/* --expires: a UTC date or time, unix seconds, or a span from now
+ * ("90d", "12h"). */
+static int
+parse_expires(const char *s, int64_t now, int64_t *out)
+{
+	size_t n = strlen(s);
+	int64_t ms;
+
+	if (n >= 2 && strchr("smhd", s[n - 1]) != NULL && strspn(s, "0123456789") == n - 1) {
+		/* A span: kvctl_parse_since reads it as before NOW. */
+		if (kvctl_parse_since(s, now, &ms) == -1)
+			return -1;
+		*out = now + (now - ms / 1000);
+		return 0;
+	}
+	if (kvctl_parse_since(s, now, &ms) == -1)
+		return -1;
+	*out = ms / 1000;
+	return *out > now ? 0 : -1;
+}
+
+/* ---- finding a key ------------------------------------------------------ */
+
+static int
+id_has_prefix(const struct kv_account *a, const char *p)
+{
+	char id[13];
+	size_t n = strlen(p), i;
+
+	if (n == 0 || n > 12)
+		return 0;
+	kv_key_id(a->hash, id);
+	for (i = 0; i < n; i++)
+		if (tolower((unsigned char)p[i]) != id[i])
+			return 0;
+	return 1;
+}
+
+/* NAME: a live label, else a unique id prefix. */
+static struct kv_account *
+find_key(const struct kv_ledger *l, const char *name, int *rc)
+{
+	struct kv_account *a, *found = NULL;
+	uint32_t i, n = 0;
+
+	*rc = KVCTL_EXIT_OK;
+	if ((a = kv_keys_find_label(l, name)) != NULL)
+		return a;
+	KV_FOR_EACH_SLOT(l, i) {
+		a = &l->accounts[i];
+		if (kv_slot_ready(&a->state) && id_has_prefix(a, name)) {
+			found = a;
+			n++;
+		}
+	}
+	if (n == 1)
+		return found;
+	if (n == 0) {
+		fprintf(stderr, "kvctl: no key matches '%s' (a name or an id prefix; "
+		    "`kvctl keys` lists them)\n", name);
+		*rc = KVCTL_EXIT_NOTFOUND;
+	} else {
+		fprintf(stderr, "kvctl: '%s' matches %u keys: give more digits of the "
+		    "id, or the name\n", name, n);
+		*rc = KVCTL_EXIT_USAGE;
+	}
+	return NULL;
+}
+
+static void
+account_name(const struct kv_account *a, char *buf, size_t len)
+{
+	char id[13], label[KV_LABEL_MAX];
+
+	kv_key_id(a->hash, id);
+	memcpy(label, a->label, sizeof(label));
+	label[sizeof(label) - 1] = '\0';
+	kvctl_printable(label);
+	if (label[0] != '\0')
+		snprintf(buf, len, "%s (%s)", label, id);
+	else
+		snprintf(buf, len, "%s", id);
+}
+
+/* The secret once, on stdout alone (K=$(kvctl keys create x) keeps it),
+ * or in a JSON object with the key's fields. */
+static void
+print_secret(const struct keys_cmd *k, const struct kv_account *a, const char *key,
+    const char *what)
+{
+	char name[96], id[13], money[32];
+
+	if (k->json) {
+		kv_key_id(a->hash, id);
+		printf("{\"key\":\"%s\",\"id\":\"%s\",\"account\":", key, id);
+		kv_report_account_json(stdout, a);
+		printf("}\n");
+		return;
+	}
+	account_name(a, name, sizeof(name));
+	kvctl_format_money(atomic_load(&a->budget_nusd), money, sizeof(money));
+	fprintf(stderr, "%s %s, budget %s; the key, shown this once (kilovolt keeps "
+	    "only its SHA-256):\n", what, name, money);
+	printf("%s\n", key);
+}
+
+/* ---- the commands ------------------------------------------------------- */
+
+/* A [key NAME] of the config, whether or not a daemon applied it yet. */
+static int
+config_has(const struct kv_config *cf, const char *name)
+{
+	size_t i;
+
+	for (i = 0; cf != NULL && i < cf->nkeys; i++)
+		if (strcmp(cf->keys[i].label, name) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+fill_spec(struct keys_cmd *k, struct kv_key_spec *s)
+{
+	const char *b = k->budget;
+
+	s->label = k->name;
+	s->rpm = k->rpm;
+	s->tpm = k->tpm;
+	s->period = -1;
+	s->expires = 0;
+	if (b == NULL && k->cf == NULL)
+		return keys_usage("%s", "create: --budget USD is needed with -l LEDGER "
+		    "(with -c CONFIG the [budget] default applies)");
+	if (b == NULL)
+		s->budget_nusd = k->cf->default_budget_nusd;
+	else if (kv_parse_nano(b[0] == '$' ? b + 1 : b, &s->budget_nusd) == -1 ||
+	    s->budget_nusd < 0)
+		return keys_usage("create: --budget '%s' is not an amount in USD (e.g. "
+		    "25.00)", b);
+	if (k->period != NULL && kv_keys_parse_period(k->period, &s->period) == -1)
+		return keys_usage("create: --period '%s': give none, daily, weekly or "
+		    "monthly", k->period);
+	if (k->expires != NULL &&
+	    parse_expires(k->expires, (int64_t)time(NULL), &s->expires) == -1)
+		return keys_usage("create: --expires '%s': give a future UTC date "
+		    "(2027-01-31, 2027-01-31T12:00:00Z) or a span (90d, 12h)", k->expires);
+	return KVCTL_EXIT_OK;
+}
+
+static int
+cmd_create(struct keys_cmd *k)
+{
+	struct kv_key_spec spec;
+	struct kv_account *a;
+	char key[KV_KEY_TEXT], err[512];
+	uint8_t hash[32];
+	int rc;
+
+	if ((rc = fill_spec(k, &spec)) != KVCTL_EXIT_OK)
+		return rc;
+	if (config_has(k->cf, k->name)) {
+		fprintf(stderr, "kvctl: keys create: '%s' is a [key %s] section of %s: "
+		    "pick another name (config keys and issued keys share one "
+		    "namespace)\n", k->name, k->name, k->cf->path);
+		return KVCTL_EXIT_USAGE;
+	}
+	if (kv_keys_generate(key, hash) == -1) {
+		perror("kvctl: keys create: getrandom");
+		return KVCTL_EXIT_USAGE;
+	}
+	if ((a = kv_keys_issue(k->l, hash, &spec, err, sizeof(err))) == NULL) {
+		explicit_bzero(key, sizeof(key));
+		fprintf(stderr, "kvctl: keys create: %s\n", err);
+		return KVCTL_EXIT_USAGE;
+	}
+	print_secret(k, a, key, "created");
+	explicit_bzero(key, sizeof(key));
+	return KVCTL_EXIT_OK;
+}
+
+static int
+cmd_revoke(struct keys_cmd *k)
+{
+	struct kv_account *a;
+	char name[96];
+	int rc;
+
+	if ((a = find_key(k->l, k->name, &rc)) == NULL)
+		return rc;
+	account_name(a, name, sizeof(name));
+	if (atomic_load(&a->aflags) & KV_AF_CONFIG) {
+		fprintf(stderr, "kvctl: keys revoke: %s is a [key] of the config: remove "
+		    "its section (or change its key =) and reload\n", name);
+		return KVCTL_EXIT_USAGE;
+	}
+	if (kv_keys_revoke(a) == -1) {
+		printf("%s was revoked already\n", name);
+		return KVCTL_EXIT_OK;
+	}
+	printf("revoked %s: its next request gets 401 (requests in flight finish "
+	    "and are charged)\n", name);
+	return KVCTL_EXIT_OK;
+}
+
+static int
+cmd_rotate(struct keys_cmd *k)
+{
+	struct kv_account *a;
+	char key[KV_KEY_TEXT], err[512], name[96];
+	uint8_t hash[32];
+	int rc;
+
+	if ((a = find_key(k->l, k->name, &rc)) == NULL)
+		return rc;
+	account_name(a, name, sizeof(name));
+	if (kv_keys_generate(key, hash) == -1) {
+		perror("kvctl: keys rotate: getrandom");
+		return KVCTL_EXIT_USAGE;
+	}
+	if (kv_keys_rotate(k->l, a, hash, err, sizeof(err)) == -1) {
+		explicit_bzero(key, sizeof(key));
+		fprintf(stderr, "kvctl: keys rotate: %s: %s\n", name, err);
+		return KVCTL_EXIT_USAGE;
+	}
+	print_secret(k, a, key, "rotated; the old key is refused from now on;");
+	explicit_bzero(key, sizeof(key));
+	return KVCTL_EXIT_OK;
+}
+
+static struct kv_config *
+load_config(const char *file)
+{
+	struct kv_config *cf;
+	char err[1024];
+
+	if (file == NULL || (cf = calloc(1, sizeof(*cf))) == NULL)
+		return NULL;
+	if (kv_config_load(cf, file, err, sizeof(err)) == -1) {
+		free(cf);
+		return NULL;
+	}
+	return cf;
+}
+
+int
+kvctl_keys_main(struct kv_ledger *l, const char *config, int argc, char **argv)
+{
+	struct keys_cmd k;
+	int rc, create = strcmp(argv[0], "create") == 0;
+
+	memset(&k, 0, sizeof(k));
+	k.l = l;
+	k.rpm = k.tpm = -1;
+	if ((rc = parse_args(&k, create, argc, argv)) != KVCTL_EXIT_OK)
+		return rc;
+	/* kvctl found the ledger through this config, so it loads. */
+	k.cf = load_config(config);
+	if (create)
+		rc = cmd_create(&k);
+	else if (strcmp(argv[0], "revoke") == 0)
+		rc = cmd_revoke(&k);
+	else
+		rc = cmd_rotate(&k);
+	if (k.cf != NULL) {
+		kv_config_free(k.cf);
+		free(k.cf);
+	}
+	return rc;
+}

@@ -1,0 +1,289 @@
+/* Issued keys in the ledger: generate, issue, revoke, rotate, and the
+ * workers' admission of them (see keys.h). */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "shm/keys.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+void
+kv_keys_base62(const uint8_t in[32], char out[KV_KEY_DIGITS + 1])
+{
+	static const char digits[] =
+	    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+	uint8_t n[32];
+	unsigned rem, cur;
+	int d, i;
+
+	memcpy(n, in, sizeof(n));
+	/* Long division of the 256-bit big-endian number by 62, once per
+	 * digit, least significant digit first into the end of OUT. */
+	for (d = KV_KEY_DIGITS - 1; d >= 0; d--) {
+		rem = 0;
+		for (i = 0; i < 32; i++) {
+			cur = rem << 8 | n[i];
+			n[i] = (uint8_t)(cur / 62);
+			rem = cur % 62;
+		}
+		out[d] = digits[rem];
+	}
+	out[KV_KEY_DIGITS] = '\0';
+	explicit_bzero(n, sizeof(n));
+}
+
+int
+kv_keys_generate(char key[KV_KEY_TEXT], uint8_t hash[32])
+{
+	uint8_t raw[32];
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < sizeof(raw)) {
+		r = getrandom(raw + got, sizeof(raw) - got, 0);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			if (r == 0)
+				errno = EIO;
+			explicit_bzero(raw, sizeof(raw));
+			return -1;
+		}
+		got += (size_t)r;
+	}
+	memcpy(key, KV_KEY_PREFIX, 3);
+	kv_keys_base62(raw, key + 3);
+	explicit_bzero(raw, sizeof(raw));
+	kv_key_hash(key, strlen(key), hash);
+	return 0;
+}
+
+static int
+label_of(const struct kv_account *a, const char *label)
+{
+	char copy[KV_LABEL_MAX];
+
+	/* A torn label while the master renames one: copy, re-terminate. */
+	memcpy(copy, a->label, sizeof(copy));
+	copy[sizeof(copy) - 1] = '\0';
+	return (a->flags & KV_ACCOUNT_NAMED) && strcmp(copy, label) == 0;
+}
+
+struct kv_account *
+kv_keys_find_label(const struct kv_ledger *l, const char *label)
+{
+	uint32_t i;
+
+	KV_FOR_EACH_SLOT(l, i) {
+		struct kv_account *a = &l->accounts[i];
+
+		if (kv_slot_ready(&a->state) && !kv_account_label_retired(a) &&
+		    label_of(a, label))
+			return a;
+	}
+	return NULL;
+}
+
+static int
+spec_check(const struct kv_key_spec *s, char *err, size_t errlen)
+{
+	size_t n = s->label != NULL ? strlen(s->label) : 0;
+	size_t i;
+
+	if (n == 0 || n >= KV_LABEL_MAX) {
+		snprintf(err, errlen, "a key's name must be 1 to %d bytes", KV_LABEL_MAX - 1);
+		return -1;
+	}
+	/* Names appear in tables, logs and JSON: printable, no space. */
+	for (i = 0; i < n; i++)
+		if ((unsigned char)s->label[i] <= ' ' || s->label[i] == 0x7f ||
+		    s->label[i] == '"' || s->label[i] == '\\') {
+			snprintf(err, errlen, "key name '%s': use letters, digits and "
+			    "-_.@:/ only (no spaces, quotes or control bytes)", s->label);
+			return -1;
+		}
+	if (s->budget_nusd < 0) {
+		snprintf(err, errlen, "a budget cannot be negative");
+		return -1;
+	}
+	return 0;
+}
+
+struct kv_account *
+kv_keys_issue(struct kv_ledger *l, const uint8_t hash[32], const struct kv_key_spec *s,
+    char *err, size_t errlen)
+{
+	struct kv_account *a;
+
+	if (spec_check(s, err, errlen) == -1) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((a = kv_keys_find_label(l, s->label)) != NULL) {
+		snprintf(err, errlen, "a key named '%s' exists already (%s)", s->label,
+		    (atomic_load(&a->aflags) & KV_AF_CONFIG) ? "a [key] section of the "
+		    "config: pick another name" :
+		    (atomic_load(&a->aflags) & KV_AF_REVOKED) ? "revoked: `kvctl forget "
+		    "NAME` frees the name" : "`kvctl keys rotate NAME` gives it a new secret");
+		errno = EEXIST;
+		return NULL;
+	}
+	a = kv_ledger_account(l, hash, 1, s->label, s->budget_nusd);
+	if (a == NULL) {
+		snprintf(err, errlen, "%s", errno == ENOSPC ? "the ledger's key table is "
+		    "full (raise [server] max_keys, or kvctl forget unused keys)" :
+		    "the key's slot is busy: try again");
+		return NULL;
+	}
+	/* Before the flag that admits it: its limits are in place first. */
+	kv_account_set_limits(a, s->rpm, s->tpm);
+	atomic_store(&a->period, s->period >= 0 ? (uint32_t)s->period + 1 : 0);
+	atomic_store(&a->expires, s->expires);
+	atomic_fetch_or(&a->aflags, KV_AF_ISSUED | KV_AF_KEPT);
+	return a;
+}
+
+int
+kv_keys_revoke(struct kv_account *a)
+{
+	uint32_t was = atomic_fetch_or(&a->aflags, KV_AF_REVOKED);
+
+	return (was & KV_AF_REVOKED) ? -1 : 0;
+}
+
+/* The slots whose own secret is live for account A (index AI + 1 in
+ * links): A itself unless rotated, and its links not rotated. */
+static void
+rotate_out(struct kv_ledger *l, struct kv_account *a, const struct kv_account *keep)
+{
+	uint32_t ai = kv_ledger_account_index(l, a) + 1, i;
+
+	atomic_fetch_or(&a->aflags, KV_AF_ROTATED);
+	KV_FOR_EACH_SLOT(l, i) {
+		struct kv_account *s = &l->accounts[i];
+
+		if (s != keep && atomic_load(&s->state) == KV_SLOT_LINK &&
+		    atomic_load(&s->link) == ai)
+			atomic_fetch_or(&s->aflags, KV_AF_ROTATED);
+	}
+}
+
+int
+kv_keys_rotate(struct kv_ledger *l, struct kv_account *a, const uint8_t newhash[32],
+    char *err, size_t errlen)
+{
+	struct kv_account *link;
+	int tries;
+
+	if (!(atomic_load(&a->aflags) & KV_AF_ISSUED)) {
+		snprintf(err, errlen, "%s", (atomic_load(&a->aflags) & KV_AF_CONFIG) ?
+		    "a key of the config: change its key = in the [key] section and "
+		    "reload" : "not an issued key (only keys made by kvctl keys create "
+		    "rotate)");
+		return -1;
+	}
+	if (atomic_load(&a->aflags) & KV_AF_REVOKED) {
+		snprintf(err, errlen, "the key is revoked");
+		return -1;
+	}
+	for (tries = 0; tries < 8; tries++) {
+		if ((link = kv_ledger_link(l, newhash, a)) != NULL)
+			break;
+		if (errno != EAGAIN)
+			break;
+	}
+	if (link == NULL) {
+		snprintf(err, errlen, "%s", errno == ENOSPC ? "the ledger's key table is "
+		    "full (raise [server] max_keys)" : errno == EEXIST ? "the new "
+		    "secret has a slot already (try again)" : "the key table is busy: try again");
+		return -1;
+	}
+	rotate_out(l, a, link);
+	return 0;
+}
+
+enum kv_key_verdict
+kv_keys_admit(const struct kv_ledger *l, struct kv_account **a, int64_t now)
+{
+	struct kv_account *s = *a, *to = s;
+	uint32_t idx;
+	int64_t end;
+
+	if (atomic_load(&s->aflags) & KV_AF_ROTATED)
+		return KV_KEY_ROTATED;
+	if (atomic_load_explicit(&s->state, memory_order_acquire) == KV_SLOT_LINK) {
+		idx = atomic_load(&s->link);
+		if (idx == 0 || idx > l->hdr->max_keys)
+			return KV_KEY_REVOKED;
+		to = &l->accounts[idx - 1];
+		/* Forgotten, and perhaps reused for another key since. */
+		if (!kv_slot_ready(&to->state) ||
+		    atomic_load(&to->tag) != atomic_load(&s->link_tag))
+			return KV_KEY_REVOKED;
+	}
+	if (atomic_load(&to->aflags) & KV_AF_REVOKED)
+		return KV_KEY_REVOKED;
+	end = atomic_load(&to->expires);
+	if (end != 0 && now >= end)
+		return KV_KEY_EXPIRED;
+	*a = to;
+	return KV_KEY_OK;
+}
+
+const char *
+kv_keys_refusal(enum kv_key_verdict v)
+{
+	switch (v) {
+	case KV_KEY_REVOKED:
+		return "this API key was revoked: ask the gateway's operator for a new one";
+	case KV_KEY_ROTATED:
+		return "this API key was replaced by a new one (kvctl keys rotate): "
+		    "use the new key";
+	case KV_KEY_EXPIRED:
+		return "this API key has expired: ask the gateway's operator for a new one";
+	case KV_KEY_OK:
+	default:
+		return "ok";
+	}
+}
+
+enum kv_period
+kv_keys_period(const struct kv_account *a, enum kv_period configured)
+{
+	uint32_t p = atomic_load(&a->period);
+
+	return p >= 1 && p <= KV_PERIOD_MONTHLY + 1 ? (enum kv_period)(p - 1) : configured;
+}
+
+int
+kv_keys_parse_period(const char *s, int *period)
+{
+	static const char *const names[] = { "none", "daily", "weekly", "monthly" };
+	int i;
+
+	for (i = 0; i < 4; i++)
+		if (strcmp(s, names[i]) == 0) {
+			*period = i;
+			return 0;
+		}
+	return -1;
+}
+
+const char *
+kv_keys_config_clash(const struct kv_ledger *l, const struct kv_config *cf)
+{
+	const struct kv_account *a;
+	size_t i;
+
+	for (i = 0; i < cf->nkeys; i++) {
+		a = kv_keys_find_label(l, cf->keys[i].label);
+		if (a != NULL && (atomic_load(&a->aflags) & KV_AF_ISSUED) &&
+		    memcmp(a->hash, cf->keys[i].hash, 32) != 0)
+			return cf->keys[i].label;
+	}
+	return NULL;
+}
