@@ -1351,17 +1351,24 @@ set_redis(struct cfg_parse *p, const char *v)
 	return 0;
 }
 
+/* A ca_file kept in a fixed buffer DST of SIZE bytes: readable now, so a
+ * typo fails the config check, not the first handshake. */
+static int
+set_ca_path(struct cfg_parse *p, const char *v, char *dst, size_t size)
+{
+	if (strlen(v) >= size)
+		return cfg_err(p, p->lineno, "ca_file: at most %zu bytes", size - 1);
+	if (access(v, R_OK) == -1)
+		return cfg_err(p, p->lineno, "ca_file: %s: %s", v, strerror(errno));
+	strcpy(dst, v);
+	return 0;
+}
+
 /* [cluster] ca_file: the trust anchors a rediss:// server is verified with */
 static int
 set_cluster_ca_file(struct cfg_parse *p, const char *v)
 {
-	if (strlen(v) >= sizeof(p->cf->cluster.ca_file))
-		return cfg_err(p, p->lineno, "ca_file: at most %zu bytes",
-		    sizeof(p->cf->cluster.ca_file) - 1);
-	if (access(v, R_OK) == -1)
-		return cfg_err(p, p->lineno, "ca_file: %s: %s", v, strerror(errno));
-	strcpy(p->cf->cluster.ca_file, v);
-	return 0;
+	return set_ca_path(p, v, p->cf->cluster.ca_file, sizeof(p->cf->cluster.ca_file));
 }
 
 static int
@@ -1465,13 +1472,7 @@ set_alert_format(struct cfg_parse *p, const char *v)
 static int
 set_alert_ca_file(struct cfg_parse *p, const char *v)
 {
-	if (strlen(v) >= sizeof(p->cf->alerts.ca_file))
-		return cfg_err(p, p->lineno, "ca_file: at most %zu bytes",
-		    sizeof(p->cf->alerts.ca_file) - 1);
-	if (access(v, R_OK) == -1)
-		return cfg_err(p, p->lineno, "ca_file: %s: %s", v, strerror(errno));
-	strcpy(p->cf->alerts.ca_file, v);
-	return 0;
+	return set_ca_path(p, v, p->cf->alerts.ca_file, sizeof(p->cf->alerts.ca_file));
 }
 
 /* An ACL user: AUTH user password (Redis 6+). */
