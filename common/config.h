@@ -144,6 +144,7 @@ struct kv_alerts {
 	int	  thresholds[KV_ALERT_THRESHOLDS_MAX];	/* percent of budget, ascending */
 	int	  nthresholds;
 	int	  slack;		/* format = slack: {"text": ...} */
+	char	  ca_file[256];		/* trust anchors for an https:// webhook; "": the system's */
 };
 
 struct kv_config {

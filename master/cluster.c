@@ -18,12 +18,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
+#include "common/redis_keys.h"
 #include "master/redis.h"
 #include "shm/incarnation.h"
 #include "shm/lease.h"
 #include "shm/ratelimit.h"
-#include "worker/worker.h"
 
 #define SYNC_MS		500	/* settled spend reaches Redis within a second */
 #define NEED_MS		100	/* a refusal for want of lease is answered this soon */
@@ -455,9 +456,9 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 	bs = s->known_budget != -1 && budget != s->known_budget ? budget : -1;
 	for (k = 0; k < 32; k++)
 		snprintf(hex + 2 * k, 3, "%02x", a->hash[k]);
-	k = snprintf(kb->keys[b->n], sizeof(kb->keys[0]), "kv:%s:%" PRId64, hex, s->period);
+	k = snprintf(kb->keys[b->n], sizeof(kb->keys[0]), KV_REDIS_PERIOD_FMT, hex, s->period);
 	arg_str(kb, kb->keys[b->n], (size_t)k);
-	snprintf(kb->keys[BATCH + b->n], sizeof(kb->keys[0]), "kv:%s:rl", hex);
+	snprintf(kb->keys[BATCH + b->n], sizeof(kb->keys[0]), KV_REDIS_RATE_FMT, hex);
 	arg_num(ab, u);
 	arg_num(ab, want);
 	arg_num(ab, floor);

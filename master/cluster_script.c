@@ -55,6 +55,8 @@
  * where others
  * = C minus this host's commitment, and "ahead" counts what the other hosts
  * hold as used. */
+#include "common/redis_keys.h"
+
 const char kv_cluster_sync_lua[] =
 "local host, inc = ARGV[1], ARGV[2]\n"
 "local ttl, share = tonumber(ARGV[3]), tonumber(ARGV[4])\n"
@@ -67,7 +69,7 @@ const char kv_cluster_sync_lua[] =
 "local nk = #KEYS / 2\n"
 "local me, hbms, final = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])\n"
 "local dep, fk = tonumber(ARGV[8]), 'f:' .. host\n"
-"local hb = 'kv:hb:' .. host\n"
+"local hb = '" KV_REDIS_HB_PREFIX "' .. host\n"
 "local holder = redis.call('GET', hb)\n"
 "if holder and holder ~= me then return redis.error_reply('KVCLASH ' .. holder) end\n"
 "if final == 1 then redis.call('DEL', hb) else redis.call('SET', hb, me, 'PX', hbms) end\n"
@@ -135,7 +137,7 @@ const char kv_cluster_sync_lua[] =
 "end\n"
 "local others = {}\n"
 "if dep > 0 then\n"
-"  for _, x in ipairs(redis.call('HKEYS', 'kv:hosts')) do\n"
+"  for _, x in ipairs(redis.call('HKEYS', '" KV_REDIS_HOSTS "')) do\n"
 "    if x ~= host then others[#others + 1] = x end\n"
 "  end\n"
 "end\n"
@@ -175,7 +177,7 @@ const char kv_cluster_sync_lua[] =
 "  end\n"
 "end\n"
 "local out = {}\n"
-"redis.call('HSET', 'kv:hosts', host, s(now))\n"
+"redis.call('HSET', '" KV_REDIS_HOSTS "', host, s(now))\n"
 "for i = 1, nk do\n"
 "  local k = KEYS[i]\n"
 "  local b = 8 + (i - 1) * 19\n"
