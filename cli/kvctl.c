@@ -429,7 +429,7 @@ cmd_forget(struct kvctl *k)
 		    "config gets a fresh account at the next start" : "");
 		return KVCTL_EXIT_OK;
 	}
-	atomic_fetch_or(&a->aflags, KV_AF_FORGET);
+	kv_account_mark_forget(a);
 	atomic_store(&k->l.hdr->reclaim_wanted, 1);
 	/* A key of the config is given a fresh account at once, perhaps in the
 	 * same slot with the same tag: a cleared KV_AF_FORGET says it is done. */
@@ -459,9 +459,7 @@ budget_from_config(struct kvctl *k, struct kv_account *a)
 		    "budget to go back to (set one with `kvctl budget KEY AMOUNT`)\n", desc);
 		return KVCTL_EXIT_USAGE;
 	}
-	v = atomic_load(&a->config_budget_nusd);
-	atomic_fetch_and(&a->aflags, ~KV_AF_OVERRIDE);
-	atomic_store(&a->budget_nusd, v);
+	v = kv_account_budget_from_config(a);
 	kvctl_format_money(v, now, sizeof(now));
 	printf("budget of %s: %s (the config's; override dropped)\n", desc, now);
 	(void)k;

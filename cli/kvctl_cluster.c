@@ -26,6 +26,8 @@
 #include <openssl/x509v3.h>
 
 #include "common/config.h"
+#include "common/jsonline.h"
+#include "common/redis_keys.h"
 #include "common/resp.h"
 #include "shm/lease.h"
 #include "shm/report.h"
@@ -290,7 +292,7 @@ print_key(FILE *f, const char *key, const struct kv_resp_value *h,
 	if (json) {
 		fprintf(f, "%s{\"id\":\"%s\",\"label\":", first ? "" : ",", id);
 		if (label[0] != '\0')
-			kv_report_json_string(f, label);
+			kv_json_write_string(f, label);
 		else
 			fputs("null", f);
 		fprintf(f, ",\"period\":%s,\"budget_nusd\":%" PRId64 ",\"spent_nusd\":%"
@@ -328,7 +330,7 @@ print_key(FILE *f, const char *key, const struct kv_resp_value *h,
 		}
 		if (json) {
 			fprintf(f, "%s{\"host\":", nh ? "," : "");
-			kv_report_json_string(f, host);
+			kv_json_write_string(f, host);
 			fprintf(f, ",\"granted_nusd\":%" PRId64 ",\"spent_nusd\":%" PRId64
 			    ",\"lease_nusd\":%" PRId64 ",\"expires_ms\":%" PRId64
 			    ",\"expired\":%s}", g - z, u - z, g > u ? g - u : 0, e,
@@ -385,7 +387,7 @@ print_rates(FILE *f, const struct kv_resp_value *h, int64_t now, int json)
 		tg = hval(h, "tg:", host), tu = hval(h, "tu:", host);
 		if (json) {
 			fprintf(f, "%s{\"host\":", nh ? "," : ",\"rate_hosts\":[");
-			kv_report_json_string(f, host);
+			kv_json_write_string(f, host);
 			fprintf(f, ",\"requests_lease\":%" PRId64 ",\"requests_used\":%" PRId64
 			    ",\"tokens_lease\":%" PRId64 ",\"tokens_used\":%" PRId64
 			    ",\"expired\":%s}", rg > ru ? rg - ru : 0, ru, tg > tu ? tg - tu : 0,
@@ -406,7 +408,7 @@ print_rates(FILE *f, const struct kv_resp_value *h, int64_t now, int json)
 static int
 print_hosts(FILE *f, struct rconn *c, int64_t now, int json)
 {
-	const char *hg[] = { "HGETALL", "kv:hosts" };
+	const char *hg[] = { "HGETALL", KV_REDIS_HOSTS };
 	const struct kv_resp_value *v = call(c, 2, hg);
 	size_t i;
 	char host[80];
@@ -422,7 +424,7 @@ print_hosts(FILE *f, struct rconn *c, int64_t now, int json)
 		host[n] = '\0';
 		if (json) {
 			fputs(i ? ",{\"host\":" : "{\"host\":", f);
-			kv_report_json_string(f, host);
+			kv_json_write_string(f, host);
 			fprintf(f, ",\"last_sync_ms\":%" PRId64 "}", seen);
 		} else {
 			kvctl_printable(host);
@@ -443,7 +445,7 @@ print_keys(FILE *f, struct rconn *c, const struct kv_ledger *l, int64_t now, int
 	int rc = 0, first = 1;
 
 	do {
-		const char *scan[] = { "SCAN", cursor, "MATCH", "kv:*:*", "COUNT", "1000" };
+		const char *scan[] = { "SCAN", cursor, "MATCH", KV_REDIS_KEYS_MATCH, "COUNT", "1000" };
 
 		if ((v = call(c, 6, scan)) == NULL || v->type != KV_RESP_ARRAY || v->n != 2 ||
 		    v->elem[0].len >= sizeof(cursor))
@@ -470,13 +472,15 @@ print_keys(FILE *f, struct rconn *c, const struct kv_ledger *l, int64_t now, int
 		size_t kl = strlen(keys[i]);
 
 		/* kv:HASH:rl holds the rate-limit buckets, not a budget period */
-		if (kl < 16 || strcmp(keys[i] + kl - 3, ":rl") == 0 ||
+		if (kl < 16 ||
+		    strcmp(keys[i] + kl - strlen(KV_REDIS_RATE_SUFFIX), KV_REDIS_RATE_SUFFIX) == 0 ||
 		    (v = call(c, 2, hg)) == NULL || v->type != KV_RESP_ARRAY)
 			continue;
 		print_key(f, keys[i], v, l, now, json, first);
 		first = 0;
 		/* the rate leases live in kv:HASH:rl, beside the period hash */
-		snprintf(rk, sizeof(rk), "%.*s:rl", (int)(strchr(keys[i] + 3, ':') -
+		snprintf(rk, sizeof(rk), "%.*s" KV_REDIS_RATE_SUFFIX,
+		    (int)(strchr(keys[i] + strlen(KV_REDIS_PREFIX), ':') -
 		    keys[i]), keys[i]);
 		if ((v = call(c, 2, rh)) != NULL && v->type == KV_RESP_ARRAY)
 			print_rates(f, v, now, json);

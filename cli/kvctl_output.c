@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/duration.h"
 #include "shm/ratelimit.h"
 #include "shm/report.h"
 

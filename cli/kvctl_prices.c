@@ -18,6 +18,7 @@
 
 #include "common/catalog.h"
 #include "common/config.h"
+#include "common/jsonline.h"
 #include "common/pricetab.h"
 #include "shm/report.h"
 
@@ -188,12 +189,12 @@ json_price(FILE *f, const struct kv_config *cf, const struct priced *m)
 
 	rule_source(cf, m, src, sizeof(src));
 	fputs("{\"model\":", f);
-	kv_report_json_string(f, m->model);
+	kv_json_write_string(f, m->model);
 	fprintf(f, ",\"rule\":\"%s\",\"source\":", rule_name(m->rule));
-	kv_report_json_string(f, src);
+	kv_json_write_string(f, src);
 	if (m->p != NULL && m->p->model[0] != '\0' && strcmp(m->p->model, m->model) != 0) {
 		fputs(",\"section\":", f);
-		kv_report_json_string(f, m->p->model);
+		kv_json_write_string(f, m->p->model);
 	}
 	if (m->older != NULL) {
 		fputs(",\"older_family\":", f);
@@ -393,7 +394,7 @@ diff_tables(const struct kv_config *was, const struct kv_config *now, int json)
 		if (json) {
 			fputs(ndiff ? "," : "", stdout);
 			fputs("{\"model\":", stdout);
-			kv_report_json_string(stdout, name);
+			kv_json_write_string(stdout, name);
 			fputs(",\"before\":", stdout);
 			json_price(stdout, was, &a);
 			fputs(",\"after\":", stdout);
@@ -442,9 +443,9 @@ check_file(const struct kv_config *cf, const char *config, const char *file, int
 	if (cf == NULL) {	/* no config: the file alone */
 		if (json) {
 			fputs("{\"file\":", stdout);
-			kv_report_json_string(stdout, file);
+			kv_json_write_string(stdout, file);
 			fputs(",\"valid\":true,\"summary\":", stdout);
-			kv_report_json_string(stdout, summary);
+			kv_json_write_string(stdout, summary);
 			fputs("}\n", stdout);
 		} else {
 			printf("%s: ok: %s\n", file, summary);
@@ -462,9 +463,9 @@ check_file(const struct kv_config *cf, const char *config, const char *file, int
 	}
 	if (json) {
 		fputs("{\"file\":", stdout);
-		kv_report_json_string(stdout, file);
+		kv_json_write_string(stdout, file);
 		fputs(",\"valid\":true,\"summary\":", stdout);
-		kv_report_json_string(stdout, summary);
+		kv_json_write_string(stdout, summary);
 		fputs(",\"differences\":[", stdout);
 	} else {
 		printf("%s: ok: %s\n", file, summary);

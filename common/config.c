@@ -1352,17 +1352,24 @@ set_redis(struct cfg_parse *p, const char *v)
 	return 0;
 }
 
+/* A ca_file kept in a fixed buffer DST of SIZE bytes: readable now, so a
+ * typo fails the config check, not the first handshake. */
+static int
+set_ca_path(struct cfg_parse *p, const char *v, char *dst, size_t size)
+{
+	if (strlen(v) >= size)
+		return cfg_err(p, p->lineno, "ca_file: at most %zu bytes", size - 1);
+	if (access(v, R_OK) == -1)
+		return cfg_err(p, p->lineno, "ca_file: %s: %s", v, strerror(errno));
+	strcpy(dst, v);
+	return 0;
+}
+
 /* [cluster] ca_file: the trust anchors a rediss:// server is verified with */
 static int
 set_cluster_ca_file(struct cfg_parse *p, const char *v)
 {
-	if (strlen(v) >= sizeof(p->cf->cluster.ca_file))
-		return cfg_err(p, p->lineno, "ca_file: at most %zu bytes",
-		    sizeof(p->cf->cluster.ca_file) - 1);
-	if (access(v, R_OK) == -1)
-		return cfg_err(p, p->lineno, "ca_file: %s: %s", v, strerror(errno));
-	strcpy(p->cf->cluster.ca_file, v);
-	return 0;
+	return set_ca_path(p, v, p->cf->cluster.ca_file, sizeof(p->cf->cluster.ca_file));
 }
 
 static int
@@ -1416,6 +1423,12 @@ set_lease_ttl(struct cfg_parse *p, const char *v)
 	return set_seconds(p, "lease_ttl", v, 2, &p->cf->cluster.lease_ttl);
 }
 
+static int
+set_departed_after(struct cfg_parse *p, const char *v)
+{
+	return set_seconds(p, "departed_after", v, 0, &p->cf->cluster.departed_after);
+}
+
 /* ---- [alerts] --------------------------------------------------------------- */
 
 static int
@@ -1460,6 +1473,13 @@ set_alert_format(struct cfg_parse *p, const char *v)
 		return cfg_err(p, p->lineno, "format: want json or slack, not '%s'", v);
 	p->cf->alerts.slack = strcmp(v, "slack") == 0;
 	return 0;
+}
+
+/* [alerts] ca_file: the trust anchors an https:// webhook is verified with */
+static int
+set_alert_ca_file(struct cfg_parse *p, const char *v)
+{
+	return set_ca_path(p, v, p->cf->alerts.ca_file, sizeof(p->cf->alerts.ca_file));
 }
 
 /* An ACL user: AUTH user password (Redis 6+). */
@@ -1591,6 +1611,7 @@ static const struct cfg_key cluster_keys[] = {
 	{ "lease_max",		set_lease_max,		0 },
 	{ "lease_share",	set_lease_share,	0 },
 	{ "lease_ttl",		set_lease_ttl,		0 },
+	{ "departed_after",	set_departed_after,	0 },
 	{ "require_persistence",	set_require_persistence,	0 },
 	{ "on_redis_down",	set_on_redis_down,	0 },
 	{ NULL, NULL, 0 }
@@ -1600,6 +1621,7 @@ static const struct cfg_key alerts_keys[] = {
 	{ "webhook",		set_alert_webhook,	CFG_SECRET },
 	{ "thresholds",		set_alert_thresholds,	0 },
 	{ "format",		set_alert_format,	0 },
+	{ "ca_file",		set_alert_ca_file,	0 },
 	{ NULL, NULL, 0 }
 };
 
@@ -2019,6 +2041,7 @@ cfg_defaults(struct kv_config *cf)
 	cf->cluster.lease_max_nusd = 1000000000;	/* $1.00 */
 	cf->cluster.lease_share = 25;
 	cf->cluster.lease_ttl = 10;
+	cf->cluster.departed_after = 300;
 }
 
 /* The machine id (/etc/machine-id, 32 hex digits) into OUT; 0 or -1. */

@@ -129,6 +129,8 @@ struct kv_cluster {
 	int64_t	  lease_max_nusd;	/* largest free lease a host holds per key */
 	int	  lease_share;		/* percent of the unleased budget one grant may take */
 	int	  lease_ttl;		/* seconds a lease lives without renewal */
+	int	  departed_after;	/* seconds after a lease expired that its unused
+					   part returns to the pool; 0: never */
 	int	  open_when_down;	/* on_redis_down = open */
 	int	  require_persistence;	/* refuse a Redis without AOF or RDB */
 };
@@ -142,6 +144,7 @@ struct kv_alerts {
 	int	  thresholds[KV_ALERT_THRESHOLDS_MAX];	/* percent of budget, ascending */
 	int	  nthresholds;
 	int	  slack;		/* format = slack: {"text": ...} */
+	char	  ca_file[256];		/* trust anchors for an https:// webhook; "": the system's */
 };
 
 /* A model's version after a glob's prefix (pricetab.c): up to 4 numeric

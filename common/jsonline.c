@@ -43,6 +43,23 @@ full:
 	return -1;
 }
 
+void
+kv_json_write_string(FILE *f, const char *s)
+{
+	enum { CHUNK = 256 };
+	char buf[CHUNK * 6 + 3];	/* a byte escapes to at most 6, plus quotes */
+	size_t n = strlen(s), m, pos;
+
+	fputc('"', f);
+	for (; n > 0; s += m, n -= m) {
+		m = n < CHUNK ? n : CHUNK;
+		pos = 0;
+		(void)kv_jsonline_string(buf, sizeof(buf), &pos, s, m);	/* fits */
+		fwrite(buf + 1, 1, pos - 2, f);	/* without its quotes */
+	}
+	fputc('"', f);
+}
+
 /* Skip the string whose opening quote is at s[i]; returns the index after
  * its closing quote, or 0 when it does not close within len. */
 static size_t

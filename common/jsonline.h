@@ -5,12 +5,19 @@
 #define KV_JSONLINE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* Append S (len bytes) to buf[*pos..cap) as a JSON string literal, quotes
  * included; bytes below 0x20, '"', '\\' and 0x7f are escaped. Returns 0,
  * or -1 when it does not fit (buf then holds a cut prefix). */
 int	kv_jsonline_string(char *buf, size_t cap, size_t *pos, const char *s,
 	    size_t len);
+
+/* Write S (terminated) to F as a JSON string literal, quotes included,
+ * escaped as kv_jsonline_string escapes (the one JSON string writer:
+ * kvctl's and the status page's JSON, the request log). Errors are F's
+ * (ferror). */
+void	kv_json_write_string(FILE *f, const char *s);
 
 /* Find the member NAME of the top-level object in LINE (len bytes, need
  * not be terminated) and copy its value to out (terminated): a string's

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,11 +21,11 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 
 #include "common/jsonline.h"
 #include "common/log.h"
 #include "common/money.h"
+#include "common/tls_client.h"
 
 #define ALERT_TRIES	4
 #define ALERT_IO_S	10	/* per connect, write and read */
@@ -206,9 +207,39 @@ dial(const struct url *u)
 	return fd;
 }
 
-/* One POST; returns the HTTP status, or -1. */
+/* Whether HOST is an IP address literal (checked as one, not as a name). */
 static int
-post_once(const struct url *u, const char *body)
+numeric_host(const char *host)
+{
+	unsigned char a[16];
+
+	return inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1;
+}
+
+/* A verified TLS session over FD, in *CTX and *SSL (freed by the caller
+ * either way): verified as the gateway verifies its upstreams, with the
+ * one client set-up (common/tls_client.h): CA_FILE when not "", else the
+ * system store (SSL_CERT_FILE honoured), and the host name or IP address.
+ * 0, or -1. */
+static int
+tls_open(int fd, const struct url *u, const char *ca_file, SSL_CTX **ctx, SSL **ssl)
+{
+	if ((*ctx = kv_tls_client_ctx(ca_file[0] ? ca_file : NULL, NULL, 0)) == NULL ||
+	    (*ssl = SSL_new(*ctx)) == NULL || SSL_set_fd(*ssl, fd) != 1 ||
+	    kv_tls_expect_host(*ssl, u->host, numeric_host(u->host)) != 0)
+		return -1;
+	if (SSL_connect(*ssl) != 1) {
+		kv_log_warnx("KV0812", "alerts: TLS to %s: %s", u->host,
+		    ERR_reason_error_string(ERR_get_error()));
+		return -1;
+	}
+	return 0;
+}
+
+/* One POST, an https:// one verified against CA_FILE ("": the system's);
+ * returns the HTTP status, or -1. */
+static int
+post_once(const struct url *u, const char *ca_file, const char *body)
 {
 	char req[4096], resp[256];
 	SSL_CTX *ctx = NULL;
@@ -221,22 +252,8 @@ post_once(const struct url *u, const char *body)
 	if (n < 0 || (size_t)n >= sizeof(req) || (fd = dial(u)) == -1)
 		return -1;
 	if (u->tls) {
-		/* Verified as the gateway verifies its upstreams: the system store
-		 * (SSL_CERT_FILE honoured) and the host name or IP address. */
-		ctx = SSL_CTX_new(TLS_client_method());
-		if (ctx == NULL || SSL_CTX_set_default_verify_paths(ctx) != 1 ||
-		    (ssl = SSL_new(ctx)) == NULL || SSL_set_fd(ssl, fd) != 1)
+		if (tls_open(fd, u, ca_file, &ctx, &ssl) != 0)
 			goto out;
-		SSL_set_verify(ssl, SSL_VERIFY_PEER, NULL);
-		if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), u->host) != 1) {
-			SSL_set_tlsext_host_name(ssl, u->host);
-			SSL_set1_host(ssl, u->host);
-		}
-		if (SSL_connect(ssl) != 1) {
-			kv_log_warnx("KV0812", "alerts: TLS to %s: %s", u->host,
-			    ERR_reason_error_string(ERR_get_error()));
-			goto out;
-		}
 		if (SSL_write(ssl, req, n) != n)
 			goto out;
 		while (got < (int)sizeof(resp) - 1 &&
@@ -262,7 +279,8 @@ out:
 }
 
 static void __attribute__((noreturn))
-deliver(const struct kv_ledger *l, const char *url, const char *body, const char *what)
+deliver(const struct kv_ledger *l, const struct kv_alerts *al, const char *body,
+    const char *what)
 {
 	struct url u;
 	int i, st = -1;
@@ -281,14 +299,14 @@ deliver(const struct kv_ledger *l, const char *url, const char *body, const char
 	signal(SIGINT, SIG_DFL);
 	signal(SIGHUP, SIG_IGN);
 	alarm(ALERT_TOTAL_S);	/* whatever happens, the child goes */
-	if (parse_url(url, &u) == -1) {
+	if (parse_url(al->webhook, &u) == -1) {
 		kv_log_warnx("KV0813", "alerts: the webhook URL cannot be used");
 		_exit(1);
 	}
 	for (i = 0; i < ALERT_TRIES; i++) {
 		if (i > 0)
 			sleep(1u << (i - 1));	/* 1, 2, 4 s */
-		st = post_once(&u, body);
+		st = post_once(&u, al->ca_file, body);
 		if (st >= 200 && st < 300) {
 			kv_log_info("alert sent: %s (attempt %d)", what, i + 1);
 			_exit(0);
@@ -318,7 +336,7 @@ send_alert(const struct kv_config *cf, const struct kv_ledger *l, const struct k
 		return;
 	}
 	if (pid == 0)
-		deliver(l, cf->alerts.webhook, body, what);	/* a, in the ledger, is gone there */
+		deliver(l, &cf->alerts, body, what);	/* a, in the ledger, is gone there */
 	/* The master's reap() collects it with the workers (unknown pids are
 	 * just reaped). */
 }

@@ -18,11 +18,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
+#include "common/redis_keys.h"
 #include "master/redis.h"
+#include "shm/incarnation.h"
 #include "shm/lease.h"
 #include "shm/ratelimit.h"
-#include "worker/worker.h"
 
 #define SYNC_MS		500	/* settled spend reaches Redis within a second */
 #define NEED_MS		100	/* a refusal for want of lease is answered this soon */
@@ -348,14 +350,16 @@ rl_cap_lower(struct kv_account *a, enum kv_lease_rate which, struct rlease *r, i
 }
 
 #define ARGS_PER	19
+#define HEAD_ARGS	8	/* host, incarnation, ttl, share, instance, heartbeat,
+				   final, departed: ARGV[1..8] */
 #define FIELDS		11	/* per key in the script's reply */
 #define NUMBUF		24
 
 struct callbuf {
-	const char	*argv[3 + 2 * BATCH + 4 + BATCH * ARGS_PER];
-	size_t		 lens[3 + 2 * BATCH + 4 + BATCH * ARGS_PER];
+	const char	*argv[3 + 2 * BATCH + HEAD_ARGS + BATCH * ARGS_PER];
+	size_t		 lens[3 + 2 * BATCH + HEAD_ARGS + BATCH * ARGS_PER];
 	char		 keys[2 * BATCH][112];
-	char		 nums[4 + BATCH * ARGS_PER][NUMBUF];
+	char		 nums[HEAD_ARGS + BATCH * ARGS_PER][NUMBUF];
 	int		 argc, nn;
 };
 
@@ -452,9 +456,9 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 	bs = s->known_budget != -1 && budget != s->known_budget ? budget : -1;
 	for (k = 0; k < 32; k++)
 		snprintf(hex + 2 * k, 3, "%02x", a->hash[k]);
-	k = snprintf(kb->keys[b->n], sizeof(kb->keys[0]), "kv:%s:%" PRId64, hex, s->period);
+	k = snprintf(kb->keys[b->n], sizeof(kb->keys[0]), KV_REDIS_PERIOD_FMT, hex, s->period);
 	arg_str(kb, kb->keys[b->n], (size_t)k);
-	snprintf(kb->keys[BATCH + b->n], sizeof(kb->keys[0]), "kv:%s:rl", hex);
+	snprintf(kb->keys[BATCH + b->n], sizeof(kb->keys[0]), KV_REDIS_RATE_FMT, hex);
 	arg_num(ab, u);
 	arg_num(ab, want);
 	arg_num(ab, floor);
@@ -778,6 +782,7 @@ sync_all(struct kv_cluster_host *h, int final)
 			arg_str(&ab, h->me, strlen(h->me));
 			arg_num(&ab, HB_MS);
 			arg_num(&ab, final);
+			arg_num(&ab, (int64_t)h->c.departed_after * 1000);
 		}
 		/* while another instance holds the host id, only ask for it */
 		if (h->clash || add_account(h, b, &kb, &ab, i) == -1 || b->n < BATCH)
@@ -949,7 +954,9 @@ struct kv_cluster_host *
 kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l)
 {
 	struct kv_cluster_host *h;
+	uint64_t inc;
 	uint32_t i;
+	int drawn;
 
 	atomic_store(&l->hdr->cluster, 0);
 	if (!cf->cluster.enabled)
@@ -973,7 +980,18 @@ kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l)
 	h->period = cf->period;
 	h->l = l;
 	h->last_ok_ms = kv_now_ms();
-	snprintf(h->inc, sizeof(h->inc), "%" PRId64, (int64_t)atomic_load(&l->hdr->created));
+	if ((inc = kv_ledger_incarnation(l, h->c.host_id, &drawn)) == 0) {
+		kv_log_warn("KV0771", "cluster: cannot draw this ledger's incarnation: "
+		    "not leasing");
+		kv_redis_free(h->redis);
+		free(h->acct);
+		free(h);
+		return NULL;
+	}
+	snprintf(h->inc, sizeof(h->inc), "%016" PRIx64, inc);
+	if (drawn)
+		kv_log_info("cluster: this ledger is incarnation %s of host %s (a new or "
+		    "copied ledger)", h->inc, h->c.host_id);
 	snprintf(h->me, sizeof(h->me), "%016" PRIx64 " %.64s pid %d",
 	    (uint64_t)atomic_load(&l->hdr->instance), l->hdr->master_host,
 	    (int)atomic_load(&l->hdr->master_pid));

@@ -12,7 +12,9 @@
  *   g:H u:H	host H's cumulative grant and cumulative reported spend
  *   z:H	H's zero point: its spend before the last reset of the key
  *   e:H i:H	H's lease expiry (Redis ms) and incarnation (ledger id)
- *   R		committed by retired incarnations, until a reset
+ *   f:H	H's floor at its last report: its spend and requests in flight
+ *   R		committed by retired incarnations, until a reset or DEP
+ *   Rf Rt	of R, what they held unused, and when their lease expired
  *   Z		how many times the key's spend was reset this period
  * Invariant kept by every grant: C <= budget. A host's spend never passes
  * its grant (its workers admit against it), so the sum of all spend since
@@ -41,7 +43,8 @@
  *
  * KEYS: the accounts' period hashes, then their rate-limit hashes. ARGV:
  * host, incarnation, ttl ms, share percent, instance, heartbeat ms, final
- * (1: the host stops), then per key: spent, want,
+ * (1: the host stops), departed ms (DEP: a lease expired this long ago
+ * returns its unused part; 0: never), then per key: spent, want,
  * floor, need, budget to set (-1 for none), budget when the key is new,
  * key TTL seconds (0 for none), rpm, tpm, for requests then tokens: used,
  * want, floor, need (cumulative units), then reset (1: reset the key's
@@ -52,6 +55,8 @@
  * where others
  * = C minus this host's commitment, and "ahead" counts what the other hosts
  * hold as used. */
+#include "common/redis_keys.h"
+
 const char kv_cluster_sync_lua[] =
 "local host, inc = ARGV[1], ARGV[2]\n"
 "local ttl, share = tonumber(ARGV[3]), tonumber(ARGV[4])\n"
@@ -63,7 +68,8 @@ const char kv_cluster_sync_lua[] =
 "local zk = 'z:' .. host\n"
 "local nk = #KEYS / 2\n"
 "local me, hbms, final = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])\n"
-"local hb = 'kv:hb:' .. host\n"
+"local dep, fk = tonumber(ARGV[8]), 'f:' .. host\n"
+"local hb = '" KV_REDIS_HB_PREFIX "' .. host\n"
 "local holder = redis.call('GET', hb)\n"
 "if holder and holder ~= me then return redis.error_reply('KVCLASH ' .. holder) end\n"
 "if final == 1 then redis.call('DEL', hb) else redis.call('SET', hb, me, 'PX', hbms) end\n"
@@ -129,15 +135,57 @@ const char kv_cluster_sync_lua[] =
 "  redis.call('EXPIRE', rk, 600)\n"
 "  return res\n"
 "end\n"
+"local others = {}\n"
+"if dep > 0 then\n"
+"  for _, x in ipairs(redis.call('HKEYS', '" KV_REDIS_HOSTS "')) do\n"
+"    if x ~= host then others[#others + 1] = x end\n"
+"  end\n"
+"end\n"
+/* A lease expired DEP ms ago without renewal (its host, or that
+ * incarnation, departed) returns its unused part to the pool, once: what
+ * was last reported spent or in flight (f:X) stays counted. The same for
+ * what retired incarnations held unused (Rf), DEP ms after their lease
+ * expired (Rt). docs/cluster.md has why this is the conservative rule. */
+"local function depart(k)\n"
+"  if dep <= 0 then return end\n"
+"  local q = { 'Rf', 'Rt' }\n"
+"  for _, x in ipairs(others) do\n"
+"    q[#q + 1], q[#q + 2], q[#q + 3], q[#q + 4] = 'e:' .. x, 'g:' .. x, 'u:' .. x, 'f:' .. x\n"
+"  end\n"
+"  local v = redis.call('HMGET', k, unpack(q))\n"
+"  local back, set = 0, {}\n"
+"  local rf = tonumber(v[1]) or 0\n"
+"  if rf > 0 and (tonumber(v[2]) or 0) + dep < now then\n"
+"    back = rf\n"
+"    set[1], set[2] = 'Rf', '0'\n"
+"    redis.call('HINCRBY', k, 'R', s(-rf))\n"
+"  end\n"
+"  for j, x in ipairs(others) do\n"
+"    local e, g = tonumber(v[4 * j - 1]), tonumber(v[4 * j])\n"
+"    if e and g and e + dep < now then\n"
+"      local u = tonumber(v[4 * j + 1]) or 0\n"
+"      local keep = math.max(u, math.min(g, tonumber(v[4 * j + 2]) or g))\n"
+"      if g > keep then\n"
+"        back = back + g - keep\n"
+"        set[#set + 1], set[#set + 2] = 'g:' .. x, s(keep)\n"
+"      end\n"
+"    end\n"
+"  end\n"
+"  if back > 0 then\n"
+"    redis.call('HINCRBY', k, 'C', s(-back))\n"
+"    redis.call('HSET', k, unpack(set))\n"
+"  end\n"
+"end\n"
 "local out = {}\n"
-"redis.call('HSET', 'kv:hosts', host, s(now))\n"
+"redis.call('HSET', '" KV_REDIS_HOSTS "', host, s(now))\n"
 "for i = 1, nk do\n"
 "  local k = KEYS[i]\n"
-"  local b = 7 + (i - 1) * 19\n"
+"  local b = 8 + (i - 1) * 19\n"
 "  local u, w, f = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])\n"
 "  local need, bs, db = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]), tonumber(ARGV[b + 6])\n"
 "  local kttl, reset, zr = tonumber(ARGV[b + 7]), tonumber(ARGV[b + 18]), tonumber(ARGV[b + 19])\n"
-"  local h = redis.call('HMGET', k, 'budget', 'C', 'S', gk, uk, ik, 'Z', zk)\n"
+"  depart(k)\n"
+"  local h = redis.call('HMGET', k, 'budget', 'C', 'S', gk, uk, ik, 'Z', zk, ek, fk)\n"
 "  local budget = tonumber(h[1]) or db\n"
 "  if bs >= 0 then budget = bs end\n"
 "  local C, S = tonumber(h[2]) or 0, tonumber(h[3]) or 0\n"
@@ -155,7 +203,7 @@ const char kv_cluster_sync_lua[] =
 "    local fs, set = {}, {}\n"
 "    for j = 1, #all, 2 do fs[all[j]] = all[j + 1] end\n"
 "    C, S = 0, 0\n"
-"    set[1], set[2] = 'R', '0'\n"
+"    set[1], set[2], set[3], set[4] = 'R', '0', 'Rf', '0'\n"
 "    for name, v in pairs(fs) do\n"
 "      local x = string.match(name, '^u:(.+)$')\n"
 "      if x then\n"
@@ -169,8 +217,17 @@ const char kv_cluster_sync_lua[] =
 "  end\n"
 "  if h[6] and h[6] ~= inc then\n"
      /* a new ledger under the same host id: the old one's holding stays
-      * counted in C and S for good; the new one starts from zero */
-"    redis.call('HINCRBY', k, 'R', s(math.max(g, uo) - z))\n"
+      * counted in C and S (R); the new one starts from zero. What it held
+      * beyond its spend and its requests in flight at its last report
+      * (Rf) returns to the pool DEP ms after its lease expired (depart) */
+"    local held = math.max(g, uo)\n"
+"    local keep = math.max(uo, math.min(g, tonumber(h[10]) or g))\n"
+"    redis.call('HINCRBY', k, 'R', s(held - z))\n"
+"    if held > keep then\n"
+"      local r = redis.call('HMGET', k, 'Rf', 'Rt')\n"
+"      redis.call('HSET', k, 'Rf', s((tonumber(r[1]) or 0) + held - keep),\n"
+"        'Rt', s(math.max(tonumber(r[2]) or 0, tonumber(h[9]) or now)))\n"
+"    end\n"
 "    g, uo, z = 0, 0, 0\n"
 "  end\n"
 "  if u < uo then u = uo end\n"
@@ -191,7 +248,7 @@ const char kv_cluster_sync_lua[] =
 "  C = C - cold + cnew\n"
 "  S = S - (uo - z) + (u - zn)\n"
 "  redis.call('HSET', k, 'budget', s(budget), 'C', s(C), 'S', s(S), gk, s(ng), uk, s(u),\n"
-"    ek, s(now + ttl), ik, inc, zk, s(zn), 'Z', s(Z))\n"
+"    ek, s(now + ttl), ik, inc, zk, s(zn), 'Z', s(Z), fk, s(fl))\n"
 "  if kttl > 0 then redis.call('EXPIRE', k, kttl) end\n"
 "  local r = rates(KEYS[nk + i], b)\n"
 "  out[i] = { ng, u, budget, C - cnew, S, r[1], r[2], r[3], r[4], Z, zn }\n"

@@ -17,10 +17,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
+#include "common/tls_client.h"
 #include "shm/targets.h"
-#include "worker/http.h"
-#include "worker/worker.h"
+#include "common/http.h"
 
 #define PROBE_TIMEOUT_MS	5000	/* a head later than this is a failure */
 #define RESOLVE_EVERY_MS	60000

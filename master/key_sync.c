@@ -12,17 +12,11 @@
 static void
 apply_budget(struct kv_account *a, const struct kv_keydef *k, int64_t budget)
 {
-	uint32_t fl = atomic_load(&a->aflags);
+	int64_t dropped = kv_account_config_budget(a, budget);
 
-	if ((fl & KV_AF_OVERRIDE) && atomic_load(&a->config_budget_nusd) == budget)
-		return;
-	if (fl & KV_AF_OVERRIDE) {
-		atomic_fetch_and(&a->aflags, ~KV_AF_OVERRIDE);
+	if (dropped >= 0)
 		kv_log_info("key %s: the config's budget changed, dropping the override of "
-		    "%lld nusd", k->label, (long long)atomic_load(&a->budget_nusd));
-	}
-	atomic_store(&a->config_budget_nusd, budget);
-	atomic_store(&a->budget_nusd, budget);
+		    "%lld nusd", k->label, (long long)dropped);
 }
 
 static int
@@ -56,7 +50,7 @@ void
 kv_key_sync(struct kv_ledger *l, const struct kv_config *cf)
 {
 	struct kv_account *a;
-	uint32_t j;
+	uint32_t j, fl;
 	size_t i;
 
 	atomic_store(&l->hdr->policy, cf->unknown_keys_deny ? KV_POLICY_DENY : 0);
@@ -74,10 +68,8 @@ kv_key_sync(struct kv_ledger *l, const struct kv_config *cf)
 		/* The label follows the config: a [key] renamed renames it. */
 		kv_account_set_label(a, k->label);
 		apply_budget(a, k, budget);
-		atomic_store(&a->rpm, k->rpm >= 0 ? (uint32_t)k->rpm : cf->default_rpm);
-		atomic_store(&a->tpm, k->tpm >= 0 ? (uint32_t)k->tpm : cf->default_tpm);
-		atomic_fetch_or(&a->aflags, KV_AF_CONFIG | KV_AF_KEPT);
-		atomic_fetch_and(&a->aflags, ~KV_AF_FORMER);
+		kv_account_config_key(a, k->rpm >= 0 ? (uint32_t)k->rpm : cf->default_rpm,
+		    k->tpm >= 0 ? (uint32_t)k->tpm : cf->default_tpm);
 	}
 	/* A key gone from the config keeps its label, marked as the one it
 	 * had (KV_AF_FORMER): the name now belongs to the config's key. */
@@ -85,12 +77,8 @@ kv_key_sync(struct kv_ledger *l, const struct kv_config *cf)
 		a = &l->accounts[j];
 		if (atomic_load(&a->state) != KV_SLOT_READY || in_config(cf, a->hash))
 			continue;
-		/* Written only when it changes: this pass runs over every
-		 * claimed slot at each start and reload. */
-		if (!(atomic_load(&a->aflags) & KV_AF_FORMER) &&
-		    ((atomic_load(&a->aflags) & KV_AF_CONFIG) || label_in_config(cf, a)))
-			atomic_fetch_or(&a->aflags, KV_AF_FORMER);
-		if (atomic_load(&a->aflags) & KV_AF_CONFIG)
-			atomic_fetch_and(&a->aflags, ~KV_AF_CONFIG);
+		fl = atomic_load(&a->aflags);
+		kv_account_config_gone(a, !(fl & (KV_AF_FORMER | KV_AF_CONFIG)) &&
+		    label_in_config(cf, a));
 	}
 }

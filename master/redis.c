@@ -27,9 +27,9 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "common/clock.h"
 #include "common/log.h"
-#include "worker/upstream.h"
-#include "worker/worker.h"
+#include "common/tls_client.h"
 
 #define CONNECT_TIMEOUT_MS	2000
 #define REPLY_TIMEOUT_MS	3000

@@ -26,6 +26,7 @@
 #include <microhttpd.h>
 #include <openssl/crypto.h>
 
+#include "common/jsonline.h"
 #include "common/log.h"
 #include "master/status_metrics.h"
 #include "master/status_html.h"
@@ -125,7 +126,7 @@ send_error(struct MHD_Connection *c, unsigned int status, const char *msg)
 	if (out_open(&o) == -1)
 		return MHD_NO;
 	fputs("{\"error\":", o.f);
-	kv_report_json_string(o.f, msg);
+	kv_json_write_string(o.f, msg);
 	fputs("}\n", o.f);
 	return out_send(c, &o, status, "application/json");
 }

@@ -6,6 +6,7 @@
 #endif
 
 #include "master/status_metrics.h"
+#include "common/clock.h"
 #include "shm/targets.h"
 
 #include <inttypes.h>
@@ -14,7 +15,6 @@
 #include <string.h>
 
 #include "shm/report.h"
-#include "worker/worker.h"
 
 /* Nano-dollars as exact decimal dollars ("-0.000000001"); display only,
  * so no floating point is involved even here. */

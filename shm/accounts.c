@@ -364,3 +364,55 @@ kv_account_set_limits(struct kv_account *a, int64_t rpm, int64_t tpm)
 	}
 }
 
+
+int64_t
+kv_account_config_budget(struct kv_account *a, int64_t budget)
+{
+	int64_t dropped = -1;
+
+	if (atomic_load(&a->aflags) & KV_AF_OVERRIDE) {
+		if (atomic_load(&a->config_budget_nusd) == budget)
+			return -1;
+		atomic_fetch_and(&a->aflags, ~KV_AF_OVERRIDE);
+		dropped = atomic_load(&a->budget_nusd);
+	}
+	atomic_store(&a->config_budget_nusd, budget);
+	atomic_store(&a->budget_nusd, budget);
+	return dropped;
+}
+
+void
+kv_account_config_key(struct kv_account *a, uint32_t rpm, uint32_t tpm)
+{
+	atomic_store(&a->rpm, rpm);
+	atomic_store(&a->tpm, tpm);
+	atomic_fetch_or(&a->aflags, KV_AF_CONFIG | KV_AF_KEPT);
+	atomic_fetch_and(&a->aflags, ~KV_AF_FORMER);
+}
+
+void
+kv_account_config_gone(struct kv_account *a, int label_taken)
+{
+	uint32_t fl = atomic_load(&a->aflags);
+
+	if (!(fl & KV_AF_FORMER) && ((fl & KV_AF_CONFIG) || label_taken))
+		atomic_fetch_or(&a->aflags, KV_AF_FORMER);
+	if (fl & KV_AF_CONFIG)
+		atomic_fetch_and(&a->aflags, ~KV_AF_CONFIG);
+}
+
+int64_t
+kv_account_budget_from_config(struct kv_account *a)
+{
+	int64_t v = atomic_load(&a->config_budget_nusd);
+
+	atomic_fetch_and(&a->aflags, ~KV_AF_OVERRIDE);
+	atomic_store(&a->budget_nusd, v);
+	return v;
+}
+
+void
+kv_account_mark_forget(struct kv_account *a)
+{
+	atomic_fetch_or(&a->aflags, KV_AF_FORGET);
+}

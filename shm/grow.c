@@ -6,6 +6,7 @@
 #endif
 
 #include "shm/grow.h"
+#include "shm/incarnation.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -128,7 +129,9 @@ kv_ledger_grow(struct kv_ledger *l, const char *path, uint32_t max_keys,
 		return snprintf(err, errlen, "%s: %s", tmp, strerror(errno)), -1;
 	if (kv_ledger_open(&n, tmp, max_keys, KV_LEDGER_CREATE, err, errlen) == -1)
 		return -1;
-	if (copy_state(&n, l) == -1 || msync(n.base, n.size, MS_SYNC) == -1 || fsync(n.fd) == -1 ||
+	/* The same ledger in a new file: not a copy, so its incarnation stays. */
+	if (copy_state(&n, l) == -1 || kv_ledger_incarnation_moved(&n) == -1 ||
+	    msync(n.base, n.size, MS_SYNC) == -1 || fsync(n.fd) == -1 ||
 	    flock(n.fd, LOCK_EX | LOCK_NB) == -1 || rename(tmp, path) == -1) {
 		snprintf(err, errlen, "ledger %s: rebuild for %u keys: %s", path, max_keys,
 		    strerror(errno));

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/jsonline.h"
 #include "shm/report.h"
 
 /* Move ring R (n buckets, newest at unit *newest) forward to unit `unit`,
@@ -110,7 +111,7 @@ kv_history_json(FILE *f, const struct kv_ledger *l, int64_t now)
 		label[sizeof(label) - 1] = '\0';
 		fprintf(f, "%s{\"id\":\"%s\",\"label\":", i ? "," : "", id);
 		if (label[0] != '\0')
-			kv_report_json_string(f, label);
+			kv_json_write_string(f, label);
 		else
 			fputs("null", f);
 		kv_history_read(l, v[i], now, mins, hours);

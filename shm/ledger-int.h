@@ -12,22 +12,13 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "shm/ledger.h"
 
 /* How long a ledger operation waits for the master's repair to finish
  * (it takes about a millisecond, once per worker death) before going on;
  * the repair then sees the change and leaves that account for next time. */
 #define QUIESCE_WAIT_NS	50000000LL
-
-static int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) == -1)
-		return 0;
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* Ledger operations of a worker are bracketed by op_enter/op_leave so the
  * master can repair counters while no live worker is half-way through one
@@ -45,8 +36,8 @@ op_enter(struct kv_ledger *l)
 		if (atomic_load(&l->hdr->quiesce) == 0)
 			return;
 		if (deadline == 0)
-			deadline = mono_ns() + QUIESCE_WAIT_NS;
-		else if (mono_ns() > deadline) {
+			deadline = kv_mono_ns() + QUIESCE_WAIT_NS;
+		else if (kv_mono_ns() > deadline) {
 			atomic_fetch_add(&w->quiesce_timeouts, 1);
 			return;
 		}

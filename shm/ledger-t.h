@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define KV_LEDGER_MAGIC		0x5245474445564b31ULL	/* "1KVLEDGER" */
-#define KV_LEDGER_VERSION	16u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
+#define KV_LEDGER_VERSION	17u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
 					   4: per-key estimated and free counts;
 					   5: rate limits (account, kv_resv.tokens);
 					   6: key policy, reclaim request;
@@ -35,7 +35,8 @@
 					   14: history rings apart from the accounts;
 					   15: upstream TLS handshake and hand-off counters;
 					   16: issued keys (shm/keys.h): link slots,
-					       kv_account.link/link_tag/expires/period */
+					       kv_account.link/link_tag/expires/period;
+					   17: the cluster incarnation (header) */
 #define KV_WORKER_SLOTS		64	/* room for two generations during a reload */
 #define KV_RESV_PER_WORKER	2048	/* in-flight reservations one worker may hold */
 #define KV_MODEL_SLOTS		256
@@ -166,6 +167,13 @@ struct kv_ledger_header {
 	 * 10 kept 16 targets here). Its place and size are implied by
 	 * models_off and accounts_off, which the layout words already hold
 	 * and every open checks. */
+	/* Version 17: this ledger's cluster incarnation (shm/incarnation.h):
+	 * a random id, and what identified the ledger when it was drawn, so
+	 * that a copy of the file draws its own. */
+	_Atomic uint64_t  incarnation;		/* 0 until first drawn */
+	uint64_t	  inc_dev;		/* the file's st_dev and st_ino then */
+	uint64_t	  inc_ino;
+	char		  inc_host_id[64];	/* the [cluster] host_id then */
 };
 
 #define KV_POLICY_DENY	0x1u	/* unknown_keys = deny */

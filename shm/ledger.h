@@ -147,6 +147,30 @@ int64_t	kv_account_set_budget(struct kv_account *a, int64_t v);
  * limit set starts from a full bucket (its TAT := 0), as a new key does. */
 void	kv_account_set_limits(struct kv_account *a, int64_t rpm, int64_t tpm);
 
+/* The config's budget BUDGET for a key of the config: config_budget :=
+ * BUDGET and budget := BUDGET, unless an override (kv_account_set_budget)
+ * is kept because the config's value did not change. Returns the override
+ * dropped (its budget, nusd), or -1 when none was. */
+int64_t	kv_account_config_budget(struct kv_account *a, int64_t budget);
+
+/* A key of the config: rpm := RPM and tpm := TPM (the running buckets
+ * kept), marked KV_AF_CONFIG and kept, no longer a former name. */
+void	kv_account_config_key(struct kv_account *a, uint32_t rpm, uint32_t tpm);
+
+/* A key gone from the config: no longer KV_AF_CONFIG; its label marked as
+ * the one it had (KV_AF_FORMER) when it was a key of the config or when
+ * LABEL_TAKEN (a key of the config now has that name). Each flag is written
+ * only when it changes: this runs over every claimed slot at each reload. */
+void	kv_account_config_gone(struct kv_account *a, int label_taken);
+
+/* budget := the config's budget, the override dropped (kvctl budget KEY
+ * --config); returns that budget. */
+int64_t	kv_account_budget_from_config(struct kv_account *a);
+
+/* Ask the master to forget A (KV_AF_FORGET): it retires the account once
+ * no request holds it, and clears the flag when done. */
+void	kv_account_mark_forget(struct kv_account *a);
+
 /* True when the slot whose `state` word is STATE (an account, model or
  * target slot) is KV_SLOT_READY: filled, safe to read (acquire). */
 static inline int

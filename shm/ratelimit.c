@@ -5,7 +5,7 @@
 
 #include "shm/ratelimit.h"
 
-#include "common/fmt.h"
+#include "common/clock.h"
 
 #include <stdio.h>
 #include <time.h>
@@ -17,20 +17,10 @@
 static int64_t rl_offset_ns;	/* unix time less CLOCK_MONOTONIC, at the anchor */
 static int rl_anchored;
 
-static int64_t
-clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	/* cannot fail with a valid clock id and pointer */
-	(void)clock_gettime(id, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 void
 kv_rl_clock_anchor(void)
 {
-	rl_offset_ns = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
+	rl_offset_ns = kv_clock_ns(CLOCK_REALTIME) - kv_clock_ns(CLOCK_MONOTONIC);
 	rl_anchored = 1;
 }
 
@@ -42,7 +32,7 @@ kv_rl_now_ns(void)
 	 * inherited by every worker it forks. */
 	if (!rl_anchored)
 		kv_rl_clock_anchor();
-	return clock_ns(CLOCK_MONOTONIC) + rl_offset_ns;
+	return kv_clock_ns(CLOCK_MONOTONIC) + rl_offset_ns;
 }
 
 /* A TAT further ahead than any overrun leaves it was written by a clock
@@ -393,102 +383,4 @@ kv_ratelimit_release_worker(struct kv_ledger *l, struct kv_worker_slot *w)
 		total += held;
 	}
 	return total;
-}
-
-int64_t
-kv_ratelimit_tokens(const struct kv_usage *u, int anthropic)
-{
-	int64_t n = u->input + u->output;
-
-	if (anthropic)
-		n -= u->cached_input;
-	return n > 0 ? n : 0;
-}
-
-/* A string literal: its length is known, no strlen. */
-#define LIT(b, s)	kv_sb_put((b), (s), sizeof(s) - 1)
-
-/* The duration into B, Go's form; see kv_format_duration. */
-static void
-put_duration(struct kv_sb *b, int64_t ms)
-{
-	int64_t h, m, s, frac;
-	char d[3];
-
-	if (ms <= 0) {
-		LIT(b, "0s");
-		return;
-	}
-	if (ms < 1000) {
-		kv_sb_i64(b, ms);
-		LIT(b, "ms");
-		return;
-	}
-	h = ms / 3600000;
-	m = ms / 60000 % 60;
-	s = ms / 1000 % 60;
-	frac = ms % 1000;
-	if (h > 0) {
-		kv_sb_i64(b, h);
-		LIT(b, "h");
-	}
-	if (h > 0 || m > 0) {
-		kv_sb_i64(b, m);
-		LIT(b, "m");
-	}
-	kv_sb_i64(b, s);
-	if (frac != 0) {
-		/* Trailing zeros dropped: 1.5s, 1.25s, 1.125s. */
-		int w = frac % 100 == 0 ? 1 : frac % 10 == 0 ? 2 : 3;
-
-		kv_fmt_u64_pad(d, (uint64_t)frac, 3);
-		LIT(b, ".");
-		kv_sb_put(b, d, (size_t)w);
-	}
-	LIT(b, "s");
-}
-
-void
-kv_format_duration(int64_t ms, char *buf, size_t len)
-{
-	struct kv_sb b = { buf, 0, len > 0 ? len - 1 : 0 };
-
-	if (len == 0)
-		return;
-	put_duration(&b, ms);
-	buf[b.len] = '\0';
-}
-
-/* Written by hand, not snprintf: these lines go on every response of a
- * limited key (callgrind: the snprintf version cost 5.4 k instructions a
- * request, 9 % of a small chat request's). */
-int
-kv_ratelimit_headers(const struct kv_rl_view *v, char *buf, size_t len)
-{
-	struct kv_sb b = { buf, 0, len };
-
-	if (len == 0)
-		return -1;
-	if (v->rpm != 0) {
-		LIT(&b, "x-ratelimit-limit-requests: ");
-		kv_sb_u64(&b, v->rpm);
-		LIT(&b, "\r\nx-ratelimit-remaining-requests: ");
-		kv_sb_i64(&b, v->req_remaining);
-		LIT(&b, "\r\nx-ratelimit-reset-requests: ");
-		put_duration(&b, v->req_reset_ms);
-		LIT(&b, "\r\n");
-	}
-	if (v->tpm != 0) {
-		LIT(&b, "x-ratelimit-limit-tokens: ");
-		kv_sb_u64(&b, v->tpm);
-		LIT(&b, "\r\nx-ratelimit-remaining-tokens: ");
-		kv_sb_i64(&b, v->tok_remaining);
-		LIT(&b, "\r\nx-ratelimit-reset-tokens: ");
-		put_duration(&b, v->tok_reset_ms);
-		LIT(&b, "\r\n");
-	}
-	if (b.len == len)	/* no room for the NUL: cut, as snprintf's n >= len */
-		return -1;
-	buf[b.len] = '\0';
-	return (int)b.len;
 }

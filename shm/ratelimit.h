@@ -109,18 +109,4 @@ void	kv_ratelimit_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv
  * Returns the tokens released. */
 int64_t	kv_ratelimit_release_worker(struct kv_ledger *l, struct kv_worker_slot *w);
 
-/* The tokens a response counts against tpm, as the providers count them:
- * OpenAI's prompt tokens include cached ones, so input + output; Anthropic
- * does not count cache reads toward its input limit, so input (which here
- * includes cache reads and writes) - cache reads + output. */
-int64_t	kv_ratelimit_tokens(const struct kv_usage *u, int anthropic);
-
-/* The x-ratelimit-* header lines (OpenAI's six, for the limits that are
- * set) for V into BUF. Returns the length written, or -1 if it does not fit. */
-int	kv_ratelimit_headers(const struct kv_rl_view *v, char *buf, size_t len);
-
-/* Go-style duration, as OpenAI writes its reset values: "0s", "12ms",
- * "1s", "1.5s", "6m0s", "1h0m0s". */
-void	kv_format_duration(int64_t ms, char *buf, size_t len);
-
 #endif

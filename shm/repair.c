@@ -14,15 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) == -1)
-		return 0;
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+#include "common/clock.h"
 
 int
 kv_ledger_quiesce(struct kv_ledger *l, uint64_t live_mask, int wait_ms)
@@ -34,12 +26,12 @@ kv_ledger_quiesce(struct kv_ledger *l, uint64_t live_mask, int wait_ms)
 	 * quiesce; we store quiesce then load in_ledger (both seq_cst), so at
 	 * least one of us sees the other. */
 	atomic_store(&l->hdr->quiesce, 1);
-	deadline = now_ns() + (int64_t)wait_ms * 1000000LL;
+	deadline = kv_mono_ns() + (int64_t)wait_ms * 1000000LL;
 	for (i = 0; i < KV_WORKER_SLOTS; i++) {
 		if (!(live_mask & (UINT64_C(1) << i)))
 			continue;
 		while (atomic_load(&l->workers[i].in_ledger) != 0) {
-			if (now_ns() > deadline) {
+			if (kv_mono_ns() > deadline) {
 				kv_ledger_unquiesce(l);
 				return -1;
 			}

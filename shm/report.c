@@ -6,8 +6,9 @@
 #endif
 
 #include "shm/report.h"
-#include "shm/ratelimit.h"
+#include "common/jsonline.h"
 #include "shm/history.h"
+#include "shm/ratelimit.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -19,29 +20,6 @@ struct model_copy {
 	char	  name[KV_MODEL_NAME];
 	uint64_t  requests, input, output, cached, cost;
 };
-
-void
-kv_report_json_string(FILE *f, const char *s)
-{
-	const unsigned char *p;
-
-	fputc('"', f);
-	for (p = (const unsigned char *)s; *p != '\0'; p++) {
-		switch (*p) {
-		case '"':  fputs("\\\"", f); break;
-		case '\\': fputs("\\\\", f); break;
-		case '\n': fputs("\\n", f); break;
-		case '\r': fputs("\\r", f); break;
-		case '\t': fputs("\\t", f); break;
-		default:
-			if (*p < 0x20 || *p == 0x7f)
-				fprintf(f, "\\u%04x", *p);
-			else
-				fputc(*p, f);
-		}
-	}
-	fputc('"', f);
-}
 
 /* A cluster lease (docs/cluster.md), once the master has synced the key:
  * this host's unused lease, and the figures of all hosts as last synced. */
@@ -109,7 +87,7 @@ kv_report_account_json(FILE *f, const struct kv_account *a)
 	budget = atomic_load(&a->budget_nusd);
 	fprintf(f, "{\"id\":\"%s\",\"label\":", id);
 	if (label[0] != '\0')
-		kv_report_json_string(f, label);
+		kv_json_write_string(f, label);
 	else
 		fputs("null", f);
 	/* Only for a named key the config no longer has (rotated or
@@ -264,7 +242,7 @@ static void
 model_json(FILE *f, const struct model_copy *c)
 {
 	fputs("{\"model\":", f);
-	kv_report_json_string(f, c->name);
+	kv_json_write_string(f, c->name);
 	fprintf(f, ",\"requests\":%" PRIu64 ",\"input_tokens\":%" PRIu64
 	    ",\"output_tokens\":%" PRIu64 ",\"cached_input_tokens\":%" PRIu64
 	    ",\"cost_nusd\":%" PRIu64 "}", c->requests, c->input, c->output,

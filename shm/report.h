@@ -40,7 +40,4 @@ size_t	kv_report_sorted_accounts(const struct kv_ledger *l,
  * the tables both use it. */
 const char *kv_report_worker_state(uint32_t state);
 
-/* Write S as a JSON string literal (quotes included, escapes applied). */
-void	kv_report_json_string(FILE *f, const char *s);
-
 #endif

@@ -131,4 +131,16 @@ sleep 1.5	# the master notices a reset at its next look (every second)
 for i in 1 2 3 4 5 6; do chat >>"$T/codes"; done
 check "https with the CA: the message reaches the server (its answer: HTTP 404)" \
 	kv_wait_for 15 grep -q "KV0814: alerts: key $AID at 50%: attempt 1 of 4 got HTTP 404" "$KV_LOG"
+# [alerts] ca_file names the CA instead (the environment without it): the
+# webhook's TLS takes the anchors from the config, as the upstreams do.
+kv_stop
+sed -i "/^webhook = /a ca_file = $KV_CERTS/ca.pem" "$T/kilovolt.ini"
+kv_start
+sleep 2
+kv_ctl reset alice >/dev/null
+sleep 1.5	# the master notices a reset at its next look (every second)
+for i in 1 2 3 4 5 6; do chat >>"$T/codes"; done
+answered_404() { [ "$(grep -c "KV0814: alerts: key $AID at 50%: attempt 1 of 4 got HTTP 404" "$KV_LOG")" -ge 2 ]; }
+check "https with [alerts] ca_file: the message reaches the server (HTTP 404)" \
+	kv_wait_for 15 answered_404
 kv_finish

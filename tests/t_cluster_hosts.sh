@@ -8,9 +8,16 @@
 #    room in the budget every one is served; with a budget for 10 and 40
 #    requests, what the budget fits is served and the rest refused; spend
 #    never passes the budget, the mock sees only the admitted requests;
+#  - a copied ledger: host a's ledger file copied for a host c with its own
+#    host_id; both lease, under different incarnations (a copy draws its
+#    own), and together they never spend past the budget;
 #  - one host_id, two live instances: the second is refused (KV0765, naming
 #    both), leases nothing and serves no metered request, while the first
 #    serves on; stopped, the first hands over and the second leases;
+#  - a departed host: host d holds an unused grant and is kill -9'd; once
+#    its lease has been expired for departed_after, host e's sync returns
+#    that unused part to the pool (once, its reported spend kept), and e
+#    serves what is left of the budget: never more;
 #  - a host re-created with a fresh ledger (new incarnation) takes over its
 #    host_id once the old one's heartbeat has lapsed, and a kvctl reset then
 #    clears the old incarnation's spend in Redis too: the whole budget is
@@ -70,6 +77,7 @@ host_id = $id
 lease_min = 0.000000001
 lease_max = $(usd $((10 * R)))
 lease_ttl = 4
+departed_after = 5
 EOF
 	mv "$T/kilovolt.ini" "$T/$name.ini"
 	eval "PORT_$name=$port"
@@ -184,6 +192,51 @@ check "cold burst: spend within the budget ($(spent_sum "$K2") <= $BUDGET)" \
 check "cold burst: what the budget fits is served, less a request per host ($n200 >= 8)" \
 	test "$n200" -ge 8
 
+# ---- a copied ledger -------------------------------------------------------------
+
+# Host a stops; its ledger is copied for a new host c (a cloned volume),
+# and both start. The copy draws an incarnation of its own (its inode and
+# host_id differ from those recorded), a keeps its own.
+inc_a=$(rcli hget "$(rkey "$K1")" i:a)
+check "host a's incarnation is a random 64-bit id" sh -c "echo '$inc_a' | grep -Eq '^[0-9a-f]{16}\$'"
+host_stop a
+cp "$T/a.ledger" "$T/c.ledger"
+host_start a
+host_start c c "$T/c.ledger" $BUDGET
+check "the copy drew its own incarnation" \
+	kv_wait_for 10 grep -q "incarnation .* of host c (a new or copied ledger)" "$T/kilovoltd-c.log"
+check_eq "restarted on its own ledger, a drew no new incarnation" \
+	"$(grep -c 'of host a (a new or copied' "$T/kilovoltd-a.log")" 1
+K3=sk-kvtest-copied-$$
+before=$(kv_mock_stat requests)
+mkdir -p "$T/c3"
+pids=()
+for ((i = 0; i < 10; i++)); do
+	once "$T/c3/a.$i" "$PORT_a" "$K3" & pids+=($!)
+	once "$T/c3/c.$i" "$PORT_c" "$K3" & pids+=($!)
+done
+wait "${pids[@]}"
+na=$(cat "$T"/c3/a.*.code | grep -c '^200$')
+nc=$(cat "$T"/c3/c.*.code | grep -c '^200$')
+echo "# a copied ledger, budget for 10, 10 + 10 concurrent: $na + $nc served;" \
+	"$(cat "$T"/c3/*.code | sort | uniq -c | tr '\n' ' ')"
+check "both hosts of the copied ledger lease and serve ($na, $nc)" test "$na" -ge 1 -a "$nc" -ge 1
+check "a copied ledger: at most the budget served ($((na + nc)) <= 10)" test $((na + nc)) -le 10
+check_eq "a copied ledger: the mock served exactly the admitted requests" \
+	"$(($(kv_mock_stat requests) - before - 1))" $((na + nc))
+inc_c=$(rcli hget "$(rkey "$K3")" i:c)
+check_eq "a keeps its incarnation across the restart" "$(rcli hget "$(rkey "$K3")" i:a)" "$inc_a"
+check "the copy's incarnation differs from a's ($inc_c, $inc_a)" \
+	test -n "$inc_c" -a "$inc_c" != "$inc_a"
+settled_c() { [ "$(kfield a "$K3" .reserved_nusd)" = 0 ] && [ "$(kfield c "$K3" .reserved_nusd)" = 0 ]; }
+check "a copied ledger: every request settled" kv_wait_for 20 settled_c
+spent3=$(($(kfield a "$K3" .spent_nusd) + $(kfield c "$K3" .spent_nusd)))
+check_eq "a copied ledger: the ledgers' spend is the admitted requests'" "$spent3" $(((na + nc) * R))
+sleep 1.5
+check_eq "a copied ledger: Redis's settled spend equals the ledgers'" \
+	"$(rcli hget "$(rkey "$K3")" S)" "$spent3"
+host_stop c
+
 # ---- one host_id, two live instances ------------------------------------------
 
 host_stop b
@@ -288,5 +341,62 @@ check_eq "restarted: the ledger too" "$(kfield a3 "$K6" .spent_nusd)" $((4 * R))
 check_eq "restarted: no incarnation retired" "$(rcli hget "$(rkey "$K6")" R)" ""
 host_stop a3
 check_eq "stopped: host_id a is free in Redis" "$(hb)" ""
+
+# ---- a departed host's unused grant -------------------------------------------
+
+# Host d serves 2 rounds of 3 concurrent requests (its lease grows past
+# them) and dies with its spend reported and an unused grant. Host e gets
+# only what d does not hold, until d's lease has been expired for
+# departed_after (5 s); then e's sync returns d's unused grant, and e
+# serves the rest of the budget.
+K7=sk-kvtest-departed-$$
+k7=$(rkey "$K7")
+host_start d d "$T/d.ledger" $BUDGET
+host_start e e "$T/e.ledger" $BUDGET
+before=$(kv_mock_stat requests)
+mkdir -p "$T/c7"
+for r in 1 2; do
+	pids=()
+	for i in 1 2 3; do once "$T/c7/d.$r.$i" "$PORT_d" "$K7" & pids+=($!); done
+	wait "${pids[@]}"
+done
+nd=$(cat "$T"/c7/d.*.code | grep -c '^200$')
+check_eq "host d serves 6 requests" "$nd" 6
+reported() { [ "$(rcli hget "$k7" u:d)" = $((6 * R)) ]; }
+check "host d's spend is in Redis" kv_wait_for 10 reported
+kill -KILL "$PID_d"
+wait "$PID_d" 2>/dev/null
+gd=$(rcli hget "$k7" g:d)
+unused=$((gd - 6 * R))
+echo "# host d died holding a grant of $gd nUSD, $unused unused"
+check "host d died holding an unused grant ($unused > 0)" test "$unused" -gt 0
+serve_e() {	# serve_e TAG: requests on e one after another until a refusal
+	local i
+	for ((i = 1; i <= 12; i++)); do
+		once "$T/c7/e.$1.$i" "$PORT_e" "$K7"
+		[ "$(cat "$T/c7/e.$1.$i.code")" = 200 ] || break
+	done
+	cat "$T"/c7/e."$1".*.code | grep -c '^200$'
+}
+n1=$(serve_e before)
+echo "# host e, before d's grant is returned: $n1 served, then $(cat "$T"/c7/e.before.$((n1 + 1)).code)"
+check "before the bound, e gets only what d does not hold ($n1 <= $((4 - unused / R)))" \
+	test "$n1" -le $((4 - unused / R))
+returned() { [ "$(rcli hget "$k7" g:d)" = "$(rcli hget "$k7" u:d)" ]; }
+check "departed_after past d's lease, its unused grant is returned (g:d = u:d)" \
+	kv_wait_for 30 returned
+check_eq "d's reported spend stays counted" "$(rcli hget "$k7" u:d)" $((6 * R))
+n2=$(serve_e after)
+echo "# host e, after: $n2 more served, then $(cat "$T"/c7/e.after.$((n2 + 1)).code)"
+check "after the bound, e serves d's returned grant ($n2 >= 1)" test "$n2" -ge 1
+check_eq "the whole budget is served, never more (6 + $n1 + $n2)" $((6 + n1 + n2)) 10
+check_eq "the mock saw exactly the admitted requests" \
+	"$(($(kv_mock_stat requests) - before - 1))" $((6 + n1 + n2))
+sleep 1.5
+check_eq "Redis's settled spend is the budget's, no more" "$(rcli hget "$k7" S)" $((10 * R))
+check "Redis's commitment stays within the budget ($(rcli hget "$k7" C))" \
+	test "$(rcli hget "$k7" C)" -le $BUDGET
+check_eq "returned once: g:d stays at its spend" "$(rcli hget "$k7" g:d)" $((6 * R))
+host_stop e
 
 kv_finish

@@ -779,6 +779,7 @@ test_cluster(void)
 	CHECK_INT(cf.cluster.lease_max_nusd, 2500000000LL);
 	CHECK_INT(cf.cluster.lease_min_nusd, 10000000);
 	CHECK_INT(cf.cluster.lease_ttl, 10);
+	CHECK_INT(cf.cluster.departed_after, 300);
 	CHECK_INT(cf.cluster.open_when_down, 1);
 	CHECK(cf.cluster.password == NULL);
 	kv_config_free(&cf);
@@ -800,6 +801,9 @@ test_cluster(void)
 	kv_config_free(&cf);
 	CHECK_INT(load_text(&cf, UP "[cluster]\nredis = redis://x\nrequire_persistence = yes\n"), 0);
 	CHECK_INT(cf.cluster.require_persistence, 1);
+	kv_config_free(&cf);
+	CHECK_INT(load_text(&cf, UP "[cluster]\nredis = redis://x\ndeparted_after = 0\n"), 0);
+	CHECK_INT(cf.cluster.departed_after, 0);	/* never */
 	kv_config_free(&cf);
 	CHECK_INT(load_text(&cf, UP "[cluster]\nredis = redis://x\nuser = kvgw\npassword = pw\n"), 0);
 	CHECK_STR(cf.cluster.user, "kvgw");

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "tests/unit.h"
-#include "worker/http.h"
+#include "common/http.h"
 
 static struct kv_http_request req;
 static struct kv_http_response res;

@@ -19,7 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shm/grow.h"
 #include "shm/history.h"
+#include "shm/incarnation.h"
 #include "shm/ledger.h"
 #include "tests/unit.h"
 
@@ -858,6 +860,39 @@ test_account_api(void)
 	unlink(path);
 }
 
+/* The cluster incarnation (shm/incarnation.h): drawn for a new ledger,
+ * kept by the same file under the same host_id and across a grow, drawn
+ * anew for another host_id and for a copy of the file. */
+static void
+test_incarnation(void)
+{
+	struct kv_ledger l, c;
+	char cpath[160], cmd[400], err[512];
+	uint64_t id, id2;
+	int drawn;
+
+	CHECK_INT(open_new(&l, 16), 0);
+	CHECK_INT(atomic_load(&l.hdr->incarnation), 0);
+	id = kv_ledger_incarnation(&l, "gw-1", &drawn);
+	CHECK(id != 0 && drawn == 1);
+	CHECK(kv_ledger_incarnation(&l, "gw-1", &drawn) == id && drawn == 0);
+	CHECK_INT(kv_ledger_sync(&l), 0);
+	snprintf(cpath, sizeof(cpath), "%s/copy", tmpdir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", path, cpath);
+	CHECK_INT(system(cmd), 0);
+	CHECK_INT(kv_ledger_open(&c, cpath, 16, 0, err, sizeof(err)), 0);
+	id2 = kv_ledger_incarnation(&c, "gw-1", &drawn);
+	CHECK(id2 != 0 && id2 != id && drawn == 1);	/* a copy: another inode */
+	kv_ledger_close(&c);
+	unlink(cpath);
+	CHECK_INT(kv_ledger_grow(&l, path, 32, err, sizeof(err)), 0);
+	CHECK(kv_ledger_incarnation(&l, "gw-1", &drawn) == id && drawn == 0);
+	id2 = kv_ledger_incarnation(&l, "gw-2", &drawn);
+	CHECK(id2 != 0 && id2 != id && drawn == 1);	/* another host_id */
+	CHECK(kv_ledger_incarnation(&l, "gw-2", &drawn) == id2 && drawn == 0);
+	kv_ledger_close(&l);
+}
+
 int
 main(void)
 {
@@ -883,6 +918,7 @@ main(void)
 	test_model_mid_claim();
 	test_history_apart();
 	test_account_api();
+	test_incarnation();
 	unlink(path);
 	rmdir(tmpdir);
 	return unit_done();

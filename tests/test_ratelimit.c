@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "common/duration.h"
 #include "shm/ratelimit.h"
+#include "worker/ratelimit_headers.h"
 #include "tests/unit.h"
 
 #define S 1000000000LL

@@ -7,7 +7,7 @@
 
 #include "worker/conn.h"
 #include "worker/cors.h"
-#include "worker/http.h"
+#include "common/http.h"
 #include "worker/reqlog.h"
 #include "worker/upstream.h"
 #include "worker/reqscan.h"

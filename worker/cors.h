@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "worker/http.h"
+#include "common/http.h"
 
 #define KV_CORS_ORIGIN_MAX	256
 

@@ -3,6 +3,8 @@
 
 #include "worker/errors.h"
 
+#include "common/jsonline.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -60,23 +62,18 @@ kv_http_reason(int status)
 	}
 }
 
-/* Messages are our own fixed texts or short reasons; still escape them. */
+/* Messages are our own fixed texts or short reasons; still escape them,
+ * as a JSON string literal (quotes included) in DST. One too long for DST
+ * is cut, 64 bytes at a time, so the literal stays whole. */
 static void
-json_escape(char *dst, size_t len, const char *s)
+json_message(char *dst, size_t len, const char *s)
 {
-	size_t o = 0;
+	size_t n = strlen(s), pos = 0;
 
-	for (; *s != '\0' && o + 7 < len; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\') {
-			dst[o++] = '\\';
-			dst[o++] = (char)ch;
-		} else if (ch < 0x20) {
-			o += snprintf(dst + o, len - o, "\\u%04x", ch);
-		} else
-			dst[o++] = (char)ch;
+	while (kv_jsonline_string(dst, len, &pos, s, n) != 0) {
+		pos = 0;
+		n = n > 64 ? n - 64 : 0;
 	}
-	dst[o] = '\0';
 }
 
 int
@@ -87,14 +84,14 @@ kv_error_response(char *buf, size_t len, int anthropic, int status,
 	char msg[512], body[1024];
 	int blen, n;
 
-	json_escape(msg, sizeof(msg), message);
+	json_message(msg, sizeof(msg), message);
 	if (anthropic)
 		blen = snprintf(body, sizeof(body),
-		    "{\"type\":\"error\",\"error\":{\"type\":\"%s\",\"message\":\"%s\"}}",
+		    "{\"type\":\"error\",\"error\":{\"type\":\"%s\",\"message\":%s}}",
 		    sh->anthropic_type, msg);
 	else
 		blen = snprintf(body, sizeof(body),
-		    "{\"error\":{\"message\":\"%s\",\"type\":\"%s\",\"param\":null,\"code\":\"%s\"}}",
+		    "{\"error\":{\"message\":%s,\"type\":\"%s\",\"param\":null,\"code\":\"%s\"}}",
 		    msg, sh->openai_type, sh->openai_code);
 	if (blen < 0 || (size_t)blen >= sizeof(body))
 		return -1;

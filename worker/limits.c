@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "worker/ratelimit_headers.h"
 #include "worker/upstream_set.h"
 
 /* The tokens a request can cost at most, as the budget bound counts them:

@@ -97,18 +97,6 @@ int	kv_upstreams_init(struct kv_upstream_rt **rts, const struct kv_config *cf,
 	    char *err, size_t errlen);
 void	kv_upstreams_free(struct kv_upstream_rt *rts, size_t n);
 
-/* A client context with the upstreams' verification (the workers' and the
- * master's health checks alike): TLS 1.2 or later, the peer's certificate
- * verified against STORE when not NULL (shared: a reference is taken),
- * else CA_FILE, else the system's anchors; ALPN http/1.1; MODE
- * (SSL_CTX_set_mode). NULL, with OpenSSL's errors cleared, when the
- * anchors cannot be loaded. */
-SSL_CTX	*kv_tls_client_ctx(const char *ca_file, X509_STORE *store, long mode);
-
-/* Make SSL check that the peer is HOST: the IP address when NUMERIC, else
- * the name (sent as SNI too; no partial wildcards). 0, or -1. */
-int	kv_tls_expect_host(SSL *ssl, const char *host, int numeric);
-
 /* Runtime state of a configured upstream (one of the cf->upstreams the
  * runtimes were built from), or NULL. */
 struct kv_upstream_rt *kv_upstreams_find(struct kv_upstream_rt *rts, size_t n,

@@ -52,15 +52,6 @@ on_reopen(int sig)
 	worker_reopen = 1;
 }
 
-int64_t
-kv_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void
 worker_signals(void)
 {

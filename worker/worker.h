@@ -5,9 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/clock.h"
 #include "common/config.h"
 #include "shm/ledger.h"
-#include "worker/http.h"
+#include "common/http.h"
 #include "worker/evsrc.h"
 #include "worker/memguard.h"
 #include "worker/upstream.h"
@@ -55,8 +56,5 @@ struct kv_worker {
  * Never returns. */
 void	kv_worker_main(const struct kv_config *cf, struct kv_ledger *l,
 	    int slot, uint32_t generation, int lfd) __attribute__((noreturn));
-
-/* Milliseconds on CLOCK_MONOTONIC. */
-int64_t	kv_now_ms(void);
 
 #endif

@@ -1,6 +1,8 @@
 /* A strict HTTP/1.1 parser: pure functions over caller-owned bytes, no I/O,
  * no allocation. It rejects what nginx and HAProxy reject, so that nothing a
- * proxy behind us could read differently is ever forwarded. */
+ * proxy behind us could read differently is ever forwarded. In common/:
+ * the workers parse requests and responses with it, the master's health
+ * checks their answers. */
 #ifndef KV_HTTP_H
 #define KV_HTTP_H
 

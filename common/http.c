@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "common/hex.h"
-#include "worker/http.h"
+#include "common/http.h"
 
 #define CL_MAX_DIGITS		15
 #define CHUNK_MAX_SIZE		((uint64_t)1 << 40)

@@ -1,0 +1,33 @@
+/* The Redis key schema of the cluster, named once: the master writes
+ * these keys (master/cluster.c, and its script master/cluster_script.c
+ * documents each hash's fields), kvctl cluster reads them
+ * (cli/kvctl_cluster.c). A rename here moves both sides together. */
+#ifndef KV_COMMON_REDIS_KEYS_H
+#define KV_COMMON_REDIS_KEYS_H
+
+#include <inttypes.h>
+
+/* Every key kilovolt writes starts with this. */
+#define KV_REDIS_PREFIX		"kv:"
+
+/* A key's budget period hash: kv:{SHA-256 hex}:{period start}. Format
+ * arguments: the key's hash in hex (a string), the period start (int64_t). */
+#define KV_REDIS_PERIOD_FMT	KV_REDIS_PREFIX "%s:%" PRId64
+
+/* The suffix of a key's rate-limit hash, kv:{SHA-256 hex}:rl (not per
+ * period), and its format, from the key's hash in hex. */
+#define KV_REDIS_RATE_SUFFIX	":rl"
+#define KV_REDIS_RATE_FMT	KV_REDIS_PREFIX "%s" KV_REDIS_RATE_SUFFIX
+
+/* The hash of every host's last sync time: field host, value Redis ms. */
+#define KV_REDIS_HOSTS		KV_REDIS_PREFIX "hosts"
+
+/* The prefix of a host id's heartbeat key, kv:hb:{host}. */
+#define KV_REDIS_HB_PREFIX	KV_REDIS_PREFIX "hb:"
+
+/* A SCAN pattern matching the per-key hashes (periods and rate limits;
+ * kv:hosts has one colon and does not match; kv:hb:H does, and is a
+ * string, not a hash, so a reader skips it). */
+#define KV_REDIS_KEYS_MATCH	KV_REDIS_PREFIX "*:*"
+
+#endif
