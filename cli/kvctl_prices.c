@@ -198,7 +198,7 @@ json_price(FILE *f, const struct kv_config *cf, const struct priced *m)
 	}
 	if (m->older != NULL) {
 		fputs(",\"older_family\":", f);
-		kv_report_json_string(f, m->older->model);
+		kv_json_write_string(f, m->older->model);
 	}
 	/* prices are nano-USD per 1M tokens, fees nano-USD each */
 	for (k = 0; k < 3; k++) {
