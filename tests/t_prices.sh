@@ -126,6 +126,21 @@ i=$(bill_field input) o=$(bill_field output)
 check_eq "gpt-4o-audio-preview charged text and audio tokens by the file ($i in of which 3 audio, $o out of which 25 audio)" \
 	"$(spent $K)" $(( (i - 3) * 2500 + 3 * 40000 + (o - 25) * 10000 + 25 * 80000 ))
 
+# gpt-5.2 by the file, at its standard and its priority tier (the response's
+# service_tier says which the provider billed)
+gpt52() {	# gpt52 KEY TIER IN_NUSD OUT_NUSD
+	local k=$1 t=$2 pin=$3 pout=$4 i o
+	check_eq "gpt-5.2 at service_tier $t answered" \
+		"$(post $k /v1/chat/completions '{"model":"gpt-5.2","max_completion_tokens":100,"messages":[{"role":"user","content":"hi"}]}' \
+		-H 'x-mock-tokens: 40' -H "x-mock-service-tier: $t")" 200
+	check "gpt-5.2 at $t settled" kv_wait_for 20 settled "$k"
+	i=$(bill_field input) o=$(bill_field output)
+	check_eq "gpt-5.2 at $t charged exactly by the file ($i in, $o out at $pin / $pout nUSD)" \
+		"$(spent $k)" $(( i * pin + o * pout ))
+}
+gpt52 sk-prices-gpt52 default 1750 14000
+gpt52 sk-prices-gpt52-priority priority 3500 28000
+
 # ---- the older-family rule: a model newer than the only glob that matches it ----
 # claude-sonnet-4-9 matches lib.sh's [price claude-sonnet-4*] only, whose family's
 # newest exact entry (the file's) is claude-sonnet-4-6: not charged at $3 / $15 but
