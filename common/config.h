@@ -151,6 +151,7 @@ struct kv_alerts {
  * components of 1-3 digits ("-4-1" is 4.1; "-20250514" is a date, not one). */
 struct kv_pver {
 	unsigned char n;
+	unsigned char known;	/* 0: the glob matches no exact entry */
 	unsigned short v[4];
 };
 

@@ -93,7 +93,7 @@ cmp_ptr_len(const void *a, const void *b)
 static struct kv_pver
 version_of(const char *tail)
 {
-	struct kv_pver v = { 0, { 0 } };
+	struct kv_pver v = { 0, 0, { 0 } };
 	const char *s = tail;
 	size_t d;
 
@@ -142,19 +142,21 @@ glob_prefix(const char *glob)
 }
 
 /* The newest version of GLOB's family: the greatest among the exact
- * entries it matches (none: the prefix itself, version 0 components). */
+ * entries it matches. With none the family's versions are unknown (an
+ * operator's [price my-model*] is written for all it matches): known 0. */
 static struct kv_pver
 family_version(const struct kv_price *const *exact, size_t n, const char *glob)
 {
-	struct kv_pver best = { 0, { 0 } }, v;
+	struct kv_pver best = { 0, 0, { 0 } }, v;
 	size_t i, plen = glob_prefix(glob);
 
 	for (i = 0; i < n; i++) {
 		if (!kv_glob_match(glob, exact[i]->model))
 			continue;
 		v = version_after(exact[i]->model, plen);
-		if (version_cmp(&v, &best) > 0)
+		if (!best.known || version_cmp(&v, &best) > 0)
 			best = v;
+		best.known = 1;
 	}
 	return best;
 }
@@ -208,7 +210,7 @@ newer_than_family(const char *glob, const struct kv_pver *family, const char *mo
 {
 	struct kv_pver v = version_after(model, glob_prefix(glob));
 
-	return version_cmp(&v, family) > 0;
+	return family->known && version_cmp(&v, family) > 0;
 }
 
 static const struct kv_price *

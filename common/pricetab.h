@@ -34,7 +34,8 @@ void	kv_pricetab_free(struct kv_config *cf);
  * matches, unless the model is a newer version of the glob's family (a
  * version number after the glob's prefix greater than any exact entry
  * under that glob has: claude-opus-4-6 against a claude-opus-4* written
- * for 4 and 4-1), which then sets *older to that glob and falls through;
+ * for 4 and 4-1; a glob matching no exact entry prices all it matches),
+ * which then sets *older to that glob and falls through;
  * else [price default] unless unknown_models = deny. NULL when refused.
  * RULE (may be NULL) says which; OLDER (may be NULL) is set or NULL. */
 const struct kv_price *kv_price_lookup(const struct kv_config *cf, const char *model,

@@ -636,9 +636,10 @@ test_older_family(void)
 	    older != NULL);
 	CHECK(kv_price_lookup(&cf, "claude-opus-4.6", NULL, &older) == &cf.default_price &&
 	    older != NULL);
-	/* a glob with no exact entry: its family is the prefix alone */
-	CHECK(kv_price_lookup(&cf, "gpt-3.5-turbo-2", NULL, &older) == &cf.default_price &&
-	    older != NULL && strcmp(older->model, "gpt-3.5-turbo*") == 0);
+	/* a glob with no exact entry knows no version of its family: it
+	 * prices all it matches (an operator's [price my-model*]) */
+	p = kv_price_lookup(&cf, "gpt-3.5-turbo-2", NULL, &older);
+	CHECK(p != NULL && strcmp(p->model, "gpt-3.5-turbo*") == 0 && older == NULL);
 	kv_config_free(&cf);
 
 	/* unknown_models = deny: refused, and OLDER says why */
