@@ -144,7 +144,8 @@ bad=0 badh=0 ra_max=0
 for i in $(seq 1 200); do
 	f=$T/r/$i
 	if [ "$(cat "$f.code")" = 429 ]; then
-		jq_ok '.error.code == "rate_limit_exceeded" and (.error.message | test("requests per minute"))' \
+		jq_ok '.error.code == "rate_limit_exceeded" and .error.type == "requests" and
+			(.error.message | test("requests per minute"))' \
 			"$f.body" || bad=$((bad + 1))
 		ra=$(hdr retry-after "$f.head")
 		[[ $ra =~ ^[1-3]$ ]] && [ "$(hdr x-should-retry "$f.head")" = true ] &&
@@ -159,7 +160,7 @@ for i in $(seq 1 200); do
 			badh=$((badh + 1))
 	fi
 done
-check_eq "every 429 has the OpenAI shape (code rate_limit_exceeded)" "$bad" 0
+check_eq "every 429 has the OpenAI shape (code rate_limit_exceeded, type requests)" "$bad" 0
 check_eq "every response has x-ratelimit-*-requests (and a 429 retry-after 1..3, x-should-retry: true)" "$badh" 0
 check_eq "the key counts its 429s" "$(key_field "$KR_ID" rate_refusals)" $((n429 + 1 + (r3 == 429)))
 check_eq "a 429 is not a budget refusal" "$(key_field "$KR_ID" refusals)" 0
@@ -197,11 +198,11 @@ for i in $(seq 1 200); do
 		[[ $(hdr x-ratelimit-remaining-tokens "$f.head") =~ ^[0-9]+$ ]] &&
 		[ -z "$(hdr x-ratelimit-limit-requests "$f.head")" ] || badh=$((badh + 1))
 	if [ "$(cat "$f.code")" = 429 ]; then
-		jq_ok '.error.message | test("tokens per minute")' "$f.body" &&
+		jq_ok '.error.type == "tokens" and (.error.message | test("tokens per minute"))' "$f.body" &&
 			[[ $(hdr retry-after "$f.head") =~ ^[1-6]$ ]] || badh=$((badh + 1))
 	fi
 done
-check_eq "every response has x-ratelimit-*-tokens only (a 429 retry-after 1..6)" "$badh" 0
+check_eq "every response has x-ratelimit-*-tokens only (a 429 type tokens, retry-after 1..6)" "$badh" 0
 check "the tpm key's reservations all settle" kv_wait_for 30 key_field_is "$KT_ID" reserved_nusd 0
 used=$(key_field "$KT_ID" input_tokens)+$(key_field "$KT_ID" output_tokens)
 check_eq "the ledger holds the real tokens of the admitted requests" "$((used))" $((n200 * TREAL))

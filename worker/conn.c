@@ -469,7 +469,8 @@ conn_fail(struct kv_conn *c, int status, const char *msg)
 	c->obuf = NULL;
 	c->olen = c->opos = c->ocap = 0;
 	if (conn_obuf_reserve(c, 2048) == -1 ||
-	    (n = kv_error_response(c->obuf, c->ocap, c->anthropic, status, msg,
+	    (n = kv_error_response_typed(c->obuf, c->ocap, c->anthropic, status,
+	    status == 429 && c->rl.refused_by == 't' ? "tokens" : NULL, msg,
 	    keep, extra)) == -1) {
 		conn_close(c);
 		return STEP_CLOSED;

@@ -80,6 +80,14 @@ int
 kv_error_response(char *buf, size_t len, int anthropic, int status,
     const char *message, int keep_alive, const char *extra)
 {
+	return kv_error_response_typed(buf, len, anthropic, status, NULL, message,
+	    keep_alive, extra);
+}
+
+int
+kv_error_response_typed(char *buf, size_t len, int anthropic, int status,
+    const char *openai_type, const char *message, int keep_alive, const char *extra)
+{
 	const struct err_shape *sh = shape_for(status);
 	char msg[512], body[1024];
 	int blen, n;
@@ -92,7 +100,7 @@ kv_error_response(char *buf, size_t len, int anthropic, int status,
 	else
 		blen = snprintf(body, sizeof(body),
 		    "{\"error\":{\"message\":%s,\"type\":\"%s\",\"param\":null,\"code\":\"%s\"}}",
-		    msg, sh->openai_type, sh->openai_code);
+		    msg, openai_type != NULL ? openai_type : sh->openai_type, sh->openai_code);
 	if (blen < 0 || (size_t)blen >= sizeof(body))
 		return -1;
 	n = snprintf(buf, len,

@@ -13,6 +13,13 @@
 int	kv_error_response(char *buf, size_t len, int anthropic, int status,
 	    const char *message, int keep_alive, const char *extra);
 
+/* kv_error_response with OpenAI's error "type" given, where one status
+ * has several (a 429 is "requests" or "tokens", as OpenAI names the limit
+ * that was hit); NULL means the status's own. */
+int	kv_error_response_typed(char *buf, size_t len, int anthropic, int status,
+	    const char *openai_type, const char *message, int keep_alive,
+	    const char *extra);
+
 /* The reason phrase for a status code ("Bad Gateway"). */
 const char *kv_http_reason(int status);
 
