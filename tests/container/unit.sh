@@ -50,7 +50,10 @@ port=$("$top_builddir/tests/mock_upstream" --free-port)
 sport=$("$top_builddir/tests/mock_upstream" --free-port)
 # run.sh left the image's own config, already pointed at the mock, here.
 sed -e "s|^listen = [^ ;]*|listen = 127.0.0.1:$port|" -e "s|^status_listen = [^ ;]*|status_listen = 127.0.0.1:$sport|" \
-    -e "s|^workers = [^ ;]*|workers = 2|" "$tmp/kilovolt.ini" > "$tmp/unit/kilovolt.ini"
+    -e "s|^workers = [^ ;]*|workers = 2|" \
+    -e "s|^request_log = [^ ;]*|request_log = /var/log/kilovolt/requests.log|" \
+    "$tmp/kilovolt.ini" > "$tmp/unit/kilovolt.ini"
+grep -q '^request_log = /var/log/kilovolt/' "$tmp/unit/kilovolt.ini" || bad "the test config has no request_log line to point"
 for ((i = 0; i < 100; i++)); do
 	st=$(cx systemctl is-system-running 2> /dev/null)
 	case $st in running|degraded) break ;; esac
@@ -79,6 +82,15 @@ ledger=$(cx stat -c '%U %a' /var/lib/kilovolt/ledger)
 [ "$ledger" = "kilovolt 600" ] && say "ok ledger /var/lib/kilovolt/ledger ($ledger)" || bad "ledger is '$ledger'"
 cx runuser -u kilovolt -- kvctl keys --json | jq -e '.keys | map(.requests) | add == 1' > /dev/null ||
     bad "kvctl does not see the request in the service's ledger"
+
+# ProtectSystem=strict leaves only the state and logs directories writable.
+for ((i = 0; i < 50; i++)); do
+	cx test -s /var/log/kilovolt/requests.log && break
+	sleep 0.1
+done
+cx grep -q '"status":200' /var/log/kilovolt/requests.log &&
+    say "ok request_log /var/log/kilovolt/requests.log written under the sandbox" ||
+    bad "request_log under /var/log/kilovolt was not written"
 
 cx systemctl reload kilovolt || bad "systemctl reload"
 [ "$(cx systemctl is-active kilovolt)" = active ] || bad "not active after reload"
