@@ -53,6 +53,20 @@ tls_result(struct kv_stream *s, int r)
 	}
 }
 
+/* A plaintext recv's or send's result N: a full socket buffer (or an
+ * empty one) waits for WANT. */
+static ssize_t
+plain_result(struct kv_stream *s, ssize_t n, int want)
+{
+	if (n >= 0)
+		return n;
+	if (errno == EAGAIN || errno == EWOULDBLOCK) {
+		s->want = want;
+		return KV_IO_AGAIN;
+	}
+	return KV_IO_ERROR;
+}
+
 ssize_t
 kv_stream_read(struct kv_stream *s, void *buf, size_t len)
 {
@@ -84,13 +98,7 @@ kv_stream_read(struct kv_stream *s, void *buf, size_t len)
 	do
 		n = recv(s->fd, buf, len, 0);
 	while (n == -1 && errno == EINTR);
-	if (n >= 0)
-		return n;
-	if (errno == EAGAIN || errno == EWOULDBLOCK) {
-		s->want = EPOLLIN;
-		return KV_IO_AGAIN;
-	}
-	return KV_IO_ERROR;
+	return plain_result(s, n, EPOLLIN);
 }
 
 ssize_t
@@ -111,13 +119,7 @@ kv_stream_write(struct kv_stream *s, const void *buf, size_t len)
 	do
 		n = send(s->fd, buf, len, MSG_NOSIGNAL);
 	while (n == -1 && errno == EINTR);
-	if (n >= 0)
-		return n;
-	if (errno == EAGAIN || errno == EWOULDBLOCK) {
-		s->want = EPOLLOUT;
-		return KV_IO_AGAIN;
-	}
-	return KV_IO_ERROR;
+	return plain_result(s, n, EPOLLOUT);
 }
 
 int
