@@ -11,9 +11,11 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +23,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/redis_keys.h"
+#include "master/loop.h"
 #include "master/redis.h"
 #include "shm/incarnation.h"
 #include "shm/lease.h"
@@ -113,6 +116,10 @@ struct kv_cluster_host {
 	int			 warned_down;
 	int			 persist_warned;	/* KV0760/KV0761 logged */
 	int64_t			 persist_recheck_ms;	/* 0: no recheck due */
+	struct kv_mloop		*lp;
+	struct kv_mloop_io	 redis_io;
+	struct kv_mloop_io	 kick_io;
+	struct kv_mloop_timer	 timer;	/* the next sync, look or Redis deadline */
 };
 
 static void sync_all(struct kv_cluster_host *h, int final);
@@ -846,28 +853,6 @@ when_down(struct kv_cluster_host *h, int64_t now)
 
 /* ---- the loop ----------------------------------------------------------- */
 
-int
-kv_cluster_pollfds(struct kv_cluster_host *h, struct pollfd *pfd, int max, int *timeout_ms)
-{
-	int64_t d = (h->next_need_ms < h->next_sync_ms ? h->next_need_ms : h->next_sync_ms) -
-	    kv_now_ms();
-	int n = 0;
-
-	if (d < 0)
-		d = 0;
-	if (*timeout_ms < 0 || d < *timeout_ms)
-		*timeout_ms = (int)d;
-	if (max >= 2 && h->kick_fd != -1) {
-		pfd[0].fd = h->kick_fd;
-		pfd[0].events = POLLIN;
-		pfd[0].revents = 0;
-		n = 1;
-	}
-	if (max - n < 1)
-		return n;
-	return n + kv_redis_pollfd(h->redis, pfd + n, timeout_ms);
-}
-
 /* A worker parked a request for want of lease (worker/leasewait.c): sync
  * now, or as soon as the batch in flight is back, so the request waits
  * one Redis round trip rather than the next NEED_MS look. */
@@ -916,31 +901,79 @@ lease_wanted(struct kv_cluster_host *h)
 	return wanted;
 }
 
-void
-kv_cluster_run(struct kv_cluster_host *h, const struct pollfd *pfd, int n)
+/* Hand the loop what comes next: the Redis socket with the events the
+ * connection waits for, and a timer at the first of its deadline, the next
+ * look for refusals and the next sync. */
+static void
+arm(struct kv_cluster_host *h)
 {
-	int64_t now;
+	struct pollfd pfd;
+	int64_t now = kv_now_ms(), at;
+	int t = -1;
 
-	if (n > 0 && pfd[0].fd == h->kick_fd && h->kick_fd != -1) {
-		if (pfd[0].revents & POLLIN)
-			kicked(h, kv_now_ms());
-		pfd++;
-		n--;
+	at = h->next_need_ms < h->next_sync_ms ? h->next_need_ms : h->next_sync_ms;
+	if (kv_redis_pollfd(h->redis, &pfd, &t) == 1) {
+		if (kv_mloop_io_set(h->lp, &h->redis_io, pfd.fd, (uint32_t)pfd.events) == -1)
+			kv_log_warn("KV0772", "cluster: epoll_ctl on the Redis socket");
+	} else {
+		kv_mloop_io_clear(h->lp, &h->redis_io);
 	}
-	kv_redis_run(h->redis, n > 0 ? pfd : NULL);
-	now = kv_now_ms();
+	if (t >= 0 && now + t < at)
+		at = now + t;
+	kv_mloop_timer_at(h->lp, &h->timer, at);
+}
+
+/* After the connection ran: what is due by the clock, then arm again. */
+static void
+after_run(struct kv_cluster_host *h)
+{
+	int64_t now = kv_now_ms();
+
 	persist_recheck(h, now);
 	if (now >= h->next_need_ms) {
 		h->next_need_ms = now + NEED_MS;
 		if (lease_wanted(h) && now < h->next_sync_ms && h->inflight == 0)
 			h->next_sync_ms = now;
 	}
-	if (now < h->next_sync_ms)
-		return;
-	h->next_sync_ms = now + SYNC_MS;
-	h->last_sync_ms = now;
-	sync_all(h, 0);
-	when_down(h, now);
+	if (now >= h->next_sync_ms) {
+		h->next_sync_ms = now + SYNC_MS;
+		h->last_sync_ms = now;
+		sync_all(h, 0);
+		when_down(h, now);
+	}
+	arm(h);
+}
+
+/* EVENTS have poll()'s values (loop.h), as kv_redis_run reads them. */
+static void
+on_redis(void *arg, uint32_t events)
+{
+	struct kv_cluster_host *h = arg;
+	struct pollfd pfd = { .fd = h->redis_io.fd, .events = (short)h->redis_io.events,
+	    .revents = (short)events };
+
+	kv_redis_run(h->redis, &pfd);
+	after_run(h);
+}
+
+static void
+on_kick(void *arg, uint32_t events)
+{
+	struct kv_cluster_host *h = arg;
+
+	(void)events;
+	kicked(h, kv_now_ms());
+	kv_redis_run(h->redis, NULL);
+	after_run(h);
+}
+
+static void
+on_timer(void *arg)
+{
+	struct kv_cluster_host *h = arg;
+
+	kv_redis_run(h->redis, NULL);
+	after_run(h);
 }
 
 void
@@ -951,7 +984,7 @@ kv_cluster_forget(struct kv_cluster_host *h)
 }
 
 struct kv_cluster_host *
-kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l)
+kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l, struct kv_mloop *lp)
 {
 	struct kv_cluster_host *h;
 	uint64_t inc;
@@ -1019,6 +1052,14 @@ kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l)
 	    h->c.redis_unix[0] ? h->c.redis_unix : h->c.nsentinels > 0 ?
 	    h->c.sentinel_master : h->c.redis_host,
 	    h->c.open_when_down ? "open" : "closed");
+	h->lp = lp;
+	kv_mloop_io_init(&h->redis_io, on_redis, h);
+	kv_mloop_io_init(&h->kick_io, on_kick, h);
+	kv_mloop_timer_init(&h->timer, on_timer, h);
+	if (h->kick_fd != -1 && kv_mloop_io_set(lp, &h->kick_io, h->kick_fd, EPOLLIN) == -1)
+		kv_log_warn("KV0763", "cluster: eventfd: parked requests wait for the "
+		    "regular lease sync");
+	arm(h);
 	return h;
 }
 
@@ -1045,6 +1086,9 @@ kv_cluster_stop(struct kv_cluster_host *h)
 	if (h == NULL)
 		return;
 	h->stopping = 1;
+	kv_mloop_io_clear(h->lp, &h->redis_io);
+	kv_mloop_io_clear(h->lp, &h->kick_io);
+	kv_mloop_timer_stop(h->lp, &h->timer);
 	await_replies(h, until);
 	sync_all(h, 1);
 	await_replies(h, until);

@@ -8,26 +8,20 @@
 #ifndef KV_CLUSTER_H
 #define KV_CLUSTER_H
 
-#include <poll.h>
-
 #include "common/config.h"
 #include "shm/ledger.h"
 
 struct kv_cluster_host;
 
-/* Start leasing for CF's [cluster] on ledger L: sets the header's cluster
- * word, so admission is bounded by the leases from now on. Returns NULL
- * without [cluster] (the header word is cleared then) or on out of memory
- * (logged). */
-struct kv_cluster_host *kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l);
+struct kv_mloop;
 
-/* Fill at most MAX pollfds (returns how many) and lower *timeout_ms to
- * the next sync or Redis timer. */
-int	kv_cluster_pollfds(struct kv_cluster_host *h, struct pollfd *pfd, int max,
-	    int *timeout_ms);
-
-/* After poll: PFD/N are what kv_cluster_pollfds filled. */
-void	kv_cluster_run(struct kv_cluster_host *h, const struct pollfd *pfd, int n);
+/* Start leasing for CF's [cluster] on ledger L, driven by LP (the Redis
+ * socket, the workers' kick and the sync timer are its watches): sets the
+ * header's cluster word, so admission is bounded by the leases from now
+ * on. Returns NULL without [cluster] (the header word is cleared then) or
+ * on out of memory (logged). */
+struct kv_cluster_host *kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l,
+	    struct kv_mloop *lp);
 
 /* In a forked worker: drop the master's Redis socket. */
 void	kv_cluster_forget(struct kv_cluster_host *h);

@@ -22,6 +22,7 @@
 #include "common/tls_client.h"
 #include "shm/targets.h"
 #include "common/http.h"
+#include "master/loop.h"
 
 #define PROBE_TIMEOUT_MS	5000	/* a head later than this is a failure */
 #define RESOLVE_EVERY_MS	60000
@@ -36,6 +37,8 @@ struct probe {
 	int		 slot;		/* ledger target slot, -1 when the table is full */
 	enum pstate	 st;
 	int		 fd;
+	struct kv_mloop_io io;		/* fd, in the master's loop */
+	struct kv_health *h;
 	SSL_CTX		*ctx;		/* https targets */
 	SSL		*ssl;
 	int		 numeric;	/* host is an IP literal */
@@ -50,7 +53,8 @@ struct probe {
 
 struct kv_health {
 	struct kv_ledger *l;
-	int		  ep;
+	struct kv_mloop	 *lp;
+	struct kv_mloop_timer timer;	/* the next probe start or deadline */
 	struct probe	 *p;
 	size_t		  n;
 };
@@ -76,7 +80,7 @@ probe_close(struct kv_health *h, struct probe *p)
 		p->ssl = NULL;
 	}
 	if (p->fd != -1) {
-		(void)epoll_ctl(h->ep, EPOLL_CTL_DEL, p->fd, NULL);
+		kv_mloop_io_clear(h->lp, &p->io);
 		if (close(p->fd) == -1)
 			kv_log_warn("KV0725", "health check: close");
 		p->fd = -1;
@@ -137,16 +141,13 @@ resolve(struct probe *p, int64_t now)
 static void
 watch(struct kv_health *h, struct probe *p, uint32_t events)
 {
-	struct epoll_event ev = { .events = events, .data.ptr = p };
-
-	if (epoll_ctl(h->ep, EPOLL_CTL_MOD, p->fd, &ev) == -1)
+	if (kv_mloop_io_set(h->lp, &p->io, p->fd, events) == -1)
 		probe_done(h, p, 0, "epoll_ctl");
 }
 
 static void
 probe_start(struct kv_health *h, struct probe *p, int64_t now)
 {
-	struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = p };
 	/* Not cut to a short interval: the next check starts an interval
 	 * after this one ends, so they never overlap, and a busy target that
 	 * answers in 3 s is not marked down for a 2 s interval. */
@@ -167,7 +168,7 @@ probe_start(struct kv_health *h, struct probe *p, int64_t now)
 		probe_done(h, p, 0, strerror(errno));
 		return;
 	}
-	if (epoll_ctl(h->ep, EPOLL_CTL_ADD, p->fd, &ev) == -1) {
+	if (kv_mloop_io_set(h->lp, &p->io, p->fd, EPOLLOUT) == -1) {
 		kv_log_warn("KV0722", "health check %s: epoll_ctl", p->label);
 		probe_done(h, p, 0, "epoll_ctl");
 		return;
@@ -341,6 +342,51 @@ step(struct kv_health *h, struct probe *p)
 	}
 }
 
+/* Wake at the first probe start or deadline. */
+static void
+rearm(struct kv_health *h)
+{
+	int64_t at = INT64_MAX;
+	size_t i;
+
+	for (i = 0; i < h->n; i++)
+		if (h->p[i].next_ms < at)
+			at = h->p[i].next_ms;
+	if (at != INT64_MAX)
+		kv_mloop_timer_at(h->lp, &h->timer, at);
+}
+
+static void
+on_probe(void *arg, uint32_t events)
+{
+	struct probe *p = arg;
+
+	(void)events;
+	step(p->h, p);
+	rearm(p->h);
+}
+
+/* Start the probes that are due, fail those past their deadline. */
+static void
+on_timer(void *arg)
+{
+	struct kv_health *h = arg;
+	int64_t now = kv_now_ms();
+	size_t k;
+
+	for (k = 0; k < h->n; k++) {
+		struct probe *p = &h->p[k];
+
+		if (now < p->next_ms)
+			continue;
+		if (p->st == P_IDLE)
+			probe_start(h, p, now);
+		else
+			probe_done(h, p, 0, "no response head in time");
+	}
+	rearm(h);
+}
+
 static int
 probe_init(struct kv_health *h, struct probe *p, const struct kv_upstream *g,
     const struct kv_upstream *u)
@@ -349,6 +395,8 @@ probe_init(struct kv_health *h, struct probe *p, const struct kv_upstream *g,
 
 	memset(p, 0, sizeof(*p));
 	p->fd = -1;
+	p->h = h;
+	kv_mloop_io_init(&p->io, on_probe, p);
 	p->u = u;
 	p->g = g;
 	kv_target_label(p->label, sizeof(p->label), u->name, u->host, u->port);
@@ -402,7 +450,7 @@ count_targets(const struct kv_config *cf)
 }
 
 struct kv_health *
-kv_health_start(const struct kv_config *cf, struct kv_ledger *l)
+kv_health_start(const struct kv_config *cf, struct kv_ledger *l, struct kv_mloop *lp)
 {
 	struct kv_health *h;
 	size_t n = count_targets(cf), i, k;
@@ -417,12 +465,8 @@ kv_health_start(const struct kv_config *cf, struct kv_ledger *l)
 		return NULL;
 	}
 	h->l = l;
-	if ((h->ep = epoll_create1(EPOLL_CLOEXEC)) == -1) {
-		kv_log_warn("KV0727", "health checks: epoll_create1; targets run unchecked");
-		free(h->p);
-		free(h);
-		return NULL;
-	}
+	h->lp = lp;
+	kv_mloop_timer_init(&h->timer, on_timer, h);
 	for (i = 0; i < cf->nupstreams; i++) {
 		const struct kv_upstream *g = &cf->upstreams[i];
 
@@ -439,56 +483,8 @@ kv_health_start(const struct kv_config *cf, struct kv_ledger *l)
 		}
 	}
 	clear_unprobed(l, h);
+	kv_mloop_timer_at(lp, &h->timer, kv_now_ms());	/* the first round at once */
 	return h;
-}
-
-int
-kv_health_pollfds(struct kv_health *h, struct pollfd *pfd, int max, int *timeout_ms)
-{
-	int64_t now, wait;
-	size_t i;
-
-	if (h == NULL || max < 1)
-		return 0;
-	now = kv_now_ms();
-	for (i = 0; i < h->n; i++) {
-		wait = h->p[i].next_ms - now;
-		if (wait < 0)
-			wait = 0;
-		if (*timeout_ms < 0 || wait < *timeout_ms)
-			*timeout_ms = (int)wait;
-	}
-	pfd->fd = h->ep;
-	pfd->events = POLLIN;
-	pfd->revents = 0;
-	return 1;
-}
-
-void
-kv_health_run(struct kv_health *h)
-{
-	struct epoll_event ev[32];
-	int n, i;
-	size_t k;
-	int64_t now;
-
-	if (h == NULL)
-		return;
-	if ((n = epoll_wait(h->ep, ev, 32, 0)) == -1 && errno != EINTR)
-		kv_log_warn("KV0728", "health checks: epoll_wait");
-	for (i = 0; i < n; i++)
-		step(h, ev[i].data.ptr);
-	now = kv_now_ms();
-	for (k = 0; k < h->n; k++) {
-		struct probe *p = &h->p[k];
-
-		if (now < p->next_ms)
-			continue;
-		if (p->st == P_IDLE)
-			probe_start(h, p, now);
-		else
-			probe_done(h, p, 0, "no response head in time");
-	}
 }
 
 void
@@ -504,8 +500,7 @@ kv_health_free(struct kv_health *h)
 		if (h->p[i].ai != NULL)
 			freeaddrinfo(h->p[i].ai);
 	}
-	if (close(h->ep) == -1)
-		kv_log_warn("KV0725", "health check: close");
+	kv_mloop_timer_stop(h->lp, &h->timer);
 	free(h->p);
 	free(h);
 }
@@ -520,5 +515,4 @@ kv_health_forget(struct kv_health *h)
 	for (i = 0; i < h->n; i++)
 		if (h->p[i].fd != -1)
 			(void)close(h->p[i].fd);
-	(void)close(h->ep);
 }

@@ -8,37 +8,31 @@
  * it down. The mark is the target slot's `health` word in the ledger, which
  * every worker reads when it chooses a target (shm/targets.h): a target
  * marked down gets no request while another target of its upstream is
- * usable. Probes run on non-blocking sockets behind one epoll fd, driven
- * from the master's poll loop like the status service; no threads (the
- * master forks). */
+ * usable. Probes run on non-blocking sockets in the master's event loop
+ * (master/loop.h), like the status service; no threads (the master
+ * forks). */
 #ifndef KV_HEALTH_CHECK_H
 #define KV_HEALTH_CHECK_H
-
-#include <poll.h>
 
 #include "common/config.h"
 #include "shm/ledger.h"
 
 struct kv_health;
 
-/* Probes for every target of CF's upstreams that have a health_check; the
- * first round starts at the first kv_health_run. The health word of every
- * target slot not probed is cleared (a check removed from the config, or
- * from an earlier run, marks nothing down). Returns NULL when no upstream
- * has a health_check, or on failure (logged: the gateway runs unchecked).
- * CF must outlive the result. */
-struct kv_health *kv_health_start(const struct kv_config *cf, struct kv_ledger *l);
+struct kv_mloop;
 
-/* Fill at most one pollfd (returns 0 or 1) and lower *timeout_ms to the
- * next probe start or deadline. NULL is a no-op returning 0. */
-int	kv_health_pollfds(struct kv_health *h, struct pollfd *pfd, int max, int *timeout_ms);
-
-/* After poll, whether the fd was ready or not: moves every probe on,
- * starts those due, fails those past their deadline. Never blocks, except
- * for the resolution of a target named by a host name (getaddrinfo, at
- * most once a minute per target): IP literals and /etc/hosts names never
- * wait. NULL is a no-op. */
-void	kv_health_run(struct kv_health *h);
+/* Probes for every target of CF's upstreams that have a health_check,
+ * driven by LP (each probe's socket a watch, the next start or deadline a
+ * timer); the first round starts at LP's next turn. The health word of
+ * every target slot not probed is cleared (a check removed from the
+ * config, or from an earlier run, marks nothing down). Returns NULL when
+ * no upstream has a health_check, or on failure (logged: the gateway runs
+ * unchecked). CF and LP must outlive the result. Probes never block,
+ * except for the resolution of a target named by a host name (getaddrinfo,
+ * at most once a minute per target): IP literals and /etc/hosts names
+ * never wait. */
+struct kv_health *kv_health_start(const struct kv_config *cf, struct kv_ledger *l,
+	    struct kv_mloop *lp);
 
 /* Close every probe, free H (NULL is a no-op). */
 void	kv_health_free(struct kv_health *h);

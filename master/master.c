@@ -8,12 +8,12 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <netdb.h>
-#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -25,6 +25,7 @@
 #include "master/cluster.h"
 #include "master/health_check.h"
 #include "master/key_sync.h"
+#include "master/loop.h"
 #include "master/ledger_watch.h"
 #include "master/notify.h"
 #include "master/status.h"
@@ -78,6 +79,10 @@ struct master {
 	struct kv_ledger_watch	 watch;
 	int			 recount;	/* recompute reserved at the next chance */
 	int64_t			 reclaim_until;	/* a worker found the table full: retry till then */
+	struct kv_mloop		*lp;		/* every fd and deadline the master waits on */
+	struct kv_mloop_io	 sig_io;	/* the signal self-pipe */
+	struct kv_mloop_timer	 tick_timer;
+	int64_t			 last_sync;	/* the ledger's last msync */
 };
 
 static volatile sig_atomic_t sig_term, sig_hup, sig_chld, sig_usr1;
@@ -97,7 +102,7 @@ on_signal(int sig)
 		sig_chld = 1;
 	else if (sig == SIGUSR1)
 		sig_usr1 = 1;
-	/* Wake poll(); a full pipe already has a wake-up queued. */
+	/* Wake the loop; a full pipe already has a wake-up queued. */
 	if (write(sigpipe_fds[1], &b, 1) == -1)
 		(void)0;
 	errno = saved;
@@ -273,6 +278,7 @@ spawn(struct master *m)
 		close(sigpipe_fds[1]);
 		kv_cluster_forget(m->cluster);
 		kv_health_forget(m->health);
+		kv_mloop_forget(m->lp);
 		kv_worker_main(m->cf, &m->ledger, slot, m->generation, m->lfd);
 	}
 	atomic_store(&ws->pid, (int32_t)pid);
@@ -802,18 +808,42 @@ sync_health(struct master *m)
 	if (m->health_cf == m->cf)
 		return;
 	kv_health_free(m->health);
-	m->health = kv_health_start(m->cf, &m->ledger);
+	m->health = kv_health_start(m->cf, &m->ledger, m->lp);
 	m->health_cf = m->cf;
 }
 
 static void
-master_loop(struct master *m)
+on_sigpipe(void *arg, uint32_t events)
 {
-	struct pollfd pfd[16];
-	int64_t last_tick = 0, last_sync = kv_now_ms();
-	int n, c0, timeout;
 	char drain[64];
 
+	(void)arg;
+	(void)events;
+	while (read(sigpipe_fds[0], drain, sizeof(drain)) > 0)
+		;
+}
+
+static void
+on_tick(void *arg)
+{
+	struct master *m = arg;
+
+	kv_mloop_timer_at(m->lp, &m->tick_timer, kv_now_ms() + 1000);
+	tick(m, &m->last_sync);
+}
+
+/* Signals are flags the handlers set (the self-pipe only wakes the wait);
+ * everything else runs from the loop's watches and timers. A turn waits a
+ * second at most, for the stop deadline. */
+static void
+master_loop(struct master *m)
+{
+	kv_mloop_io_init(&m->sig_io, on_sigpipe, m);
+	kv_mloop_timer_init(&m->tick_timer, on_tick, m);
+	if (kv_mloop_io_set(m->lp, &m->sig_io, sigpipe_fds[0], EPOLLIN) == -1)
+		kv_log_warn("KV0126", "epoll_ctl on the signal pipe: signals wait up to a second");
+	m->last_sync = kv_now_ms();
+	kv_mloop_timer_at(m->lp, &m->tick_timer, m->last_sync);
 	for (;;) {
 		if (sig_chld) {
 			sig_chld = 0;
@@ -839,32 +869,9 @@ master_loop(struct master *m)
 			signal_workers(m, SIGKILL, 0);
 			m->stop_deadline_ms = kv_now_ms() + 5000;
 		}
-		if (kv_now_ms() - last_tick >= 1000) {
-			last_tick = kv_now_ms();
-			tick(m, &last_sync);
-		}
 		sync_health(m);
-		pfd[0].fd = sigpipe_fds[0];
-		pfd[0].events = POLLIN;
-		n = 1;
-		timeout = 1000;
-		if (m->status != NULL)
-			n += kv_status_pollfds(m->status, pfd + 1, 13, &timeout);	/* room for checks, Redis */
-		n += kv_health_pollfds(m->health, pfd + n, 16 - n, &timeout);
-		c0 = n;
-		if (m->cluster != NULL)
-			n += kv_cluster_pollfds(m->cluster, pfd + n, 16 - n, &timeout);
-		if (timeout < 0 || timeout > 1000)
-			timeout = 1000;
-		if (poll(pfd, (nfds_t)n, timeout) == -1 && errno != EINTR)
-			kv_log_warn("KV0119", "poll");
-		while (read(sigpipe_fds[0], drain, sizeof(drain)) > 0)
-			;
-		if (m->status != NULL)
-			kv_status_run(m->status);
-		kv_health_run(m->health);
-		if (m->cluster != NULL)
-			kv_cluster_run(m->cluster, pfd + c0, n - c0);
+		if (kv_mloop_turn(m->lp, 1000) == -1)
+			kv_log_warn("KV0119", "master loop: epoll_wait");
 	}
 }
 
@@ -971,12 +978,16 @@ master_start(struct master *m)
 	if (keys_clash(m, m->cf) == -1)
 		return 2;
 	kv_key_sync(&m->ledger, m->cf);
-	m->cluster = kv_cluster_start(m->cf, &m->ledger);
+	if ((m->lp = kv_mloop_new()) == NULL) {
+		kv_log_warn("KV0127", "epoll_create1 for the master's loop");
+		return 1;
+	}
+	m->cluster = kv_cluster_start(m->cf, &m->ledger, m->lp);
 	if ((m->lfd = open_listener(m->cf)) == -1)
 		return 1;
 	warn_open_listener(m);
 	if (m->cf->status_port[0] != '\0')
-		m->status = kv_status_start(m->cf, &m->ledger);
+		m->status = kv_status_start(m->cf, &m->ledger, m->lp);
 	sync_health(m);	/* before dropping privileges: CA files are read now */
 	trim_startup_pages();
 	if (drop_privileges(m) == -1)
@@ -1012,6 +1023,7 @@ kv_master_run(struct kv_config *cf)
 	if (m.status != NULL)
 		kv_status_stop(m.status);
 	kv_alerts_free(m.alerts);
+	kv_mloop_free(m.lp);
 	if (kv_ledger_sync(&m.ledger) == -1)
 		kv_log_warn("KV0118", "msync %s", m.cf->ledger);
 	atomic_store(&m.ledger.hdr->master_pid, 0);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,8 +27,10 @@
 #include <microhttpd.h>
 #include <openssl/crypto.h>
 
+#include "common/clock.h"
 #include "common/jsonline.h"
 #include "common/log.h"
+#include "master/loop.h"
 #include "master/status_metrics.h"
 #include "master/status_html.h"
 #include "shm/lease.h"
@@ -43,6 +46,9 @@ struct kv_status {
 	const struct kv_config	*cf;
 	struct kv_ledger	*l;
 	int			 epfd;
+	struct kv_mloop		*lp;
+	struct kv_mloop_io	 io;		/* epfd */
+	struct kv_mloop_timer	 timer;		/* MHD's next connection timeout */
 };
 
 /* Per-request state, only for requests that carry a body. */
@@ -658,8 +664,37 @@ status_daemon(struct kv_status *st, int fd, int v6)
 	    MHD_OPTION_END);
 }
 
+/* Serve whatever is ready, then wake again at MHD's next connection
+ * timeout (it needs a call to expire idle connections). Never blocks. */
+static void
+serve(struct kv_status *st)
+{
+	MHD_UNSIGNED_LONG_LONG t;
+
+	if (MHD_run(st->d) != MHD_YES)
+		kv_log_warnx("KV0708", "status: MHD_run failed");
+	if (MHD_get_timeout(st->d, &t) == MHD_YES)
+		kv_mloop_timer_at(st->lp, &st->timer,
+		    kv_now_ms() + (t > INT32_MAX ? INT32_MAX : (int64_t)t));
+	else
+		kv_mloop_timer_stop(st->lp, &st->timer);
+}
+
+static void
+on_ready(void *arg, uint32_t events)
+{
+	(void)events;
+	serve(arg);
+}
+
+static void
+on_timer(void *arg)
+{
+	serve(arg);
+}
+
 struct kv_status *
-kv_status_start(const struct kv_config *cf, struct kv_ledger *l)
+kv_status_start(const struct kv_config *cf, struct kv_ledger *l, struct kv_mloop *lp)
 {
 	struct kv_status *st;
 	const union MHD_DaemonInfo *info;
@@ -687,6 +722,14 @@ kv_status_start(const struct kv_config *cf, struct kv_ledger *l)
 		goto fail;
 	}
 	st->epfd = info->epoll_fd;
+	st->lp = lp;
+	kv_mloop_io_init(&st->io, on_ready, st);
+	kv_mloop_timer_init(&st->timer, on_timer, st);
+	if (kv_mloop_io_set(lp, &st->io, st->epfd, EPOLLIN) == -1) {
+		kv_log_warn("KV0719", "status: epoll_ctl");
+		MHD_stop_daemon(st->d);
+		goto fail;
+	}
 	log_bound(fd, cf->status_host);
 	return st;
 fail:
@@ -701,38 +744,13 @@ kv_status_set_config(struct kv_status *st, const struct kv_config *cf)
 		st->cf = cf;
 }
 
-int
-kv_status_pollfds(struct kv_status *st, struct pollfd *pfd, size_t max,
-    int *timeout_ms)
-{
-	MHD_UNSIGNED_LONG_LONG t;
-
-	if (st == NULL || max == 0)
-		return 0;
-	pfd[0].fd = st->epfd;
-	pfd[0].events = POLLIN;
-	pfd[0].revents = 0;
-	if (MHD_get_timeout(st->d, &t) == MHD_YES) {
-		int ms = t > INT_MAX ? INT_MAX : (int)t;
-
-		if (*timeout_ms < 0 || ms < *timeout_ms)
-			*timeout_ms = ms;
-	}
-	return 1;
-}
-
-void
-kv_status_run(struct kv_status *st)
-{
-	if (st != NULL && MHD_run(st->d) != MHD_YES)
-		kv_log_warnx("KV0708", "status: MHD_run failed");
-}
-
 void
 kv_status_stop(struct kv_status *st)
 {
 	if (st == NULL)
 		return;
+	kv_mloop_io_clear(st->lp, &st->io);
+	kv_mloop_timer_stop(st->lp, &st->timer);
 	MHD_stop_daemon(st->d);
 	free(st);
 }
