@@ -232,46 +232,6 @@ exact_find(const struct kv_config *cf, const char *model)
 	return NULL;
 }
 
-/* A configuration built by hand (unit tests) has no index: the same rule
- * by a scan, exact names first, then the longest glob. */
-static const struct kv_price *
-scan_find(const struct kv_config *cf, const char *model, enum kv_price_rule *rule,
-    const struct kv_price **older)
-{
-	const struct kv_price *best = NULL, **exact;
-	struct kv_pver fam;
-	size_t i, k, len, bestlen = 0;
-
-	for (i = 0; i < cf->nprices; i++)
-		if (strcmp(cf->prices[i].model, model) == 0) {
-			*rule = cf->prices[i].src == KV_PRICE_FILE ? KV_RULE_FILE : KV_RULE_INI;
-			return &cf->prices[i];
-		}
-	for (i = 0; i < cf->nprices; i++) {
-		len = strlen(cf->prices[i].model);
-		if (len > 0 && cf->prices[i].model[len - 1] == '*' &&
-		    kv_glob_match(cf->prices[i].model, model) && (best == NULL || len > bestlen)) {
-			best = &cf->prices[i];
-			bestlen = len;
-		}
-	}
-	if (best == NULL)
-		return NULL;
-	if ((exact = malloc((cf->nprices + 1) * sizeof(*exact))) == NULL)
-		return NULL;	/* refused: never a wrong family's price */
-	for (i = k = 0; i < cf->nprices; i++)
-		if (strchr(cf->prices[i].model, '*') == NULL)
-			exact[k++] = &cf->prices[i];
-	fam = family_version(exact, k, best->model);
-	free(exact);
-	if (newer_than_family(best->model, &fam, model)) {
-		*older = best;
-		return NULL;
-	}
-	*rule = KV_RULE_GLOB;
-	return best;
-}
-
 /* Only the longest matching glob is asked: a model newer than its family
  * is newer than the shorter globs' too, and goes to unknown_models. */
 const struct kv_price *
@@ -287,10 +247,7 @@ kv_price_lookup(const struct kv_config *cf, const char *model,
 	if (older == NULL)
 		older = &dummy_older;
 	*older = NULL;
-	if (model != NULL && cf->price_exact == NULL && cf->price_glob == NULL) {
-		if ((hit = scan_find(cf, model, rule, older)) != NULL)
-			return hit;
-	} else if (model != NULL && (hit = exact_find(cf, model)) != NULL) {
+	if (model != NULL && (hit = exact_find(cf, model)) != NULL) {
 		*rule = hit->src == KV_PRICE_FILE ? KV_RULE_FILE : KV_RULE_INI;
 		return hit;
 	}

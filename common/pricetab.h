@@ -37,7 +37,9 @@ void	kv_pricetab_free(struct kv_config *cf);
  * for 4 and 4-1; a glob matching no exact entry prices all it matches),
  * which then sets *older to that glob and falls through;
  * else [price default] unless unknown_models = deny. NULL when refused.
- * RULE (may be NULL) says which; OLDER (may be NULL) is set or NULL. */
+ * RULE (may be NULL) says which; OLDER (may be NULL) is set or NULL.
+ * CF must be indexed (kv_pricetab_index, which kv_config_load runs): the
+ * one lookup path the daemon, kvctl and the tests share. */
 const struct kv_price *kv_price_lookup(const struct kv_config *cf, const char *model,
 	    enum kv_price_rule *rule, const struct kv_price **older);
 
