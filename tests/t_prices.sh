@@ -82,14 +82,22 @@ kv_ctl prices --check "$T/trunc.json" >/dev/null 2>"$T/chk.err"
 check_eq "kvctl prices --check of a truncated file exits 1" "$?" 1
 check "... saying FILE: line:col" grep -q "trunc.json: [0-9]*:[0-9]*: " "$T/chk.err"
 # ... and a planted difference in a refreshed copy is listed
-jq '."claude-sonnet-4-5".input_cost_per_token = 0.000004' "$T/prices.json" >"$T/newer.json"
+# (and one under the operator's [price gpt-4o-mini]: the running price holds,
+# the catalogue's move under it is shown as an override)
+jq '."claude-sonnet-4-5".input_cost_per_token = 0.000004 | ."gpt-4o-mini".input_cost_per_token = 2e-07' \
+	"$T/prices.json" >"$T/newer.json"
 kv_ctl prices --check "$T/newer.json" >"$T/chk.out"
 check_eq "kvctl prices --check of a valid file exits 0" "$?" 0
 check "... lists claude-sonnet-4-5's input going from \$3.00 to \$4.00" \
 	grep -q '^claude-sonnet-4-5: changed; input \$3.00 -> \$4.00$' "$T/chk.out"
-check "... and only that model" grep -q '^1 model priced differently' "$T/chk.out"
+check "... and only that model among the running prices" \
+	grep -q '^1 model priced differently with .*newer.json than with the running prices (.*prices.json and 3 \[price\] sections)$' "$T/chk.out"
+check "... shows gpt-4o-mini's catalogue change under the ini override, its price holding" \
+	grep -q '^gpt-4o-mini: overridden by \[price gpt-4o-mini\] (its prices hold); in the file: changed; input \$0.15 -> \$0.20$' "$T/chk.out"
+check "... counted as one override" grep -q '^1 \[price\] section overrides a catalogue entry' "$T/chk.out"
 check_eq "... in JSON too" "$(kv_ctl prices --check "$T/newer.json" --json |
-	jq -c '[.differences[] | [.model, .after.prices.input_per_1m_nusd]]')" '[["claude-sonnet-4-5",4000000000]]'
+	jq -c '[[.differences[] | [.model, .after.prices.input_per_1m_nusd]], [.overridden[] | [.model, .section, .file_before.prices.input_per_1m_nusd, .file_after.prices.input_per_1m_nusd]]]')" \
+	'[[["claude-sonnet-4-5",4000000000]],[["gpt-4o-mini","gpt-4o-mini",150000000,200000000]]]'
 
 kv_start
 
