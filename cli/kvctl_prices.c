@@ -257,14 +257,14 @@ print_table(FILE *f, const struct kv_config *cf, const struct priced *ms, size_t
 	static const size_t cols[] = { offsetof(struct kv_price, input),
 	    offsetof(struct kv_price, output), offsetof(struct kv_price, cached_input),
 	    offsetof(struct kv_price, cache_write) };
-	char v[40];
+	char v[40], sources[4608];
 	size_t i, c, w = 5;
 	int64_t x;
 
 	if (cf->prices_file[0] != '\0')
 		fprintf(f, "catalogue %s: %s\n", cf->prices_file, cf->prices_summary);
-	fprintf(f, "[price] sections: %zu (%zu replace a catalogue entry)\n", cf->nprices_ini,
-	    cf->nprices_overridden);
+	kv_pricetab_sources(cf, sources, sizeof(sources));
+	fprintf(f, "%s\n", sources);
 	fprintf(f, "USD per 1M tokens; kvctl prices MODEL shows every price of a model\n\n");
 	for (i = 0; i < n; i++)
 		if (strlen(ms[i].model) > w)

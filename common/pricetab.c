@@ -1,4 +1,5 @@
 /* The running price table (pricetab.h): merge, index, lookup. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -267,4 +268,26 @@ kv_price_lookup(const struct kv_config *cf, const char *model,
 	}
 	*rule = KV_RULE_REFUSED;
 	return NULL;
+}
+
+void
+kv_pricetab_sources(const struct kv_config *cf, char *buf, size_t len)
+{
+	size_t i, file = 0, ini = 0, glob = 0;
+
+	for (i = 0; i < cf->nprices; i++) {
+		if (is_glob(&cf->prices[i]))
+			glob++;
+		else if (cf->prices[i].src == KV_PRICE_FILE)
+			file++;
+		else
+			ini++;
+	}
+	snprintf(buf, len, "%zu models priced: %zu from %s, %zu from [price] sections (%zu "
+	    "replacing a catalogue entry); %zu [price] glob%s; any other model: %s",
+	    file + ini, file, cf->prices_file[0] != '\0' ? cf->prices_file : "no catalogue",
+	    ini, cf->nprices_overridden, glob, glob == 1 ? "" : "s",
+	    cf->has_default_price && !cf->unknown_models_deny ? "[price default]" :
+	    cf->unknown_models_deny ? "refused (unknown_models = deny)" :
+	    "refused (no [price default])");
 }

@@ -55,6 +55,8 @@ EOF
 check_eq "kilovoltd -t accepts the shipped copy" "$?" 0
 check "... and says how many models each provider gave (171: openai 147, anthropic 24)" \
 	grep -q 'prices: 171 models (openai 147, anthropic 24)' "$T/t.out"
+check "... and where the prices come from: the file, the sections (one replacing its entry), the globs, the default" \
+	grep -q 'prices: 171 models priced: 170 from .*prices.json, 1 from \[price\] sections (1 replacing a catalogue entry); 2 \[price\] globs; any other model: \[price default\]$' "$T/t.out"
 check "... and names the fields it does not understand" \
 	grep -q 'fields not understood (ignored):.*output_cost_per_second' "$T/t.out"
 
