@@ -257,14 +257,14 @@ print_table(FILE *f, const struct kv_config *cf, const struct priced *ms, size_t
 	static const size_t cols[] = { offsetof(struct kv_price, input),
 	    offsetof(struct kv_price, output), offsetof(struct kv_price, cached_input),
 	    offsetof(struct kv_price, cache_write) };
-	char v[40];
+	char v[40], sources[4608];
 	size_t i, c, w = 5;
 	int64_t x;
 
 	if (cf->prices_file[0] != '\0')
 		fprintf(f, "catalogue %s: %s\n", cf->prices_file, cf->prices_summary);
-	fprintf(f, "[price] sections: %zu (%zu replace a catalogue entry)\n", cf->nprices_ini,
-	    cf->nprices_overridden);
+	kv_pricetab_sources(cf, sources, sizeof(sources));
+	fprintf(f, "%s\n", sources);
 	fprintf(f, "USD per 1M tokens; kvctl prices MODEL shows every price of a model\n\n");
 	for (i = 0; i < n; i++)
 		if (strlen(ms[i].model) > w)
@@ -341,27 +341,18 @@ same_price(const struct priced *a, const struct priced *b)
 	return 1;
 }
 
-/* "claude-opus-4-6: glob ([price claude-opus-4*]) -> file; input $15.00
- * -> $5.00, ..." — the rule when it changes (a file entry is the same rule
- * whichever file), then each figure that does. */
+/* Each figure that differs from PA to PB (either may be NULL: none),
+ * "SEPinput $15.00 -> $5.00, output ...". */
 static void
-print_change(FILE *f, const struct kv_config *was, const struct kv_config *now,
-    const struct priced *a, const struct priced *b)
+print_fields(FILE *f, const struct kv_price *pa, const struct kv_price *pb, const char *sep)
 {
-	char sa[4200], sb[4200], va[64], vb[64];
-	const char *sep = "; ";
+	char va[64], vb[64];
 	size_t i;
 	int64_t x, y;
 
-	rule_source(was, a, sa, sizeof(sa));
-	rule_source(now, b, sb, sizeof(sb));
-	fprintf(f, "%s: %s", a->model, a->p == NULL ? "now priced" : b->p == NULL ?
-	    "now refused" : "changed");
-	if (a->rule != b->rule || (a->rule != KV_RULE_FILE && strcmp(sa, sb) != 0))
-		fprintf(f, "; %s (%s) -> %s (%s)", rule_name(a->rule), sa, rule_name(b->rule), sb);
 	for (i = 0; i < NFIELDS; i++) {
-		x = a->p != NULL ? field_value(a->p, &pfields[i]) : -1;
-		y = b->p != NULL ? field_value(b->p, &pfields[i]) : -1;
+		x = pa != NULL ? field_value(pa, &pfields[i]) : -1;
+		y = pb != NULL ? field_value(pb, &pfields[i]) : -1;
 		if (x == y)
 			continue;
 		format_field(&pfields[i], x, 1, va, sizeof(va));
@@ -369,6 +360,24 @@ print_change(FILE *f, const struct kv_config *was, const struct kv_config *now,
 		fprintf(f, "%s%s %s -> %s", sep, pfields[i].label, va, vb);
 		sep = ", ";
 	}
+}
+
+/* "claude-opus-4-6: glob ([price claude-opus-4*]) -> file; input $15.00
+ * -> $5.00, ..." — the rule when it changes (a file entry is the same rule
+ * whichever file), then each figure that does. */
+static void
+print_change(FILE *f, const struct kv_config *was, const struct kv_config *now,
+    const struct priced *a, const struct priced *b)
+{
+	char sa[4200], sb[4200];
+
+	rule_source(was, a, sa, sizeof(sa));
+	rule_source(now, b, sb, sizeof(sb));
+	fprintf(f, "%s: %s", a->model, a->p == NULL ? "now priced" : b->p == NULL ?
+	    "now refused" : "changed");
+	if (a->rule != b->rule || (a->rule != KV_RULE_FILE && strcmp(sa, sb) != 0))
+		fprintf(f, "; %s (%s) -> %s (%s)", rule_name(a->rule), sa, rule_name(b->rule), sb);
+	print_fields(f, a->p, b->p, "; ");
 	fputc('\n', f);
 }
 
@@ -408,10 +417,19 @@ diff_tables(const struct kv_config *was, const struct kv_config *now, int json)
 	return ndiff;
 }
 
+/* A catalogue's own entries, sorted by name (kv_catalog_parse sorts):
+ * what a [price] section of the same name hides from the running table. */
+struct raw {
+	struct kv_price	*e;
+	size_t		 n;
+};
+
 /* FILE as the daemon would read it: the providers CF keeps (openai and
- * anthropic without a config). 0, or -1 with "FILE: line:col: what" said. */
+ * anthropic without a config), into RAW (may be NULL: validated only).
+ * 0, or -1 with "FILE: line:col: what" said. */
 static int
-validate(const struct kv_config *cf, const char *file, char *summary, size_t len)
+load_raw(const struct kv_config *cf, const char *file, struct raw *raw, char *summary,
+    size_t len)
 {
 	const char *prov[KV_CATALOG_PROVIDERS_MAX];
 	struct kv_catalog_stats st;
@@ -422,45 +440,132 @@ validate(const struct kv_config *cf, const char *file, char *summary, size_t len
 
 	kv_catalog_providers(cf, prov);
 	r = kv_catalog_load(file, prov, &out, &n, &st, err, sizeof(err));
-	free(out);
+	if (r == -1 || raw == NULL)
+		free(out);
 	if (r == -1) {
 		fprintf(stderr, "%s\n", err);
 		return -1;
 	}
-	kv_catalog_summary(&st, summary, len);
+	if (raw != NULL) {
+		raw->e = out;
+		raw->n = n;
+	}
+	if (summary != NULL)
+		kv_catalog_summary(&st, summary, len);
 	return 0;
 }
 
 static int
-check_file(const struct kv_config *cf, const char *config, const char *file, int json)
+cmp_entry(const void *a, const void *b)
 {
-	struct kv_config *now;
-	char summary[512], err[4400];
-	size_t ndiff;
+	return strcmp(((const struct kv_price *)a)->model, ((const struct kv_price *)b)->model);
+}
 
-	if (validate(cf, file, summary, sizeof(summary)) == -1)
-		return KVCTL_EXIT_NOTFOUND;
-	if (cf == NULL) {	/* no config: the file alone */
+static const struct kv_price *
+raw_find(const struct raw *raw, const char *model)
+{
+	struct kv_price key;
+
+	if (raw->n == 0)
+		return NULL;
+	snprintf(key.model, sizeof(key.model), "%s", model);
+	return bsearch(&key, raw->e, raw->n, sizeof(*raw->e), cmp_entry);
+}
+
+static int
+same_fields(const struct kv_price *a, const struct kv_price *b)
+{
+	size_t i;
+
+	if (a == NULL || b == NULL)
+		return a == b;
+	for (i = 0; i < NFIELDS; i++)
+		if (field_value(a, &pfields[i]) != field_value(b, &pfields[i]))
+			return 0;
+	return 1;
+}
+
+/* The [price NAME] sections that replace a catalogue entry which the new
+ * file changes: the running price holds (the operator's contract price),
+ * but the operator should know the catalogue moved under it. "gpt-4o-mini:
+ * overridden by [price gpt-4o-mini] (its prices hold); in the file: input
+ * $0.15 -> $0.20". Returns how many. */
+static size_t
+diff_overrides(const struct kv_config *was, const struct kv_config *now,
+    const struct raw *ra, const struct raw *rb, int json)
+{
+	const struct kv_price *fa, *fb, *sec;
+	struct priced pa, pb;
+	size_t i, n = 0;
+
+	for (i = 0; i < was->nprice_exact; i++) {
+		sec = was->price_exact[i];
+		if (sec->src == KV_PRICE_FILE)
+			continue;
+		fa = raw_find(ra, sec->model);
+		fb = raw_find(rb, sec->model);
+		if (same_fields(fa, fb))
+			continue;	/* both absent, or the same entry */
 		if (json) {
-			fputs("{\"file\":", stdout);
-			kv_json_write_string(stdout, file);
-			fputs(",\"valid\":true,\"summary\":", stdout);
-			kv_json_write_string(stdout, summary);
-			fputs("}\n", stdout);
+			pa = (struct priced){ sec->model, fa, KV_RULE_FILE, NULL };
+			pb = (struct priced){ sec->model, fb, KV_RULE_FILE, NULL };
+			fputs(n ? "," : "", stdout);
+			fputs("{\"model\":", stdout);
+			kv_json_write_string(stdout, sec->model);
+			fputs(",\"section\":", stdout);
+			kv_json_write_string(stdout, sec->model);
+			fputs(",\"file_before\":", stdout);
+			if (fa != NULL)
+				json_price(stdout, was, &pa);
+			else
+				fputs("null", stdout);
+			fputs(",\"file_after\":", stdout);
+			if (fb != NULL)
+				json_price(stdout, now, &pb);
+			else
+				fputs("null", stdout);
+			fputc('}', stdout);
 		} else {
-			printf("%s: ok: %s\n", file, summary);
+			printf("%s: overridden by [price %s] (its prices hold); in the file: %s",
+			    sec->model, sec->model, fa == NULL ? "now listed" : fb == NULL ?
+			    "no longer listed" : "changed");
+			print_fields(stdout, fa, fb, "; ");
+			fputc('\n', stdout);
 		}
-		return KVCTL_EXIT_OK;
+		n++;
 	}
-	if ((now = calloc(1, sizeof(*now))) == NULL) {
-		perror("kvctl");
-		return KVCTL_EXIT_USAGE;
+	return n;
+}
+
+/* --check without a config: the file alone. */
+static int
+check_alone(const char *file, int json)
+{
+	char summary[512];
+
+	if (load_raw(NULL, file, NULL, summary, sizeof(summary)) == -1)
+		return KVCTL_EXIT_NOTFOUND;
+	if (json) {
+		fputs("{\"file\":", stdout);
+		kv_json_write_string(stdout, file);
+		fputs(",\"valid\":true,\"summary\":", stdout);
+		kv_json_write_string(stdout, summary);
+		fputs("}\n", stdout);
+	} else {
+		printf("%s: ok: %s\n", file, summary);
 	}
-	if (kv_config_load_prices(now, config, file, err, sizeof(err)) == -1) {
-		fprintf(stderr, "kvctl: %s\n", err);
-		free(now);
-		return KVCTL_EXIT_USAGE;
-	}
+	return KVCTL_EXIT_OK;
+}
+
+/* The running prices (CF: its catalogue and its [price] sections) against
+ * the same config with FILE as its catalogue: what a refresh changes, and
+ * which of the catalogue's changes an override hides. */
+static void
+check_report(const struct kv_config *cf, const struct kv_config *now, const char *file,
+    const char *summary, const struct raw *ra, const struct raw *rb, int json)
+{
+	size_t ndiff, nover;
+
 	if (json) {
 		fputs("{\"file\":", stdout);
 		kv_json_write_string(stdout, file);
@@ -472,14 +577,56 @@ check_file(const struct kv_config *cf, const char *config, const char *file, int
 	}
 	ndiff = diff_tables(cf, now, json);
 	if (json)
+		fputs("],\"overridden\":[", stdout);
+	nover = diff_overrides(cf, now, ra, rb, json);
+	if (json) {
 		fputs("]}\n", stdout);
-	else
-		printf("%zu model%s priced differently with %s than with %s\n", ndiff,
-		    ndiff == 1 ? "" : "s", file, cf->prices_file[0] != '\0' ? cf->prices_file :
-		    "the [price] sections alone");
-	kv_config_free(now);
-	free(now);
-	return KVCTL_EXIT_OK;
+		return;
+	}
+	printf("%zu model%s priced differently with %s than with the running prices (%s%s"
+	    "%zu [price] section%s)\n", ndiff, ndiff == 1 ? "" : "s", file, cf->prices_file,
+	    cf->prices_file[0] != '\0' ? " and " : "", cf->nprices_ini,
+	    cf->nprices_ini == 1 ? "" : "s");
+	printf("%zu [price] section%s override%s a catalogue entry %s changes (the "
+	    "section's prices hold)\n", nover, nover == 1 ? "" : "s", nover == 1 ? "s" : "",
+	    file);
+}
+
+static int
+check_file(const struct kv_config *cf, const char *config, const char *file, int json)
+{
+	struct raw ra = { NULL, 0 }, rb = { NULL, 0 };
+	struct kv_config *now = NULL;
+	char summary[512], err[4400];
+	int rc = KVCTL_EXIT_USAGE;
+
+	if (cf == NULL)
+		return check_alone(file, json);
+	if (load_raw(cf, file, &rb, summary, sizeof(summary)) == -1)
+		return KVCTL_EXIT_NOTFOUND;
+	/* the running catalogue's own entries: under the [price] sections */
+	if (cf->prices_file[0] != '\0' && load_raw(cf, cf->prices_file, &ra, NULL, 0) == -1)
+		goto out;
+	if ((now = calloc(1, sizeof(*now))) == NULL) {
+		perror("kvctl");
+		goto out;
+	}
+	if (kv_config_load_prices(now, config, file, err, sizeof(err)) == -1) {
+		fprintf(stderr, "kvctl: %s\n", err);
+		free(now);
+		now = NULL;
+		goto out;
+	}
+	check_report(cf, now, file, summary, &ra, &rb, json);
+	rc = KVCTL_EXIT_OK;
+out:
+	if (now != NULL) {
+		kv_config_free(now);
+		free(now);
+	}
+	free(ra.e);
+	free(rb.e);
+	return rc;
 }
 
 /* ---- the command -------------------------------------------------------- */

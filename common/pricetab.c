@@ -1,4 +1,5 @@
 /* The running price table (pricetab.h): merge, index, lookup. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -232,46 +233,6 @@ exact_find(const struct kv_config *cf, const char *model)
 	return NULL;
 }
 
-/* A configuration built by hand (unit tests) has no index: the same rule
- * by a scan, exact names first, then the longest glob. */
-static const struct kv_price *
-scan_find(const struct kv_config *cf, const char *model, enum kv_price_rule *rule,
-    const struct kv_price **older)
-{
-	const struct kv_price *best = NULL, **exact;
-	struct kv_pver fam;
-	size_t i, k, len, bestlen = 0;
-
-	for (i = 0; i < cf->nprices; i++)
-		if (strcmp(cf->prices[i].model, model) == 0) {
-			*rule = cf->prices[i].src == KV_PRICE_FILE ? KV_RULE_FILE : KV_RULE_INI;
-			return &cf->prices[i];
-		}
-	for (i = 0; i < cf->nprices; i++) {
-		len = strlen(cf->prices[i].model);
-		if (len > 0 && cf->prices[i].model[len - 1] == '*' &&
-		    kv_glob_match(cf->prices[i].model, model) && (best == NULL || len > bestlen)) {
-			best = &cf->prices[i];
-			bestlen = len;
-		}
-	}
-	if (best == NULL)
-		return NULL;
-	if ((exact = malloc((cf->nprices + 1) * sizeof(*exact))) == NULL)
-		return NULL;	/* refused: never a wrong family's price */
-	for (i = k = 0; i < cf->nprices; i++)
-		if (strchr(cf->prices[i].model, '*') == NULL)
-			exact[k++] = &cf->prices[i];
-	fam = family_version(exact, k, best->model);
-	free(exact);
-	if (newer_than_family(best->model, &fam, model)) {
-		*older = best;
-		return NULL;
-	}
-	*rule = KV_RULE_GLOB;
-	return best;
-}
-
 /* Only the longest matching glob is asked: a model newer than its family
  * is newer than the shorter globs' too, and goes to unknown_models. */
 const struct kv_price *
@@ -287,10 +248,7 @@ kv_price_lookup(const struct kv_config *cf, const char *model,
 	if (older == NULL)
 		older = &dummy_older;
 	*older = NULL;
-	if (model != NULL && cf->price_exact == NULL && cf->price_glob == NULL) {
-		if ((hit = scan_find(cf, model, rule, older)) != NULL)
-			return hit;
-	} else if (model != NULL && (hit = exact_find(cf, model)) != NULL) {
+	if (model != NULL && (hit = exact_find(cf, model)) != NULL) {
 		*rule = hit->src == KV_PRICE_FILE ? KV_RULE_FILE : KV_RULE_INI;
 		return hit;
 	}
@@ -310,4 +268,26 @@ kv_price_lookup(const struct kv_config *cf, const char *model,
 	}
 	*rule = KV_RULE_REFUSED;
 	return NULL;
+}
+
+void
+kv_pricetab_sources(const struct kv_config *cf, char *buf, size_t len)
+{
+	size_t i, file = 0, ini = 0, glob = 0;
+
+	for (i = 0; i < cf->nprices; i++) {
+		if (is_glob(&cf->prices[i]))
+			glob++;
+		else if (cf->prices[i].src == KV_PRICE_FILE)
+			file++;
+		else
+			ini++;
+	}
+	snprintf(buf, len, "%zu models priced: %zu from %s, %zu from [price] sections (%zu "
+	    "replacing a catalogue entry); %zu [price] glob%s; any other model: %s",
+	    file + ini, file, cf->prices_file[0] != '\0' ? cf->prices_file : "no catalogue",
+	    ini, cf->nprices_overridden, glob, glob == 1 ? "" : "s",
+	    cf->has_default_price && !cf->unknown_models_deny ? "[price default]" :
+	    cf->unknown_models_deny ? "refused (unknown_models = deny)" :
+	    "refused (no [price default])");
 }

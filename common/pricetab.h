@@ -30,6 +30,12 @@ int	kv_pricetab_index(struct kv_config *cf);
 
 void	kv_pricetab_free(struct kv_config *cf);
 
+/* Where CF's prices come from, one line into BUF (kilovoltd -t, kvctl
+ * prices): "174 models priced: 170 from data/x.json, 4 from [price]
+ * sections (1 replacing a catalogue entry); 2 [price] globs; any other
+ * model: [price default]" (or "refused (unknown_models = deny)"). */
+void	kv_pricetab_sources(const struct kv_config *cf, char *buf, size_t len);
+
 /* The price of MODEL: an exact name first; else the longest glob that
  * matches, unless the model is a newer version of the glob's family (a
  * version number after the glob's prefix greater than any exact entry
@@ -37,7 +43,9 @@ void	kv_pricetab_free(struct kv_config *cf);
  * for 4 and 4-1; a glob matching no exact entry prices all it matches),
  * which then sets *older to that glob and falls through;
  * else [price default] unless unknown_models = deny. NULL when refused.
- * RULE (may be NULL) says which; OLDER (may be NULL) is set or NULL. */
+ * RULE (may be NULL) says which; OLDER (may be NULL) is set or NULL.
+ * CF must be indexed (kv_pricetab_index, which kv_config_load runs): the
+ * one lookup path the daemon, kvctl and the tests share. */
 const struct kv_price *kv_price_lookup(const struct kv_config *cf, const char *model,
 	    enum kv_price_rule *rule, const struct kv_price **older);
 

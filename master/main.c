@@ -11,6 +11,7 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "common/pricetab.h"
 #include "master/master.h"
 #include "worker/upstream.h"
 
@@ -48,6 +49,23 @@ version(void)
 #else
 	printf("features: epoll, splice\n");
 #endif
+}
+
+/* -t: what the price catalogue gave, where each price comes from, and
+ * what the file said that kilovolt does not understand: the operator's
+ * check after a refresh. */
+static void
+print_prices(const char *path, const struct kv_config *cf)
+{
+	char sources[4608];
+
+	if (cf->prices_summary[0] != '\0')
+		printf("%s: prices: %s\n", path, cf->prices_summary);
+	kv_pricetab_sources(cf, sources, sizeof(sources));
+	printf("%s: prices: %s\n", path, sources);
+	if (cf->prices_unknown[0] != '\0')
+		printf("%s: prices: fields not understood (ignored): %s\n", path,
+		    cf->prices_unknown);
 }
 
 int
@@ -110,13 +128,7 @@ main(int argc, char **argv)
 		}
 		kv_upstreams_free(rts, cf->nupstreams);
 		printf("%s: ok\n", path);
-		/* What the price catalogue gave, and what it said that kilovolt
-		 * does not understand: the operator's check after a refresh. */
-		if (cf->prices_summary[0] != '\0')
-			printf("%s: prices: %s\n", path, cf->prices_summary);
-		if (cf->prices_unknown[0] != '\0')
-			printf("%s: prices: fields not understood (ignored): %s\n", path,
-			    cf->prices_unknown);
+		print_prices(path, cf);
 		kv_config_free(cf);
 		free(cf);
 		return 0;

@@ -51,7 +51,9 @@
  *   cache-read tokens), x-mock-cache-write N, x-mock-two-deltas 1 (two
  *   cumulative message_delta events), x-mock-status 4xx|5xx (that error),
  *   x-mock-service-tier NAME ("service_tier" of chat completions, JSON and
- *   stream chunks), x-mock-cache-1h N (Anthropic usage.cache_creation: N of
+ *   stream chunks, and of a Responses object; without it an OpenAI body's
+ *   "service_tier" of "flex" or "priority" is answered as run on that tier,
+ *   as OpenAI does), x-mock-cache-1h N (Anthropic usage.cache_creation: N of
  *   the cache writes are 1-hour ones),
  *   x-mock-hold-ms N (pause before a stream's last event: [DONE],
  *   message_stop, response.completed),
@@ -79,7 +81,8 @@
  *   x-mock-error-after N an Anthropic stream sends N text deltas, then
  *                        "event: error" (overloaded_error) and ends
  * A bill line: "bill model=M input=N cached=N cache_write=N output=N
- * reasoning=N web_search=N web_fetch=N" where output counts the reasoning
+ * reasoning=N web_search=N web_fetch=N tier=NAME" where tier is the service tier
+ * the response says it ran on ("default" when it names none), and output counts the reasoning
  * and the text the provider generated (for a stream its client left: the
  * deltas sent plus the one in flight).
  *
@@ -196,6 +199,7 @@ struct req {
 	int		 ignore_max;	/* x-mock-ignore-max-tokens: generate past the limit */
 	int		 background;	/* Responses "background": true */
 	char		 tier[32];	/* x-mock-service-tier, "" unset */
+	char		 body_tier[32];	/* the body's "service_tier", "" none */
 	long		 cache_1h;	/* x-mock-cache-1h: 1-hour writes among cache_write */
 	long		 hold_ms;	/* x-mock-hold-ms: pause before a stream's last event */
 	long		 reasoning;	/* x-mock-reasoning: hidden tokens billed first */
@@ -852,8 +856,12 @@ scan_top(struct req *rq, const char *k, size_t n, const char *v)
 		rq->b64 = strncmp(v, "\"base64\"", 8) == 0;
 	} else if (KEY_IS(k, n, "background")) {
 		rq->background = is_true(v);
+	} else if (KEY_IS(k, n, "service_tier") && *v == '"') {
+		copy_string(v, rq->body_tier, sizeof(rq->body_tier));
 	}
 }
+
+static int is_anthropic(const struct req *rq);
 
 static void
 scan_controls(struct req *rq)
@@ -863,6 +871,7 @@ scan_controls(struct req *rq)
 	rq->max_tokens = -1;
 	rq->n = 1;
 	rq->so_keys[0] = '\0';
+	rq->body_tier[0] = '\0';
 	rq->ignore_max = hdr_long(rq, "x-mock-ignore-max-tokens", 0, 1) == 1;
 	scan_object(rq->body, rq, scan_top);
 	rq->tokens = hdr_long(rq, "x-mock-tokens", 5, 100000000L);
@@ -888,8 +897,12 @@ scan_controls(struct req *rq)
 	rq->error_after = hdr_long(rq, "x-mock-error-after", -1, 100000000L);
 	if (hdr(rq, "x-mock-model") != NULL)
 		snprintf(rq->resp_model, sizeof(rq->resp_model), "%s", hdr(rq, "x-mock-model"));
+	rq->tier[0] = '\0';
 	if (hdr(rq, "x-mock-service-tier") != NULL)
 		snprintf(rq->tier, sizeof(rq->tier), "%s", hdr(rq, "x-mock-service-tier"));
+	else if (!is_anthropic(rq) && (strcmp(rq->body_tier, "flex") == 0 ||
+	    strcmp(rq->body_tier, "priority") == 0))
+		snprintf(rq->tier, sizeof(rq->tier), "%s", rq->body_tier);
 	rq->fail = FAIL_NONE;
 	if (fail != NULL && strcasecmp(fail, "reset") == 0)
 		rq->fail = FAIL_RESET;
@@ -1777,9 +1790,9 @@ write_bill(struct conn *c, int whole)
 		gen = 0;
 	pthread_mutex_lock(&c->m->log_lock);
 	fprintf(c->m->bills, "bill model=%s input=%ld cached=%ld cache_write=%ld output=%ld "
-	    "reasoning=%ld web_search=%ld web_fetch=%ld\n", echo_model(rq), prompt_tokens(rq),
-	    rq->cached, rq->cache_write, gen * rq->n + rq->reasoning, rq->reasoning,
-	    rq->web_search, rq->web_fetch);
+	    "reasoning=%ld web_search=%ld web_fetch=%ld tier=%s\n", echo_model(rq),
+	    prompt_tokens(rq), rq->cached, rq->cache_write, gen * rq->n + rq->reasoning,
+	    rq->reasoning, rq->web_search, rq->web_fetch, rq->tier[0] ? rq->tier : "default");
 	fflush(c->m->bills);
 	pthread_mutex_unlock(&c->m->log_lock);
 }

@@ -45,6 +45,8 @@ kv_start_mock
 kv_write_config <<EOF
 [budget]
 prices = prices.json
+[upstream openai]
+paths = /v1/chat/completions /v1/responses /v1/batches
 [price gpt-4o-mini]
 input = 7
 output = 11
@@ -53,6 +55,8 @@ EOF
 check_eq "kilovoltd -t accepts the shipped copy" "$?" 0
 check "... and says how many models each provider gave (171: openai 147, anthropic 24)" \
 	grep -q 'prices: 171 models (openai 147, anthropic 24)' "$T/t.out"
+check "... and where the prices come from: the file, the sections (one replacing its entry), the globs, the default" \
+	grep -q 'prices: 171 models priced: 170 from .*prices.json, 1 from \[price\] sections (1 replacing a catalogue entry); 2 \[price\] globs; any other model: \[price default\]$' "$T/t.out"
 check "... and names the fields it does not understand" \
 	grep -q 'fields not understood (ignored):.*output_cost_per_second' "$T/t.out"
 
@@ -80,14 +84,22 @@ kv_ctl prices --check "$T/trunc.json" >/dev/null 2>"$T/chk.err"
 check_eq "kvctl prices --check of a truncated file exits 1" "$?" 1
 check "... saying FILE: line:col" grep -q "trunc.json: [0-9]*:[0-9]*: " "$T/chk.err"
 # ... and a planted difference in a refreshed copy is listed
-jq '."claude-sonnet-4-5".input_cost_per_token = 0.000004' "$T/prices.json" >"$T/newer.json"
+# (and one under the operator's [price gpt-4o-mini]: the running price holds,
+# the catalogue's move under it is shown as an override)
+jq '."claude-sonnet-4-5".input_cost_per_token = 0.000004 | ."gpt-4o-mini".input_cost_per_token = 2e-07' \
+	"$T/prices.json" >"$T/newer.json"
 kv_ctl prices --check "$T/newer.json" >"$T/chk.out"
 check_eq "kvctl prices --check of a valid file exits 0" "$?" 0
 check "... lists claude-sonnet-4-5's input going from \$3.00 to \$4.00" \
 	grep -q '^claude-sonnet-4-5: changed; input \$3.00 -> \$4.00$' "$T/chk.out"
-check "... and only that model" grep -q '^1 model priced differently' "$T/chk.out"
+check "... and only that model among the running prices" \
+	grep -q '^1 model priced differently with .*newer.json than with the running prices (.*prices.json and 3 \[price\] sections)$' "$T/chk.out"
+check "... shows gpt-4o-mini's catalogue change under the ini override, its price holding" \
+	grep -q '^gpt-4o-mini: overridden by \[price gpt-4o-mini\] (its prices hold); in the file: changed; input \$0.15 -> \$0.20$' "$T/chk.out"
+check "... counted as one override" grep -q '^1 \[price\] section overrides a catalogue entry' "$T/chk.out"
 check_eq "... in JSON too" "$(kv_ctl prices --check "$T/newer.json" --json |
-	jq -c '[.differences[] | [.model, .after.prices.input_per_1m_nusd]]')" '[["claude-sonnet-4-5",4000000000]]'
+	jq -c '[[.differences[] | [.model, .after.prices.input_per_1m_nusd]], [.overridden[] | [.model, .section, .file_before.prices.input_per_1m_nusd, .file_after.prices.input_per_1m_nusd]]]')" \
+	'[[["claude-sonnet-4-5",4000000000]],[["gpt-4o-mini","gpt-4o-mini",150000000,200000000]]]'
 
 kv_start
 
@@ -140,6 +152,46 @@ gpt52() {	# gpt52 KEY TIER IN_NUSD OUT_NUSD
 }
 gpt52 sk-prices-gpt52 default 1750 14000
 gpt52 sk-prices-gpt52-priority priority 3500 28000
+
+# the flex tier, asked for as OpenAI takes it (the body's "service_tier": "flex";
+# the mock answers it ran on flex, as OpenAI does), charged by the file's _flex
+# fields, its own cache price included: per 1M tokens IN / CACHED / OUT nUSD
+flex() {	# flex KEY PATH MODEL BODY_EXTRA IN CACHED OUT
+	local k=$1 path=$2 m=$3 extra=$4 pin=$5 pc=$6 pout=$7 i c o body
+	if [ "$path" = /v1/responses ]; then
+		body='{"model":"'$m'","max_output_tokens":100,"input":"hi","service_tier":"flex"'$extra'}'
+	else
+		body='{"model":"'$m'","max_completion_tokens":100,"messages":[{"role":"user","content":"hi"}],"service_tier":"flex"'$extra'}'
+	fi
+	check_eq "$m at service_tier flex ($path) answered" \
+		"$(post $k $path "$body" -H 'x-mock-tokens: 40' -H 'x-mock-cached: 3')" 200
+	check "$m at flex settled" kv_wait_for 20 settled "$k"
+	check_eq "... the provider billed it at flex" "$(tail -n 1 "$MOCK_LOG.bills" | sed 's/.* tier=//')" flex
+	i=$(bill_field input) c=$(bill_field cached) o=$(bill_field output)
+	check_eq "$m at flex charged exactly by its _flex fields ($i in of which $c cached, $o out)" \
+		"$(spent $k)" $(( ((i - c) * pin + c * pc + o * pout + 999999) / 1000000 ))
+}
+# gpt-5: input 0.625, cached 0.0625 (62.5 nUSD a token: the sum is rounded up once), output 5
+flex sk-prices-flex-gpt5 /v1/chat/completions gpt-5 '' 625000000 62500000 5000000000
+# o4-mini over the Responses API, streamed: 0.55 / 0.1375 / 2.2
+flex sk-prices-flex-o4 /v1/responses o4-mini ',"stream":true' 550000000 137500000 2200000000
+
+# batch prices: shown, never charged. The Batch API (/v1/batches) and Anthropic's
+# Message Batches (/v1/messages/batches) return their usage in a results file
+# hours later, not on the request kilovolt relays, so kilovolt refuses them
+check_eq "kvctl prices shows gpt-4o's batch prices (1.25 / 5 USD per 1M)" \
+	"$(kv_ctl prices --json gpt-4o | jq -c '[.prices[0].prices.batch_input_per_1m_nusd, .prices[0].prices.batch_output_per_1m_nusd]')" \
+	'[1250000000,5000000000]'
+check "... in the human form too" grep -q '^  batch input  *\$1.25 / 1M tokens$' <(kv_ctl prices gpt-4o)
+n0=$(kv_mock_stat requests)
+total() { kv_ctl keys --json | jq '[.keys[].spent_nusd] | add'; }
+t0=$(total)
+K=sk-prices-batch
+check_eq "a batch (POST /v1/batches, routed to openai) is refused 404, not relayed" \
+	"$(post $K /v1/batches '{"input_file_id":"file-1","endpoint":"/v1/chat/completions","completion_window":"24h"}')" 404
+check "... saying batches are not metered" grep -q 'batches are not metered by kilovolt' "$T/out"
+check_eq "... and the provider received nothing" "$(kv_mock_stat requests)" "$((n0 + 1))"
+check_eq "... and nothing was charged to anyone" "$(total)" "$t0"
 
 # ---- the older-family rule: a model newer than the only glob that matches it ----
 # claude-sonnet-4-9 matches lib.sh's [price claude-sonnet-4*] only, whose family's

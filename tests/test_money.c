@@ -7,6 +7,7 @@
 
 #include "common/catalog.h"
 #include "common/money.h"
+#include "common/pricetab.h"
 #include "worker/charge_rules.h"
 #include "tests/unit.h"
 
@@ -353,6 +354,8 @@ test_charge_price(void)
 	cf.default_price = price("50", "90", NULL, NULL);
 	strcpy(cf.default_price.model, "default");
 	cf.unknown_models_deny = 1;
+	/* indexed as kv_config_load does: the daemon's lookup path */
+	CHECK_INT(kv_pricetab_index(&cf), 0);
 	/* the same model, or a dated answer to an alias: its price */
 	CHECK_INT(charge_cost(&cf, "gpt-4o-mini", "gpt-4o-mini-2024-07-18", &u, &flags, &p),
 	    750000);
@@ -394,6 +397,7 @@ test_charge_price(void)
 	/* a cut: never less than the reservation's output, nor than seen */
 	CHECK_INT(kv_charge_cut_output(30000, 2), 30000);
 	CHECK_INT(kv_charge_cut_output(100, 500), 500);
+	kv_pricetab_free(&cf);
 }
 
 /* The catalogue's own entries (data/prices-2026-07-24.json, copied), read
