@@ -66,12 +66,11 @@ kv_mloop_io_set(struct kv_mloop *lp, struct kv_mloop_io *io, int fd, uint32_t ev
 		kv_mloop_io_clear(lp, io);
 		return 0;
 	}
-	if (io->fd == fd && io->events == events)
-		return 0;
 	if (io->fd != fd)
 		kv_mloop_io_clear(lp, io);
-	/* The same number may be a new socket whose old one closed (and
-	 * left the set): then MOD finds nothing and ADD is right. */
+	/* Even with the same fd and events, ask the kernel: the number may
+	 * be a new socket whose old one closed (and left the set), which MOD
+	 * finds missing, and ADD is right. */
 	if (io->fd == fd && epoll_ctl(lp->ep, EPOLL_CTL_MOD, fd, &ev) == 0)
 		goto done;
 	if (epoll_ctl(lp->ep, EPOLL_CTL_ADD, fd, &ev) == -1 &&
