@@ -7,6 +7,7 @@
 
 #include "worker/conn.h"
 #include "worker/cors.h"
+#include "worker/deadlines.h"
 #include "common/http.h"
 #include "worker/reqlog.h"
 #include "worker/upstream.h"
@@ -54,7 +55,7 @@ struct kv_conn {
 	struct kv_upconn	*uc;
 	struct kv_upstream_rt	*rt;
 	enum conn_state		 state;
-	int64_t			 deadline_ms;
+	struct kv_deadline	 dl;		/* w->deadlines: conn_deadline */
 	int			 drain;		/* close after this response */
 	int			 served;	/* a response went out: idle between requests */
 	/* the memory guard's count of what the connection holds (conn.c) */
@@ -180,6 +181,8 @@ void	conn_watch_client(struct kv_conn *c, uint32_t ev);
 void	conn_quiet_client(struct kv_conn *c);
 void	conn_watch_upstream(struct kv_conn *c, uint32_t ev);
 void	conn_set_deadline(struct kv_conn *c, int upstream_side);
+/* C is due at AT (ms): the worker runs kv_conn_tick for it then. */
+void	conn_deadline(struct kv_conn *c, int64_t at);
 /* A request head's first byte (or a new connection): the head must be
  * whole within header_timeout (or client_timeout when that is shorter). */
 void	conn_head_deadline(struct kv_conn *c);

@@ -111,13 +111,19 @@ conn_head_held(struct kv_conn *c, int partial)
 }
 
 void
+conn_deadline(struct kv_conn *c, int64_t at)
+{
+	kv_deadline_set(&c->w->deadlines, &c->dl, at);
+}
+
+void
 conn_head_deadline(struct kv_conn *c)
 {
 	const struct kv_config *cf = c->w->cf;
 	int secs = cf->header_timeout < cf->client_timeout ? cf->header_timeout :
 	    cf->client_timeout;
 
-	c->deadline_ms = c->w->now_ms + (int64_t)secs * 1000;
+	conn_deadline(c, c->w->now_ms + (int64_t)secs * 1000);
 }
 
 /* Room for one more connection: past the connections' share, the slowest
@@ -154,7 +160,8 @@ kv_conn_accept(struct kv_worker *w, int fd)
 		refuse_full(fd);
 		return;
 	}
-	if ((c = calloc(1, sizeof(*c))) == NULL) {
+	if (kv_deadlines_reserve(&w->deadlines, w->nconns + 1) == -1 ||
+	    (c = calloc(1, sizeof(*c))) == NULL) {
 		kv_log_warnx("KV0401", "out of memory accepting a connection");
 		close(fd);
 		return;
@@ -243,18 +250,19 @@ conn_set_deadline(struct kv_conn *c, int upstream_side)
 		/* parked for another request's TLS ticket: not for long (a
 		 * target that never finishes a handshake must not make each
 		 * parked request wait for the one before it) */
-		c->deadline_ms = c->w->now_ms + KV_GATE_TICKET_MS;
+		conn_deadline(c, c->w->now_ms + KV_GATE_TICKET_MS);
 		return;
 	} else if (c->state == CS_CONNECT || c->state == CS_HANDSHAKE)
 		secs = cf->upstream_timeout < cf->connect_timeout ?
 		    cf->upstream_timeout : cf->connect_timeout;
 	else
 		secs = cf->upstream_timeout;
-	c->deadline_ms = c->w->now_ms + (int64_t)secs * 1000;
 	/* a stream read on for its usage after its client left (on_cut =
 	 * drain) is cut at its drain deadline, however the upstream paces it */
-	if (c->drain_until_ms > 0 && c->deadline_ms > c->drain_until_ms)
-		c->deadline_ms = c->drain_until_ms;
+	if (c->drain_until_ms > 0 && c->w->now_ms + (int64_t)secs * 1000 > c->drain_until_ms)
+		conn_deadline(c, c->drain_until_ms);
+	else
+		conn_deadline(c, c->w->now_ms + (int64_t)secs * 1000);
 }
 
 /* Make sure obuf can take `need` more bytes. */
@@ -393,6 +401,7 @@ conn_close(struct kv_conn *c)
 	conn_free_buf(c);
 	free(c->cbuf);
 	heads_unlink(c);
+	kv_deadline_cancel(&w->deadlines, &c->dl);
 	kv_memguard_hold(&w->mem, -c->held);
 	c->held = 0;
 	/* A cut stream ends with a reset so the client can tell. */
@@ -509,7 +518,7 @@ conn_errwrite(struct kv_conn *c)
 		settle_request(c);
 	if (!c->client_keep && !c->body_done && shutdown(c->cfd, SHUT_WR) == 0) {
 		c->state = CS_LINGER;
-		c->deadline_ms = c->w->now_ms + KV_LINGER_MS;
+		conn_deadline(c, c->w->now_ms + KV_LINGER_MS);
 		return STEP_CONT;
 	}
 	if (!c->client_keep) {
@@ -667,7 +676,7 @@ kv_conn_event(struct kv_conn *c, int upstream, uint32_t events)
 void
 kv_conn_tick(struct kv_conn *c, int64_t now_ms)
 {
-	if (now_ms < c->deadline_ms)
+	if (now_ms < c->dl.at)
 		return;
 	switch (c->state) {
 	case CS_LEASEWAIT:
@@ -677,7 +686,7 @@ kv_conn_tick(struct kv_conn *c, int64_t now_ms)
 			/* The first handshake's ticket is late: handshake on our
 			 * own (still within the gate's count of handshakes). */
 			c->ticket_waited = 1;
-			c->deadline_ms = now_ms + (int64_t)c->w->cf->upstream_timeout * 1000;
+			conn_deadline(c, now_ms + (int64_t)c->w->cf->upstream_timeout * 1000);
 			kv_upstream_gate_stop_waiting(c->rt);
 			return;
 		}

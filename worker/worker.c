@@ -195,8 +195,6 @@ start_drain(struct kv_worker *w)
 static void
 tick(struct kv_worker *w, pid_t master)
 {
-	struct kv_conn *c, *next;
-
 	atomic_store(&w->slot->heartbeat, (int64_t)time(NULL));
 	if (getppid() != master)
 		start_drain(w);	/* orphaned: finish what we have and leave */
@@ -208,9 +206,23 @@ tick(struct kv_worker *w, pid_t master)
 	 * +3-5 MB for 200 streams of 64 KB events), not what moves now. */
 	malloc_trim(0);
 #endif
-	for (c = w->conns; c != NULL; c = next) {
-		next = c->next;
+}
+
+/* The connections whose deadline came. One that is still open and set
+ * itself no new deadline is looked at again in a second, as a sweep of
+ * every connection once a second did before (a parked request waits on
+ * its own bound, for one). */
+static void
+expire(struct kv_worker *w)
+{
+	struct kv_deadline *d;
+	struct kv_conn *c;
+
+	while ((d = kv_deadlines_expired(&w->deadlines, w->now_ms)) != NULL) {
+		c = (struct kv_conn *)((char *)d - offsetof(struct kv_conn, dl));
 		kv_conn_tick(c, w->now_ms);
+		if (!c->closed && c->dl.idx == 0)
+			conn_deadline(c, w->now_ms + 1000);
 	}
 }
 
@@ -262,19 +274,22 @@ run_ready(struct kv_worker *w)
 }
 
 /* How long epoll may sleep: not at all with work queued, until the listener
- * comes back when accepting is paused, else a second (the tick). */
+ * comes back when accepting is paused or the first connection deadline,
+ * else a second (the tick). */
 static int
 wait_ms(const struct kv_worker *w)
 {
 	int64_t d;
 
+	int ms = 1000;
+
 	if (w->ready != NULL)
 		return 0;
 	if (w->accept_paused && !w->draining) {
 		d = w->accept_resume_ms - w->now_ms;
-		return kv_lease_wait_ms(w, d < 0 ? 0 : d > 1000 ? 1000 : (int)d);
+		ms = d < 0 ? 0 : d > 1000 ? 1000 : (int)d;
 	}
-	return kv_lease_wait_ms(w, 1000);
+	return kv_lease_wait_ms(w, kv_deadlines_wait_ms(&w->deadlines, w->now_ms, ms));
 }
 
 static void
@@ -309,6 +324,7 @@ worker_loop(struct kv_worker *w, pid_t master)
 				dispatch(w, &evs[i]);
 		kv_lease_poll(w);
 		run_ready(w);
+		expire(w);
 		if (w->now_ms - last_tick >= 1000) {
 			last_tick = w->now_ms;
 			tick(w, master);

@@ -9,6 +9,7 @@
 #include "common/config.h"
 #include "shm/ledger.h"
 #include "common/http.h"
+#include "worker/deadlines.h"
 #include "worker/evsrc.h"
 #include "worker/memguard.h"
 #include "worker/upstream.h"
@@ -42,6 +43,7 @@ struct kv_worker {
 	int			 splice_ok;
 	struct kv_memguard	 mem;		/* 503 past the memory budget */
 	struct kv_conn		*heads, *heads_tail;	/* unfinished heads, oldest first */
+	struct kv_deadlines	 deadlines;	/* every connection's, first due on top */
 	struct kv_conn		*lease_parked;	/* waiting for cluster lease (leasewait.h) */
 	int			 nlease_parked;
 	int64_t			 lease_kick_ms;	/* the master was last kicked */
