@@ -464,7 +464,7 @@ page_link(FILE *f, const char *q, long p, long pages, const char *text, int here
 		urlenc(f, q);
 		fputs("&amp;", f);
 	}
-	fprintf(f, "page=%ld#keys\">%s</a>", p, text);
+	fprintf(f, "page=%ld#keyhead\">%s</a>", p, text);
 }
 
 /* The search form and the page links, a window of them around this one. */
@@ -474,12 +474,12 @@ key_nav(FILE *f, const struct key_page *kp, const char *q)
 	char num[24];
 	long p;
 
-	fputs("<form class=\"nav\" method=\"get\" action=\"/#keys\"><input type=\"search\" "
+	fputs("<form class=\"nav\" method=\"get\" action=\"/#keyhead\"><input type=\"search\" "
 	    "name=\"q\" placeholder=\"key id or label\" value=\"", f);
 	esc(f, q);
 	fputs("\"><button type=\"submit\">Search</button>", f);
 	if (q[0] != '\0')
-		fputs(" <a href=\"/#keys\">all keys</a>", f);
+		fputs(" <a href=\"/#keyhead\">all keys</a>", f);
 	fputs("<span class=\"pages\" id=\"pages\">", f);
 	page_link(f, q, kp->page - 1, kp->pages, "&laquo; prev", 0);
 	for (p = 1; p <= kp->pages; p++) {
@@ -501,7 +501,7 @@ keys(FILE *f, const struct key_page *kp, const char *q, size_t all)
 	char m[2][32];
 	size_t i;
 
-	fprintf(f, "<h2 id=\"keys\">Keys by spend <span class=\"muted\">%zu&ndash;%zu of %zu",
+	fprintf(f, "<h2 id=\"keyhead\">Keys by spend <span class=\"muted\">%zu&ndash;%zu of %zu",
 	    kp->count ? kp->first + 1 : 0, kp->first + kp->count, kp->n);
 	if (q[0] != '\0') {
 		fputs(" matching &ldquo;", f);
@@ -510,7 +510,7 @@ keys(FILE *f, const struct key_page *kp, const char *q, size_t all)
 	}
 	fputs("</span></h2>\n", f);
 	key_nav(f, kp, q);
-	fprintf(f, "<div class=\"wide\"><table id=\"keytable\"><thead><tr><th class=\"n\">#</th>"
+	fprintf(f, "<div class=\"wide\"><table id=\"keys\"><thead><tr><th class=\"n\">#</th>"
 	    "<th>Key</th><th>Label</th><th>Spend vs budget</th>"
 	    "<th class=\"n\">Spent</th><th class=\"n\">Budget</th><th class=\"n\">Requests"
 	    "</th><th class=\"n\">Tokens in / out</th><th class=\"n\">Limits (left)</th>"

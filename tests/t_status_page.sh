@@ -102,7 +102,7 @@ check "/ is served rendered: the top keys by spend" \
 	eval "grep -q '<code>$(id_of "$KS")</code>' '$T/page.html' && grep -q '<code>$(id_of "$KT")</code>' '$T/page.html'"
 check "... labels" grep -q '>support-bot<' "$T/page.html"
 check "... no 'loading' placeholder" eval "! grep -qi 'loading' '$T/page.html'"
-for id in errors spend-hour spend-day traffic-hour traffic-day keys keytable models upstreams workers pages; do
+for id in errors spend-hour spend-day traffic-hour traffic-day keyhead keys models upstreams workers pages; do
 	check "... its section id=\"$id\"" grep -q "id=\"$id\"" "$T/page.html"
 done
 check "... one page of keys: 25 of them" test "$(grep -c '<td class="n muted">[0-9]*</td><td><code>' "$T/page.html")" = 25
@@ -138,8 +138,8 @@ check "the upstream targets, their state and requests" \
 curl -fsS -m 10 "$S/?page=2" -o "$T/page2.html"
 check "?page=2: keys 26 to 50" eval "grep -q '26&ndash;50 of $NKEYS<' '$T/page2.html' &&
 	grep -q '<td class=\"n muted\">26</td>' '$T/page2.html' && ! grep -q '<code>$(id_of "$KS")</code>' '$T/page2.html'"
-check "... links to the pages around it" eval "grep -q 'href=\"?page=1#keys\"' '$T/page2.html' &&
-	grep -q 'href=\"?page=3#keys\"' '$T/page2.html'"
+check "... links to the pages around it" eval "grep -q 'href=\"?page=1#keyhead\"' '$T/page2.html' &&
+	grep -q 'href=\"?page=3#keyhead\"' '$T/page2.html'"
 last=$(((NKEYS + 24) / 25))
 curl -fsS -m 10 "$S/?page=99999" -o "$T/pagel.html"
 check "?page past the end: the last page ($last)" grep -q "<span class=\"pg here\">$last</span>" "$T/pagel.html"
@@ -148,7 +148,7 @@ check "?q=ID finds the key off the first page" eval "grep -q '<code>$(id_of "$KU
 	grep -q '1&ndash;1 of 1 matching' '$T/q.html'"
 curl -fsS -m 10 "$S/?q=TEAM-40&page=2" -o "$T/q2.html"
 check "?q=part of a label, any case, paginated: team-4000 to team-4093 are 94, page 2 of 4" \
-	eval "grep -q '26&ndash;50 of 94 matching' '$T/q2.html' && grep -q 'href=\"?q=TEAM-40&amp;page=3#keys\"' '$T/q2.html'"
+	eval "grep -q '26&ndash;50 of 94 matching' '$T/q2.html' && grep -q 'href=\"?q=TEAM-40&amp;page=3#keyhead\"' '$T/q2.html'"
 curl -fsS -m 10 "$S/?q=%3Cb%3E" -o "$T/qx.html"
 check "... a search is escaped where it is shown" eval "grep -q 'value=\"&lt;b&gt;\"' '$T/qx.html' && ! grep -q '<b>\"' '$T/qx.html'"
 
