@@ -25,7 +25,6 @@
 /* Charts are SVG bar charts drawn with one path per series (a few bytes a
  * bar): the key table's are small, the overview's are wide. Bars stand on
  * the baseline; each chart's buckets are BAR units apart in its viewBox. */
-#define KEY_CHART_W	120
 #define KEY_CHART_H	26
 #define TOP_CHART_H	70
 #define MODEL_ROWS	20	/* the biggest by cost; the rest as one row */
@@ -194,8 +193,9 @@ bars(FILE *f, const int64_t *v, int n, int64_t max, int bar, int h, const char *
 	}
 }
 
-/* A chart of N buckets, newest on the right, on the scale MAX (shared by
- * the charts beside it), with TITLE as its tooltip. */
+/* Open a chart of N buckets BAR units apart and H high, newest on the
+ * right, with TITLE as its tooltip; its bars() follow, on a scale shared
+ * by the charts beside it. CSS sizes it (class CLS). */
 static void
 chart_open(FILE *f, int n, int bar, int h, const char *cls, const char *title)
 {
