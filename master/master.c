@@ -786,6 +786,7 @@ tick(struct master *m, int64_t *last_sync)
 	reclaim_accounts(m);
 	top_up(m);
 	kv_history_sample_all(&m->ledger, (int64_t)time(NULL));	/* the status page's charts */
+	kv_history_sample_totals(&m->ledger, (int64_t)time(NULL));
 	if (m->cf->alerts.enabled && m->alerts == NULL)
 		m->alerts = kv_alerts_new(&m->ledger);
 	kv_alerts_tick(m->alerts, m->cf, &m->ledger, (int64_t)time(NULL));

@@ -441,17 +441,29 @@ route_of(const char *url)
 	return R_NONE;
 }
 
+/* The page's ?q=SEARCH&page=N (MHD has decoded them), into V. */
+static const struct kv_status_view *
+page_view(struct MHD_Connection *c, struct kv_status_view *v)
+{
+	const char *p = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "page");
+
+	v->q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "q");
+	v->page = p != NULL ? strtol(p, NULL, 10) : 1;
+	return v;
+}
+
 static enum MHD_Result
 serve_get(struct kv_status *st, struct MHD_Connection *c, enum route r)
 {
 	int64_t now = (int64_t)time(NULL);
+	struct kv_status_view view;
 	struct status_out o;
 
 	switch (r) {
 	case R_PAGE:
 		if (out_open(&o) == -1)
 			return MHD_NO;
-		kv_status_html(o.f, st->l, now);
+		kv_status_html(o.f, st->l, now, page_view(c, &view));
 		return out_send(c, &o, MHD_HTTP_OK, "text/html; charset=utf-8");
 	case R_HEALTH:
 		return serve_healthz(c, st->l, now);

@@ -11,16 +11,38 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/money.h"
 #include "master/status_page.h"
 #include "shm/history.h"
 #include "shm/ratelimit.h"
 #include "shm/report.h"
+#include "shm/targets.h"
 
-#define CHART_W	180
-#define CHART_H	34
+/* Charts are SVG bar charts drawn with one path per series (a few bytes a
+ * bar): the key table's are small, the overview's are wide. Bars stand on
+ * the baseline; each chart's buckets are BAR units apart in its viewBox. */
+#define KEY_CHART_H	26
+#define TOP_CHART_H	70
+#define MODEL_ROWS	20	/* the biggest by cost; the rest as one row */
+
+/* Percent-encode S for a query string value. */
+static void
+urlenc(FILE *f, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.')
+			fputc(ch, f);
+		else
+			fprintf(f, "%%%02X", ch);
+	}
+}
 
 static void
 esc(FILE *f, const char *s)
@@ -45,10 +67,11 @@ usd(int64_t nusd, char buf[32])
 }
 
 static void
-card(FILE *f, const char *k, const char *v, const char *s)
+card(FILE *f, const char *id, const char *k, const char *v, const char *s)
 {
-	fprintf(f, "<div class=\"card\"><div class=\"k\">%s</div><div class=\"v\">%s</div>"
-	    "<div class=\"s\">%s</div></div>\n", k, v, s);
+	fprintf(f, "<div class=\"card\"%s%s%s><div class=\"k\">%s</div><div class=\"v\">%s</div>"
+	    "<div class=\"s\">%s</div></div>\n", id ? " id=\"" : "", id ? id : "",
+	    id ? "\"" : "", k, v, s);
 }
 
 /* With [cluster]: whether Redis answers, and when this host last synced
@@ -77,68 +100,189 @@ cluster_card(FILE *f, const struct kv_ledger *l)
 	    atomic_load(&l->hdr->cluster_up) ? "Redis up" : "Redis down", s);
 }
 
+/* Errors as an operator counts them, each kind named (kv_history_errors):
+ * the provider's 5xx passed on, the upstream failures the gateway answered
+ * 502/504 for, and responses cut short other than by their client. */
+static void
+errors_card(FILE *f, const struct kv_ledger *l)
+{
+	const struct kv_counters *c = &l->hdr->counters;
+	uint64_t relayed = atomic_load(&c->responses_5xx_relayed_total);
+	uint64_t failed = atomic_load(&c->upstream_errors_total);
+	uint64_t cuts = atomic_load(&c->responses_cut_total);
+	char v[64], s[256];
+
+	snprintf(v, sizeof(v), "<span class=\"%s\">%" PRIu64 "</span>",
+	    relayed + failed + cuts ? "bad" : "", relayed + failed + cuts);
+	snprintf(s, sizeof(s), "<span id=\"err-5xx\">%" PRIu64 " 5xx relayed</span> &middot; "
+	    "<span id=\"err-upstream\">%" PRIu64 " upstream failures</span> &middot; "
+	    "<span id=\"err-cuts\">%" PRIu64 " cuts</span>", relayed, failed, cuts);
+	card(f, "errors", "Errors", v, s);
+}
+
 static void
 cards(FILE *f, const struct kv_ledger *l, int64_t now)
 {
 	const struct kv_counters *c = &l->hdr->counters;
-	char v[64], s[128], m[32];
+	char v[64], s[160], m[32];
 	int64_t up = now - atomic_load(&l->hdr->master_start);
 
 	fputs("<section class=\"cards\">\n", f);
 	snprintf(v, sizeof(v), "%" PRIu64, atomic_load(&c->requests_total));
-	snprintf(s, sizeof(s), "%" PRIu64 " refused (402), %" PRIu64 " limited (429)",
-	    atomic_load(&c->budget_refusals_total), atomic_load(&c->rate_limited_total));
-	card(f, "Requests", v, s);
+	snprintf(s, sizeof(s), "%" PRIu64 " refused (402), %" PRIu64 " limited (429), %" PRIu64
+	    " client aborts", atomic_load(&c->budget_refusals_total),
+	    atomic_load(&c->rate_limited_total), atomic_load(&c->client_aborts_total));
+	card(f, NULL, "Requests", v, s);
+	errors_card(f, l);
 	snprintf(v, sizeof(v), "%" PRIu64, kv_ledger_sum_active_streams(l));
 	snprintf(s, sizeof(s), "%" PRIu64 " connections", kv_ledger_sum_connections(l));
-	card(f, "Active streams", v, s);
+	card(f, NULL, "Active streams", v, s);
 	snprintf(s, sizeof(s), "%" PRIu64 " estimated", atomic_load(&c->estimated_requests_total));
-	card(f, "Spend", usd((int64_t)atomic_load(&c->cost_nusd_total), m), s);
+	card(f, NULL, "Spend", usd((int64_t)atomic_load(&c->cost_nusd_total), m), s);
 	snprintf(v, sizeof(v), "%" PRIu64, atomic_load(&c->input_tokens_total) +
 	    atomic_load(&c->output_tokens_total));
 	snprintf(s, sizeof(s), "%" PRIu64 " in / %" PRIu64 " out",
 	    atomic_load(&c->input_tokens_total), atomic_load(&c->output_tokens_total));
-	card(f, "Tokens", v, s);
-	snprintf(v, sizeof(v), "%" PRIu64, atomic_load(&c->upstream_errors_total));
-	snprintf(s, sizeof(s), "%" PRIu64 " client aborts", atomic_load(&c->client_aborts_total));
-	card(f, "Errors", v, s);
+	card(f, NULL, "Tokens", v, s);
 	if (up < 0 || atomic_load(&l->hdr->master_start) == 0)
 		up = 0;
 	snprintf(v, sizeof(v), "%" PRId64 "h %02" PRId64 "m", up / 3600, up / 60 % 60);
 	snprintf(s, sizeof(s), "master pid %" PRId32, atomic_load(&l->hdr->master_pid));
-	card(f, "Uptime", v, s);
+	card(f, NULL, "Uptime", v, s);
 	cluster_card(f, l);
 	fputs("</section>\n", f);
 }
 
-/* A bar chart of N buckets, newest on the right, scaled to its largest. */
-static void
-chart(FILE *f, const int64_t *v, int n, const char *what)
+static int64_t
+max_of(const int64_t *v, int n)
 {
-	int64_t max = 0, total = 0;
-	char m[32];
-	int i, h;
-	double w = (double)CHART_W / n;
+	int64_t m = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (v[i] > m)
+			m = v[i];
+	return m;
+}
+
+/* One series of N bars, BAR units apart, scaled so MAX fills H: a path of
+ * the bars but the newest, and the newest apart (it is still filling). */
+static void
+bars(FILE *f, const int64_t *v, int n, int64_t max, int bar, int h, const char *cls)
+{
+	int i, y, pass;
+
+	if (max <= 0)
+		return;
+	for (pass = 0; pass < 2; pass++) {
+		int any = 0;
+
+		for (i = pass ? n - 1 : 0; i < (pass ? n : n - 1); i++) {
+			if (v[i] <= 0)
+				continue;
+			y = (int)((double)v[i] * (h - 2) / (double)max + 0.5);
+			if (y < 1)
+				y = 1;
+			if (!any)
+				fprintf(f, "<path class=\"%s%s\" d=\"", cls, pass ? " now" : "");
+			fprintf(f, "M%d %dv-%dh%dv%dz", i * bar, h - 1, y, bar > 2 ? bar - 1 : bar, y);
+			any = 1;
+		}
+		if (any)
+			fputs("\"/>", f);
+	}
+}
+
+/* Open a chart of N buckets BAR units apart and H high, newest on the
+ * right, with TITLE as its tooltip; its bars() follow, on a scale shared
+ * by the charts beside it. CSS sizes it (class CLS). */
+static void
+chart_open(FILE *f, int n, int bar, int h, const char *cls, const char *title)
+{
+	fprintf(f, "<svg class=\"chart %s\" viewBox=\"0 0 %d %d\" preserveAspectRatio=\"none\" "
+	    "role=\"img\"><title>%s</title><line x1=\"0\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>",
+	    cls, n * bar, h, title, h - 1, n * bar, h - 1);
+}
+
+static void
+key_chart(FILE *f, const int64_t *v, int n, int64_t max, const char *what)
+{
+	char title[96], m[32];
+	int64_t total = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		total += v[i];
+	snprintf(title, sizeof(title), "%s spent in the last %s", usd(total, m), what);
+	chart_open(f, n, n == KV_HIST_MINUTES ? 3 : 5, KEY_CHART_H, "k", title);
+	bars(f, v, n, max, n == KV_HIST_MINUTES ? 3 : 5, KEY_CHART_H, "sp");
+	fputs("</svg>", f);
+}
+
+/* An overview chart: spend, or requests with their errors drawn over them
+ * on the same scale. The scale's top is written above it. */
+static void
+top_chart(FILE *f, const char *id, const char *what, const int64_t *v, const int64_t *err,
+    int n, int money)
+{
+	int64_t max = max_of(v, n), total = 0, etotal = 0;
+	char top[48], tot[64], title[160], m[32];
+	int i, bar = n == KV_HIST_MINUTES ? 10 : 25;
 
 	for (i = 0; i < n; i++) {
-		if (v[i] > max)
-			max = v[i];
 		total += v[i];
+		etotal += err ? err[i] : 0;
 	}
-	fprintf(f, "<svg class=\"chart\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-	    "role=\"img\"><title>%s spent in the last %s</title>"
-	    "<line x1=\"0\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", CHART_W, CHART_H, CHART_W,
-	    CHART_H, usd(total, m), what, CHART_H - 1, CHART_W, CHART_H - 1);
-	for (i = 0; i < n && max > 0; i++) {
-		if (v[i] <= 0)
-			continue;
-		h = (int)((double)v[i] * (CHART_H - 2) / (double)max);
-		if (h < 1)
-			h = 1;
-		fprintf(f, "<rect%s x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\"/>",
-		    i == n - 1 ? " class=\"now\"" : "", i * w, CHART_H - 1 - h, w > 2 ? w - 1 : w, h);
+	if (err != NULL && max_of(err, n) > max)
+		max = max_of(err, n);
+	if (money) {
+		snprintf(top, sizeof(top), "%s", usd(max, m));
+		snprintf(tot, sizeof(tot), "%s", usd(total, m));
+	} else {
+		snprintf(top, sizeof(top), "%" PRId64, max);
+		snprintf(tot, sizeof(tot), "%" PRId64 " requests, %" PRId64 " errors", total, etotal);
 	}
-	fputs("</svg>", f);
+	snprintf(title, sizeof(title), "%s in the %s", tot, what);
+	fprintf(f, "<figure id=\"%s\"><figcaption><b>%s</b> <span class=\"muted\">%s"
+	    "</span></figcaption><span class=\"top\">%s/%s</span>", id, what, tot, top,
+	    n == KV_HIST_MINUTES ? "min" : "h");
+	chart_open(f, n, bar, TOP_CHART_H, "t", title);
+	bars(f, v, n, max, bar, TOP_CHART_H, money ? "sp" : "rq");
+	if (err != NULL)
+		bars(f, err, n, max, bar, TOP_CHART_H, "er");
+	fputs("</svg></figure>\n", f);
+}
+
+/* The gateway's spend (the keys' history rings added up) and its requests
+ * and errors (the header's rings) over the last hour and the last day. */
+static void
+overview(FILE *f, const struct kv_ledger *l, const struct kv_account **acc, size_t n,
+    int64_t now)
+{
+	int64_t sm[KV_HIST_MINUTES] = { 0 }, sh[KV_HIST_HOURS] = { 0 };
+	int64_t mins[KV_HIST_MINUTES], hours[KV_HIST_HOURS];
+	int64_t rm[KV_HIST_MINUTES], em[KV_HIST_MINUTES], rh[KV_HIST_HOURS], eh[KV_HIST_HOURS];
+	size_t i;
+	int j;
+
+	for (i = 0; i < n; i++) {
+		kv_history_read(l, acc[i], now, mins, hours);
+		for (j = 0; j < KV_HIST_MINUTES; j++)
+			sm[j] += mins[j];
+		for (j = 0; j < KV_HIST_HOURS; j++)
+			sh[j] += hours[j];
+	}
+	kv_history_totals_read(l, now, rm, em, rh, eh);
+	fputs("<section class=\"overview\"><div class=\"panel\" id=\"spend\"><h2>Spend</h2>"
+	    "<div class=\"pair\">\n", f);
+	top_chart(f, "spend-hour", "last hour", sm, NULL, KV_HIST_MINUTES, 1);
+	top_chart(f, "spend-day", "last day", sh, NULL, KV_HIST_HOURS, 1);
+	fputs("</div></div><div class=\"panel\" id=\"traffic\"><h2>Requests "
+	    "<span class=\"legend\"><i class=\"rq\"></i>requests <i class=\"er\"></i>errors"
+	    "</span></h2><div class=\"pair\">\n", f);
+	top_chart(f, "traffic-hour", "last hour", rm, em, KV_HIST_MINUTES, 0);
+	top_chart(f, "traffic-day", "last day", rh, eh, KV_HIST_HOURS, 0);
+	fputs("</div></div></section>\n", f);
 }
 
 static void
@@ -146,6 +290,7 @@ bar(FILE *f, int64_t budget, int64_t spent, int64_t reserved)
 {
 	double sp = budget > 0 ? 100.0 * (double)spent / (double)budget : (spent > 0 ? 100 : 0);
 	double rs = budget > 0 ? 100.0 * (double)reserved / (double)budget : 0;
+	char m[32];
 
 	if (sp > 100)
 		sp = 100;
@@ -155,10 +300,11 @@ bar(FILE *f, int64_t budget, int64_t spent, int64_t reserved)
 		rs = 100 - sp;
 	if (rs < 0)
 		rs = 0;
-	fprintf(f, "<td><div class=\"barcell\"><div class=\"bar\"><i class=\"sp%s\" "
-	    "style=\"width:%.1f%%\"></i><i class=\"rs\" style=\"left:%.1f%%;width:%.1f%%\">"
-	    "</i></div><span class=\"pct\">", sp >= 90 ? " bad" : sp >= 70 ? " warn" : "",
-	    sp, sp, rs);
+	fprintf(f, "<td><div class=\"barcell\"><div class=\"bar\" title=\"%s reserved\"><i class=\"sp%s\" "
+	    "style=\"width:%.0f%%\"></i>", usd(reserved, m), sp >= 90 ? " bad" : sp >= 70 ? " warn" : "", sp);
+	if (rs > 0)
+		fprintf(f, "<i class=\"rs\" style=\"left:%.0f%%;width:%.0f%%\"></i>", sp, rs);
+	fputs("</div><span class=\"pct\">", f);
 	if (budget > 0)
 		fprintf(f, "%.1f%%", 100.0 * (double)spent / (double)budget);
 	else
@@ -184,7 +330,8 @@ limits(FILE *f, const struct kv_account *a)
 	}
 	if (rpm == 0 && tpm == 0)
 		fputs("&mdash;", f);
-	fprintf(f, "</td><td class=\"n\">%" PRIu64 "</td>", atomic_load(&a->rate_refusals));
+	fprintf(f, "</td><td class=\"n\">%" PRIu64 " / %" PRIu64 "</td>",
+	    atomic_load(&a->refusals), atomic_load(&a->rate_refusals));
 }
 
 /* A key's row opens with its id and its label (a dash when unnamed). */
@@ -196,8 +343,8 @@ key_cells(FILE *f, const struct kv_account *a)
 	kv_key_id(a->hash, id);
 	memcpy(label, a->label, sizeof(label));
 	label[sizeof(label) - 1] = '\0';
-	fprintf(f, "<tr><td class=\"mono\"><code>%s</code></td><td%s>", id,
-	    label[0] ? "" : " class=\"muted\"");
+	fprintf(f, "<td><code>%s</code></td><td class=\"lb%s\">", id,
+	    label[0] ? "" : " muted");
 	if (label[0])
 		esc(f, label);
 	else
@@ -205,50 +352,177 @@ key_cells(FILE *f, const struct kv_account *a)
 	fputs("</td>", f);
 }
 
+/* One page of keys, with their history read once for the shared scales. */
+struct key_page {
+	const struct kv_account	**acc;		/* the matching keys, by spend */
+	size_t			  n;		/* how many match */
+	size_t			  first, count;	/* this page's slice of them */
+	long			  page, pages;
+	int64_t			(*mins)[KV_HIST_MINUTES];
+	int64_t			(*hours)[KV_HIST_HOURS];
+	int64_t			  max_min, max_hour;
+};
+
 static void
-key_row(FILE *f, const struct kv_ledger *l, const struct kv_account *a, int64_t now)
+key_row(FILE *f, const struct key_page *kp, size_t i)
 {
-	char m[3][32];
-	int64_t mins[KV_HIST_MINUTES], hours[KV_HIST_HOURS];
+	const struct kv_account *a = kp->acc[kp->first + i];
+	char m[2][32];
 	int64_t b = atomic_load(&a->budget_nusd), s = kv_account_spent(a);
 	int64_t r = atomic_load(&a->reserved_nusd);
 
+	fprintf(f, "<tr><td class=\"n muted\">%zu</td>", kp->first + i + 1);
 	key_cells(f, a);
 	bar(f, b, s, r);
-	fprintf(f, "<td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td>"
-	    "<td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64 "</td>"
-	    "<td class=\"n\">%" PRIu64 "</td>", usd(s, m[0]), usd(b, m[1]), usd(r, m[2]),
-	    atomic_load(&a->requests), atomic_load(&a->input_tokens),
-	    atomic_load(&a->output_tokens));
-	fprintf(f, "<td class=\"n\">%" PRIu64 "</td>", atomic_load(&a->refusals));
+	fprintf(f, "<td class=\"n\">%s</td><td class=\"n\">%s</td>"
+	    "<td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64 " / %" PRIu64 "</td>",
+	    usd(s, m[0]), usd(b, m[1]), atomic_load(&a->requests),
+	    atomic_load(&a->input_tokens), atomic_load(&a->output_tokens));
 	limits(f, a);
-	kv_history_read(l, a, now, mins, hours);
 	fputs("<td class=\"chart\">", f);
-	chart(f, mins, KV_HIST_MINUTES, "hour");
+	key_chart(f, kp->mins[i], KV_HIST_MINUTES, kp->max_min, "hour");
 	fputs("</td><td class=\"chart\">", f);
-	chart(f, hours, KV_HIST_HOURS, "day");
+	key_chart(f, kp->hours[i], KV_HIST_HOURS, kp->max_hour, "day");
 	fputs("</td></tr>\n", f);
 }
 
-static void
-keys(FILE *f, const struct kv_ledger *l, int64_t now)
+/* Does A match the search Q: its id starts with Q, or its label holds Q
+ * (any case)? */
+static int
+key_matches(const struct kv_account *a, const char *q)
 {
-	const struct kv_account **v;
-	size_t i, n = kv_report_sorted_accounts(l, &v);
+	char id[13], label[KV_LABEL_MAX];
+	size_t ql = strlen(q), i;
 
-	fputs("<h2>Keys</h2>\n<table id=\"keys\"><thead><tr><th>Key</th><th>Label</th>"
-	    "<th>Spend vs budget</th><th class=\"n\">Spent</th><th class=\"n\">Budget</th>"
-	    "<th class=\"n\">Reserved</th><th class=\"n\">Requests</th><th class=\"n\">Tokens in"
-	    "</th><th class=\"n\">Tokens out</th><th class=\"n\">Refused</th>"
-	    "<th class=\"n\">Rate limits (left)</th><th class=\"n\">Limited</th>"
-	    "<th>Last hour, per minute</th>"
-	    "<th>Last day, per hour</th></tr></thead><tbody>\n", f);
+	if (ql == 0)
+		return 1;
+	kv_key_id(a->hash, id);
+	if (ql <= 12 && strncasecmp(id, q, ql) == 0)
+		return 1;
+	memcpy(label, a->label, sizeof(label));
+	label[sizeof(label) - 1] = '\0';
+	for (i = 0; label[i] != '\0'; i++)
+		if (strncasecmp(label + i, q, ql) == 0)
+			return 1;
+	return 0;
+}
+
+/* Fill KP from the sorted accounts ACC (N of them) for the view's search
+ * and page: the matching keys in order, this page's slice, its history
+ * and the slice's largest bucket per chart column. Returns 0 or -1. */
+static int
+key_page(struct key_page *kp, const struct kv_ledger *l, const struct kv_account **acc,
+    size_t n, const char *q, long page, int64_t now)
+{
+	size_t i;
+
+	memset(kp, 0, sizeof(*kp));
+	if ((kp->acc = calloc(n ? n : 1, sizeof(*kp->acc))) == NULL)
+		return -1;
 	for (i = 0; i < n; i++)
-		key_row(f, l, v[i], now);
-	if (n == 0)
-		fputs("<tr><td class=\"empty\" colspan=\"14\">no keys yet</td></tr>\n", f);
-	fputs("</tbody></table>\n", f);
-	free(v);
+		if (key_matches(acc[i], q))
+			kp->acc[kp->n++] = acc[i];
+	kp->pages = kp->n ? (long)((kp->n + KV_STATUS_PAGE_KEYS - 1) / KV_STATUS_PAGE_KEYS) : 1;
+	kp->page = page < 1 ? 1 : page > kp->pages ? kp->pages : page;
+	kp->first = (size_t)(kp->page - 1) * KV_STATUS_PAGE_KEYS;
+	kp->count = kp->n - kp->first < KV_STATUS_PAGE_KEYS ? kp->n - kp->first :
+	    KV_STATUS_PAGE_KEYS;
+	kp->mins = calloc(KV_STATUS_PAGE_KEYS, sizeof(*kp->mins));
+	kp->hours = calloc(KV_STATUS_PAGE_KEYS, sizeof(*kp->hours));
+	if (kp->mins == NULL || kp->hours == NULL)
+		return -1;
+	for (i = 0; i < kp->count; i++) {
+		kv_history_read(l, kp->acc[kp->first + i], now, kp->mins[i], kp->hours[i]);
+		if (max_of(kp->mins[i], KV_HIST_MINUTES) > kp->max_min)
+			kp->max_min = max_of(kp->mins[i], KV_HIST_MINUTES);
+		if (max_of(kp->hours[i], KV_HIST_HOURS) > kp->max_hour)
+			kp->max_hour = max_of(kp->hours[i], KV_HIST_HOURS);
+	}
+	return 0;
+}
+
+static void
+key_page_free(struct key_page *kp)
+{
+	free(kp->acc);
+	free(kp->mins);
+	free(kp->hours);
+}
+
+/* A link to page P of the search Q, or its text alone where it leads
+ * nowhere. */
+static void
+page_link(FILE *f, const char *q, long p, long pages, const char *text, int here)
+{
+	if (p < 1 || p > pages || here) {
+		fprintf(f, "<span class=\"pg%s\">%s</span>", here ? " here" : "", text);
+		return;
+	}
+	fprintf(f, "<a class=\"pg\" href=\"?");
+	if (q[0] != '\0') {
+		fputs("q=", f);
+		urlenc(f, q);
+		fputs("&amp;", f);
+	}
+	fprintf(f, "page=%ld#keyhead\">%s</a>", p, text);
+}
+
+/* The search form and the page links, a window of them around this one. */
+static void
+key_nav(FILE *f, const struct key_page *kp, const char *q)
+{
+	char num[24];
+	long p;
+
+	fputs("<form class=\"nav\" method=\"get\" action=\"/#keyhead\"><input type=\"search\" "
+	    "name=\"q\" placeholder=\"key id or label\" value=\"", f);
+	esc(f, q);
+	fputs("\"><button type=\"submit\">Search</button>", f);
+	if (q[0] != '\0')
+		fputs(" <a href=\"/#keyhead\">all keys</a>", f);
+	fputs("<span class=\"pages\" id=\"pages\">", f);
+	page_link(f, q, kp->page - 1, kp->pages, "&laquo; prev", 0);
+	for (p = 1; p <= kp->pages; p++) {
+		if (p != 1 && p != kp->pages && (p < kp->page - 3 || p > kp->page + 3)) {
+			if (p == kp->page - 4 || p == kp->page + 4)
+				fputs("<span class=\"pg\">&hellip;</span>", f);
+			continue;
+		}
+		snprintf(num, sizeof(num), "%ld", p);
+		page_link(f, q, p, kp->pages, num, p == kp->page);
+	}
+	page_link(f, q, kp->page + 1, kp->pages, "next &raquo;", 0);
+	fputs("</span></form>\n", f);
+}
+
+static void
+keys(FILE *f, const struct key_page *kp, const char *q, size_t all)
+{
+	char m[2][32];
+	size_t i;
+
+	fprintf(f, "<h2 id=\"keyhead\">Keys by spend <span class=\"muted\">%zu&ndash;%zu of %zu",
+	    kp->count ? kp->first + 1 : 0, kp->first + kp->count, kp->n);
+	if (q[0] != '\0') {
+		fputs(" matching &ldquo;", f);
+		esc(f, q);
+		fprintf(f, "&rdquo; (%zu keys in all)", all);
+	}
+	fputs("</span></h2>\n", f);
+	key_nav(f, kp, q);
+	fprintf(f, "<div class=\"wide\"><table id=\"keys\"><thead><tr><th class=\"n\">#</th>"
+	    "<th>Key</th><th>Label</th><th>Spend vs budget</th>"
+	    "<th class=\"n\">Spent</th><th class=\"n\">Budget</th><th class=\"n\">Requests"
+	    "</th><th class=\"n\">Tokens in / out</th><th class=\"n\">Limits (left)</th>"
+	    "<th class=\"n\">402 / 429</th><th>Last hour<br><span class=\"muted\">%s/min</span></th>"
+	    "<th>Last day<br><span class=\"muted\">%s/h</span></th></tr></thead><tbody>\n",
+	    usd(kp->max_min, m[0]), usd(kp->max_hour, m[1]));
+	for (i = 0; i < kp->count; i++)
+		key_row(f, kp, i);
+	if (kp->count == 0)
+		fprintf(f, "<tr><td class=\"empty\" colspan=\"12\">%s</td></tr>\n",
+		    q[0] ? "no key matches" : "no keys yet");
+	fputs("</tbody></table></div>\n", f);
 }
 
 /* A rate lease as "used / cap" (cumulative), or a dash without the limit. */
@@ -266,17 +540,16 @@ rate_lease(FILE *f, uint32_t lim, int64_t used, int64_t cap)
 /* With [cluster], per key synced with Redis: the figures of the JSON's
  * "cluster" object (shm/report.c), as this host last synced them. */
 static void
-cluster_leases(FILE *f, const struct kv_ledger *l)
+cluster_leases(FILE *f, const struct kv_ledger *l, const struct key_page *kp)
 {
-	const struct kv_account **v;
-	size_t i, n, rows = 0;
+	const struct kv_account **v = kp->acc + kp->first;
+	size_t i, n = kp->count, rows = 0;
 	char m[5][32];
 	int64_t ms = kv_rl_now_ns() / 1000000;
 
 	if (!atomic_load(&l->hdr->cluster))
 		return;
-	n = kv_report_sorted_accounts(l, &v);
-	fputs("<h2>Cluster leases</h2>\n<table id=\"cluster\"><thead><tr><th>Key</th>"
+	fputs("<h2>Cluster leases <span class=\"muted\">of the keys above</span></h2>\n<table id=\"cluster\"><thead><tr><th>Key</th>"
 	    "<th>Label</th><th class=\"n\">Spent, all hosts</th><th class=\"n\">Lease here"
 	    " (unused)</th><th class=\"n\">Lease cap</th><th class=\"n\">Other hosts "
 	    "committed</th><th class=\"n\">Reset here</th><th class=\"n\">Lease expires</th>"
@@ -290,6 +563,7 @@ cluster_leases(FILE *f, const struct kv_ledger *l)
 			continue;
 		cap = atomic_load(&a->lease_cap_nusd);
 		unused = cap - kv_account_spent(a) - atomic_load(&a->reserved_nusd);
+		fputs("<tr>", f);
 		key_cells(f, a);
 		fprintf(f, "<td class=\"n\">%s</td><td class=\"n\">%s</td>"
 		    "<td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td>"
@@ -310,37 +584,150 @@ cluster_leases(FILE *f, const struct kv_ledger *l)
 		fputs("<tr><td class=\"empty\" colspan=\"10\">no lease synced with Redis yet"
 		    "</td></tr>\n", f);
 	fputs("</tbody></table>\n", f);
-	free(v);
+}
+
+/* A model slot's figures, copied once (the name re-terminated). */
+struct model_row {
+	char		name[KV_MODEL_NAME];
+	uint64_t	req, in, cached, out, cost;
+};
+
+static int
+cmp_model_cost(const void *x, const void *y)
+{
+	const struct model_row *a = x, *b = y;
+
+	if (a->cost != b->cost)
+		return a->cost < b->cost ? 1 : -1;
+	return a->req < b->req ? 1 : a->req > b->req ? -1 : strcmp(a->name, b->name);
 }
 
 static void
+model_tr(FILE *f, const struct model_row *r, uint64_t total, int other)
+{
+	char m[32];
+	double share = total ? 100.0 * (double)r->cost / (double)total : 0;
+
+	fputs("<tr><td class=\"lb\">", f);
+	if (other)
+		fputs("<span class=\"muted\">", f);
+	esc(f, r->name);
+	fprintf(f, "%s</td><td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64 "</td>"
+	    "<td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64 "</td><td class=\"n\">%s"
+	    "</td><td><div class=\"barcell\"><div class=\"bar sm\"><i class=\"sp\" style=\"width:"
+	    "%.0f%%\"></i></div><span class=\"pct\">%.1f%%</span></div></td></tr>\n",
+	    other ? "</span>" : "", r->req, r->in, r->cached, r->out,
+	    usd(r->cost > INT64_MAX ? INT64_MAX : (int64_t)r->cost, m), share, share);
+}
+
+/* The models by cost: the MODEL_ROWS biggest, the rest added up in one row. */
+static void
 models(FILE *f, const struct kv_ledger *l)
 {
-	char name[KV_MODEL_NAME], m[32];
+	struct model_row rows[KV_MODEL_SLOTS], rest;
+	uint64_t total = 0;
 	int i, n = 0;
 
-	fputs("<h2>Models</h2>\n<table id=\"models\"><thead><tr><th>Model</th>"
-	    "<th class=\"n\">Requests</th><th class=\"n\">Tokens in</th><th class=\"n\">Cached in"
-	    "</th><th class=\"n\">Tokens out</th><th class=\"n\">Cost</th></tr></thead><tbody>\n", f);
 	for (i = 0; i < KV_MODEL_SLOTS; i++) {
 		const struct kv_model_slot *s = &l->models[i];
 
 		if (atomic_load_explicit(&s->state, memory_order_acquire) != KV_SLOT_READY)
 			continue;
+		memcpy(rows[n].name, s->name, sizeof(rows[n].name));
+		rows[n].name[sizeof(rows[n].name) - 1] = '\0';
+		rows[n].req = atomic_load(&s->requests);
+		rows[n].in = atomic_load(&s->input_tokens);
+		rows[n].cached = atomic_load(&s->cached_input_tokens);
+		rows[n].out = atomic_load(&s->output_tokens);
+		rows[n].cost = atomic_load(&s->cost_nusd);
+		total += rows[n++].cost;
+	}
+	qsort(rows, (size_t)n, sizeof(rows[0]), cmp_model_cost);
+	fputs("<div class=\"panel\"><h2>Models <span class=\"muted\">by cost</span></h2>\n"
+	    "<table id=\"models\"><thead><tr><th>Model</th><th class=\"n\">Requests</th>"
+	    "<th class=\"n\">Tokens in</th><th class=\"n\">Cached in</th><th class=\"n\">Tokens out"
+	    "</th><th class=\"n\">Cost</th><th>Share</th></tr></thead><tbody>\n", f);
+	for (i = 0; i < n && i < MODEL_ROWS; i++)
+		model_tr(f, &rows[i], total, 0);
+	if (n > MODEL_ROWS) {
+		memset(&rest, 0, sizeof(rest));
+		snprintf(rest.name, sizeof(rest.name), "%d more models", n - MODEL_ROWS);
+		for (i = MODEL_ROWS; i < n; i++) {
+			rest.req += rows[i].req;
+			rest.in += rows[i].in;
+			rest.cached += rows[i].cached;
+			rest.out += rows[i].out;
+			rest.cost += rows[i].cost;
+		}
+		model_tr(f, &rest, total, 1);
+	}
+	if (n == 0)
+		fputs("<tr><td class=\"empty\" colspan=\"7\">no traffic yet</td></tr>\n", f);
+	fputs("</tbody></table></div>\n", f);
+}
+
+/* A target's state now: ejected (after failures in a row) or cooling (it
+ * asked for a pause) until when, down by its health check, or up. */
+static void
+target_state(FILE *f, const struct kv_target_slot *s, int64_t mono_ms)
+{
+	int64_t until = atomic_load(&s->down_until_ms);
+	uint32_t health = atomic_load(&s->health);
+
+	if (until > mono_ms)
+		fprintf(f, "<td class=\"bad\">%s %.0f s</td>", atomic_load(&s->ejections) ?
+		    "ejected" : "cooling", (double)(until - mono_ms) / 1000 + 0.5);
+	else if (health == KV_HEALTH_DOWN)
+		fputs("<td class=\"bad\">down (health check)</td>", f);
+	else
+		fputs("<td class=\"ok\">up</td>", f);
+	if (health == KV_HEALTH_UNCHECKED)
+		fputs("<td class=\"muted\">&mdash;</td>", f);
+	else
+		fprintf(f, "<td>%s, %.0f s ago</td>", health == KV_HEALTH_UP ? "passed" : "failed",
+		    (double)(mono_ms - atomic_load(&s->health_checked_ms)) / 1000);
+}
+
+/* The upstream targets (shm/targets.h), "NAME/HOST:PORT" split in two, in
+ * the order the workers first used them. Bounded by the config. */
+static void
+upstreams(FILE *f, const struct kv_ledger *l)
+{
+	char name[KV_TARGET_NAME], *slash;
+	int64_t mono_ms = kv_now_ms();	/* down_until_ms is on the workers' clock */
+	int t, n = 0;
+
+	fputs("<div class=\"panel\"><h2>Upstreams</h2>\n<table id=\"upstreams\"><thead><tr>"
+	    "<th>Upstream</th><th>Target</th><th>State</th><th>Health check</th>"
+	    "<th class=\"n\">In flight</th><th class=\"n\">Requests</th><th class=\"n\">Failures"
+	    "</th><th class=\"n\">Retries</th><th class=\"n\">Ejections</th></tr></thead><tbody>\n", f);
+	for (t = 0; t < KV_TARGET_SLOTS; t++) {
+		const struct kv_target_slot *s = &l->targets[t];
+
+		if (!kv_slot_ready(&s->state))
+			continue;
 		memcpy(name, s->name, sizeof(name));
 		name[sizeof(name) - 1] = '\0';
+		slash = strchr(name, '/');
+		if (slash != NULL)
+			*slash = '\0';
 		fputs("<tr><td>", f);
 		esc(f, name);
-		fprintf(f, "</td><td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64
-		    "</td><td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64
-		    "</td><td class=\"n\">%s</td></tr>\n", atomic_load(&s->requests),
-		    atomic_load(&s->input_tokens), atomic_load(&s->cached_input_tokens),
-		    atomic_load(&s->output_tokens), usd((int64_t)atomic_load(&s->cost_nusd), m));
+		fputs("</td><td><code>", f);
+		esc(f, slash != NULL ? slash + 1 : "");
+		fputs("</code></td>", f);
+		target_state(f, s, mono_ms);
+		fprintf(f, "<td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64 "</td>"
+		    "<td class=\"n%s\">%" PRIu64 "</td><td class=\"n\">%" PRIu64 "</td>"
+		    "<td class=\"n\">%" PRIu64 "</td></tr>\n", kv_target_inflight(l, t),
+		    atomic_load(&s->requests), atomic_load(&s->failures) ? " bad" : "",
+		    atomic_load(&s->failures), atomic_load(&s->retries),
+		    atomic_load(&s->ejections_total));
 		n++;
 	}
 	if (n == 0)
-		fputs("<tr><td class=\"empty\" colspan=\"6\">no traffic yet</td></tr>\n", f);
-	fputs("</tbody></table>\n", f);
+		fputs("<tr><td class=\"empty\" colspan=\"9\">no request sent upstream yet</td></tr>\n", f);
+	fputs("</tbody></table></div>\n", f);
 }
 
 static void
@@ -393,16 +780,32 @@ state(FILE *f, const struct kv_ledger *l, int64_t now)
 }
 
 void
-kv_status_html(FILE *f, const struct kv_ledger *l, int64_t now)
+kv_status_html(FILE *f, const struct kv_ledger *l, int64_t now, const struct kv_status_view *v)
 {
+	const struct kv_account **acc = NULL;
+	struct key_page kp;
+	char q[KV_STATUS_QUERY_MAX + 1];
+	size_t n;
+
+	snprintf(q, sizeof(q), "%s", v != NULL && v->q != NULL ? v->q : "");
+	n = kv_report_sorted_accounts(l, &acc);
 	fputs(kv_status_head, f);
 	fputs("<header>\n<h1><span>&#9889;</span> kilovolt</h1>\n", f);
 	state(f, l, now);
 	fputs("</header>\n<main>\n", f);
 	cards(f, l, now);
-	keys(f, l, now);
-	cluster_leases(f, l);
+	overview(f, l, acc, acc != NULL ? n : 0, now);
+	if (key_page(&kp, l, acc, acc != NULL ? n : 0, q, v != NULL ? v->page : 1, now) == 0) {
+		keys(f, &kp, q, n);
+		cluster_leases(f, l, &kp);
+	} else
+		fputs("<p class=\"empty\">out of memory: the keys are not shown</p>\n", f);
+	key_page_free(&kp);
+	free(acc);
+	fputs("<section class=\"two\">\n", f);
 	models(f, l);
+	upstreams(f, l);
+	fputs("</section>\n", f);
 	workers(f, l, now);
 	fputs("<footer>Rendered by the gateway; with JavaScript it refreshes every 2 s. "
 	    "The same figures: <a href=\"/status.json\">/status.json</a> &middot; "

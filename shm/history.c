@@ -12,21 +12,30 @@
 #include "common/jsonline.h"
 #include "shm/report.h"
 
-/* Move ring R (n buckets, newest at unit *newest) forward to unit `unit`,
- * zeroing the buckets in between; then add delta to it. */
+/* Move ring R (n buckets, newest at unit HAVE) forward to unit `unit`,
+ * zeroing the buckets in between; then add delta to it. The caller stores
+ * the new newest unit (rings that share it move together). */
+static void
+ring_step(_Atomic int64_t *r, int n, int64_t have, int64_t unit, int64_t delta)
+{
+	int64_t u;
+
+	if (unit > have)
+		for (u = have + 1 > unit - n + 1 ? have + 1 : unit - n + 1; u <= unit; u++)
+			atomic_store_explicit(&r[u % n], 0, memory_order_relaxed);
+	if (delta != 0 && unit >= have - n + 1)
+		atomic_fetch_add_explicit(&r[unit % n], delta, memory_order_relaxed);
+}
+
 static void
 ring_add(_Atomic int64_t *r, int n, _Atomic int64_t *newest, int64_t unit,
     int64_t delta)
 {
-	int64_t have = atomic_load_explicit(newest, memory_order_relaxed), u;
+	int64_t have = atomic_load_explicit(newest, memory_order_relaxed);
 
-	if (unit > have) {
-		for (u = have + 1 > unit - n + 1 ? have + 1 : unit - n + 1; u <= unit; u++)
-			atomic_store_explicit(&r[u % n], 0, memory_order_relaxed);
+	ring_step(r, n, have, unit, delta);
+	if (unit > have)
 		atomic_store_explicit(newest, unit, memory_order_release);
-	}
-	if (delta != 0 && unit >= have - n + 1)
-		atomic_fetch_add_explicit(&r[unit % n], delta, memory_order_relaxed);
 }
 
 void
@@ -82,6 +91,66 @@ kv_history_read(const struct kv_ledger *l, const struct kv_account *a, int64_t n
 	    atomic_load_explicit(&h->minute, memory_order_acquire), now / 60, minutes);
 	ring_read(h->hour_nusd, KV_HIST_HOURS,
 	    atomic_load_explicit(&h->hour, memory_order_acquire), now / 3600, hours);
+}
+
+uint64_t
+kv_history_errors(const struct kv_ledger *l)
+{
+	const struct kv_counters *c = &l->hdr->counters;
+
+	return atomic_load_explicit(&c->responses_5xx_relayed_total, memory_order_relaxed) +
+	    atomic_load_explicit(&c->upstream_errors_total, memory_order_relaxed) +
+	    atomic_load_explicit(&c->responses_cut_total, memory_order_relaxed);
+}
+
+/* The rise of counter CUR since *WAS (all of CUR when it went down: a
+ * reset), and *WAS moved to it. */
+static int64_t
+rise(_Atomic uint64_t *was, uint64_t cur)
+{
+	uint64_t w = atomic_load_explicit(was, memory_order_relaxed);
+
+	atomic_store_explicit(was, cur, memory_order_relaxed);
+	cur = cur >= w ? cur - w : cur;
+	return cur > INT64_MAX ? INT64_MAX : (int64_t)cur;
+}
+
+void
+kv_history_sample_totals(struct kv_ledger *l, int64_t now)
+{
+	struct kv_rate_hist *r = &l->hdr->rates;
+	int64_t req, err, m, h;
+
+	if (now <= 0)
+		return;
+	req = rise(&r->sampled_requests,
+	    atomic_load_explicit(&l->hdr->counters.requests_total, memory_order_relaxed));
+	err = rise(&r->sampled_errors, kv_history_errors(l));
+	m = atomic_load_explicit(&r->minute, memory_order_relaxed);
+	h = atomic_load_explicit(&r->hour, memory_order_relaxed);
+	ring_step(r->minute_req, KV_HIST_MINUTES, m, now / 60, req);
+	ring_step(r->minute_err, KV_HIST_MINUTES, m, now / 60, err);
+	ring_step(r->hour_req, KV_HIST_HOURS, h, now / 3600, req);
+	ring_step(r->hour_err, KV_HIST_HOURS, h, now / 3600, err);
+	if (now / 60 > m)
+		atomic_store_explicit(&r->minute, now / 60, memory_order_release);
+	if (now / 3600 > h)
+		atomic_store_explicit(&r->hour, now / 3600, memory_order_release);
+}
+
+void
+kv_history_totals_read(const struct kv_ledger *l, int64_t now,
+    int64_t req_min[KV_HIST_MINUTES], int64_t err_min[KV_HIST_MINUTES],
+    int64_t req_hour[KV_HIST_HOURS], int64_t err_hour[KV_HIST_HOURS])
+{
+	const struct kv_rate_hist *r = &l->hdr->rates;
+	int64_t m = atomic_load_explicit(&r->minute, memory_order_acquire);
+	int64_t h = atomic_load_explicit(&r->hour, memory_order_acquire);
+
+	ring_read(r->minute_req, KV_HIST_MINUTES, m, now / 60, req_min);
+	ring_read(r->minute_err, KV_HIST_MINUTES, m, now / 60, err_min);
+	ring_read(r->hour_req, KV_HIST_HOURS, h, now / 3600, req_hour);
+	ring_read(r->hour_err, KV_HIST_HOURS, h, now / 3600, err_hour);
 }
 
 static void

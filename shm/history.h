@@ -24,6 +24,22 @@ void	kv_history_sample(struct kv_ledger *l, struct kv_account *a, int64_t now);
 /* kv_history_sample for every ready account of L. */
 void	kv_history_sample_all(struct kv_ledger *l, int64_t now);
 
+/* What an operator calls errors, from L's counters: upstream 5xx relayed,
+ * upstream failures the gateway answered 502/504 for, and responses cut
+ * short other than by their client. */
+uint64_t kv_history_errors(const struct kv_ledger *l);
+
+/* Add the requests and errors (kv_history_errors) counted since the last
+ * call to the header's rings (struct kv_rate_hist), as kv_history_sample
+ * does for a key's spend. The master's tick calls it. */
+void	kv_history_sample_totals(struct kv_ledger *l, int64_t now);
+
+/* The header's rings as of NOW, oldest first, laid out as
+ * kv_history_read's. */
+void	kv_history_totals_read(const struct kv_ledger *l, int64_t now,
+	    int64_t req_min[KV_HIST_MINUTES], int64_t err_min[KV_HIST_MINUTES],
+	    int64_t req_hour[KV_HIST_HOURS], int64_t err_hour[KV_HIST_HOURS]);
+
 /* A's history as of NOW, oldest first: minutes[i] is the spend in minute
  * (NOW/60 - 59 + i), hours[i] in hour (NOW/3600 - 23 + i); buckets the
  * master has not reached yet (it samples every few seconds) read 0. */

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define KV_LEDGER_MAGIC		0x5245474445564b31ULL	/* "1KVLEDGER" */
-#define KV_LEDGER_VERSION	17u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
+#define KV_LEDGER_VERSION	18u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
 					   4: per-key estimated and free counts;
 					   5: rate limits (account, kv_resv.tokens);
 					   6: key policy, reclaim request;
@@ -36,7 +36,9 @@
 					   15: upstream TLS handshake and hand-off counters;
 					   16: issued keys (shm/keys.h): link slots,
 					       kv_account.link/link_tag/expires/period;
-					   17: the cluster incarnation (header) */
+					   17: the cluster incarnation (header);
+					   18: relayed 5xx and cut counters, the
+					       requests/errors history (header) */
 #define KV_WORKER_SLOTS		64	/* room for two generations during a reload */
 #define KV_RESV_PER_WORKER	2048	/* in-flight reservations one worker may hold */
 #define KV_MODEL_SLOTS		256
@@ -81,12 +83,29 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free");
 	X(free_requests_total,		"requests relayed unmetered (free endpoints, free_paths)") \
 	X(rate_limited_total,		"requests refused with 429 by a key's rpm or tpm") \
 	X(upstream_tls_handshakes_total, "upstream TLS handshakes completed (full or resumed)") \
-	X(upstream_tls_handoffs_total,	"upstream TLS connections moved from OpenSSL to kilovolt's own record layer")
+	X(upstream_tls_handoffs_total,	"upstream TLS connections moved from OpenSSL to kilovolt's own record layer") \
+	X(responses_5xx_relayed_total,	"upstream responses with a 5xx status relayed to the client") \
+	X(responses_cut_total,		"responses cut short after their head, not by the client")
 
 struct kv_counters {
 #define KV_X_FIELD(name, help) _Atomic uint64_t name;
 	KV_COUNTERS(KV_X_FIELD)
 #undef KV_X_FIELD
+};
+
+/* Version 18: requests and errors (relayed 5xx, upstream failures, cuts)
+ * per minute over the last hour and per hour over the last day, for the
+ * status page's chart; rings indexed by time as struct kv_hist_slot's,
+ * written by the master only (kv_history_sample_totals). */
+struct kv_rate_hist {
+	_Atomic int64_t	  minute;		/* unix minute of the newest minute bucket */
+	_Atomic int64_t	  hour;
+	_Atomic uint64_t  sampled_requests;	/* the counters at the last sample */
+	_Atomic uint64_t  sampled_errors;
+	_Atomic int64_t	  minute_req[KV_HIST_MINUTES];
+	_Atomic int64_t	  minute_err[KV_HIST_MINUTES];
+	_Atomic int64_t	  hour_req[KV_HIST_HOURS];
+	_Atomic int64_t	  hour_err[KV_HIST_HOURS];
 };
 
 struct kv_histogram {
@@ -174,6 +193,8 @@ struct kv_ledger_header {
 	uint64_t	  inc_dev;		/* the file's st_dev and st_ino then */
 	uint64_t	  inc_ino;
 	char		  inc_host_id[64];	/* the [cluster] host_id then */
+	/* Version 18. */
+	_Alignas(64) struct kv_rate_hist rates;
 };
 
 #define KV_POLICY_DENY	0x1u	/* unknown_keys = deny */

@@ -821,6 +821,45 @@ test_history_apart(void)
 	kv_ledger_close(&l);
 }
 
+/* The header's requests/errors rings (layout 18): each sample adds what
+ * the counters rose by since the last one; errors are the relayed 5xx,
+ * the upstream failures and the cuts, and nothing else. */
+static void
+test_history_totals(void)
+{
+	struct kv_ledger l;
+	struct kv_counters *c;
+	int64_t now = 1700000040, rm[KV_HIST_MINUTES], em[KV_HIST_MINUTES];
+	int64_t rh[KV_HIST_HOURS], eh[KV_HIST_HOURS];
+
+	CHECK_INT(open_new(&l, 4), 0);
+	c = &l.hdr->counters;
+	atomic_store(&c->requests_total, 10);
+	atomic_store(&c->responses_5xx_relayed_total, 1);
+	atomic_store(&c->upstream_errors_total, 2);
+	atomic_store(&c->responses_cut_total, 3);
+	atomic_store(&c->client_aborts_total, 50);	/* not an error */
+	atomic_store(&c->responses_5xx_total, 70);	/* holds the others */
+	CHECK_INT((int64_t)kv_history_errors(&l), 6);
+	kv_history_sample_totals(&l, now);
+	atomic_fetch_add(&c->requests_total, 5);
+	atomic_fetch_add(&c->responses_cut_total, 1);
+	kv_history_sample_totals(&l, now + 60);
+	kv_history_sample_totals(&l, now + 120);	/* nothing new */
+	kv_history_totals_read(&l, now + 120, rm, em, rh, eh);
+	CHECK_INT(rm[KV_HIST_MINUTES - 3], 10);
+	CHECK_INT(em[KV_HIST_MINUTES - 3], 6);
+	CHECK_INT(rm[KV_HIST_MINUTES - 2], 5);
+	CHECK_INT(em[KV_HIST_MINUTES - 2], 1);
+	CHECK_INT(rm[KV_HIST_MINUTES - 1], 0);
+	CHECK_INT(rh[KV_HIST_HOURS - 1] + rh[KV_HIST_HOURS - 2], 15);
+	CHECK_INT(eh[KV_HIST_HOURS - 1] + eh[KV_HIST_HOURS - 2], 7);
+	/* An hour later the minute ring has moved on; the day still holds it. */
+	kv_history_totals_read(&l, now + 3600 + 120, rm, em, rh, eh);
+	CHECK_INT(rm[KV_HIST_MINUTES - 3] + rm[KV_HIST_MINUTES - 2], 0);
+	kv_ledger_close(&l);
+}
+
 /* The account API kvctl and the admin API share: reset closes the lease
  * before zeroing spent; a budget set is an override; a limit set leaves a
  * negative one alone and refills the bucket. */
@@ -917,6 +956,7 @@ main(void)
 	test_claimed_slots();
 	test_model_mid_claim();
 	test_history_apart();
+	test_history_totals();
 	test_account_api();
 	test_incarnation();
 	unlink(path);

@@ -158,6 +158,7 @@ struct kv_conn {
 	struct kv_sse_filter	 sse;		/* drops the usage event we injected */
 	int			 sent_any;	/* response bytes reached the client */
 	int			 cut;		/* stream cut short */
+	int			 client_cut;	/* ... because its client left or stopped taking it */
 	int64_t			 drain_until_ms;	/* on_cut = drain: read on until then */
 	uint64_t		 drain_left;	/* and for at most these bytes */
 	int			 unpriced_model;	/* charged at [price default]: marked */

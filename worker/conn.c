@@ -665,6 +665,7 @@ kv_conn_event(struct kv_conn *c, int upstream, uint32_t events)
 		if (c->state == CS_RELAY)
 			atomic_fetch_add(&c->w->ledger->hdr->counters.client_aborts_total, 1);
 		c->cut = 1;
+		c->client_cut = 1;
 		if (c->status == 0)
 			c->status = 499;	/* nginx's "client closed request" */
 		conn_close(c);

@@ -146,6 +146,14 @@ cut(struct kv_conn *c)
 	return STEP_CLOSED;
 }
 
+/* A cut because the client's side failed: not the gateway's error. */
+static enum step
+client_cut(struct kv_conn *c)
+{
+	c->client_cut = 1;
+	return cut(c);
+}
+
 static enum step
 wait_client(struct kv_conn *c)
 {
@@ -271,7 +279,7 @@ relay_splice(struct kv_conn *c)
 			}
 			if (n == -1 && errno == EAGAIN)
 				return wait_client(c);
-			return cut(c);
+			return client_cut(c);
 		}
 		if (c->resp_done)
 			return STEP_CONT;
@@ -350,7 +358,7 @@ relay_body(struct kv_conn *c)
 		if ((r = flush_client(c)) == -1 && relay_client_left(c))
 			r = flush_client(c);
 		if (r != 1)
-			return r == 0 ? wait_client(c) : cut(c);
+			return r == 0 ? wait_client(c) : client_cut(c);
 		if (c->resp_done && c->pipe_len == 0) {
 			settle_request(c);
 			if (!c->client_keep) {

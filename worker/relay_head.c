@@ -121,6 +121,8 @@ on_resp_head(struct kv_conn *c, size_t hl)
 		c->client_keep = 0;
 	if (build_client_head(c, res) == -1)
 		return conn_fail(c, 502, "upstream response head too large");
+	if (res->status >= 500)	/* the provider's own error, passed on */
+		atomic_fetch_add(&c->w->ledger->hdr->counters.responses_5xx_relayed_total, 1);
 	c->upos = hl;
 	if (c->ulen > hl) {
 		if ((n = relay_consume(c, c->ubuf + hl, c->ulen - hl)) == -1)

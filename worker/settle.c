@@ -165,6 +165,9 @@ count(struct kv_conn *c, const struct kv_usage *u, int64_t cost)
 		atomic_fetch_add(&k->responses_4xx_total, 1);
 	else if (c->status >= 500)
 		atomic_fetch_add(&k->responses_5xx_total, 1);
+	/* a cut the client did not cause: an error on the status page */
+	if (c->cut && !c->client_cut && !c->client_gone && c->t_first_ms > 0)
+		atomic_fetch_add(&k->responses_cut_total, 1);
 	atomic_fetch_add(&k->received_bytes_total, c->bytes_in);
 	atomic_fetch_add(&k->sent_bytes_total, c->bytes_out);
 	atomic_fetch_add(&k->input_tokens_total, (uint64_t)u->input);
