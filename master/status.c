@@ -32,6 +32,7 @@
 #include "master/admin_keys_parse.h"
 #include "master/status_metrics.h"
 #include "master/status_html.h"
+#include "shm/keys.h"
 #include "shm/lease.h"
 #include "shm/report.h"
 
@@ -210,40 +211,19 @@ apply_limits(struct kv_account *a, int64_t rpm, int64_t tpm)
 	kv_account_set_limits(a, rpm, tpm);
 }
 
-/* The account named by ID: a full 12-hex id, a unique id prefix, or else
- * an exact label (as kvctl accepts). Sets *status to 404 or 409 on failure. */
+/* The account named by ID, as kvctl and DELETE /keys resolve it
+ * (kv_keys_lookup: a label, else an id prefix). Sets *status to 404 or 409
+ * on failure. */
 static struct kv_account *
 find_account(struct kv_ledger *l, const char *id, unsigned int *status)
 {
-	struct kv_account *hit = NULL, *bylabel = NULL;
-	size_t idlen = strlen(id), nhit = 0, i;
-	char kid[13];
+	struct kv_account *found[2];
+	size_t n = kv_keys_lookup(l, id, found, 2);
 
-	KV_FOR_EACH_SLOT(l, i) {
-		struct kv_account *a = &l->accounts[i];
-
-		if (!kv_slot_ready(&a->state))
-			continue;
-		kv_key_id(a->hash, kid);
-		if (idlen <= 12 && strncasecmp(kid, id, idlen) == 0) {
-			hit = a;
-			nhit++;
-		}
-		/* The config's key of that name first, else one it no
-		 * longer has (kv_account_label_retired). */
-		if (strncmp(a->label, id, KV_LABEL_MAX) == 0 && a->label[0] != '\0' &&
-		    (bylabel == NULL || kv_account_label_retired(bylabel)))
-			bylabel = a;
-	}
-	if (nhit == 1)
-		return hit;
-	if (nhit > 1) {
-		*status = MHD_HTTP_CONFLICT;
-		return NULL;
-	}
-	if (bylabel == NULL)
-		*status = MHD_HTTP_NOT_FOUND;
-	return bylabel;
+	if (n == 1)
+		return found[0];
+	*status = n == 0 ? MHD_HTTP_NOT_FOUND : MHD_HTTP_CONFLICT;
+	return NULL;
 }
 
 static enum MHD_Result
