@@ -8,7 +8,6 @@
 
 #include "cli/kvctl.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 
 #include "common/config.h"
 #include "common/money.h"
+#include "shm/keys.h"
 #include "shm/lock.h"
 #include "shm/repair.h"
 #include "shm/report.h"
@@ -98,78 +98,8 @@ usage_error(const char *fmt, const char *arg)
 
 /* ---- finding a key ------------------------------------------------------ */
 
-static int
-is_hex_prefix(const char *s)
-{
-	size_t n = strlen(s), i;
-
-	if (n == 0 || n > 64)
-		return 0;
-	for (i = 0; i < n; i++)
-		if (!isxdigit((unsigned char)s[i]))
-			return 0;
-	return 1;
-}
-
-static int
-hash_has_prefix(const uint8_t hash[32], const char *hex)
-{
-	static const char digits[] = "0123456789abcdef";
-	size_t i;
-
-	for (i = 0; hex[i] != '\0'; i++) {
-		unsigned v = i % 2 == 0 ? hash[i / 2] >> 4 : hash[i / 2] & 0xf;
-
-		if (digits[v] != tolower((unsigned char)hex[i]))
-			return 0;
-	}
-	return 1;
-}
-
-static int
-label_is(const struct kv_account *a, const char *key)
-{
-	char label[KV_LABEL_MAX];
-
-	memcpy(label, a->label, sizeof(label));
-	label[sizeof(label) - 1] = '\0';
-	return label[0] != '\0' && strcmp(label, key) == 0;
-}
-
-/* Collect up to max accounts matching KEY: an exact label of a key in the
- * running config wins, then an exact label the config no longer has (a
- * rotated or removed key: kv_account_label_retired), then id prefixes.
- * Returns the total number of matches. */
-static size_t
-find_keys(const struct kv_ledger *l, const char *key, struct kv_account **out,
-    size_t max)
-{
-	size_t n = 0;
-	uint32_t i;
-	int pass;
-
-	for (pass = 0; pass < 3 && n == 0; pass++) {
-		if (pass == 2 && !is_hex_prefix(key))
-			break;
-		KV_FOR_EACH_SLOT(l, i) {
-			struct kv_account *a = &l->accounts[i];
-
-			if (!kv_slot_ready(&a->state))
-				continue;
-			if (pass < 2 ? !label_is(a, key) ||
-			    kv_account_label_retired(a) != (pass == 1) :
-			    !hash_has_prefix(a->hash, key))
-				continue;
-			if (n < max)
-				out[n] = a;
-			n++;
-		}
-	}
-	return n;
-}
-
-static void
-describe_key(const struct kv_account *a, char *buf, size_t len)
+void
+kvctl_describe_key(const struct kv_account *a, char *buf, size_t len)
 {
 	char id[13], label[KV_LABEL_MAX];
 
@@ -195,7 +125,7 @@ ambiguous(const char *key, struct kv_account **found, size_t n)
 
 	fprintf(stderr, "kvctl: '%s' is ambiguous: it matches %zu keys:\n", key, n);
 	for (i = 0; i < n && i < AMBIGUOUS_SHOWN; i++) {
-		describe_key(found[i], desc, sizeof(desc));
+		kvctl_describe_key(found[i], desc, sizeof(desc));
 		fprintf(stderr, "  %s\n", desc);
 	}
 	if (n > AMBIGUOUS_SHOWN)
@@ -204,15 +134,13 @@ ambiguous(const char *key, struct kv_account **found, size_t n)
 	return KVCTL_EXIT_USAGE;
 }
 
-/* Resolve KEY to exactly one account, or explain on stderr and return the
- * exit code. */
-static int
-resolve_key(struct kvctl *k, const char *key, struct kv_account **a)
+int
+kvctl_resolve_key(const struct kv_ledger *l, const char *key, struct kv_account **a)
 {
 	struct kv_account *found[AMBIGUOUS_SHOWN];
 	size_t n;
 
-	n = find_keys(&k->l, key, found, AMBIGUOUS_SHOWN);
+	n = kv_keys_lookup(l, key, found, AMBIGUOUS_SHOWN);
 	if (n == 0) {
 		fprintf(stderr, "kvctl: no key matches '%s' (an id prefix or a "
 		    "label; `kvctl keys` lists them)\n", key);
@@ -222,6 +150,12 @@ resolve_key(struct kvctl *k, const char *key, struct kv_account **a)
 		return ambiguous(key, found, n);
 	*a = found[0];
 	return KVCTL_EXIT_OK;
+}
+
+static int
+resolve_key(struct kvctl *k, const char *key, struct kv_account **a)
+{
+	return kvctl_resolve_key(&k->l, key, a);
 }
 
 /* ---- commands ----------------------------------------------------------- */
@@ -380,7 +314,7 @@ cmd_reset(struct kvctl *k)
 	if (atomic_load(&k->l.hdr->cluster))
 		return kvctl_cluster_reset(&k->l, &a, 1);
 	kvctl_format_money(reset_account(a), money, sizeof(money));
-	describe_key(a, desc, sizeof(desc));
+	kvctl_describe_key(a, desc, sizeof(desc));
 	printf("reset %s: spent was %s, now $0.000000\n", desc, money);
 	return KVCTL_EXIT_OK;
 }
@@ -415,7 +349,7 @@ cmd_forget(struct kvctl *k)
 	rc = resolve_key(k, k->args[0], &a);
 	if (rc != KVCTL_EXIT_OK)
 		return rc;
-	describe_key(a, desc, sizeof(desc));
+	kvctl_describe_key(a, desc, sizeof(desc));
 	tag = atomic_load(&a->tag);
 	cfg = (atomic_load(&a->aflags) & KV_AF_CONFIG) != 0;
 	if ((running = kv_ledger_locked(k->path)) == -1) {
@@ -453,7 +387,7 @@ budget_from_config(struct kvctl *k, struct kv_account *a)
 	char desc[128], now[32];
 	int64_t v;
 
-	describe_key(a, desc, sizeof(desc));
+	kvctl_describe_key(a, desc, sizeof(desc));
 	if (!(atomic_load(&a->aflags) & KV_AF_CONFIG)) {
 		fprintf(stderr, "kvctl: %s is not a key of the config: it has no config "
 		    "budget to go back to (set one with `kvctl budget KEY AMOUNT`)\n", desc);
@@ -493,7 +427,7 @@ cmd_budget(struct kvctl *k)
 		return budget_from_config(k, a);
 	kvctl_format_money(kv_account_set_budget(a, v), was, sizeof(was));
 	kvctl_format_money(v, now, sizeof(now));
-	describe_key(a, desc, sizeof(desc));
+	kvctl_describe_key(a, desc, sizeof(desc));
 	printf("budget of %s: %s (was %s); an override: kept across reloads and "
 	    "restarts until the config's value for this key changes\n", desc, now, was);
 	return KVCTL_EXIT_OK;
@@ -524,7 +458,7 @@ cmd_limits(struct kvctl *k)
 	was_t = atomic_load(&a->tpm);
 	/* A limit set here starts from a full bucket, as a new key does. */
 	kv_account_set_limits(a, k->rpm, k->tpm);
-	describe_key(a, desc, sizeof(desc));
+	kvctl_describe_key(a, desc, sizeof(desc));
 	format_limit(atomic_load(&a->rpm), r, sizeof(r));
 	format_limit(atomic_load(&a->tpm), t, sizeof(t));
 	format_limit(was_r, rw, sizeof(rw));

@@ -67,6 +67,16 @@ int	kvctl_parse_since(const char *s, int64_t now, int64_t *ms);
 int	kvctl_requests(FILE *out, const char *path, const char *key,
 	    int64_t since_ms, int json);
 
+/* "ID (LABEL)", "ID (LABEL, no longer in the config)" or "ID": how every
+ * kvctl message names the account A (the label made printable). */
+void	kvctl_describe_key(const struct kv_account *a, char *buf, size_t len);
+
+/* Resolve KEY (a label or an id prefix, as kv_keys_lookup, shm/keys.h) to
+ * exactly one account of L into *a, or say on stderr why not (no match:
+ * KVCTL_EXIT_NOTFOUND; ambiguous, with the first matches listed:
+ * KVCTL_EXIT_USAGE). Returns KVCTL_EXIT_OK when found. */
+int	kvctl_resolve_key(const struct kv_ledger *l, const char *key, struct kv_account **a);
+
 /* kvctl keys create | revoke | rotate (cli/kvctl_keys.c). */
 int	kvctl_keys_is_sub(const char *name);
 

@@ -8,7 +8,6 @@
 
 #include "cli/kvctl.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,85 +128,19 @@ parse_expires(const char *s, int64_t now, int64_t *out)
 	return *out > now ? 0 : -1;
 }
 
-/* ---- finding a key ------------------------------------------------------ */
-
-static int
-id_has_prefix(const struct kv_account *a, const char *p)
-{
-	char id[13];
-	size_t n = strlen(p), i;
-
-	if (n == 0 || n > 12)
-		return 0;
-	kv_key_id(a->hash, id);
-	for (i = 0; i < n; i++)
-		if (tolower((unsigned char)p[i]) != id[i])
-			return 0;
-	return 1;
-}
-
-/* NAME: a live label, else a unique id prefix. */
-static struct kv_account *
-find_key(const struct kv_ledger *l, const char *name, int *rc)
-{
-	struct kv_account *a, *found = NULL;
-	uint32_t i, n = 0;
-
-	*rc = KVCTL_EXIT_OK;
-	if ((a = kv_keys_find_label(l, name)) != NULL)
-		return a;
-	KV_FOR_EACH_SLOT(l, i) {
-		a = &l->accounts[i];
-		if (kv_slot_ready(&a->state) && id_has_prefix(a, name)) {
-			found = a;
-			n++;
-		}
-	}
-	if (n == 1)
-		return found;
-	if (n == 0) {
-		fprintf(stderr, "kvctl: no key matches '%s' (a name or an id prefix; "
-		    "`kvctl keys` lists them)\n", name);
-		*rc = KVCTL_EXIT_NOTFOUND;
-	} else {
-		fprintf(stderr, "kvctl: '%s' matches %u keys: give more digits of the "
-		    "id, or the name\n", name, n);
-		*rc = KVCTL_EXIT_USAGE;
-	}
-	return NULL;
-}
-
-static void
-account_name(const struct kv_account *a, char *buf, size_t len)
-{
-	char id[13], label[KV_LABEL_MAX];
-
-	kv_key_id(a->hash, id);
-	memcpy(label, a->label, sizeof(label));
-	label[sizeof(label) - 1] = '\0';
-	kvctl_printable(label);
-	if (label[0] != '\0')
-		snprintf(buf, len, "%s (%s)", label, id);
-	else
-		snprintf(buf, len, "%s", id);
-}
-
 /* The secret once, on stdout alone (K=$(kvctl keys create x) keeps it),
  * or in a JSON object with the key's fields. */
 static void
 print_secret(const struct keys_cmd *k, const struct kv_account *a, const char *key,
     const char *what)
 {
-	char name[96], id[13], money[32];
+	char name[128], money[32];
 
 	if (k->json) {
-		kv_key_id(a->hash, id);
-		printf("{\"key\":\"%s\",\"id\":\"%s\",\"account\":", key, id);
-		kv_report_account_json(stdout, a);
-		printf("}\n");
+		kv_report_issued_json(stdout, a, key);
 		return;
 	}
-	account_name(a, name, sizeof(name));
+	kvctl_describe_key(a, name, sizeof(name));
 	kvctl_format_money(atomic_load(&a->budget_nusd), money, sizeof(money));
 	fprintf(stderr, "%s %s, budget %s; the key, shown this once (kilovolt keeps "
 	    "only its SHA-256):\n", what, name, money);
@@ -215,18 +148,6 @@ print_secret(const struct keys_cmd *k, const struct kv_account *a, const char *k
 }
 
 /* ---- the commands ------------------------------------------------------- */
-
-/* A [key NAME] of the config, whether or not a daemon applied it yet. */
-static int
-config_has(const struct kv_config *cf, const char *name)
-{
-	size_t i;
-
-	for (i = 0; cf != NULL && i < cf->nkeys; i++)
-		if (strcmp(cf->keys[i].label, name) == 0)
-			return 1;
-	return 0;
-}
 
 static int
 fill_spec(struct keys_cmd *k, struct kv_key_spec *s)
@@ -263,23 +184,11 @@ cmd_create(struct keys_cmd *k)
 	struct kv_key_spec spec;
 	struct kv_account *a;
 	char key[KV_KEY_TEXT], err[512];
-	uint8_t hash[32];
 	int rc;
 
 	if ((rc = fill_spec(k, &spec)) != KVCTL_EXIT_OK)
 		return rc;
-	if (config_has(k->cf, k->name)) {
-		fprintf(stderr, "kvctl: keys create: '%s' is a [key %s] section of %s: "
-		    "pick another name (config keys and issued keys share one "
-		    "namespace)\n", k->name, k->name, k->cf->path);
-		return KVCTL_EXIT_USAGE;
-	}
-	if (kv_keys_generate(key, hash) == -1) {
-		perror("kvctl: keys create: getrandom");
-		return KVCTL_EXIT_USAGE;
-	}
-	if ((a = kv_keys_issue(k->l, hash, &spec, err, sizeof(err))) == NULL) {
-		explicit_bzero(key, sizeof(key));
+	if ((a = kv_keys_create(k->l, k->cf, &spec, key, err, sizeof(err))) == NULL) {
 		fprintf(stderr, "kvctl: keys create: %s\n", err);
 		return KVCTL_EXIT_USAGE;
 	}
@@ -292,12 +201,12 @@ static int
 cmd_revoke(struct keys_cmd *k)
 {
 	struct kv_account *a;
-	char name[96];
+	char name[128];
 	int rc;
 
-	if ((a = find_key(k->l, k->name, &rc)) == NULL)
+	if ((rc = kvctl_resolve_key(k->l, k->name, &a)) != KVCTL_EXIT_OK)
 		return rc;
-	account_name(a, name, sizeof(name));
+	kvctl_describe_key(a, name, sizeof(name));
 	if (atomic_load(&a->aflags) & KV_AF_CONFIG) {
 		fprintf(stderr, "kvctl: keys revoke: %s is a [key] of the config: remove "
 		    "its section (or change its key =) and reload\n", name);
@@ -316,19 +225,13 @@ static int
 cmd_rotate(struct keys_cmd *k)
 {
 	struct kv_account *a;
-	char key[KV_KEY_TEXT], err[512], name[96];
-	uint8_t hash[32];
+	char key[KV_KEY_TEXT], err[512], name[128];
 	int rc;
 
-	if ((a = find_key(k->l, k->name, &rc)) == NULL)
+	if ((rc = kvctl_resolve_key(k->l, k->name, &a)) != KVCTL_EXIT_OK)
 		return rc;
-	account_name(a, name, sizeof(name));
-	if (kv_keys_generate(key, hash) == -1) {
-		perror("kvctl: keys rotate: getrandom");
-		return KVCTL_EXIT_USAGE;
-	}
-	if (kv_keys_rotate(k->l, a, hash, err, sizeof(err)) == -1) {
-		explicit_bzero(key, sizeof(key));
+	kvctl_describe_key(a, name, sizeof(name));
+	if (kv_keys_new_secret(k->l, a, key, err, sizeof(err)) == -1) {
 		fprintf(stderr, "kvctl: keys rotate: %s: %s\n", name, err);
 		return KVCTL_EXIT_USAGE;
 	}

@@ -25,6 +25,11 @@
 /* The prefix of a host id's heartbeat key, kv:hb:{host}. */
 #define KV_REDIS_HB_PREFIX	KV_REDIS_PREFIX "hb:"
 
+/* The issued keys every host accepts (master/cluster_keys.h): one hash,
+ * a field per issued account (its first secret's SHA-256 in hex). One
+ * colon, so KV_REDIS_KEYS_MATCH does not match it. */
+#define KV_REDIS_ISSUED		KV_REDIS_PREFIX "issued"
+
 /* A SCAN pattern matching the per-key hashes (periods and rate limits;
  * kv:hosts has one colon and does not match; kv:hb:H does, and is a
  * string, not a hash, so a reader skips it). */

@@ -8,6 +8,7 @@
  * past what Redis counts as its commitment. */
 #include "master/cluster.h"
 #include "master/cluster_persist.h"
+#include "master/cluster_keys.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -96,6 +97,7 @@ struct kv_cluster_host {
 	enum kv_period		 period;
 	struct kv_ledger	*l;
 	struct kv_redis		*redis;
+	struct kv_cluster_keys	*keys;		/* issued keys shared: cluster_keys.c */
 	struct acct		*acct;
 	char			 sha[41];	/* of the loaded script; "" before */
 	char			 inc[32];	/* this ledger's incarnation */
@@ -914,7 +916,7 @@ arm(struct kv_cluster_host *h)
 	at = h->next_need_ms < h->next_sync_ms ? h->next_need_ms : h->next_sync_ms;
 	if (kv_redis_pollfd(h->redis, &pfd, &t) == 1) {
 		if (kv_mloop_io_set(h->lp, &h->redis_io, pfd.fd, (uint32_t)pfd.events) == -1)
-			kv_log_warn("KV0772", "cluster: epoll_ctl on the Redis socket");
+			kv_log_warn("KV0774", "cluster: epoll_ctl on the Redis socket");
 	} else {
 		kv_mloop_io_clear(h->lp, &h->redis_io);
 	}
@@ -930,6 +932,8 @@ after_run(struct kv_cluster_host *h)
 	int64_t now = kv_now_ms();
 
 	persist_recheck(h, now);
+	if (!h->clash)
+		kv_cluster_keys_sync(h->keys, h->redis, now);
 	if (now >= h->next_need_ms) {
 		h->next_need_ms = now + NEED_MS;
 		if (lease_wanted(h) && now < h->next_sync_ms && h->inflight == 0)
@@ -1044,6 +1048,8 @@ kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l, struct kv_mloo
 		rl_cap_lower(a, KV_LEASE_TOKENS, &s->rl[1], atomic_load(&a->rl_tok_used) +
 		    atomic_load(&a->rl_tok_reserved));
 	}
+	/* Without it (out of memory, logged) keys issued here stay here. */
+	h->keys = kv_cluster_keys_new(l);
 	atomic_store(&l->hdr->cluster_up, 0);
 	atomic_store(&l->hdr->cluster, 1);
 	kv_log_info("cluster: host %s leasing budgets from %s%s (on_redis_down = %s)",
@@ -1093,6 +1099,7 @@ kv_cluster_stop(struct kv_cluster_host *h)
 	sync_all(h, 1);
 	await_replies(h, until);
 	kv_redis_free(h->redis);
+	kv_cluster_keys_free(h->keys);
 	if (h->kick_fd != -1 && close(h->kick_fd) == -1)
 		kv_log_warn("KV0764", "cluster: closing the workers' lease kick");
 	h->l->lease_kick_fd = -1;

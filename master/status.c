@@ -30,9 +30,12 @@
 #include "common/clock.h"
 #include "common/jsonline.h"
 #include "common/log.h"
+#include "master/admin_keys.h"
+#include "master/admin_keys_parse.h"
 #include "master/loop.h"
 #include "master/status_metrics.h"
 #include "master/status_html.h"
+#include "shm/keys.h"
 #include "shm/lease.h"
 #include "shm/report.h"
 
@@ -207,86 +210,6 @@ admin_check(const struct kv_config *cf, struct MHD_Connection *c)
 	return CRYPTO_memcmp(want, got, sizeof(want)) == 0 ? 0 : MHD_HTTP_FORBIDDEN;
 }
 
-/* Parse exactly {"budget_nusd": N} with N an integer >= 0, whitespace
- * allowed between tokens, nothing else. Returns 0 or -1. */
-static const char *
-skip_ws(const char *p)
-{
-	while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
-		p++;
-	return p;
-}
-
-static int
-parse_budget_body(const char *body, int64_t *out)
-{
-	static const char key[] = "\"budget_nusd\"";
-	const char *p = skip_ws(body);
-	int64_t v = 0;
-
-	if (*p++ != '{')
-		return -1;
-	p = skip_ws(p);
-	if (strncmp(p, key, sizeof(key) - 1) != 0)
-		return -1;
-	p = skip_ws(p + sizeof(key) - 1);
-	if (*p++ != ':')
-		return -1;
-	p = skip_ws(p);
-	if (!isdigit((unsigned char)*p) || (p[0] == '0' && isdigit((unsigned char)p[1])))
-		return -1;
-	for (; isdigit((unsigned char)*p); p++)
-		if (__builtin_mul_overflow(v, 10, &v) ||
-		    __builtin_add_overflow(v, *p - '0', &v))
-			return -1;
-	p = skip_ws(p);
-	if (*p++ != '}')
-		return -1;
-	if (*skip_ws(p) != '\0')
-		return -1;
-	*out = v;
-	return 0;
-}
-
-/* Parse {"rpm": N, "tpm": N} (either member or both, once each, N an
- * integer 0..4000000000 where 0 is no limit); an absent member is -1.
- * Returns 0 or -1. */
-static int
-parse_limits_body(const char *body, int64_t *rpm, int64_t *tpm)
-{
-	const char *p = skip_ws(body);
-	int64_t *dst, v;
-
-	*rpm = *tpm = -1;
-	if (*p++ != '{')
-		return -1;
-	for (;;) {
-		p = skip_ws(p);
-		if (strncmp(p, "\"rpm\"", 5) == 0)
-			dst = rpm;
-		else if (strncmp(p, "\"tpm\"", 5) == 0)
-			dst = tpm;
-		else
-			return -1;
-		p = skip_ws(p + 5);
-		if (*dst != -1 || *p++ != ':')
-			return -1;
-		p = skip_ws(p);
-		if (!isdigit((unsigned char)*p) || (p[0] == '0' && isdigit((unsigned char)p[1])))
-			return -1;
-		for (v = 0; isdigit((unsigned char)*p); p++)
-			if ((v = v * 10 + (*p - '0')) > 4000000000LL)
-				return -1;
-		*dst = v;
-		p = skip_ws(p);
-		if (*p == '}')
-			break;
-		if (*p++ != ',')
-			return -1;
-	}
-	return *skip_ws(p + 1) == '\0' ? 0 : -1;
-}
-
 /* A limit set at run time starts from a full bucket, as a new key does. */
 static void
 apply_limits(struct kv_account *a, int64_t rpm, int64_t tpm)
@@ -294,40 +217,19 @@ apply_limits(struct kv_account *a, int64_t rpm, int64_t tpm)
 	kv_account_set_limits(a, rpm, tpm);
 }
 
-/* The account named by ID: a full 12-hex id, a unique id prefix, or else
- * an exact label (as kvctl accepts). Sets *status to 404 or 409 on failure. */
+/* The account named by ID, as kvctl and DELETE /keys resolve it
+ * (kv_keys_lookup: a label, else an id prefix). Sets *status to 404 or 409
+ * on failure. */
 static struct kv_account *
 find_account(struct kv_ledger *l, const char *id, unsigned int *status)
 {
-	struct kv_account *hit = NULL, *bylabel = NULL;
-	size_t idlen = strlen(id), nhit = 0, i;
-	char kid[13];
+	struct kv_account *found[2];
+	size_t n = kv_keys_lookup(l, id, found, 2);
 
-	KV_FOR_EACH_SLOT(l, i) {
-		struct kv_account *a = &l->accounts[i];
-
-		if (!kv_slot_ready(&a->state))
-			continue;
-		kv_key_id(a->hash, kid);
-		if (idlen <= 12 && strncasecmp(kid, id, idlen) == 0) {
-			hit = a;
-			nhit++;
-		}
-		/* The config's key of that name first, else one it no
-		 * longer has (kv_account_label_retired). */
-		if (strncmp(a->label, id, KV_LABEL_MAX) == 0 && a->label[0] != '\0' &&
-		    (bylabel == NULL || kv_account_label_retired(bylabel)))
-			bylabel = a;
-	}
-	if (nhit == 1)
-		return hit;
-	if (nhit > 1) {
-		*status = MHD_HTTP_CONFLICT;
-		return NULL;
-	}
-	if (bylabel == NULL)
-		*status = MHD_HTTP_NOT_FOUND;
-	return bylabel;
+	if (n == 1)
+		return found[0];
+	*status = n == 0 ? MHD_HTTP_NOT_FOUND : MHD_HTTP_CONFLICT;
+	return NULL;
 }
 
 static enum MHD_Result
@@ -356,15 +258,15 @@ admin_apply(struct kv_status *st, struct MHD_Connection *c, const char *id,
 {
 	unsigned int status = 0;
 	struct kv_account *a;
-	char kid[13];
+	char kid[13], err[256];
 	int64_t v = 0, rpm = -1, tpm = -1;
 
-	if (strcmp(action, "budget") == 0 && parse_budget_body(body, &v) == -1)
-		return send_error(c, MHD_HTTP_BAD_REQUEST,
-		    "body must be {\"budget_nusd\": N} with N an integer >= 0");
-	if (strcmp(action, "limits") == 0 && parse_limits_body(body, &rpm, &tpm) == -1)
-		return send_error(c, MHD_HTTP_BAD_REQUEST, "body must be {\"rpm\": N, "
-		    "\"tpm\": N} (either or both) with N an integer 0..4000000000, 0 = no limit");
+	if (strcmp(action, "budget") == 0 &&
+	    kv_admin_parse_budget(body, strlen(body), &v, err, sizeof(err)) == -1)
+		return send_error(c, MHD_HTTP_BAD_REQUEST, err);
+	if (strcmp(action, "limits") == 0 &&
+	    kv_admin_parse_limits(body, strlen(body), &rpm, &tpm, err, sizeof(err)) == -1)
+		return send_error(c, MHD_HTTP_BAD_REQUEST, err);
 	if ((a = find_account(st->l, id, &status)) == NULL)
 		return send_error(c, status, status == MHD_HTTP_CONFLICT ?
 		    "key id prefix is ambiguous" : "no such key");
@@ -399,7 +301,7 @@ admin_apply(struct kv_status *st, struct MHD_Connection *c, const char *id,
 
 /* ---- routing --------------------------------------------------------- */
 
-enum route { R_NONE, R_PAGE, R_JSON, R_METRICS, R_HEALTH, R_ADMIN };
+enum route { R_NONE, R_PAGE, R_JSON, R_METRICS, R_HEALTH, R_ADMIN, R_KEYS };
 
 /* Split "/keys/ID/ACTION" into ID and ACTION; returns 0 or -1. */
 static int
@@ -438,6 +340,8 @@ route_of(const char *url)
 		return R_HEALTH;
 	if (parse_admin_path(url, id, sizeof(id), &action) == 0)
 		return R_ADMIN;
+	if (kv_admin_keys_route(url))
+		return R_KEYS;
 	return R_NONE;
 }
 
@@ -483,7 +387,7 @@ serve_get(struct kv_status *st, struct MHD_Connection *c, enum route r)
 }
 
 static enum MHD_Result
-method_not_allowed(struct MHD_Connection *c, enum route r)
+method_not_allowed(struct MHD_Connection *c, enum route r, const char *url)
 {
 	struct status_out o;
 
@@ -491,7 +395,8 @@ method_not_allowed(struct MHD_Connection *c, enum route r)
 		return MHD_NO;
 	fputs("{\"error\":\"method not allowed\"}\n", o.f);
 	return out_send_allow(c, &o, MHD_HTTP_METHOD_NOT_ALLOWED,
-	    "application/json", r == R_ADMIN ? "POST" : "GET, HEAD");
+	    "application/json", r == R_KEYS ? kv_admin_keys_allow(url) :
+	    r == R_ADMIN ? "POST" : "GET, HEAD");
 }
 
 /* First call of a POST: refuse early what needs no body, else set up the
@@ -528,6 +433,20 @@ admin_append(struct status_req *sr, const char *data, size_t len)
 	sr->body[sr->len] = '\0';
 }
 
+/* POST /keys, DELETE /keys/ID, POST /keys/ID/rotate: admin_keys.c. */
+static enum MHD_Result
+serve_keys(struct kv_status *st, struct MHD_Connection *c, const char *url,
+    const struct status_req *sr)
+{
+	struct status_out o;
+	unsigned int status;
+
+	if (out_open(&o) == -1)
+		return MHD_NO;
+	status = kv_admin_keys_serve(o.f, st->l, st->cf, url, sr->body, sr->len);
+	return out_send(c, &o, status, "application/json");
+}
+
 static enum MHD_Result
 admin_finish(struct kv_status *st, struct MHD_Connection *c, const char *url,
     struct status_req *sr)
@@ -539,6 +458,8 @@ admin_finish(struct kv_status *st, struct MHD_Connection *c, const char *url,
 		return send_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
 	if (memchr(sr->body, '\0', sr->len) != NULL)
 		return send_error(c, MHD_HTTP_BAD_REQUEST, "NUL in body");
+	if (route_of(url) == R_KEYS)
+		return serve_keys(st, c, url, sr);
 	if (parse_admin_path(url, id, sizeof(id), &action) == -1)
 		return send_error(c, MHD_HTTP_NOT_FOUND, "not found");
 	return admin_apply(st, c, id, action, sr->body);
@@ -576,10 +497,11 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	}
 	if (r == R_NONE)
 		return send_error(c, MHD_HTTP_NOT_FOUND, "not found");
-	if (r == R_ADMIN && strcmp(method, "POST") == 0)
+	if ((r == R_ADMIN && strcmp(method, "POST") == 0) ||
+	    (r == R_KEYS && strcmp(method, kv_admin_keys_allow(url)) == 0))
 		return admin_begin(st, c, req);
-	if (r == R_ADMIN || !is_get)
-		return method_not_allowed(c, r);
+	if (r == R_ADMIN || r == R_KEYS || !is_get)
+		return method_not_allowed(c, r, url);
 	*req = &status_get_pending;
 	return MHD_YES;
 }

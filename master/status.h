@@ -1,9 +1,10 @@
 /* The status service: libmicrohttpd driven from the master's own poll loop
  * (external epoll: MHD_USE_EPOLL without an internal thread), never its
  * threads, because the master forks. Endpoints: GET / (HTML page),
- * /status.json, /metrics (Prometheus text 0.0.4), /healthz; POST
- * /keys/{id}/reset and /keys/{id}/budget with Authorization: Bearer
- * <admin_token>. */
+ * /status.json, /metrics (Prometheus text 0.0.4), /healthz; with
+ * Authorization: Bearer <admin_token>, POST /keys/{id}/reset, /budget and
+ * /limits, and the issued keys' POST /keys, DELETE /keys/{id} and POST
+ * /keys/{id}/rotate (master/admin_keys.h). */
 #ifndef KV_STATUS_H
 #define KV_STATUS_H
 

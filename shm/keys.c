@@ -6,6 +6,7 @@
 
 #include "shm/keys.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -134,9 +135,12 @@ kv_keys_issue(struct kv_ledger *l, const uint8_t hash[32], const struct kv_key_s
 	}
 	a = kv_ledger_account(l, hash, 1, s->label, s->budget_nusd);
 	if (a == NULL) {
-		snprintf(err, errlen, "%s", errno == ENOSPC ? "the ledger's key table is "
+		int saved = errno;
+
+		snprintf(err, errlen, "%s", saved == ENOSPC ? "the ledger's key table is "
 		    "full (raise [server] max_keys, or kvctl forget unused keys)" :
 		    "the key's slot is busy: try again");
+		errno = saved;
 		return NULL;
 	}
 	/* Before the flag that admits it: its limits are in place first. */
@@ -184,10 +188,12 @@ kv_keys_rotate(struct kv_ledger *l, struct kv_account *a, const uint8_t newhash[
 		    "a key of the config: change its key = in the [key] section and "
 		    "reload" : "not an issued key (only keys made by kvctl keys create "
 		    "rotate)");
+		errno = EPERM;
 		return -1;
 	}
 	if (atomic_load(&a->aflags) & KV_AF_REVOKED) {
 		snprintf(err, errlen, "the key is revoked");
+		errno = EKEYREVOKED;
 		return -1;
 	}
 	for (tries = 0; tries < 8; tries++) {
@@ -197,9 +203,12 @@ kv_keys_rotate(struct kv_ledger *l, struct kv_account *a, const uint8_t newhash[
 			break;
 	}
 	if (link == NULL) {
-		snprintf(err, errlen, "%s", errno == ENOSPC ? "the ledger's key table is "
-		    "full (raise [server] max_keys)" : errno == EEXIST ? "the new "
+		int saved = errno;
+
+		snprintf(err, errlen, "%s", saved == ENOSPC ? "the ledger's key table is "
+		    "full (raise [server] max_keys)" : saved == EEXIST ? "the new "
 		    "secret has a slot already (try again)" : "the key table is busy: try again");
+		errno = saved;
 		return -1;
 	}
 	rotate_out(l, a, link);
@@ -286,4 +295,138 @@ kv_keys_config_clash(const struct kv_ledger *l, const struct kv_config *cf)
 			return cf->keys[i].label;
 	}
 	return NULL;
+}
+
+/* A [key NAME] of the config, whether or not a daemon applied it yet. */
+static int
+config_has(const struct kv_config *cf, const char *name)
+{
+	size_t i;
+
+	for (i = 0; cf != NULL && i < cf->nkeys; i++)
+		if (strcmp(cf->keys[i].label, name) == 0)
+			return 1;
+	return 0;
+}
+
+struct kv_account *
+kv_keys_create(struct kv_ledger *l, const struct kv_config *cf,
+    const struct kv_key_spec *spec, char key[KV_KEY_TEXT], char *err, size_t errlen)
+{
+	struct kv_account *a;
+	uint8_t hash[32];
+
+	memset(key, 0, KV_KEY_TEXT);
+	if (spec->label != NULL && config_has(cf, spec->label)) {
+		snprintf(err, errlen, "'%s' is a [key %s] section of %s: pick another "
+		    "name (config keys and issued keys share one namespace)",
+		    spec->label, spec->label, cf->path);
+		errno = EEXIST;
+		return NULL;
+	}
+	if (kv_keys_generate(key, hash) == -1) {
+		snprintf(err, errlen, "getrandom: %s", strerror(errno));
+		errno = EIO;
+		return NULL;
+	}
+	if ((a = kv_keys_issue(l, hash, spec, err, errlen)) == NULL) {
+		int saved = errno;
+
+		explicit_bzero(key, KV_KEY_TEXT);
+		errno = saved;
+	}
+	explicit_bzero(hash, sizeof(hash));
+	return a;
+}
+
+int
+kv_keys_new_secret(struct kv_ledger *l, struct kv_account *a, char key[KV_KEY_TEXT],
+    char *err, size_t errlen)
+{
+	uint8_t hash[32];
+	int rc;
+
+	memset(key, 0, KV_KEY_TEXT);
+	if (kv_keys_generate(key, hash) == -1) {
+		snprintf(err, errlen, "getrandom: %s", strerror(errno));
+		errno = EIO;
+		return -1;
+	}
+	rc = kv_keys_rotate(l, a, hash, err, errlen);
+	if (rc == -1) {
+		int saved = errno;
+
+		explicit_bzero(key, KV_KEY_TEXT);
+		errno = saved;
+	}
+	explicit_bzero(hash, sizeof(hash));
+	return rc;
+}
+
+/* A's label is NAME, whatever its flags (a retired label too). */
+static int
+label_is(const struct kv_account *a, const char *name)
+{
+	char label[KV_LABEL_MAX];
+
+	memcpy(label, a->label, sizeof(label));
+	label[sizeof(label) - 1] = '\0';
+	return label[0] != '\0' && strcmp(label, name) == 0;
+}
+
+static int
+is_hex_prefix(const char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (n == 0 || n > 64)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!isxdigit((unsigned char)s[i]))
+			return 0;
+	return 1;
+}
+
+static int
+hash_has_prefix(const uint8_t hash[32], const char *hex)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; hex[i] != '\0'; i++) {
+		unsigned v = i % 2 == 0 ? hash[i / 2] >> 4 : hash[i / 2] & 0xf;
+
+		if (digits[v] != tolower((unsigned char)hex[i]))
+			return 0;
+	}
+	return 1;
+}
+
+size_t
+kv_keys_lookup(const struct kv_ledger *l, const char *name, struct kv_account **out,
+    size_t max)
+{
+	size_t n = 0;
+	uint32_t i;
+	int pass;
+
+	/* Pass 0: live labels; 1: retired labels; 2: hex prefixes. */
+	for (pass = 0; pass < 3 && n == 0; pass++) {
+		if (pass == 2 && !is_hex_prefix(name))
+			break;
+		KV_FOR_EACH_SLOT(l, i) {
+			struct kv_account *a = &l->accounts[i];
+
+			if (!kv_slot_ready(&a->state))
+				continue;
+			if (pass < 2 ? !label_is(a, name) ||
+			    kv_account_label_retired(a) != (pass == 1) :
+			    !hash_has_prefix(a->hash, name))
+				continue;
+			if (n < max)
+				out[n] = a;
+			n++;
+		}
+	}
+	return n;
 }

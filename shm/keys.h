@@ -72,8 +72,9 @@ int	kv_keys_revoke(struct kv_account *a);
 /* Give issued account A the new secret NEWHASH: a link for it first, then
  * the secret that was live (A's own, or the newest link's) is marked
  * KV_AF_ROTATED, so at no instant is neither accepted. Budget, spend,
- * limits and history stay A's. Returns 0, or -1 with a message in err
- * (not issued, revoked, table full). One rotation of a key at a time. */
+ * limits and history stay A's. Returns 0, or -1 with a message in err and
+ * errno EPERM (not issued), EKEYREVOKED, ENOSPC (table full) or EAGAIN.
+ * One rotation of a key at a time. */
 int	kv_keys_rotate(struct kv_ledger *l, struct kv_account *a,
 	    const uint8_t newhash[32], char *err, size_t errlen);
 
@@ -95,6 +96,32 @@ enum kv_period kv_keys_period(const struct kv_account *a, enum kv_period configu
  * already (with another secret), or NULL: the two must not clash, so the
  * master refuses such a config at start-up and on reload. */
 const char *kv_keys_config_clash(const struct kv_ledger *l, const struct kv_config *cf);
+
+/* The issuing of a key, shared by kvctl keys create and POST /keys: SPEC's
+ * label checked against the [key] sections of CF (NULL: none; they share
+ * one namespace with issued keys, even before a daemon applied them), a
+ * new secret generated into KEY and issued (kv_keys_issue). Returns the
+ * account, or NULL with a message in err, errno EEXIST (label taken),
+ * ENOSPC (table full), EINVAL (bad spec), EAGAIN or EIO, KEY zeroed and
+ * the ledger unchanged. The caller shows KEY once and zeroes it. */
+struct kv_account *kv_keys_create(struct kv_ledger *l, const struct kv_config *cf,
+	    const struct kv_key_spec *spec, char key[KV_KEY_TEXT], char *err, size_t errlen);
+
+/* A new secret for A (kvctl keys rotate, POST /keys/ID/rotate): generated
+ * into KEY, then kv_keys_rotate. Returns 0, or -1 with a message in err,
+ * errno EPERM (not an issued key), EKEYREVOKED, ENOSPC, EAGAIN or EIO, and
+ * KEY zeroed. */
+int	kv_keys_new_secret(struct kv_ledger *l, struct kv_account *a,
+	    char key[KV_KEY_TEXT], char *err, size_t errlen);
+
+/* The accounts NAME names, up to MAX of them into OUT: an exact label of a
+ * key in the running config (or a live issued key) wins, then an exact
+ * label the config no longer has (kv_account_label_retired), then hex
+ * prefixes of the hash (the id is its first 12 digits). kvctl and the
+ * admin API resolve KEY arguments with it. Returns the total number of
+ * matches (more than MAX when so many match). */
+size_t	kv_keys_lookup(const struct kv_ledger *l, const char *name,
+	    struct kv_account **out, size_t max);
 
 /* Parse "none", "daily", "weekly" or "monthly". Returns 0 or -1. */
 int	kv_keys_parse_period(const char *s, int *period);

@@ -358,3 +358,16 @@ kv_report_status_json(FILE *f, const struct kv_ledger *l, int64_t now)
 	kv_history_json(f, l, now);
 	fputs("}\n", f);
 }
+
+void
+kv_report_issued_json(FILE *f, const struct kv_account *a, const char *key)
+{
+	char id[13];
+
+	kv_key_id(a->hash, id);
+	fputs("{\"key\":", f);
+	kv_json_write_string(f, key);
+	fprintf(f, ",\"id\":\"%s\",\"account\":", id);
+	kv_report_account_json(f, a);
+	fputs("}\n", f);
+}

@@ -19,6 +19,11 @@
  * null. */
 void	kv_report_account_json(FILE *f, const struct kv_account *a);
 
+/* {"key":KEY,"id":ID,"account":{...}} and a newline: a key just issued or
+ * rotated, its raw secret KEY shown this once (kvctl keys create --json and
+ * POST /keys answer the same object). */
+void	kv_report_issued_json(FILE *f, const struct kv_account *a, const char *key);
+
 /* {"keys":[...]}, accounts sorted by spend, highest first. */
 void	kv_report_keys_json(FILE *f, const struct kv_ledger *l);
 

@@ -49,7 +49,7 @@ check "the key is kv- and 43 base62 digits, alone on stdout" \
 	grep -Eqx 'kv-[0-9A-Za-z]{43}' "$T/key1"
 check "the ledger holds the key's hash, never the key" eval "! grep -qa '$K1' '$T/ledger'"
 ID1=$(id_of "$K1")
-check "stderr names the key and its budget" grep -q "dev1 ($ID1), budget \$0.010000" "$T/create.err"
+check "stderr names the key and its budget" grep -q "$ID1 (dev1), budget \$0.010000" "$T/create.err"
 check_eq "kvctl keys lists it with its budget" "$(field "$ID1" budget_nusd)" 10000000
 check_eq "the new key is served at once (no reload)" "$(chat "$K1" 5)" 200
 want=$(cost_of "$T/body")

@@ -284,6 +284,71 @@ test_clash(void)
 	kv_ledger_close(&l);
 }
 
+/* kv_keys_create and kv_keys_new_secret (kvctl keys and the admin API):
+ * a refusal says why in errno, leaves the key zeroed and the table as it
+ * was; kv_keys_lookup resolves a label before an id prefix. */
+static void
+test_create_lookup(void)
+{
+	struct kv_ledger l;
+	struct kv_key_spec s = spec("dave", 5);
+	struct kv_account *a, *b, *found[2];
+	struct kv_config cf;
+	struct kv_keydef kd;
+	char key[KV_KEY_TEXT], key2[KV_KEY_TEXT], err[256], id[13], zero[KV_KEY_TEXT];
+	uint8_t h[32];
+
+	memset(zero, 0, sizeof(zero));
+	CHECK_INT(open_new(&l, 4), 0);
+	memset(&cf, 0, sizeof(cf));
+	memset(&kd, 0, sizeof(kd));
+	snprintf(kd.label, sizeof(kd.label), "erin");
+	cf.keys = &kd;
+	cf.nkeys = 1;
+	a = kv_keys_create(&l, &cf, &s, key, err, sizeof(err));
+	CHECK(a != NULL);
+	CHECK(strncmp(key, "kv-", 3) == 0 && strlen(key) == KV_KEY_TEXT - 1);
+	kv_key_hash(key, strlen(key), h);
+	CHECK(a != NULL && memcmp(a->hash, h, 32) == 0);
+	CHECK(a != NULL && (atomic_load(&a->aflags) & KV_AF_ISSUED));
+	/* a [key] name of the config, then a taken one: EEXIST, nothing made */
+	s.label = "erin";
+	CHECK(kv_keys_create(&l, &cf, &s, key2, err, sizeof(err)) == NULL);
+	CHECK_INT(errno, EEXIST);
+	CHECK(memcmp(key2, zero, sizeof(zero)) == 0);
+	s.label = "dave";
+	CHECK(kv_keys_create(&l, &cf, &s, key2, err, sizeof(err)) == NULL);
+	CHECK_INT(errno, EEXIST);
+	s.label = "bad name";
+	CHECK(kv_keys_create(&l, NULL, &s, key2, err, sizeof(err)) == NULL);
+	CHECK_INT(errno, EINVAL);
+	/* lookup: label, then id prefix */
+	kv_key_id(h, id);
+	CHECK_INT(kv_keys_lookup(&l, "dave", found, 2), 1);
+	CHECK(found[0] == a);
+	CHECK_INT(kv_keys_lookup(&l, id, found, 2), 1);
+	CHECK(found[0] == a);
+	CHECK_INT(kv_keys_lookup(&l, "zz", found, 2), 0);
+	/* a new secret for it; then fill the table: ENOSPC */
+	CHECK_INT(kv_keys_new_secret(&l, a, key2, err, sizeof(err)), 0);
+	CHECK(strcmp(key, key2) != 0);
+	s.label = "f1";
+	b = kv_keys_create(&l, NULL, &s, key, err, sizeof(err));
+	CHECK(b != NULL);
+	s.label = "f2";
+	CHECK(kv_keys_create(&l, NULL, &s, key, err, sizeof(err)) != NULL);
+	s.label = "f3";
+	CHECK(kv_keys_create(&l, NULL, &s, key, err, sizeof(err)) == NULL);
+	CHECK_INT(errno, ENOSPC);
+	CHECK(memcmp(key, zero, sizeof(zero)) == 0);
+	CHECK_INT(kv_keys_new_secret(&l, a, key2, err, sizeof(err)), -1);
+	CHECK_INT(errno, ENOSPC);
+	CHECK_INT(kv_keys_revoke(b), 0);
+	CHECK_INT(kv_keys_new_secret(&l, b, key2, err, sizeof(err)), -1);
+	CHECK_INT(errno, EKEYREVOKED);
+	kv_ledger_close(&l);
+}
+
 static void
 test_period(void)
 {
@@ -317,6 +382,7 @@ main(void)
 	test_forgotten_and_plain();
 	test_grow_keeps_links();
 	test_clash();
+	test_create_lookup();
 	test_period();
 	unlink(path);
 	rmdir(tmpdir);
