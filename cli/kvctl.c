@@ -69,7 +69,8 @@ static const char usage_text[] =
 "  budget KEY AMOUNT            override a key's budget in USD (e.g. 25.00)\n"
 "  budget KEY --config          drop the override: the config's budget again\n"
 "  forget KEY                   delete a key's account and its history\n"
-"  limits KEY [--rpm N] [--tpm N]  show or set a key's requests and tokens\n"
+"  limits KEY [--rpm N] [--tpm N] [--json]\n"
+"                               show or set a key's requests and tokens\n"
 "                               per minute (0 = no limit)\n"
 "  models [--json]              per-model requests, tokens and cost\n"
 "  cluster [--json]             hosts, leases and shared spend, from Redis\n"
@@ -463,7 +464,14 @@ cmd_limits(struct kvctl *k)
 	format_limit(atomic_load(&a->tpm), t, sizeof(t));
 	format_limit(was_r, rw, sizeof(rw));
 	format_limit(was_t, tw, sizeof(tw));
-	if (k->rpm < 0 && k->tpm < 0)
+	if (k->json) {	/* 0 = no limit, as the admin API and kvctl keys --json */
+		char id[13];
+
+		kv_key_id(a->hash, id);
+		printf("{\"id\":\"%s\",\"rpm\":%u,\"tpm\":%u,\"was_rpm\":%u,"
+		    "\"was_tpm\":%u}\n", id, atomic_load(&a->rpm), atomic_load(&a->tpm),
+		    was_r, was_t);
+	} else if (k->rpm < 0 && k->tpm < 0)
 		printf("limits of %s: rpm %s, tpm %s\n", desc, r, t);
 	else
 		printf("limits of %s: rpm %s, tpm %s (was rpm %s, tpm %s)\n", desc, r, t,
@@ -517,7 +525,7 @@ static const struct command commands[] = {
 	{ "reset",	1, 0, 1, "a",	cmd_reset },
 	{ "budget",	1, 1, 2, "C",	cmd_budget },
 	{ "forget",	1, 1, 1, "",	cmd_forget },
-	{ "limits",	1, 1, 1, "L",	cmd_limits },
+	{ "limits",	1, 1, 1, "Lj",	cmd_limits },
 	{ "models",	0, 0, 0, "j",	cmd_models },
 	{ "cluster",	0, 0, 0, "j",	cmd_cluster },
 	{ "requests",	0, 0, 0, "jr",	cmd_requests },

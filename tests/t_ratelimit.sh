@@ -257,6 +257,8 @@ KF_ID=$(id_of "$KF")
 check "kvctl limits sets rpm" kv_ctl limits "$KF_ID" --rpm 2 >"$T/lim.out"
 check "kvctl limits reports what it did" grep -q "rpm 2, tpm none (was rpm none, tpm none)" "$T/lim.out"
 check_eq "kvctl keys --json shows it" "$(key_field "$KF_ID" rpm)" 2
+check_eq "kvctl limits --json shows them (0 = none)" \
+	"$(kv_ctl limits "$KF_ID" --json | jq -c '[.id, .rpm, .tpm, .was_rpm]')" "[\"$KF_ID\",2,0,2]"
 codes=$(for i in 1 2 3; do chat "$KF" "$BODY" "$T/f$i"; echo; done | tr '\n' ' ')
 check_eq "the key now passes 2 and refuses the third" "$codes" "200 200 429 "
 check "one request every 30 s: retry-after 29..30" grep -Eqx '29|30' <(hdr retry-after "$T/f3.head")
