@@ -21,6 +21,11 @@ NB_GID=$(id -g $RUN_AS)
 chmod 711 "$T"
 as_nobody() { setpriv --reuid="$NB_UID" --regid="$NB_GID" --clear-groups "$@"; }
 as_nobody true || skip "setpriv cannot switch to $RUN_AS here"
+# What nobody runs must be where nobody can reach it: a clone under root's
+# 0700 home is not (the exec would fail with 126), so run a copy from $T.
+mkdir -p "$T/bin" && cp "$KV_DAEMON_BIN" "$T/bin/kilovoltd" && chmod 755 "$T/bin" "$T/bin/kilovoltd" ||
+	{ fail "copy kilovoltd to $T/bin"; kv_finish; }
+NB_DAEMON=$T/bin/kilovoltd
 
 CLIENT_KEY=sk-client-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 PROVIDER_KEY=sk-provider-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
@@ -199,7 +204,7 @@ NB_PORT=$(sed -n 's/^listen = .*:\([0-9]*\)$/\1/p' "$T/nobody.ini")
 # setpriv and env exec, so $! is the daemon itself (through the as_nobody
 # function it was a subshell, and stopping that left the daemon running)
 setpriv --reuid="$NB_UID" --regid="$NB_GID" --clear-groups \
-	env KILOVOLT_LEDGER="$T/ledger" "$KV_DAEMON_BIN" -c "$T/nobody.ini" \
+	env KILOVOLT_LEDGER="$T/ledger" "$NB_DAEMON" -c "$T/nobody.ini" \
 	</dev/null >>"$T/kilovoltd-nobody.log" 2>&1 &
 NBPID=$!
 kv_track $NBPID
@@ -223,7 +228,7 @@ refused() {
 	local desc=$1 file=$2 pat=$3 sum0 own0 rc
 	shift 3
 	sum0=$(sha256sum <"$file") own0=$(stat -c %u:%g:%a "$file")
-	"$@" env KILOVOLT_LEDGER="$file" timeout 20 "$KV_DAEMON_BIN" -c "$T/kilovolt.ini" \
+	"$@" env KILOVOLT_LEDGER="$file" timeout 20 "$NB_DAEMON" -c "$T/kilovolt.ini" \
 		</dev/null >"$T/refused.log" 2>&1
 	rc=$?
 	cat "$T/refused.log" >>"$T/kilovoltd-refused.log"
