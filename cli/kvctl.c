@@ -434,15 +434,6 @@ cmd_budget(struct kvctl *k)
 	return KVCTL_EXIT_OK;
 }
 
-/* "60", or "none" for no limit. */
-static void
-format_limit(uint32_t v, char *buf, size_t len)
-{
-	if (v == 0)
-		snprintf(buf, len, "none");
-	else
-		snprintf(buf, len, "%u", v);
-}
 
 static int
 cmd_limits(struct kvctl *k)
@@ -460,10 +451,10 @@ cmd_limits(struct kvctl *k)
 	/* A limit set here starts from a full bucket, as a new key does. */
 	kv_account_set_limits(a, k->rpm, k->tpm);
 	kvctl_describe_key(a, desc, sizeof(desc));
-	format_limit(atomic_load(&a->rpm), r, sizeof(r));
-	format_limit(atomic_load(&a->tpm), t, sizeof(t));
-	format_limit(was_r, rw, sizeof(rw));
-	format_limit(was_t, tw, sizeof(tw));
+	kvctl_format_limit(atomic_load(&a->rpm), "none", r, sizeof(r));
+	kvctl_format_limit(atomic_load(&a->tpm), "none", t, sizeof(t));
+	kvctl_format_limit(was_r, "none", rw, sizeof(rw));
+	kvctl_format_limit(was_t, "none", tw, sizeof(tw));
 	if (k->json) {	/* 0 = no limit, as the admin API and kvctl keys --json */
 		char id[13];
 

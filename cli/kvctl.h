@@ -22,6 +22,9 @@ void	kvctl_printable(char *s);
 /* "$1.234567", or "-$0.000001" for a negative amount. */
 void	kvctl_format_money(int64_t nusd, char *buf, size_t len);
 
+/* A rate limit per minute in BUF: "60", or NONE ("none", "-") for 0. */
+void	kvctl_format_limit(uint32_t v, const char *none, char *buf, size_t len);
+
 /* "2026-11-30 07:23:54Z" in UTC, or "never" for 0. */
 void	kvctl_format_time(int64_t t, char *buf, size_t len);
 

@@ -171,12 +171,11 @@ shown_money(const struct kv_account *a, int64_t out[4])
 		out[3] = INT64_MIN / 1000 * 1000;
 }
 
-/* A rate limit per minute, "-" for none. */
-static void
-limit_cell(uint32_t v, char *buf, size_t len)
+void
+kvctl_format_limit(uint32_t v, const char *none, char *buf, size_t len)
 {
 	if (v == 0)
-		snprintf(buf, len, "-");
+		snprintf(buf, len, "%s", none);
 	else
 		snprintf(buf, len, "%u", v);
 }
@@ -224,8 +223,8 @@ account_row(struct table *t, const struct kv_account *a)
 	cells[2] = m[0], cells[3] = m[1], cells[4] = m[2], cells[5] = m[3];
 	cells[6] = n[0], cells[7] = n[1], cells[8] = n[2];
 	cells[9] = n[3], cells[10] = n[4];
-	limit_cell(atomic_load(&a->rpm), lim[0], sizeof(lim[0]));
-	limit_cell(atomic_load(&a->tpm), lim[1], sizeof(lim[1]));
+	kvctl_format_limit(atomic_load(&a->rpm), "-", lim[0], sizeof(lim[0]));
+	kvctl_format_limit(atomic_load(&a->tpm), "-", lim[1], sizeof(lim[1]));
 	cells[11] = lim[0], cells[12] = lim[1];
 	cells[13] = last;
 	table_add(t, cells);
