@@ -253,42 +253,94 @@ num(const struct kv_resp_value *v)
 	return kv_resp_int(v, &x) == 0 ? x : 0;
 }
 
-/* One key's hash (HGETALL reply) as a JSON object or a table block. */
+/* The label of the account with id ID in this host's ledger, or "". */
 static void
-print_key(FILE *f, const char *key, const struct kv_resp_value *h,
-    const struct kv_ledger *l, int64_t now, int json, int first)
+local_label(const struct kv_ledger *l, const char *id, char *label, size_t len)
 {
-	char id[13], label[KV_LABEL_MAX] = "", money[3][32];
-	int64_t budget = 0, spent = 0, committed = 0, retired = 0;
-	size_t i, j, nh = 0;
 	char kid[13];
 	uint32_t k;
 
-	memcpy(id, key + 3, 12);
-	id[12] = '\0';
-	if (l != NULL && l->base != NULL) {
-		KV_FOR_EACH_SLOT(l, k) {
-			if (!kv_slot_ready(&l->accounts[k].state))
-				continue;
-			kv_key_id(l->accounts[k].hash, kid);
-			if (strcmp(kid, id) == 0) {
-				memcpy(label, l->accounts[k].label, sizeof(label));
-				label[sizeof(label) - 1] = '\0';
-				break;
-			}
+	label[0] = '\0';
+	if (l == NULL || l->base == NULL)
+		return;
+	KV_FOR_EACH_SLOT(l, k) {
+		if (!kv_slot_ready(&l->accounts[k].state))
+			continue;
+		kv_key_id(l->accounts[k].hash, kid);
+		if (strcmp(kid, id) == 0) {
+			snprintf(label, len, "%.*s", (int)sizeof(l->accounts[k].label) - 1,
+			    l->accounts[k].label);
+			return;
 		}
 	}
-	for (i = 0; i + 1 < h->n; i += 2) {
-		const struct kv_resp_value *n = &h->elem[i], *v = &h->elem[i + 1];
-		if (field_is(n, "budget"))
-			budget = num(v);
-		else if (field_is(n, "S"))
-			spent = num(v);
-		else if (field_is(n, "C"))
-			committed = num(v);
-		else if (field_is(n, "R"))
-			retired = num(v);
+}
+
+/* Field NAME of the key hash H: NAME's integer, or 0. */
+static int64_t
+key_field(const struct kv_resp_value *h, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < h->n; i += 2)
+		if (field_is(&h->elem[i], name))
+			return num(&h->elem[i + 1]);
+	return 0;
+}
+
+/* The u:/e:/z: fields of host HOST (N is its g: field) in the key hash H:
+ * its spend, lease expiry and the zero of its last reset. */
+static void
+host_fields(const struct kv_resp_value *h, const struct kv_resp_value *n, const char *host,
+    int64_t *u, int64_t *e, int64_t *z)
+{
+	size_t j;
+
+	*u = *e = *z = 0;
+	for (j = 0; j + 1 < h->n; j += 2) {
+		const struct kv_resp_value *m = &h->elem[j];
+
+		if (m->len != n->len || memcmp(m->str + 2, host, n->len - 2) != 0 ||
+		    m->str[1] != ':')
+			continue;
+		if (m->str[0] == 'u')
+			*u = num(&h->elem[j + 1]);
+		else if (m->str[0] == 'e')
+			*e = num(&h->elem[j + 1]);
+		else if (m->str[0] == 'z')	/* its zero: the last reset */
+			*z = num(&h->elem[j + 1]);
 	}
+}
+
+static void
+print_host(FILE *f, char *host, int64_t g, int64_t u, int64_t e, int64_t z,
+    int64_t now, int json, int first)
+{
+	char lease[32], spent[32];
+
+	if (json) {
+		fprintf(f, "%s{\"host\":", first ? "" : ",");
+		kv_json_write_string(f, host);
+		fprintf(f, ",\"granted_nusd\":%" PRId64 ",\"spent_nusd\":%" PRId64
+		    ",\"lease_nusd\":%" PRId64 ",\"expires_ms\":%" PRId64
+		    ",\"expired\":%s}", g - z, u - z, g > u ? g - u : 0, e,
+		    e <= now ? "true" : "false");
+		return;
+	}
+	kvctl_format_money(g > u ? g - u : 0, lease, sizeof(lease));
+	kvctl_format_money(u - z, spent, sizeof(spent));
+	kvctl_printable(host);
+	fprintf(f, "    host %-20s lease %s  spent %s  %s %.1f s\n", host, lease, spent,
+	    e <= now ? "expired" : "expires in", (double)(e > now ? e - now : now - e) / 1000);
+}
+
+static void
+print_key_head(FILE *f, const char *key, const char *id, const char *label,
+    const struct kv_resp_value *h, int json, int first)
+{
+	int64_t budget = key_field(h, "budget"), spent = key_field(h, "S"),
+	    committed = key_field(h, "C"), retired = key_field(h, "R");
+	char money[3][32];
+
 	if (json) {
 		fprintf(f, "%s{\"id\":\"%s\",\"label\":", first ? "" : ",", id);
 		if (label[0] != '\0')
@@ -298,52 +350,38 @@ print_key(FILE *f, const char *key, const struct kv_resp_value *h,
 		fprintf(f, ",\"period\":%s,\"budget_nusd\":%" PRId64 ",\"spent_nusd\":%"
 		    PRId64 ",\"committed_nusd\":%" PRId64 ",\"retired_nusd\":%" PRId64
 		    ",\"hosts\":[", strrchr(key, ':') + 1, budget, spent, committed, retired);
-	} else {
-		kvctl_format_money(budget, money[0], sizeof(money[0]));
-		kvctl_format_money(spent, money[1], sizeof(money[1]));
-		kvctl_format_money(committed, money[2], sizeof(money[2]));
-		fprintf(f, "%s %-16s budget %s  spent %s  committed %s\n", id,
-		    label[0] ? label : "-", money[0], money[1], money[2]);
+		return;
 	}
+	kvctl_format_money(budget, money[0], sizeof(money[0]));
+	kvctl_format_money(spent, money[1], sizeof(money[1]));
+	kvctl_format_money(committed, money[2], sizeof(money[2]));
+	fprintf(f, "%s %-16s budget %s  spent %s  committed %s\n", id,
+	    label[0] ? label : "-", money[0], money[1], money[2]);
+}
+
+/* One key's hash (HGETALL reply) as a JSON object or a table block. */
+static void
+print_key(FILE *f, const char *key, const struct kv_resp_value *h,
+    const struct kv_ledger *l, int64_t now, int json, int first)
+{
+	char id[13], label[KV_LABEL_MAX], host[80];
+	int64_t u, e, z;
+	size_t i, nh = 0;
+
+	memcpy(id, key + 3, 12);
+	id[12] = '\0';
+	local_label(l, id, label, sizeof(label));
+	print_key_head(f, key, id, label, h, json, first);
 	for (i = 0; i + 1 < h->n; i += 2) {
 		const struct kv_resp_value *n = &h->elem[i];
-		int64_t g = 0, u = 0, e = 0, z = 0;
-		char host[80];
 
 		if (n->type != KV_RESP_BULK || n->len < 3 || memcmp(n->str, "g:", 2) != 0 ||
 		    n->len - 2 >= sizeof(host))
 			continue;
 		memcpy(host, n->str + 2, n->len - 2);
 		host[n->len - 2] = '\0';
-		g = num(&h->elem[i + 1]);
-		for (j = 0; j + 1 < h->n; j += 2) {
-			const struct kv_resp_value *m = &h->elem[j];
-			if (m->len == n->len && memcmp(m->str + 2, host, n->len - 2) == 0 &&
-			    m->str[1] == ':') {
-				if (m->str[0] == 'u')
-					u = num(&h->elem[j + 1]);
-				else if (m->str[0] == 'e')
-					e = num(&h->elem[j + 1]);
-				else if (m->str[0] == 'z')	/* its zero: the last reset */
-					z = num(&h->elem[j + 1]);
-			}
-		}
-		if (json) {
-			fprintf(f, "%s{\"host\":", nh ? "," : "");
-			kv_json_write_string(f, host);
-			fprintf(f, ",\"granted_nusd\":%" PRId64 ",\"spent_nusd\":%" PRId64
-			    ",\"lease_nusd\":%" PRId64 ",\"expires_ms\":%" PRId64
-			    ",\"expired\":%s}", g - z, u - z, g > u ? g - u : 0, e,
-			    e <= now ? "true" : "false");
-		} else {
-			kvctl_format_money(g > u ? g - u : 0, money[0], sizeof(money[0]));
-			kvctl_format_money(u - z, money[1], sizeof(money[1]));
-			kvctl_printable(host);
-			fprintf(f, "    host %-20s lease %s  spent %s  %s %.1f s\n", host,
-			    money[0], money[1], e <= now ? "expired" : "expires in",
-			    (double)(e > now ? e - now : now - e) / 1000);
-		}
-		nh++;
+		host_fields(h, n, host, &u, &e, &z);
+		print_host(f, host, num(&h->elem[i + 1]), u, e, z, now, json, nh++ == 0);
 	}
 	if (json)
 		fputc(']', f);
