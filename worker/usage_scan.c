@@ -485,6 +485,14 @@ usage_scan_json(struct kv_usage_scanner *s, const unsigned char *p, size_t n)
 			i += k;
 			continue;
 		}
+		/* between tokens, whole tokens at a time (the lexer's
+		 * transitions without a call per byte) */
+		if ((k = usage_json_run(j, p + i, n - i, &ev)) > 0) {
+			i += k;
+			if (ev != EV_NONE)
+				on_event(s, ev);
+			continue;
+		}
 		if (j->count && j->state >= S_STR && j->state <= S_UHEX &&
 		    !(j->state == S_STR && p[i] == '"'))
 			usage_json_count_text(j, p + i, 1);
