@@ -307,6 +307,7 @@ request_head(struct kv_conn *c)
 	for (;;) {
 		if (c->clen > 0) {
 			r = kv_http_parse_request(c->cbuf, c->clen, &c->w->req, &status, &reason);
+			c->head_parse = ++c->w->req_parse;
 			/* an unfinished head is memory a client can make us hold */
 			if (conn_head_held(c, r == 0) == -1)
 				return STEP_CLOSED;
