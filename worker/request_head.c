@@ -241,7 +241,11 @@ on_head(struct kv_conn *c, size_t hl)
 	c->t_start_ms = c->w->now_ms;
 	c->head_len = hl;
 	c->cpos = hl;
-	snprintf(c->method, sizeof(c->method), "%.*s", (int)req->method_len, req->method);
+	/* the parser bounds a method to KV_HTTP_MAX_METHOD bytes, c->method's
+	 * size less its NUL; a copy, not a format, on every request */
+	_Static_assert(sizeof(c->method) == KV_HTTP_MAX_METHOD + 1, "a method fits");
+	memcpy(c->method, req->method, req->method_len);
+	c->method[req->method_len] = '\0';
 	if ((c->target = strndup(req->target, req->target_len)) == NULL)
 		return conn_fail(c, 503, "out of memory");
 	c->minor = req->minor;
