@@ -1460,7 +1460,9 @@ test_token_details(void)
 /* The lexer's whole-token path (usage_json_run) against its byte-at-a-time
  * step: each document fed whole (tokens taken whole) and byte by byte
  * (every token but a one-byte one goes through the step) leaves the lexer
- * in the same state, byte for byte, and the same result. The documents
+ * in the same state, byte for byte but for the bytes of the last key name
+ * (a whole one is interned from the input, not copied), and the same
+ * result. The documents
  * are the edges of each token: numbers (signs, leading zeros, fractions,
  * exponents, overflow), literals (cut, misspelt), keys (escaped, long,
  * empty), whitespace, mismatched brackets, several documents. */
@@ -1501,6 +1503,8 @@ test_token_run(void)
 					kv_usage_feed(&b, doc + i, 1);
 				scan_result(&w, &rw);
 				scan_result(&b, &rb);
+				memset(w.json.key, 0, sizeof(w.json.key));
+				memset(b.json.key, 0, sizeof(b.json.key));
 				CHECK(result_eq(&rw, &rb));
 				CHECK(memcmp(&w.json, &b.json, sizeof(w.json)) == 0);
 				if (!result_eq(&rw, &rb) || memcmp(&w.json, &b.json, sizeof(w.json)) != 0)

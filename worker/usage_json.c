@@ -526,8 +526,12 @@ fast_lit(struct kv_json *j, const unsigned char *p, size_t n)
 	return len;
 }
 
-/* A key whose name has nothing to decode, wholly in P, from its opening
- * quote (state S_KEY or S_OBJ_FIRST): its length with the quotes, or 0. */
+/* A key from its opening quote (state S_KEY or S_OBJ_FIRST): its length
+ * with the quotes when its name is wholly in P with nothing to decode
+ * (*EV is EV_KEY), else what the string run took (*EV is EV_NONE, the
+ * state S_STR). A whole name is interned from P, not copied to j->key
+ * first: the path gets the id str_end would give it, keylen the length
+ * the copy would have had, and j->key's bytes are left as they were. */
 static size_t
 fast_key(struct kv_json *j, const unsigned char *p, size_t n, int *ev)
 {
@@ -535,14 +539,22 @@ fast_key(struct kv_json *j, const unsigned char *p, size_t n, int *ev)
 
 	*ev = EV_NONE;
 	str_start(j, 1);
-	k = 1 + usage_json_str_run(j, p + 1, n - 1);
-	if (k < n && p[k] == '"') {
-		*ev = str_end(j);
-		return k + 1;
+	k = usage_json_str_len(p + 1, n - 1);
+	if (1 + k < n && p[1 + k] == '"') {
+		/* str_run then str_end, less the copy */
+		j->keylen = k < KV_SCAN_KEY - 1 ? k : KV_SCAN_KEY - 1;
+		j->str_bad = k > KV_SCAN_KEY - 1;
+		if (j->depth - 1 < KV_SCAN_DEPTH)
+			j->path[j->depth - 1] = j->str_bad ? K_OTHER :
+			    key_intern((const char *)p + 1, k);
+		j->state = S_COLON;
+		j->evdepth = j->depth;
+		*ev = EV_KEY;
+		return k + 2;
 	}
 	/* cut or escaped: the name's bytes so far are kept, the step and
 	 * the string run go on from S_STR */
-	return k;
+	return 1 + usage_json_str_run(j, p + 1, n - 1);
 }
 
 size_t

@@ -105,17 +105,13 @@ void	usage_count_high(const unsigned char *p, size_t n, int64_t *high, int64_t *
 
 #define USAGE_ONES 0x0101010101010101ULL
 
-/* Bytes of string content with nothing to decode go in bulk: up to the
- * next quote, backslash or control byte. A key or a captured value keeps
- * them (as str_put would, one at a time); any other string skips them. */
+/* How many of P[0..N) are string content with nothing to decode: up to
+ * the next quote, backslash or control byte. */
 static inline size_t
-usage_json_str_run(struct kv_json *j, const unsigned char *p, size_t n)
+usage_json_str_len(const unsigned char *p, size_t n)
 {
-	size_t k = 0, room, take;
-	char *dst;
+	size_t k = 0;
 
-	if (j->state != S_STR || j->hisur)
-		return 0;
 #ifdef USAGE_RUN_SSE2
 	/* sixteen at a time where SSE2 is (every x86-64): a key is one load */
 	{
@@ -162,6 +158,21 @@ usage_json_str_run(struct kv_json *j, const unsigned char *p, size_t n)
 #ifdef USAGE_RUN_CTZ
 run_end:
 #endif
+	return k;
+}
+
+/* Bytes of string content with nothing to decode go in bulk. A key or a
+ * captured value keeps them (as str_put would, one at a time); any other
+ * string skips them. */
+static inline size_t
+usage_json_str_run(struct kv_json *j, const unsigned char *p, size_t n)
+{
+	size_t k, room, take;
+	char *dst;
+
+	if (j->state != S_STR || j->hisur)
+		return 0;
+	k = usage_json_str_len(p, n);
 	if (j->is_key) {
 		dst = j->key + j->keylen;
 		room = KV_SCAN_KEY - 1 - j->keylen;
