@@ -571,9 +571,12 @@ usage_json_run(struct kv_json *j, const unsigned char *p, size_t n, int *ev)
 			 * interning, a value's end */
 			if (j->state != S_STR || c != '"')
 				return i;
-			if ((*ev = str_end(j)) != EV_KEY)
+			*ev = str_end(j);
+			if (*ev != EV_KEY && (*ev != EV_STR_END || j->capture || j->count))
 				return i + 1;
-			*ev = EV_NONE;	/* a key is in the path, not an event */
+			/* a key is in the path, not an event; nor is the end
+			 * of a string the client neither keeps nor counts */
+			*ev = EV_NONE;
 			i++;
 			continue;
 		}

@@ -91,7 +91,9 @@ int	usage_json_step(struct kv_json *j, unsigned char c);
  * byte. Returns the bytes taken (0: the step must take the next byte) and
  * sets *EV to the event (EV_NONE if it stopped before one). A key's end is
  * not reported (EV_KEY): its id is in the path, and the run goes on to its
- * value. */
+ * value; nor is the end (EV_STR_END) of a string whose client set neither
+ * capture nor count at its start, for which the response scanner does
+ * nothing. */
 size_t	usage_json_run(struct kv_json *j, const unsigned char *p, size_t n, int *ev);
 
 /* Bytes >= 0x80 among P[0..N), added to *HIGH, and the UTF-8 lead bytes

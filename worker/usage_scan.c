@@ -389,6 +389,8 @@ tier_of(const struct kv_json *j)
 	return KV_TIER_OTHER;
 }
 
+/* usage_json_run does not report the end of a string started with
+ * neither count nor capture set: nothing here may act on one. */
 static void
 on_string_end(struct kv_usage_scanner *s)
 {
