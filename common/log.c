@@ -208,13 +208,28 @@ kv_log_escape(const char *s, size_t n, char *out, size_t outlen)
 	if (outlen == 0)
 		return out;
 	for (i = 0; s != NULL && i < n && s[i] != '\0'; i++) {
-		ch = (unsigned char)s[i];
-		if (ch > 0x20 && ch < 0x7f && ch != '"' && ch != '\\') {
-			if (o + 1 >= outlen)
+		size_t r = i, take;
+
+		/* a run of bytes kept as they are goes in one copy (three
+		 * fields of every access line; a byte at a time cost ~22
+		 * instructions a byte) */
+		while (r < n && (ch = (unsigned char)s[r]) > 0x20 && ch < 0x7f && ch != '"' &&
+		    ch != '\\')
+			r++;
+		if (r > i) {
+			take = r - i;
+			if (o + take >= outlen) {
+				/* as byte by byte: up to the last byte's room */
+				memcpy(out + o, s + i, outlen - 1 - o);
+				o = outlen - 1;
 				goto cut;
-			out[o++] = (char)ch;
+			}
+			memcpy(out + o, s + i, take);
+			o += take;
+			i = r - 1;
 			continue;
 		}
+		ch = (unsigned char)s[i];
 		if (o + 4 >= outlen)
 			goto cut;
 		out[o++] = '\\';

@@ -390,10 +390,15 @@ kv_ledger_model(struct kv_ledger *l, const char *model)
 {
 	char name[KV_MODEL_NAME];
 	struct kv_model_slot *m;
+	size_t n;
 
 	if (model == NULL || model[0] == '\0')
 		return NULL;
-	snprintf(name, sizeof(name), "%s", model);
+	/* cut to the slot's size as snprintf would; a copy, not a format, on
+	 * every request */
+	n = strnlen(model, sizeof(name) - 1);
+	memcpy(name, model, n);
+	name[n] = '\0';
 	op_enter(l);
 	m = model_probe(l, name);
 	op_leave(l);

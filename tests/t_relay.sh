@@ -351,4 +351,26 @@ check_eq "a request sent while the previous response is pending: two responses, 
 	'"object":"chat.completion" "object":"list" '
 check "... and the gateway closed the connection after the second" grep -q 'end=eof' "$T/early.err"
 
+# The head is parsed into the worker's one scratch struct; a request whose
+# body is still coming in when another connection's head is parsed must go
+# upstream with its own headers (request_send.c parses it again unless
+# nothing was parsed since). A trickles its body one byte every 5 ms, B is
+# sent whole meanwhile; each arrives at the mock with its own header.
+: >"$MOCK_LOG"
+pad=$(printf '%400s' '')
+ab="{\"model\":\"gpt-4o-mini\",\"messages\":[]$pad}"
+printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nX-Slow-A: 1\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' \
+	"$KEY" ${#ab} "$ab" >"$T/slow.req"
+"$top_builddir/tests/rawclient" -t 30 -d 5 "$KV_PORT" "$T/slow.req" >"$T/slow.out" 2>"$T/slow.err" &
+slow_pid=$!
+kv_track "$slow_pid"
+sleep 1.5
+code=$(kv_curl /v1/chat/completions -o /dev/null -w '%{http_code}' "${AUTH[@]}" -H 'X-Fast-B: 1' \
+	-d '{"model":"gpt-4o-mini","messages":[]}')
+wait "$slow_pid"
+check_eq "a request sent whole while another's body trickles in: 200" "$code" 200
+check "... the trickled one answered 200" grep -aq 'HTTP/1.1 200' "$T/slow.out"
+check_eq "... each went upstream once with its own headers" \
+	"$(grep -ci 'x-slow-a' "$MOCK_LOG") $(grep -ci 'x-fast-b' "$MOCK_LOG") $(grep -i 'x-slow-a' "$MOCK_LOG" | grep -ci 'x-fast-b')" "1 1 0"
+
 kv_finish

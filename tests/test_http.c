@@ -384,6 +384,20 @@ test_request_line(void)
 	ACCEPT("GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n");
 	ACCEPT("GET / HTTP/1.1\r\nHost:\r\n\r\n");
 	ACCEPT("M-SEARCH /a/b;c=d?e=f&g=%20 HTTP/1.1\r\nHost: h\r\n\r\n");
+	/* every printable byte: refused in a Host exactly when RFC 3986's
+	 * reg-name, IP-literal and port have no place for it */
+	{
+		char hreq[64];
+		int ch;
+
+		for (ch = 0x21; ch < 0x7f; ch++) {
+			snprintf(hreq, sizeof(hreq), "GET / HTTP/1.1\r\nHost: a%cb\r\n\r\n", ch);
+			if (strchr("/\\\"<>^`{|}#?@", ch) != NULL)
+				REFUSE(hreq, 400);
+			else
+				ACCEPT(hreq);
+		}
+	}
 }
 
 /* A request of `n` bytes: a request line with a target of `target` bytes

@@ -1457,9 +1457,67 @@ test_token_details(void)
 	CHECK_INT(r.u.reasoning, 1);
 }
 
+/* The lexer's whole-token path (usage_json_run) against its byte-at-a-time
+ * step: each document fed whole (tokens taken whole) and byte by byte
+ * (every token but a one-byte one goes through the step) leaves the lexer
+ * in the same state, byte for byte but for the bytes of the last key name
+ * (a whole one is interned from the input, not copied), and the same
+ * result. The documents
+ * are the edges of each token: numbers (signs, leading zeros, fractions,
+ * exponents, overflow), literals (cut, misspelt), keys (escaped, long,
+ * empty), whitespace, mismatched brackets, several documents. */
+static void
+test_token_run(void)
+{
+	static const char *const val[] = {
+		"0", "-0", "-1", "7", "01", "-01", "1.5", "1e3", "1E+3", "0.0", "-", "--1",
+		"9223372036854775807", "9223372036854775808", "99999999999999999999999",
+		"-9223372036854775808", "12a", "1 2", "true", "false", "null", "nul", "tru",
+		"nullx", "fals", "\"x\"", "\"\"", "\"a\\\"b\"", "\"\\u00e9\"", "\"\\ud83d\\ude00\"",
+		"\"\\ud83d\"", "[]", "[1,2]", "[1,]", "{}", "{\"a\":1}", "{\"a\" : 1 }", "[}",
+		"{]", "{\"a\"1}", "{,}", "[,1]", " \t\r\n 5 \n", "{\"cached_tokens\":3}",
+	};
+	static const char *const key[] = {
+		"prompt_tokens", "prompt_\\u0074okens", "", "a_key_longer_than_the_forty_bytes_kept_xxxxxx",
+		"content", "con\\ntent", "model",
+	};
+	static const enum kv_api apis[] = {
+		KV_API_OPENAI_CHAT, KV_API_OPENAI_RESPONSES, KV_API_ANTHROPIC_MESSAGES,
+	};
+	char doc[512];
+	size_t v, k, a, i, len;
+
+	for (v = 0; v < sizeof(val) / sizeof(val[0]); v++) {
+		for (k = 0; k < sizeof(key) / sizeof(key[0]); k++) {
+			for (a = 0; a < 3; a++) {
+				struct kv_usage_scanner w, b;
+				struct result rw, rb;
+
+				len = (size_t)snprintf(doc, sizeof(doc), "{\"model\":\"m\",\"usage\":"
+				    "{\"%s\":%s,\"completion_tokens\":5},\"content\":%s}\n{\"usage\""
+				    ":{\"prompt_tokens\":2}} %s", key[k], val[v], val[v], val[v]);
+				kv_usage_init(&w, apis[a], 0);
+				kv_usage_feed(&w, doc, len);
+				kv_usage_init(&b, apis[a], 0);
+				for (i = 0; i < len; i++)
+					kv_usage_feed(&b, doc + i, 1);
+				scan_result(&w, &rw);
+				scan_result(&b, &rb);
+				memset(w.json.key, 0, sizeof(w.json.key));
+				memset(b.json.key, 0, sizeof(b.json.key));
+				CHECK(result_eq(&rw, &rb));
+				CHECK(memcmp(&w.json, &b.json, sizeof(w.json)) == 0);
+				if (!result_eq(&rw, &rb) || memcmp(&w.json, &b.json, sizeof(w.json)) != 0)
+					fprintf(stderr, "  api %zu: %s\n", a, doc);
+			}
+		}
+	}
+}
+
 int
 main(void)
 {
+	test_token_run();
 	test_vectors();
 	test_token_details();
 	test_final_tiers();

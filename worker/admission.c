@@ -395,6 +395,7 @@ admitted(struct kv_conn *c)
 		free(c->cbuf);
 		c->cbuf = NULL;
 		c->cpos = c->clen = 0;
+		c->head_parse = 0;	/* w->req points into the freed head */
 	}
 	return request_connect(c);
 }

@@ -68,6 +68,7 @@ struct kv_conn {
 	/* client input: the head stays at cbuf[0..head_len) until it is rebuilt */
 	char			*cbuf;
 	size_t			 clen, cpos, head_len;
+	uint64_t		 head_parse;	/* w->req_parse when w->req held this head */
 
 	/* the request, copied out of the head */
 	char			 method[KV_HTTP_MAX_METHOD + 1];	/* first per-request field */

@@ -570,6 +570,7 @@ conn_next_request(struct kv_conn *c)
 		return STEP_CLOSED;
 	}
 	left = c->clen - c->cpos;
+	c->head_parse = 0;	/* the head is gone or moved: w->req is not its parse */
 	if (left == 0) {
 		free(c->cbuf);
 		c->cbuf = NULL;

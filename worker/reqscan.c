@@ -118,16 +118,33 @@ kv_reqscan_init(struct kv_reqscan *r, enum kv_api api)
 	r->ri.max_tool_calls = -1;
 }
 
+/* The names of each length, made on first use: a walk over all of them,
+ * one memcmp per same-length name, cost ~150 instructions a member. */
+#define KEY_LEN_MAX	24	/* longer than any name */
+#define KEY_ROW		6	/* names of one length, K_NONE ending them */
+
 static int
 key_id(const char *k, size_t n)
 {
-	int i;
+	static uint8_t by_len[KEY_LEN_MAX][KEY_ROW];
+	static int ready;
+	const uint8_t *row;
+	int i, j;
 
-	if (n >= sizeof(((struct kv_reqscan *)0)->kbuf))
+	if (!ready) {
+		_Static_assert(K_NONE == 0 && K_MODEL > 0 && NKEYS < 256, "0 ends a row");
+		for (i = K_MODEL; i < NKEYS; i++) {
+			for (j = 0; by_len[key_names[i].len][j] != 0; j++)
+				;
+			by_len[key_names[i].len][j] = (uint8_t)i;	/* sized so all fit */
+		}
+		ready = 1;
+	}
+	if (n >= sizeof(((struct kv_reqscan *)0)->kbuf) || n >= KEY_LEN_MAX)
 		return K_OTHER;
-	for (i = K_MODEL; i < NKEYS; i++)
-		if (key_names[i].len == n && memcmp(key_names[i].name, k, n) == 0)
-			return i;
+	for (row = by_len[n]; *row != 0; row++)
+		if (key_names[*row].name[0] == k[0] && memcmp(key_names[*row].name, k, n) == 0)
+			return *row;
 	return K_OTHER;
 }
 

@@ -241,7 +241,11 @@ on_head(struct kv_conn *c, size_t hl)
 	c->t_start_ms = c->w->now_ms;
 	c->head_len = hl;
 	c->cpos = hl;
-	snprintf(c->method, sizeof(c->method), "%.*s", (int)req->method_len, req->method);
+	/* the parser bounds a method to KV_HTTP_MAX_METHOD bytes, c->method's
+	 * size less its NUL; a copy, not a format, on every request */
+	_Static_assert(sizeof(c->method) == KV_HTTP_MAX_METHOD + 1, "a method fits");
+	memcpy(c->method, req->method, req->method_len);
+	c->method[req->method_len] = '\0';
 	if ((c->target = strndup(req->target, req->target_len)) == NULL)
 		return conn_fail(c, 503, "out of memory");
 	c->minor = req->minor;
@@ -307,6 +311,7 @@ request_head(struct kv_conn *c)
 	for (;;) {
 		if (c->clen > 0) {
 			r = kv_http_parse_request(c->cbuf, c->clen, &c->w->req, &status, &reason);
+			c->head_parse = ++c->w->req_parse;
 			/* an unfinished head is memory a client can make us hold */
 			if (conn_head_held(c, r == 0) == -1)
 				return STEP_CLOSED;

@@ -116,10 +116,15 @@ request_build(struct kv_conn *c)
 	size_t i, need;
 	int status;
 
-	/* The head is still in cbuf: parse it again rather than keep 4 KB of
-	 * header pointers per connection. */
-	if (kv_http_parse_request(c->cbuf, c->head_len, req, &status, &reason) <= 0)
-		return -1;
+	/* The head is still in cbuf. w->req still holds its parse when nothing
+	 * was parsed into it since (a small request: head, body and this in
+	 * one turn); else it is parsed again rather than keep 4 KB of header
+	 * pointers per connection. */
+	if (c->head_parse == 0 || c->head_parse != c->w->req_parse) {
+		if (kv_http_parse_request(c->cbuf, c->head_len, req, &status, &reason) <= 0)
+			return -1;
+		c->head_parse = ++c->w->req_parse;
+	}
 	need = c->head_len + strlen(up->base_path) + strlen(up->host_header) + 256 +
 	    (up->api_key ? strlen(up->api_key) : 0);
 	if (c->spfd == -1)
@@ -265,6 +270,7 @@ request_send(struct kv_conn *c)
 		free(c->cbuf);		/* nothing pipelined: no need to hold it */
 		c->cbuf = NULL;
 		c->cpos = c->clen = 0;
+		c->head_parse = 0;
 	}
 	return STEP_CONT;
 }

@@ -72,7 +72,9 @@ kv_upset_rewrite(struct kv_conn *c, const struct kv_upstream *from)
 	int status, hl, n, creds;
 	char *nb;
 
-	if ((hl = kv_http_parse_request(c->obuf, c->olen, req, &status, &reason)) <= 0)
+	hl = kv_http_parse_request(c->obuf, c->olen, req, &status, &reason);
+	c->w->req_parse++;	/* w->req no longer holds a client's head */
+	if (hl <= 0)
 		return -1;
 	body = c->obuf + hl;
 	blen = c->olen - (size_t)hl;

@@ -1,9 +1,10 @@
 /* The usage lexer (usage_json.c), shared by the response scanner
  * (usage_scan.c), its SSE framing (usage.c) and the usage-only check
  * (sse_filter.c): a byte-at-a-time JSON state machine, so that any split of
- * the input gives the same result, following RFC 8259 (numbers, literals,
- * escapes, surrogate pairs, no control characters in strings) but not
- * validating UTF-8. It reports events (object open/close, key, string,
+ * the input gives the same result (usage_json_run takes whole tokens where
+ * the buffer holds them, with the same transitions), following RFC 8259
+ * (numbers, literals, escapes, surrogate pairs, no control characters in
+ * strings) but not validating UTF-8. It reports events (object open/close, key, string,
  * number, literal) with the current key path, each key interned as one of
  * the ids below; string contents are skipped unless the client asks to
  * keep a short value (capture) or count it (count). Internal to the usage
@@ -16,6 +17,14 @@
 #include <string.h>
 
 #include "worker/usage_json-t.h"
+
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define USAGE_RUN_CTZ	1	/* the run's end is found by the lowest flagged byte */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define USAGE_RUN_SSE2	1
+#endif
+#endif
 
 /* Key ids: every name a client of the lexer tells apart. */
 enum {
@@ -76,6 +85,17 @@ int	usage_json_fail(struct kv_json *j);
  * fed again (it ended a number and starts something else). */
 int	usage_json_step(struct kv_json *j, unsigned char c);
 
+/* Feed P[0..N) from a state between tokens (or at a string's closing
+ * quote) up to and including the first token that makes an event, whole
+ * tokens at a time, with the same transitions as usage_json_step byte by
+ * byte. Returns the bytes taken (0: the step must take the next byte) and
+ * sets *EV to the event (EV_NONE if it stopped before one). A key's end is
+ * not reported (EV_KEY): its id is in the path, and the run goes on to its
+ * value; nor is the end (EV_STR_END) of a string whose client set neither
+ * capture nor count at its start, for which the response scanner does
+ * nothing. */
+size_t	usage_json_run(struct kv_json *j, const unsigned char *p, size_t n, int *ev);
+
 /* Bytes >= 0x80 among P[0..N), added to *HIGH, and the UTF-8 lead bytes
  * among them (one per non-ASCII character), added to *CHARS. */
 void	usage_count_high(const unsigned char *p, size_t n, int64_t *high, int64_t *chars);
@@ -88,17 +108,32 @@ void	usage_count_high(const unsigned char *p, size_t n, int64_t *high, int64_t *
 
 #define USAGE_ONES 0x0101010101010101ULL
 
-/* Bytes of string content with nothing to decode go in bulk: up to the
- * next quote, backslash or control byte. A key or a captured value keeps
- * them (as str_put would, one at a time); any other string skips them. */
+/* How many of P[0..N) are string content with nothing to decode: up to
+ * the next quote, backslash or control byte. */
 static inline size_t
-usage_json_str_run(struct kv_json *j, const unsigned char *p, size_t n)
+usage_json_str_len(const unsigned char *p, size_t n)
 {
-	size_t k = 0, room, take;
-	char *dst;
+	size_t k = 0;
 
-	if (j->state != S_STR || j->hisur)
-		return 0;
+#ifdef USAGE_RUN_SSE2
+	/* sixteen at a time where SSE2 is (every x86-64): a key is one load */
+	{
+		const __m128i dq = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
+		const __m128i ctl = _mm_set1_epi8(0x1f);
+
+		for (; k + 16 <= n; k += 16) {
+			__m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + k));
+			__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, dq),
+			    _mm_cmpeq_epi8(x, bs)), _mm_cmpeq_epi8(_mm_max_epu8(x, ctl), ctl));
+			unsigned bits = (unsigned)_mm_movemask_epi8(m);
+
+			if (bits != 0) {
+				k += (size_t)__builtin_ctz(bits);
+				goto run_end;
+			}
+		}
+	}
+#endif
 	/* eight bytes at a time while none is a control byte, '"' or '\\' */
 	for (; k + 8 <= n; k += 8) {
 		uint64_t x, q, b, m;
@@ -109,7 +144,7 @@ usage_json_str_run(struct kv_json *j, const unsigned char *p, size_t n)
 		m = (((x - USAGE_ONES * 0x20) & ~x) | ((q - USAGE_ONES) & ~q) | ((b - USAGE_ONES) & ~b)) &
 		    (USAGE_ONES * 0x80);
 		if (m != 0) {
-#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#ifdef USAGE_RUN_CTZ
 			/* A borrow only runs upward, so the lowest flagged
 			 * byte is a real one: the run ends there (keys are
 			 * short, and the byte loop below cost 2 k
@@ -123,9 +158,24 @@ usage_json_str_run(struct kv_json *j, const unsigned char *p, size_t n)
 	}
 	while (k < n && p[k] >= 0x20 && p[k] != '"' && p[k] != '\\')
 		k++;
-#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#ifdef USAGE_RUN_CTZ
 run_end:
 #endif
+	return k;
+}
+
+/* Bytes of string content with nothing to decode go in bulk. A key or a
+ * captured value keeps them (as str_put would, one at a time); any other
+ * string skips them. */
+static inline size_t
+usage_json_str_run(struct kv_json *j, const unsigned char *p, size_t n)
+{
+	size_t k, room, take;
+	char *dst;
+
+	if (j->state != S_STR || j->hisur)
+		return 0;
+	k = usage_json_str_len(p, n);
 	if (j->is_key) {
 		dst = j->key + j->keylen;
 		room = KV_SCAN_KEY - 1 - j->keylen;

@@ -50,6 +50,7 @@ struct kv_worker {
 	int64_t			 lease_poll_ms;	/* the parked last looked again */
 	/* scratch for the parser, one request or response at a time */
 	struct kv_http_request	 req;
+	uint64_t		 req_parse;	/* bumped by every parse into req */
 	struct kv_http_response	 res;
 };
 
