@@ -197,6 +197,23 @@ test_bundled(void)
 	CHECK_INT(kv_config_price(&cf, "claude-opus-4-5-20251101")->input, 5000000000);
 	/* the tiers */
 	CHECK_INT(kv_config_price(&cf, "gpt-5")->priority_output, 20000000000);
+	/* [price gpt-5] sets only the web_search fee ($10 per 1,000): the rest
+	 * is the file's entry, its input bound (272,000, not the old 400,000
+	 * context_window) and max output; gpt-5-pro's max output 128,000 */
+	CHECK_INT(kv_config_price(&cf, "gpt-5")->src, KV_PRICE_OVERRIDE);
+	CHECK_INT(kv_config_price(&cf, "gpt-5")->web_search_call, 10000000);
+	CHECK_INT(kv_config_price(&cf, "gpt-5")->input, 1250000000);
+	CHECK_INT(kv_config_price(&cf, "gpt-5")->cached_input, 125000000);
+	CHECK_INT(kv_config_price(&cf, "gpt-5")->context_window, 272000);
+	CHECK_INT(kv_config_price(&cf, "gpt-5")->max_output, 128000);
+	CHECK_INT(kv_config_price(&cf, "gpt-5-mini")->context_window, 272000);
+	CHECK_INT(kv_config_price(&cf, "gpt-5.1")->context_window, 272000);
+	CHECK_INT(kv_config_price(&cf, "gpt-5.1")->flex_output, 5000000000);
+	CHECK_INT(kv_config_price(&cf, "gpt-5-pro")->max_output, 128000);
+	CHECK_INT(kv_config_price(&cf, "gpt-4o")->web_search_call, 25000000);
+	/* a glob stands alone: gpt-5-20* keeps its own figures */
+	CHECK_INT(kv_config_price(&cf, "gpt-5-2099-01-01")->src, KV_PRICE_INI);
+	CHECK_INT(kv_config_price(&cf, "gpt-5-2099-01-01")->max_input, -1);
 	CHECK_INT(kv_config_price(&cf, "claude-sonnet-4-5-20250929")->long_context_threshold, 200000);
 	CHECK_INT(kv_config_price(&cf, "claude-haiku-4-5")->cache_write_1h, 2000000000);
 	kv_config_free(&cf);
