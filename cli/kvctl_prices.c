@@ -412,8 +412,9 @@ print_fields(FILE *f, const struct kv_price *pa, const struct kv_price *pb, cons
 }
 
 /* "claude-opus-4-6: glob ([price claude-opus-4*]) -> file; input $15.00
- * -> $5.00, ..." — the rule when it changes (a file entry is the same rule
- * whichever file), then each figure that does. */
+ * -> $5.00, ..." — the rule when it changes (a file entry, or one under the
+ * same section, is the same rule whichever file), then each figure that
+ * does. */
 static void
 print_change(FILE *f, const struct kv_config *was, const struct kv_config *now,
     const struct priced *a, const struct priced *b)
@@ -424,7 +425,8 @@ print_change(FILE *f, const struct kv_config *was, const struct kv_config *now,
 	rule_source(now, b, sb, sizeof(sb));
 	fprintf(f, "%s: %s", a->model, a->p == NULL ? "now priced" : b->p == NULL ?
 	    "now refused" : "changed");
-	if (a->rule != b->rule || (a->rule != KV_RULE_FILE && strcmp(sa, sb) != 0))
+	if (a->rule != b->rule || (a->rule != KV_RULE_FILE && a->rule != KV_RULE_OVERRIDE &&
+	    strcmp(sa, sb) != 0))
 		fprintf(f, "; %s (%s) -> %s (%s)", rule_name(a->rule), sa, rule_name(b->rule), sb);
 	print_fields(f, a->p, b->p, "; ", ~(uint64_t)0);
 	fputc('\n', f);

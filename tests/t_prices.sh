@@ -132,6 +132,18 @@ check "... counted as one override" grep -q '^1 \[price\] section overrides a ca
 check_eq "... in JSON too" "$(kv_ctl prices --check "$T/newer.json" --json |
 	jq -c '[[.differences[] | [.model, .after.prices.input_per_1m_nusd]], [.overridden[] | [.model, .section, .file_before.prices.input_per_1m_nusd, .file_after.prices.input_per_1m_nusd]]]')" \
 	'[[["claude-sonnet-4-5",4000000000]],[["gpt-4o-mini","gpt-4o-mini",150000000,200000000]]]'
+# under [price gpt-4.1-nano] (output only) the file's input moves the running
+# price (a difference), its output is held by the section (an override)
+jq '."gpt-4.1-nano".input_cost_per_token = 1.2e-07 | ."gpt-4.1-nano".output_cost_per_token = 5e-07' \
+	"$T/prices.json" >"$T/nano.json"
+kv_ctl prices --check "$T/nano.json" >"$T/chk.out"
+check "kvctl prices --check: gpt-4.1-nano's input, which the file gives, changes" \
+	grep -qx 'gpt-4.1-nano: changed; input \$0.10 -> \$0.12' "$T/chk.out"
+check "... its output, which [price gpt-4.1-nano] sets, is an override that holds" \
+	grep -qx 'gpt-4.1-nano: overridden by \[price gpt-4.1-nano\] (the figures it sets hold); in the file: changed; output \$0.40 -> \$0.50' "$T/chk.out"
+check "... one model counted" grep -q '^1 model priced differently with .*nano.json' "$T/chk.out"
+check "... and one override" grep -q '^1 \[price\] section overrides a catalogue entry .*nano.json changes' "$T/chk.out"
+check_eq "... and nothing else (the file line, two, the closing two)" "$(wc -l <"$T/chk.out")" 5
 
 kv_start
 
