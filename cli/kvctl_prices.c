@@ -121,15 +121,45 @@ format_field(const struct pfield *f, int64_t v, int bare, char *buf, size_t len)
 static const char *
 rule_name(enum kv_price_rule r)
 {
-	static const char *const names[] = { "file", "ini", "glob", "default", "refused" };
+	static const char *const names[] = { "file", "ini", "glob", "default", "refused",
+	    "override" };
 
 	return names[r];
 }
 
-/* Where the rule's price was written: the file, or the section. */
+/* Is F one of the figures P's [price] section sets over its file entry? */
+static int
+section_sets(const struct kv_price *p, const struct pfield *f)
+{
+	return p->src == KV_PRICE_OVERRIDE && (p->set >> kv_price_bit(f->off) & 1) != 0;
+}
+
+/* The labels (JSON names if JSON) of the figures P's section sets, ", "
+ * between them: "web search, max output". */
+static void
+section_fields(const struct kv_price *p, int json, char *buf, size_t len)
+{
+	size_t i, k = 0;
+	int n;
+
+	buf[0] = '\0';
+	for (i = 0; i < NFIELDS; i++) {
+		if (!section_sets(p, &pfields[i]))
+			continue;
+		n = snprintf(buf + k, len - k, "%s%s", k ? ", " : "",
+		    json ? pfields[i].json : pfields[i].label);
+		if (n < 0 || (size_t)n >= len - k)
+			return;
+		k += (size_t)n;
+	}
+}
+
+/* Where the rule's price was written: the file, the section, or the
+ * file's entry under the section's figures. */
 static void
 rule_source(const struct kv_config *cf, const struct priced *m, char *buf, size_t len)
 {
+	char fields[1024];
 	int n = 0;
 
 	/* the older-family rule: why the glob that matches does not price it */
@@ -148,7 +178,13 @@ rule_source(const struct kv_config *cf, const struct priced *m, char *buf, size_
 		snprintf(buf, len, "%s", cf->prices_file);
 	else if (m->rule == KV_RULE_DEFAULT)
 		snprintf(buf, len, "[price default]");
-	else
+	else if (m->rule == KV_RULE_OVERRIDE) {
+		section_fields(m->p, 0, fields, sizeof(fields));
+		/* a path near PATH_MAX may cut the field list: shown, not parsed */
+		if (snprintf(buf, len, "%s entry + [price %s] override: %s", cf->prices_file,
+		    m->p->model, fields) < 0)
+			buf[0] = '\0';
+	} else
 		snprintf(buf, len, "[price %s]", m->p->model);
 }
 
@@ -200,6 +236,16 @@ json_price(FILE *f, const struct kv_config *cf, const struct priced *m)
 		fputs(",\"older_family\":", f);
 		kv_json_write_string(f, m->older->model);
 	}
+	/* an override: which figures are the section's, by their JSON names */
+	for (i = 0, sep = ""; m->p != NULL && m->rule == KV_RULE_OVERRIDE && i < NFIELDS; i++) {
+		if (!section_sets(m->p, &pfields[i]))
+			continue;
+		fprintf(f, "%s\"%s%s\"", *sep == '\0' ? ",\"override\":[" : ",",
+		    pfields[i].json, suffix[pfields[i].kind]);
+		sep = ",";
+	}
+	if (*sep != '\0')
+		fputc(']', f);
 	/* prices are nano-USD per 1M tokens, fees nano-USD each */
 	for (k = 0; k < 3; k++) {
 		fprintf(f, ",\"%s\":{", groups[k]);
@@ -242,6 +288,7 @@ collect_all(const struct kv_config *cf, struct priced **out, size_t *n)
 		(*out)[k].model = all[i]->model;
 		(*out)[k].p = all[i];
 		(*out)[k++].rule = all[i]->src == KV_PRICE_FILE ? KV_RULE_FILE :
+		    all[i]->src == KV_PRICE_OVERRIDE ? KV_RULE_OVERRIDE :
 		    strchr(all[i]->model, '*') != NULL ? KV_RULE_GLOB : KV_RULE_INI;
 	}
 	if (cf->has_default_price)
@@ -269,10 +316,10 @@ print_table(FILE *f, const struct kv_config *cf, const struct priced *ms, size_t
 	for (i = 0; i < n; i++)
 		if (strlen(ms[i].model) > w)
 			w = strlen(ms[i].model);
-	fprintf(f, "%-*s  %-7s  %12s  %12s  %12s  %12s\n", (int)w, "MODEL", "RULE", "INPUT",
+	fprintf(f, "%-*s  %-8s  %12s  %12s  %12s  %12s\n", (int)w, "MODEL", "RULE", "INPUT",
 	    "OUTPUT", "CACHED", "CACHE WRITE");
 	for (i = 0; i < n; i++) {
-		fprintf(f, "%-*s  %-7s", (int)w, ms[i].model, rule_name(ms[i].rule));
+		fprintf(f, "%-*s  %-8s", (int)w, ms[i].model, rule_name(ms[i].rule));
 		for (c = 0; c < sizeof(cols) / sizeof(cols[0]); c++) {
 			x = *(const int64_t *)(const void *)((const char *)ms[i].p + cols[c]);
 			if (x < 0)
@@ -342,9 +389,11 @@ same_price(const struct priced *a, const struct priced *b)
 }
 
 /* Each figure that differs from PA to PB (either may be NULL: none),
- * "SEPinput $15.00 -> $5.00, output ...". */
+ * "SEPinput $15.00 -> $5.00, output ...", of those in MASK (bits
+ * kv_price_bit; all: ~0). */
 static void
-print_fields(FILE *f, const struct kv_price *pa, const struct kv_price *pb, const char *sep)
+print_fields(FILE *f, const struct kv_price *pa, const struct kv_price *pb, const char *sep,
+    uint64_t mask)
 {
 	char va[64], vb[64];
 	size_t i;
@@ -353,7 +402,7 @@ print_fields(FILE *f, const struct kv_price *pa, const struct kv_price *pb, cons
 	for (i = 0; i < NFIELDS; i++) {
 		x = pa != NULL ? field_value(pa, &pfields[i]) : -1;
 		y = pb != NULL ? field_value(pb, &pfields[i]) : -1;
-		if (x == y)
+		if (x == y || (mask >> kv_price_bit(pfields[i].off) & 1) == 0)
 			continue;
 		format_field(&pfields[i], x, 1, va, sizeof(va));
 		format_field(&pfields[i], y, 1, vb, sizeof(vb));
@@ -363,8 +412,9 @@ print_fields(FILE *f, const struct kv_price *pa, const struct kv_price *pb, cons
 }
 
 /* "claude-opus-4-6: glob ([price claude-opus-4*]) -> file; input $15.00
- * -> $5.00, ..." — the rule when it changes (a file entry is the same rule
- * whichever file), then each figure that does. */
+ * -> $5.00, ..." — the rule when it changes (a file entry, or one under the
+ * same section, is the same rule whichever file), then each figure that
+ * does. */
 static void
 print_change(FILE *f, const struct kv_config *was, const struct kv_config *now,
     const struct priced *a, const struct priced *b)
@@ -375,9 +425,10 @@ print_change(FILE *f, const struct kv_config *was, const struct kv_config *now,
 	rule_source(now, b, sb, sizeof(sb));
 	fprintf(f, "%s: %s", a->model, a->p == NULL ? "now priced" : b->p == NULL ?
 	    "now refused" : "changed");
-	if (a->rule != b->rule || (a->rule != KV_RULE_FILE && strcmp(sa, sb) != 0))
+	if (a->rule != b->rule || (a->rule != KV_RULE_FILE && a->rule != KV_RULE_OVERRIDE &&
+	    strcmp(sa, sb) != 0))
 		fprintf(f, "; %s (%s) -> %s (%s)", rule_name(a->rule), sa, rule_name(b->rule), sb);
-	print_fields(f, a->p, b->p, "; ");
+	print_fields(f, a->p, b->p, "; ", ~(uint64_t)0);
 	fputc('\n', f);
 }
 
@@ -472,40 +523,47 @@ raw_find(const struct raw *raw, const char *model)
 	return bsearch(&key, raw->e, raw->n, sizeof(*raw->e), cmp_entry);
 }
 
+/* Are A and B (either may be NULL) the same in the figures of MASK? */
 static int
-same_fields(const struct kv_price *a, const struct kv_price *b)
+same_fields(const struct kv_price *a, const struct kv_price *b, uint64_t mask)
 {
 	size_t i;
 
 	if (a == NULL || b == NULL)
 		return a == b;
 	for (i = 0; i < NFIELDS; i++)
-		if (field_value(a, &pfields[i]) != field_value(b, &pfields[i]))
+		if ((mask >> kv_price_bit(pfields[i].off) & 1) != 0 &&
+		    field_value(a, &pfields[i]) != field_value(b, &pfields[i]))
 			return 0;
 	return 1;
 }
 
-/* The [price NAME] sections that replace a catalogue entry which the new
- * file changes: the running price holds (the operator's contract price),
- * but the operator should know the catalogue moved under it. "gpt-4o-mini:
- * overridden by [price gpt-4o-mini] (its prices hold); in the file: input
- * $0.15 -> $0.20". Returns how many. */
+/* The [price NAME] sections over a catalogue entry whose figures the new
+ * file changes where the section sets them: those hold (the operator's
+ * contract price), but the operator should know the catalogue moved under
+ * them. The figures the section leaves to the file move with it, and
+ * diff_tables lists them. A section alone whose name the file now lists
+ * is named too. "gpt-4o-mini: overridden by [price gpt-4o-mini] (the
+ * figures it sets hold); in the file: changed; input $0.15 -> $0.20".
+ * Returns how many. */
 static size_t
 diff_overrides(const struct kv_config *was, const struct kv_config *now,
     const struct raw *ra, const struct raw *rb, int json)
 {
 	const struct kv_price *fa, *fb, *sec;
 	struct priced pa, pb;
+	uint64_t mask;
 	size_t i, n = 0;
 
 	for (i = 0; i < was->nprice_exact; i++) {
 		sec = was->price_exact[i];
 		if (sec->src == KV_PRICE_FILE)
 			continue;
+		mask = sec->src == KV_PRICE_OVERRIDE ? sec->set : ~(uint64_t)0;
 		fa = raw_find(ra, sec->model);
 		fb = raw_find(rb, sec->model);
-		if (same_fields(fa, fb))
-			continue;	/* both absent, or the same entry */
+		if (same_fields(fa, fb, mask))
+			continue;	/* both absent, or the same where it counts */
 		if (json) {
 			pa = (struct priced){ sec->model, fa, KV_RULE_FILE, NULL };
 			pb = (struct priced){ sec->model, fb, KV_RULE_FILE, NULL };
@@ -526,10 +584,10 @@ diff_overrides(const struct kv_config *was, const struct kv_config *now,
 				fputs("null", stdout);
 			fputc('}', stdout);
 		} else {
-			printf("%s: overridden by [price %s] (its prices hold); in the file: %s",
-			    sec->model, sec->model, fa == NULL ? "now listed" : fb == NULL ?
-			    "no longer listed" : "changed");
-			print_fields(stdout, fa, fb, "; ");
+			printf("%s: overridden by [price %s] (the figures it sets hold); in the "
+			    "file: %s", sec->model, sec->model, fa == NULL ? "now listed" :
+			    fb == NULL ? "no longer listed" : "changed");
+			print_fields(stdout, fa, fb, "; ", mask);
 			fputc('\n', stdout);
 		}
 		n++;
@@ -588,7 +646,7 @@ check_report(const struct kv_config *cf, const struct kv_config *now, const char
 	    cf->prices_file[0] != '\0' ? " and " : "", cf->nprices_ini,
 	    cf->nprices_ini == 1 ? "" : "s");
 	printf("%zu [price] section%s override%s a catalogue entry %s changes (the "
-	    "section's prices hold)\n", nover, nover == 1 ? "" : "s", nover == 1 ? "s" : "",
+	    "figures a section sets hold)\n", nover, nover == 1 ? "" : "s", nover == 1 ? "s" : "",
 	    file);
 }
 

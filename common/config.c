@@ -1158,15 +1158,18 @@ set_code_execution(struct cfg_parse *p, const char *v)
 }
 
 /* A price section is whole: output is never silently $0, and each tier
- * has both of its prices. */
+ * has both of its prices. An exact name may leave input and output unset
+ * (-1): the catalogue's entry of that name gives them, else
+ * kv_pricetab_merge refuses it as this would. */
 static int
 end_price(struct cfg_parse *p)
 {
 	const struct kv_price *pr = cur_price(p);
+	int alone = p->price_default || strchr(pr->model, '*') != NULL;
 
-	if (!(p->seen & 1u))
+	if (!(p->seen & 1u) && alone)
 		return cfg_err(p, p->sect_line, "%s: input is required", p->sect_text);
-	if (!(p->seen & 2u))
+	if (!(p->seen & 2u) && alone)
 		return cfg_err(p, p->sect_line, "%s: output is required (write output = 0 "
 		    "for a model that bills no output, such as embeddings)", p->sect_text);
 	if ((pr->long_context_threshold > 0) != (pr->long_context_input >= 0) ||
@@ -1800,8 +1803,8 @@ begin_price(struct cfg_parse *p, const char *model)
 			return cfg_err(p, p->lineno, "out of memory");
 		pr = &cf->prices[cf->nprices++];
 	}
-	kv_price_unset(pr, model);
-	pr->input = pr->output = 0;	/* end_price insists on both */
+	kv_price_unset(pr, model);	/* input, output -1: end_price, the merge */
+	pr->line = p->lineno;
 	return 0;
 }
 
@@ -2201,6 +2204,18 @@ cfg_parse_file(struct cfg_parse *p)
 	return expand_targets(p);
 }
 
+/* The [price] sections over the catalogue's N entries (FILE, consumed). */
+static int
+cfg_merge_prices(struct cfg_parse *p, struct kv_price *file, size_t n)
+{
+	char why[512];
+	int line;
+
+	if (kv_pricetab_merge(p->cf, file, n, why, sizeof(why), &line) == -1)
+		return cfg_err(p, line, "%s", why);
+	return 0;
+}
+
 /* [budget] prices: the catalogue's entries of the providers kilovolt
  * routes to (openai, anthropic, and any upstream's name), merged under the
  * [price] sections. Without a file the index is built over the sections. */
@@ -2219,8 +2234,11 @@ cfg_load_prices(struct cfg_parse *p)
 	    snprintf(cf->prices_file, sizeof(cf->prices_file), "%s", p->prices_instead) >=
 	    (int)sizeof(cf->prices_file))
 		return cfg_err(p, 0, "prices: path too long");
-	if (cf->prices_file[0] == '\0')
+	/* "" from kvctl's ledger read: no prices wanted, none checked */
+	if (p->prices_instead != NULL && p->prices_instead[0] == '\0')
 		return kv_pricetab_index(cf) == -1 ? cfg_err(p, 0, "out of memory") : 0;
+	if (cf->prices_file[0] == '\0')
+		return cfg_merge_prices(p, NULL, 0);
 	kv_catalog_providers(cf, prov);
 	if (kv_catalog_load(cf->prices_file, prov, &file, &n, &st, why, sizeof(why)) == -1) {
 		free(file);
@@ -2229,9 +2247,7 @@ cfg_load_prices(struct cfg_parse *p)
 	kv_catalog_summary(&st, cf->prices_summary, sizeof(cf->prices_summary));
 	kv_catalog_unknown(&st, cf->prices_unknown, sizeof(cf->prices_unknown));
 	cf->prices_inexact = st.inexact;
-	if (kv_pricetab_merge(cf, file, n) == -1)
-		return cfg_err(p, 0, "out of memory");
-	return 0;
+	return cfg_merge_prices(p, file, n);
 }
 
 int

@@ -93,11 +93,17 @@ struct kv_price {
 	int64_t	  flex_write;
 	int64_t	  batch_input;		/* shown, not charged: /v1/batches is refused */
 	int64_t	  batch_output;
+	/* only int64_t figures from input to batch_output: pricetab.c merges
+	 * an override field by field over them, by offset */
 	int	  src;			/* enum kv_price_src */
+	int	  line;			/* the [price] section's ini line; 0: a file entry */
+	uint64_t  set;			/* KV_PRICE_OVERRIDE: the figures its section
+					 * sets (bit kv_price_bit), the rest are the file's */
 };
 
-/* Where a price came from (kvctl prices). */
-enum kv_price_src { KV_PRICE_INI = 0, KV_PRICE_FILE };
+/* Where a price came from (kvctl prices): a [price] section alone, a
+ * catalogue entry, or an entry with a [price] section of its name over it. */
+enum kv_price_src { KV_PRICE_INI = 0, KV_PRICE_FILE, KV_PRICE_OVERRIDE };
 
 struct kv_keydef {
 	char	  label[64];
@@ -210,7 +216,7 @@ struct kv_config {
 	char	  prices_file[4096];	/* resolved path; "" none */
 	size_t	  nprices_file;		/* entries kept from it */
 	size_t	  nprices_ini;		/* [price] sections (besides default) */
-	size_t	  nprices_overridden;	/* file entries a [price] section replaced */
+	size_t	  nprices_overridden;	/* file entries a [price] section overrides */
 	char	  prices_summary[512];	/* what the file gave, by provider */
 	char	  prices_unknown[2048];	/* its fields kilovolt does not understand */
 	size_t	  prices_inexact;	/* entries with prices below 1 nUSD/1M, rounded up */

@@ -1,4 +1,6 @@
 /* The running price table (pricetab.h): merge, index, lookup. */
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,39 +21,99 @@ cmp_entry(const void *a, const void *b)
 	return strcmp(((const struct kv_price *)a)->model, ((const struct kv_price *)b)->model);
 }
 
-/* The section overrides prices; the catalogue still knows the model's
- * limits, which a contract price does not change. */
-static void
-inherit_limits(struct kv_price *ini, const struct kv_price *file)
+/* A kv_price's figures are the int64_t fields from input to batch_output,
+ * nothing between them: the merge walks them by offset. */
+_Static_assert(offsetof(struct kv_price, batch_output) > offsetof(struct kv_price, input) &&
+    (offsetof(struct kv_price, batch_output) - offsetof(struct kv_price, input)) %
+    sizeof(int64_t) == 0, "kv_price figures are contiguous int64_t");
+_Static_assert(KV_PRICE_NFIELDS <= 64, "kv_price.set holds a bit per figure");
+
+static int64_t *
+figure(struct kv_price *p, unsigned i)
 {
-	if (ini->max_input < 0)
-		ini->max_input = file->max_input;
-	if (ini->max_output < 0)
-		ini->max_output = file->max_output;
-	if (ini->context_window < 0)
-		ini->context_window = file->context_window;
+	return &p->input + i;
+}
+
+/* Did the section write figure I? Unset is -1, but for the long-context
+ * threshold, whose unset is 0 (the ini allows no 0). */
+static int
+figure_set(const struct kv_price *p, unsigned i)
+{
+	int64_t v = (&p->input)[i];
+
+	return i == kv_price_bit(offsetof(struct kv_price, long_context_threshold)) ? v > 0 :
+	    v >= 0;
+}
+
+/* INI over the catalogue's entry FILE, as LiteLLM merges custom pricing:
+ * each figure the section sets wins, each it leaves unset is the file's
+ * (its limits, cache and audio prices, tiers). The section's name, line
+ * and the figures it set are kept for kvctl prices. */
+static void
+override(struct kv_price *ini, const struct kv_price *file)
+{
+	struct kv_price out = *file;
+	unsigned i;
+
+	out.set = 0;
+	for (i = 0; i < KV_PRICE_NFIELDS; i++)
+		if (figure_set(ini, i)) {
+			*figure(&out, i) = *figure(ini, i);
+			out.set |= (uint64_t)1 << i;
+		}
+	out.src = KV_PRICE_OVERRIDE;
+	out.line = ini->line;
+	*ini = out;
+}
+
+/* A section the catalogue does not name stands alone: end_price let an
+ * exact name leave input and output for the file to give. */
+static int
+check_alone(const struct kv_price *p, const struct kv_config *cf, char *err, size_t errlen)
+{
+	const char *why = p->input < 0 ? "input is required" : p->output < 0 ?
+	    "output is required (write output = 0 for a model that bills no output, "
+	    "such as embeddings)" : NULL;
+
+	if (why == NULL)
+		return 0;
+	if (cf->prices_file[0] != '\0')
+		snprintf(err, errlen, "[price %s]: %s (the catalogue %s has no entry %s to "
+		    "take it from)", p->model, why, cf->prices_file, p->model);
+	else
+		snprintf(err, errlen, "[price %s]: %s", p->model, why);
+	return -1;
 }
 
 int
-kv_pricetab_merge(struct kv_config *cf, struct kv_price *file, size_t n)
+kv_pricetab_merge(struct kv_config *cf, struct kv_price *file, size_t n, char *err,
+    size_t errlen, int *line)
 {
 	struct kv_price *all, *hit;
 	size_t i, k = 0, dropped = 0;
 
-	qsort(file, n, sizeof(*file), cmp_entry);
+	*line = 0;
+	if (n > 0)
+		qsort(file, n, sizeof(*file), cmp_entry);
 	for (i = 0; i < cf->nprices; i++) {
-		if (is_glob(&cf->prices[i]))
+		hit = n == 0 || is_glob(&cf->prices[i]) ? NULL :
+		    bsearch(&cf->prices[i], file, n, sizeof(*file), cmp_entry);
+		if (hit == NULL) {
+			if (check_alone(&cf->prices[i], cf, err, errlen) == -1) {
+				*line = cf->prices[i].line;
+				free(file);
+				return -1;
+			}
 			continue;
-		hit = bsearch(&cf->prices[i], file, n, sizeof(*file), cmp_entry);
-		if (hit == NULL)
-			continue;
-		inherit_limits(&cf->prices[i], hit);
-		hit->src = -1;	/* replaced */
+		}
+		override(&cf->prices[i], hit);
+		hit->src = -1;	/* merged into the section's slot */
 		dropped++;
 	}
 	all = malloc((cf->nprices + n - dropped + 1) * sizeof(*all));
 	if (all == NULL) {
 		free(file);
+		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
 	if (cf->nprices > 0)
@@ -67,7 +129,11 @@ kv_pricetab_merge(struct kv_config *cf, struct kv_price *file, size_t n)
 	cf->nprices_overridden = dropped;
 	cf->prices = all;
 	cf->nprices = k;
-	return kv_pricetab_index(cf);
+	if (kv_pricetab_index(cf) == -1) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
 }
 
 static int
@@ -249,7 +315,8 @@ kv_price_lookup(const struct kv_config *cf, const char *model,
 		older = &dummy_older;
 	*older = NULL;
 	if (model != NULL && (hit = exact_find(cf, model)) != NULL) {
-		*rule = hit->src == KV_PRICE_FILE ? KV_RULE_FILE : KV_RULE_INI;
+		*rule = hit->src == KV_PRICE_FILE ? KV_RULE_FILE :
+		    hit->src == KV_PRICE_OVERRIDE ? KV_RULE_OVERRIDE : KV_RULE_INI;
 		return hit;
 	}
 	for (i = 0; model != NULL && i < cf->nprice_glob; i++) {
@@ -273,20 +340,22 @@ kv_price_lookup(const struct kv_config *cf, const char *model,
 void
 kv_pricetab_sources(const struct kv_config *cf, char *buf, size_t len)
 {
-	size_t i, file = 0, ini = 0, glob = 0;
+	size_t i, file = 0, over = 0, ini = 0, glob = 0;
+	const char *name = cf->prices_file[0] != '\0' ? cf->prices_file : "no catalogue";
 
 	for (i = 0; i < cf->nprices; i++) {
 		if (is_glob(&cf->prices[i]))
 			glob++;
 		else if (cf->prices[i].src == KV_PRICE_FILE)
 			file++;
+		else if (cf->prices[i].src == KV_PRICE_OVERRIDE)
+			over++;
 		else
 			ini++;
 	}
-	snprintf(buf, len, "%zu models priced: %zu from %s, %zu from [price] sections (%zu "
-	    "replacing a catalogue entry); %zu [price] glob%s; any other model: %s",
-	    file + ini, file, cf->prices_file[0] != '\0' ? cf->prices_file : "no catalogue",
-	    ini, cf->nprices_overridden, glob, glob == 1 ? "" : "s",
+	snprintf(buf, len, "%zu models priced: %zu from %s, %zu from its entry with a [price] "
+	    "override, %zu from [price] sections alone; %zu [price] glob%s; any other model: %s",
+	    file + over + ini, file, name, over, ini, glob, glob == 1 ? "" : "s",
 	    cf->has_default_price && !cf->unknown_models_deny ? "[price default]" :
 	    cf->unknown_models_deny ? "refused (unknown_models = deny)" :
 	    "refused (no [price default])");

@@ -12,18 +12,33 @@
 /* Which rule priced a model (kvctl prices, the worker's log). */
 enum kv_price_rule {
 	KV_RULE_FILE,		/* an entry of [budget] prices = FILE.json */
-	KV_RULE_INI,		/* a [price NAME] section, exact */
+	KV_RULE_INI,		/* a [price NAME] section alone, exact */
 	KV_RULE_GLOB,		/* a [price PREFIX*] section */
 	KV_RULE_DEFAULT,	/* [price default] under unknown_models = default */
 	KV_RULE_REFUSED,	/* nothing: the request is refused */
+	KV_RULE_OVERRIDE,	/* a file entry with a [price NAME] section over it */
 };
 
+/* The figures of a kv_price (input .. batch_output), and the bit of the one
+ * at offset OFF in kv_price.set. */
+#define KV_PRICE_NFIELDS	((offsetof(struct kv_price, batch_output) - \
+	    offsetof(struct kv_price, input)) / sizeof(int64_t) + 1)
+static inline unsigned
+kv_price_bit(size_t off)
+{
+	return (unsigned)((off - offsetof(struct kv_price, input)) / sizeof(int64_t));
+}
+
 /* Merge the catalogue's FILE entries (n, src KV_PRICE_FILE, consumed:
- * freed here) into cf->prices: a [price] section of the same name replaces
- * the entry's prices, and takes the entry's token limits (max_input,
- * max_output, context_window) where it sets none. Then build the index.
- * Returns 0, or -1 when out of memory (file freed either way). */
-int	kv_pricetab_merge(struct kv_config *cf, struct kv_price *file, size_t n);
+ * freed here; n may be 0, FILE NULL: no catalogue) into cf->prices. A
+ * [price NAME] section whose NAME is an entry overrides it field by field
+ * (src KV_PRICE_OVERRIDE): each figure the section sets wins, each it
+ * leaves unset is the entry's, `set` says which are the section's. A glob,
+ * or a name the file lacks, stands alone and must set input and output.
+ * Then build the index. Returns 0; or -1 with "[price NAME]: what" in ERR
+ * and *LINE the section's line, or "out of memory" and *LINE 0. */
+int	kv_pricetab_merge(struct kv_config *cf, struct kv_price *file, size_t n, char *err,
+	    size_t errlen, int *line);
 
 /* Build (or rebuild) the lookup index over cf->prices. 0 / -1 (memory). */
 int	kv_pricetab_index(struct kv_config *cf);
@@ -31,9 +46,9 @@ int	kv_pricetab_index(struct kv_config *cf);
 void	kv_pricetab_free(struct kv_config *cf);
 
 /* Where CF's prices come from, one line into BUF (kilovoltd -t, kvctl
- * prices): "174 models priced: 170 from data/x.json, 4 from [price]
- * sections (1 replacing a catalogue entry); 2 [price] globs; any other
- * model: [price default]" (or "refused (unknown_models = deny)"). */
+ * prices): "174 models priced: 170 from data/x.json, 1 from its entry
+ * with a [price] override, 3 from [price] sections alone; 2 [price] globs;
+ * any other model: [price default]" (or "refused (unknown_models = deny)"). */
 void	kv_pricetab_sources(const struct kv_config *cf, char *buf, size_t len);
 
 /* The price of MODEL: an exact name first; else the longest glob that

@@ -1,7 +1,8 @@
 #!/bin/bash
 # t_prices: [budget] prices = FILE.json (LiteLLM's catalogue, the shipped
 # copy data/prices-2026-07-24.json) prices the models it lists, exactly by
-# the file; a [price] section of the same name wins over the file; a
+# the file; a [price] section of the same name overrides the file's entry
+# field by field (what it sets wins, the rest is the file's); a
 # truncated file is a start-up error "FILE: line:col: what" (kilovoltd -t
 # exits 2); kvctl prices shows each model's rule and prices, --check lists a
 # planted difference and refuses a truncated copy; SIGHUP with a changed file
@@ -40,7 +41,21 @@ EOF
 check_eq "kilovoltd -t on a truncated catalogue exits 2" "$?" 2
 check "the error says FILE: line:col" grep -q 'trunc.json: [0-9]*:[0-9]*: ' "$T/t.out"
 
+# a section that sets no input, under a name the catalogue lacks, has
+# nothing to take it from: a start-up error at its line
+kv_write_config <<EOF
+[budget]
+prices = prices.json
+[price no-such-model]
+web_search = 10
+EOF
+"$KV_DAEMON_BIN" -t -c "$T/kilovolt.ini" >"$T/t.out" 2>&1
+check_eq "kilovoltd -t on a [price] section of neither input nor a catalogue entry exits 2" "$?" 2
+check "... saying the section needs input, the catalogue having no entry of its name" \
+	grep -q 'kilovolt.ini:[0-9]*: \[price no-such-model\]: input is required (the catalogue .*prices.json has no entry no-such-model to take it from)' "$T/t.out"
+
 # the shipped copy, relative to the ini's directory; gpt-4o-mini overridden
+# in its prices, gpt-4.1-nano in its output price only
 kv_start_mock
 kv_write_config <<EOF
 [budget]
@@ -50,13 +65,15 @@ paths = /v1/chat/completions /v1/responses /v1/batches
 [price gpt-4o-mini]
 input = 7
 output = 11
+[price gpt-4.1-nano]
+output = 3
 EOF
 "$KV_DAEMON_BIN" -t -c "$T/kilovolt.ini" >"$T/t.out" 2>/dev/null
 check_eq "kilovoltd -t accepts the shipped copy" "$?" 0
 check "... and says how many models each provider gave (171: openai 147, anthropic 24)" \
 	grep -q 'prices: 171 models (openai 147, anthropic 24)' "$T/t.out"
-check "... and where the prices come from: the file, the sections (one replacing its entry), the globs, the default" \
-	grep -q 'prices: 171 models priced: 170 from .*prices.json, 1 from \[price\] sections (1 replacing a catalogue entry); 2 \[price\] globs; any other model: \[price default\]$' "$T/t.out"
+check "... and where the prices come from: the file, the entries under an override, the sections alone, the globs, the default" \
+	grep -q 'prices: 171 models priced: 169 from .*prices.json, 2 from its entry with a \[price\] override, 0 from \[price\] sections alone; 2 \[price\] globs; any other model: \[price default\]$' "$T/t.out"
 check "... and names the fields it does not understand" \
 	grep -q 'fields not understood (ignored):.*output_cost_per_second' "$T/t.out"
 
@@ -66,14 +83,29 @@ check_eq "kvctl prices of three priced models exits 0" "$?" 0
 check "claude-opus-4-6 is a file entry at \$5.00 in" grep -q '^claude-opus-4-6: file' "$T/pr.out"
 check_eq "... its input per 1M in JSON is 5,000,000,000 nUSD" \
 	"$(kv_ctl prices --json claude-opus-4-6 | jq '.prices[0].prices.input_per_1m_nusd')" 5000000000
-check_eq "gpt-4o-mini is the ini section's (7 USD)" \
-	"$(kv_ctl prices --json gpt-4o-mini | jq -r '.prices[0] | "\(.rule) \(.prices.input_per_1m_nusd)"')" \
-	"ini 7000000000"
+check_eq "gpt-4o-mini is the file's entry under the ini section's input and output (7 USD in, the file's 0.075 cached)" \
+	"$(kv_ctl prices --json gpt-4o-mini | jq -c '.prices[0] | [.rule, .prices.input_per_1m_nusd, .prices.cached_input_per_1m_nusd, .override]')" \
+	'["override",7000000000,75000000,["input_per_1m_nusd","output_per_1m_nusd"]]'
+# [price gpt-4.1-nano] sets output only: everything else is the file's entry
+# (input 0.10, cached 0.025, priority 0.20 / 0.80, batch 0.05 / 0.20 per 1M;
+# max_input_tokens 1,047,576, max_output_tokens 32,768)
+check_eq "gpt-4.1-nano: the section's output, every other figure the file's" \
+	"$(kv_ctl prices --json gpt-4.1-nano | jq -c '.prices[0] | [.rule, .override, .prices, .limits]')" \
+	'["override",["output_per_1m_nusd"],{"input_per_1m_nusd":100000000,"output_per_1m_nusd":3000000000,"cached_input_per_1m_nusd":25000000,"priority_input_per_1m_nusd":200000000,"priority_output_per_1m_nusd":800000000,"priority_cached_per_1m_nusd":50000000,"batch_input_per_1m_nusd":50000000,"batch_output_per_1m_nusd":200000000},{"max_input_tokens":1047576,"max_output_tokens":32768,"context_window_tokens":1047576}]'
+check "... and kvctl prices says so: the file's entry with the section's override" \
+	grep -q '^gpt-4.1-nano: override (.*prices.json entry + \[price gpt-4.1-nano\] override: output)$' <(kv_ctl prices gpt-4.1-nano)
+# a glob is no override: lib.sh's [price gpt-4o-mini*] prices a model the
+# file lacks by its own three figures, none of the file's gpt-4o-mini
+check_eq "a model only a glob matches: the glob's figures alone" \
+	"$(kv_ctl prices --json gpt-4o-mini-unlisted | jq -c '.prices[0] | [.rule, .section, .override, .prices, .limits]')" \
+	'["glob","gpt-4o-mini*",null,{"input_per_1m_nusd":150000000,"output_per_1m_nusd":600000000,"cached_input_per_1m_nusd":75000000},{}]'
+check_eq "... while the file's own gpt-4o-mini-2024-07-18 stays the file's" \
+	"$(kv_ctl prices --json gpt-4o-mini-2024-07-18 | jq -r '.prices[0].rule')" file
 check_eq "gpt-4o-audio-preview shows its audio input price (40 USD)" \
 	"$(kv_ctl prices --json gpt-4o-audio-preview | jq '.prices[0].prices.audio_input_per_1m_nusd')" 40000000000
 check_eq "a model only lib.sh's [price default] prices: rule default" \
 	"$(kv_ctl prices --json no-such-model | jq -r '.prices[0].rule')" default
-# 171 file entries, gpt-4o-mini among them replaced by its section, plus
+# 171 file entries, gpt-4o-mini and gpt-4.1-nano among them under their sections, plus
 # lib.sh's gpt-4o-mini*, claude-sonnet-4* and default
 check_eq "kvctl prices lists every entry and section" \
 	"$(kv_ctl prices --json | jq -c '[(.prices | length), ([.prices[] | select(.rule == "glob")] | length)]')" \
@@ -93,13 +125,25 @@ check_eq "kvctl prices --check of a valid file exits 0" "$?" 0
 check "... lists claude-sonnet-4-5's input going from \$3.00 to \$4.00" \
 	grep -q '^claude-sonnet-4-5: changed; input \$3.00 -> \$4.00$' "$T/chk.out"
 check "... and only that model among the running prices" \
-	grep -q '^1 model priced differently with .*newer.json than with the running prices (.*prices.json and 3 \[price\] sections)$' "$T/chk.out"
+	grep -q '^1 model priced differently with .*newer.json than with the running prices (.*prices.json and 4 \[price\] sections)$' "$T/chk.out"
 check "... shows gpt-4o-mini's catalogue change under the ini override, its price holding" \
-	grep -q '^gpt-4o-mini: overridden by \[price gpt-4o-mini\] (its prices hold); in the file: changed; input \$0.15 -> \$0.20$' "$T/chk.out"
+	grep -q '^gpt-4o-mini: overridden by \[price gpt-4o-mini\] (the figures it sets hold); in the file: changed; input \$0.15 -> \$0.20$' "$T/chk.out"
 check "... counted as one override" grep -q '^1 \[price\] section overrides a catalogue entry' "$T/chk.out"
 check_eq "... in JSON too" "$(kv_ctl prices --check "$T/newer.json" --json |
 	jq -c '[[.differences[] | [.model, .after.prices.input_per_1m_nusd]], [.overridden[] | [.model, .section, .file_before.prices.input_per_1m_nusd, .file_after.prices.input_per_1m_nusd]]]')" \
 	'[[["claude-sonnet-4-5",4000000000]],[["gpt-4o-mini","gpt-4o-mini",150000000,200000000]]]'
+# under [price gpt-4.1-nano] (output only) the file's input moves the running
+# price (a difference), its output is held by the section (an override)
+jq '."gpt-4.1-nano".input_cost_per_token = 1.2e-07 | ."gpt-4.1-nano".output_cost_per_token = 5e-07' \
+	"$T/prices.json" >"$T/nano.json"
+kv_ctl prices --check "$T/nano.json" >"$T/chk.out"
+check "kvctl prices --check: gpt-4.1-nano's input, which the file gives, changes" \
+	grep -qx 'gpt-4.1-nano: changed; input \$0.10 -> \$0.12' "$T/chk.out"
+check "... its output, which [price gpt-4.1-nano] sets, is an override that holds" \
+	grep -qx 'gpt-4.1-nano: overridden by \[price gpt-4.1-nano\] (the figures it sets hold); in the file: changed; output \$0.40 -> \$0.50' "$T/chk.out"
+check "... one model counted" grep -q '^1 model priced differently with .*nano.json' "$T/chk.out"
+check "... and one override" grep -q '^1 \[price\] section overrides a catalogue entry .*nano.json changes' "$T/chk.out"
+check_eq "... and nothing else (the file line, two, the closing two)" "$(wc -l <"$T/chk.out")" 5
 
 kv_start
 
@@ -127,6 +171,17 @@ check_eq "gpt-4o-mini answered" \
 check "gpt-4o-mini settled" kv_wait_for 20 settled "$K"
 i=$(bill_field input) o=$(bill_field output)
 check_eq "gpt-4o-mini charged by the ini override ($i in, $o out)" "$(spent $K)" $(( i * 7000 + o * 11000 ))
+
+# gpt-4.1-nano: the section's output ($3 per 1M = 3,000 nUSD a token), the
+# file's input (100) and cached input (25)
+K=sk-prices-nano
+check_eq "gpt-4.1-nano answered" \
+	"$(post $K /v1/chat/completions '{"model":"gpt-4.1-nano","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}' \
+	-H 'x-mock-tokens: 40' -H 'x-mock-cached: 3')" 200
+check "gpt-4.1-nano settled" kv_wait_for 20 settled "$K"
+i=$(bill_field input) c=$(bill_field cached) o=$(bill_field output)
+check_eq "gpt-4.1-nano charged by the file's input and cached prices and the section's output ($i in of which $c cached, $o out)" \
+	"$(spent $K)" $(( (i - c) * 100 + c * 25 + o * 3000 ))
 
 # gpt-4o-audio-preview by the file: text at $2.50 / $10, audio at $40 / $80 per 1M
 K=sk-prices-audio

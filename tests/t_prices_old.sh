@@ -41,7 +41,7 @@ check_eq "kilovoltd -t accepts the older copy" "$?" 0
 check "... six models from it (anthropic 3, openai 3)" \
 	grep -q 'prices: 6 models (anthropic 3, openai 3)' "$T/t.out"
 check "... all six priced from old.json, lib.sh's two globs beside them, other models refused" \
-	grep -q 'prices: 6 models priced: 6 from .*old.json, 0 from \[price\] sections (0 replacing a catalogue entry); 2 \[price\] globs; any other model: refused (unknown_models = deny)$' "$T/t.out"
+	grep -q 'prices: 6 models priced: 6 from .*old.json, 0 from its entry with a \[price\] override, 0 from \[price\] sections alone; 2 \[price\] globs; any other model: refused (unknown_models = deny)$' "$T/t.out"
 
 # the prices are the older file's
 check_eq "kvctl prices: gpt-4o-audio-preview's audio prices are the file's 100 / 200 USD per 1M" \

@@ -4,6 +4,8 @@
 #include <config.h>
 #endif
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +199,23 @@ test_bundled(void)
 	CHECK_INT(kv_config_price(&cf, "claude-opus-4-5-20251101")->input, 5000000000);
 	/* the tiers */
 	CHECK_INT(kv_config_price(&cf, "gpt-5")->priority_output, 20000000000);
+	/* [price gpt-5] sets only the web_search fee ($10 per 1,000): the rest
+	 * is the file's entry, its input bound (272,000, not the old 400,000
+	 * context_window) and max output; gpt-5-pro's max output 128,000 */
+	CHECK_INT(kv_config_price(&cf, "gpt-5")->src, KV_PRICE_OVERRIDE);
+	CHECK_INT(kv_config_price(&cf, "gpt-5")->web_search_call, 10000000);
+	CHECK_INT(kv_config_price(&cf, "gpt-5")->input, 1250000000);
+	CHECK_INT(kv_config_price(&cf, "gpt-5")->cached_input, 125000000);
+	CHECK_INT(kv_config_price(&cf, "gpt-5")->context_window, 272000);
+	CHECK_INT(kv_config_price(&cf, "gpt-5")->max_output, 128000);
+	CHECK_INT(kv_config_price(&cf, "gpt-5-mini")->context_window, 272000);
+	CHECK_INT(kv_config_price(&cf, "gpt-5.1")->context_window, 272000);
+	CHECK_INT(kv_config_price(&cf, "gpt-5.1")->flex_output, 5000000000);
+	CHECK_INT(kv_config_price(&cf, "gpt-5-pro")->max_output, 128000);
+	CHECK_INT(kv_config_price(&cf, "gpt-4o")->web_search_call, 25000000);
+	/* a glob stands alone: gpt-5-20* keeps its own figures */
+	CHECK_INT(kv_config_price(&cf, "gpt-5-2099-01-01")->src, KV_PRICE_INI);
+	CHECK_INT(kv_config_price(&cf, "gpt-5-2099-01-01")->max_input, -1);
 	CHECK_INT(kv_config_price(&cf, "claude-sonnet-4-5-20250929")->long_context_threshold, 200000);
 	CHECK_INT(kv_config_price(&cf, "claude-haiku-4-5")->cache_write_1h, 2000000000);
 	kv_config_free(&cf);
@@ -599,6 +618,87 @@ test_route(void)
 	CHECK_INT(kv_glob_match("*", ""), 1);
 }
 
+/* A [price NAME] section over a catalogue entry of that name overrides it
+ * key by key (pricetab.h kv_pricetab_merge); a glob, or a name the file
+ * lacks, stands alone. */
+static void
+test_override(void)
+{
+	static const char cat[] =
+	    "{\"m1\": {\"litellm_provider\": \"openai\", \"input_cost_per_token\": 1e-06,\n"
+	    "  \"output_cost_per_token\": 2e-06, \"cache_read_input_token_cost\": 1e-07,\n"
+	    "  \"input_cost_per_token_priority\": 2e-06, \"output_cost_per_token_priority\": 4e-06,\n"
+	    "  \"max_input_tokens\": 1000, \"max_output_tokens\": 500},\n"
+	    " \"m1-2025-01-01\": {\"litellm_provider\": \"openai\", \"input_cost_per_token\": 1e-06,\n"
+	    "  \"output_cost_per_token\": 2e-06},\n"
+	    " \"m2\": {\"litellm_provider\": \"openai\", \"input_cost_per_token\": 3e-06,\n"
+	    "  \"output_cost_per_token\": 6e-06}}\n";
+	const struct kv_price *p;
+	enum kv_price_rule rule;
+	struct kv_config cf;
+	char path[600], want[1400];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cat.json", tmpdir);
+	f = fopen(path, "w");
+	if (f == NULL || fputs(cat, f) == EOF || fclose(f) == EOF) {
+		perror(path);
+		exit(1);
+	}
+	CHECK_INT(load_text(&cf, UP "[budget]\nprices = cat.json\n"
+	    "[price m1]\noutput = 9\n"
+	    "[price m2]\ninput = 4\noutput = 5\nweb_search = 10\n"
+	    "[price m1*]\ninput = 7\noutput = 8\n"), 0);
+	CHECK_INT(cf.nprices_overridden, 2);
+	CHECK_INT(cf.nprices, 4);
+	/* m1: the section's output, every other figure the file's */
+	p = kv_price_lookup(&cf, "m1", &rule, NULL);
+	CHECK(p != NULL && rule == KV_RULE_OVERRIDE && p->src == KV_PRICE_OVERRIDE);
+	CHECK(p != NULL && p->set == (uint64_t)1 << kv_price_bit(offsetof(struct kv_price, output)));
+	CHECK_INT(p->output, 9000000000);
+	CHECK_INT(p->input, 1000000000);
+	CHECK_INT(p->cached_input, 100000000);
+	CHECK_INT(p->priority_input, 2000000000);
+	CHECK_INT(p->priority_output, 4000000000);
+	CHECK_INT(p->max_input, 1000);
+	CHECK_INT(p->context_window, 1000);
+	CHECK_INT(p->max_output, 500);
+	CHECK_INT(p->web_search_call, -1);
+	CHECK_INT(p->line, 6);
+	/* m2: what the section adds (a fee) beside the prices it sets */
+	p = kv_price_lookup(&cf, "m2", &rule, NULL);
+	CHECK(p != NULL && rule == KV_RULE_OVERRIDE);
+	CHECK_INT(p->input, 4000000000);
+	CHECK_INT(p->output, 5000000000);
+	CHECK_INT(p->web_search_call, 10000000);
+	CHECK_INT(p->cached_input, -1);
+	/* the glob: its own figures only, for a model the file lacks; the
+	 * file's dated entry stays the file's */
+	p = kv_price_lookup(&cf, "m1-new", &rule, NULL);
+	CHECK(p != NULL && rule == KV_RULE_GLOB && p->src == KV_PRICE_INI);
+	CHECK_INT(p->input, 7000000000);
+	CHECK_INT(p->cached_input, -1);
+	CHECK_INT(p->max_input, -1);
+	CHECK_INT(p->max_output, -1);
+	p = kv_price_lookup(&cf, "m1-2025-01-01", &rule, NULL);
+	CHECK(p != NULL && rule == KV_RULE_FILE && p->input == 1000000000);
+	kv_config_free(&cf);
+	/* a section the file cannot complete: an error at its line */
+	snprintf(want, sizeof(want), ":6: [price m3]: input is required (the catalogue "
+	    "%s has no entry m3 to take it from)", path);
+	EXPECT_ERR(UP "[budget]\nprices = cat.json\n[price m3]\nweb_search = 10\n", want);
+	snprintf(want, sizeof(want), ":6: [price m3]: output is required (write output = 0 "
+	    "for a model that bills no output, such as embeddings) (the catalogue %s has no "
+	    "entry m3 to take it from)", path);
+	EXPECT_ERR(UP "[budget]\nprices = cat.json\n[price m3]\ninput = 1\n", want);
+	/* a glob is never completed by the file */
+	EXPECT_ERR(UP "[budget]\nprices = cat.json\n[price m1*]\noutput = 1\n",
+	    ":6: [price m1*]: input is required");
+	EXPECT_ERR(UP "[price default]\noutput = 1\n", ":4: [price default]: input is required");
+	if (unlink(path) == -1)
+		perror(path);
+}
+
 /* The older-family rule (pricetab.h): a glob does not price a model of a
  * newer version than its family's exact entries. */
 static void
@@ -962,6 +1062,7 @@ main(void)
 	test_route();
 	test_price();
 	test_older_family();
+	test_override();
 	test_default_path();
 	test_cluster();
 	test_targets();

@@ -1,7 +1,8 @@
 /* libFuzzer target: the input as a kilovolt.ini. Beyond "no crash, no
  * leak", it checks the loader's contract: a failure leaves cf empty and an
- * "FILE..." message; a success has at least one upstream with a host, and
- * every upstream routes at least one of its own paths or models. */
+ * "FILE..." message; a success has at least one upstream with a host,
+ * every upstream routes at least one of its own paths or models, and every
+ * price has its input and output. */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif
@@ -33,8 +34,11 @@ check_loaded(const struct kv_config *cf)
 		if (u->nmodels > 0 && kv_config_route(cf, NULL, u->models[0]) == NULL)
 			abort();
 	}
+	/* every price is whole once merged: a section the catalogue did not
+	 * complete was refused (pricetab.c) */
 	for (i = 0; i < cf->nprices; i++)
-		if (kv_config_price(cf, cf->prices[i].model) == NULL)
+		if (kv_config_price(cf, cf->prices[i].model) == NULL ||
+		    cf->prices[i].input < 0 || cf->prices[i].output < 0)
 			abort();
 }
 
