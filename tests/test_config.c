@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/config_units.h"
 #include "common/pricetab.h"
 #include "tests/unit.h"
 
@@ -241,7 +242,8 @@ test_errors(void)
 	EXPECT_ERR("[server]\nworkers = lots\n", ":2: workers: 'lots' is not a number");
 	EXPECT_ERR("[server]\nworkers = 0\n", ":2: workers: 0 is out of range (1..32)");
 	EXPECT_ERR("[server]\nclient_timeout = -5\n",
-	    ":2: client_timeout: '-5' is not a number");
+	    ":2: client_timeout: '-5' is not a number of seconds or a duration "
+	    "(10s, 500ms, 2m, 1h)");
 	EXPECT_ERR("[server]\nmax_keys = 4096x\n", ":2: max_keys: '4096x' is not a number");
 	EXPECT_ERR("[server]\nmax_body = 1q\n",
 	    ":2: max_body: '1q' is not a size (bytes with an optional k, m or g)");
@@ -331,7 +333,7 @@ test_errors(void)
 	EXPECT_ERR(UP "[upstream b]\nurl = http://h\nca_file = /nonexistent/ca.pem\n",
 	    ":6: ca_file: /nonexistent/ca.pem: No such file or directory");
 	EXPECT_ERR(UP "[upstream b]\nurl = https://h\ntls_record_layer = kernel\n",
-	    ":6: tls_record_layer: want own or openssl, not 'kernel'");
+	    ":6: tls_record_layer: 'kernel' is not own or openssl");
 	EXPECT_ERR("[key abcdefghijabcdefghijabcdefghijabcdefghijabcdefgh]\n",
 	    ":1: bad key name 'abcdefghijabcdefghijabcdefghijabcdefghijabcdefgh' "
 	    "(at most 47 characters)");
@@ -748,7 +750,7 @@ test_price(void)
 	EXPECT_ERR("[budget]\non_cut = estimate\n" UP,
 	    ":2: on_cut: 'estimate' is not charge_reserved or drain");
 	EXPECT_ERR("[budget]\ndrain_max = 0\n" UP,
-	    ":2: drain_max: '0' is not a size (bytes with an optional k, m or g, not 0)");
+	    ":2: drain_max: '0' is not a size above 0 (bytes with an optional k, m or g)");
 	EXPECT_ERR(UP "[price x]\ninput = 1\noutput = 2\nweb_search = $10\n",
 	    ":7: web_search: '$10' is not a decimal amount");
 }
@@ -852,7 +854,7 @@ test_cluster(void)
 	EXPECT_ERR(UP "[cluster]\nredis = redis://x:0\n", ":5: redis: bad host or port in "
 	    "'redis://x:0'");
 	EXPECT_ERR(UP "[cluster]\nredis = redis://x\non_redis_down = maybe\n",
-	    ":6: on_redis_down: want closed or open, not 'maybe'");
+	    ":6: on_redis_down: 'maybe' is not closed or open");
 	EXPECT_ERR(UP "[cluster]\nredis = redis://x\nlease_min = 2\nlease_max = 1\n",
 	    ":4: [cluster]: lease_min is above lease_max");
 	EXPECT_ERR(UP "[cluster]\nredis = redis://x\nhost_id = a:b\n",
@@ -941,9 +943,112 @@ test_health(void)
 	EXPECT_ERR("[upstream u]\nurl = http://a\npaths = /v1\nhealth_check = /a b\n",
 	    ":4: health_check: '/a b' is not a path (want /PATH, no spaces)");
 	EXPECT_ERR("[upstream u]\nurl = http://a\npaths = /v1\nhealth_interval = 0s\n",
+	    ":4: health_interval: 0s is out of range (1s..1h)");
+	EXPECT_ERR("[upstream u]\nurl = http://a\npaths = /v1\nhealth_interval = 0\n",
 	    ":4: health_interval: 0 is out of range (1..3600)");
-	EXPECT_ERR("[upstream u]\nurl = http://a\npaths = /v1\nhealth_interval = 5m\n",
-	    ":4: health_interval: '5m' is not a number");
+	EXPECT_ERR("[upstream u]\nurl = http://a\npaths = /v1\nhealth_interval = 5x\n",
+	    ":4: health_interval: '5x' is not a number of seconds or a duration "
+	    "(10s, 500ms, 2m, 1h)");
+}
+
+/* One duration grammar for every duration key, one size grammar for every
+ * size key (kilovolt.ini(5) VALUES): a plain number keeps its old meaning
+ * (seconds, bytes), and what is not whole seconds is refused, not rounded. */
+static void
+test_units(void)
+{
+	struct kv_config cf;
+	int64_t ms;
+	uint64_t sz;
+	char buf[64];
+
+	CHECK_INT(load_text(&cf, "[server]\nclient_timeout = 2m\nupstream_timeout = 1h30m\n"
+	    "connect_timeout = 7\nheader_timeout = 1500ms1s\nshutdown_timeout = 0s\n"
+	    "max_body = 64k\nspool_max = 2G\n"
+	    "[budget]\ndrain_timeout = 1m\ndrain_max = 1m\n"
+	    "[upstream u]\nurl = http://a\npaths = /v1\neject_time = 2m\nretry_budget = 10s\n"
+	    "health_interval = 5m\n"
+	    "[cluster]\nredis = redis://127.0.0.1\nlease_ttl = 1m\ndeparted_after = 1d\n"), -1);
+	/* 1500ms1s: ms before s is out of order */
+	CHECK_STR(err + strlen(tmpfile_path), ":5: header_timeout: '1500ms1s' is not a "
+	    "number of seconds or a duration (10s, 500ms, 2m, 1h)");
+	CHECK_INT(load_text(&cf, "[server]\nclient_timeout = 2m\nupstream_timeout = 1h30m\n"
+	    "connect_timeout = 7\nheader_timeout = 1s1000ms\nshutdown_timeout = 0s\n"
+	    "max_body = 64k\nspool_max = 2G\n"
+	    "[budget]\ndrain_timeout = 1m\ndrain_max = 1m\n"
+	    "[upstream u]\nurl = http://a\npaths = /v1\neject_time = 2m\nretry_budget = 10s\n"
+	    "health_interval = 5m\n"
+	    "[cluster]\nredis = redis://127.0.0.1\nlease_ttl = 1m\ndeparted_after = 1d\n"), 0);
+	if (err[0] != '\0')
+		fprintf(stderr, "units: %s\n", err);
+	CHECK_INT(cf.client_timeout, 120);
+	CHECK_INT(cf.upstream_timeout, 5400);
+	CHECK_INT(cf.connect_timeout, 7);
+	CHECK_INT(cf.header_timeout, 2);
+	CHECK_INT(cf.shutdown_timeout, 0);
+	CHECK_INT(cf.max_body, 65536);
+	CHECK_INT(cf.spool_max, 2LL << 30);
+	CHECK_INT(cf.drain_timeout, 60);
+	CHECK_INT(cf.drain_max, 1 << 20);
+	if (cf.nupstreams == 1) {
+		CHECK_INT(cf.upstreams[0].eject_secs, 120);
+		CHECK_INT(cf.upstreams[0].retry_budget, 10);
+		CHECK_INT(cf.upstreams[0].health_interval, 300);
+	}
+	CHECK_INT(cf.cluster.lease_ttl, 60);
+	CHECK_INT(cf.cluster.departed_after, 86400);
+	kv_config_free(&cf);
+
+	EXPECT_ERR("[server]\nupstream_timeout = 1500ms\n",
+	    ":2: upstream_timeout: '1500ms' is not a whole number of seconds");
+	EXPECT_ERR("[server]\nclient_timeout = 2d\n",
+	    ":2: client_timeout: 2d is out of range (1s..1d)");
+	EXPECT_ERR("[budget]\ndrain_timeout = 1h1s\n",
+	    ":2: drain_timeout: 1h1s is out of range (1s..1h)");
+	EXPECT_ERR("[server]\nclient_timeout = 1m1m\n", ":2: client_timeout: '1m1m' is not a "
+	    "number of seconds or a duration (10s, 500ms, 2m, 1h)");
+	EXPECT_ERR("[server]\nclient_timeout = 10 s\n", ":2: client_timeout: '10 s' is not a "
+	    "number of seconds or a duration (10s, 500ms, 2m, 1h)");
+	EXPECT_ERR("[server]\nmax_body = 2t\n",
+	    ":2: max_body: '2t' is not a size (bytes with an optional k, m or g)");
+	EXPECT_ERR("[server]\nmax_body = k\n",
+	    ":2: max_body: 'k' is not a size (bytes with an optional k, m or g)");
+
+	/* the grammar itself, and what -T prints reads back the same */
+	CHECK_INT(kv_cfg_parse_duration("90", 1000, &ms), 0);
+	CHECK_INT(ms, 90000);
+	CHECK_INT(kv_cfg_parse_duration("250ms", 1000, &ms), 0);
+	CHECK_INT(ms, 250);
+	CHECK_INT(kv_cfg_parse_duration("1d2h3m4s5ms", 1000, &ms), 0);
+	CHECK_INT(ms, 93784005);
+	CHECK_INT(kv_cfg_parse_duration("", 1000, &ms), -1);
+	CHECK_INT(kv_cfg_parse_duration("s", 1000, &ms), -1);
+	CHECK_INT(kv_cfg_parse_duration("5", 1000, &ms), 0);
+	CHECK_INT(kv_cfg_parse_duration("5mss", 1000, &ms), -1);
+	CHECK_INT(kv_cfg_parse_duration("400d", 1000, &ms), -1);
+	CHECK_INT(kv_cfg_parse_duration("9999999999999", 1000, &ms), -1);
+	CHECK_INT(kv_cfg_parse_duration("-1s", 1000, &ms), -1);
+	kv_cfg_format_secs(5400, buf, sizeof(buf));
+	CHECK_STR(buf, "1h30m");
+	kv_cfg_format_secs(0, buf, sizeof(buf));
+	CHECK_STR(buf, "0s");
+	kv_cfg_format_secs(86401, buf, sizeof(buf));
+	CHECK_STR(buf, "1d1s");
+	CHECK_INT(kv_cfg_parse_size("1g", &sz), 0);
+	CHECK_INT(sz, 1 << 30);
+	CHECK_INT(kv_cfg_parse_size("1025g", &sz), -1);
+	kv_cfg_format_size(3 << 20, buf, sizeof(buf));
+	CHECK_STR(buf, "3m");
+	kv_cfg_format_size(1000, buf, sizeof(buf));
+	CHECK_STR(buf, "1000");
+	kv_cfg_format_size(0, buf, sizeof(buf));
+	CHECK_STR(buf, "0");
+	kv_cfg_format_nano(1250000000, buf, sizeof(buf));
+	CHECK_STR(buf, "1.25");
+	kv_cfg_format_nano(1, buf, sizeof(buf));
+	CHECK_STR(buf, "0.000000001");
+	kv_cfg_format_nano(2000000000, buf, sizeof(buf));
+	CHECK_STR(buf, "2");
 }
 
 int
@@ -970,6 +1075,7 @@ main(void)
 	test_cluster();
 	test_targets();
 	test_health();
+	test_units();
 	unlink(tmpfile_path);
 	rmdir(tmpdir);
 	return unit_done();
