@@ -6,7 +6,12 @@
  * strips comments and indentation (which also disables inih's surprising
  * multi-line continuation), rejects over-long lines, and handles section
  * headers itself so that empty, unknown and duplicate sections are seen
- * with the line they are on. inih is left to split the key lines. */
+ * with the line they are on. inih is left to split the key lines.
+ *
+ * What each key means and how its value is read is not here: the key
+ * table (config_keys.c) names each key's type, field and bounds, and
+ * config_value.c parses the values; this file finds the key's row and
+ * keeps the checks that need a whole section or the whole file. */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif
@@ -28,9 +33,6 @@
 #include "common/catalog.h"
 #include "common/pricetab.h"
 #include "shm/ledger-t.h"
-
-/* Two generations of workers must fit the ledger's slots during a reload. */
-#define CFG_MAX_WORKERS		(KV_WORKER_SLOTS / 2)
 
 /* ---- errors ------------------------------------------------------------ */
 

@@ -39,7 +39,15 @@ cfg_show_path(FILE *f, const char *name, const char *path)
 	else if (path[0] != '/' && getcwd(cwd, sizeof(cwd)) != NULL)
 		fprintf(f, "%s = %s/%s\n", name, cwd, path);
 	else
-		fprintf(f, "%s = %s\n", name, path);
+		cfg_show_kv(f, name, path);
+}
+
+/* "name = value"; a value that starts with ';' is written "name =;..."
+ * because the reader takes a ';' after a blank for a comment. */
+void
+cfg_show_kv(FILE *f, const char *name, const char *value)
+{
+	fprintf(f, "%s =%s%s\n", name, value[0] == ';' ? "" : " ", value);
 }
 
 static void
@@ -47,11 +55,16 @@ show_words(FILE *f, const char *name, char *const *w, size_t n)
 {
 	size_t i, col = 0;
 
-	/* A line holds 198 bytes; a list key takes more lines. */
+	/* A line holds 198 bytes; a list key takes more lines. A word that
+	 * starts with ';' gets a line of its own (cfg_show_kv). */
 	for (i = 0; i < n; i++) {
-		if (col > 0 && col + 1 + strlen(w[i]) > 150) {
+		if (col > 0 && (col + 1 + strlen(w[i]) > 150 || w[i][0] == ';')) {
 			fputc('\n', f);
 			col = 0;
+		}
+		if (w[i][0] == ';') {
+			cfg_show_kv(f, name, w[i]);
+			continue;
 		}
 		if (col == 0)
 			col = (size_t)fprintf(f, "%s =", name);
@@ -59,7 +72,7 @@ show_words(FILE *f, const char *name, char *const *w, size_t n)
 	}
 	if (col > 0)
 		fputc('\n', f);
-	else
+	else if (n == 0)
 		fprintf(f, "; %s: not set\n", name);
 }
 
@@ -76,47 +89,61 @@ show_enum(FILE *f, const struct cfg_key *k, long long v)
 	fprintf(f, "; %s: %lld\n", k->name, v);	/* not one of its words: a bug */
 }
 
+/* An integer-valued key (int, duration, size, money, word) in its form. */
+static void
+show_number(FILE *f, const struct cfg_key *k, long long v)
+{
+	char buf[64];
+
+	switch (k->type) {
+	case CFG_T_SECS:
+		kv_cfg_format_secs(v, buf, sizeof(buf));
+		break;
+	case CFG_T_SIZE:
+		kv_cfg_format_size((uint64_t)v, buf, sizeof(buf));
+		break;
+	case CFG_T_MONEY:
+		kv_cfg_format_nano(v * (k->scale > 0 ? k->scale : 1), buf, sizeof(buf));
+		break;
+	case CFG_T_ENUM:
+		show_enum(f, k, v);
+		return;
+	default:
+		snprintf(buf, sizeof(buf), "%lld", v);
+		break;
+	}
+	fprintf(f, "%s = %s\n", k->name, buf);
+}
+
 void
 cfg_show_value(FILE *f, const struct kv_config *cf, const void *obj, const struct cfg_key *k)
 {
 	const char *field = (const char *)obj + k->off;
-	char buf[64];
-	long long v = 0;
+	long long v;
 
 	(void)cf;
-	if (k->type == CFG_T_INT || k->type == CFG_T_SECS || k->type == CFG_T_SIZE ||
-	    k->type == CFG_T_MONEY || k->type == CFG_T_ENUM) {
-		v = load_int(field, k->width);
-		if ((k->flags & CFG_OPTIONAL) && v < (k->type == CFG_T_MONEY ? 0 : k->min))
-			return;		/* unset: the section's or the default's */
-	}
 	switch (k->type) {
 	case CFG_T_INT:
-		fprintf(f, "%s = %lld\n", k->name, v);
-		break;
 	case CFG_T_SECS:
-		kv_cfg_format_secs(v, buf, sizeof(buf));
-		fprintf(f, "%s = %s\n", k->name, buf);
-		break;
 	case CFG_T_SIZE:
-		kv_cfg_format_size((uint64_t)v, buf, sizeof(buf));
-		fprintf(f, "%s = %s\n", k->name, buf);
-		break;
 	case CFG_T_MONEY:
-		kv_cfg_format_nano(v * (k->scale > 0 ? k->scale : 1), buf, sizeof(buf));
-		fprintf(f, "%s = %s\n", k->name, buf);
-		break;
 	case CFG_T_ENUM:
-		show_enum(f, k, v);
+		v = load_int(field, k->width);
+		/* unset: the [budget] default's, or the price's own fallback */
+		if (!(k->flags & CFG_OPTIONAL) || v >= (k->type == CFG_T_MONEY ? 0 : k->min))
+			show_number(f, k, v);
 		break;
 	case CFG_T_PATH:
-		cfg_show_path(f, k->name, field);
+		if (*field == '\0' && (k->flags & CFG_OFF))
+			fprintf(f, "%s = off\n", k->name);
+		else
+			cfg_show_path(f, k->name, field);
 		break;
 	case CFG_T_STR:
 		if (*field == '\0')
 			fprintf(f, "; %s: not set\n", k->name);
 		else
-			fprintf(f, "%s = %s\n", k->name, field);
+			cfg_show_kv(f, k->name, field);
 		break;
 	case CFG_T_SECRET:
 		fprintf(f, *(char *const *)field != NULL ? "%s = ***\n" : "; %s: not set\n",

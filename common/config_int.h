@@ -16,8 +16,11 @@
 #include <stdio.h>
 
 #include "common/config.h"
+#include "shm/ledger-t.h"
 
 #define CFG_DEFAULT_FILE	"/etc/kilovolt/kilovolt.ini"
+/* Two generations of workers must fit the ledger's slots during a reload. */
+#define CFG_MAX_WORKERS		(KV_WORKER_SLOTS / 2)
 #define CFG_MAX_SECONDS		86400
 #define CFG_MAX_KEYS		(1u << 20)
 
@@ -70,6 +73,7 @@ enum cfg_base { CFG_B_CONFIG, CFG_B_UPSTREAM, CFG_B_PRICE, CFG_B_KEY };
 #define CFG_ENV_OPT	0x4	/* env:NAME unset means "not set" */
 #define CFG_OPTIONAL	0x8	/* a value below min means unset (not printed by -T) */
 #define CFG_NONEMPTY	0x10	/* CFG_T_SECRET: an empty value is an error */
+#define CFG_OFF		0x20	/* CFG_T_PATH: empty is written "off" */
 
 struct cfg_word {
 	const char	*word;
@@ -159,6 +163,8 @@ int	cfg_size(struct cfg_parse *p, const char *name, const char *v, long long min
 /* Print a key of the type's own way: "name = value", or "; name: not set". */
 void	cfg_show_value(FILE *f, const struct kv_config *cf, const void *obj,
 	    const struct cfg_key *k);
+/* "name = value", in a form the reader gives back as VALUE. */
+void	cfg_show_kv(FILE *f, const char *name, const char *value);
 /* A path as the daemon opens it, absolute when the working directory is
  * known: -T output read from elsewhere names the same files. */
 void	cfg_show_path(FILE *f, const char *name, const char *path);

@@ -19,8 +19,6 @@
 #include "common/config_units.h"
 #include "shm/ledger-t.h"
 
-/* Two generations of workers must fit the ledger's slots during a reload. */
-#define CFG_MAX_WORKERS		(KV_WORKER_SLOTS / 2)
 #define CFG_MAX_SIZE		(1LL << 40)
 #define CFG_MAX_RATE		4000000000LL	/* per key and minute */
 #define CFG_MAX_TOKENS		100000000LL
@@ -56,7 +54,12 @@ static int
 check_model_pair(const char *w, size_t len)
 {
 	const char *eq = memchr(w, '=', len);
+	size_t i;
 
+	/* model names go into request bodies: printable, no control bytes */
+	for (i = 0; i < len; i++)
+		if (!isgraph((unsigned char)w[i]))
+			return 0;
 	return eq != NULL && eq != w && eq != w + len - 1 &&
 	    memchr(eq + 1, '=', len - (size_t)(eq + 1 - w)) == NULL && len < KV_NAME_MAX * 2;
 }
@@ -203,17 +206,6 @@ set_request_log(struct cfg_parse *p, const struct cfg_key *k, const char *v)
 	else if (cfg_path(p, v, p->cf->request_log, sizeof(p->cf->request_log)) == -1)
 		return cfg_err(p, p->lineno, "request_log: too long");
 	return 0;
-}
-
-static void
-show_request_log(FILE *f, const struct kv_config *cf, const void *obj,
-    const struct cfg_key *k)
-{
-	(void)obj;
-	if (cf->request_log[0] == '\0')
-		fprintf(f, "%s = off\n", k->name);
-	else
-		cfg_show_path(f, k->name, cf->request_log);
 }
 
 /* Origins as a browser sends them: scheme://host[:port], no path, or "*". */
@@ -439,7 +431,9 @@ set_sentinels(struct cfg_parse *p, const char *v)
 	char hp[300];
 	size_t n;
 
-	if (slash == NULL || slash[1] == '\0' || strlen(slash + 1) >= sizeof(c->sentinel_master) ||
+	/* slash == list: no Sentinel at all, and nothing to ask */
+	if (slash == NULL || slash == list || slash[1] == '\0' ||
+	    strlen(slash + 1) >= sizeof(c->sentinel_master) ||
 	    !cfg_valid_name(slash + 1, sizeof(c->sentinel_master), 0) ||
 	    strchr(list, '@') != NULL)
 		return cfg_err(p, p->lineno, "redis: want redis+sentinel://HOST:PORT[,HOST:PORT...]"
@@ -501,12 +495,24 @@ set_redis(struct cfg_parse *p, const struct cfg_key *k, const char *v)
 	return 0;
 }
 
+/* HOST[:PORT] into B, v6 in brackets, the port only when not DFLT: the
+ * line stays as short as it was written (a line holds 198 bytes). A v6
+ * Sentinel needs its port: "[::1]" has a ':' and is taken as HOST:PORT. */
+static void
+redis_hostport(char *b, size_t len, const char *host, const char *port, const char *dflt)
+{
+	int v6 = strchr(host, ':') != NULL, dp = !v6 && strcmp(port, dflt) == 0;
+
+	snprintf(b, len, "%s%s%s%s%s", v6 ? "[" : "", host, v6 ? "]" : "", dp ? "" : ":",
+	    dp ? "" : port);
+}
+
 static void
 show_redis(FILE *f, const struct kv_config *cf, const void *obj, const struct cfg_key *k)
 {
 	const struct kv_cluster *c = &cf->cluster;
 	char hp[300];
-	int i, v6;
+	int i;
 
 	(void)obj;
 	if (c->redis_unix[0] != '\0') {
@@ -514,17 +520,14 @@ show_redis(FILE *f, const struct kv_config *cf, const void *obj, const struct cf
 		return;
 	}
 	if (c->nsentinels == 0) {
-		v6 = strchr(c->redis_host, ':') != NULL;
-		snprintf(hp, sizeof(hp), "%s%s%s:%s", v6 ? "[" : "", c->redis_host,
-		    v6 ? "]" : "", c->redis_port);
+		redis_hostport(hp, sizeof(hp), c->redis_host, c->redis_port, "6379");
 		fprintf(f, "%s = %s://%s\n", k->name, c->redis_tls ? "rediss" : "redis", hp);
 		return;
 	}
 	fprintf(f, "%s = redis+sentinel://", k->name);
 	for (i = 0; i < c->nsentinels; i++) {
-		v6 = strchr(c->sentinel_host[i], ':') != NULL;
-		fprintf(f, "%s%s%s%s:%s", i > 0 ? "," : "", v6 ? "[" : "",
-		    c->sentinel_host[i], v6 ? "]" : "", c->sentinel_port[i]);
+		redis_hostport(hp, sizeof(hp), c->sentinel_host[i], c->sentinel_port[i], "26379");
+		fprintf(f, "%s%s", i > 0 ? "," : "", hp);
 	}
 	fprintf(f, "/%s\n", c->sentinel_master);
 }
@@ -679,7 +682,8 @@ static const struct cfg_key server_keys[] = {
 	{ "admin_token", .type = CFG_T_SECRET, CF(admin_token),
 	    .flags = CFG_SECRET | CFG_ENV_OPT },
 	{ "user", .type = CFG_T_STR, CF(user), .set = set_user },
-	{ "request_log", SPECIAL(set_request_log, show_request_log) },
+	{ "request_log", .type = CFG_T_PATH, CF(request_log), .set = set_request_log,
+	    .flags = CFG_OFF },
 	{ "cors_origins", .type = CFG_T_STR, CF(cors_origins), .set = set_cors_origins },
 	{ NULL }
 };

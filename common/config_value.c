@@ -161,29 +161,40 @@ url_host_header(struct kv_upstream *u)
 
 
 /* http[s]://HOST[:PORT][/BASE]: no user info, query or fragment. */
+/* What follows http:// or https:// (TLS in *TLS), when the rest has no
+ * user info, query, fragment, blank or control byte (the base path goes
+ * on the upstream request line); NULL otherwise. */
+static const char *
+url_authority(const char *url, int *tls)
+{
+	const char *auth, *c;
+
+	*tls = strncasecmp(url, "https://", 8) == 0;
+	if (!*tls && strncasecmp(url, "http://", 7) != 0)
+		return NULL;
+	auth = url + (*tls ? 8 : 7);
+	if (strpbrk(auth, "@?# \t") != NULL)
+		return NULL;
+	for (c = auth; *c != '\0'; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			return NULL;
+	return auth;
+}
+
 int
 cfg_parse_url(const char *url, struct kv_upstream *u)
 {
 	const char *auth, *end, *colon = NULL;
 	size_t blen;
 
-	if (strncasecmp(url, "https://", 8) == 0) {
-		u->tls = 1;
-		auth = url + 8;
-	} else if (strncasecmp(url, "http://", 7) == 0) {
-		u->tls = 0;
-		auth = url + 7;
-	} else
-		return -1;
-	if (strpbrk(auth, "@?# \t") != NULL)
+	if ((auth = url_authority(url, &u->tls)) == NULL)
 		return -1;
 	end = auth + strcspn(auth, "/");
 	if (auth[0] == '[') {
 		const char *rb = memchr(auth, ']', end - auth);
 		if (rb == NULL)
 			return -1;
-		if (rb + 1 < end)
-			colon = rb + 1;
+		colon = rb + 1 < end ? rb + 1 : NULL;
 		if (colon != NULL && *colon != ':')
 			return -1;
 	} else

@@ -157,7 +157,7 @@ for want in 'listen = [::1]:18080' 'status_listen = 127.0.0.1:19090' \
     'memory_limit = 64m' 'admin_token = ***' 'api_key = ***' 'password = ***' \
     'webhook = https://hooks.example/***' 'url = http://127.0.0.1:2' 'url = http://[::1]:3' \
     'default = 0.000000001' 'web_search = 10.000001' 'drain_timeout = 1m30s' \
-    'redis = redis+sentinel://127.0.0.1:26379,[::1]:26380/mymaster' \
+    'redis = redis+sentinel://127.0.0.1,[::1]:26380/mymaster' \
     'key = sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' \
     'header_timeout = 10s' 'workers = 3' 'thresholds = 50 90' 'format = slack' \
     'fallback = spare' 'model_map = gpt-4o=gpt-4o-2024-08-06' 'rpm = 10' 'budget = 25' \
