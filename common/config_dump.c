@@ -50,29 +50,32 @@ cfg_show_kv(FILE *f, const char *name, const char *value)
 	fprintf(f, "%s =%s%s\n", name, value[0] == ';' ? "" : " ", value);
 }
 
+/* A list, wrapped: a line holds 198 bytes, and a list key takes more
+ * lines. Two words may not start a line: one that starts with ';' must
+ * (cfg_show_kv), and one that starts with "env:" must not, or the line
+ * would read as an environment variable; such a word stays on the line
+ * before, even past the wrap. */
 static void
 show_words(FILE *f, const char *name, char *const *w, size_t n)
 {
 	size_t i, col = 0;
+	int wrap;
 
-	/* A line holds 198 bytes; a list key takes more lines. A word that
-	 * starts with ';' gets a line of its own (cfg_show_kv). */
 	for (i = 0; i < n; i++) {
-		if (col > 0 && (col + 1 + strlen(w[i]) > 150 || w[i][0] == ';')) {
-			fputc('\n', f);
-			col = 0;
-		}
-		if (w[i][0] == ';') {
-			cfg_show_kv(f, name, w[i]);
+		wrap = col == 0 || col + 1 + strlen(w[i]) > 150 || w[i][0] == ';';
+		if (wrap && col > 0 && strncmp(w[i], "env:", 4) == 0)
+			wrap = 0;
+		if (!wrap) {
+			col += (size_t)fprintf(f, " %s", w[i]);
 			continue;
 		}
-		if (col == 0)
-			col = (size_t)fprintf(f, "%s =", name);
-		col += (size_t)fprintf(f, " %s", w[i]);
+		if (col > 0)
+			fputc('\n', f);
+		col = (size_t)fprintf(f, "%s =%s%s", name, w[i][0] == ';' ? "" : " ", w[i]);
 	}
 	if (col > 0)
 		fputc('\n', f);
-	else if (n == 0)
+	else
 		fprintf(f, "; %s: not set\n", name);
 }
 
