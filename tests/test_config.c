@@ -988,22 +988,23 @@ test_units(void)
 	    "[cluster]\nredis = redis://127.0.0.1\nlease_ttl = 1m\ndeparted_after = 1d\n"), 0);
 	if (err[0] != '\0')
 		fprintf(stderr, "units: %s\n", err);
-	CHECK_INT(cf.client_timeout, 120);
-	CHECK_INT(cf.upstream_timeout, 5400);
-	CHECK_INT(cf.connect_timeout, 7);
-	CHECK_INT(cf.header_timeout, 2);
-	CHECK_INT(cf.shutdown_timeout, 0);
-	CHECK_INT(cf.max_body, 65536);
-	CHECK_INT(cf.spool_max, 2LL << 30);
-	CHECK_INT(cf.drain_timeout, 60);
-	CHECK_INT(cf.drain_max, 1 << 20);
 	if (cf.nupstreams == 1) {
-		CHECK_INT(cf.upstreams[0].eject_secs, 120);
-		CHECK_INT(cf.upstreams[0].retry_budget, 10);
-		CHECK_INT(cf.upstreams[0].health_interval, 300);
+		const long long got[] = { cf.client_timeout, cf.upstream_timeout,
+		    cf.connect_timeout, cf.header_timeout, cf.shutdown_timeout,
+		    (long long)cf.max_body, (long long)cf.spool_max, cf.drain_timeout,
+		    (long long)cf.drain_max, cf.upstreams[0].eject_secs,
+		    cf.upstreams[0].retry_budget, cf.upstreams[0].health_interval,
+		    cf.cluster.lease_ttl, cf.cluster.departed_after };
+		const long long want[] = { 120, 5400, 7, 2, 0, 65536, 2LL << 30, 60, 1 << 20,
+		    120, 10, 300, 60, 86400 };
+
+		for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			if (got[i] != want[i])
+				fprintf(stderr, "  units: value %zu\n", i);
+			CHECK_INT(got[i], want[i]);
+		}
 	}
-	CHECK_INT(cf.cluster.lease_ttl, 60);
-	CHECK_INT(cf.cluster.departed_after, 86400);
+	CHECK_INT(cf.nupstreams, 1);
 	kv_config_free(&cf);
 
 	EXPECT_ERR("[server]\nupstream_timeout = 1500ms\n",
