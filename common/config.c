@@ -6,14 +6,19 @@
  * strips comments and indentation (which also disables inih's surprising
  * multi-line continuation), rejects over-long lines, and handles section
  * headers itself so that empty, unknown and duplicate sections are seen
- * with the line they are on. inih is left to split the key lines. */
+ * with the line they are on. inih is left to split the key lines.
+ *
+ * What each key means and how its value is read is not here: the key
+ * table (config_keys.c) names each key's type, field and bounds, and
+ * config_value.c parses the values; this file finds the key's row and
+ * keeps the checks that need a whole section or the whole file. */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif
 
 #include "common/config.h"
+#include "common/config_int.h"
 
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -23,62 +28,15 @@
 #include <unistd.h>
 
 #include <ini.h>
-#include <openssl/evp.h>
 
 #include "common/money.h"
 #include "common/catalog.h"
 #include "common/pricetab.h"
 #include "shm/ledger-t.h"
 
-#define CFG_DEFAULT_FILE	"/etc/kilovolt/kilovolt.ini"
-/* Two generations of workers must fit the ledger's slots during a reload. */
-#define CFG_MAX_WORKERS		(KV_WORKER_SLOTS / 2)
-#define CFG_MAX_SECONDS		86400
-#define CFG_MAX_KEYS		(1u << 20)
-
-enum cfg_sect { SECT_NONE, SECT_SERVER, SECT_BUDGET, SECT_UPSTREAM, SECT_PRICE, SECT_KEY,
-    SECT_CLUSTER, SECT_ALERTS };
-
-struct cfg_parse {
-	struct kv_config *cf;
-	const char	*file;
-	FILE		*fp;
-	char		*buf;		/* getline's buffer */
-	size_t		 bufcap;
-	int		 lineno;
-	enum cfg_sect	 sect;
-	char		 sect_text[200];	/* "[upstream openai]", for messages */
-	int		 sect_line;
-	int		 price_default;	/* the current section is [price default] */
-	int		 prices_line;	/* of [budget] prices, for errors */
-	const char	*prices_instead;	/* kv_config_load_prices: this catalogue */
-	uint32_t	 seen;		/* keys already set in this section */
-	int		 seen_server;
-	int		 seen_budget;
-	int		 seen_cluster;
-	int		 seen_alerts;
-	int		 workers_auto;
-	int		 failed;
-	char		*err;
-	size_t		 errlen;
-};
-
-#define CFG_SECRET	0x1	/* never echo the value */
-#define CFG_LIST	0x2	/* may repeat; values accumulate */
-#define CFG_ENV_OPT	0x4	/* env:NAME unset means "not set" */
-
-struct cfg_key {
-	const char	*name;
-	int		(*set)(struct cfg_parse *, const char *);
-	int		 flags;
-};
-
 /* ---- errors ------------------------------------------------------------ */
 
-/* Record the first error as "FILE:LINE: message"; LINE 0 gives
- * "FILE: message" and a negative LINE the bare message (environment errors
- * are not the file's). Returns -1 so callers can `return cfg_err(...)`. */
-static int __attribute__((format(printf, 3, 4)))
+int
 cfg_err(struct cfg_parse *p, int line, const char *fmt, ...)
 {
 	va_list ap;
@@ -101,945 +59,13 @@ cfg_err(struct cfg_parse *p, int line, const char *fmt, ...)
 	return -1;
 }
 
-/* ---- small value parsers (0 / -1, no messages) ------------------------- */
-
-static int
-parse_ll(const char *s, long long min, long long max, long long *out)
-{
-	long long v = 0;
-
-	if (*s == '\0')
-		return -1;
-	for (; *s != '\0'; s++) {
-		if (!isdigit((unsigned char)*s) || v > (max - (*s - '0')) / 10)
-			return -1;
-		v = v * 10 + (*s - '0');
-	}
-	if (v < min)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static int
-parse_port(const char *s, char port[8])
-{
-	long long v;
-
-	if (strlen(s) > 5 || parse_ll(s, 1, 65535, &v) == -1)
-		return -1;
-	snprintf(port, 8, "%lld", v);
-	return 0;
-}
-
-/* Bytes with an optional k/m/g (binary) suffix. */
-static int
-parse_size(const char *s, size_t *out)
-{
-	char num[32];
-	size_t len = strlen(s);
-	unsigned shift = 0;
-	long long v;
-
-	if (len == 0 || len >= sizeof(num))
-		return -1;
-	switch (tolower((unsigned char)s[len - 1])) {
-	case 'k': shift = 10; len--; break;
-	case 'm': shift = 20; len--; break;
-	case 'g': shift = 30; len--; break;
-	}
-	memcpy(num, s, len);
-	num[len] = '\0';
-	if (parse_ll(num, 0, (1LL << 40) >> shift, &v) == -1)
-		return -1;
-	*out = (size_t)v << shift;
-	return 0;
-}
-
-static int
-valid_hostname(const char *s, size_t len)
-{
-	size_t i;
-
-	if (len == 0 || len > 253)
-		return 0;
-	for (i = 0; i < len; i++)
-		if (!isalnum((unsigned char)s[i]) && strchr("-._", s[i]) == NULL)
-			return 0;
-	return 1;
-}
-
-/* "[v6]" or a host name / IPv4 literal of LEN bytes into host (no brackets). */
-static int
-parse_host(const char *s, size_t len, char host[256])
-{
-	struct in6_addr a6;
-
-	if (len >= 2 && s[0] == '[' && s[len - 1] == ']') {
-		if (len - 2 >= 256)
-			return -1;
-		memcpy(host, s + 1, len - 2);
-		host[len - 2] = '\0';
-		return inet_pton(AF_INET6, host, &a6) == 1 ? 0 : -1;
-	}
-	if (!valid_hostname(s, len))
-		return -1;
-	memcpy(host, s, len);
-	host[len] = '\0';
-	return 0;
-}
-
-/* HOST:PORT, [V6]:PORT, *:PORT or PORT (all addresses). */
-static int
-parse_hostport(const char *s, char host[256], char port[8])
-{
-	const char *colon = strrchr(s, ':');
-
-	if (colon == NULL) {
-		strcpy(host, "0.0.0.0");
-		return parse_port(s, port);
-	}
-	if (parse_port(colon + 1, port) == -1)
-		return -1;
-	if (colon - s == 1 && s[0] == '*') {
-		strcpy(host, "0.0.0.0");
-		return 0;
-	}
-	/* An unbracketed v6 address would make the port ambiguous. */
-	if (s[0] != '[' && memchr(s, ':', colon - s) != NULL)
-		return -1;
-	return parse_host(s, colon - s, host);
-}
-
-static int
-valid_env_name(const char *s)
-{
-	if (!isalpha((unsigned char)*s) && *s != '_')
-		return 0;
-	for (; *s != '\0'; s++)
-		if (!isalnum((unsigned char)*s) && *s != '_')
-			return 0;
-	return 1;
-}
-
-/* Names of sections: printable, no blanks; '*' only at the end when allowed. */
-static int
-valid_name(const char *s, size_t max, int glob)
-{
-	size_t len = strlen(s), i;
-
-	if (len == 0 || len >= max)
-		return 0;
-	for (i = 0; i < len; i++) {
-		if (!isgraph((unsigned char)s[i]) || strchr("[]\"'", s[i]) != NULL)
-			return 0;
-		if (s[i] == '*' && (!glob || i != len - 1))
-			return 0;
-	}
-	return 1;
-}
-
-/* ---- URL --------------------------------------------------------------- */
-
-/* http[s]://HOST[:PORT][/BASE]: no user info, query or fragment. */
-static int
-parse_url(const char *url, struct kv_upstream *u)
-{
-	const char *auth, *end, *colon = NULL;
-	size_t blen;
-
-	if (strncasecmp(url, "https://", 8) == 0) {
-		u->tls = 1;
-		auth = url + 8;
-	} else if (strncasecmp(url, "http://", 7) == 0) {
-		u->tls = 0;
-		auth = url + 7;
-	} else
-		return -1;
-	if (strpbrk(auth, "@?# \t") != NULL)
-		return -1;
-	end = auth + strcspn(auth, "/");
-	if (auth[0] == '[') {
-		const char *rb = memchr(auth, ']', end - auth);
-		if (rb == NULL)
-			return -1;
-		if (rb + 1 < end)
-			colon = rb + 1;
-		if (colon != NULL && *colon != ':')
-			return -1;
-	} else
-		colon = memchr(auth, ':', end - auth);
-	if (parse_host(auth, (colon ? colon : end) - auth, u->host) == -1)
-		return -1;
-	if (colon != NULL) {
-		char port[8];
-		if (end - colon - 1 <= 0 || end - colon - 1 > 5)
-			return -1;
-		memcpy(port, colon + 1, end - colon - 1);
-		port[end - colon - 1] = '\0';
-		if (parse_port(port, u->port) == -1)
-			return -1;
-	} else
-		strcpy(u->port, u->tls ? "443" : "80");
-	blen = strlen(end);
-	while (blen > 0 && end[blen - 1] == '/')
-		blen--;
-	if (blen >= sizeof(u->base_path))
-		return -1;
-	memcpy(u->base_path, end, blen);
-	u->base_path[blen] = '\0';
-	return 0;
-}
-
-/* Host: header value: the port only when it is not the scheme's default. */
-static void
-url_host_header(struct kv_upstream *u)
-{
-	int v6 = strchr(u->host, ':') != NULL;
-	int dflt = strcmp(u->port, u->tls ? "443" : "80") == 0;
-
-	snprintf(u->host_header, sizeof(u->host_header), "%s%s%s%s%s",
-	    v6 ? "[" : "", u->host, v6 ? "]" : "", dflt ? "" : ":",
-	    dflt ? "" : u->port);
-}
-
-/* ---- arrays ------------------------------------------------------------ */
-
-static int
-grow(void *arrp, size_t n, size_t size)
-{
-	void **arr = arrp, *na;
-
-	if (n >= SIZE_MAX / size - 1)
-		return -1;
-	na = realloc(*arr, (n + 1) * size);
-	if (na == NULL)
-		return -1;
-	*arr = na;
-	memset((char *)na + n * size, 0, size);
-	return 0;
-}
-
-static int
-push_str(char ***arr, size_t *n, const char *s, size_t len)
-{
-	char *d;
-
-	if (grow(arr, *n, sizeof(char *)) == -1)
-		return -1;
-	d = strndup(s, len);
-	if (d == NULL)
-		return -1;
-	(*arr)[(*n)++] = d;
-	return 0;
-}
-
-static void
-free_strs(char **arr, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		free(arr[i]);
-	free(arr);
-}
-
-static void
-free_secret(char *s)
-{
-	if (s != NULL) {
-		explicit_bzero(s, strlen(s));
-		free(s);
-	}
-}
-
-/* ---- [server] ------------------------------------------------------------ */
-
-static int
-cfg_int(struct cfg_parse *p, const char *name, const char *v, long long min,
-    long long max, long long *out)
-{
-	if (parse_ll(v, min, max, out) == 0)
-		return 0;
-	if (*v != '\0' && strspn(v, "0123456789") == strlen(v))
-		return cfg_err(p, p->lineno, "%s: %s is out of range (%lld..%lld)",
-		    name, v, min, max);
-	return cfg_err(p, p->lineno, "%s: '%s' is not a number", name, v);
-}
-
-static int
-set_listen(struct cfg_parse *p, const char *v)
-{
-	if (parse_hostport(v, p->cf->listen_host, p->cf->listen_port) == -1)
-		return cfg_err(p, p->lineno, "listen: bad address '%s' "
-		    "(want HOST:PORT, [IPV6]:PORT or PORT)", v);
-	return 0;
-}
-
-static int
-set_workers(struct cfg_parse *p, const char *v)
-{
-	long long n;
-
-	p->workers_auto = strcmp(v, "auto") == 0;
-	if (p->workers_auto)
-		return 0;
-	if (cfg_int(p, "workers", v, 1, CFG_MAX_WORKERS, &n) == -1)
-		return -1;
-	p->cf->workers = (int)n;
-	return 0;
-}
-
-static int
-set_status_listen(struct cfg_parse *p, const char *v)
-{
-	if (*v == '\0' || strcmp(v, "off") == 0) {
-		p->cf->status_host[0] = p->cf->status_port[0] = '\0';
-		return 0;
-	}
-	if (parse_hostport(v, p->cf->status_host, p->cf->status_port) == -1)
-		return cfg_err(p, p->lineno, "status_listen: bad address '%s' "
-		    "(want HOST:PORT, [IPV6]:PORT, PORT or off)", v);
-	/* It shows every key's spend and takes admin writes: a bare port
-	 * stays on loopback; other interfaces must be named. */
-	if (strchr(v, ':') == NULL)
-		strcpy(p->cf->status_host, "127.0.0.1");
-	return 0;
-}
-
-/* A relative path in the config is relative to the config file's
- * directory, not to wherever kilovoltd or kvctl was started (issue 24):
- * `kvctl -c /srv/kv/kilovolt.ini` finds the bundled ./var/ledger from
- * anywhere. DST gets V joined to that directory ("./" dropped); -1 when it
- * does not fit. */
-static int
-cfg_path(const struct cfg_parse *p, const char *v, char *dst, size_t len)
-{
-	const char *slash = strrchr(p->file, '/');
-	int n;
-
-	while (strncmp(v, "./", 2) == 0 && v[2] != '\0')
-		v += 2;
-	if (*v == '/' || slash == NULL)
-		n = snprintf(dst, len, "%s", v);
-	else
-		n = snprintf(dst, len, "%.*s/%s", (int)(slash - p->file), p->file, v);
-	return n < 0 || (size_t)n >= len ? -1 : 0;
-}
-
-static int
-set_ledger(struct cfg_parse *p, const char *v)
-{
-	if (*v == '\0' || cfg_path(p, v, p->cf->ledger, sizeof(p->cf->ledger)) == -1)
-		return cfg_err(p, p->lineno, "ledger: empty or too long");
-	return 0;
-}
-
-static int
-set_max_keys(struct cfg_parse *p, const char *v)
-{
-	long long n;
-
-	if (cfg_int(p, "max_keys", v, 1, CFG_MAX_KEYS, &n) == -1)
-		return -1;
-	p->cf->max_keys = (uint32_t)n;
-	return 0;
-}
-
-static int
-set_seconds(struct cfg_parse *p, const char *name, const char *v, int min, int *out)
-{
-	long long n;
-
-	if (cfg_int(p, name, v, min, CFG_MAX_SECONDS, &n) == -1)
-		return -1;
-	*out = (int)n;
-	return 0;
-}
-
-static int
-set_client_timeout(struct cfg_parse *p, const char *v)
-{
-	return set_seconds(p, "client_timeout", v, 1, &p->cf->client_timeout);
-}
-
-static int
-set_upstream_timeout(struct cfg_parse *p, const char *v)
-{
-	return set_seconds(p, "upstream_timeout", v, 1, &p->cf->upstream_timeout);
-}
-
-static int
-set_connect_timeout(struct cfg_parse *p, const char *v)
-{
-	return set_seconds(p, "connect_timeout", v, 1, &p->cf->connect_timeout);
-}
-
-static int
-set_header_timeout(struct cfg_parse *p, const char *v)
-{
-	return set_seconds(p, "header_timeout", v, 1, &p->cf->header_timeout);
-}
-
-static int
-set_shutdown_timeout(struct cfg_parse *p, const char *v)
-{
-	return set_seconds(p, "shutdown_timeout", v, 0, &p->cf->shutdown_timeout);
-}
-
-static int
-set_max_connections(struct cfg_parse *p, const char *v)
-{
-	long long n;
-
-	if (cfg_int(p, "max_connections", v, 1, 1 << 20, &n) == -1)
-		return -1;
-	p->cf->max_connections = (int)n;
-	return 0;
-}
-
-static int
-set_max_body(struct cfg_parse *p, const char *v)
-{
-	if (parse_size(v, &p->cf->max_body) == -1)
-		return cfg_err(p, p->lineno, "max_body: '%s' is not a size "
-		    "(bytes with an optional k, m or g)", v);
-	return 0;
-}
-
-/* auto: the limit of the memory cgroup the daemon runs in (read by each
- * worker at start); off; or a size. */
-static int
-set_memory_limit(struct cfg_parse *p, const char *v)
-{
-	size_t n;
-
-	if (strcmp(v, "auto") == 0)
-		p->cf->memory_limit = -1;
-	else if (strcmp(v, "off") == 0)
-		p->cf->memory_limit = 0;
-	else if (parse_size(v, &n) == 0 && n >= (1u << 20))
-		p->cf->memory_limit = (int64_t)n;
-	else
-		return cfg_err(p, p->lineno, "memory_limit: '%s' is not auto, off or a size "
-		    "of at least 1m (bytes with an optional k, m or g)", v);
-	return 0;
-}
-
-static int
-set_memory_refuse(struct cfg_parse *p, const char *v)
-{
-	long long n;
-	size_t len = strlen(v);
-	char num[8];
-
-	if (len == 0 || len >= sizeof(num) || v[len - 1] != '%')
-		return cfg_err(p, p->lineno, "memory_refuse: '%s' is not a percentage (50%%..99%%)", v);
-	memcpy(num, v, len - 1);
-	num[len - 1] = '\0';
-	if (cfg_int(p, "memory_refuse", num, 50, 99, &n) == -1)
-		return -1;
-	p->cf->memory_refuse_pct = (int)n;
-	return 0;
-}
-
-static int
-set_spool_dir(struct cfg_parse *p, const char *v)
-{
-	if (*v == '\0' || cfg_path(p, v, p->cf->spool_dir, sizeof(p->cf->spool_dir)) == -1)
-		return cfg_err(p, p->lineno, "spool_dir: empty or too long");
-	return 0;
-}
-
-static int
-set_spool_max(struct cfg_parse *p, const char *v)
-{
-	if (parse_size(v, &p->cf->spool_max) == -1 || p->cf->spool_max == 0)
-		return cfg_err(p, p->lineno, "spool_max: '%s' is not a size above 0 "
-		    "(bytes with an optional k, m or g)", v);
-	return 0;
-}
-
-static int
-set_request_log(struct cfg_parse *p, const char *v)
-{
-	if (*v == '\0' || strlen(v) >= sizeof(p->cf->request_log))
-		return cfg_err(p, p->lineno, "request_log: a file name or off");
-	if (strcmp(v, "off") == 0)
-		p->cf->request_log[0] = '\0';
-	else if (cfg_path(p, v, p->cf->request_log, sizeof(p->cf->request_log)) == -1)
-		return cfg_err(p, p->lineno, "request_log: too long");
-	return 0;
-}
-
-/* Origins as a browser sends them: scheme://host[:port], no path, or "*". */
-static int
-set_cors_origins(struct cfg_parse *p, const char *v)
-{
-	const char *s = v;
-	size_t n, sl;
-
-	if (strlen(v) >= sizeof(p->cf->cors_origins))
-		return cfg_err(p, p->lineno, "cors_origins: too long");
-	while (*(s += strspn(s, " \t")) != '\0') {
-		n = strcspn(s, " \t");
-		sl = strncmp(s, "http://", 7) == 0 ? 7 : strncmp(s, "https://", 8) == 0 ? 8 : 0;
-		if (!(n == 1 && *s == '*') && (sl == 0 || n <= sl ||
-		    memchr(s + sl, '/', n - sl) != NULL))
-			return cfg_err(p, p->lineno, "cors_origins: '%.*s' is not an "
-			    "origin (scheme://host[:port], or *)", (int)n, s);
-		s += n;
-	}
-	snprintf(p->cf->cors_origins, sizeof(p->cf->cors_origins), "%s", v);
-	return 0;
-}
-
-/* An empty token would match "Authorization: Bearer " — treat it as none. */
-static int
-set_admin_token(struct cfg_parse *p, const char *v)
-{
-	free_secret(p->cf->admin_token);
-	p->cf->admin_token = NULL;
-	if (*v == '\0')
-		return 0;
-	p->cf->admin_token = strdup(v);
-	if (p->cf->admin_token == NULL)
-		return cfg_err(p, p->lineno, "out of memory");
-	return 0;
-}
-
-static int
-set_user(struct cfg_parse *p, const char *v)
-{
-	if (strlen(v) >= sizeof(p->cf->user) || (*v != '\0' && !valid_name(v, 64, 0)))
-		return cfg_err(p, p->lineno, "user: bad user name '%s'", v);
-	strcpy(p->cf->user, v);
-	return 0;
-}
-
-/* ---- [budget] ------------------------------------------------------------ */
-
-static int
-cfg_money(struct cfg_parse *p, const char *name, const char *v, int64_t *out)
-{
-	if (kv_parse_nano(v, out) == -1)
-		return cfg_err(p, p->lineno, "%s: '%s' is not a decimal amount", name, v);
-	return 0;
-}
-
-static int
-set_default_budget(struct cfg_parse *p, const char *v)
-{
-	return cfg_money(p, "default", v, &p->cf->default_budget_nusd);
-}
-
-static int
-set_period(struct cfg_parse *p, const char *v)
-{
-	static const char *names[] = { "none", "daily", "weekly", "monthly" };
-	size_t i;
-
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (strcmp(v, names[i]) == 0) {
-			p->cf->period = (enum kv_period)i;
-			return 0;
-		}
-	}
-	return cfg_err(p, p->lineno, "period: '%s' is not none, daily, weekly or monthly", v);
-}
-
-static int
-set_unknown_keys(struct cfg_parse *p, const char *v)
-{
-	if (strcmp(v, "allow") == 0 || strcmp(v, "deny") == 0) {
-		p->cf->unknown_keys_deny = v[0] == 'd';
-		return 0;
-	}
-	return cfg_err(p, p->lineno, "unknown_keys: '%s' is not allow or deny", v);
-}
-
-/* Stays -1 ("unset") until the end of the file, where it resolves to
- * default when a [price default] exists, else deny. */
-static int
-set_unknown_models(struct cfg_parse *p, const char *v)
-{
-	if (strcmp(v, "default") == 0 || strcmp(v, "deny") == 0) {
-		p->cf->unknown_models_deny = strcmp(v, "deny") == 0;
-		return 0;
-	}
-	return cfg_err(p, p->lineno, "unknown_models: '%s' is not default or deny", v);
-}
-
-/* [budget] prices = FILE.json: relative to the config file's directory,
- * so that the bundled kilovolt.ini finds its catalogue wherever it runs
- * from. Read once the whole ini is parsed (cfg_load_prices). */
-static int
-set_prices_file(struct cfg_parse *p, const char *v)
-{
-	const char *slash = strrchr(p->file, '/');
-	int n;
-
-	if (*v == '\0')
-		return cfg_err(p, p->lineno, "prices: a file name is required");
-	if (*v == '/' || slash == NULL)
-		n = snprintf(p->cf->prices_file, sizeof(p->cf->prices_file), "%s", v);
-	else
-		n = snprintf(p->cf->prices_file, sizeof(p->cf->prices_file), "%.*s/%s",
-		    (int)(slash - p->file), p->file, v);
-	if (n < 0 || (size_t)n >= sizeof(p->cf->prices_file))
-		return cfg_err(p, p->lineno, "prices: path too long");
-	p->prices_line = p->lineno;
-	return 0;
-}
-
-static int
-set_reserve_output(struct cfg_parse *p, const char *v)
-{
-	long long n;
-
-	if (cfg_int(p, "reserve_output_tokens", v, 0, 10000000, &n) == -1)
-		return -1;
-	p->cf->reserve_output_tokens = n;
-	return 0;
-}
-
-static int
-set_on_cut(struct cfg_parse *p, const char *v)
-{
-	if (strcmp(v, "charge_reserved") != 0 && strcmp(v, "drain") != 0)
-		return cfg_err(p, p->lineno, "on_cut: '%s' is not charge_reserved or drain", v);
-	p->cf->on_cut_drain = v[0] == 'd';
-	return 0;
-}
-
-static int
-set_drain_timeout(struct cfg_parse *p, const char *v)
-{
-	long long n;
-
-	if (cfg_int(p, "drain_timeout", v, 1, 3600, &n) == -1)
-		return -1;
-	p->cf->drain_timeout = (int)n;
-	return 0;
-}
-
-static int
-set_drain_max(struct cfg_parse *p, const char *v)
-{
-	if (parse_size(v, &p->cf->drain_max) == -1 || p->cf->drain_max == 0)
-		return cfg_err(p, p->lineno, "drain_max: '%s' is not a size "
-		    "(bytes with an optional k, m or g, not 0)", v);
-	return 0;
-}
-
-/* Server-tool loops (issue 20): the calls a tool without max_uses may
- * make, each an internal turn that bills up to a context window. */
-static int
-set_max_tool_turns(struct cfg_parse *p, const char *v)
-{
-	long long n;
-
-	if (cfg_int(p, "max_tool_turns", v, 0, 1000, &n) == -1)
-		return -1;
-	p->cf->max_tool_turns = n;
-	return 0;
-}
-
-/* Rate limits per key and minute: 0 (or unset) is no limit. */
-static int
-cfg_rate(struct cfg_parse *p, const char *name, const char *v, long long *n)
-{
-	return cfg_int(p, name, v, 0, 4000000000LL, n);
-}
-
-static int
-set_default_rpm(struct cfg_parse *p, const char *v)
-{
-	long long n;
-
-	if (cfg_rate(p, "rpm", v, &n) == -1)
-		return -1;
-	p->cf->default_rpm = (uint32_t)n;
-	return 0;
-}
-
-static int
-set_default_tpm(struct cfg_parse *p, const char *v)
-{
-	long long n;
-
-	if (cfg_rate(p, "tpm", v, &n) == -1)
-		return -1;
-	p->cf->default_tpm = (uint32_t)n;
-	return 0;
-}
-
-/* ---- [upstream NAME] ----------------------------------------------------- */
+/* ---- where keys go ------------------------------------------------------ */
 
 static struct kv_upstream *
 cur_upstream(struct cfg_parse *p)
 {
 	return &p->cf->upstreams[p->cf->nupstreams - 1];
 }
-
-static int set_words(struct cfg_parse *p, const char *name, const char *v, char ***arr,
-    size_t *n, int (*check)(const char *, size_t));
-
-/* url = URL [URL ...]: the first is this entry's; the others are checked
- * now and become targets of their own after the file (expand_targets). */
-static int
-set_url(struct cfg_parse *p, const char *v)
-{
-	struct kv_upstream *u = cur_upstream(p), tmp;
-	char one[512];
-	size_t len, n = 0, n0;
-
-	/* A url line after the first adds targets (a line holds 198 bytes). */
-	if (u->url[0] != '\0')
-		n = 1 + u->nextra;
-	n0 = n;
-	for (v += strspn(v, " \t"); *v != '\0'; v += strspn(v, " \t"), n++) {
-		len = strcspn(v, " \t");
-		memset(&tmp, 0, sizeof(tmp));
-		if (len >= sizeof(one))
-			return cfg_err(p, p->lineno, "url: URL too long");
-		if (n == KV_MAX_TARGETS)
-			return cfg_err(p, p->lineno, "url: at most %d targets per upstream",
-			    KV_MAX_TARGETS);
-		memcpy(one, v, len);
-		one[len] = '\0';
-		v += len;
-		if (parse_url(one, n == 0 ? u : &tmp) == -1)
-			return cfg_err(p, p->lineno, "url: bad URL '%s' "
-			    "(want http[s]://HOST[:PORT][/PATH])", one);
-		if (n == 0) {
-			strcpy(u->url, one);
-			url_host_header(u);
-		} else if (grow(&u->extra_urls, u->nextra, sizeof(char *)) == -1 ||
-		    (u->extra_urls[u->nextra++] = strdup(one)) == NULL)
-			return cfg_err(p, p->lineno, "out of memory");
-	}
-	if (n == n0)
-		return cfg_err(p, p->lineno, "url: empty value");
-	return 0;
-}
-
-static int
-set_fallback(struct cfg_parse *p, const char *v)
-{
-	struct kv_upstream *u = cur_upstream(p);
-
-	if (!valid_name(v, sizeof(u->fallback), 0))
-		return cfg_err(p, p->lineno, "fallback: bad upstream name '%s'", v);
-	strcpy(u->fallback, v);
-	return 0;
-}
-
-static int
-check_model_pair(const char *w, size_t len)
-{
-	const char *eq = memchr(w, '=', len);
-
-	return eq != NULL && eq != w && eq != w + len - 1 &&
-	    memchr(eq + 1, '=', len - (size_t)(eq + 1 - w)) == NULL && len < KV_NAME_MAX * 2;
-}
-
-static int
-set_model_map(struct cfg_parse *p, const char *v)
-{
-	struct kv_upstream *u = cur_upstream(p);
-
-	return set_words(p, "model_map", v, &u->model_map, &u->nmodel_map, check_model_pair);
-}
-
-static int
-set_eject_after(struct cfg_parse *p, const char *v)
-{
-	long long n;
-
-	if (cfg_int(p, "eject_after", v, 1, 1000, &n) == -1)
-		return -1;
-	cur_upstream(p)->eject_after = (int)n;
-	return 0;
-}
-
-static int
-set_eject_time(struct cfg_parse *p, const char *v)
-{
-	long long n;
-
-	if (cfg_int(p, "eject_time", v, 1, 3600, &n) == -1)
-		return -1;
-	cur_upstream(p)->eject_secs = (int)n;
-	return 0;
-}
-
-static int
-set_retry_budget(struct cfg_parse *p, const char *v)
-{
-	long long n;
-
-	if (cfg_int(p, "retry_budget", v, 0, 600, &n) == -1)
-		return -1;
-	cur_upstream(p)->retry_budget = (int)n;
-	return 0;
-}
-
-static int
-set_health_check(struct cfg_parse *p, const char *v)
-{
-	struct kv_upstream *u = cur_upstream(p);
-	size_t n = strlen(v), i;
-
-	/* An origin-form path: it goes on the request line as written. */
-	for (i = 0; i < n; i++)
-		if ((unsigned char)v[i] <= ' ' || v[i] == 0x7f || v[i] == '#')
-			break;
-	if (v[0] != '/' || n >= sizeof(u->health_path) || i != n)
-		return cfg_err(p, p->lineno, "health_check: '%s' is not a path "
-		    "(want /PATH, no spaces)", v);
-	memcpy(u->health_path, v, n + 1);
-	return 0;
-}
-
-/* Seconds, "10" or "10s". */
-static int
-set_health_interval(struct cfg_parse *p, const char *v)
-{
-	char num[24];
-	size_t n = strlen(v);
-	long long secs;
-
-	if (n > 1 && n < sizeof(num) && v[n - 1] == 's')
-		n--;
-	if (n >= sizeof(num))
-		n = sizeof(num) - 1;
-	memcpy(num, v, n);
-	num[n] = '\0';
-	if (cfg_int(p, "health_interval", num, 1, 3600, &secs) == -1)
-		return -1;
-	cur_upstream(p)->health_interval = (int)secs;
-	return 0;
-}
-
-/* Space-separated words into a list; CHECK rejects a bad word. */
-static int
-set_words(struct cfg_parse *p, const char *name, const char *v, char ***arr,
-    size_t *n, int (*check)(const char *, size_t))
-{
-	size_t len;
-
-	for (v += strspn(v, " \t"); *v != '\0'; v += strspn(v, " \t")) {
-		len = strcspn(v, " \t");
-		if (!check(v, len))
-			return cfg_err(p, p->lineno, "%s: bad entry '%.*s'", name, (int)len, v);
-		if (push_str(arr, n, v, len) == -1)
-			return cfg_err(p, p->lineno, "out of memory");
-		v += len;
-	}
-	return 0;
-}
-
-static int
-check_path(const char *s, size_t len)
-{
-	size_t i;
-
-	if (len == 0 || s[0] != '/' || len > 255)
-		return 0;
-	for (i = 0; i < len; i++)
-		if (!isgraph((unsigned char)s[i]) || s[i] == '?' || s[i] == '#')
-			return 0;
-	return 1;
-}
-
-static int
-check_glob(const char *s, size_t len)
-{
-	char buf[KV_NAME_MAX];
-
-	if (len >= sizeof(buf))
-		return 0;
-	memcpy(buf, s, len);
-	buf[len] = '\0';
-	return valid_name(buf, sizeof(buf), 1);
-}
-
-static int
-set_paths(struct cfg_parse *p, const char *v)
-{
-	struct kv_upstream *u = cur_upstream(p);
-
-	return set_words(p, "paths", v, &u->paths, &u->npaths, check_path);
-}
-
-static int
-set_models(struct cfg_parse *p, const char *v)
-{
-	struct kv_upstream *u = cur_upstream(p);
-
-	return set_words(p, "models", v, &u->models, &u->nmodels, check_glob);
-}
-
-static int
-set_api_key(struct cfg_parse *p, const char *v)
-{
-	struct kv_upstream *u = cur_upstream(p);
-
-	if (*v == '\0')
-		return cfg_err(p, p->lineno, "api_key: empty value");
-	free_secret(u->api_key);
-	u->api_key = strdup(v);
-	if (u->api_key == NULL)
-		return cfg_err(p, p->lineno, "out of memory");
-	return 0;
-}
-
-static int
-set_free_paths(struct cfg_parse *p, const char *v)
-{
-	struct kv_upstream *u = cur_upstream(p);
-
-	return set_words(p, "free_paths", v, &u->free_paths, &u->nfree_paths, check_path);
-}
-
-static int
-set_shared_stored_objects(struct cfg_parse *p, const char *v)
-{
-	if (strcmp(v, "yes") != 0 && strcmp(v, "no") != 0)
-		return cfg_err(p, p->lineno, "shared_stored_objects: '%s' is not yes or no", v);
-	cur_upstream(p)->shared_stored_objects = v[0] == 'y';
-	return 0;
-}
-
-static int
-set_tls_record_layer(struct cfg_parse *p, const char *v)
-{
-	if (strcmp(v, "own") != 0 && strcmp(v, "openssl") != 0)
-		return cfg_err(p, p->lineno, "tls_record_layer: want own or openssl, not '%s'", v);
-	cur_upstream(p)->tls_openssl_records = v[0] == 'o' && v[1] == 'p';
-	return 0;
-}
-
-/* Checked here so that `kilovoltd -t` catches a typo before a reload. */
-static int
-set_ca_file(struct cfg_parse *p, const char *v)
-{
-	struct kv_upstream *u = cur_upstream(p);
-	char path[4096];
-
-	if (cfg_path(p, v, path, sizeof(path)) == -1)
-		return cfg_err(p, p->lineno, "ca_file: too long");
-	if (access(path, R_OK) == -1)
-		return cfg_err(p, p->lineno, "ca_file: %s: %s", path, strerror(errno));
-	free(u->ca_file);
-	u->ca_file = strdup(path);
-	if (u->ca_file == NULL)
-		return cfg_err(p, p->lineno, "out of memory");
-	return 0;
-}
-
-/* ---- [price MODEL] ------------------------------------------------------- */
 
 static struct kv_price *
 cur_price(struct cfg_parse *p)
@@ -1049,112 +75,26 @@ cur_price(struct cfg_parse *p)
 	return &p->cf->prices[p->cf->nprices - 1];
 }
 
-static int
-set_input(struct cfg_parse *p, const char *v)
+static struct kv_keydef *
+cur_key(struct cfg_parse *p)
 {
-	return cfg_money(p, "input", v, &cur_price(p)->input);
+	return &p->cf->keys[p->cf->nkeys - 1];
 }
 
-static int
-set_output(struct cfg_parse *p, const char *v)
+void *
+cfg_base(struct cfg_parse *p, enum cfg_base base)
 {
-	return cfg_money(p, "output", v, &cur_price(p)->output);
-}
-
-static int
-set_cached_input(struct cfg_parse *p, const char *v)
-{
-	return cfg_money(p, "cached_input", v, &cur_price(p)->cached_input);
-}
-
-static int
-set_cache_write(struct cfg_parse *p, const char *v)
-{
-	return cfg_money(p, "cache_write", v, &cur_price(p)->cache_write);
-}
-
-static int
-set_cache_write_1h(struct cfg_parse *p, const char *v)
-{
-	return cfg_money(p, "cache_write_1h", v, &cur_price(p)->cache_write_1h);
-}
-
-static int
-set_long_context_threshold(struct cfg_parse *p, const char *v)
-{
-	long long n;
-
-	if (cfg_int(p, "long_context_threshold", v, 1, 100000000, &n) == -1)
-		return -1;
-	cur_price(p)->long_context_threshold = n;
-	return 0;
-}
-
-static int
-set_long_context_input(struct cfg_parse *p, const char *v)
-{
-	return cfg_money(p, "long_context_input", v, &cur_price(p)->long_context_input);
-}
-
-static int
-set_long_context_output(struct cfg_parse *p, const char *v)
-{
-	return cfg_money(p, "long_context_output", v, &cur_price(p)->long_context_output);
-}
-
-static int
-set_priority_input(struct cfg_parse *p, const char *v)
-{
-	return cfg_money(p, "priority_input", v, &cur_price(p)->priority_input);
-}
-
-static int
-set_priority_output(struct cfg_parse *p, const char *v)
-{
-	return cfg_money(p, "priority_output", v, &cur_price(p)->priority_output);
-}
-
-static int
-set_flex_input(struct cfg_parse *p, const char *v)
-{
-	return cfg_money(p, "flex_input", v, &cur_price(p)->flex_input);
-}
-
-static int
-set_flex_output(struct cfg_parse *p, const char *v)
-{
-	return cfg_money(p, "flex_output", v, &cur_price(p)->flex_output);
-}
-
-/* Fees per 1,000 calls, stored per call: rounded up to the nano-dollar so
- * that a fee never charges less than the price list says. */
-static int
-cfg_fee_per_1000(struct cfg_parse *p, const char *name, const char *v, int64_t *out)
-{
-	int64_t n;
-
-	if (cfg_money(p, name, v, &n) == -1)
-		return -1;
-	*out = n / 1000 + (n % 1000 != 0);
-	return 0;
-}
-
-static int
-set_web_search(struct cfg_parse *p, const char *v)
-{
-	return cfg_fee_per_1000(p, "web_search", v, &cur_price(p)->web_search_call);
-}
-
-static int
-set_web_fetch(struct cfg_parse *p, const char *v)
-{
-	return cfg_fee_per_1000(p, "web_fetch", v, &cur_price(p)->web_fetch_call);
-}
-
-static int
-set_code_execution(struct cfg_parse *p, const char *v)
-{
-	return cfg_money(p, "code_execution", v, &cur_price(p)->code_exec_hour);
+	switch (base) {
+	case CFG_B_UPSTREAM:
+		return cur_upstream(p);
+	case CFG_B_PRICE:
+		return cur_price(p);
+	case CFG_B_KEY:
+		return cur_key(p);
+	case CFG_B_CONFIG:
+		break;
+	}
+	return p->cf;
 }
 
 /* A price section is whole: output is never silently $0, and each tier
@@ -1185,460 +125,6 @@ end_price(struct cfg_parse *p)
 	return 0;
 }
 
-/* Token counts the reservation uses (issue 10): the most output a request
- * naming no limit can cost, and the most input one that makes the provider
- * fetch content can cost. */
-static int
-set_max_output(struct cfg_parse *p, const char *v)
-{
-	long long n;
-
-	if (cfg_int(p, "max_output", v, 1, 100000000, &n) == -1)
-		return -1;
-	cur_price(p)->max_output = n;
-	return 0;
-}
-
-static int
-set_context_window(struct cfg_parse *p, const char *v)
-{
-	long long n;
-
-	if (cfg_int(p, "context_window", v, 1, 100000000, &n) == -1)
-		return -1;
-	cur_price(p)->context_window = n;
-	return 0;
-}
-
-/* ---- [key NAME] ---------------------------------------------------------- */
-
-static struct kv_keydef *
-cur_key(struct cfg_parse *p)
-{
-	return &p->cf->keys[p->cf->nkeys - 1];
-}
-
-static int
-unhex(const char *s, uint8_t *out, size_t n)
-{
-	size_t i;
-	unsigned hi, lo;
-
-	for (i = 0; i < n; i++) {
-		if (!isxdigit((unsigned char)s[2 * i]) || !isxdigit((unsigned char)s[2 * i + 1]))
-			return -1;
-		hi = (unsigned)(isdigit((unsigned char)s[2 * i]) ? s[2 * i] - '0' :
-		    tolower((unsigned char)s[2 * i]) - 'a' + 10);
-		lo = (unsigned)(isdigit((unsigned char)s[2 * i + 1]) ? s[2 * i + 1] - '0' :
-		    tolower((unsigned char)s[2 * i + 1]) - 'a' + 10);
-		out[i] = (uint8_t)(hi << 4 | lo);
-	}
-	return s[2 * n] == '\0' ? 0 : -1;
-}
-
-/* "sha256:<64 hex>" or the raw key, of which only the hash is kept. */
-static int
-set_key(struct cfg_parse *p, const char *v)
-{
-	struct kv_keydef *k = cur_key(p);
-	unsigned int mdlen = 0;
-
-	if (strncmp(v, "sha256:", 7) == 0) {
-		if (unhex(v + 7, k->hash, sizeof(k->hash)) == -1)
-			return cfg_err(p, p->lineno, "key: sha256: needs 64 hex digits");
-		return 0;
-	}
-	if (*v == '\0')
-		return cfg_err(p, p->lineno, "key: empty value");
-	if (EVP_Digest(v, strlen(v), k->hash, &mdlen, EVP_sha256(), NULL) != 1 ||
-	    mdlen != sizeof(k->hash))
-		return cfg_err(p, p->lineno, "key: SHA-256 failed");
-	return 0;
-}
-
-static int
-set_key_budget(struct cfg_parse *p, const char *v)
-{
-	return cfg_money(p, "budget", v, &cur_key(p)->budget_nusd);
-}
-
-static int
-set_key_rpm(struct cfg_parse *p, const char *v)
-{
-	long long n;
-
-	if (cfg_rate(p, "rpm", v, &n) == -1)
-		return -1;
-	cur_key(p)->rpm = n;
-	return 0;
-}
-
-static int
-set_key_tpm(struct cfg_parse *p, const char *v)
-{
-	long long n;
-
-	if (cfg_rate(p, "tpm", v, &n) == -1)
-		return -1;
-	cur_key(p)->tpm = n;
-	return 0;
-}
-
-/* ---- [cluster] ------------------------------------------------------------ */
-
-/* redis+sentinel://H:P[,H:P...]/NAME (port 26379 when omitted) */
-static int
-set_sentinels(struct cfg_parse *p, const char *v)
-{
-	struct kv_cluster *c = &p->cf->cluster;
-	const char *list = v + 17, *slash = strchr(list, '/'), *q;
-	char hp[300];
-	size_t n;
-
-	if (slash == NULL || slash[1] == '\0' || strlen(slash + 1) >= sizeof(c->sentinel_master) ||
-	    !valid_name(slash + 1, sizeof(c->sentinel_master), 0) || strchr(list, '@') != NULL)
-		return cfg_err(p, p->lineno, "redis: want redis+sentinel://HOST:PORT[,HOST:PORT...]"
-		    "/MASTER");
-	strcpy(c->sentinel_master, slash + 1);
-	for (q = list; q < slash; q += n + (q[n] == ',')) {
-		n = strcspn(q, ",/");
-		if (c->nsentinels == KV_SENTINELS_MAX || n == 0 || n >= sizeof(hp) - 7)
-			return cfg_err(p, p->lineno, "redis: at most %d sentinels, each "
-			    "HOST[:PORT]", KV_SENTINELS_MAX);
-		snprintf(hp, sizeof(hp), "%.*s%s", (int)n, q,
-		    memchr(q, ':', n) == NULL ? ":26379" : "");
-		if (parse_hostport(hp, c->sentinel_host[c->nsentinels],
-		    c->sentinel_port[c->nsentinels]) == -1 || hp[0] == ':')
-			return cfg_err(p, p->lineno, "redis: bad sentinel '%.*s'", (int)n, q);
-		c->nsentinels++;
-	}
-	/* a placeholder until a Sentinel names the master */
-	strcpy(c->redis_host, c->sentinel_host[0]);
-	strcpy(c->redis_port, c->sentinel_port[0]);
-	return 0;
-}
-
-/* redis://HOST[:PORT], rediss://HOST[:PORT] (TLS), redis+sentinel://... or
- * unix:PATH */
-static int
-set_redis(struct cfg_parse *p, const char *v)
-{
-	struct kv_cluster *c = &p->cf->cluster;
-	const char *hostport;
-	char hp[300];
-
-	c->redis_host[0] = c->redis_unix[0] = '\0';
-	c->redis_tls = c->nsentinels = 0;
-	c->sentinel_master[0] = '\0';
-	if (strncmp(v, "redis+sentinel://", 17) == 0)
-		return set_sentinels(p, v);
-	if (strncmp(v, "unix:", 5) == 0) {
-		if (v[5] != '/' || strlen(v + 5) >= sizeof(c->redis_unix))
-			return cfg_err(p, p->lineno, "redis: unix: needs an absolute path "
-			    "of at most %zu bytes", sizeof(c->redis_unix) - 1);
-		strcpy(c->redis_unix, v + 5);
-		return 0;
-	}
-	c->redis_tls = strncmp(v, "rediss://", 9) == 0;
-	hostport = v + (c->redis_tls ? 9 : 8);
-	if ((!c->redis_tls && strncmp(v, "redis://", 8) != 0) ||
-	    strlen(hostport) >= sizeof(hp) - 6 ||
-	    strchr(hostport, '/') != NULL || strchr(hostport, '@') != NULL)
-		return cfg_err(p, p->lineno, "redis: want redis://HOST:PORT, "
-		    "rediss://HOST:PORT, redis+sentinel://HOST:PORT/MASTER or unix:PATH "
-		    "(the password goes in 'password')");
-	snprintf(hp, sizeof(hp), "%s%s", hostport,
-	    (strrchr(hostport, ':') == NULL || strrchr(hostport, ']') > strrchr(hostport, ':')) ?
-	    ":6379" : "");
-	if (parse_hostport(hp, c->redis_host, c->redis_port) == -1 || hp[0] == ':')
-		return cfg_err(p, p->lineno, "redis: bad host or port in '%s'", v);
-	return 0;
-}
-
-/* A ca_file kept in a fixed buffer DST of SIZE bytes: readable now, so a
- * typo fails the config check, not the first handshake. */
-static int
-set_ca_path(struct cfg_parse *p, const char *v, char *dst, size_t size)
-{
-	if (strlen(v) >= size)
-		return cfg_err(p, p->lineno, "ca_file: at most %zu bytes", size - 1);
-	if (access(v, R_OK) == -1)
-		return cfg_err(p, p->lineno, "ca_file: %s: %s", v, strerror(errno));
-	strcpy(dst, v);
-	return 0;
-}
-
-/* [cluster] ca_file: the trust anchors a rediss:// server is verified with */
-static int
-set_cluster_ca_file(struct cfg_parse *p, const char *v)
-{
-	return set_ca_path(p, v, p->cf->cluster.ca_file, sizeof(p->cf->cluster.ca_file));
-}
-
-static int
-set_redis_password(struct cfg_parse *p, const char *v)
-{
-	free_secret(p->cf->cluster.password);
-	p->cf->cluster.password = NULL;
-	if (*v == '\0')
-		return 0;
-	if ((p->cf->cluster.password = strdup(v)) == NULL)
-		return cfg_err(p, p->lineno, "out of memory");
-	return 0;
-}
-
-static int
-set_host_id(struct cfg_parse *p, const char *v)
-{
-	if (!valid_name(v, sizeof(p->cf->cluster.host_id), 0) || strchr(v, ':') != NULL)
-		return cfg_err(p, p->lineno, "host_id: at most %zu printable characters, "
-		    "no blanks or ':'", sizeof(p->cf->cluster.host_id) - 1);
-	strcpy(p->cf->cluster.host_id, v);
-	return 0;
-}
-
-static int
-set_lease_min(struct cfg_parse *p, const char *v)
-{
-	return cfg_money(p, "lease_min", v, &p->cf->cluster.lease_min_nusd);
-}
-
-static int
-set_lease_max(struct cfg_parse *p, const char *v)
-{
-	return cfg_money(p, "lease_max", v, &p->cf->cluster.lease_max_nusd);
-}
-
-static int
-set_lease_share(struct cfg_parse *p, const char *v)
-{
-	long long n;
-
-	if (cfg_int(p, "lease_share", v, 1, 100, &n) == -1)
-		return -1;
-	p->cf->cluster.lease_share = (int)n;
-	return 0;
-}
-
-static int
-set_lease_ttl(struct cfg_parse *p, const char *v)
-{
-	return set_seconds(p, "lease_ttl", v, 2, &p->cf->cluster.lease_ttl);
-}
-
-static int
-set_departed_after(struct cfg_parse *p, const char *v)
-{
-	return set_seconds(p, "departed_after", v, 0, &p->cf->cluster.departed_after);
-}
-
-/* ---- [alerts] --------------------------------------------------------------- */
-
-static int
-set_alert_webhook(struct cfg_parse *p, const char *v)
-{
-	if ((strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) ||
-	    strlen(v) >= sizeof(p->cf->alerts.webhook) || strchr(v, ' ') != NULL)
-		return cfg_err(p, p->lineno, "webhook: want an http:// or https:// URL");
-	strcpy(p->cf->alerts.webhook, v);
-	return 0;
-}
-
-static int
-set_alert_thresholds(struct cfg_parse *p, const char *v)
-{
-	struct kv_alerts *a = &p->cf->alerts;
-	const char *s = v;
-	char *end;
-	long t;
-
-	a->nthresholds = 0;
-	while (*(s += strspn(s, " \t")) != '\0') {
-		errno = 0;
-		t = strtol(s, &end, 10);
-		if (end == s || errno != 0 || t < 1 || t > 1000 || (*end != '\0' &&
-		    *end != ' ' && *end != '\t') || a->nthresholds == KV_ALERT_THRESHOLDS_MAX ||
-		    (a->nthresholds > 0 && t <= a->thresholds[a->nthresholds - 1]))
-			return cfg_err(p, p->lineno, "thresholds: want up to %d ascending "
-			    "percentages of the budget, e.g. 50 80 100", KV_ALERT_THRESHOLDS_MAX);
-		a->thresholds[a->nthresholds++] = (int)t;
-		s = end;
-	}
-	if (a->nthresholds == 0)
-		return cfg_err(p, p->lineno, "thresholds: none given");
-	return 0;
-}
-
-static int
-set_alert_format(struct cfg_parse *p, const char *v)
-{
-	if (strcmp(v, "json") != 0 && strcmp(v, "slack") != 0)
-		return cfg_err(p, p->lineno, "format: want json or slack, not '%s'", v);
-	p->cf->alerts.slack = strcmp(v, "slack") == 0;
-	return 0;
-}
-
-/* [alerts] ca_file: the trust anchors an https:// webhook is verified with */
-static int
-set_alert_ca_file(struct cfg_parse *p, const char *v)
-{
-	return set_ca_path(p, v, p->cf->alerts.ca_file, sizeof(p->cf->alerts.ca_file));
-}
-
-/* An ACL user: AUTH user password (Redis 6+). */
-static int
-set_redis_user(struct cfg_parse *p, const char *v)
-{
-	if (!valid_name(v, sizeof(p->cf->cluster.user), 0))
-		return cfg_err(p, p->lineno, "user: at most %zu printable characters, "
-		    "no blanks", sizeof(p->cf->cluster.user) - 1);
-	strcpy(p->cf->cluster.user, v);
-	return 0;
-}
-
-static int
-set_require_persistence(struct cfg_parse *p, const char *v)
-{
-	if (strcmp(v, "yes") != 0 && strcmp(v, "no") != 0)
-		return cfg_err(p, p->lineno, "require_persistence: '%s' is not yes or no", v);
-	p->cf->cluster.require_persistence = v[0] == 'y';
-	return 0;
-}
-
-static int
-set_on_redis_down(struct cfg_parse *p, const char *v)
-{
-	if (strcmp(v, "closed") != 0 && strcmp(v, "open") != 0)
-		return cfg_err(p, p->lineno, "on_redis_down: want closed or open, not '%s'", v);
-	p->cf->cluster.open_when_down = strcmp(v, "open") == 0;
-	return 0;
-}
-
-/* ---- key tables ---------------------------------------------------------- */
-
-static const struct cfg_key server_keys[] = {
-	{ "listen",		set_listen,		0 },
-	{ "workers",		set_workers,		0 },
-	{ "status_listen",	set_status_listen,	0 },
-	{ "ledger",		set_ledger,		0 },
-	{ "max_keys",		set_max_keys,		0 },
-	{ "client_timeout",	set_client_timeout,	0 },
-	{ "upstream_timeout",	set_upstream_timeout,	0 },
-	{ "connect_timeout",	set_connect_timeout,	0 },
-	{ "header_timeout",	set_header_timeout,	0 },
-	{ "shutdown_timeout",	set_shutdown_timeout,	0 },
-	{ "max_connections",	set_max_connections,	0 },
-	{ "max_body",		set_max_body,		0 },
-	{ "spool_dir",		set_spool_dir,		0 },
-	{ "spool_max",		set_spool_max,		0 },
-	{ "memory_limit",	set_memory_limit,	0 },
-	{ "memory_refuse",	set_memory_refuse,	0 },
-	{ "admin_token",	set_admin_token,	CFG_SECRET | CFG_ENV_OPT },
-	{ "user",		set_user,		0 },
-	{ "request_log",	set_request_log,	0 },
-	{ "cors_origins",	set_cors_origins,	0 },
-	{ NULL, NULL, 0 }
-};
-
-static const struct cfg_key budget_keys[] = {
-	{ "default",		set_default_budget,	0 },
-	{ "period",		set_period,		0 },
-	{ "unknown_keys",	set_unknown_keys,	0 },
-	{ "unknown_models",	set_unknown_models,	0 },
-	{ "reserve_output_tokens", set_reserve_output,	0 },
-	{ "prices",		set_prices_file,	0 },
-	{ "max_tool_turns",	set_max_tool_turns,	0 },
-	{ "rpm",		set_default_rpm,	0 },
-	{ "tpm",		set_default_tpm,	0 },
-	{ "on_cut",		set_on_cut,		0 },
-	{ "drain_timeout",	set_drain_timeout,	0 },
-	{ "drain_max",		set_drain_max,		0 },
-	{ NULL, NULL, 0 }
-};
-
-static const struct cfg_key upstream_keys[] = {
-	{ "url",	set_url,	CFG_LIST },
-	{ "paths",	set_paths,	CFG_LIST },
-	{ "models",	set_models,	CFG_LIST },
-	{ "api_key",	set_api_key,	CFG_SECRET },
-	{ "ca_file",	set_ca_file,	0 },
-	{ "tls_record_layer", set_tls_record_layer, 0 },
-	{ "free_paths",	set_free_paths,	CFG_LIST },
-	{ "fallback",	set_fallback,	0 },
-	{ "model_map",	set_model_map,	CFG_LIST },
-	{ "eject_after", set_eject_after, 0 },
-	{ "eject_time",	set_eject_time,	0 },
-	{ "retry_budget", set_retry_budget, 0 },
-	{ "health_check", set_health_check, 0 },
-	{ "health_interval", set_health_interval, 0 },
-	{ "shared_stored_objects", set_shared_stored_objects, 0 },
-	{ NULL, NULL, 0 }
-};
-
-static const struct cfg_key price_keys[] = {
-	{ "input",		set_input,		0 },
-	{ "output",		set_output,		0 },
-	{ "cached_input",	set_cached_input,	0 },
-	{ "cache_write",	set_cache_write,	0 },
-	{ "max_output",		set_max_output,		0 },
-	{ "context_window",	set_context_window,	0 },
-	{ "cache_write_1h",	set_cache_write_1h,	0 },
-	{ "long_context_threshold", set_long_context_threshold, 0 },
-	{ "long_context_input",	set_long_context_input,	0 },
-	{ "long_context_output", set_long_context_output, 0 },
-	{ "priority_input",	set_priority_input,	0 },
-	{ "priority_output",	set_priority_output,	0 },
-	{ "flex_input",		set_flex_input,		0 },
-	{ "flex_output",	set_flex_output,	0 },
-	{ "web_search",		set_web_search,		0 },
-	{ "web_fetch",		set_web_fetch,		0 },
-	{ "code_execution",	set_code_execution,	0 },
-	{ NULL, NULL, 0 }
-};
-
-static const struct cfg_key key_keys[] = {
-	{ "key",	set_key,	CFG_SECRET },
-	{ "budget",	set_key_budget,	0 },
-	{ "rpm",	set_key_rpm,	0 },
-	{ "tpm",	set_key_tpm,	0 },
-	{ NULL, NULL, 0 }
-};
-
-static const struct cfg_key cluster_keys[] = {
-	{ "redis",		set_redis,		0 },
-	{ "ca_file",		set_cluster_ca_file,	0 },
-	{ "password",		set_redis_password,	CFG_SECRET | CFG_ENV_OPT },
-	{ "user",		set_redis_user,		0 },
-	{ "host_id",		set_host_id,		0 },
-	{ "lease_min",		set_lease_min,		0 },
-	{ "lease_max",		set_lease_max,		0 },
-	{ "lease_share",	set_lease_share,	0 },
-	{ "lease_ttl",		set_lease_ttl,		0 },
-	{ "departed_after",	set_departed_after,	0 },
-	{ "require_persistence",	set_require_persistence,	0 },
-	{ "on_redis_down",	set_on_redis_down,	0 },
-	{ NULL, NULL, 0 }
-};
-
-static const struct cfg_key alerts_keys[] = {
-	{ "webhook",		set_alert_webhook,	CFG_SECRET },
-	{ "thresholds",		set_alert_thresholds,	0 },
-	{ "format",		set_alert_format,	0 },
-	{ "ca_file",		set_alert_ca_file,	0 },
-	{ NULL, NULL, 0 }
-};
-
-static const struct cfg_key *const sect_keys[] = {
-	[SECT_NONE] = NULL,
-	[SECT_SERVER] = server_keys,
-	[SECT_BUDGET] = budget_keys,
-	[SECT_UPSTREAM] = upstream_keys,
-	[SECT_PRICE] = price_keys,
-	[SECT_KEY] = key_keys,
-	[SECT_CLUSTER] = cluster_keys,
-	[SECT_ALERTS] = alerts_keys,
-};
-
 /* ---- the inih handler ---------------------------------------------------- */
 
 /* Resolve env:NAME. Returns 1 with *v replaced, 0 when an optional variable
@@ -1650,7 +136,7 @@ resolve_env(struct cfg_parse *p, const struct cfg_key *k, const char **v)
 
 	if (strncmp(*v, "env:", 4) != 0)
 		return 1;
-	if (!valid_env_name(name))
+	if (!cfg_valid_env_name(name))
 		return cfg_err(p, p->lineno, "%s: bad environment variable name '%s'",
 		    k->name, name);
 	val = getenv(name);
@@ -1673,19 +159,19 @@ cfg_set(struct cfg_parse *p, const char *name, const char *value)
 
 	if (p->sect == SECT_NONE)
 		return cfg_err(p, p->lineno, "'%s' is outside any section", name);
-	for (k = sect_keys[p->sect]; k->name != NULL; k++)
+	for (k = kv_cfg_sect_keys[p->sect]; k->name != NULL; k++)
 		if (strcmp(k->name, name) == 0)
 			break;
 	if (k->name == NULL)
 		return cfg_err(p, p->lineno, "unknown key '%s' in %s", name, p->sect_text);
-	bit = 1u << (k - sect_keys[p->sect]);
+	bit = 1u << (k - kv_cfg_sect_keys[p->sect]);
 	if ((p->seen & bit) && !(k->flags & CFG_LIST))
 		return cfg_err(p, p->lineno, "'%s' is set twice in %s", name, p->sect_text);
 	p->seen |= bit;
 	r = resolve_env(p, k, &value);
 	if (r <= 0)
 		return r;
-	return k->set(p, value);
+	return cfg_set_value(p, k, value);
 }
 
 static int
@@ -1766,12 +252,12 @@ begin_upstream(struct cfg_parse *p, const char *name)
 	struct kv_config *cf = p->cf;
 	size_t i;
 
-	if (!valid_name(name, sizeof(cf->upstreams->name), 0))
+	if (!cfg_valid_name(name, sizeof(cf->upstreams->name), 0))
 		return cfg_err(p, p->lineno, "bad upstream name '%s'", name);
 	for (i = 0; i < cf->nupstreams; i++)
 		if (strcmp(cf->upstreams[i].name, name) == 0)
 			return dup_section(p);
-	if (grow(&cf->upstreams, cf->nupstreams, sizeof(*cf->upstreams)) == -1)
+	if (cfg_grow(&cf->upstreams, cf->nupstreams, sizeof(*cf->upstreams)) == -1)
 		return cfg_err(p, p->lineno, "out of memory");
 	cf->upstreams[cf->nupstreams].eject_after = 5;
 	cf->upstreams[cf->nupstreams].eject_secs = 30;
@@ -1788,7 +274,7 @@ begin_price(struct cfg_parse *p, const char *model)
 	struct kv_price *pr;
 	size_t i;
 
-	if (!valid_name(model, KV_NAME_MAX, 1))
+	if (!cfg_valid_name(model, KV_NAME_MAX, 1))
 		return cfg_err(p, p->lineno, "bad model name '%s'", model);
 	if (strcmp(model, "default") == 0) {
 		if (cf->has_default_price)
@@ -1799,7 +285,7 @@ begin_price(struct cfg_parse *p, const char *model)
 		for (i = 0; i < cf->nprices; i++)
 			if (strcmp(cf->prices[i].model, model) == 0)
 				return dup_section(p);
-		if (grow(&cf->prices, cf->nprices, sizeof(*cf->prices)) == -1)
+		if (cfg_grow(&cf->prices, cf->nprices, sizeof(*cf->prices)) == -1)
 			return cfg_err(p, p->lineno, "out of memory");
 		pr = &cf->prices[cf->nprices++];
 	}
@@ -1815,13 +301,13 @@ begin_key(struct cfg_parse *p, const char *label)
 	size_t i;
 
 	/* The ledger stores labels in KV_LABEL_MAX bytes. */
-	if (!valid_name(label, KV_LABEL_MAX, 0))
+	if (!cfg_valid_name(label, KV_LABEL_MAX, 0))
 		return cfg_err(p, p->lineno, "bad key name '%s' (at most %d characters)",
 		    label, KV_LABEL_MAX - 1);
 	for (i = 0; i < cf->nkeys; i++)
 		if (strcmp(cf->keys[i].label, label) == 0)
 			return dup_section(p);
-	if (grow(&cf->keys, cf->nkeys, sizeof(*cf->keys)) == -1)
+	if (cfg_grow(&cf->keys, cf->nkeys, sizeof(*cf->keys)) == -1)
 		return cfg_err(p, p->lineno, "out of memory");
 	strcpy(cf->keys[cf->nkeys].label, label);
 	cf->keys[cf->nkeys].rpm = cf->keys[cf->nkeys].tpm = -1;
@@ -1988,12 +474,12 @@ env_overrides(struct cfg_parse *p)
 	long long n;
 
 	v = getenv("KILOVOLT_PORT");
-	if (v != NULL && *v != '\0' && parse_port(v, cf->listen_port) == -1)
+	if (v != NULL && *v != '\0' && cfg_parse_port(v, cf->listen_port) == -1)
 		return cfg_err(p, -1, "KILOVOLT_PORT: not a port");
 	v = getenv("KILOVOLT_WORKERS");
 	if (v != NULL && *v != '\0') {
 		p->workers_auto = strcmp(v, "auto") == 0;
-		if (!p->workers_auto && parse_ll(v, 1, CFG_MAX_WORKERS, &n) == -1)
+		if (!p->workers_auto && cfg_parse_ll(v, 1, CFG_MAX_WORKERS, &n) == -1)
 			return cfg_err(p, -1, "KILOVOLT_WORKERS: not auto or 1..%d",
 			    CFG_MAX_WORKERS);
 		if (!p->workers_auto)
@@ -2108,15 +594,14 @@ add_target(struct cfg_parse *p, size_t i, const char *url)
 	struct kv_config *cf = p->cf;
 	struct kv_upstream *t, *u;
 
-	if (grow(&cf->upstreams, cf->nupstreams, sizeof(*cf->upstreams)) == -1)
+	if (cfg_grow(&cf->upstreams, cf->nupstreams, sizeof(*cf->upstreams)) == -1)
 		return cfg_err(p, 0, "out of memory");
 	u = &cf->upstreams[i];
 	t = &cf->upstreams[cf->nupstreams++];
 	memset(t, 0, sizeof(*t));
 	strcpy(t->name, u->name);
-	(void)parse_url(url, t);	/* checked by set_url */
+	(void)cfg_parse_url(url, t);	/* checked by set_url */
 	strcpy(t->url, url);
-	url_host_header(t);
 	t->target_of = i + 1;
 	t->shared_stored_objects = u->shared_stored_objects;
 	t->tls_openssl_records = u->tls_openssl_records;
@@ -2160,7 +645,7 @@ expand_targets(struct cfg_parse *p)
 		for (j = 0; j < cf->upstreams[i].nextra; j++)
 			if (add_target(p, i, cf->upstreams[i].extra_urls[j]) == -1)
 				return -1;
-		free_strs(cf->upstreams[i].extra_urls, cf->upstreams[i].nextra);
+		cfg_free_strs(cf->upstreams[i].extra_urls, cf->upstreams[i].nextra);
 		cf->upstreams[i].extra_urls = NULL;
 	}
 	for (i = 0; i < n0; i++) {
@@ -2306,13 +791,13 @@ kv_config_free(struct kv_config *cf)
 	size_t i;
 
 	for (i = 0; i < cf->nupstreams; i++) {
-		free_strs(cf->upstreams[i].paths, cf->upstreams[i].npaths);
-		free_strs(cf->upstreams[i].models, cf->upstreams[i].nmodels);
-		free_strs(cf->upstreams[i].free_paths, cf->upstreams[i].nfree_paths);
-		free_strs(cf->upstreams[i].model_map, cf->upstreams[i].nmodel_map);
+		cfg_free_strs(cf->upstreams[i].paths, cf->upstreams[i].npaths);
+		cfg_free_strs(cf->upstreams[i].models, cf->upstreams[i].nmodels);
+		cfg_free_strs(cf->upstreams[i].free_paths, cf->upstreams[i].nfree_paths);
+		cfg_free_strs(cf->upstreams[i].model_map, cf->upstreams[i].nmodel_map);
 		if (cf->upstreams[i].extra_urls != NULL)
-			free_strs(cf->upstreams[i].extra_urls, cf->upstreams[i].nextra);
-		free_secret(cf->upstreams[i].api_key);
+			cfg_free_strs(cf->upstreams[i].extra_urls, cf->upstreams[i].nextra);
+		cfg_free_secret(cf->upstreams[i].api_key);
 		free(cf->upstreams[i].ca_file);
 	}
 	free(cf->upstreams);
@@ -2325,9 +810,9 @@ kv_config_free(struct kv_config *cf)
 	free(cf->keys);
 	cf->keys = NULL;
 	cf->nkeys = 0;
-	free_secret(cf->admin_token);
+	cfg_free_secret(cf->admin_token);
 	cf->admin_token = NULL;
-	free_secret(cf->cluster.password);
+	cfg_free_secret(cf->cluster.password);
 	cf->cluster.password = NULL;
 }
 

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define KV_NAME_MAX 128
 
@@ -257,6 +258,12 @@ int	kv_config_load_prices(struct kv_config *cf, const char *file, const char *pr
 const char *kv_config_default_path(void);
 
 void	kv_config_free(struct kv_config *cf);
+
+/* kilovoltd -T: print CF as an ini (every key of every section, defaults
+ * and overrides applied, relative paths made absolute, secrets as ***) that
+ * kv_config_load reads back to the same config and output. 0, or -1 when
+ * writing to F failed. */
+int	kv_config_dump(const struct kv_config *cf, FILE *f);
 
 /* The upstream for a request: the first whose model globs match MODEL
  * (may be NULL), else the first whose free_paths prefixes match PATH, else

@@ -3,6 +3,7 @@
 #include <config.h>	/* PACKAGE_VERSION: configure.ac's AC_INIT */
 #endif
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,10 +27,12 @@
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: kilovoltd [-c FILE] [-t] [-V]\n"
+	fprintf(f, "usage: kilovoltd [-c FILE] [-t | -T] [-V]\n"
 	    "  -c FILE        config file (default: $KILOVOLT_CONFIG, else\n"
 	    "                 /etc/kilovolt/kilovolt.ini, else ./kilovolt.ini)\n"
 	    "  -t             check the config and exit (0 ok, 2 bad)\n"
+	    "  -T             check the config, print it as in effect (defaults,\n"
+	    "                 overrides, absolute paths; secrets as ***) and exit\n"
 	    "  -V, --version  print the version and what it was built with, and exit\n"
 	    "  -h, --help     show this help and exit\n"
 	    "Exit status: 0 ok (or stopped cleanly), 1 could not start, 2 bad usage or config.\n");
@@ -55,27 +58,58 @@ version(void)
  * what the file said that kilovolt does not understand: the operator's
  * check after a refresh. */
 static void
-print_prices(const char *path, const struct kv_config *cf)
+print_prices(FILE *say, const char *path, const struct kv_config *cf)
 {
 	char sources[4608];
 
 	if (cf->prices_summary[0] != '\0')
-		printf("%s: prices: %s\n", path, cf->prices_summary);
+		fprintf(say, "%s: prices: %s\n", path, cf->prices_summary);
 	kv_pricetab_sources(cf, sources, sizeof(sources));
-	printf("%s: prices: %s\n", path, sources);
+	fprintf(say, "%s: prices: %s\n", path, sources);
 	if (cf->prices_unknown[0] != '\0')
-		printf("%s: prices: fields not understood (ignored): %s\n", path,
+		fprintf(say, "%s: prices: fields not understood (ignored): %s\n", path,
 		    cf->prices_unknown);
+}
+
+/* kilovoltd -t and -T: the config as loaded, and every TLS context the
+ * workers will build (ca_file, client certificates), so that a reload that
+ * passes -t does not fail on them. -T then prints the effective config on
+ * stdout and the verdict on stderr (nginx -T), so that stdout is an ini
+ * that -t reads back. Exit 0 or 2. */
+static int
+check_config(struct kv_config *cf, const char *path, int dump)
+{
+	struct kv_upstream_rt *rts = NULL;
+	FILE *say = dump ? stderr : stdout;
+	char err[1024];
+	int rc = 0;
+
+	if (kv_upstreams_init(&rts, cf, err, sizeof(err)) == -1) {
+		fprintf(stderr, "%s: %s\n", path, err);
+		rc = 2;
+		goto out;
+	}
+	kv_upstreams_free(rts, cf->nupstreams);
+	if (dump && kv_config_dump(cf, stdout) == -1) {
+		fprintf(stderr, "kilovoltd: writing the config: %s\n", strerror(errno));
+		rc = 1;
+		goto out;
+	}
+	fprintf(say, "%s: ok\n", path);
+	print_prices(say, path, cf);
+out:
+	kv_config_free(cf);
+	free(cf);
+	return rc;
 }
 
 int
 main(int argc, char **argv)
 {
 	struct kv_config *cf;
-	struct kv_upstream_rt *rts = NULL;
 	const char *path = NULL;
 	char err[1024];
-	int ch, test = 0;
+	int ch, test = 0, dump = 0;
 
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
@@ -83,13 +117,16 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 
-	while ((ch = getopt_long(argc, argv, "c:tVh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:tTVh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			path = optarg;
 			break;
 		case 't':
 			test = 1;
+			break;
+		case 'T':
+			test = dump = 1;
 			break;
 		case 'V':
 			version();
@@ -117,22 +154,8 @@ main(int argc, char **argv)
 		free(cf);
 		return 2;
 	}
-	if (test) {
-		/* Every TLS context the workers will build (ca_file, client
-		 * certificates): a reload that passes -t does not fail on them. */
-		if (kv_upstreams_init(&rts, cf, err, sizeof(err)) == -1) {
-			fprintf(stderr, "%s: %s\n", path, err);
-			kv_config_free(cf);
-			free(cf);
-			return 2;
-		}
-		kv_upstreams_free(rts, cf->nupstreams);
-		printf("%s: ok\n", path);
-		print_prices(path, cf);
-		kv_config_free(cf);
-		free(cf);
-		return 0;
-	}
+	if (test)
+		return check_config(cf, path, dump);
 	kv_log_set_role("master");
 	return kv_master_run(cf);
 }

@@ -77,5 +77,109 @@ run_t "$tmp/secret.ini"
 [ "$rc" -eq 2 ] || bad "secret: exit $rc, want 2"
 case "$errout$out" in *VERYSECRET*) bad "secret printed: $errout";; esac
 
+# kilovoltd -T: the effective config as an ini. Read back by -t it is
+# accepted and prints the same; no secret reaches the output.
+: >"$tmp/ca.pem"
+cat >"$tmp/full.ini" <<EOF
+[server]
+listen = [::1]:18080
+workers = 3
+status_listen = 19090
+ledger = ./var/ledger
+client_timeout = 2m
+upstream_timeout = 5400
+max_body = 65536
+memory_limit = 64m
+admin_token = adm-SECRET-token
+cors_origins = https://app.example http://127.0.0.1:3000
+request_log = logs/requests.jsonl
+[budget]
+default = 0.000000001
+period = daily
+unknown_keys = deny
+rpm = 60
+drain_timeout = 90
+on_cut = drain
+[upstream pool]
+url = http://127.0.0.1:1/base http://127.0.0.1:2
+url = http://[::1]:3
+paths = /v1/chat/completions /v1/responses
+models = gpt-* o3*
+api_key = sk-PROVIDER-SECRET
+model_map = gpt-4o=gpt-4o-2024-08-06
+fallback = spare
+health_check = /health?deep=1
+health_interval = 1m
+eject_time = 90s
+[upstream spare]
+url = http://127.0.0.1:4
+free_paths = /v1/models
+shared_stored_objects = yes
+tls_record_layer = openssl
+[price default]
+input = 3
+output = 15
+[price gpt-*]
+input = 1.25
+output = 10
+web_search = 10.0000001
+long_context_threshold = 200000
+long_context_input = 2.5
+long_context_output = 20
+[key alice]
+key = kv-RAW-KEY-SECRET
+budget = 25
+rpm = 10
+[key bob]
+key = sha256:E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855
+[cluster]
+redis = redis+sentinel://127.0.0.1,[::1]:26380/mymaster
+password = redis-PASS-SECRET
+user = gw
+host_id = gw1.test
+ca_file = $tmp/ca.pem
+lease_ttl = 30s
+departed_after = 1h
+[alerts]
+webhook = https://hooks.example/services/HOOK-SECRET
+thresholds = 50 90
+format = slack
+EOF
+mkdir -p "$tmp/other"
+(cd "$tmp" && timeout 10 "$daemon" -T -c full.ini) >"$tmp/other/dump1.ini" 2>"$tmp/dump1.err"
+rc=$?
+[ "$rc" -eq 0 ] || bad "-T: exit $rc, want 0: $(cat "$tmp/dump1.err")"
+grep -qF "full.ini: ok" "$tmp/dump1.err" || bad "-T: no 'ok' on stderr"
+grep -q 'SECRET' "$tmp/other/dump1.ini" "$tmp/dump1.err" && bad "-T: a secret printed"
+for want in 'listen = [::1]:18080' 'status_listen = 127.0.0.1:19090' \
+    "ledger = $tmp/var/ledger" "request_log = $tmp/logs/requests.jsonl" \
+    'client_timeout = 2m' 'upstream_timeout = 1h30m' 'max_body = 64k' \
+    'memory_limit = 64m' 'admin_token = ***' 'api_key = ***' 'password = ***' \
+    'webhook = https://hooks.example/***' 'url = http://127.0.0.1:2' 'url = http://[::1]:3' \
+    'default = 0.000000001' 'web_search = 10.000001' 'drain_timeout = 1m30s' \
+    'redis = redis+sentinel://127.0.0.1,[::1]:26380/mymaster' \
+    'key = sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' \
+    'header_timeout = 10s' 'workers = 3' 'thresholds = 50 90' 'format = slack' \
+    'fallback = spare' 'model_map = gpt-4o=gpt-4o-2024-08-06' 'rpm = 10' 'budget = 25' \
+    'tls_record_layer = openssl' 'shared_stored_objects = yes' "ca_file = $tmp/ca.pem"; do
+	grep -qxF -- "$want" "$tmp/other/dump1.ini" || bad "-T: no line '$want'"
+done
+# Read back from another directory: the same output but for the first line.
+(cd "$tmp/other" && timeout 10 "$daemon" -T -c dump1.ini) >"$tmp/dump2.ini" 2>"$tmp/dump2.err"
+rc=$?
+[ "$rc" -eq 0 ] || bad "-T of -T: exit $rc, want 0: $(cat "$tmp/dump2.err")"
+(cd "$tmp/other" && timeout 10 "$daemon" -t -c dump1.ini) >/dev/null 2>&1 ||
+    bad "-t rejects the -T output"
+tail -n +2 "$tmp/other/dump1.ini" >"$tmp/d1" && tail -n +2 "$tmp/dump2.ini" >"$tmp/d2"
+cmp -s "$tmp/d1" "$tmp/d2" || bad "-T output read back differs: $(diff "$tmp/d1" "$tmp/d2")"
+# The bundled config, with an override: -T shows the value in effect.
+KILOVOLT_PORT=18081 timeout 10 "$daemon" -T -c "$top_srcdir/kilovolt.ini" >"$tmp/b.ini" \
+    2>/dev/null || bad "-T of the bundled config failed"
+grep -qxF 'listen = 0.0.0.0:18081' "$tmp/b.ini" || bad "-T: KILOVOLT_PORT not shown"
+grep -qx '\[price gpt-5\]' "$tmp/b.ini" || bad "-T: [price gpt-5] missing"
+timeout 10 "$daemon" -T -c "$tmp/missing.ini" >"$tmp/out" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] || bad "-T of a missing file: exit $rc, want 2"
+
 [ $fail -eq 0 ] && echo "PASS: t_config"
 exit $fail

@@ -1,0 +1,172 @@
+/* The config loader's own types, shared by its files and by nothing else:
+ * config.c (the reader, sections, load), config_keys.c (the key table and
+ * the keys that need a handler of their own), config_value.c (the value
+ * parsers and the generic setters), config_dump.c (kilovoltd -T).
+ *
+ * Each key is one row of a table, as nginx's ngx_command_t: its name, its
+ * type, where its value lives (an offset into the struct its section
+ * fills), its bounds. A plain key needs nothing else: the type's setter
+ * parses and checks it, the type's printer shows it for -T. Only keys
+ * with a grammar of their own (addresses, URLs, Redis) carry set/show. */
+#ifndef KV_CONFIG_INT_H
+#define KV_CONFIG_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/config.h"
+#include "shm/ledger-t.h"
+
+#define CFG_DEFAULT_FILE	"/etc/kilovolt/kilovolt.ini"
+/* Two generations of workers must fit the ledger's slots during a reload. */
+#define CFG_MAX_WORKERS		(KV_WORKER_SLOTS / 2)
+#define CFG_MAX_SECONDS		86400
+#define CFG_MAX_KEYS		(1u << 20)
+
+enum cfg_sect { SECT_NONE, SECT_SERVER, SECT_BUDGET, SECT_UPSTREAM, SECT_PRICE, SECT_KEY,
+    SECT_CLUSTER, SECT_ALERTS, SECT_COUNT };
+
+struct cfg_parse {
+	struct kv_config *cf;
+	const char	*file;
+	FILE		*fp;
+	char		*buf;		/* getline's buffer */
+	size_t		 bufcap;
+	int		 lineno;
+	enum cfg_sect	 sect;
+	char		 sect_text[200];	/* "[upstream openai]", for messages */
+	int		 sect_line;
+	int		 price_default;	/* the current section is [price default] */
+	int		 prices_line;	/* of [budget] prices, for errors */
+	const char	*prices_instead;	/* kv_config_load_prices: this catalogue */
+	uint32_t	 seen;		/* keys already set in this section */
+	int		 seen_server;
+	int		 seen_budget;
+	int		 seen_cluster;
+	int		 seen_alerts;
+	int		 workers_auto;
+	int		 failed;
+	char		*err;
+	size_t		 errlen;
+};
+
+/* A key's type: how its value is parsed, stored and printed. */
+enum cfg_type {
+	CFG_T_INT,	/* decimal integer in [min, max]; int, uint32_t or int64_t */
+	CFG_T_SECS,	/* a duration (config_units.h), whole seconds in [min, max]; int */
+	CFG_T_SIZE,	/* bytes, optional k/m/g (config_units.h), in [min, max]; size_t */
+	CFG_T_MONEY,	/* USD decimal into nano-dollars divided by scale (rounded up); int64_t */
+	CFG_T_ENUM,	/* one of words[]: its value; int */
+	CFG_T_PATH,	/* a file name relative to the config's directory; char[width] */
+	CFG_T_STR,	/* char[width]; set checks it */
+	CFG_T_SECRET,	/* strdup'd char *, NULL when empty; printed as *** */
+	CFG_T_WORDS,	/* space-separated words, each passing check: char ** + size_t */
+	CFG_T_SPECIAL,	/* set and show do everything */
+};
+
+/* What a key's offset is into. */
+enum cfg_base { CFG_B_CONFIG, CFG_B_UPSTREAM, CFG_B_PRICE, CFG_B_KEY };
+
+#define CFG_SECRET	0x1	/* never echo the value */
+#define CFG_LIST	0x2	/* may repeat; values accumulate */
+#define CFG_ENV_OPT	0x4	/* env:NAME unset means "not set" */
+#define CFG_OPTIONAL	0x8	/* a value below min means unset (not printed by -T) */
+#define CFG_NONEMPTY	0x10	/* CFG_T_SECRET: an empty value is an error */
+#define CFG_OFF		0x20	/* CFG_T_PATH: empty is written "off" */
+
+struct cfg_word {
+	const char	*word;
+	int		 value;
+};
+
+struct cfg_key {
+	const char	*name;
+	enum cfg_type	 type;
+	enum cfg_base	 base;
+	int		 flags;
+	size_t		 off;		/* of the field in its base struct */
+	size_t		 width;		/* sizeof the field */
+	size_t		 off_n;		/* CFG_T_WORDS: of the count */
+	long long	 min, max;	/* INT, SECS (seconds), SIZE (bytes) */
+	long long	 scale;		/* MONEY: the value is stored divided by it (0: 1) */
+	const struct cfg_word *words;	/* ENUM: ended by { NULL, 0 } */
+	int		(*check)(const char *, size_t);	/* WORDS: 0 rejects a word */
+	/* A handler of its own, in place of the type's (NULL: the type's). */
+	int		(*set)(struct cfg_parse *, const struct cfg_key *, const char *);
+	/* -T: print "name = value" lines of OBJ (the base struct), or a
+	 * "; name: not set" comment (NULL: the type's printer). */
+	void		(*show)(FILE *, const struct kv_config *, const void *obj,
+			    const struct cfg_key *);
+};
+
+/* The keys of each section, ended by a row with a NULL name (config_keys.c).
+ * A key's index is its bit in cfg_parse.seen: end_section relies on the
+ * first rows (price: input, output; cluster: redis; key: key). */
+extern const struct cfg_key *const kv_cfg_sect_keys[SECT_COUNT];
+
+/* Record the first error as "FILE:LINE: message"; LINE 0 gives
+ * "FILE: message" and a negative LINE the bare message (environment errors
+ * are not the file's). Returns -1 so callers can `return cfg_err(...)`. */
+int	cfg_err(struct cfg_parse *p, int line, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+
+/* The struct KEY's offset is into: the config, or the section being read. */
+void   *cfg_base(struct cfg_parse *p, enum cfg_base base);
+
+/* Parse V for K with its type's setter (K's own set when it has one).
+ * 0, or -1 with the error recorded. */
+int	cfg_set_value(struct cfg_parse *p, const struct cfg_key *k, const char *v);
+
+/* ---- value parsers (config_value.c): 0 / -1, no messages -------------- */
+
+/* Decimal digits only, in [min, max]. */
+int	cfg_parse_ll(const char *s, long long min, long long max, long long *out);
+/* 1..65535 into PORT as digits. */
+int	cfg_parse_port(const char *s, char port[8]);
+/* "[v6]" or a host name / IPv4 literal of LEN bytes into host (no brackets). */
+int	cfg_parse_host(const char *s, size_t len, char host[256]);
+/* HOST:PORT, [V6]:PORT, *:PORT or PORT (all addresses). */
+int	cfg_parse_hostport(const char *s, char host[256], char port[8]);
+/* A C identifier-like environment variable name. */
+int	cfg_valid_env_name(const char *s);
+/* Printable, no blanks or brackets or quotes, shorter than MAX; '*' only
+ * at the end when GLOB. */
+int	cfg_valid_name(const char *s, size_t max, int glob);
+/* http[s]://HOST[:PORT][/BASE] (no user info, query or fragment) into
+ * U's tls, host, port, base_path and host_header (the port only when not
+ * the scheme's). */
+int	cfg_parse_url(const char *url, struct kv_upstream *u);
+/* V joined to the config file's directory ("./" dropped) into DST; -1
+ * when it does not fit. */
+int	cfg_path(const struct cfg_parse *p, const char *v, char *dst, size_t len);
+
+/* Append an element of SIZE bytes to the array *ARRP of N, zeroed; 0 / -1. */
+int	cfg_grow(void *arrp, size_t n, size_t size);
+/* Space-separated words of V into *ARR (N of them); CHECK rejects a word
+ * (the message names NAME). 0, or -1 with the error recorded. */
+int	cfg_set_words(struct cfg_parse *p, const char *name, const char *v, char ***arr,
+	    size_t *n, int (*check)(const char *, size_t));
+void	cfg_free_strs(char **arr, size_t n);
+/* Wiped before it is freed: it held a key or a password. */
+void	cfg_free_secret(char *s);
+
+/* An integer key's message: out of range, or not a number. */
+int	cfg_int(struct cfg_parse *p, const char *name, const char *v, long long min,
+	    long long max, long long *out);
+/* A size key (config_units.h) at least MIN bytes. */
+int	cfg_size(struct cfg_parse *p, const char *name, const char *v, long long min,
+	    long long max, uint64_t *out);
+
+/* ---- kilovoltd -T (config_dump.c) -------------------------------------- */
+
+/* Print a key of the type's own way: "name = value", or "; name: not set". */
+void	cfg_show_value(FILE *f, const struct kv_config *cf, const void *obj,
+	    const struct cfg_key *k);
+/* "name = value", in a form the reader gives back as VALUE. */
+void	cfg_show_kv(FILE *f, const char *name, const char *value);
+/* A path as the daemon opens it, absolute when the working directory is
+ * known: -T output read from elsewhere names the same files. */
+void	cfg_show_path(FILE *f, const char *name, const char *path);
+
+#endif
