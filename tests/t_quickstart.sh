@@ -21,20 +21,42 @@ command -v autoreconf >/dev/null || skip "no autoreconf"
 src=$T/src
 git clone -q "$top_srcdir" "$src" || { fail "git clone"; kv_finish; }
 
-# The clone's own config, on free ports, with the ledger in $T.
+# The clone's own config, on free ports, with the ledger in $T, and OpenAI
+# played by the mock, so that the curl run.sh prints gets its answer.
+kv_start_mock
 KV_PORT=$(kv_free_port)
 KV_STATUS_PORT=$(kv_free_port)
 sed -e "s|^listen = [^ ;]*|listen = 127.0.0.1:$KV_PORT|" \
     -e "s|^status_listen = [^ ;]*|status_listen = 127.0.0.1:$KV_STATUS_PORT|" \
     -e "s|^ledger = [^ ;]*|ledger = $T/ledger|" \
     -e "s|^workers = [^ ;]*|workers = 1|" \
-    -e "s|^prices = data/|prices = $src/data/|" "$src/kilovolt.ini" >"$T/kv.ini"
+    -e "s|^prices = data/|prices = $src/data/|" \
+    -e "s|^url = https://api.openai.com|url = http://127.0.0.1:$MOCK_PORT|" "$src/kilovolt.ini" >"$T/kv.ini"
+grep -q "^url = http://127.0.0.1:$MOCK_PORT" "$T/kv.ini" || fail "the bundled config has no [upstream openai] url line to point at the mock"
 
 untracked() { git -C "$src" status --porcelain --untracked-files=all; }
 
 healthz() { curl -fsS -m 2 "http://127.0.0.1:$KV_STATUS_PORT/healthz" >/dev/null 2>&1; }
 
 up_or_gone() { healthz || ! kv_alive "$1"; }
+
+id12() { printf '%s' "$1" | sha256sum | cut -c1-12; }
+
+# The commands run.sh printed after "In another terminal:", run as a user
+# pastes them: from another directory, with their own OPENAI_API_KEY.
+next_steps() {
+	local log=$1 n=0 cmd rc
+	while IFS= read -r cmd; do
+		n=$((n + 1))
+		(cd / && OPENAI_API_KEY=sk-quickstart-next-steps bash -c "$cmd") >"$T/step$n.out" 2>&1
+		rc=$?
+		check_eq "next step $n as printed exits 0: ${cmd:0:60}..." "$rc" 0
+	done < <(awk '/In another terminal:$/ { f = 1; next } f && /^  / { sub(/^  /, ""); print; next } { f = 0 }' "$log")
+	check_eq "run.sh printed three next steps" "$n" 3
+	check "... the curl through the gateway got a completion" grep -q '"choices"' "$T/step1.out"
+	check "... /healthz answered" grep -q . "$T/step2.out"
+	check "... kvctl keys lists the key that curl used" grep -q "$(id12 sk-quickstart-next-steps)" "$T/step3.out"
+}
 
 # run_sh N: ./scripts/run.sh in the background until the gateway answers,
 # then SIGTERM (run.sh execs kilovoltd, so its pid is the daemon's).
@@ -46,6 +68,7 @@ run_sh() {
 	kv_wait_for 900 up_or_gone "$pid"
 	if healthz; then
 		pass "run.sh #$1: the gateway answers"
+		[ "$1" = 1 ] && next_steps "$log"
 	else
 		tail -30 "$log"
 		fail "run.sh #$1: the gateway never answered"
