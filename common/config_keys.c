@@ -532,19 +532,20 @@ show_redis(FILE *f, const struct kv_config *cf, const void *obj, const struct cf
 	fprintf(f, "/%s\n", c->sentinel_master);
 }
 
-/* A ca_file kept in a fixed buffer: readable now, so a typo fails the
- * config check, not the first handshake. [cluster] and [alerts] take it
- * as written (the working directory's), as they always have. */
+/* A ca_file kept in a fixed buffer, relative to the config's directory
+ * like every other path (kilovolt.ini(5)): readable now, so a typo fails
+ * the config check, not the first handshake. */
 static int
 set_ca_path(struct cfg_parse *p, const struct cfg_key *k, const char *v)
 {
 	char *dst = (char *)cfg_base(p, k->base) + k->off;
+	char path[4096];
 
-	if (strlen(v) >= k->width)
+	if (cfg_path(p, v, path, sizeof(path)) == -1 || strlen(path) >= k->width)
 		return cfg_err(p, p->lineno, "ca_file: at most %zu bytes", k->width - 1);
-	if (access(v, R_OK) == -1)
-		return cfg_err(p, p->lineno, "ca_file: %s: %s", v, strerror(errno));
-	strcpy(dst, v);
+	if (access(path, R_OK) == -1)
+		return cfg_err(p, p->lineno, "ca_file: %s: %s", path, strerror(errno));
+	strcpy(dst, path);
 	return 0;
 }
 

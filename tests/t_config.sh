@@ -137,7 +137,7 @@ redis = redis+sentinel://127.0.0.1,[::1]:26380/mymaster
 password = redis-PASS-SECRET
 user = gw
 host_id = gw1.test
-ca_file = $tmp/ca.pem
+ca_file = ca.pem
 lease_ttl = 30s
 departed_after = 1h
 [alerts]
@@ -164,6 +164,11 @@ for want in 'listen = [::1]:18080' 'status_listen = 127.0.0.1:19090' \
     'tls_record_layer = openssl' 'shared_stored_objects = yes' "ca_file = $tmp/ca.pem"; do
 	grep -qxF -- "$want" "$tmp/other/dump1.ini" || bad "-T: no line '$want'"
 done
+# [cluster]'s ca_file, written relative, is the config directory's.
+(cd "$tmp/other" && timeout 10 "$daemon" -T -c "$tmp/full.ini") 2>/dev/null |
+    awk '/^\[/ { s = $0 } s == "[cluster]" && /^ca_file = /' >"$tmp/cl.ca"
+grep -qxF "ca_file = $tmp/ca.pem" "$tmp/cl.ca" ||
+    bad "[cluster] ca_file = ca.pem is not relative to the config: $(cat "$tmp/cl.ca")"
 # Read back from another directory: the same output but for the first line.
 (cd "$tmp/other" && timeout 10 "$daemon" -T -c dump1.ini) >"$tmp/dump2.ini" 2>"$tmp/dump2.err"
 rc=$?
