@@ -114,7 +114,8 @@ fast_key(const char *k, size_t len)
  * cnt[1] and the non-ASCII characters into cnt[2], and sets *texts when a
  * value was not empty. Returns -1 when lexing could
  * change the result: a non-null "usage", a "model" other than the one
- * seen, or a string that does not close. */
+ * seen, a string that does not close, or a member name with an escape in
+ * it ("mod\u0065l" is "model" to the lexer and to every client). */
 static int
 line_fast_count(const unsigned char *p, size_t n, const char *model, int64_t cnt[3],
     int *texts)
@@ -133,6 +134,8 @@ line_fast_count(const unsigned char *p, size_t n, const char *model, int64_t cnt
 			continue;	/* a string value, not a member name */
 		for (v++; v < e && is_ws(*v); v++)
 			;
+		if (memchr(q + 1, '\\', kl) != NULL)
+			return -1;
 		key = fast_key((const char *)q + 1, kl);
 		if (key == K_USAGE && (v >= e || *v != 'n'))
 			return -1;
