@@ -125,20 +125,6 @@ kv_upstream_gate_stop_waiting(struct kv_upstream_rt *rt)
 	gate_wake(rt);
 }
 
-int
-kv_upstreams_pending(const struct kv_upstream_rt *rts, size_t n, int *handshaking)
-{
-	size_t i;
-	int parked = 0;
-
-	*handshaking = 0;
-	for (i = 0; i < n; i++) {
-		parked += rts[i].nwaiting + rts[i].granted;
-		*handshaking += rts[i].handshaking;
-	}
-	return parked;
-}
-
 /* ---- the pool's two lists ---------------------------------------------- */
 
 /* The loop's turn (kv_upstreams_turn), and whether its epoll_wait
