@@ -1015,9 +1015,10 @@ set_shared_stored_objects(struct cfg_parse *p, const char *v)
 static int
 set_tls_record_layer(struct cfg_parse *p, const char *v)
 {
-	if (strcmp(v, "own") != 0 && strcmp(v, "openssl") != 0)
-		return cfg_err(p, p->lineno, "tls_record_layer: want own or openssl, not '%s'", v);
+	if (strcmp(v, "own") != 0 && strcmp(v, "openssl") != 0 && strcmp(v, "kernel") != 0)
+		return cfg_err(p, p->lineno, "tls_record_layer: want own, openssl or kernel, not '%s'", v);
 	cur_upstream(p)->tls_openssl_records = v[0] == 'o' && v[1] == 'p';
+	cur_upstream(p)->tls_kernel_records = v[0] == 'k';
 	return 0;
 }
 
@@ -2117,6 +2118,7 @@ add_target(struct cfg_parse *p, size_t i, const char *url)
 	t->target_of = i + 1;
 	t->shared_stored_objects = u->shared_stored_objects;
 	t->tls_openssl_records = u->tls_openssl_records;
+	t->tls_kernel_records = u->tls_kernel_records;
 	if ((u->api_key != NULL && (t->api_key = strdup(u->api_key)) == NULL) ||
 	    (u->ca_file != NULL && (t->ca_file = strdup(u->ca_file)) == NULL))
 		return cfg_err(p, 0, "out of memory");

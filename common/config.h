@@ -29,6 +29,7 @@ struct kv_upstream {
 	/* tls_record_layer = openssl: TLS 1.3 legs stay on OpenSSL's record
 	 * layer after the handshake (default own: worker/tls13_io.c) */
 	int	  tls_openssl_records;
+	int	  tls_kernel_records;	/* tls_record_layer = kernel (worker/ktls.h) */
 	/* endpoint policy (worker/endpoints.c) */
 	char	**free_paths;	/* path prefixes relayed unmetered ($0) */
 	size_t	  nfree_paths;

@@ -330,8 +330,8 @@ test_errors(void)
 	EXPECT_ERR("[server\n", ":1: bad section header (want [NAME])");
 	EXPECT_ERR(UP "[upstream b]\nurl = http://h\nca_file = /nonexistent/ca.pem\n",
 	    ":6: ca_file: /nonexistent/ca.pem: No such file or directory");
-	EXPECT_ERR(UP "[upstream b]\nurl = https://h\ntls_record_layer = kernel\n",
-	    ":6: tls_record_layer: want own or openssl, not 'kernel'");
+	EXPECT_ERR(UP "[upstream b]\nurl = https://h\ntls_record_layer = quic\n",
+	    ":6: tls_record_layer: want own, openssl or kernel, not 'quic'");
 	EXPECT_ERR("[key abcdefghijabcdefghijabcdefghijabcdefghijabcdefgh]\n",
 	    ":1: bad key name 'abcdefghijabcdefghijabcdefghijabcdefghijabcdefgh' "
 	    "(at most 47 characters)");
@@ -898,6 +898,15 @@ test_targets(void)
 	CHECK(kv_config_route(&cf, "/other", NULL) == NULL);
 	CHECK_STR(u->health_path, "");
 	CHECK_INT(u->health_interval, 10);
+	kv_config_free(&cf);
+	/* tls_record_layer = kernel: each target too, and not OpenSSL's */
+	CHECK_INT(load_text(&cf, "[upstream k]\nurl = https://a https://b\npaths = /v1\n"
+	    "tls_record_layer = kernel\n"), 0);
+	if (unit_fail)
+		return;
+	CHECK_INT(cf.upstreams[0].tls_kernel_records, 1);
+	CHECK_INT(cf.upstreams[1].tls_kernel_records, 1);
+	CHECK_INT(cf.upstreams[0].tls_openssl_records, 0);
 	kv_config_free(&cf);
 	/* Further url lines add targets; at most KV_MAX_TARGETS. */
 	CHECK_INT(load_text(&cf, "[upstream pool]\nurl = http://a:1 http://b:2\npaths = /v1\n"

@@ -176,7 +176,8 @@ config_kind(const struct kv_upstream *up)
 static int
 stream_kind(const struct kv_conn *c)
 {
-	if (c->uc->s.t13 != NULL)
+	/* kernel TLS (untested, worker/ktls.h) is priced with the own layer */
+	if (c->uc->s.t13 != NULL || c->uc->s.ktls != 0)
 		return KV_COST_TLS_OWN;
 	return c->uc->s.ssl != NULL ? KV_COST_TLS_OPENSSL : KV_COST_PLAIN;
 }

@@ -497,6 +497,7 @@ tls_session_init(struct kv_upconn *uc, char *err, size_t errlen)
 	rt->handshaking++;
 	uc->s.settled = upconn_settled_read;
 	uc->s.ssl = ssl;
+	uc->s.ktls_want = rt->cf->tls_kernel_records;
 	return 0;
 fail:
 	snprintf(err, errlen, "upstream %s: cannot set up TLS", rt->cf->name);
