@@ -249,7 +249,7 @@ say_cost(struct kv_memguard *g, int k, int n, int64_t growth)
 static void
 learn_rise(struct kv_memguard *g, const int live[KV_COST_KINDS])
 {
-	int64_t growth = g->used - g->rise_used;
+	int64_t growth = g->used - g->rise_used, others, mine;
 	int d[KV_COST_KINDS], k, i, n = 0;
 
 	for (k = 0; k < KV_COST_KINDS; k++) {
@@ -258,7 +258,15 @@ learn_rise(struct kv_memguard *g, const int live[KV_COST_KINDS])
 	}
 	if (n < KV_MEMGUARD_RISE || growth <= 0)
 		return;
-	k = kv_memcost_learn(&g->cost, own_growth(g, growth), d, g->rise_n == 0);
+	/* Connections that came in during the rise and carry no stream yet
+	 * are in the growth too: take out what each surely holds, its
+	 * struct kv_conn (its socket and buffers stay in: the safe side). */
+	others = (int64_t)*g->nconns - g->live;
+	mine = own_growth(g, growth);
+	if (others > g->rise_others)
+		mine -= (others - g->rise_others) * (int64_t)sizeof(struct kv_conn);
+	k = kv_memcost_learn(&g->cost, mine, d, g->rise_n == 0);
+	g->rise_others = others;
 	for (i = 0; i < KV_COST_KINDS; i++)
 		g->rise_live[i] = live[i];
 	if (k != -1)

@@ -46,6 +46,7 @@ struct kv_memguard {
 	int		rise_n;		/* streams at the last rise sampled (learn_rise) */
 	int		rise_live[KV_COST_KINDS];	/* ... by kind */
 	int64_t		rise_used;	/* ... and the usage then */
+	int64_t		rise_others;	/* ... and the connections without a stream */
 	int64_t		said[KV_COST_KINDS];	/* estimates last logged */
 	int		usage_fd;	/* the cgroup's usage file, or /proc/self/statm */
 	int		cg;		/* usage_fd is the cgroup's */
