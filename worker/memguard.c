@@ -390,17 +390,20 @@ kv_memguard_init(struct kv_memguard *g, const struct kv_config *cf, int nworkers
 }
 
 /* "9216 B (TLS (own record layer)), ...": the estimates of the kinds of
- * the upstreams with requests still to come, for the refusal's log line. */
+ * the upstreams with requests still to come (of all of them when only
+ * requests admitted since the reading are), for the refusal's log line. */
 static const char *
 costs_text(const struct kv_memguard *g)
 {
 	static char buf[160];
 	size_t i, len = 0;
-	int k, used[KV_COST_KINDS] = { 0 };
+	int k, any = 0, used[KV_COST_KINDS] = { 0 };
 
 	for (i = 0; i < g->nups; i++)
 		if (g->ups[i].nwaiting + g->ups[i].granted + g->ups[i].handshaking > 0)
-			used[g->ups[i].cost_kind] = 1;
+			any = used[g->ups[i].cost_kind] = 1;
+	for (i = 0; !any && i < g->nups; i++)	/* only requests since the reading */
+		used[g->ups[i].cost_kind] = 1;
 	buf[0] = '\0';
 	for (k = 0; k < KV_COST_KINDS; k++)
 		if (used[k] && len < sizeof(buf))
