@@ -13,6 +13,8 @@ enum kv_period { KV_PERIOD_NONE, KV_PERIOD_DAILY, KV_PERIOD_WEEKLY, KV_PERIOD_MO
 
 #define KV_MAX_TARGETS	64	/* URLs in one upstream's url (a request's tried set is a 64-bit mask) */
 
+enum { KV_TLS_RECORDS_OWN, KV_TLS_RECORDS_OPENSSL, KV_TLS_RECORDS_KERNEL };
+
 struct kv_upstream {
 	char	  name[64];	/* [upstream NAME] */
 	char	  url[512];	/* as written */
@@ -27,9 +29,10 @@ struct kv_upstream {
 	size_t	  nmodels;
 	char	 *api_key;	/* NULL: pass the client's credential through */
 	char	 *ca_file;	/* NULL: the system trust store */
-	/* tls_record_layer = openssl: TLS 1.3 legs stay on OpenSSL's record
-	 * layer after the handshake (default own: worker/tls13_io.c) */
-	int	  tls_openssl_records;
+	/* tls_record_layer: after the TLS 1.3 handshake, records by
+	 * kilovolt's own layer (worker/tls13_io.c, the default), OpenSSL's,
+	 * or the kernel's where it has TLS (worker/ktls.h) */
+	int	  tls_record_layer;	/* KV_TLS_RECORDS_* */
 	/* endpoint policy (worker/endpoints.c) */
 	char	**free_paths;	/* path prefixes relayed unmetered ($0) */
 	size_t	  nfree_paths;

@@ -658,7 +658,8 @@ static const struct cfg_word allow_deny[] = { { "allow", 0 }, { "deny", 1 }, { N
 static const struct cfg_word default_deny[] = { { "default", 0 }, { "deny", 1 }, { NULL, 0 } };
 static const struct cfg_word on_cut[] = { { "charge_reserved", 0 }, { "drain", 1 },
 	{ NULL, 0 } };
-static const struct cfg_word record_layers[] = { { "own", 0 }, { "openssl", 1 }, { NULL, 0 } };
+static const struct cfg_word record_layers[] = { { "own", KV_TLS_RECORDS_OWN },
+	{ "openssl", KV_TLS_RECORDS_OPENSSL }, { "kernel", KV_TLS_RECORDS_KERNEL }, { NULL, 0 } };
 static const struct cfg_word closed_open[] = { { "closed", 0 }, { "open", 1 }, { NULL, 0 } };
 static const struct cfg_word formats[] = { { "json", 0 }, { "slack", 1 }, { NULL, 0 } };
 
@@ -713,7 +714,7 @@ static const struct cfg_key upstream_keys[] = {
 	{ "models", WORDS(models, nmodels), .check = check_glob, .flags = CFG_LIST },
 	{ "api_key", .type = CFG_T_SECRET, UPS(api_key), .flags = CFG_SECRET | CFG_NONEMPTY },
 	{ "ca_file", SPECIAL(set_ca_file, show_ca_file), .base = CFG_B_UPSTREAM },
-	{ "tls_record_layer", ENUM(record_layers), UPS(tls_openssl_records) },
+	{ "tls_record_layer", ENUM(record_layers), UPS(tls_record_layer) },
 	{ "free_paths", WORDS(free_paths, nfree_paths), .check = check_path,
 	    .flags = CFG_LIST },
 	{ "fallback", .type = CFG_T_STR, UPS(fallback), .set = set_fallback },

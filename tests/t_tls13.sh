@@ -8,7 +8,8 @@
 # update_requested) and extra tickets from the server mid-stream are
 # followed, and our own KeyUpdate is one the server accepts; a server that
 # speaks only TLS 1.2, and an upstream with tls_record_layer = openssl, stay
-# on OpenSSL and relay the same bytes.
+# on OpenSSL and relay the same bytes; tls_record_layer = kernel falls back
+# to the own layer where the kernel has no TLS, and says so once a worker.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 for tool in curl jq openssl; do
@@ -58,6 +59,12 @@ ca_file = $CA
 models = osl-*
 tls_record_layer = openssl
 
+[upstream kern]
+url = https://localhost:$GOOD
+ca_file = $CA
+models = krn-*
+tls_record_layer = kernel
+
 [upstream page]
 url = https://localhost:$SPORT
 ca_file = $CA
@@ -83,7 +90,7 @@ bill_nusd() {
 	echo $((i * 1000 + o * 3000))
 }
 # Timestamps and the model names (which pick the upstream) aside.
-norm() { sed -E -e 's/"(created|created_at)":[0-9]+/"\1":0/g' -e 's/(own|pln|t12|osl)-1/M-1/g' "$@"; }
+norm() { sed -E -e 's/"(created|created_at)":[0-9]+/"\1":0/g' -e 's/(own|pln|t12|osl|krn)-1/M-1/g' "$@"; }
 
 # same DESC LAYER KEY BODY [CURL ARGS]: the request with model LAYER-1 through
 # the gateway, with key sk-t13-KEY, gives the bytes the same request with
@@ -183,6 +190,26 @@ same "tls_record_layer = openssl: SSE" osl ossl '{"model":"LAYER-1","stream":tru
 	-H 'x-mock-tokens: 50' -H 'x-mock-key-update: 5'
 check_eq "tls_record_layer = openssl: one more handshake, no hand-off" \
 	"$(handshakes)/$(handoffs)" "$((hs + 2))/$ho"
+
+# ---- tls_record_layer = kernel ----------------------------------------------
+# Without kernel TLS (no /proc/net/tls_stat: this machine has no tls module)
+# the leg falls back to the own record layer, said once per worker. With it,
+# the kernel seals and opens the records: that path was never run here.
+hs=$(handshakes) ho=$(handoffs)
+same "tls_record_layer = kernel: SSE" krn kern '{"model":"LAYER-1","stream":true}' \
+	-H 'x-mock-tokens: 50' -H 'x-mock-delay-ms: 2'
+check_eq "tls_record_layer = kernel: one more handshake, and it left OpenSSL" \
+	"$(handshakes)/$(handoffs)" "$((hs + 1))/$((ho + 1))"
+same "tls_record_layer = kernel: 1 MB stream" krn kernbig '{"model":"LAYER-1","stream":true}' \
+	-H 'x-mock-tokens: 64' -H 'x-mock-token-bytes: 16384'
+n663=$(grep -c 'KV0663' "$T/kilovoltd.log")
+if [ -e /proc/net/tls_stat ]; then
+	check_eq "kernel TLS is here: no fallback logged" "$n663" 0
+else
+	check "no kernel TLS: the fallback to the own layer logged, once a worker ($n663)" \
+		test "$n663" -ge 1 -a "$n663" -le 2
+	check "... saying why" grep -q 'KV0663.*kernel TLS unavailable (no /proc/net/tls_stat' "$T/kilovoltd.log"
+fi
 
 check_eq "no record layer failure logged (KV0661, KV0662)" \
 	"$(grep -c 'KV066[12]' "$T/kilovoltd.log")" 0

@@ -351,8 +351,11 @@ test_errors(void)
 	EXPECT_ERR("[server\n", ":1: bad section header (want [NAME])");
 	EXPECT_ERR(UP "[upstream b]\nurl = http://h\nca_file = /nonexistent/ca.pem\n",
 	    ":6: ca_file: /nonexistent/ca.pem: No such file or directory");
-	EXPECT_ERR(UP "[upstream b]\nurl = https://h\ntls_record_layer = kernel\n",
-	    ":6: tls_record_layer: 'kernel' is not own or openssl");
+	EXPECT_ERR(UP "[upstream b]
+url = https://h
+tls_record_layer = quic
+",
+	    ":6: tls_record_layer: 'quic' is not own, openssl or kernel");
 	EXPECT_ERR("[key abcdefghijabcdefghijabcdefghijabcdefghijabcdefgh]\n",
 	    ":1: bad key name 'abcdefghijabcdefghijabcdefghijabcdefghijabcdefgh' "
 	    "(at most 47 characters)");
@@ -988,14 +991,22 @@ test_targets(void)
 	CHECK_INT(t->tls, 1);
 	CHECK_INT(t->npaths, 0);
 	CHECK_INT(t->target_of, 1);
-	CHECK_INT(t->tls_openssl_records, 1);	/* each target keeps its upstream's */
-	CHECK_INT(cf.upstreams[1].tls_openssl_records, 0);	/* own by default */
+	CHECK_INT(t->tls_record_layer, KV_TLS_RECORDS_OPENSSL);	/* each target keeps its upstream's */
+	CHECK_INT(cf.upstreams[1].tls_record_layer, KV_TLS_RECORDS_OWN);	/* own by default */
 	CHECK_STR(cf.upstreams[3].port, "3");
 	CHECK_INT(cf.upstreams[1].nmodel_map, 2);
 	CHECK(kv_config_route(&cf, "/v1/x", NULL) == u);
 	CHECK(kv_config_route(&cf, "/other", NULL) == NULL);
 	CHECK_STR(u->health_path, "");
 	CHECK_INT(u->health_interval, 10);
+	kv_config_free(&cf);
+	/* tls_record_layer = kernel: each target too, and not OpenSSL's */
+	CHECK_INT(load_text(&cf, "[upstream k]\nurl = https://a https://b\npaths = /v1\n"
+	    "tls_record_layer = kernel\n"), 0);
+	if (unit_fail)
+		return;
+	CHECK_INT(cf.upstreams[0].tls_record_layer, KV_TLS_RECORDS_KERNEL);
+	CHECK_INT(cf.upstreams[1].tls_record_layer, KV_TLS_RECORDS_KERNEL);
 	kv_config_free(&cf);
 	/* Further url lines add targets; at most KV_MAX_TARGETS. */
 	CHECK_INT(load_text(&cf, "[upstream pool]\nurl = http://a:1 http://b:2\npaths = /v1\n"

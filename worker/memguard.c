@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "shm/ledger.h"
+#include "worker/conn-t.h"
 #include "worker/upstream.h"
 
 #define CG1_ROOT	"/sys/fs/cgroup/memory"
@@ -157,37 +159,214 @@ read_used(struct kv_memguard *g)
 	return 0;
 }
 
-/* A TLS stream left on OpenSSL's record layer keeps its SSL object (about
- * 15 KB); one handed off keeps about 240 bytes (tests/t_tls13.sh, bench
- * scenario 5): a worker whose TLS upstreams all hand off starts from the
- * lower figure. */
-static int64_t
-stream_estimate(const struct kv_upstream_rt *ups, size_t nups)
+/* The kind an upstream's streams are by its config: TLS hands off to the
+ * own record layer unless tls_record_layer = openssl (a server that
+ * chooses TLS 1.2 or CCM keeps OpenSSL's; the count of carried streams
+ * finds that out, count_streams). */
+static int
+config_kind(const struct kv_upstream *up)
 {
-	size_t i;
+	if (!up->tls)
+		return KV_COST_PLAIN;
+	return up->tls_record_layer == KV_TLS_RECORDS_OPENSSL ? KV_COST_TLS_OPENSSL :
+	    KV_COST_TLS_OWN;
+}
 
-	for (i = 0; i < nups; i++)
-		if (ups[i].cf->tls && ups[i].cf->tls_openssl_records)
-			return KV_MEMGUARD_STREAM_EST;
-	return KV_MEMGUARD_STREAM_EST_OWN;
+/* A carried stream's kind: its response is being relayed, so the first
+ * read after the handshake -- the hand-off -- is behind it. */
+static int
+stream_kind(const struct kv_conn *c)
+{
+	/* kernel TLS (untested, worker/ktls.h) is priced with the own layer */
+	if (c->uc->s.t13 != NULL || c->uc->s.ktls != 0)
+		return KV_COST_TLS_OWN;
+	return c->uc->s.ssl != NULL ? KV_COST_TLS_OPENSSL : KV_COST_PLAIN;
+}
+
+/* Count the streams this worker carries, by kind, and set each
+ * upstream's cost_kind to the dearest kind it carries (its config's when
+ * it carries none). Returns the total. */
+static int
+count_streams(struct kv_memguard *g, int live[KV_COST_KINDS])
+{
+	const struct kv_conn *c;
+	size_t i;
+	int k, n = 0;
+
+	for (k = 0; k < KV_COST_KINDS; k++)
+		live[k] = 0;
+	for (i = 0; i < g->nups; i++)
+		g->ups[i].cost_kind = config_kind(g->ups[i].cf);
+	for (c = *g->conns; c != NULL; c = c->next) {
+		if (c->closed || c->state != CS_RELAY || c->uc == NULL)
+			continue;
+		k = stream_kind(c);
+		live[k]++;
+		n++;
+		if (c->rt != NULL && k > c->rt->cost_kind)
+			c->rt->cost_kind = k;
+	}
+	return n;
+}
+
+/* This worker's part of the cgroup's growth: its share of all workers'
+ * connections (the ledger's count), but never less than 1/nworkers --
+ * either way the larger, so that a worker carrying fewer streams than its
+ * peers overrates its streams rather than underrates them. */
+static int64_t
+own_growth(const struct kv_memguard *g, int64_t growth)
+{
+	uint64_t total = g->ledger != NULL ? kv_ledger_sum_connections(g->ledger) : 0;
+
+	if (total > 0 && (uint64_t)*g->nconns * (uint64_t)g->nworkers > total)
+		return (int64_t)((double)growth * (double)*g->nconns / (double)total);
+	return growth / g->nworkers;
+}
+
+/* Say an estimate when it has moved by an eighth since it was last said:
+ * a few lines an episode, not one a reading. */
+static void
+say_cost(struct kv_memguard *g, int k, int n, int64_t growth)
+{
+	int64_t e = kv_memcost_of(&g->cost, k);
+
+	if (e * 8 >= g->said[k] * 7 && e * 8 <= g->said[k] * 9)
+		return;
+	kv_log_info("memory guard: a stream over %s adds %lld B (learned from %d more streams, "
+	    "%lld kB more)", kv_memcost_name(k), (long long)e, n, (long long)(growth >> 10));
+	g->said[k] = e;
+}
+
+/* The worker carries more streams than at its last sample: when the rise
+ * is large enough, the growth since then divided by it is what one more
+ * stream adds. Taken only above the most it carried before, so that the
+ * memory streams that ended left in the heap (reused by the next ones,
+ * not grown again) cannot make a stream look cheap. A rise from the first
+ * streams also holds what the first streams set up once (the worker's
+ * record buffer, sessions): that one may lower an estimate, not raise it.
+ * The requests counted as still to come hold their connection already,
+ * like those the rise was made of: priced at this, they are not counted
+ * twice. */
+static void
+learn_rise(struct kv_memguard *g, const int live[KV_COST_KINDS])
+{
+	int64_t growth = g->used - g->rise_used, others, mine;
+	int d[KV_COST_KINDS], k, i, n = 0;
+
+	for (k = 0; k < KV_COST_KINDS; k++) {
+		d[k] = live[k] > g->rise_live[k] ? live[k] - g->rise_live[k] : 0;
+		n += d[k];
+	}
+	if (n < KV_MEMGUARD_RISE || growth <= 0)
+		return;
+	/* Connections that came in during the rise and carry no stream yet
+	 * are in the growth too: take out what each surely holds, its
+	 * struct kv_conn (its socket and buffers stay in: the safe side). */
+	others = (int64_t)*g->nconns - g->live;
+	mine = own_growth(g, growth);
+	if (others > g->rise_others)
+		mine -= (others - g->rise_others) * (int64_t)sizeof(struct kv_conn);
+	k = kv_memcost_learn(&g->cost, mine, d, g->rise_n == 0);
+	g->rise_others = others;
+	for (i = 0; i < KV_COST_KINDS; i++)
+		g->rise_live[i] = live[i];
+	if (k != -1)
+		say_cost(g, k, d[k], growth);
+	g->rise_n = g->live;
+	g->rise_used = g->used;
+}
+
+/* At most every KV_MEMGUARD_LEARN_MS: count the streams and learn what
+ * one more adds. Besides the rise (learn_rise), the whole growth since
+ * the idle reading, divided among the carried streams, is at most what
+ * one costs (it holds every connection's memory, those still being set
+ * up too, what ended streams left, and what the first streams set up
+ * once): it may lower an estimate, never raise one. */
+static void
+learn(struct kv_memguard *g, int64_t now_ms)
+{
+	int live[KV_COST_KINDS], k;
+
+	if (now_ms - g->learn_ms < KV_MEMGUARD_LEARN_MS)
+		return;
+	g->learn_ms = now_ms;
+	g->live = count_streams(g, live);
+	if (g->idle < 0)
+		return;
+	if ((k = kv_memcost_learn(&g->cost, own_growth(g, g->used - g->idle), live, 1)) != -1)
+		say_cost(g, k, live[k], g->used - g->idle);
+	if (g->live > g->rise_n)
+		learn_rise(g, live);
+}
+
+/* What each of a request still to come adds: its upstream's kind's
+ * estimate, or what the carried streams cost now if that is more (a
+ * worker that is behind holds bytes for slow clients). */
+static int64_t
+cost_of(const struct kv_memguard *g, int kind)
+{
+	int64_t est = kv_memcost_of(&g->cost, kind), carried;
+
+	if (*g->nconns > 16) {
+		carried = (g->used - g->idle) / ((int64_t)*g->nconns * g->nworkers);
+		if (carried > est)
+			est = carried > KV_COST_MAX ? KV_COST_MAX : carried;
+	}
+	return est;
+}
+
+/* The memory the requests still to come will add, in this worker: those
+ * parked or woken at the gate a whole stream each, those in the handshake
+ * half (their SSL object and sockets are there already), those admitted
+ * since the reading (not in it yet; their upstream is not known here) at
+ * the dearest kind of the worker's upstreams. *pending: their number. */
+static int64_t
+still_to_come(const struct kv_memguard *g, int *pending)
+{
+	int64_t sum = 0, est, dearest = 0;
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < g->nups; i++) {
+		const struct kv_upstream_rt *rt = &g->ups[i];
+
+		est = cost_of(g, rt->cost_kind);
+		if (est > dearest)
+			dearest = est;
+		sum += (int64_t)(rt->nwaiting + rt->granted) * est + (int64_t)rt->handshaking * est / 2;
+		n += rt->nwaiting + rt->granted + rt->handshaking;
+	}
+	if (g->nups == 0)
+		dearest = cost_of(g, KV_COST_PLAIN);
+	*pending = n + g->since_read;
+	return sum + (int64_t)g->since_read * dearest;
 }
 
 void
 kv_memguard_init(struct kv_memguard *g, const struct kv_config *cf, int nworkers,
-    const struct kv_upstream_rt *ups, size_t nups, const size_t *nconns)
+    struct kv_upstream_rt *ups, size_t nups, const size_t *nconns,
+    struct kv_conn *const *conns, const struct kv_ledger *ledger)
 {
 	char dir[4096] = "";
+	size_t i;
 	int v2 = 0;
 
 	memset(g, 0, sizeof(*g));
 	g->usage_fd = -1;
 	g->stat_fd = -1;
 	g->idle = -1;
+	g->rise_used = -1;
 	g->nconns = nconns;
+	g->conns = conns;
+	g->ledger = ledger;
 	g->nworkers = nworkers > 0 ? nworkers : 1;
 	g->ups = ups;
 	g->nups = nups;
-	g->stream_est = stream_estimate(ups, nups);
+	kv_memcost_init(&g->cost);
+	for (i = 0; i < KV_COST_KINDS; i++)
+		g->said[i] = kv_memcost_start((int)i);
+	for (i = 0; i < nups; i++)
+		ups[i].cost_kind = config_kind(ups[i].cf);
 	g->limit = cf->memory_limit == -1 ? kv_memguard_cgroup_limit() : cf->memory_limit;
 	if (g->limit <= 0) {
 		g->limit = 0;
@@ -211,11 +390,34 @@ kv_memguard_init(struct kv_memguard *g, const struct kv_config *cf, int nworkers
 	    g->cg ? "measured on the cgroup" : "measured as this worker's memory times the workers");
 }
 
+/* "9216 B (TLS (own record layer)), ...": the estimates of the kinds of
+ * the upstreams with requests still to come (of all of them when only
+ * requests admitted since the reading are), for the refusal's log line. */
+static const char *
+costs_text(const struct kv_memguard *g)
+{
+	static char buf[160];
+	size_t i, len = 0;
+	int k, any = 0, used[KV_COST_KINDS] = { 0 };
+
+	for (i = 0; i < g->nups; i++)
+		if (g->ups[i].nwaiting + g->ups[i].granted + g->ups[i].handshaking > 0)
+			any = used[g->ups[i].cost_kind] = 1;
+	for (i = 0; !any && i < g->nups; i++)	/* only requests since the reading */
+		used[g->ups[i].cost_kind] = 1;
+	buf[0] = '\0';
+	for (k = 0; k < KV_COST_KINDS; k++)
+		if (used[k] && len < sizeof(buf))
+			len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%lld B (%s)",
+			    len ? ", " : "", (long long)cost_of(g, k), kv_memcost_name(k));
+	return buf;
+}
+
 int
 kv_memguard_full(struct kv_memguard *g, int64_t now_ms)
 {
-	int64_t predicted, est;
-	int pending, hs;
+	int64_t predicted, more;
+	int pending;
 
 	if (g->limit == 0)
 		return 0;
@@ -224,33 +426,26 @@ kv_memguard_full(struct kv_memguard *g, int64_t now_ms)
 			return 0;	/* unreadable for once: never refuse on no data */
 		g->read_ms = now_ms;
 		g->since_read = 0;
+		if (g->idle < 0)
+			g->idle = g->rise_used = g->used;
+		learn(g, now_ms);
 	}
 	/* A request's memory comes after its admission: count what is still
 	 * to come. An admitted request goes straight to the gate, and one
-	 * parked there for a handshake slot may wait seconds; one in the
-	 * handshake holds its SSL object and sockets already, about half. A
-	 * stream costs what the carried ones cost now, when that is more (a
-	 * worker that is behind holds bytes for slow clients). */
-	pending = kv_upstreams_pending(g->ups, g->nups, &hs);
-	est = g->stream_est;
-	if (g->idle < 0)
-		g->idle = g->used;
-	if (*g->nconns > 16 && (g->used - g->idle) / ((int64_t)*g->nconns * g->nworkers) > est)
-		est = (g->used - g->idle) / ((int64_t)*g->nconns * g->nworkers);
-	if (est > KV_MEMGUARD_STREAM_MAX)
-		est = KV_MEMGUARD_STREAM_MAX;
-	/* Requests admitted since the reading are not in it yet (a burst
-	 * admits hundreds within one KV_MEMGUARD_READ_MS): count them as
-	 * still to come too. Without it the 1,200-stream test peaked within
-	 * 1 % of its 24 MiB and was OOM-killed on a slower machine. */
-	predicted = g->used + ((int64_t)(pending + g->since_read) * 2 + hs) * g->nworkers * est / 2;
-	pending += hs;
+	 * parked there for a handshake slot may wait seconds. Requests
+	 * admitted since the reading are not in it yet (a burst admits
+	 * hundreds within one KV_MEMGUARD_READ_MS): without them the
+	 * 1,200-stream test peaked within 1 % of its 24 MiB and was
+	 * OOM-killed on a slower machine. */
+	more = still_to_come(g, &pending);
+	predicted = g->used + more * g->nworkers;
 	/* Back under by 2 % of the limit before accepting again: no flapping. */
 	if (predicted >= g->refuse_at || (g->full && predicted >= g->refuse_at - g->limit / 50)) {
 		if (!g->full)
-			kv_log_warnx("KV0650", "memory %lld kB (and %d requests still to set up) of "
-			    "%lld kB: refusing new requests with 503 until it falls",
-			    (long long)(g->used >> 10), pending, (long long)(g->limit >> 10));
+			kv_log_warnx("KV0650", "memory %lld kB (and %d requests still to set up, "
+			    "%lld kB) of %lld kB: refusing new requests with 503 until it falls "
+			    "(a stream adds %s)", (long long)(g->used >> 10), pending,
+			    (long long)(more >> 10), (long long)(g->limit >> 10), costs_text(g));
 		g->full = 1;
 		g->refused++;
 		return 1;

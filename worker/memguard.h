@@ -9,18 +9,19 @@
 #include <stdint.h>
 
 #include "common/config.h"
+#include "worker/memcost.h"
 
+struct kv_conn;
+struct kv_ledger;
 struct kv_upstream_rt;
 
 /* What a request still to be set up may add (TLS session, record and
- * socket buffers, kernel socket memory): the cgroup growth measured per
- * paced TLS stream on OpenSSL's record layer, 21 KB, rounded up
- * (docs/tls-memory.md); on kilovolt's own (every TLS upstream of the
- * worker on tls_record_layer = own, or plaintext) the second figure; more
- * when the carried streams cost more, up to the third. */
-#define KV_MEMGUARD_STREAM_EST	(22 * 1024)
-#define KV_MEMGUARD_STREAM_EST_OWN (12 * 1024)
-#define KV_MEMGUARD_STREAM_MAX	(64 * 1024)
+ * socket buffers, kernel socket memory) is learned, per kind of upstream
+ * leg, from the cgroup's memory against the streams carried (memcost.h),
+ * at most every KV_MEMGUARD_LEARN_MS: from each rise of KV_MEMGUARD_RISE
+ * streams above the most the worker carried before. */
+#define KV_MEMGUARD_LEARN_MS	50
+#define KV_MEMGUARD_RISE	128
 #define KV_MEMGUARD_READ_MS	10	/* re-read the usage at most this often */
 #define KV_MEMGUARD_RETRY_S	1	/* Retry-After of a refusal */
 /* The connections' own memory -- each one's state and socket from accept,
@@ -33,11 +34,20 @@ struct kv_memguard {
 	int64_t		limit;		/* bytes; 0: the guard is off */
 	int64_t		refuse_at;	/* limit * memory_refuse / 100 */
 	int		nworkers;
-	const struct kv_upstream_rt *ups;	/* for their pending handshakes */
+	struct kv_upstream_rt *ups;	/* their pending handshakes; cost_kind set here */
 	size_t		nups;
 	const size_t	*nconns;	/* the worker's connections */
+	struct kv_conn	*const *conns;	/* ... their list, walked to count the streams */
+	const struct kv_ledger *ledger;	/* every worker's connections, or NULL */
 	int64_t		idle;		/* the first reading, -1 before it */
-	int64_t		stream_est;	/* KV_MEMGUARD_STREAM_EST or _OWN */
+	struct kv_memcost cost;		/* what a stream adds, by kind, as learned */
+	int64_t		learn_ms;	/* the last walk of the streams */
+	int		live;		/* streams carried at that walk */
+	int		rise_n;		/* streams at the last rise sampled (learn_rise) */
+	int		rise_live[KV_COST_KINDS];	/* ... by kind */
+	int64_t		rise_used;	/* ... and the usage then */
+	int64_t		rise_others;	/* ... and the connections without a stream */
+	int64_t		said[KV_COST_KINDS];	/* estimates last logged */
 	int		usage_fd;	/* the cgroup's usage file, or /proc/self/statm */
 	int		cg;		/* usage_fd is the cgroup's */
 	int		v2;
@@ -60,18 +70,22 @@ struct kv_memguard {
  * it can be read; without one, each worker holds its own private resident
  * memory to 1/nworkers of the limit. ups: the worker's upstreams (their
  * handshakes still to come count as memory to come); nconns: its count of
- * connections. Logs what it decided.
+ * connections, conns their list; ledger (or NULL) gives every worker's
+ * count of connections, for this worker's part of the cgroup's memory.
+ * Logs what it decided.
  * Never fails: a guard it cannot set up is off. */
 void	kv_memguard_init(struct kv_memguard *g, const struct kv_config *cf, int nworkers,
-	    const struct kv_upstream_rt *ups, size_t nups, const size_t *nconns);
+	    struct kv_upstream_rt *ups, size_t nups, const size_t *nconns,
+	    struct kv_conn *const *conns, const struct kv_ledger *ledger);
 
 /* Should a new request be refused? The usage (the cgroup's less its
  * inactive page cache, which the kernel reclaims before it kills; read at
- * most every KV_MEMGUARD_READ_MS) plus KV_MEMGUARD_STREAM_EST for each
- * request whose memory is still to come (parked at the handshake gate;
- * half of it for one in the handshake), at what a carried stream costs
- * now if that is more, times nworkers (the
- * others admit too), must stay under the refusal point. Logs once when
+ * most every KV_MEMGUARD_READ_MS) plus, for each request whose memory is
+ * still to come (parked at the handshake gate, or admitted since the
+ * reading; half of it for one in the handshake), what a stream of its
+ * upstream's kind adds (as learned, memcost.h; what a carried stream
+ * costs now if that is more), times nworkers (the others admit too),
+ * must stay under the refusal point. Logs once when
  * refusing starts and once when it stops. now_ms: the worker's clock. */
 int	kv_memguard_full(struct kv_memguard *g, int64_t now_ms);
 

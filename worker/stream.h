@@ -15,6 +15,9 @@ struct kv_stream {
 	int	 fd;
 	SSL	*ssl;		/* NULL for plaintext, and after a TLS 1.3 hand-off */
 	struct kv_tls13_io *t13; /* after the hand-off: kilovolt's record layer */
+	int	 ktls_want;	/* at the hand-off, try the kernel's (tls_record_layer = kernel) */
+	int	 ktls;		/* 1: after the hand-off the kernel seals and opens the
+				 * records (worker/ktls.h); -1: it took one direction only */
 	int	 want;		/* readiness the last KV_IO_AGAIN waits for */
 	/* Called once, on the first read after the handshake that returns
 	 * anything but KV_IO_AGAIN: by then any session ticket the server
@@ -22,8 +25,9 @@ struct kv_stream {
 	void	(*settled)(struct kv_stream *);
 };
 
-/* A TLS stream, on OpenSSL or handed off: no splice, no sendfile. */
-#define kv_stream_tls(s)	((s)->ssl != NULL || (s)->t13 != NULL)
+/* A TLS stream, on OpenSSL or handed off: no splice, no sendfile (not on
+ * kernel TLS either: untested there, see worker/ktls.h). */
+#define kv_stream_tls(s)	((s)->ssl != NULL || (s)->t13 != NULL || (s)->ktls != 0)
 
 /* Read up to len bytes: returns > 0, 0 on orderly EOF, KV_IO_AGAIN or
  * KV_IO_ERROR. A TLS read that waits (KV_IO_AGAIN) gives back its record

@@ -16,6 +16,7 @@
 
 #include "common/log.h"
 #include "shm/ledger-t.h"
+#include "worker/ktls.h"
 #include "worker/stream.h"
 #include "worker/tls13.h"
 #include "worker/tls_handoff.h"
@@ -60,14 +61,34 @@ kv_tls13_io_free(struct kv_tls13_io *t)
 	free(t);
 }
 
+/* The leg has left OpenSSL: free its SSL quietly (nothing is written, the
+ * session stays resumable) and count the hand-off. */
+static void
+free_ssl(struct kv_stream *s)
+{
+	SSL_set_quiet_shutdown(s->ssl, 1);
+	(void)SSL_shutdown(s->ssl);
+	SSL_free(s->ssl);
+	s->ssl = NULL;
+	if (counters != NULL && s->ktls != -1)
+		atomic_fetch_add(&counters->upstream_tls_handoffs_total, 1);
+}
+
 void
 kv_tls13_io_adopt(struct kv_stream *s)
 {
 	struct kv_tls13_conn c;
 	struct kv_tls13_io *t;
+	int r;
 
 	if (s->ssl == NULL || kv_tls_handoff(s->ssl, &c) < 0)
 		return;
+	if (s->ktls_want && kv_ktls_available() && (r = kv_ktls_start(s->fd, &c)) != 1) {
+		OPENSSL_cleanse(&c, sizeof c);
+		s->ktls = r == 0 ? 1 : -1;
+		free_ssl(s);
+		return;
+	}
 	if ((cctx == NULL && (cctx = EVP_CIPHER_CTX_new()) == NULL) ||
 	    (t = calloc(1, sizeof *t)) == NULL) {
 		OPENSSL_cleanse(&c, sizeof c);
@@ -75,13 +96,8 @@ kv_tls13_io_adopt(struct kv_stream *s)
 	}
 	t->t = c;
 	OPENSSL_cleanse(&c, sizeof c);
-	SSL_set_quiet_shutdown(s->ssl, 1);
-	(void)SSL_shutdown(s->ssl);
-	SSL_free(s->ssl);
-	s->ssl = NULL;
 	s->t13 = t;
-	if (counters != NULL)
-		atomic_fetch_add(&counters->upstream_tls_handoffs_total, 1);
+	free_ssl(s);
 }
 
 /* Keeps n bytes of p (the rest of a record, or plaintext) in h. */

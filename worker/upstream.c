@@ -125,20 +125,6 @@ kv_upstream_gate_stop_waiting(struct kv_upstream_rt *rt)
 	gate_wake(rt);
 }
 
-int
-kv_upstreams_pending(const struct kv_upstream_rt *rts, size_t n, int *handshaking)
-{
-	size_t i;
-	int parked = 0;
-
-	*handshaking = 0;
-	for (i = 0; i < n; i++) {
-		parked += rts[i].nwaiting + rts[i].granted;
-		*handshaking += rts[i].handshaking;
-	}
-	return parked;
-}
-
 /* ---- the pool's two lists ---------------------------------------------- */
 
 /* The loop's turn (kv_upstreams_turn), and whether its epoll_wait
@@ -271,7 +257,7 @@ tls_ctx_init(struct kv_upstream_rt *rts, struct kv_upstream_rt *rt, char *err, s
 	/* TLS 1.3 legs leave OpenSSL after the handshake (worker/tls13_io.c,
 	 * docs/tls-memory.md "Own record layer") unless tls_record_layer =
 	 * openssl: the callbacks record the secrets the hand-off needs. */
-	if (!up->tls_openssl_records && kv_tls_handoff_ctx(ctx) < 0) {
+	if (up->tls_record_layer != KV_TLS_RECORDS_OPENSSL && kv_tls_handoff_ctx(ctx) < 0) {
 		SSL_CTX_free(ctx);
 		snprintf(err, errlen, "upstream %s: TLS hand-off set-up failed", up->name);
 		return -1;
@@ -511,6 +497,7 @@ tls_session_init(struct kv_upconn *uc, char *err, size_t errlen)
 	rt->handshaking++;
 	uc->s.settled = upconn_settled_read;
 	uc->s.ssl = ssl;
+	uc->s.ktls_want = rt->cf->tls_record_layer == KV_TLS_RECORDS_KERNEL;
 	return 0;
 fail:
 	snprintf(err, errlen, "upstream %s: cannot set up TLS", rt->cf->name);

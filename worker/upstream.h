@@ -59,6 +59,10 @@ struct kv_upstream_rt {
 	int		 ticket_late;	/* a parked request gave up waiting for it */
 	int		 granted;	/* slots held for woken waiters */
 	int		 nwaiting;	/* parked */
+	/* What its streams are (memcost.h): the dearest kind among those it
+	 * carried at the memory guard's last count, else what its config
+	 * says; its requests still to come are priced as that. */
+	int		 cost_kind;
 	struct kv_upwait *waiters;	/* parked by kv_upstream_gate, FIFO */
 	struct kv_upwait **waiters_tail;
 };
@@ -125,11 +129,6 @@ void	kv_upstream_ungate(struct kv_upwait *w);
  * that never finishes a handshake fails them side by side, not one after
  * another. Wakes what may go now. */
 void	kv_upstream_gate_stop_waiting(struct kv_upstream_rt *rt);
-
-/* Requests of this worker whose TLS connection is not set up yet: the
- * number parked or woken (returned) and in the handshake (*handshaking).
- * Their memory is still to come (in part, for the latter). */
-int	kv_upstreams_pending(const struct kv_upstream_rt *rts, size_t n, int *handshaking);
 
 /* A pooled connection that is still open, or NULL. One that was in the pool
  * at the last (complete) epoll_wait is taken without asking the kernel: it

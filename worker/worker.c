@@ -366,7 +366,8 @@ kv_worker_main(const struct kv_config *cf, struct kv_ledger *l, int slot,
 		kv_log_warnx("KV0516", "%s", err);
 		_exit(KV_EXIT_CONFIG);
 	}
-	kv_memguard_init(&w.mem, cf, cf->workers, w.ups, cf->nupstreams, &w.nconns);
+	kv_memguard_init(&w.mem, cf, cf->workers, w.ups, cf->nupstreams, &w.nconns, &w.conns,
+	    w.ledger);
 	if ((w.epfd = epoll_create1(EPOLL_CLOEXEC)) == -1) {
 		kv_log_warn("KV0517", "epoll_create1");
 		_exit(1);

@@ -237,6 +237,10 @@ tls_round() {
 	peak=$(cgroup_peak "$name-tls")
 	kills=$(awk '$1 == "oom_kill" { print $2 }' "$(cgroup_file "$name-tls" memory.oom_control)")
 	say "TLS: $n streams: cgroup peak $((peak / 1024)) KiB of $MEMORY, OOM kills ${kills:-?}"
+	# What the memory guard has learned a stream costs, by worker (the
+	# newest line of each).
+	$P logs "$name-tls" 2>&1 | grep 'memory guard: a stream' | awk '{ w[$4] = $0 } END { for (k in w) print w[k] }' |
+	    sed 's/^/container: TLS: /'
 	[ "${kills:-0}" = 0 ] || { say "FAIL: TLS: the OOM killer killed $kills processes"; fail=1; }
 	[ "$(curl -s --cacert "$tmp/certs/ca.pem" "https://localhost:$tport/mock/stats" | jq -r .aborted_streams)" = "$cut" ] ||
 	    { say "FAIL: TLS: the mock saw streams cut"; fail=1; }
