@@ -351,10 +351,7 @@ test_errors(void)
 	EXPECT_ERR("[server\n", ":1: bad section header (want [NAME])");
 	EXPECT_ERR(UP "[upstream b]\nurl = http://h\nca_file = /nonexistent/ca.pem\n",
 	    ":6: ca_file: /nonexistent/ca.pem: No such file or directory");
-	EXPECT_ERR(UP "[upstream b]
-url = https://h
-tls_record_layer = quic
-",
+	EXPECT_ERR(UP "[upstream b]\nurl = https://h\ntls_record_layer = quic\n",
 	    ":6: tls_record_layer: 'quic' is not own, openssl or kernel");
 	EXPECT_ERR("[key abcdefghijabcdefghijabcdefghijabcdefghijabcdefgh]\n",
 	    ":1: bad key name 'abcdefghijabcdefghijabcdefghijabcdefghijabcdefgh' "
