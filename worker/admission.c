@@ -162,16 +162,22 @@ refuse_older(struct kv_conn *c, const struct kv_price *glob)
 	return conn_fail(c, 400, msg);
 }
 
-static enum step
-reserve(struct kv_conn *c)
+/* A step of admission said no: its answer is *ST = S. */
+static int
+refused(enum step *st, enum step s)
+{
+	*st = s;
+	return -1;
+}
+
+/* The request's account: found, or made for a new key the policy lets
+ * in. Returns 0, or -1 with the refusal's step in *st. */
+static int
+account_of(struct kv_conn *c, enum step *st)
 {
 	const struct kv_config *cf = c->w->cf;
 	struct kv_ledger *l = c->w->ledger;
-	const struct kv_price *p, *older;
-	char msg[256], rem[32], need[32];
 	enum kv_key_verdict kv;
-	int64_t amount;
-	enum step st;
 	int deny;
 
 	/* The master's policy, not this worker's config: an old generation
@@ -186,21 +192,21 @@ reserve(struct kv_conn *c)
 	    cf->default_budget_nusd);
 	if (c->acct == NULL) {
 		if (errno == EAGAIN)	/* another worker is creating it this instant */
-			return conn_fail(c, 503, "key account is being created; retry");
+			return refused(st, conn_fail(c, 503, "key account is being created; retry"));
 		if (deny)
-			return conn_fail(c, 401, "unknown API key");
+			return refused(st, conn_fail(c, 401, "unknown API key"));
 		kv_log_warnx("KV0410", "account table full (max_keys %u): refusing new key %s",
 		    l->hdr->max_keys, c->keyid);
 		/* The master gives back strangers' never-charged slots. */
 		atomic_store(&l->hdr->reclaim_wanted, 1);
 		c->no_retry = 1;
-		return conn_fail(c, 503, "gateway key table is full");
+		return refused(st, conn_fail(c, 503, "gateway key table is full"));
 	}
 	/* Issued keys (shm/keys.h): a rotated secret's link names its
 	 * account; revoked, rotated-out and expired secrets get 401. */
 	if ((kv = kv_keys_admit(l, &c->acct, (int64_t)time(NULL))) != KV_KEY_OK) {
 		c->acct = NULL;
-		return conn_fail(c, 401, kv_keys_refusal(kv));
+		return refused(st, conn_fail(c, 401, kv_keys_refusal(kv)));
 	}
 	kv_key_id(c->acct->hash, c->keyid);	/* the account's id, also for a link */
 	/* Under deny only the running config's keys and issued ones: a key
@@ -208,53 +214,80 @@ reserve(struct kv_conn *c)
 	 * (master/key_sync.c). */
 	if (deny && !(atomic_load(&c->acct->aflags) & (KV_AF_CONFIG | KV_AF_ISSUED))) {
 		c->acct = NULL;
-		return conn_fail(c, 401, "unknown API key");
+		return refused(st, conn_fail(c, 401, "unknown API key"));
 	}
 	kv_ledger_period_roll(l, c->acct, cf->period, (int64_t)time(NULL));
+	return 0;
+}
+
+/* The request's price, resolved once and kept on the connection, or the
+ * refusal of a request kilovolt cannot bound. Returns 0, or -1 with the
+ * refusal's step in *st. */
+static int
+price_of(struct kv_conn *c, enum step *st)
+{
+	const struct kv_config *cf = c->w->cf;
+	const struct kv_price *p, *older;
+
 	p = c->price = kv_price_lookup(cf, c->ri.model, NULL, &older);
 	if (older != NULL)
 		note_older_family(c->ri.model, older);
 	if (older != NULL && p != NULL)
 		c->unpriced_model = 1;	/* at [price default]: marked in the log */
-	if (c->api != KV_API_OTHER && p == NULL && older != NULL)
-		return refuse_older(c, older);
-	if (c->api != KV_API_OTHER && p == NULL)
-		return refuse_unpriced(c);
-	if (c->api != KV_API_OTHER && c->ri.fetches[0] != '\0' &&
-	    (p == NULL || p->context_window <= 0))
-		return refuse_unbounded(c, p);
-	if (c->api != KV_API_OTHER && c->ri.tools_unbounded > 0 && cf->max_tool_turns == 0 &&
-	    c->ri.max_tool_calls < 0)
-		return conn_fail(c, 400, "a server tool without max_uses makes the provider "
-		    "loop without a bound kilovolt can reserve: set max_uses on the tool "
-		    "(or max_tool_calls), or [budget] max_tool_turns");
-	amount = estimate_nusd(c, p);
-	c->resv = kv_ledger_reserve(l, c->w->slot, c->acct, amount, &c->remaining);
-	if (c->resv == -1) {
-		atomic_fetch_add(&l->hdr->counters.budget_refusals_total, 1);
+	if (c->api == KV_API_OTHER)
+		return 0;
+	if (p == NULL && older != NULL)
+		return refused(st, refuse_older(c, older));
+	if (p == NULL)
+		return refused(st, refuse_unpriced(c));
+	if (c->ri.fetches[0] != '\0' && p->context_window <= 0)
+		return refused(st, refuse_unbounded(c, p));
+	if (c->ri.tools_unbounded > 0 && cf->max_tool_turns == 0 && c->ri.max_tool_calls < 0)
+		return refused(st, conn_fail(c, 400, "a server tool without max_uses makes the "
+		    "provider loop without a bound kilovolt can reserve: set max_uses on "
+		    "the tool (or max_tool_calls), or [budget] max_tool_turns"));
+	return 0;
+}
+
+/* What kv_ledger_reserve's refusal RESV means to the client. */
+static enum step
+budget_refusal(struct kv_conn *c, int resv, int64_t amount)
+{
+	char msg[256], rem[32], need[32];
+
+	c->resv = -1;
+	if (resv == -1) {
+		atomic_fetch_add(&c->w->ledger->hdr->counters.budget_refusals_total, 1);
 		kv_format_dollars(c->remaining, rem, sizeof(rem));
 		kv_format_dollars(amount, need, sizeof(need));
 		snprintf(msg, sizeof(msg), "budget exceeded for key %s: %s remaining, "
 		    "this request may cost up to %s", c->keyid, rem, need);
-		c->resv = -1;
 		return conn_fail(c, 402, msg);
 	}
-	if (c->resv == -3) {
-		/* The key has budget, but not in this host's lease yet: wait
-		 * while the master asks Redis (docs/cluster.md). */
-		c->resv = -1;
+	/* The key has budget, but not in this host's lease yet: wait while
+	 * the master asks Redis (docs/cluster.md). */
+	if (resv == -3)
 		return conn_lease_park(c);
-	}
-	if (c->resv == -4) {
+	if (resv == -4) {
 		/* Retired by the master (never charged, idle) a moment ago. */
-		c->resv = -1;
 		c->retry_after = 1;
 		return conn_fail(c, 503, "key account was being recycled; retry");
 	}
-	if (c->resv < 0) {
-		c->resv = -1;
-		return conn_fail(c, 503, "too many requests in flight");
-	}
+	return conn_fail(c, 503, "too many requests in flight");
+}
+
+static enum step
+reserve(struct kv_conn *c)
+{
+	int64_t amount;
+	enum step st;
+
+	if (account_of(c, &st) == -1 || price_of(c, &st) == -1)
+		return st;
+	amount = estimate_nusd(c, c->price);
+	c->resv = kv_ledger_reserve(c->w->ledger, c->w->slot, c->acct, amount, &c->remaining);
+	if (c->resv < 0)
+		return budget_refusal(c, c->resv, amount);
 	if (conn_rate_admit(c, &st) == -1)
 		return st;
 	atomic_fetch_add(&c->w->slot->active_streams, 1);
