@@ -28,7 +28,7 @@ say() { echo "container: $*"; }
 skip() { say "SKIP: $*"; exit 77; }
 
 cleanup() {
-	$P rm -f -v -t 0 "$name" "$name-2" "$name-tls" > /dev/null 2>&1
+	$P rm -f -v -t 0 "$name" "$name-2" "$name-own" "$name-tls" > /dev/null 2>&1
 	$P volume rm -f "$vol" "$vol-tls" > /dev/null 2>&1
 	[ -n "$mock_pid" ] && kill "$mock_pid" 2> /dev/null
 	[ -n "$mock_tls_pid" ] && kill "$mock_tls_pid" 2> /dev/null
@@ -147,6 +147,35 @@ run() {
 	$P logs "$1" 2>&1 | tail -n 20
 	say "FAIL: $1 is not answering on port $port"
 	exit 1
+}
+
+# A mounted config's listen and workers win: the image keeps its defaults
+# in its bundled config, not in ENV (no KILOVOLT_PORT given here).
+own_config_phase() {
+	local own_port code workers i
+	own_port=$(free_port)
+	sed -e "s|^listen = [^ ;]*|listen = 127.0.0.1:$own_port|" -e "s|^workers = [^ ;]*|workers = 3|" \
+	    "$tmp/kilovolt.ini" > "$tmp/own.ini" && chmod 0644 "$tmp/own.ini"
+	if ! $P run -d --name "$name-own" --network host --memory "$MEMORY" --memory-swap "$MEMORY" \
+	    --read-only --cap-drop ALL --security-opt no-new-privileges \
+	    -v "$vol:/var/lib/kilovolt" -v "$tmp/own.ini:/etc/kilovolt/kilovolt.ini:ro" \
+	    "$IMAGE" > "$tmp/run-own.log" 2>&1; then
+		cat "$tmp/run-own.log"; say "FAIL: podman run $name-own"; fail=1; return
+	fi
+	code=000 workers=
+	for ((i = 0; i < 100; i++)); do
+		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$own_port/v1/models")
+		workers=$($P exec "$name-own" kvctl status --json 2> /dev/null | jq '.workers | length')
+		[ "$code" != 000 ] && [ "$workers" = 3 ] && break
+		sleep 0.2
+	done
+	if [ "$code" != 000 ] && [ "$workers" = 3 ]; then
+		say "ok a mounted config's listen (127.0.0.1:$own_port) and workers (3) win"
+	else
+		$P logs "$name-own" 2>&1 | tail -n 10
+		say "FAIL: mounted config: 127.0.0.1:$own_port answered $code, ${workers:-no} workers"; fail=1
+	fi
+	$P rm -f -t 0 "$name-own" > /dev/null 2>&1
 }
 
 # Memory figures of NAME's cgroup (v1 memory controller), in bytes.
@@ -325,6 +354,7 @@ main() {
 	[ "$before" = "$after" ] && [ "$before" != "[]" ] || { say "FAIL: spend did not survive on the volume"; fail=1; }
 
 	$P rm -f -t 0 "$name-2" > /dev/null 2>&1
+	own_config_phase
 	[ "${KV_CONTAINER_TLS:-1}" = 1 ] && tls_phase
 
 	# The systemd unit, under a real systemd booted in a container.
