@@ -146,12 +146,8 @@ kv_stream_handshake(struct kv_stream *s, char *err, size_t errlen)
 	}
 	switch (SSL_get_error(s->ssl, r)) {
 	case SSL_ERROR_WANT_READ:
-		s->want = EPOLLIN;
-		tls_idle(s);
-		return KV_IO_AGAIN;
 	case SSL_ERROR_WANT_WRITE:
-		s->want = EPOLLOUT;
-		return KV_IO_AGAIN;
+		return tls_result(s, r);	/* records the wait */
 	default:
 		break;
 	}
