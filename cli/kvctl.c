@@ -88,13 +88,19 @@ static const char usage_text[] =
 "\n"
 "Exit status: 0 ok, 1 key not found, 2 usage or ledger error.\n";
 
-static int
-usage_error(const char *fmt, const char *arg)
+int
+kvctl_usage_error(const char *cmd, const char *fmt, const char *arg)
 {
-	fputs("kvctl: ", stderr);
+	fprintf(stderr, "kvctl: %s%s", cmd != NULL ? cmd : "", cmd != NULL ? ": " : "");
 	fprintf(stderr, fmt, arg);
 	fputs("\n(kvctl --help for usage)\n", stderr);
 	return KVCTL_EXIT_USAGE;
+}
+
+static int
+usage_error(const char *fmt, const char *arg)
+{
+	return kvctl_usage_error(NULL, fmt, arg);
 }
 
 /* ---- finding a key ------------------------------------------------------ */

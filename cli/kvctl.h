@@ -22,6 +22,10 @@ void	kvctl_printable(char *s);
 /* "$1.234567", or "-$0.000001" for a negative amount. */
 void	kvctl_format_money(int64_t nusd, char *buf, size_t len);
 
+/* "kvctl: CMD: " (or "kvctl: " for a NULL CMD), FMT with ARG and the
+ * --help hint on stderr. Returns KVCTL_EXIT_USAGE. */
+int	kvctl_usage_error(const char *cmd, const char *fmt, const char *arg);
+
 /* A rate limit per minute in BUF: "60", or NONE ("none", "-") for 0. */
 void	kvctl_format_limit(uint32_t v, const char *none, char *buf, size_t len);
 

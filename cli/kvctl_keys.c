@@ -33,10 +33,7 @@ struct keys_cmd {
 static int
 keys_usage(const char *fmt, const char *arg)
 {
-	fputs("kvctl: keys: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs("\n(kvctl --help for usage)\n", stderr);
-	return KVCTL_EXIT_USAGE;
+	return kvctl_usage_error("keys", fmt, arg);
 }
 
 int
