@@ -151,6 +151,21 @@ refuse_full(int fd)
 }
 
 void
+kv_conn_client_ready(struct kv_worker *w, struct kv_evsrc *src, uint32_t events)
+{
+	(void)w;
+	kv_conn_event(src->ptr, 0, events);
+}
+
+void
+kv_conn_upstream_ready(struct kv_worker *w, struct kv_evsrc *src, uint32_t events)
+{
+	(void)w;
+	if (src->ptr != NULL)	/* NULL: released after the wait, stale */
+		kv_conn_event(src->ptr, 1, events);
+}
+
+void
 kv_conn_accept(struct kv_worker *w, int fd)
 {
 	struct epoll_event ev;
@@ -172,6 +187,7 @@ kv_conn_accept(struct kv_worker *w, int fd)
 	c->spfd = -1;
 	c->pipefd[0] = c->pipefd[1] = -1;
 	c->cev.kind = KV_EV_CLIENT;
+	c->cev.fn = kv_conn_client_ready;
 	c->cev.ptr = c;
 	c->upwait.wake = conn_upwake;
 	c->state = CS_HEAD;

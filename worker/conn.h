@@ -18,6 +18,12 @@ void	kv_conn_accept(struct kv_worker *w, int fd);
 /* An epoll event on the client (upstream == 0) or upstream socket. */
 void	kv_conn_event(struct kv_conn *c, int upstream, uint32_t events);
 
+/* The event sources' callbacks (evsrc.h): a client socket's, and an
+ * upstream socket's (nothing for one idle in the pool: its events were
+ * taken before the turn's dispatch, see worker.c pool_events). */
+void	kv_conn_client_ready(struct kv_worker *w, struct kv_evsrc *src, uint32_t events);
+void	kv_conn_upstream_ready(struct kv_worker *w, struct kv_evsrc *src, uint32_t events);
+
 /* Run a connection that is on the worker's ready list. */
 void	kv_conn_resume(struct kv_conn *c);
 

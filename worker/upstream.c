@@ -20,6 +20,7 @@
 
 #include "common/log.h"
 #include "common/tls_client.h"
+#include "worker/conn.h"
 #include "shm/targets.h"
 
 static int
@@ -545,6 +546,7 @@ kv_upconn_connect(struct kv_upstream_rt *rt, char *err, size_t errlen)
 	uc->s.fd = fd;
 	uc->rt = rt;
 	uc->ev.kind = KV_EV_UPSTREAM;
+	uc->ev.fn = kv_conn_upstream_ready;
 	if (rt->ctx != NULL && tls_session_init(uc, err, errlen) == -1) {
 		kv_upconn_close(uc, 0);
 		gate_wake(rt);

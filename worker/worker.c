@@ -227,16 +227,11 @@ expire(struct kv_worker *w)
 }
 
 static void
-dispatch(struct kv_worker *w, struct epoll_event *ev)
+listener_ready(struct kv_worker *w, struct kv_evsrc *src, uint32_t events)
 {
-	struct kv_evsrc *src = ev->data.ptr;
-
-	if (src->kind == KV_EV_LISTEN)
-		accept_some(w);
-	else if (src->kind == KV_EV_UPSTREAM && src->ptr == NULL)
-		return;	/* released after the wait: stale (see pool_events) */
-	else
-		kv_conn_event(src->ptr, src->kind == KV_EV_UPSTREAM, ev->events);
+	(void)src;
+	(void)events;
+	accept_some(w);
 }
 
 /* Before anything else of the turn can take a pooled connection: the
@@ -296,6 +291,7 @@ static void
 worker_loop(struct kv_worker *w, pid_t master)
 {
 	struct epoll_event evs[MAX_EVENTS];
+	struct kv_evsrc *src;
 	int64_t last_tick = 0;
 	int i, n;
 
@@ -320,8 +316,8 @@ worker_loop(struct kv_worker *w, pid_t master)
 		pool_events(evs, n);
 		accept_resume(w);
 		for (i = 0; i < n; i++)
-			if (evs[i].data.ptr != NULL)
-				dispatch(w, &evs[i]);
+			if ((src = evs[i].data.ptr) != NULL)
+				src->fn(w, src, evs[i].events);
 		kv_lease_poll(w);
 		run_ready(w);
 		expire(w);
@@ -358,6 +354,7 @@ kv_worker_main(const struct kv_config *cf, struct kv_ledger *l, int slot,
 	w.generation = generation;
 	w.lfd = lfd;
 	w.lev.kind = KV_EV_LISTEN;
+	w.lev.fn = listener_ready;
 	w.splice_ok = 1;
 	w.now_ms = kv_now_ms();
 	/* power-of-two choices between targets (upstream_set.c) */
