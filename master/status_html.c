@@ -115,8 +115,9 @@ errors_card(FILE *f, const struct kv_ledger *l)
 	snprintf(v, sizeof(v), "<span class=\"%s\">%" PRIu64 "</span>",
 	    relayed + failed + cuts ? "bad" : "", relayed + failed + cuts);
 	snprintf(s, sizeof(s), "<span id=\"err-5xx\">%" PRIu64 " 5xx relayed</span> &middot; "
-	    "<span id=\"err-upstream\">%" PRIu64 " upstream failures</span> &middot; "
-	    "<span id=\"err-cuts\">%" PRIu64 " cuts</span>", relayed, failed, cuts);
+	    "<span id=\"err-upstream\">%" PRIu64 " upstream failure%s</span> &middot; "
+	    "<span id=\"err-cuts\">%" PRIu64 " cut%s</span>", relayed, failed,
+	    failed == 1 ? "" : "s", cuts, cuts == 1 ? "" : "s");
 	card(f, "errors", "Errors", v, s);
 }
 

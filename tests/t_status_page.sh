@@ -119,8 +119,8 @@ check "... the gateway's spend over the day, the crowd's included" \
 # The Errors card names each kind: the mock's 500 is one relayed 5xx, the
 # close one upstream failure, the reset one cut.
 check "the Errors card counts the relayed 500" grep -q '<span id="err-5xx">1 5xx relayed</span>' "$T/page.html"
-check "... the upstream failure" grep -q '<span id="err-upstream">1 upstream failures</span>' "$T/page.html"
-check "... the cut" grep -q '<span id="err-cuts">1 cuts</span>' "$T/page.html"
+check "... the upstream failure" grep -q '<span id="err-upstream">1 upstream failure</span>' "$T/page.html"
+check "... the cut" grep -q '<span id="err-cuts">1 cut</span>' "$T/page.html"
 check "... its total is theirs" grep -q '<div class="k">Errors</div><div class="v"><span class="bad">3</span>' "$T/page.html"
 check "/metrics: kilovolt_responses_5xx_relayed_total 1" \
 	eval "curl -fsS -m 5 '$S/metrics' | grep -x 'kilovolt_responses_5xx_relayed_total 1' >/dev/null"
