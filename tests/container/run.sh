@@ -158,6 +158,7 @@ own_config_phase() {
 	    "$tmp/kilovolt.ini" > "$tmp/own.ini" && chmod 0644 "$tmp/own.ini"
 	if ! $P run -d --name "$name-own" --network host --memory "$MEMORY" --memory-swap "$MEMORY" \
 	    --read-only --cap-drop ALL --security-opt no-new-privileges \
+	    --ulimit nofile=4096:4096 --ulimit nproc=1024:1024 \
 	    -v "$vol:/var/lib/kilovolt" -v "$tmp/own.ini:/etc/kilovolt/kilovolt.ini:ro" \
 	    "$IMAGE" > "$tmp/run-own.log" 2>&1; then
 		cat "$tmp/run-own.log"; say "FAIL: podman run $name-own"; fail=1; return
