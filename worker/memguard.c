@@ -413,6 +413,33 @@ costs_text(const struct kv_memguard *g)
 	return buf;
 }
 
+/* Read the usage if it is older than KV_MEMGUARD_READ_MS, and learn from
+ * it. Returns -1 when it could not be read. */
+static int
+observe(struct kv_memguard *g, int64_t now_ms)
+{
+	if (now_ms - g->read_ms < KV_MEMGUARD_READ_MS)
+		return 0;
+	if (read_used(g) == -1)
+		return -1;
+	g->read_ms = now_ms;
+	g->since_read = 0;
+	if (g->idle < 0)
+		g->idle = g->rise_used = g->used;
+	learn(g, now_ms);
+	return 0;
+}
+
+void
+kv_memguard_observe(struct kv_memguard *g, int64_t now_ms)
+{
+	/* Only while learning can change something: streams carried, and
+	 * no more often than a rise can be seen. */
+	if (g->limit != 0 && g->idle >= 0 && now_ms - g->learn_ms >= KV_MEMGUARD_LEARN_MS &&
+	    *g->nconns > 0)
+		(void)observe(g, now_ms);
+}
+
 int
 kv_memguard_full(struct kv_memguard *g, int64_t now_ms)
 {
@@ -421,15 +448,8 @@ kv_memguard_full(struct kv_memguard *g, int64_t now_ms)
 
 	if (g->limit == 0)
 		return 0;
-	if (now_ms - g->read_ms >= KV_MEMGUARD_READ_MS) {
-		if (read_used(g) == -1)
-			return 0;	/* unreadable for once: never refuse on no data */
-		g->read_ms = now_ms;
-		g->since_read = 0;
-		if (g->idle < 0)
-			g->idle = g->rise_used = g->used;
-		learn(g, now_ms);
-	}
+	if (observe(g, now_ms) == -1)
+		return 0;	/* unreadable for once: never refuse on no data */
 	/* A request's memory comes after its admission: count what is still
 	 * to come. An admitted request goes straight to the gate, and one
 	 * parked there for a handshake slot may wait seconds. Requests

@@ -91,6 +91,13 @@ int	kv_memguard_full(struct kv_memguard *g, int64_t now_ms);
 
 void	kv_memguard_close(struct kv_memguard *g);
 
+/* Once a loop turn: learn from a fresh reading (at most every
+ * KV_MEMGUARD_LEARN_MS, only with connections), so that streams set up
+ * after the admissions that let them in still teach what they cost: a
+ * burst admitted before its handshakes end would otherwise leave the
+ * estimate at its start. */
+void	kv_memguard_observe(struct kv_memguard *g, int64_t now_ms);
+
 /* kv_memguard_full for a new connection: the same test, but a connection
  * let in is not counted as a request still to set up. */
 int	kv_memguard_full_accept(struct kv_memguard *g, int64_t now_ms);

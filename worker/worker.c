@@ -321,6 +321,7 @@ worker_loop(struct kv_worker *w, pid_t master)
 		kv_lease_poll(w);
 		run_ready(w);
 		expire(w);
+		kv_memguard_observe(&w->mem, w->now_ms);
 		if (w->now_ms - last_tick >= 1000) {
 			last_tick = w->now_ms;
 			tick(w, master);
