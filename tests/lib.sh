@@ -66,6 +66,24 @@ check_eq() {
 # The id kilovolt shows for a raw key: the first 12 hex digits of its SHA-256.
 id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
 
+# ---- money: what the ledger and the mock's bill say -------------------------
+
+# key_field KEY FIELD: FIELD of KEY's account in kvctl keys --json.
+key_field() { kv_ctl keys --json | jq -r --arg id "$(id_of "$1")" ".keys[] | select(.id == \$id) | .$2"; }
+spent() { key_field "$1" spent_nusd; }
+reserved() { key_field "$1" reserved_nusd; }
+settled() { [ "$(reserved "$1")" = 0 ] && [ -n "$(spent "$1")" ]; }
+# bill_field NAME: NAME=N of the mock's last bill line ($MOCK_LOG.bills).
+bill_field() { tail -n 1 "$MOCK_LOG.bills" | sed "s/.* $1=\([0-9]*\).*/\1/"; }
+J=(-H 'Content-Type: application/json')
+# post KEY PATH BODY [curl args]: the status code; the body goes to $T/out
+post() {
+	local k=$1 p=$2 b=$3
+	shift 3
+	kv_curl "$p" -o "$T/out" -w '%{http_code}' -H "Authorization: Bearer $k" "${J[@]}" \
+		-d "$b" "$@"
+}
+
 # ---- memory cgroups ----------------------------------------------------------
 
 # kv_memcg BYTES: make a memory cgroup of BYTES (swap off) for this test in

@@ -71,14 +71,6 @@ kv_start_mock
 write_config 3
 kv_start
 
-J=(-H 'Content-Type: application/json')
-# post KEY PATH BODY [curl args]: status code; the body goes to $T/out
-post() {
-	local k=$1 p=$2 b=$3
-	shift 3
-	kv_curl "$p" -o "$T/out" -w '%{http_code}' -H "Authorization: Bearer $k" "${J[@]}" \
-		-d "$b" "$@"
-}
 chat() { printf '{"model":"%s","messages":[{"role":"user","content":"%s"}]%s}' "$1" "$2" "${3:-}"; }
 
 # ---- prices fail closed ------------------------------------------------------

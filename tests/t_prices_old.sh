@@ -14,19 +14,6 @@ command -v jq >/dev/null || skip "jq not installed"
 command -v sha256sum >/dev/null || skip "sha256sum not installed"
 export LC_ALL=C
 
-key_field() { kv_ctl keys --json | jq -r --arg id "$(id_of "$1")" ".keys[] | select(.id == \$id) | .$2"; }
-spent() { key_field "$1" spent_nusd; }
-reserved() { key_field "$1" reserved_nusd; }
-settled() { [ "$(reserved "$1")" = 0 ] && [ -n "$(spent "$1")" ]; }
-bill_field() { tail -n 1 "$MOCK_LOG.bills" | sed "s/.* $1=\([0-9]*\).*/\1/"; }
-J=(-H 'Content-Type: application/json')
-post() {
-	local k=$1 p=$2 b=$3
-	shift 3
-	kv_curl "$p" -o "$T/out" -w '%{http_code}' -H "Authorization: Bearer $k" "${J[@]}" \
-		-d "$b" "$@"
-}
-
 cp "${top_srcdir:-..}/tests/data/prices-2025-11-20.json" "$T/old.json"
 cp "${top_srcdir:-..}/data/prices-2026-07-24.json" "$T/new.json"
 

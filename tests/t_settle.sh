@@ -21,11 +21,7 @@ command -v jq >/dev/null || skip "jq not installed"
 command -v sha256sum >/dev/null || skip "sha256sum not installed"
 export LC_ALL=C
 
-key_field() { kv_ctl keys --json | jq -r --arg id "$(id_of "$1")" ".keys[] | select(.id == \$id) | .$2"; }
-spent() { key_field "$1" spent_nusd; }
-reserved() { key_field "$1" reserved_nusd; }
 estimated() { key_field "$1" estimated_requests; }
-settled() { [ "$(reserved "$1")" = 0 ] && [ -n "$(spent "$1")" ]; }
 BILLS=
 
 # Prices per token in nano-dollars (the sections are per 1M tokens), fees
@@ -96,7 +92,6 @@ bill_nusd() {
 	wf=$(sed 's/.* web_fetch=\([0-9]*\).*/\1/' <<<"$line")
 	echo $(( i * PIN[$m] + o * POUT[$m] + ws * PWS[$m] + wf * ${PWF[$m]:-0} ))
 }
-bill_field() { tail -n 1 "$MOCK_LOG.bills" | sed "s/.* $1=\([0-9]*\).*/\1/"; }
 bills_now() { wc -l <"$MOCK_LOG.bills"; }
 bill_after() { [ "$(bills_now)" -gt "$1" ]; }
 
@@ -109,14 +104,6 @@ never_below() {
 	b=$(bill_nusd "${3:-}")
 	check "$what: charged $s nUSD >= the provider's bill $b" test "$s" -ge "$b"
 	check "$what: and within the budget" test $(( s + $(reserved "$k") )) -le "${4:-5000000000}"
-}
-
-J=(-H 'Content-Type: application/json')
-post() {
-	local k=$1 p=$2 b=$3
-	shift 3
-	kv_curl "$p" -o "$T/out" -w '%{http_code}' -H "Authorization: Bearer $k" "${J[@]}" \
-		-d "$b" "$@"
 }
 
 kv_start_mock
