@@ -66,6 +66,25 @@ check_eq() {
 # The id kilovolt shows for a raw key: the first 12 hex digits of its SHA-256.
 id_of() { printf %s "$1" | sha256sum | cut -c1-12; }
 
+# kv_start_host NAME PORT [LEDGER]: one more kilovoltd (a cluster host) with
+# $T/NAME.ini and LEDGER (default $T/NAME.ledger), logging to
+# $T/kilovoltd-NAME.log, until it answers on PORT; KV__PID is its pid. A
+# host that never answers fails the test.
+kv_start_host() {
+	local name=$1 port=$2 ledger=${3:-$T/$1.ledger} i
+	KILOVOLT_LEDGER=$ledger "$KV_DAEMON_BIN" -c "$T/$name.ini" \
+		</dev/null >>"$T/kilovoltd-$name.log" 2>&1 &
+	KV__PID=$!
+	kv_track "$KV__PID"
+	for ((i = 0; i < 200; i++)); do
+		curl -s -o /dev/null -m 1 "http://127.0.0.1:$port/" && return 0
+		sleep 0.1
+	done
+	fail "host $name started"
+	tail -n 20 "$T/kilovoltd-$name.log"
+	kv_finish
+}
+
 # ---- money: what the ledger and the mock's bill say -------------------------
 
 # key_field KEY FIELD: FIELD of KEY's account in kvctl keys --json.

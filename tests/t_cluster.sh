@@ -117,17 +117,8 @@ EOF
 		mv "$T/kilovolt.ini" "$T/$name.ini"
 		eval "PORT_$name=$port"
 	fi
-	KILOVOLT_LEDGER=$T/$name.ledger "$KV_DAEMON_BIN" -c "$T/$name.ini" \
-		</dev/null >>"$T/kilovoltd-$name.log" 2>&1 &
-	eval "PID_$name=$!"
-	kv_track "$!"
-	for ((i = 0; i < 200; i++)); do
-		curl -s -o /dev/null -m 1 "http://127.0.0.1:$port/" && return 0
-		sleep 0.1
-	done
-	fail "host $name started"
-	tail -n 20 "$T/kilovoltd-$name.log"
-	kv_finish
+	kv_start_host "$name" "$port"
+	eval "PID_$name=$KV__PID"
 }
 
 hctl() { local h=$1; shift; "$KV_CTL_BIN" -c "$T/$h.ini" "$@"; }

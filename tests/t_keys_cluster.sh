@@ -45,16 +45,7 @@ lease_ttl = 4
 EOF
 	mv "$T/kilovolt.ini" "$T/$name.ini"
 	eval "PORT_$name=$port SPORT_$name=$sport"
-	KILOVOLT_LEDGER=$T/$name.ledger "$KV_DAEMON_BIN" -c "$T/$name.ini" \
-		</dev/null >>"$T/kilovoltd-$name.log" 2>&1 &
-	kv_track "$!"
-	for ((i = 0; i < 200; i++)); do
-		curl -s -o /dev/null -m 1 "http://127.0.0.1:$port/" && return 0
-		sleep 0.1
-	done
-	fail "host $name started"
-	tail -n 20 "$T/kilovoltd-$name.log"
-	kv_finish
+	kv_start_host "$name" "$port"
 }
 hctl() { local h=$1; shift; "$KV_CTL_BIN" -c "$T/$h.ini" "$@"; }
 field() { hctl "$1" keys --json | jq -r --arg id "$2" "[.keys[] | select(.id == \$id) | .$3] | first // \"none\""; }
