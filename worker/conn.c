@@ -258,6 +258,7 @@ void
 conn_set_deadline(struct kv_conn *c, int upstream_side)
 {
 	const struct kv_config *cf = c->w->cf;
+	int64_t at;
 	int secs;
 
 	if (!upstream_side)
@@ -275,10 +276,10 @@ conn_set_deadline(struct kv_conn *c, int upstream_side)
 		secs = cf->upstream_timeout;
 	/* a stream read on for its usage after its client left (on_cut =
 	 * drain) is cut at its drain deadline, however the upstream paces it */
-	if (c->drain_until_ms > 0 && c->w->now_ms + (int64_t)secs * 1000 > c->drain_until_ms)
-		conn_deadline(c, c->drain_until_ms);
-	else
-		conn_deadline(c, c->w->now_ms + (int64_t)secs * 1000);
+	at = c->w->now_ms + (int64_t)secs * 1000;
+	if (c->drain_until_ms > 0 && at > c->drain_until_ms)
+		at = c->drain_until_ms;
+	conn_deadline(c, at);
 }
 
 /* Make sure obuf can take `need` more bytes. */
