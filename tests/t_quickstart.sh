@@ -48,7 +48,7 @@ next_steps() {
 	local log=$1 n=0 cmd rc
 	while IFS= read -r cmd; do
 		n=$((n + 1))
-		(cd / && OPENAI_API_KEY=sk-quickstart-next-steps bash -c "$cmd") >"$T/step$n.out" 2>&1
+		(cd / && OPENAI_API_KEY=sk-quickstart-next-steps bash -c "$cmd") >"$T/step$n.out" 2>"$T/step$n.err"
 		rc=$?
 		check_eq "next step $n as printed exits 0: ${cmd:0:60}..." "$rc" 0
 	done < <(awk '/In another terminal:$/ { f = 1; next } f && /^  / { sub(/^  /, ""); print; next } { f = 0 }' "$log")
