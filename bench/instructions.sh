@@ -19,7 +19,10 @@
 # forbids the ptrace vgdb needs.) The master's share is left out: it does
 # no per-request work.
 # Modes: "plain" (no limits), "limits" ([budget] rpm and tpm of 4e9 a
-# minute: every request takes both words and settles tpm, none refused).
+# minute: every request takes both words and settles tpm, none refused),
+# "haproxy" (HAProxy with bench/haproxy.cfg.in, one thread instead of two,
+# the same load: the peer's own instructions per request, counted the same
+# way; it parses and relays but keeps no accounts and scans no body).
 #
 # Run from the build directory (kilovoltd, bench/benchmock, bench/loadgen
 # built there). Environment: top_srcdir, top_builddir, N (10000), WARM
@@ -53,6 +56,9 @@ trap 'exit 1' INT TERM HUP
 for f in "$KVD" "$BM" "$LG"; do [ -x "$f" ] || { echo "$f is not built" >&2; exit 1; }; done
 command -v valgrind >/dev/null && command -v callgrind_control >/dev/null ||
 	{ echo "valgrind (callgrind) is needed" >&2; exit 1; }
+case " $MODES " in
+*" haproxy "*) command -v haproxy >/dev/null || { echo "haproxy is needed for MODES=haproxy" >&2; exit 1; } ;;
+esac
 
 "$BM" -P "$W/bm.port" </dev/null >"$W/bm.err" 2>&1 &
 BM_PID=$!
@@ -90,6 +96,14 @@ EOF
 	rm -f "$W/ledger"
 }
 
+# HAProxy as bench/run.sh runs it, but one thread: its process is the
+# worker (callgrind runs threads one at a time anyway).
+write_haproxy() {	# write_haproxy PORT
+	sed -e "s|@PORT@|$1|g" -e "s|@UPSTREAM_PORT@|$BM_PORT|g" -e "s|@UPSTREAM_TLS@||g" \
+	    -e "s|@MAXCONN@|1024|g" -e "s|nbthread 2|nbthread 1|" \
+	    "$top_srcdir/bench/haproxy.cfg.in" >"$W/haproxy.cfg"
+}
+
 # The worker: kilovoltd's child (the master forks it; valgrind follows).
 worker_pid() { pgrep -P "$KV_PID" | head -n 1; }
 
@@ -101,10 +115,16 @@ ir() { awk '/^summary:/ { print $2; exit }' "$1"; }
 run() {
 	local mode=$1 count=$2 port wpid i
 	port=$("$top_builddir/tests/mock_upstream" --free-port)
-	write_config "$mode" "$port"
+	local cmd=("$KVD" -c "$W/kv.ini")
+	if [ "$mode" = haproxy ]; then
+		write_haproxy "$port"
+		cmd=(haproxy -db -f "$W/haproxy.cfg")
+	else
+		write_config "$mode" "$port"
+	fi
 	rm -f "$W"/cg.*
 	(cd "$W" && exec valgrind --tool=callgrind --callgrind-out-file="$W/cg.%p" \
-		"$KVD" -c "$W/kv.ini") </dev/null >"$W/kv.$mode.$count.log" 2>&1 &
+		"${cmd[@]}") </dev/null >"$W/kv.$mode.$count.log" 2>&1 &
 	KV_PID=$!
 	for ((i = 0; i < 600; i++)); do
 		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
@@ -113,7 +133,8 @@ run() {
 	done
 	"$LG" -p "$port" "${LOAD[@]}" -n "$count" -l "$mode" >/dev/null 2>"$W/load.$mode.$count.err" ||
 		{ cat "$W/load.$mode.$count.err" >&2; return 1; }
-	wpid=$(worker_pid)	# forked after the master listens: looked up now
+	wpid=$KV_PID
+	[ "$mode" = haproxy ] || wpid=$(worker_pid)	# forked after the master listens: looked up now
 	echo "  $mode, $count requests: $(tail -n 1 "$W/load.$mode.$count.err")" >&2
 	stop "$KV_PID"
 	KV_PID=
@@ -136,4 +157,8 @@ done
 if [ -n "${PER[plain]:-}" ] && [ -n "${PER[limits]:-}" ]; then
 	awk -v a="${PER[limits]}" -v b="${PER[plain]}" 'BEGIN {
 		printf "limits / plain: x%.4f (%+d instructions per request, %+.2f %%)\n", a / b, a - b, (a - b) * 100 / b }'
+fi
+if [ -n "${PER[plain]:-}" ] && [ -n "${PER[haproxy]:-}" ]; then
+	awk -v a="${PER[plain]}" -v b="${PER[haproxy]}" 'BEGIN {
+		printf "kilovolt / haproxy: x%.4f (%+d instructions per request)\n", a / b, a - b }'
 fi

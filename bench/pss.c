@@ -8,12 +8,16 @@
  *
  * CPU seconds are utime + stime of every process in the tree, plus the
  * root's cutime + cstime (children it has already reaped), in clock ticks.
+ * Context switches, voluntary (the thread slept: epoll_wait with nothing
+ * to do) and involuntary (the scheduler took the CPU away), are summed over
+ * every thread of every process in the tree (/proc/P/task/T/status); those
+ * of threads that exited between two samples are lost.
  *
  * The caller marks the moment load begins with SIGUSR1: the sample taken
  * then is "idle" and the CPU count restarts from it. SIGTERM or SIGINT
  * takes a last sample ("end") and prints one JSON line:
  *   {"pid":P,"samples":N,"idle_kb":..,"peak_kb":..,"end_kb":..,
- *    "cpu_s":..,"procs":..,"alive":true|false}
+ *    "cpu_s":..,"vcsw":..,"ivcsw":..,"procs":..,"alive":true|false}
  * peak_kb is the largest sample from the mark on (from the start without a
  * mark); procs the most processes seen in the tree. The sampler also stops,
  * and reports, when PID is gone (alive false) or after -m seconds (600).
@@ -47,6 +51,8 @@ struct proc {
 struct sample {
 	long long	pss_kb;
 	long long	cpu_ticks;
+	long long	vcsw;		/* voluntary context switches */
+	long long	ivcsw;		/* involuntary */
 	int		procs;
 };
 
@@ -59,6 +65,7 @@ struct sampler {
 	long long	idle_kb;
 	long long	peak_kb;
 	long long	cpu0;
+	long long	vcsw0, ivcsw0;
 	int		max_procs;
 };
 
@@ -122,6 +129,31 @@ read_pss(pid_t pid)
 	return strtoll(p + 5, NULL, 10);
 }
 
+/* Add the context switches of every thread of PID to out. */
+static void
+read_switches(pid_t pid, struct sample *out)
+{
+	char path[320], buf[FILE_BUF], *p;
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if ((d = opendir(path)) == NULL)
+		return;	/* gone: its switches are lost */
+	while ((e = readdir(d)) != NULL) {
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", (int)pid, e->d_name);
+		if (read_small(path, buf, sizeof(buf)) == -1)
+			continue;
+		if ((p = strstr(buf, "\nvoluntary_ctxt_switches:")) != NULL)
+			out->vcsw += strtoll(p + 26, NULL, 10);
+		if ((p = strstr(buf, "\nnonvoluntary_ctxt_switches:")) != NULL)
+			out->ivcsw += strtoll(p + 29, NULL, 10);
+	}
+	closedir(d);
+}
+
 /* Every process's parent, from one scan of /proc. */
 static int
 scan_procs(struct sampler *s)
@@ -166,6 +198,7 @@ take_sample(struct sampler *s, struct sample *out)
 				tree[n++] = s->all[j].pid;
 	for (i = 0; i < n; i++) {
 		out->pss_kb += read_pss(tree[i]);
+		read_switches(tree[i], out);
 		if (i > 0 && read_stat(tree[i], &ppid, &ticks, 0) == 0)
 			out->cpu_ticks += ticks;
 	}
@@ -190,6 +223,8 @@ mark(struct sampler *s, const struct sample *x)
 	s->idle_kb = x->pss_kb;
 	s->peak_kb = x->pss_kb;
 	s->cpu0 = x->cpu_ticks;
+	s->vcsw0 = x->vcsw;
+	s->ivcsw0 = x->ivcsw;
 }
 
 static void
@@ -198,10 +233,12 @@ print_report(const struct sampler *s, const struct sample *last, int alive)
 	long hz = sysconf(_SC_CLK_TCK);
 
 	printf("{\"pid\":%d,\"samples\":%ld,\"idle_kb\":%lld,\"peak_kb\":%lld,"
-	    "\"end_kb\":%lld,\"cpu_s\":%.2f,\"procs\":%d,\"alive\":%s}\n",
+	    "\"end_kb\":%lld,\"cpu_s\":%.2f,\"vcsw\":%lld,\"ivcsw\":%lld,\"procs\":%d,"
+	    "\"alive\":%s}\n",
 	    (int)s->root, s->samples, s->idle_kb, s->peak_kb, last->pss_kb,
 	    (double)(last->cpu_ticks - s->cpu0) / (double)(hz > 0 ? hz : 100),
-	    s->max_procs, alive ? "true" : "false");
+	    last->vcsw - s->vcsw0, last->ivcsw - s->ivcsw0, s->max_procs,
+	    alive ? "true" : "false");
 	fflush(stdout);
 }
 
@@ -246,6 +283,8 @@ main(int argc, char **argv)
 	}
 	record(&s, &last);
 	s.cpu0 = last.cpu_ticks;
+	s.vcsw0 = last.vcsw;
+	s.ivcsw0 = last.ivcsw;
 	s.idle_kb = last.pss_kb;	/* until a mark says otherwise */
 	tick.tv_sec = ms / 1000;
 	tick.tv_nsec = ms % 1000 * 1000000;

@@ -701,6 +701,26 @@ versus() {
 
 # Full and resumed upstream handshakes per target in a TLS scenario's
 # median round, and (scenario 7) all of them per 1,000 requests.
+# switches_line SCENARIO: the proxy tree's context switches per 1,000
+# requests (every thread of every process, bench/pss), voluntary (a thread
+# slept in epoll_wait with nothing left to do) / involuntary (the scheduler
+# took its CPU: with three programs on two CPUs, the share it lost).
+switches_line() {
+	local s=$1 t f line= n v iv
+	for t in $TARGETS; do
+		f=$W/s$s-$t
+		[ -s "$f.pss.json" ] && [ -s "$f.load.json" ] || continue
+		v=$(j "$f.pss.json" .vcsw)
+		iv=$(j "$f.pss.json" .ivcsw)
+		n=$(j "$f.load.json" .requests)
+		[ -n "$v" ] && [ -n "$iv" ] && [ -n "$n" ] || continue
+		line="$line${line:+, }$t $(awk -v v="$v" -v i="$iv" -v n="$n" \
+			'BEGIN { if (n > 0) printf "%.1f / %.1f", v * 1000 / n, i * 1000 / n; else print "–" }')"
+	done
+	[ -n "$line" ] && { echo; echo "Context switches per 1,000 requests, voluntary / involuntary: $line."; }
+	return 0
+}
+
 tls_handshakes() {
 	local s=$1 t f line= full res n
 	for t in $TARGETS; do
@@ -842,6 +862,7 @@ scenario_table() {
 	fi
 	[ "$s" = 4 ] && cgroup_table
 	[ "$s" = 5 ] || [ "$s" = 7 ] && tls_handshakes "$s"
+	[ "$s" = 1 ] || [ "$s" = 7 ] && switches_line "$s"
 	return 0
 }
 
