@@ -22,7 +22,10 @@
 # minute: every request takes both words and settles tpm, none refused),
 # "haproxy" (HAProxy with bench/haproxy.cfg.in, one thread instead of two,
 # the same load: the peer's own instructions per request, counted the same
-# way; it parses and relays but keeps no accounts and scans no body).
+# way; it parses and relays but keeps no accounts and scans no body),
+# "tls" and "haproxy-tls" (plain and haproxy with the upstream over TLS
+# 1.3 to bench/benchmock -t, the chain of tests/gen_certs.sh verified,
+# connections pooled: the record layer's share of a request).
 #
 # Run from the build directory (kilovoltd, bench/benchmock, bench/loadgen
 # built there). Environment: top_srcdir, top_builddir, N (10000), WARM
@@ -39,7 +42,7 @@ KVD=$top_builddir/kilovoltd
 BM=$top_builddir/bench/benchmock
 LG=$top_builddir/bench/loadgen
 W=$(mktemp -d "${TMPDIR:-/tmp}/kvinstr.XXXXXX") || exit 1
-BM_PID= KV_PID=
+BM_PID= BM_TLS_PID= KV_PID=
 
 stop() {	# stop PID: TERM, then KILL after 30 s (valgrind is slow to exit)
 	local i
@@ -49,7 +52,7 @@ stop() {	# stop PID: TERM, then KILL after 30 s (valgrind is slow to exit)
 	kill -KILL "$1" 2>/dev/null
 	wait "$1" 2>/dev/null
 }
-cleanup() { stop "$KV_PID"; stop "$BM_PID"; [ "${KEEP:-0}" = 1 ] || rm -rf "$W"; }
+cleanup() { stop "$KV_PID"; stop "$BM_PID"; stop "$BM_TLS_PID"; [ "${KEEP:-0}" = 1 ] || rm -rf "$W"; }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
@@ -57,13 +60,24 @@ for f in "$KVD" "$BM" "$LG"; do [ -x "$f" ] || { echo "$f is not built" >&2; exi
 command -v valgrind >/dev/null && command -v callgrind_control >/dev/null ||
 	{ echo "valgrind (callgrind) is needed" >&2; exit 1; }
 case " $MODES " in
-*" haproxy "*) command -v haproxy >/dev/null || { echo "haproxy is needed for MODES=haproxy" >&2; exit 1; } ;;
+*" haproxy "*|*" haproxy-tls "*) command -v haproxy >/dev/null || { echo "haproxy is needed for MODES=haproxy" >&2; exit 1; } ;;
 esac
 
 "$BM" -P "$W/bm.port" </dev/null >"$W/bm.err" 2>&1 &
 BM_PID=$!
 for ((i = 0; i < 100; i++)); do [ -s "$W/bm.port" ] && break; sleep 0.1; done
 BM_PORT=$(cat "$W/bm.port")
+BM_TLS_PORT=
+case " $MODES " in
+*" tls "*|*" haproxy-tls "*)
+	bash "$top_srcdir/tests/gen_certs.sh" "$W/certs" >"$W/certs.log" 2>&1 ||
+		{ echo "gen_certs.sh failed" >&2; cat "$W/certs.log" >&2; exit 1; }
+	"$BM" -P "$W/bm-tls.port" -t "$W/certs/server-chain.pem" "$W/certs/server.key" \
+		</dev/null >"$W/bm-tls.err" 2>&1 &
+	BM_TLS_PID=$!
+	for ((i = 0; i < 100; i++)); do [ -s "$W/bm-tls.port" ] && break; sleep 0.1; done
+	BM_TLS_PORT=$(cat "$W/bm-tls.port") ;;
+esac
 BODY='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello in five words."}],"max_tokens":16}'
 LOAD=(-m POST -u /v1/chat/completions -H 'Content-Type: application/json'
 	-H 'Authorization: Bearer sk-bench-0123456789' -c 1 -t 60 -b "$BODY")
@@ -86,7 +100,11 @@ reserve_output_tokens = 1024
 $([ "$1" = limits ] && printf 'rpm = 4000000000\ntpm = 4000000000\n')
 
 [upstream openai]
-url = http://127.0.0.1:$BM_PORT
+$(if [ "$1" = tls ]; then
+	printf 'url = https://localhost:%s\nca_file = %s\n' "$BM_TLS_PORT" "$W/certs/ca.pem"
+else
+	echo "url = http://127.0.0.1:$BM_PORT"
+fi)
 paths = /v1/chat/completions
 
 [price gpt-4o-mini*]
@@ -98,8 +116,13 @@ EOF
 
 # HAProxy as bench/run.sh runs it, but one thread: its process is the
 # worker (callgrind runs threads one at a time anyway).
-write_haproxy() {	# write_haproxy PORT
-	sed -e "s|@PORT@|$1|g" -e "s|@UPSTREAM_PORT@|$BM_PORT|g" -e "s|@UPSTREAM_TLS@||g" \
+write_haproxy() {	# write_haproxy MODE PORT
+	local up=$BM_PORT tls=
+	if [ "$1" = haproxy-tls ]; then
+		up=$BM_TLS_PORT
+		tls=" ssl verify required ca-file $W/certs/ca.pem sni str(localhost) verifyhost localhost"
+	fi
+	sed -e "s|@PORT@|$2|g" -e "s|@UPSTREAM_PORT@|$up|g" -e "s|@UPSTREAM_TLS@|$tls|g" \
 	    -e "s|@MAXCONN@|1024|g" -e "s|nbthread 2|nbthread 1|" \
 	    "$top_srcdir/bench/haproxy.cfg.in" >"$W/haproxy.cfg"
 }
@@ -116,8 +139,8 @@ run() {
 	local mode=$1 count=$2 port wpid i
 	port=$("$top_builddir/tests/mock_upstream" --free-port)
 	local cmd=("$KVD" -c "$W/kv.ini")
-	if [ "$mode" = haproxy ]; then
-		write_haproxy "$port"
+	if [ "${mode#haproxy}" != "$mode" ]; then
+		write_haproxy "$mode" "$port"
 		cmd=(haproxy -db -f "$W/haproxy.cfg")
 	else
 		write_config "$mode" "$port"
@@ -134,7 +157,7 @@ run() {
 	"$LG" -p "$port" "${LOAD[@]}" -n "$count" -l "$mode" >/dev/null 2>"$W/load.$mode.$count.err" ||
 		{ cat "$W/load.$mode.$count.err" >&2; return 1; }
 	wpid=$KV_PID
-	[ "$mode" = haproxy ] || wpid=$(worker_pid)	# forked after the master listens: looked up now
+	[ "${mode#haproxy}" != "$mode" ] || wpid=$(worker_pid)	# forked after the master listens: looked up now
 	echo "  $mode, $count requests: $(tail -n 1 "$W/load.$mode.$count.err")" >&2
 	stop "$KV_PID"
 	KV_PID=
@@ -161,4 +184,8 @@ fi
 if [ -n "${PER[plain]:-}" ] && [ -n "${PER[haproxy]:-}" ]; then
 	awk -v a="${PER[plain]}" -v b="${PER[haproxy]}" 'BEGIN {
 		printf "kilovolt / haproxy: x%.4f (%+d instructions per request)\n", a / b, a - b }'
+fi
+if [ -n "${PER[tls]:-}" ] && [ -n "${PER[haproxy-tls]:-}" ]; then
+	awk -v a="${PER[tls]}" -v b="${PER[haproxy-tls]}" 'BEGIN {
+		printf "kilovolt / haproxy, upstream over TLS: x%.4f (%+d instructions per request)\n", a / b, a - b }'
 fi
