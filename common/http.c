@@ -52,6 +52,7 @@ struct http_fields {
 	size_t		 n;
 	int64_t		 content_length;
 	int		 ncl, nte, nhost, te;
+	int		 nconn;		/* Connection headers: none, no names to mark */
 	int		 conn_close, conn_keepalive, expect;
 };
 
@@ -288,8 +289,10 @@ http_field(const struct kv_http_header *h, struct http_fields *f,
 			return http_fail(e, 400, "duplicate Host");
 		if (!http_host_ok(h->value, h->value_len))
 			return http_fail(e, 400, "bad Host");
-	} else if (http_ieq(n, nl, "connection"))
+	} else if (http_ieq(n, nl, "connection")) {
+		f->nconn++;
 		http_connection(h->value, h->value_len, f);
+	}
 	else if (http_ieq(n, nl, "expect"))
 		f->expect = http_ieq(h->value, h->value_len, "100-continue");
 	return 0;
@@ -495,7 +498,8 @@ http_request_check(struct kv_http_request *req, const struct http_fields *f,
 	    f->conn_keepalive && !f->conn_close;
 	/* RFC 9110 10.1.1: ignore 100-continue from an HTTP/1.0 client */
 	req->expect_continue = f->expect && req->minor == 1;
-	http_mark_hop(req->headers, f->n);
+	if (f->nconn > 0)
+		http_mark_hop(req->headers, f->n);
 	return 0;
 }
 
@@ -601,7 +605,8 @@ http_response_check(struct kv_http_response *res, const struct http_fields *f,
 	/* a body that ends at close leaves nothing to reuse */
 	if (!res->no_body && !res->chunked && res->content_length == -1)
 		res->keep_alive = 0;
-	http_mark_hop(res->headers, f->n);
+	if (f->nconn > 0)
+		http_mark_hop(res->headers, f->n);
 	return 0;
 }
 
@@ -649,12 +654,12 @@ kv_http_parse_response(const char *buf, size_t len,
 }
 
 const struct kv_http_header *
-kv_http_find(const struct kv_http_header *h, size_t n, const char *name)
+kv_http_findn(const struct kv_http_header *h, size_t n, const char *name, size_t nl)
 {
-	size_t i, nl = strlen(name);
+	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (http_ieq2(h[i].name, h[i].name_len, name, nl))
+		if (h[i].name_len == nl && http_ieq2(h[i].name, nl, name, nl))
 			return &h[i];
 	return NULL;
 }

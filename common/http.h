@@ -7,6 +7,7 @@
 #define KV_HTTP_H
 
 #include <stddef.h>
+#include <string.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -77,9 +78,18 @@ int	kv_http_parse_request(const char *buf, size_t len,
 int	kv_http_parse_response(const char *buf, size_t len,
 	    struct kv_http_response *res, const char **reason);
 
-/* Case-insensitive header lookup; the first match or NULL. */
-const struct kv_http_header *kv_http_find(const struct kv_http_header *h,
-	    size_t n, const char *name);
+/* Case-insensitive lookup of the header name[0..nl); the first match or
+ * NULL. */
+const struct kv_http_header *kv_http_findn(const struct kv_http_header *h,
+	    size_t n, const char *name, size_t nl);
+
+/* The same for a NUL-terminated name: inline, so a literal's strlen is
+ * folded at compile time. */
+static inline const struct kv_http_header *
+kv_http_find(const struct kv_http_header *h, size_t n, const char *name)
+{
+	return kv_http_findn(h, n, name, strlen(name));
+}
 
 /* Streaming chunked-body decoder. It validates the framing (hex size with no
  * sign/space/overflow, size at most 2^40, extensions at most 4 KB, CRLF
