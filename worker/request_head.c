@@ -53,11 +53,14 @@ bearer(const struct kv_http_header *h, size_t *len)
 	return n > 0 ? k : NULL;
 }
 
+/* H is named name[0..len), case aside: the length first (most headers
+ * stop there), a literal's length from sizeof (IS_NAME), not strlen. */
 static int
-is_name(const struct kv_http_header *h, const char *name)
+is_name(const struct kv_http_header *h, const char *name, size_t len)
 {
-	return h->name_len == strlen(name) && strncasecmp(h->name, name, h->name_len) == 0;
+	return h->name_len == len && strncasecmp(h->name, name, len) == 0;
 }
+#define IS_NAME(h, lit)	is_name((h), (lit), sizeof(lit) - 1)
 
 /* A client of the Anthropic API names its version or sends x-api-key; on a
  * path both providers serve it is routed, and answered, as Anthropic. */
@@ -68,7 +71,7 @@ note_anthropic_client(struct kv_conn *c, const struct kv_http_request *req)
 
 	c->anthropic_client = c->auth_x_api_key;
 	for (i = 0; i < req->nheaders && !c->anthropic_client; i++)
-		c->anthropic_client = is_name(&req->headers[i], "anthropic-version");
+		c->anthropic_client = IS_NAME(&req->headers[i], "anthropic-version");
 	if (c->anthropic_client && kv_config_shared_path(c->target))
 		c->anthropic = 1;
 }
@@ -78,19 +81,23 @@ note_anthropic_client(struct kv_conn *c, const struct kv_http_request *req)
 static int
 connection_names_ours(const struct kv_http_header *h)
 {
-	static const char *const ours[] = { "authorization", "x-api-key", "api-key",
-	    "x-goog-api-key", "content-length",
-	    "transfer-encoding", "content-encoding", "host", NULL };
+#define OURS(lit)	{ lit, sizeof(lit) - 1 }
+	static const struct { const char *name; size_t len; } ours[] = {
+	    OURS("authorization"), OURS("x-api-key"), OURS("api-key"),
+	    OURS("x-goog-api-key"), OURS("content-length"),
+	    OURS("transfer-encoding"), OURS("content-encoding"), OURS("host") };
+#undef OURS
 	const char *p = h->value, *end = h->value + h->value_len, *t;
-	const char *const *o;
+	size_t o;
 
 	while (p < end) {
 		while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
 			p++;
 		for (t = p; p < end && *p != ',' && *p != ' ' && *p != '\t'; p++)
 			;
-		for (o = ours; *o != NULL && p > t; o++)
-			if ((size_t)(p - t) == strlen(*o) && strncasecmp(t, *o, (size_t)(p - t)) == 0)
+		for (o = 0; o < sizeof(ours) / sizeof(ours[0]) && p > t; o++)
+			if ((size_t)(p - t) == ours[o].len &&
+			    strncasecmp(t, ours[o].name, ours[o].len) == 0)
 				return 1;
 	}
 	return 0;
@@ -150,20 +157,22 @@ find_credential(struct kv_conn *c, const struct kv_http_request *req,
 {
 	const char *const *n;
 	const char *v;
-	size_t i, vl;
+	size_t i, vl, nl;
 	int seen, other = 0;
 
 	*key = NULL;
 	*len = 0;
 	for (n = request_cred_headers; *n != NULL; n++) {
+		nl = strlen(*n);
 		for (seen = 0, i = 0; i < req->nheaders; i++) {
 			const struct kv_http_header *h = &req->headers[i];
 
-			if (n == request_cred_headers && is_name(h, "connection") && connection_names_ours(h)) {
+			if (n == request_cred_headers && IS_NAME(h, "connection") &&
+			    connection_names_ours(h)) {
 				*why = "a Connection header names a header kilovolt reads";
 				return -2;
 			}
-			if (!is_name(h, *n))
+			if (!is_name(h, *n, nl))
 				continue;
 			if (seen++) {
 				*why = "the credential header is repeated";
