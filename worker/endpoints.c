@@ -136,7 +136,9 @@ kv_endpoint_api(const char *method, const char *target, size_t len)
 static const char *
 v1_part(const char *path, size_t plen, size_t *rlen)
 {
-	const char *p = memmem(path, plen, "/v1/", 4);
+	/* most targets start with it: then it is the first, as memmem's */
+	const char *p = plen >= 4 && memcmp(path, "/v1/", 4) == 0 ? path :
+	    memmem(path, plen, "/v1/", 4);
 
 	if (p == NULL)
 		return NULL;

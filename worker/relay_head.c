@@ -25,7 +25,7 @@ is_sse(const struct kv_http_response *res)
 {
 	const struct kv_http_header *h = kv_http_find(res->headers, res->nheaders, "content-type");
 
-	return h != NULL && h->value_len >= 17 && strncasecmp(h->value, "text/event-stream", 17) == 0;
+	return h != NULL && h->value_len >= 17 && kv_http_lit_eq(h->value, "text/event-stream", 17);
 }
 
 static void
@@ -62,11 +62,11 @@ static int
 pass_header(const struct kv_conn *c, const struct kv_http_header *h)
 {
 	if (h->hop || (c->reframe && h->name_len == 14 &&
-	    strncasecmp(h->name, "content-length", 14) == 0))
+	    kv_http_lit_eq(h->name, "content-length", 14)))
 		return 0;
 	/* Ours replace the provider's: two Allow-Origin values fail in a browser. */
 	return !(c->cors_origin[0] != '\0' && h->name_len > 15 &&
-	    strncasecmp(h->name, "access-control-", 15) == 0);
+	    kv_http_lit_eq(h->name, "access-control-", 15));
 }
 
 /* The client's head, written once into room reserved up front: every

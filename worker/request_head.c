@@ -41,7 +41,7 @@ bearer(const struct kv_http_header *h, size_t *len)
 	const char *k;
 	size_t n;
 
-	if (h->value_len <= 7 || strncasecmp(h->value, "Bearer ", 7) != 0)
+	if (h->value_len <= 7 || !kv_http_lit_eq(h->value, "bearer ", 7))
 		return NULL;
 	k = h->value + 7;
 	n = h->value_len - 7;
@@ -53,12 +53,13 @@ bearer(const struct kv_http_header *h, size_t *len)
 	return n > 0 ? k : NULL;
 }
 
-/* H is named name[0..len), case aside: the length first (most headers
- * stop there), a literal's length from sizeof (IS_NAME), not strlen. */
+/* H is named name[0..len) (lower case), case aside: the length first (most
+ * headers stop there), a literal's length from sizeof (IS_NAME), not
+ * strlen. */
 static int
 is_name(const struct kv_http_header *h, const char *name, size_t len)
 {
-	return h->name_len == len && strncasecmp(h->name, name, len) == 0;
+	return h->name_len == len && kv_http_lit_eq(h->name, name, len);
 }
 #define IS_NAME(h, lit)	is_name((h), (lit), sizeof(lit) - 1)
 
@@ -208,7 +209,7 @@ coded_body(const struct kv_http_request *req)
 	const struct kv_http_header *h;
 
 	h = kv_http_find(req->headers, req->nheaders, "content-encoding");
-	return h != NULL && !(h->value_len == 8 && strncasecmp(h->value, "identity", 8) == 0);
+	return h != NULL && !(h->value_len == 8 && kv_http_lit_eq(h->value, "identity", 8));
 }
 
 /* SHA-256 of the key, remembered for the last key this worker saw: the

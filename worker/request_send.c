@@ -32,20 +32,20 @@ want_header(const struct kv_conn *c, const struct kv_http_header *h)
 		return 0;
 	switch (h->name_len) {
 	case 4:
-		return strncasecmp(n, "host", 4) != 0;
+		return !kv_http_lit_eq(n, "host", 4);
 	case 6:
-		return strncasecmp(n, "expect", 6) != 0;
+		return !kv_http_lit_eq(n, "expect", 6);
 	case 7:
-		return !vk || strncasecmp(n, "api-key", 7) != 0;
+		return !vk || !kv_http_lit_eq(n, "api-key", 7);
 	case 9:
-		return !vk || strncasecmp(n, "x-api-key", 9) != 0;
+		return !vk || !kv_http_lit_eq(n, "x-api-key", 9);
 	case 13:
-		return !vk || strncasecmp(n, "authorization", 13) != 0;
+		return !vk || !kv_http_lit_eq(n, "authorization", 13);
 	case 14:
-		return strncasecmp(n, "content-length", 14) != 0 &&
-		    (!vk || strncasecmp(n, "x-goog-api-key", 14) != 0);
+		return !kv_http_lit_eq(n, "content-length", 14) &&
+		    (!vk || !kv_http_lit_eq(n, "x-goog-api-key", 14));
 	case 15:
-		return strncasecmp(n, "accept-encoding", 15) != 0;
+		return !kv_http_lit_eq(n, "accept-encoding", 15);
 	default:
 		return 1;
 	}
