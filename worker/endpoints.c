@@ -60,6 +60,7 @@ percent_ok(const char *p, size_t plen, size_t i, const char **why)
 int
 kv_target_check(const char *target, size_t len, const char **why)
 {
+	static const unsigned char special[256] = { ['/'] = 1, ['\\'] = 1, ['%'] = 1 };
 	size_t plen = path_len(target, len), i, start = 1;
 
 	if (plen == 0 || target[0] != '/') {
@@ -69,6 +70,8 @@ kv_target_check(const char *target, size_t len, const char **why)
 	for (i = 1; i < plen; i++) {
 		char ch = target[i];
 
+		if (!special[(unsigned char)ch])
+			continue;
 		if (ch == '/') {
 			if (segment_end_ok(target + start, i - start, why) == -1)
 				return -1;
@@ -98,10 +101,15 @@ ends_with(const char *p, size_t len, const char *suffix, size_t n)
 #define ENDS_WITH(p, len, lit)	ends_with((p), (len), (lit), sizeof(lit) - 1)
 #define LIT(lit)		(lit), sizeof(lit) - 1
 
+/* strcmp(method, m) == 0, inline: it runs several times a request. */
 static int
 method_is(const char *method, const char *m)
 {
-	return strcmp(method, m) == 0;
+	while (*m != '\0' && *method == *m) {
+		method++;
+		m++;
+	}
+	return *method == *m;
 }
 
 static const struct {

@@ -20,17 +20,28 @@
 #include "worker/sse_filter.h"
 #include "worker/upstream_set.h"
 
+/* Content-Type: text/event-stream (a parameter may follow). The first
+ * Content-Type, as kv_http_find found it, by its length first. */
 static int
 is_sse(const struct kv_http_response *res)
 {
-	const struct kv_http_header *h = kv_http_find(res->headers, res->nheaders, "content-type");
+	size_t i;
 
-	return h != NULL && h->value_len >= 17 && kv_http_lit_eq(h->value, "text/event-stream", 17);
+	for (i = 0; i < res->nheaders; i++) {
+		const struct kv_http_header *h = &res->headers[i];
+
+		if (h->name_len == 12 && kv_http_lit_eq(h->name, "content-type", 12))
+			return h->value_len >= 17 &&
+			    kv_http_lit_eq(h->value, "text/event-stream", 17);
+	}
+	return 0;
 }
 
 static void
 resp_framing(struct kv_conn *c, const struct kv_http_response *res)
 {
+	int sse;
+
 	c->status = res->status;
 	c->resp_left = -1;
 	if (res->no_body || c->is_head) {
@@ -46,11 +57,12 @@ resp_framing(struct kv_conn *c, const struct kv_http_response *res)
 		c->resp_close = 1;
 	c->up_keepalive = res->keep_alive && !c->resp_close;
 	c->scan_on = c->status >= 200 && c->status < 300 && c->api != KV_API_OTHER && !c->resp_done;
+	sse = c->scan_on && is_sse(res);
 	if (c->scan_on)
-		kv_usage_init(&c->scan, c->api, is_sse(res));
+		kv_usage_init(&c->scan, c->api, sse);
 	/* We rewrite the framing when we drop the injected usage event, and
 	 * for HTTP/1.0 clients, which cannot read chunked. */
-	c->reframe = (c->inject && c->scan_on && is_sse(res)) || (c->minor == 0 && c->resp_chunked);
+	c->reframe = (c->inject && sse) || (c->minor == 0 && c->resp_chunked);
 	kv_sse_filter_init(&c->sse, relay_sse_out, c);
 	c->out_chunked = c->reframe && c->minor == 1;
 	c->client_keep = c->keep_alive && !c->drain && !c->w->draining &&
