@@ -95,6 +95,20 @@ one query -i "$KV_URL/v1/chat/completions?a=1&b=2" -H "Authorization: Bearer $KL
 one anthropic-on-shared-path -i "$KV_URL/v1/models/claude-sonnet-4" -H "x-api-key: $KA" \
 	-H 'anthropic-version: 2023-06-01' -H 'x-shape: models'
 
+# Refusals of the credential check, whose reasons name the first problem
+# met: a repeated header after a Connection naming one, and the reverse;
+# two keys that differ; Authorization not Bearer beside a key.
+one cred-conn-first -i "$KV_URL/v1/chat/completions" -H 'Connection: x-api-key' \
+	-H "Authorization: Bearer $KP" -H "Authorization: Bearer $KP" -d "$BODY"
+one cred-repeat-first -i "$KV_URL/v1/chat/completions" -H "Authorization: Bearer $KP" \
+	-H "Authorization: Bearer $KP" -H 'Connection: x-api-key' -d "$BODY"
+one cred-differ -i "$KV_URL/v1/chat/completions" -H "Authorization: Bearer $KP" \
+	-H "api-key: $KL" -H "x-api-key: $KP" -d "$BODY"
+one cred-xkey-repeat -i "$KV_URL/v1/chat/completions" -H "x-api-key: $KP" \
+	-H "X-Api-Key: $KP" -H "x-goog-api-key: $KL" -d "$BODY"
+one cred-basic -i "$KV_URL/v1/chat/completions" -H 'Authorization: Basic eDp5' \
+	-H "x-goog-api-key: $KP" -d "$BODY"
+
 # What the upstream got, then what the clients got, masked where a run
 # differs from the next: ports, request ids, and the rate-limit figures
 # that depend on the clock (ratelimit_headers.c formats them, not the head code).

@@ -250,7 +250,10 @@ kv_endpoint_classify(const char *method, const char *target, size_t len,
 	int stored = r != NULL && is_stored_object(method, r, rlen);
 	int vk = up->api_key != NULL && !up->shared_stored_objects;
 
-	memset(ep, 0, sizeof(*ep));
+	/* not a memset of msg's 1 KB on every request: refuse() writes it */
+	ep->kind = KV_EP_METERED;
+	ep->status = 0;
+	ep->msg[0] = '\0';
 	ep->api = kv_endpoint_api(method, target, len);
 	if (ep->api != KV_API_OTHER) {
 		ep->kind = KV_EP_METERED;

@@ -147,49 +147,89 @@ cred_take(const char *v, size_t n, const char **key, size_t *len, const char **w
 	return 0;
 }
 
+#define NO_HDR	((size_t)-1)
+
+/* Where the credential headers are, in one pass over the head: the first
+ * two of each of request_cred_headers (by index into it: authorization,
+ * x-api-key, api-key, x-goog-api-key; picked by length) and the first
+ * Connection header naming a header kilovolt reads. */
+struct cred_seen {
+	size_t	 first[4], second[4], conn;
+};
+
+static void
+cred_scan(const struct kv_http_request *req, struct cred_seen *cs)
+{
+	size_t i;
+	int k;
+
+	for (k = 0; k < 4; k++)
+		cs->first[k] = cs->second[k] = NO_HDR;
+	cs->conn = NO_HDR;
+	for (i = 0; i < req->nheaders; i++) {
+		const struct kv_http_header *h = &req->headers[i];
+
+		switch (h->name_len) {
+		case 13: k = IS_NAME(h, "authorization") ? 0 : -1; break;
+		case 9: k = IS_NAME(h, "x-api-key") ? 1 : -1; break;
+		case 7: k = IS_NAME(h, "api-key") ? 2 : -1; break;
+		case 14: k = IS_NAME(h, "x-goog-api-key") ? 3 : -1; break;
+		case 10:
+			if (cs->conn == NO_HDR && IS_NAME(h, "connection") &&
+			    connection_names_ours(h))
+				cs->conn = i;
+			k = -1;
+			break;
+		default: k = -1;
+		}
+		if (k >= 0 && cs->first[k] == NO_HDR)
+			cs->first[k] = i;
+		else if (k >= 0 && cs->second[k] == NO_HDR)
+			cs->second[k] = i;
+	}
+}
+
 /* The one credential the request carries, in any header of request_cred_headers
  * (Authorization as Bearer K) or ?key=. The account charged must be the
  * key the provider sees, so two that differ, a repeated header, or a
  * Connection header naming one are refused (*why set, -2); -1 when there
- * is none. */
+ * is none. The checks are made in the order of a walk over the headers
+ * once per name of request_cred_headers (the Connection check in the
+ * first walk), so the reason given is the one that walk meets first. */
 static int
 find_credential(struct kv_conn *c, const struct kv_http_request *req,
     const char **key, size_t *len, const char **why)
 {
-	const char *const *n;
+	struct cred_seen cs;
 	const char *v;
-	size_t i, vl, nl;
-	int seen, other = 0;
+	size_t vl;
+	int k, other = 0;
 
 	*key = NULL;
 	*len = 0;
-	for (n = request_cred_headers; *n != NULL; n++) {
-		nl = strlen(*n);
-		for (seen = 0, i = 0; i < req->nheaders; i++) {
-			const struct kv_http_header *h = &req->headers[i];
+	cred_scan(req, &cs);
+	if (cs.conn != NO_HDR && cs.conn < cs.second[0]) {
+		*why = "a Connection header names a header kilovolt reads";
+		return -2;
+	}
+	for (k = 0; k < 4; k++) {
+		const struct kv_http_header *h;
 
-			if (n == request_cred_headers && IS_NAME(h, "connection") &&
-			    connection_names_ours(h)) {
-				*why = "a Connection header names a header kilovolt reads";
-				return -2;
-			}
-			if (!is_name(h, *n, nl))
-				continue;
-			if (seen++) {
-				*why = "the credential header is repeated";
-				return -2;
-			}
-			v = n == request_cred_headers ? bearer(h, &vl) : h->value;
-			if (n != request_cred_headers)
-				vl = h->value_len;
-			if (v == NULL) {	/* Authorization, not Bearer: no key of ours */
-				other = 1;
-				continue;
-			}
-			if (cred_take(v, vl, key, len, why) == -2)
-				return -2;
-			if (*key == v && n == request_cred_headers + 1)
-				c->auth_x_api_key = 1;
+		if (cs.first[k] == NO_HDR)
+			continue;
+		h = &req->headers[cs.first[k]];
+		v = k == 0 ? bearer(h, &vl) : h->value;
+		if (k != 0)
+			vl = h->value_len;
+		if (v == NULL)		/* Authorization, not Bearer: no key of ours */
+			other = 1;
+		else if (cred_take(v, vl, key, len, why) == -2)
+			return -2;
+		else if (*key == v && k == 1)
+			c->auth_x_api_key = 1;
+		if (cs.second[k] != NO_HDR) {
+			*why = "the credential header is repeated";
+			return -2;
 		}
 	}
 	if ((v = request_query_key(c->target, &vl)) != NULL && cred_take(v, vl, key, len, why) == -2)
