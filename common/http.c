@@ -52,6 +52,7 @@ struct http_fields {
 	size_t		 n;
 	int64_t		 content_length;
 	int		 ncl, nte, nhost, te;
+	int		 nconn;		/* Connection headers: none, no names to mark */
 	int		 conn_close, conn_keepalive, expect;
 };
 
@@ -223,9 +224,12 @@ http_connection(const char *v, size_t n, struct http_fields *f)
 	}
 }
 
-/* The printable ASCII bytes a Host never holds: a table, not a strchr per
- * byte of every request's Host. */
-static const uint8_t host_bad[128] = {
+/* The bytes a Host never holds: controls, space, bytes from 0x80 (DEL is
+ * the field check's to refuse) and the printable ones RFC 3986's reg-name,
+ * IP-literal and port leave out. A table, not a strchr per byte
+ * of every request's Host. */
+static const uint8_t host_bad[256] = {
+	[0x00 ... 0x20] = 1, [0x80 ... 0xff] = 1,
 	['/'] = 1, ['\\'] = 1, ['"'] = 1, ['<'] = 1, ['>'] = 1, ['^'] = 1, ['`'] = 1,
 	['{'] = 1, ['|'] = 1, ['}'] = 1, ['#'] = 1, ['?'] = 1, ['@'] = 1,
 };
@@ -236,31 +240,30 @@ http_host_ok(const char *v, size_t n)
 {
 	size_t i;
 
-	for (i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)v[i];
-
-		if (ch >= 0x80 || ch <= 0x20 || host_bad[ch])
+	for (i = 0; i < n; i++)
+		if (host_bad[(unsigned char)v[i]])
 			return 0;
-	}
 	return 1;
 }
 
-/* Called for every header: the length picks the one or two candidates. */
+#define NAME_IS(n, lit)	kv_http_lit_eq((n), (lit), sizeof(lit) - 1)
+
+/* Called for every header: the length picks the one or two candidates,
+ * each compared a word at a time (names are tokens: kv_http_lit_eq). */
 static int
 http_hop_name(const char *n, size_t len)
 {
-	if (len > 6 && http_ieq(n, 6, "proxy-"))
+	if (len > 6 && NAME_IS(n, "proxy-"))
 		return 1;
 	switch (len) {
 	case 2:
-		return http_ieq(n, len, "te");
+		return NAME_IS(n, "te");
 	case 7:
-		return http_ieq(n, len, "trailer") || http_ieq(n, len, "upgrade");
+		return NAME_IS(n, "trailer") || NAME_IS(n, "upgrade");
 	case 10:
-		return http_ieq(n, len, "connection") ||
-		    http_ieq(n, len, "keep-alive");
+		return NAME_IS(n, "connection") || NAME_IS(n, "keep-alive");
 	case 17:
-		return http_ieq(n, len, "transfer-encoding");
+		return NAME_IS(n, "transfer-encoding");
 	default:
 		return 0;
 	}
@@ -272,27 +275,39 @@ http_field(const struct kv_http_header *h, struct http_fields *f,
     struct http_err *e)
 {
 	const char *n = h->name;
-	size_t nl = h->name_len;
 
-	if (nl != 4 && nl != 6 && nl != 10 && nl != 14 && nl != 17)
-		return 0;	/* not one of ours: skip the comparisons */
-	if (http_ieq(n, nl, "content-length"))
-		return http_content_length(h->value, h->value_len, f, e);
-	if (http_ieq(n, nl, "transfer-encoding")) {
+	switch (h->name_len) {
+	case 14:
+		if (NAME_IS(n, "content-length"))
+			return http_content_length(h->value, h->value_len, f, e);
+		return 0;
+	case 17:
+		if (!NAME_IS(n, "transfer-encoding"))
+			return 0;
 		if (++f->nte > 1)
 			return http_fail(e, 400, "duplicate Transfer-Encoding");
 		return http_te(h->value, h->value_len, f, e);
-	}
-	if (http_ieq(n, nl, "host")) {
+	case 4:
+		if (!NAME_IS(n, "host"))
+			return 0;
 		if (++f->nhost > 1)
 			return http_fail(e, 400, "duplicate Host");
 		if (!http_host_ok(h->value, h->value_len))
 			return http_fail(e, 400, "bad Host");
-	} else if (http_ieq(n, nl, "connection"))
-		http_connection(h->value, h->value_len, f);
-	else if (http_ieq(n, nl, "expect"))
-		f->expect = http_ieq(h->value, h->value_len, "100-continue");
-	return 0;
+		return 0;
+	case 10:
+		if (NAME_IS(n, "connection")) {
+			f->nconn++;
+			http_connection(h->value, h->value_len, f);
+		}
+		return 0;
+	case 6:
+		if (NAME_IS(n, "expect"))
+			f->expect = http_ieq(h->value, h->value_len, "100-continue");
+		return 0;
+	default:
+		return 0;	/* not one of ours */
+	}
 }
 
 /* Whether p[0..n) holds only field bytes. Eight bytes at a time first:
@@ -424,6 +439,12 @@ http_version(const char *p, size_t n)
 	return -1;
 }
 
+/* The bytes a target never holds: controls, space, DEL and above, and '#'
+ * (a fragment is the client's own). */
+static const uint8_t target_bad[256] = {
+	[0x00 ... 0x20] = 1, [0x7f ... 0xff] = 1, ['#'] = 1,
+};
+
 static int
 http_target_ok(const char *p, size_t n)
 {
@@ -432,8 +453,7 @@ http_target_ok(const char *p, size_t n)
 	if (n == 0 || p[0] != '/')
 		return 0;
 	for (i = 0; i < n; i++)
-		if ((unsigned char)p[i] <= 0x20 || (unsigned char)p[i] >= 0x7f ||
-		    p[i] == '#')
+		if (target_bad[(unsigned char)p[i]])
 			return 0;
 	return 1;
 }
@@ -495,7 +515,8 @@ http_request_check(struct kv_http_request *req, const struct http_fields *f,
 	    f->conn_keepalive && !f->conn_close;
 	/* RFC 9110 10.1.1: ignore 100-continue from an HTTP/1.0 client */
 	req->expect_continue = f->expect && req->minor == 1;
-	http_mark_hop(req->headers, f->n);
+	if (f->nconn > 0)
+		http_mark_hop(req->headers, f->n);
 	return 0;
 }
 
@@ -601,7 +622,8 @@ http_response_check(struct kv_http_response *res, const struct http_fields *f,
 	/* a body that ends at close leaves nothing to reuse */
 	if (!res->no_body && !res->chunked && res->content_length == -1)
 		res->keep_alive = 0;
-	http_mark_hop(res->headers, f->n);
+	if (f->nconn > 0)
+		http_mark_hop(res->headers, f->n);
 	return 0;
 }
 
@@ -649,12 +671,12 @@ kv_http_parse_response(const char *buf, size_t len,
 }
 
 const struct kv_http_header *
-kv_http_find(const struct kv_http_header *h, size_t n, const char *name)
+kv_http_findn(const struct kv_http_header *h, size_t n, const char *name, size_t nl)
 {
-	size_t i, nl = strlen(name);
+	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (http_ieq2(h[i].name, h[i].name_len, name, nl))
+		if (h[i].name_len == nl && http_ieq2(h[i].name, nl, name, nl))
 			return &h[i];
 	return NULL;
 }

@@ -7,6 +7,7 @@
 #define KV_HTTP_H
 
 #include <stddef.h>
+#include <string.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -77,9 +78,58 @@ int	kv_http_parse_request(const char *buf, size_t len,
 int	kv_http_parse_response(const char *buf, size_t len,
 	    struct kv_http_response *res, const char **reason);
 
-/* Case-insensitive header lookup; the first match or NULL. */
-const struct kv_http_header *kv_http_find(const struct kv_http_header *h,
-	    size_t n, const char *name);
+/* Case-insensitive lookup of the header name[0..nl); the first match or
+ * NULL. */
+const struct kv_http_header *kv_http_findn(const struct kv_http_header *h,
+	    size_t n, const char *name, size_t nl);
+
+/* The same for a NUL-terminated name: inline, so a literal's strlen is
+ * folded at compile time. */
+static inline const struct kv_http_header *
+kv_http_find(const struct kv_http_header *h, size_t n, const char *name)
+{
+	return kv_http_findn(h, n, name, strlen(name));
+}
+
+/* Whether s[0..n) equals lit[0..n), ASCII case aside, for a header name or
+ * value as the parser hands them out (no control byte but HTAB) and LIT in
+ * lower case letters, digits, '-', '/' and ' ' only: then OR-ing 0x20 into
+ * s folds exactly its upper-case letters, eight bytes at a time. The
+ * caller has compared the lengths (n is both). */
+static inline int
+kv_http_lit_eq(const char *s, const char *lit, size_t n)
+{
+	const uint64_t m8 = 0x2020202020202020ULL;
+	const uint32_t m4 = 0x20202020U;
+	uint64_t a, b;
+	uint32_t x, y;
+	size_t i;
+
+	if (n >= 8) {
+		for (i = 0; i + 8 < n; i += 8) {
+			memcpy(&a, s + i, 8);
+			memcpy(&b, lit + i, 8);
+			if ((a | m8) != b)
+				return 0;
+		}
+		memcpy(&a, s + n - 8, 8);	/* the last 8, overlapping */
+		memcpy(&b, lit + n - 8, 8);
+		return (a | m8) == b;
+	}
+	if (n >= 4) {
+		memcpy(&x, s, 4);
+		memcpy(&y, lit, 4);
+		if ((x | m4) != y)
+			return 0;
+		memcpy(&x, s + n - 4, 4);
+		memcpy(&y, lit + n - 4, 4);
+		return (x | m4) == y;
+	}
+	for (i = 0; i < n; i++)
+		if (((unsigned char)s[i] | 0x20) != (unsigned char)lit[i])
+			return 0;
+	return 1;
+}
 
 /* Streaming chunked-body decoder. It validates the framing (hex size with no
  * sign/space/overflow, size at most 2^40, extensions at most 4 KB, CRLF

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hex.h"
 #include "tests/unit.h"
 #include "worker/endpoints.h"
 
@@ -47,6 +48,106 @@ test_target_check(void)
 		if (got == -1)
 			CHECK(why != NULL && why[0] != '\0');
 	}
+}
+
+/* The target check as it was before its one-pass rewrite (issue 26): the
+ * new one must give the same answer and the same reason for every target. */
+static size_t
+ref_path_len(const char *target, size_t len)
+{
+	const char *q = memchr(target, '?', len);
+
+	return q != NULL ? (size_t)(q - target) : len;
+}
+
+/* One segment (between slashes) of LEN bytes at S. */
+static int
+ref_segment_ok(const char *s, size_t len, const char **why)
+{
+	size_t i;
+	int v, hi, lo;
+
+	if (len == 0) {
+		*why = "empty path segment (//) in the request target";
+		return -1;
+	}
+	if ((len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.')) {
+		*why = "dot segment (. or ..) in the request target";
+		return -1;
+	}
+	for (i = 0; i < len; i++) {
+		if (s[i] == '\\') {
+			*why = "backslash in the request target";
+			return -1;
+		}
+		if (s[i] != '%')
+			continue;
+		hi = i + 2 < len ? kv_hexval((unsigned char)s[i + 1]) : -1;
+		lo = i + 2 < len ? kv_hexval((unsigned char)s[i + 2]) : -1;
+		if (hi < 0 || lo < 0) {
+			*why = "bad percent-encoding in the request target";
+			return -1;
+		}
+		v = hi * 16 + lo;
+		if (v == '/' || v == '.' || v == '\\') {
+			*why = "percent-encoded '/', '.' or '\\' in the request target";
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int
+ref_target_check(const char *target, size_t len, const char **why)
+{
+	size_t plen = ref_path_len(target, len), i, start;
+
+	if (plen == 0 || target[0] != '/') {
+		*why = "the request target must be a path starting with /";
+		return -1;
+	}
+	/* Segments between slashes; a single trailing slash ends the last one
+	 * (such a path simply matches no endpoint). */
+	for (start = 1, i = 1; i <= plen; i++) {
+		if (i < plen && target[i] != '/')
+			continue;
+		if (!(i == plen && i == start) &&
+		    ref_segment_ok(target + start, i - start, why) == -1)
+			return -1;
+		start = i + 1;
+	}
+	return 0;
+}
+
+/* Every target of up to 7 bytes over the bytes that matter to the check. */
+static void
+test_target_check_same(void)
+{
+	static const char alpha[] = "/.%\\a2Fe?";
+	const size_t na = sizeof(alpha) - 1;
+	char t[8];
+	size_t len, i, k, total, bad = 0;
+
+	for (len = 0; len <= 7; len++) {
+		for (total = 1, i = 0; i < len; i++)
+			total *= na;
+		for (k = 0; k < total; k++) {
+			const char *w1 = NULL, *w2 = NULL;
+			size_t x = k;
+			int a, b;
+
+			for (i = 0; i < len; i++, x /= na)
+				t[i] = alpha[x % na];
+			a = ref_target_check(t, len, &w1);
+			b = kv_target_check(t, len, &w2);
+			if (a != b || (a == -1 && strcmp(w1, w2) != 0)) {
+				if (bad++ < 5)
+					fprintf(stderr, "target %.*s: %d %s, was %d %s\n", (int)len, t,
+					    b, b ? w2 : "", a, a ? w1 : "");
+			}
+		}
+	}
+	CHECK_INT((int)bad, 0);
 }
 
 static void
@@ -149,6 +250,7 @@ int
 main(void)
 {
 	test_target_check();
+	test_target_check_same();
 	test_api();
 	test_classify();
 	test_anthropic_shape();

@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "tests/unit.h"
 #include "common/http.h"
@@ -737,10 +738,46 @@ test_chunked_error_sticks(void)
 	CHECK_INT(c.done, 0);
 }
 
+/* kv_http_lit_eq, the word-at-a-time compare, against strncasecmp: every
+ * name the workers compare, in each case pattern of its first 12 bytes and
+ * with each byte changed to each printable or HTAB byte. */
+static void
+test_lit_eq(void)
+{
+	static const char *const lits[] = { "te", "host", "expect", "api-key",
+	    "trailer", "bearer ", "identity", "x-api-key", "connection",
+	    "keep-alive", "content-type", "authorization", "content-length",
+	    "x-goog-api-key", "accept-encoding", "access-control-",
+	    "anthropic-version", "transfer-encoding", "text/event-stream", "a" };
+	char s[32];
+	size_t i, j, n, bad = 0;
+	unsigned mask, ch;
+
+	for (i = 0; i < sizeof(lits) / sizeof(lits[0]); i++) {
+		n = strlen(lits[i]);
+		for (mask = 0; mask < (1u << (n < 12 ? n : 12)); mask++) {
+			for (j = 0; j < n; j++)
+				s[j] = j < 12 && (mask >> j & 1) && lits[i][j] >= 'a' &&
+				    lits[i][j] <= 'z' ? (char)(lits[i][j] - 32) : lits[i][j];
+			bad += !kv_http_lit_eq(s, lits[i], n);
+		}
+		for (j = 0; j < n; j++) {
+			memcpy(s, lits[i], n);
+			for (ch = 0x09; ch < 0x100; ch = ch == 0x09 ? 0x20 : ch + 1) {
+				s[j] = (char)ch;
+				bad += kv_http_lit_eq(s, lits[i], n) !=
+				    (strncasecmp(s, lits[i], n) == 0);
+			}
+		}
+	}
+	CHECK_INT((int)bad, 0);
+}
+
 int
 main(void)
 {
 	test_simple_get();
+	test_lit_eq();
 	test_long_method();
 	test_post_with_body();
 	test_chunked_request();

@@ -4,6 +4,7 @@
 #define KV_CONN_T_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "worker/conn.h"
 #include "worker/cors.h"
@@ -209,7 +210,41 @@ int	conn_obuf_printf(struct kv_conn *c, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
 int	conn_obuf_cat(struct kv_conn *c, ...) __attribute__((sentinel));
 int	conn_obuf_header(struct kv_conn *c, const struct kv_http_header *h);
+
+/* Append s[0..n) to obuf, whose room the caller reserved
+ * (conn_obuf_reserve): the heads are written with these, their lengths
+ * known, not piece by piece through conn_obuf_cat's strlen and checks. */
+static inline void
+conn_obuf_add(struct kv_conn *c, const void *s, size_t n)
+{
+	memcpy(c->obuf + c->olen, s, n);
+	c->olen += n;
+}
+#define CONN_OBUF_LIT(c, lit)	conn_obuf_add((c), (lit), sizeof(lit) - 1)
+/* Room for one header line (conn_obuf_header's bytes), reserved already. */
+static inline void
+conn_obuf_add_header(struct kv_conn *c, const struct kv_http_header *h)
+{
+	char *p = c->obuf + c->olen;
+
+	memcpy(p, h->name, h->name_len);
+	p += h->name_len;
+	memcpy(p, ": ", 2);
+	/* a value may be empty, and its pointer then at the line's end */
+	memcpy(p + 2, h->value, h->value_len);
+	memcpy(p + 2 + h->value_len, "\r\n", 2);
+	c->olen += h->name_len + h->value_len + 4;
+}
+
+/* The upstream read buffer (KV_UBUF_SIZE bytes): the worker's spare one
+ * when it has it, else malloc'd; NULL when out of memory. */
+char	*conn_ubuf_take(void);
+/* Drop per-request buffers and state; the connection itself stays. obuf
+ * and ubuf of the usual sizes become the worker's spares (one of each), so
+ * the next request does not malloc them again; any other is freed. */
 void	conn_free_buf(struct kv_conn *c);
+/* Free the worker's spare buffers (an idle worker holds none). */
+void	conn_spares_free(void);
 /* This request's id (x-kilovolt-request-id, the request log), made on
  * first use. */
 const char *conn_request_id(struct kv_conn *c);

@@ -282,6 +282,33 @@ conn_set_deadline(struct kv_conn *c, int upstream_side)
 	conn_deadline(c, at);
 }
 
+/* The worker's spare buffers: a small request mallocs and frees its obuf
+ * and ubuf once each (~300 instructions a pair); the next request takes
+ * them back instead. One of each, per worker process (single-threaded), so
+ * idle connections still hold no buffer. */
+#define OBUF_SPARE_CAP	4096
+static char *spare_obuf, *spare_ubuf;
+
+void
+conn_spares_free(void)
+{
+	free(spare_obuf);
+	spare_obuf = NULL;
+	free(spare_ubuf);
+	spare_ubuf = NULL;
+}
+
+char *
+conn_ubuf_take(void)
+{
+	char *p = spare_ubuf;
+
+	if (p == NULL)
+		return malloc(KV_UBUF_SIZE);
+	spare_ubuf = NULL;
+	return p;
+}
+
 /* Make sure obuf can take `need` more bytes. */
 int
 conn_obuf_reserve(struct kv_conn *c, size_t need)
@@ -292,8 +319,16 @@ conn_obuf_reserve(struct kv_conn *c, size_t need)
 	if (c->olen + need <= c->ocap)
 		return 0;
 	cap = c->olen + need;
-	if (cap < 4096)
-		cap = 4096;
+	if (cap < OBUF_SPARE_CAP)
+		cap = OBUF_SPARE_CAP;
+	if (c->olen == 0 && cap == OBUF_SPARE_CAP && spare_obuf != NULL) {
+		/* nothing to keep: the spare, not a realloc that copies */
+		free(c->obuf);
+		c->obuf = spare_obuf;
+		c->ocap = OBUF_SPARE_CAP;
+		spare_obuf = NULL;
+		return 0;
+	}
 	if ((nb = realloc(c->obuf, cap)) == NULL)
 		return -1;
 	c->obuf = nb;
@@ -348,10 +383,8 @@ conn_obuf_header(struct kv_conn *c, const struct kv_http_header *h)
 {
 	if (conn_obuf_reserve(c, h->name_len + h->value_len + 4) == -1)
 		return -1;
-	return conn_obuf_put(c, h->name, h->name_len) == -1 ||
-	    conn_obuf_put(c, ": ", 2) == -1 ||
-	    conn_obuf_put(c, h->value, h->value_len) == -1 ||
-	    conn_obuf_put(c, "\r\n", 2) == -1 ? -1 : 0;
+	conn_obuf_add_header(c, h);
+	return 0;
 }
 
 static void
@@ -379,7 +412,7 @@ upstream_detach(struct kv_conn *c, int reuse)
 	c->uc = NULL;
 }
 
-/* Drop per-request buffers and state; the connection itself stays. */
+/* See conn-t.h: obuf and ubuf of the usual sizes become the spares. */
 void
 conn_free_buf(struct kv_conn *c)
 {
@@ -387,10 +420,16 @@ conn_free_buf(struct kv_conn *c)
 	free(c->ibuf);
 	c->ibuf = NULL;
 	c->ilen = c->icap = 0;
-	free(c->obuf);
+	if (c->obuf != NULL && c->ocap == OBUF_SPARE_CAP && spare_obuf == NULL)
+		spare_obuf = c->obuf;
+	else
+		free(c->obuf);
 	c->obuf = NULL;
 	c->olen = c->opos = c->ocap = 0;
-	free(c->ubuf);
+	if (c->ubuf != NULL && c->ucap == KV_UBUF_SIZE && spare_ubuf == NULL)
+		spare_ubuf = c->ubuf;
+	else
+		free(c->ubuf);
 	c->ubuf = NULL;
 	c->ulen = c->upos = 0;
 	kv_sse_filter_free(&c->sse);
@@ -436,6 +475,8 @@ conn_close(struct kv_conn *c)
 	if (c->next != NULL)
 		c->next->prev = c->prev;
 	w->nconns--;
+	if (w->nconns == 0)
+		conn_spares_free();	/* an idle worker holds no buffer */
 	atomic_fetch_sub(&w->slot->connections, 1);
 	c->closed = 1;
 	c->next = w->dead;

@@ -19,13 +19,11 @@ path_len(const char *target, size_t len)
 	return q != NULL ? (size_t)(q - target) : len;
 }
 
-/* One segment (between slashes) of LEN bytes at S. */
+/* The end of a segment (between slashes) of LEN bytes at S: neither empty
+ * nor a dot segment. */
 static int
-segment_ok(const char *s, size_t len, const char **why)
+segment_end_ok(const char *s, size_t len, const char **why)
 {
-	size_t i;
-	int v, hi, lo;
-
 	if (len == 0) {
 		*why = "empty path segment (//) in the request target";
 		return -1;
@@ -34,78 +32,99 @@ segment_ok(const char *s, size_t len, const char **why)
 		*why = "dot segment (. or ..) in the request target";
 		return -1;
 	}
-	for (i = 0; i < len; i++) {
-		if (s[i] == '\\') {
-			*why = "backslash in the request target";
-			return -1;
-		}
-		if (s[i] != '%')
-			continue;
-		hi = i + 2 < len ? kv_hexval((unsigned char)s[i + 1]) : -1;
-		lo = i + 2 < len ? kv_hexval((unsigned char)s[i + 2]) : -1;
-		if (hi < 0 || lo < 0) {
-			*why = "bad percent-encoding in the request target";
-			return -1;
-		}
-		v = hi * 16 + lo;
-		if (v == '/' || v == '.' || v == '\\') {
-			*why = "percent-encoded '/', '.' or '\\' in the request target";
-			return -1;
-		}
+	return 0;
+}
+
+/* The '%' at P[i] of a path of PLEN bytes: two hex digits (a '/' is not
+ * one, so they are in the same segment) not encoding '/', '.' or '\\'. */
+static int
+percent_ok(const char *p, size_t plen, size_t i, const char **why)
+{
+	int hi = i + 2 < plen ? kv_hexval((unsigned char)p[i + 1]) : -1;
+	int lo = i + 2 < plen ? kv_hexval((unsigned char)p[i + 2]) : -1, v;
+
+	if (hi < 0 || lo < 0) {
+		*why = "bad percent-encoding in the request target";
+		return -1;
+	}
+	v = hi * 16 + lo;
+	if (v == '/' || v == '.' || v == '\\') {
+		*why = "percent-encoded '/', '.' or '\\' in the request target";
+		return -1;
 	}
 	return 0;
 }
 
+/* One pass over the path: only '/', '\\' and '%' stop it. Segments are
+ * judged in order, each one's bytes before the next one's end. */
 int
 kv_target_check(const char *target, size_t len, const char **why)
 {
-	size_t plen = path_len(target, len), i, start;
+	static const unsigned char special[256] = { ['/'] = 1, ['\\'] = 1, ['%'] = 1 };
+	size_t plen = path_len(target, len), i, start = 1;
 
 	if (plen == 0 || target[0] != '/') {
 		*why = "the request target must be a path starting with /";
 		return -1;
 	}
-	/* Segments between slashes; a single trailing slash ends the last one
-	 * (such a path simply matches no endpoint). */
-	for (start = 1, i = 1; i <= plen; i++) {
-		if (i < plen && target[i] != '/')
+	for (i = 1; i < plen; i++) {
+		char ch = target[i];
+
+		if (!special[(unsigned char)ch])
 			continue;
-		if (!(i == plen && i == start) &&
-		    segment_ok(target + start, i - start, why) == -1)
+		if (ch == '/') {
+			if (segment_end_ok(target + start, i - start, why) == -1)
+				return -1;
+			start = i + 1;
+		} else if (ch == '\\') {
+			*why = "backslash in the request target";
 			return -1;
-		start = i + 1;
+		} else if (ch == '%' && percent_ok(target, plen, i, why) == -1)
+			return -1;
 	}
+	/* a single trailing slash ends the last segment (such a path simply
+	 * matches no endpoint) */
+	if (plen > start && segment_end_ok(target + start, plen - start, why) == -1)
+		return -1;
 	return 0;
 }
 
 /* ---- the lists ----------------------------------------------------------- */
 
+/* P[0..len) ends with suffix[0..n); ENDS_WITH takes a literal's length
+ * from sizeof (no strlen per call: these run on every request). */
 static int
-ends_with(const char *p, size_t len, const char *suffix)
+ends_with(const char *p, size_t len, const char *suffix, size_t n)
 {
-	size_t n = strlen(suffix);
-
 	return len >= n && memcmp(p + len - n, suffix, n) == 0;
 }
+#define ENDS_WITH(p, len, lit)	ends_with((p), (len), (lit), sizeof(lit) - 1)
+#define LIT(lit)		(lit), sizeof(lit) - 1
 
+/* strcmp(method, m) == 0, inline: it runs several times a request. */
 static int
 method_is(const char *method, const char *m)
 {
-	return strcmp(method, m) == 0;
+	while (*m != '\0' && *method == *m) {
+		method++;
+		m++;
+	}
+	return *method == *m;
 }
 
 static const struct {
 	const char	*suffix;
+	size_t		 len;
 	enum kv_api	 api;
 } metered[] = {
 	/* OpenAI's by their last segments, so Azure's
 	 * /openai/deployments/{name}/chat/completions is metered too */
-	{ "/chat/completions",		KV_API_OPENAI_CHAT },
-	{ "/completions",		KV_API_OPENAI_COMPLETIONS },
-	{ "/embeddings",		KV_API_OPENAI_EMBEDDINGS },
-	{ "/responses",			KV_API_OPENAI_RESPONSES },
+	{ LIT("/chat/completions"),	KV_API_OPENAI_CHAT },
+	{ LIT("/completions"),		KV_API_OPENAI_COMPLETIONS },
+	{ LIT("/embeddings"),		KV_API_OPENAI_EMBEDDINGS },
+	{ LIT("/responses"),		KV_API_OPENAI_RESPONSES },
 	/* not .../threads/{id}/messages (OpenAI Assistants) */
-	{ "/v1/messages",		KV_API_ANTHROPIC_MESSAGES },
+	{ LIT("/v1/messages"),		KV_API_ANTHROPIC_MESSAGES },
 };
 
 enum kv_api
@@ -116,7 +135,7 @@ kv_endpoint_api(const char *method, const char *target, size_t len)
 	if (!method_is(method, "POST"))
 		return KV_API_OTHER;
 	for (i = 0; i < sizeof(metered) / sizeof(metered[0]); i++)
-		if (ends_with(target, plen, metered[i].suffix))
+		if (ends_with(target, plen, metered[i].suffix, metered[i].len))
 			return metered[i].api;
 	return KV_API_OTHER;
 }
@@ -125,7 +144,9 @@ kv_endpoint_api(const char *method, const char *target, size_t len)
 static const char *
 v1_part(const char *path, size_t plen, size_t *rlen)
 {
-	const char *p = memmem(path, plen, "/v1/", 4);
+	/* most targets start with it: then it is the first, as memmem's */
+	const char *p = plen >= 4 && memcmp(path, "/v1/", 4) == 0 ? path :
+	    memmem(path, plen, "/v1/", 4);
 
 	if (p == NULL)
 		return NULL;
@@ -135,12 +156,11 @@ v1_part(const char *path, size_t plen, size_t *rlen)
 
 /* P[0..len) is PREFIX or below it (at a segment boundary). */
 static int
-under(const char *p, size_t len, const char *prefix)
+under(const char *p, size_t len, const char *prefix, size_t n)
 {
-	size_t n = strlen(prefix);
-
 	return len >= n && memcmp(p, prefix, n) == 0 && (len == n || p[n] == '/');
 }
+#define UNDER(p, len, lit)	under((p), (len), (lit), sizeof(lit) - 1)
 
 static int
 builtin_free(const char *method, const char *path, size_t plen)
@@ -149,13 +169,13 @@ builtin_free(const char *method, const char *path, size_t plen)
 	size_t rlen;
 
 	if (method_is(method, "POST"))
-		return ends_with(path, plen, "/v1/messages/count_tokens");
+		return ENDS_WITH(path, plen, "/v1/messages/count_tokens");
 	if (!method_is(method, "GET") && !method_is(method, "HEAD"))
 		return 0;
-	if (ends_with(path, plen, "/v1/models"))
+	if (ENDS_WITH(path, plen, "/v1/models"))
 		return 1;
 	/* /v1/models/{id}: one segment after it */
-	if ((r = v1_part(path, plen, &rlen)) == NULL || !under(r, rlen, "/v1/models") ||
+	if ((r = v1_part(path, plen, &rlen)) == NULL || !UNDER(r, rlen, "/v1/models") ||
 	    rlen <= 11)
 		return 0;
 	id = r + 11;
@@ -165,7 +185,7 @@ builtin_free(const char *method, const char *path, size_t plen)
 static int
 is_batch(const char *r, size_t rlen)
 {
-	return under(r, rlen, "/v1/batches") || under(r, rlen, "/v1/messages/batches");
+	return UNDER(r, rlen, "/v1/batches") || UNDER(r, rlen, "/v1/messages/batches");
 }
 
 /* Endpoints that read or change objects the provider keeps per account:
@@ -173,20 +193,22 @@ is_batch(const char *r, size_t rlen)
 static int
 is_stored_object(const char *method, const char *r, size_t rlen)
 {
-	static const char *const prefixes[] = {
-		"/v1/conversations", "/v1/files", "/v1/vector_stores", "/v1/assistants",
-		"/v1/threads", "/v1/batches", "/v1/fine_tuning", "/v1/uploads",
-		"/v1/containers", "/v1/evals", "/v1/messages/batches", "/v1/skills",
-		"/v1/videos", "/v1/chatkit",
+	static const struct { const char *s; size_t len; } prefixes[] = {
+		{ LIT("/v1/conversations") }, { LIT("/v1/files") },
+		{ LIT("/v1/vector_stores") }, { LIT("/v1/assistants") },
+		{ LIT("/v1/threads") }, { LIT("/v1/batches") }, { LIT("/v1/fine_tuning") },
+		{ LIT("/v1/uploads") }, { LIT("/v1/containers") }, { LIT("/v1/evals") },
+		{ LIT("/v1/messages/batches") }, { LIT("/v1/skills") }, { LIT("/v1/videos") },
+		{ LIT("/v1/chatkit") },
 	};
 	size_t i;
 
 	if (rlen == 20 && memcmp(r, "/v1/chat/completions", 20) == 0)
 		return !method_is(method, "POST");	/* GET lists stored completions */
-	if (under(r, rlen, "/v1/chat/completions") || under(r, rlen, "/v1/responses"))
+	if (UNDER(r, rlen, "/v1/chat/completions") || UNDER(r, rlen, "/v1/responses"))
 		return 1;	/* .../{id}, .../{id}/messages, .../{id}/input_items */
 	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
-		if (under(r, rlen, prefixes[i]))
+		if (under(r, rlen, prefixes[i].s, prefixes[i].len))
 			return 1;
 	return 0;
 }
@@ -228,7 +250,10 @@ kv_endpoint_classify(const char *method, const char *target, size_t len,
 	int stored = r != NULL && is_stored_object(method, r, rlen);
 	int vk = up->api_key != NULL && !up->shared_stored_objects;
 
-	memset(ep, 0, sizeof(*ep));
+	/* not a memset of msg's 1 KB on every request: refuse() writes it */
+	ep->kind = KV_EP_METERED;
+	ep->status = 0;
+	ep->msg[0] = '\0';
 	ep->api = kv_endpoint_api(method, target, len);
 	if (ep->api != KV_API_OTHER) {
 		ep->kind = KV_EP_METERED;
@@ -266,7 +291,7 @@ kv_endpoint_anthropic(const char *target, size_t len)
 	size_t plen = path_len(target, len), rlen;
 	const char *r = v1_part(target, plen, &rlen);
 
-	if (ends_with(target, plen, "/v1/messages"))
+	if (ENDS_WITH(target, plen, "/v1/messages"))
 		return 1;
-	return r != NULL && under(r, rlen, "/v1/messages");
+	return r != NULL && UNDER(r, rlen, "/v1/messages");
 }

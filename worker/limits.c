@@ -105,13 +105,17 @@ conn_traffic_sent(struct kv_conn *c)
 int
 conn_traffic_headers(struct kv_conn *c)
 {
-	int n;
+	int n, up = c->ugroup != NULL && c->tlabel != NULL;
+	size_t tl = up ? strlen(c->tlabel) : 0;
 
-	if (conn_obuf_reserve(c, 640) == -1)
+	/* the label's line, and 640 bytes for the rate-limit headers after it */
+	if (conn_obuf_reserve(c, 640 + tl + 23) == -1)
 		return -1;
-	if (c->ugroup != NULL && c->tlabel != NULL &&
-	    conn_obuf_cat(c, "x-kilovolt-upstream: ", c->tlabel, "\r\n", (char *)NULL) == -1)
-		return -1;
+	if (up) {
+		CONN_OBUF_LIT(c, "x-kilovolt-upstream: ");
+		conn_obuf_add(c, c->tlabel, tl);
+		CONN_OBUF_LIT(c, "\r\n");
+	}
 	if (!c->rl_on)
 		return 0;
 	if ((n = kv_ratelimit_headers(&c->rl, c->obuf + c->olen, c->ocap - c->olen)) == -1)

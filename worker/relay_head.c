@@ -20,17 +20,28 @@
 #include "worker/sse_filter.h"
 #include "worker/upstream_set.h"
 
+/* Content-Type: text/event-stream (a parameter may follow). The first
+ * Content-Type, as kv_http_find found it, by its length first. */
 static int
 is_sse(const struct kv_http_response *res)
 {
-	const struct kv_http_header *h = kv_http_find(res->headers, res->nheaders, "content-type");
+	size_t i;
 
-	return h != NULL && h->value_len >= 17 && strncasecmp(h->value, "text/event-stream", 17) == 0;
+	for (i = 0; i < res->nheaders; i++) {
+		const struct kv_http_header *h = &res->headers[i];
+
+		if (h->name_len == 12 && kv_http_lit_eq(h->name, "content-type", 12))
+			return h->value_len >= 17 &&
+			    kv_http_lit_eq(h->value, "text/event-stream", 17);
+	}
+	return 0;
 }
 
 static void
 resp_framing(struct kv_conn *c, const struct kv_http_response *res)
 {
+	int sse;
+
 	c->status = res->status;
 	c->resp_left = -1;
 	if (res->no_body || c->is_head) {
@@ -46,64 +57,77 @@ resp_framing(struct kv_conn *c, const struct kv_http_response *res)
 		c->resp_close = 1;
 	c->up_keepalive = res->keep_alive && !c->resp_close;
 	c->scan_on = c->status >= 200 && c->status < 300 && c->api != KV_API_OTHER && !c->resp_done;
+	sse = c->scan_on && is_sse(res);
 	if (c->scan_on)
-		kv_usage_init(&c->scan, c->api, is_sse(res));
+		kv_usage_init(&c->scan, c->api, sse);
 	/* We rewrite the framing when we drop the injected usage event, and
 	 * for HTTP/1.0 clients, which cannot read chunked. */
-	c->reframe = (c->inject && c->scan_on && is_sse(res)) || (c->minor == 0 && c->resp_chunked);
+	c->reframe = (c->inject && sse) || (c->minor == 0 && c->resp_chunked);
 	kv_sse_filter_init(&c->sse, relay_sse_out, c);
 	c->out_chunked = c->reframe && c->minor == 1;
 	c->client_keep = c->keep_alive && !c->drain && !c->w->draining &&
 	    !(c->resp_close && !c->out_chunked) && !(c->reframe && !c->out_chunked);
 }
 
+/* Whether the client gets the provider's header H. */
+static int
+pass_header(const struct kv_conn *c, const struct kv_http_header *h)
+{
+	if (h->hop || (c->reframe && h->name_len == 14 &&
+	    kv_http_lit_eq(h->name, "content-length", 14)))
+		return 0;
+	/* Ours replace the provider's: two Allow-Origin values fail in a browser. */
+	return !(c->cors_origin[0] != '\0' && h->name_len > 15 &&
+	    kv_http_lit_eq(h->name, "access-control-", 15));
+}
+
+/* The client's head, written once into room reserved up front: every
+ * piece's length is known (no strlen and growth check per piece). */
 static int
 build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 {
-	char rem[32], st[24];
-	size_t i;
+	const char *reason = kv_http_reason(res->status), *id = conn_request_id(c);
+	size_t i, rl = strlen(reason), kl = strlen(c->keyid), il = strlen(id), ml;
+	char rem[32];
 	int n = 0;
 
-	c->olen = c->opos = 0;
-	if (conn_obuf_reserve(c, res->head_len + 256) == -1)
-		return -1;
-	st[kv_fmt_i64(st, res->status)] = '\0';
-	if (conn_obuf_cat(c, "HTTP/1.1 ", st, " ", kv_http_reason(res->status), "\r\n",
-	    (char *)NULL) == -1)
-		return -1;
-	for (i = 0; i < res->nheaders; i++) {
-		const struct kv_http_header *h = &res->headers[i];
-		if (h->hop || (c->reframe && h->name_len == 14 &&
-		    strncasecmp(h->name, "content-length", 14) == 0))
-			continue;
-		/* Ours replace the provider's: two Allow-Origin values fail in a browser. */
-		if (c->cors_origin[0] != '\0' && h->name_len > 15 &&
-		    strncasecmp(h->name, "access-control-", 15) == 0)
-			continue;
-		if (conn_obuf_header(c, h) == -1)
-			return -1;
-	}
 	kv_format_usd(kv_budget_shown(c), rem, sizeof(rem));
-	if (conn_obuf_cat(c, "x-kilovolt-key: ", c->keyid, "\r\nx-kilovolt-budget-remaining: ",
-	    rem, "\r\nx-kilovolt-request-id: ", conn_request_id(c), "\r\n", (char *)NULL) == -1)
+	ml = strlen(rem);
+	c->olen = c->opos = 0;
+	/* the provider's lines, each given one more byte (": "), and ours */
+	if (conn_obuf_reserve(c, res->head_len + res->nheaders + rl + kl + il + ml + 256) == -1)
 		return -1;
+	CONN_OBUF_LIT(c, "HTTP/1.1 ");
+	c->olen += (size_t)kv_fmt_i64(c->obuf + c->olen, res->status);
+	CONN_OBUF_LIT(c, " ");
+	conn_obuf_add(c, reason, rl);
+	CONN_OBUF_LIT(c, "\r\n");
+	for (i = 0; i < res->nheaders; i++)
+		if (pass_header(c, &res->headers[i]))
+			conn_obuf_add_header(c, &res->headers[i]);
+	CONN_OBUF_LIT(c, "x-kilovolt-key: ");
+	conn_obuf_add(c, c->keyid, kl);
+	CONN_OBUF_LIT(c, "\r\nx-kilovolt-budget-remaining: ");
+	conn_obuf_add(c, rem, ml);
+	CONN_OBUF_LIT(c, "\r\nx-kilovolt-request-id: ");
+	conn_obuf_add(c, id, il);
+	CONN_OBUF_LIT(c, "\r\n");
 	if (c->cors_origin[0] != '\0' && (conn_obuf_reserve(c, 512) == -1 ||
 	    (n = kv_cors_response_headers(c->obuf + c->olen, c->ocap - c->olen,
 	    c->cors_origin)) == -1))
 		return -1;
 	if (c->cors_origin[0] != '\0')
 		c->olen += (size_t)n;
-	if (conn_traffic_headers(c) == -1)
+	if (conn_traffic_headers(c) == -1 || conn_obuf_reserve(c, 64) == -1)
 		return -1;
-	if (((!c->reframe && c->resp_chunked) || c->out_chunked) &&
-	    conn_obuf_cat(c, "Transfer-Encoding: chunked\r\n", (char *)NULL) == -1)
-		return -1;
-	if (!c->client_keep && conn_obuf_cat(c, "Connection: close\r\n", (char *)NULL) == -1)
-		return -1;
-	if (c->client_keep && c->minor == 0 &&
-	    conn_obuf_cat(c, "Connection: keep-alive\r\n", (char *)NULL) == -1)
-		return -1;
-	return conn_obuf_put(c, "\r\n", 2);
+	if ((!c->reframe && c->resp_chunked) || c->out_chunked)
+		CONN_OBUF_LIT(c, "Transfer-Encoding: chunked\r\n");
+	if (!c->client_keep)
+		CONN_OBUF_LIT(c, "Connection: close\r\n");
+	if (c->client_keep && c->minor == 0)
+		CONN_OBUF_LIT(c, "Connection: keep-alive\r\n");
+	CONN_OBUF_LIT(c, "\r\n");
+	return 0;
 }
 
 static enum step
@@ -187,7 +211,7 @@ relay_head(struct kv_conn *c)
 		}
 	}
 	if (c->ubuf == NULL) {
-		if ((c->ubuf = malloc(KV_UBUF_SIZE)) == NULL)
+		if ((c->ubuf = conn_ubuf_take()) == NULL)
 			return conn_fail(c, 503, "out of memory");
 		c->ucap = KV_UBUF_SIZE;
 	}

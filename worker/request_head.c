@@ -41,7 +41,7 @@ bearer(const struct kv_http_header *h, size_t *len)
 	const char *k;
 	size_t n;
 
-	if (h->value_len <= 7 || strncasecmp(h->value, "Bearer ", 7) != 0)
+	if (h->value_len <= 7 || !kv_http_lit_eq(h->value, "bearer ", 7))
 		return NULL;
 	k = h->value + 7;
 	n = h->value_len - 7;
@@ -53,11 +53,15 @@ bearer(const struct kv_http_header *h, size_t *len)
 	return n > 0 ? k : NULL;
 }
 
+/* H is named name[0..len) (lower case), case aside: the length first (most
+ * headers stop there), a literal's length from sizeof (IS_NAME), not
+ * strlen. */
 static int
-is_name(const struct kv_http_header *h, const char *name)
+is_name(const struct kv_http_header *h, const char *name, size_t len)
 {
-	return h->name_len == strlen(name) && strncasecmp(h->name, name, h->name_len) == 0;
+	return h->name_len == len && kv_http_lit_eq(h->name, name, len);
 }
+#define IS_NAME(h, lit)	is_name((h), (lit), sizeof(lit) - 1)
 
 /* A client of the Anthropic API names its version or sends x-api-key; on a
  * path both providers serve it is routed, and answered, as Anthropic. */
@@ -68,7 +72,7 @@ note_anthropic_client(struct kv_conn *c, const struct kv_http_request *req)
 
 	c->anthropic_client = c->auth_x_api_key;
 	for (i = 0; i < req->nheaders && !c->anthropic_client; i++)
-		c->anthropic_client = is_name(&req->headers[i], "anthropic-version");
+		c->anthropic_client = IS_NAME(&req->headers[i], "anthropic-version");
 	if (c->anthropic_client && kv_config_shared_path(c->target))
 		c->anthropic = 1;
 }
@@ -78,19 +82,23 @@ note_anthropic_client(struct kv_conn *c, const struct kv_http_request *req)
 static int
 connection_names_ours(const struct kv_http_header *h)
 {
-	static const char *const ours[] = { "authorization", "x-api-key", "api-key",
-	    "x-goog-api-key", "content-length",
-	    "transfer-encoding", "content-encoding", "host", NULL };
+#define OURS(lit)	{ lit, sizeof(lit) - 1 }
+	static const struct { const char *name; size_t len; } ours[] = {
+	    OURS("authorization"), OURS("x-api-key"), OURS("api-key"),
+	    OURS("x-goog-api-key"), OURS("content-length"),
+	    OURS("transfer-encoding"), OURS("content-encoding"), OURS("host") };
+#undef OURS
 	const char *p = h->value, *end = h->value + h->value_len, *t;
-	const char *const *o;
+	size_t o;
 
 	while (p < end) {
 		while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
 			p++;
 		for (t = p; p < end && *p != ',' && *p != ' ' && *p != '\t'; p++)
 			;
-		for (o = ours; *o != NULL && p > t; o++)
-			if ((size_t)(p - t) == strlen(*o) && strncasecmp(t, *o, (size_t)(p - t)) == 0)
+		for (o = 0; o < sizeof(ours) / sizeof(ours[0]) && p > t; o++)
+			if ((size_t)(p - t) == ours[o].len &&
+			    strncasecmp(t, ours[o].name, ours[o].len) == 0)
 				return 1;
 	}
 	return 0;
@@ -139,47 +147,89 @@ cred_take(const char *v, size_t n, const char **key, size_t *len, const char **w
 	return 0;
 }
 
+#define NO_HDR	((size_t)-1)
+
+/* Where the credential headers are, in one pass over the head: the first
+ * two of each of request_cred_headers (by index into it: authorization,
+ * x-api-key, api-key, x-goog-api-key; picked by length) and the first
+ * Connection header naming a header kilovolt reads. */
+struct cred_seen {
+	size_t	 first[4], second[4], conn;
+};
+
+static void
+cred_scan(const struct kv_http_request *req, struct cred_seen *cs)
+{
+	size_t i;
+	int k;
+
+	for (k = 0; k < 4; k++)
+		cs->first[k] = cs->second[k] = NO_HDR;
+	cs->conn = NO_HDR;
+	for (i = 0; i < req->nheaders; i++) {
+		const struct kv_http_header *h = &req->headers[i];
+
+		switch (h->name_len) {
+		case 13: k = IS_NAME(h, "authorization") ? 0 : -1; break;
+		case 9: k = IS_NAME(h, "x-api-key") ? 1 : -1; break;
+		case 7: k = IS_NAME(h, "api-key") ? 2 : -1; break;
+		case 14: k = IS_NAME(h, "x-goog-api-key") ? 3 : -1; break;
+		case 10:
+			if (cs->conn == NO_HDR && IS_NAME(h, "connection") &&
+			    connection_names_ours(h))
+				cs->conn = i;
+			k = -1;
+			break;
+		default: k = -1;
+		}
+		if (k >= 0 && cs->first[k] == NO_HDR)
+			cs->first[k] = i;
+		else if (k >= 0 && cs->second[k] == NO_HDR)
+			cs->second[k] = i;
+	}
+}
+
 /* The one credential the request carries, in any header of request_cred_headers
  * (Authorization as Bearer K) or ?key=. The account charged must be the
  * key the provider sees, so two that differ, a repeated header, or a
  * Connection header naming one are refused (*why set, -2); -1 when there
- * is none. */
+ * is none. The checks are made in the order of a walk over the headers
+ * once per name of request_cred_headers (the Connection check in the
+ * first walk), so the reason given is the one that walk meets first. */
 static int
 find_credential(struct kv_conn *c, const struct kv_http_request *req,
     const char **key, size_t *len, const char **why)
 {
-	const char *const *n;
+	struct cred_seen cs;
 	const char *v;
-	size_t i, vl;
-	int seen, other = 0;
+	size_t vl;
+	int k, other = 0;
 
 	*key = NULL;
 	*len = 0;
-	for (n = request_cred_headers; *n != NULL; n++) {
-		for (seen = 0, i = 0; i < req->nheaders; i++) {
-			const struct kv_http_header *h = &req->headers[i];
+	cred_scan(req, &cs);
+	if (cs.conn != NO_HDR && cs.conn < cs.second[0]) {
+		*why = "a Connection header names a header kilovolt reads";
+		return -2;
+	}
+	for (k = 0; k < 4; k++) {
+		const struct kv_http_header *h;
 
-			if (n == request_cred_headers && is_name(h, "connection") && connection_names_ours(h)) {
-				*why = "a Connection header names a header kilovolt reads";
-				return -2;
-			}
-			if (!is_name(h, *n))
-				continue;
-			if (seen++) {
-				*why = "the credential header is repeated";
-				return -2;
-			}
-			v = n == request_cred_headers ? bearer(h, &vl) : h->value;
-			if (n != request_cred_headers)
-				vl = h->value_len;
-			if (v == NULL) {	/* Authorization, not Bearer: no key of ours */
-				other = 1;
-				continue;
-			}
-			if (cred_take(v, vl, key, len, why) == -2)
-				return -2;
-			if (*key == v && n == request_cred_headers + 1)
-				c->auth_x_api_key = 1;
+		if (cs.first[k] == NO_HDR)
+			continue;
+		h = &req->headers[cs.first[k]];
+		v = k == 0 ? bearer(h, &vl) : h->value;
+		if (k != 0)
+			vl = h->value_len;
+		if (v == NULL)		/* Authorization, not Bearer: no key of ours */
+			other = 1;
+		else if (cred_take(v, vl, key, len, why) == -2)
+			return -2;
+		else if (*key == v && k == 1)
+			c->auth_x_api_key = 1;
+		if (cs.second[k] != NO_HDR) {
+			*why = "the credential header is repeated";
+			return -2;
 		}
 	}
 	if ((v = request_query_key(c->target, &vl)) != NULL && cred_take(v, vl, key, len, why) == -2)
@@ -199,7 +249,7 @@ coded_body(const struct kv_http_request *req)
 	const struct kv_http_header *h;
 
 	h = kv_http_find(req->headers, req->nheaders, "content-encoding");
-	return h != NULL && !(h->value_len == 8 && strncasecmp(h->value, "identity", 8) == 0);
+	return h != NULL && !(h->value_len == 8 && kv_http_lit_eq(h->value, "identity", 8));
 }
 
 /* SHA-256 of the key, remembered for the last key this worker saw: the
