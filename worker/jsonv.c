@@ -4,6 +4,9 @@
 
 #include <stdio.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 enum {
 	S_START, S_VALUE, S_ARR_FIRST, S_OBJ_FIRST, S_KEY, S_COLON, S_AFTER,
@@ -11,7 +14,7 @@ enum {
 };
 
 /* number grammar: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)? */
-enum { N_MINUS, N_ZERO, N_INT, N_DOT, N_FRAC, N_E, N_ESIGN, N_EXP };
+enum { N_MINUS, N_ZERO, N_INT, N_DOT, N_FRAC, N_E, N_ESIGN, N_EXP, N_BEGIN };
 
 static const char *const lits[] = { "true", "false", "null" };
 static const enum kv_jv_ev lit_ev[] = { KV_JV_TRUE, KV_JV_FALSE, KV_JV_NULL };
@@ -84,7 +87,8 @@ after_value(struct kv_jv *v)
 	v->state = v->depth == 0 ? S_END : S_AFTER;
 }
 
-/* A byte where a value must start. Returns 0 or -1. */
+/* A byte where a value must start. Returns 0, -1, or 1 when the byte is
+ * left for the next state (a number's first byte: num_run takes it). */
 static int
 value_start(struct feed *f, unsigned char c)
 {
@@ -102,9 +106,9 @@ value_start(struct feed *f, unsigned char c)
 		v->state = S_STR;
 	} else if (c == '-' || (c >= '0' && c <= '9')) {
 		emit(f, KV_JV_NUM, v->depth, NULL, 0);
-		emit(f, KV_JV_BYTES, v->depth, (const char *)&c, 1);
-		v->nstate = c == '-' ? N_MINUS : c == '0' ? N_ZERO : N_INT;
+		v->nstate = N_BEGIN;
 		v->state = S_NUM;
+		return 1;
 	} else {
 		for (i = 0; i < 3; i++)
 			if (c == (unsigned char)lits[i][0])
@@ -132,7 +136,8 @@ close_container(struct feed *f, unsigned char c)
 	return 0;
 }
 
-/* Structural positions: everything outside strings, numbers and literals. */
+/* Structural positions: everything outside strings, numbers and literals.
+ * Returns as value_start does. */
 static int
 structural(struct feed *f, unsigned char c)
 {
@@ -246,8 +251,23 @@ utf8_lead(struct kv_jv *v, unsigned char c)
 #define has_less(w, n)	(((w) - ONES * (n)) & ~(w) & ONES * 0x80)
 #define has_zero(w)	has_less(w, 1)
 
-/* A run of string content up to a quote or backslash; returns the bytes
- * consumed (the run), or -1. */
+/* The end of a string; its last bytes p[0..n) come with the event. */
+static void
+string_close(struct feed *f, const unsigned char *p, size_t n)
+{
+	struct kv_jv *v = f->v;
+
+	emit(f, v->is_key ? KV_JV_KEY_END : KV_JV_STR_END, v->depth, (const char *)p, n);
+	if (v->is_key)
+		v->state = S_COLON;
+	else
+		after_value(v);
+}
+
+/* A run of string content up to a quote or backslash. A closing quote
+ * ends the string here, the run coming with the end event (one event for
+ * the run and the end: most strings of a body lie whole in one read).
+ * Returns the bytes consumed (the run, and that quote), or -1. */
 static ssize_t
 str_run(struct feed *f, const unsigned char *p, size_t n)
 {
@@ -257,6 +277,24 @@ str_run(struct feed *f, const unsigned char *p, size_t n)
 	for (i = 0; i < n; i++) {
 		unsigned char c;
 
+#ifdef __SSE2__
+		/* Sixteen bytes a load to the next quote, backslash, control
+		 * byte or byte with the high bit (a signed compare below 0x20
+		 * takes both of the latter). */
+		while (v->u8need == 0 && n - i >= 16) {
+			__m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+			unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(
+			    _mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+			    _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
+			    _mm_cmplt_epi8(x, _mm_set1_epi8(0x20))));
+
+			if (m != 0) {
+				i += (size_t)__builtin_ctz(m);
+				break;
+			}
+			i += 16;
+		}
+#endif
 		/* Eight plain ASCII bytes at a time (no quote, backslash,
 		 * control byte or high bit): prompts are mostly that. */
 		while (v->u8need == 0 && n - i >= 8) {
@@ -293,6 +331,12 @@ str_run(struct feed *f, const unsigned char *p, size_t n)
 		}
 		if (c >= 0x80)
 			utf8_lead(v, c);
+	}
+	if (i < n && p[i] == '"') {	/* no sequence open: the checks above */
+		v->off += i;
+		string_close(f, p, i);
+		v->off++;
+		return (ssize_t)i + 1;
 	}
 	if (i > 0) {
 		emit(f, KV_JV_BYTES, v->depth, (const char *)p, i);
@@ -351,37 +395,49 @@ escape(struct feed *f, unsigned char c)
 	return 0;
 }
 
-/* One number byte; 1 when the byte ends the number (not consumed). */
-static int
-number(struct feed *f, unsigned char c)
+/* A run of number bytes. The byte after the number ends it (its event
+ * carries the run) and is left for the structural state. Returns the
+ * bytes consumed, or -1. */
+static ssize_t
+num_run(struct feed *f, const unsigned char *p, size_t n)
 {
 	struct kv_jv *v = f->v;
-	int digit = c >= '0' && c <= '9';
 	int ns = v->nstate, next = -1;
+	size_t i;
 
-	switch (ns) {
-	case N_MINUS:	next = c == '0' ? N_ZERO : digit ? N_INT : -1; break;
-	case N_ZERO:	next = c == '.' ? N_DOT : (c == 'e' || c == 'E') ? N_E : -2; break;
-	case N_INT:	next = digit ? N_INT : c == '.' ? N_DOT :
-			    (c == 'e' || c == 'E') ? N_E : -2; break;
-	case N_DOT:	next = digit ? N_FRAC : -1; break;
-	case N_FRAC:	next = digit ? N_FRAC : (c == 'e' || c == 'E') ? N_E : -2; break;
-	case N_E:	next = digit ? N_EXP : (c == '+' || c == '-') ? N_ESIGN : -1; break;
-	case N_ESIGN:	next = digit ? N_EXP : -1; break;
-	case N_EXP:	next = digit ? N_EXP : -2; break;
+	for (i = 0; i < n; i++, ns = next) {
+		unsigned char c = p[i];
+		int digit = c >= '0' && c <= '9';
+
+		switch (ns) {
+		case N_BEGIN:	next = c == '-' ? N_MINUS : c == '0' ? N_ZERO : N_INT; break;
+		case N_MINUS:	next = c == '0' ? N_ZERO : digit ? N_INT : -1; break;
+		case N_ZERO:	next = c == '.' ? N_DOT : (c == 'e' || c == 'E') ? N_E : -2; break;
+		case N_INT:	next = digit ? N_INT : c == '.' ? N_DOT :
+				    (c == 'e' || c == 'E') ? N_E : -2; break;
+		case N_DOT:	next = digit ? N_FRAC : -1; break;
+		case N_FRAC:	next = digit ? N_FRAC : (c == 'e' || c == 'E') ? N_E : -2; break;
+		case N_E:	next = digit ? N_EXP : (c == '+' || c == '-') ? N_ESIGN : -1; break;
+		case N_ESIGN:	next = digit ? N_EXP : -1; break;
+		default:	next = digit ? N_EXP : -2; break;	/* N_EXP */
+		}
+		if (next == -1) {
+			v->off += i;
+			return fail(v, "bad number", c);
+		}
+		if (next == -2) {	/* a byte after a whole number */
+			v->off += i;
+			if (digit)
+				return fail(v, "bad number (leading zero)", c);
+			emit(f, KV_JV_NUM_END, v->depth, (const char *)p, i);
+			after_value(v);
+			return (ssize_t)i;
+		}
 	}
-	if (next == -1)
-		return fail(v, "bad number", c);
-	if (next == -2) {	/* a byte after a whole number */
-		if (digit)
-			return fail(v, "bad number (leading zero)", c);
-		emit(f, KV_JV_NUM_END, v->depth, NULL, 0);
-		after_value(v);
-		return 1;
-	}
-	v->nstate = (uint8_t)next;
-	emit(f, KV_JV_BYTES, v->depth, (const char *)&c, 1);
-	return 0;
+	v->nstate = (uint8_t)ns;
+	emit(f, KV_JV_BYTES, v->depth, (const char *)p, n);
+	v->off += n;
+	return (ssize_t)n;
 }
 
 static int
@@ -400,26 +456,9 @@ literal(struct feed *f, unsigned char c)
 }
 
 static int
-string_end(struct feed *f)
-{
-	struct kv_jv *v = f->v;
-
-	if (v->state == S_ESC || v->state == S_UHEX)
-		return 0;
-	flush_surrogate(f);
-	emit(f, v->is_key ? KV_JV_KEY_END : KV_JV_STR_END, v->depth, NULL, 0);
-	if (v->is_key)
-		v->state = S_COLON;
-	else
-		after_value(v);
-	return 0;
-}
-
-static int
 step(struct feed *f, unsigned char c)
 {
 	struct kv_jv *v = f->v;
-	int r;
 
 	switch (v->state) {
 	case S_STR:
@@ -427,8 +466,10 @@ step(struct feed *f, unsigned char c)
 			return fail(v, "invalid UTF-8", c);
 		if (v->hisur != 0 && c != '\\')
 			flush_surrogate(f);
-		if (c == '"')
-			return string_end(f);
+		if (c == '"') {
+			string_close(f, NULL, 0);
+			return 0;
+		}
 		v->state = S_ESC;	/* str_run stops only at '"' or '\\' */
 		return 0;
 	case S_ESC:
@@ -437,10 +478,6 @@ step(struct feed *f, unsigned char c)
 		/* FALLTHROUGH */
 	case S_UHEX:
 		return escape(f, c);
-	case S_NUM:
-		if ((r = number(f, c)) != 1)
-			return r;
-		return structural(f, c);
 	case S_LIT:
 		return literal(f, c);
 	default:
@@ -455,6 +492,7 @@ kv_jv_feed(struct kv_jv *v, const char *buf, size_t len, kv_jv_cb cb, void *arg)
 	const unsigned char *p = (const unsigned char *)buf;
 	size_t i = 0;
 	ssize_t k;
+	int r;
 
 	while (i < len) {
 		if (v->state == S_ERR)
@@ -484,8 +522,16 @@ kv_jv_feed(struct kv_jv *v, const char *buf, size_t len, kv_jv_cb cb, void *arg)
 			i += (size_t)k;
 			continue;
 		}
-		if (step(&f, p[i]) == -1)
+		if (v->state == S_NUM) {
+			if ((k = num_run(&f, p + i, len - i)) == -1)
+				return -1;
+			i += (size_t)k;
+			continue;
+		}
+		if ((r = step(&f, p[i])) == -1)
 			return -1;
+		if (r == 1)	/* left for the state it set */
+			continue;
 		i++;
 		v->off++;
 	}

@@ -437,6 +437,8 @@ bytes(struct kv_reqscan *r, int inkey, const char *p, size_t n)
 {
 	size_t room;
 
+	if (n == 0)
+		return;
 	if (inkey) {
 		room = sizeof(r->kbuf) - r->klen;
 		if (n > room)
@@ -476,18 +478,25 @@ on_event(void *arg, enum kv_jv_ev ev, int level, uint64_t off, const char *p, si
 			r->ri.so_members++;
 		r->inkey = 1;
 		break;
-	case KV_JV_KEY_END:
-		r->key = key_id(r->kbuf, r->klen);
+	case KV_JV_KEY_END:	/* a name whole in one feed is read in place */
+		if (r->klen == 0)
+			r->key = key_id(p, n);
+		else {
+			bytes(r, 1, p, n);
+			r->key = key_id(r->kbuf, r->klen);
+		}
 		r->inkey = 0;
 		break;
 	case KV_JV_BYTES:
 		bytes(r, r->inkey, p, n);
 		break;
 	case KV_JV_STR_END:
+		bytes(r, 0, p, n);
 		media_end(r);
 		string_end(r);
 		break;
 	case KV_JV_NUM_END:
+		bytes(r, 0, p, n);
 		number_end(r);
 		break;
 	case KV_JV_OBJ_CLOSE:
