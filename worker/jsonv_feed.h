@@ -253,6 +253,39 @@ jv_utf8_lead(struct kv_jv *v, unsigned char c)
 #define has_less(w, n)	(((w) - ONES * (n)) & ~(w) & ONES * 0x80)
 #define has_zero(w)	has_less(w, 1)
 
+/* From p[i], past the bytes a string needs no look at (ASCII but a quote,
+ * a backslash or a control byte), sixteen a load, then eight (prompts are
+ * mostly such bytes). Returns where the first other byte, or the last
+ * seven or fewer bytes, begin. */
+static inline size_t
+jv_plain(const unsigned char *p, size_t i, size_t n)
+{
+#ifdef __SSE2__
+	while (n - i >= 16) {
+		/* a signed compare below 0x20 takes the high bit bytes too */
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+		unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(
+		    _mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+		    _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
+		    _mm_cmplt_epi8(x, _mm_set1_epi8(0x20))));
+
+		if (m != 0)
+			return i + (size_t)__builtin_ctz(m);
+		i += 16;
+	}
+#endif
+	while (n - i >= 8) {
+		uint64_t w;
+
+		memcpy(&w, p + i, 8);
+		if (((w & ONES * 0x80) | has_less(w, 0x20) | has_zero(w ^ ONES * '"') |
+		    has_zero(w ^ ONES * '\\')) != 0)
+			return i;
+		i += 8;
+	}
+	return i;
+}
+
 /* The end of a string; its last bytes p[0..n) come with the event. */
 static inline __attribute__((always_inline)) void
 jv_string_close(const struct jv_feed_ctx *f, const unsigned char *p, size_t n)
@@ -279,35 +312,8 @@ jv_str_run(const struct jv_feed_ctx *f, const unsigned char *p, size_t n)
 	for (i = 0; i < n; i++) {
 		unsigned char c;
 
-#ifdef __SSE2__
-		/* Sixteen bytes a load to the next quote, backslash, control
-		 * byte or byte with the high bit (a signed compare below 0x20
-		 * takes both of the latter). */
-		while (v->u8need == 0 && n - i >= 16) {
-			__m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
-			unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(
-			    _mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
-			    _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
-			    _mm_cmplt_epi8(x, _mm_set1_epi8(0x20))));
-
-			if (m != 0) {
-				i += (size_t)__builtin_ctz(m);
-				break;
-			}
-			i += 16;
-		}
-#endif
-		/* Eight plain ASCII bytes at a time (no quote, backslash,
-		 * control byte or high bit): prompts are mostly that. */
-		while (v->u8need == 0 && n - i >= 8) {
-			uint64_t w;
-
-			memcpy(&w, p + i, 8);
-			if (((w & ONES * 0x80) | has_less(w, 0x20) | has_zero(w ^ ONES * '"') |
-			    has_zero(w ^ ONES * '\\')) != 0)
-				break;
-			i += 8;
-		}
+		if (v->u8need == 0)
+			i = jv_plain(p, i, n);
 		if (i == n)
 			break;
 		c = p[i];
@@ -496,9 +502,9 @@ jv_feed(struct kv_jv *v, const char *buf, size_t len, kv_jv_cb cb, void *arg)
 	ssize_t k;
 	int r;
 
+	if (v->state == S_ERR)	/* every failure below returns at once */
+		return -1;
 	while (i < len) {
-		if (v->state == S_ERR)
-			return -1;
 		/* Between tokens, what makes no event stays in this loop, with
 		 * the transitions jv_structural() makes: whitespace, a member's
 		 * colon, a comma (two calls a byte were a third of the scan). */
