@@ -3,13 +3,15 @@
 #include "worker/jsonv.h"
 #include "worker/jsonv_feed.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 void
 kv_jv_init(struct kv_jv *v)
 {
-	memset(v, 0, sizeof(*v));
+	memset(v, 0, offsetof(struct kv_jv, err));	/* err: its bytes are as good */
+	v->err[0] = '\0';
 	v->state = S_START;
 }
 

@@ -43,7 +43,8 @@ struct kv_jv {
 	int		 depth;		/* open containers */
 	uint8_t		 isobj[KV_JV_MAX_DEPTH / 8];
 	uint64_t	 off;		/* input bytes consumed */
-	char		 err[96];	/* why it failed, "" while valid */
+	char		 err[96];	/* why it failed, "" while valid (last:
+					   kv_jv_init sets only its first byte) */
 };
 
 void	kv_jv_init(struct kv_jv *v);

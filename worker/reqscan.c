@@ -3,6 +3,7 @@
 #include "worker/jsonv_feed.h"
 #include "worker/tool_prompts.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -109,7 +110,8 @@ kv_reqscan_init(struct kv_reqscan *r, enum kv_api api)
 {
 	int i;
 
-	memset(r, 0, sizeof(*r));
+	memset(r, 0, offsetof(struct kv_reqscan, err));
+	r->err[0] = '\0';
 	kv_jv_init(&r->jv);
 	r->api = api;
 	for (i = 0; i < 5; i++)
