@@ -1,6 +1,12 @@
 /* The strict streaming JSON validator (RFC 8259). See jsonv.h; the scan
  * loop is in jsonv_feed.h. */
 #include "worker/jsonv.h"
+
+/* Events go to the caller's callback, if any. */
+#define JV_EMIT(f, ev, level, p, n) do {					\
+	if ((f)->cb != NULL)							\
+		(f)->cb((f)->arg, ev, level, (f)->v->off, p, n);		\
+} while (0)
 #include "worker/jsonv_feed.h"
 
 #include <stddef.h>

@@ -1,7 +1,8 @@
 /* The strict validator's scan loop, in a header so that a scanner can have
- * its event handler inlined into it: reqscan.c calls jv_feed() with its
- * handler (a call per event, with its switch, was most of the cost of a
- * small body), jsonv.c wraps it as kv_jv_feed(). Internal to those two.
+ * its event handler inlined into it: reqscan.c defines JV_EMIT as its
+ * handler and calls jv_feed() (a call per event, with its switch, was much
+ * of the cost of a small body); jsonv.c defines JV_EMIT as a call of the
+ * callback and wraps jv_feed() as kv_jv_feed(). Internal to those two.
  * See jsonv.h for the grammar and the events. */
 #ifndef KV_JSONV_FEED_H
 #define KV_JSONV_FEED_H
@@ -25,7 +26,6 @@ enum {
 enum { N_MINUS, N_ZERO, N_INT, N_DOT, N_FRAC, N_E, N_ESIGN, N_EXP, N_BEGIN };
 
 static const char *const jv_lits[] = { "true", "false", "null" };
-static const enum kv_jv_ev jv_lit_ev[] = { KV_JV_TRUE, KV_JV_FALSE, KV_JV_NULL };
 
 struct jv_feed_ctx {
 	struct kv_jv	*v;
@@ -33,11 +33,16 @@ struct jv_feed_ctx {
 	void		*arg;
 };
 
+/* JV_EMIT(f, ev, level, p, n), defined by the includer, takes an event:
+ * jsonv.c's calls f->cb, reqscan.c's is its handler, inlined (every call
+ * site passes a constant ev, so that its switch folds away). */
+#ifndef JV_EMIT
+#error "jsonv_feed.h needs JV_EMIT"
+#endif
 static inline __attribute__((always_inline)) void
 jv_emit(const struct jv_feed_ctx *f, enum kv_jv_ev ev, int level, const char *p, size_t n)
 {
-	if (f->cb != NULL)
-		f->cb(f->arg, ev, level, f->v->off, p, n);
+	JV_EMIT(f, ev, level, p, n);
 }
 
 static inline int
@@ -97,11 +102,16 @@ jv_value_start(const struct jv_feed_ctx *f, unsigned char c)
 	struct kv_jv *v = f->v;
 	int i;
 
-	if (c == '{' || c == '[') {
-		jv_emit(f, c == '{' ? KV_JV_OBJ_OPEN : KV_JV_ARR_OPEN, v->depth, NULL, 0);
-		if (jv_push(v, c == '{', c) == -1)
+	if (c == '{') {
+		jv_emit(f, KV_JV_OBJ_OPEN, v->depth, NULL, 0);
+		if (jv_push(v, 1, c) == -1)
 			return -1;
-		v->state = c == '{' ? S_OBJ_FIRST : S_ARR_FIRST;
+		v->state = S_OBJ_FIRST;
+	} else if (c == '[') {
+		jv_emit(f, KV_JV_ARR_OPEN, v->depth, NULL, 0);
+		if (jv_push(v, 0, c) == -1)
+			return -1;
+		v->state = S_ARR_FIRST;
 	} else if (c == '"') {
 		jv_emit(f, KV_JV_STR, v->depth, NULL, 0);
 		v->is_key = 0;
@@ -133,7 +143,10 @@ jv_close_container(const struct jv_feed_ctx *f, unsigned char c)
 	if ((c == '}') != jv_is_obj(v))
 		return jv_fail(v, "mismatched bracket", c);
 	v->depth--;
-	jv_emit(f, c == '}' ? KV_JV_OBJ_CLOSE : KV_JV_ARR_CLOSE, v->depth, NULL, 0);
+	if (c == '}')
+		jv_emit(f, KV_JV_OBJ_CLOSE, v->depth, NULL, 0);
+	else
+		jv_emit(f, KV_JV_ARR_CLOSE, v->depth, NULL, 0);
 	jv_after_value(v);
 	return 0;
 }
@@ -292,11 +305,13 @@ jv_string_close(const struct jv_feed_ctx *f, const unsigned char *p, size_t n)
 {
 	struct kv_jv *v = f->v;
 
-	jv_emit(f, v->is_key ? KV_JV_KEY_END : KV_JV_STR_END, v->depth, (const char *)p, n);
-	if (v->is_key)
+	if (v->is_key) {
+		jv_emit(f, KV_JV_KEY_END, v->depth, (const char *)p, n);
 		v->state = S_COLON;
-	else
+	} else {
+		jv_emit(f, KV_JV_STR_END, v->depth, (const char *)p, n);
 		jv_after_value(v);
+	}
 }
 
 /* A run of string content up to a quote or backslash. A closing quote
@@ -457,7 +472,12 @@ jv_literal(const struct jv_feed_ctx *f, unsigned char c)
 	if (c != (unsigned char)l[v->litpos])
 		return jv_fail(v, "expected true, false or null", c);
 	if (l[++v->litpos] == '\0') {
-		jv_emit(f, jv_lit_ev[v->lit], v->depth, NULL, 0);
+		if (v->lit == 0)
+			jv_emit(f, KV_JV_TRUE, v->depth, NULL, 0);
+		else if (v->lit == 1)
+			jv_emit(f, KV_JV_FALSE, v->depth, NULL, 0);
+		else
+			jv_emit(f, KV_JV_NULL, v->depth, NULL, 0);
 		jv_after_value(v);
 	}
 	return 0;
