@@ -9,7 +9,19 @@
 #include "worker/reqscan.h"
 #include "tests/unit.h"
 
-/* Scan body whole, then a byte at a time; both must agree. Returns 0/-1. */
+/* b must agree with r: the verdict, the reason, what the body says. */
+static void
+agree(const struct kv_reqscan *r, int ok1, const struct kv_reqscan *b, int ok2)
+{
+	CHECK_INT(ok1, ok2);
+	CHECK_STR(b->err, r->err);
+	if (ok1 && ok2)
+		CHECK(memcmp(&b->ri, &r->ri, sizeof(r->ri)) == 0);
+}
+
+/* Scan body whole, then in two pieces cut at every offset, then a byte at
+ * a time (the validator's whole-token fast paths against its byte-wise
+ * path): all must agree. Returns 0/-1. */
 static int
 scan(const char *body, size_t len, enum kv_api api, struct kv_reqscan *r)
 {
@@ -19,14 +31,17 @@ scan(const char *body, size_t len, enum kv_api api, struct kv_reqscan *r)
 
 	kv_reqscan_init(r, api);
 	ok1 = kv_reqscan_feed(r, body, len) == 0 && kv_reqscan_finish(r) == 0;
+	for (i = 0; i <= len; i++) {
+		kv_reqscan_init(&b, api);
+		ok2 = kv_reqscan_feed(&b, body, i) == 0 &&
+		    kv_reqscan_feed(&b, body + i, len - i) == 0 && kv_reqscan_finish(&b) == 0;
+		agree(r, ok1, &b, ok2);
+	}
 	kv_reqscan_init(&b, api);
 	for (ok2 = 1, i = 0; i < len && ok2; i++)
 		ok2 = kv_reqscan_feed(&b, body + i, 1) == 0;
 	ok2 = ok2 && kv_reqscan_finish(&b) == 0;
-	CHECK_INT(ok1, ok2);
-	CHECK_STR(b.err, r->err);
-	if (ok1 && ok2)
-		CHECK(memcmp(&b.ri, &r->ri, sizeof(r->ri)) == 0);
+	agree(r, ok1, &b, ok2);
 	return ok1 ? 0 : -1;
 }
 
@@ -275,6 +290,53 @@ test_large(void)
 	free(body);
 }
 
+/* A string long enough for the validator's 16- and 8-byte scans, with a
+ * byte or sequence put at every position: the whole feed (the wide scans)
+ * must say what the byte-wise one says (scan() checks), valid or not, and
+ * refuse at the same offset. Numbers too: a number's run cut anywhere. */
+static void
+test_runs(void)
+{
+	static const struct { const char *ins; int valid; } ins[] = {
+		{ "\x01", 0 }, { "\x1f", 0 }, { "\x7f", 1 }, { "\x80", 0 }, { "\xff", 0 },
+		{ "\xc0\xaf", 0 }, { "\xc3\xa9", 1 }, { "\xe2\x82\xac", 1 }, { "\xe2\x82", 0 },
+		{ "\xed\xa0\x80", 0 }, { "\xf0\x9f\x98\x80", 1 }, { "\xf4\x90\x80\x80", 0 },
+		{ "\\n", 1 }, { "\\u00e9", 1 }, { "\\ud83d\\ude00", 1 }, { "\\ud83d", 1 },
+		{ "\\q", 0 }, { "\"", 0 }, { "\"\"", 0 },
+	};
+	static const char *const nums[] = { "0", "-0", "12345678901234", "1.5e+3", "-0.25E-2",
+	    "01", "1.", "1e", "-", "1.2.3", "2147483647", "2147483648" };
+	struct kv_reqscan r;
+	char body[160], want[160];
+	size_t i, k, n;
+
+	for (i = 0; i < sizeof(ins) / sizeof(ins[0]); i++)
+		for (k = 0; k <= 40; k++) {
+			n = (size_t)snprintf(body, sizeof(body),
+			    "{\"model\":\"%.*s%s%.*s\",\"messages\":[]}", (int)k,
+			    "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH", ins[i].ins, (int)(40 - k),
+			    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefgh");
+			CHECK_INT(scan(body, n, KV_API_OPENAI_CHAT, &r), ins[i].valid ? 0 : -1);
+		}
+	/* a model name of 40 letters with a multi-byte character is kept whole */
+	n = (size_t)snprintf(body, sizeof(body), "{\"model\":\"%s\xc3\xa9%s\"}",
+	    "abcdefghijklmnopqrst", "uvwxyz0123456789ABCD");
+	CHECK_INT(scan(body, n, KV_API_OPENAI_CHAT, &r), 0);
+	CHECK_STR(r.ri.model, "abcdefghijklmnopqrst\xc3\xa9uvwxyz0123456789ABCD");
+	for (i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+		n = (size_t)snprintf(body, sizeof(body), "{\"max_tokens\":%s,\"n\":%s}",
+		    nums[i], nums[i]);
+		(void)scan(body, n, KV_API_OPENAI_CHAT, &r);
+		n = (size_t)snprintf(body, sizeof(body), "[%s]", nums[i]);
+		(void)scan(body, n, KV_API_OPENAI_CHAT, &r);
+		n = (size_t)snprintf(body, sizeof(body), "%s", nums[i]);
+		(void)scan(body, n, KV_API_OPENAI_CHAT, &r);
+	}
+	n = (size_t)snprintf(want, sizeof(want), "{\"max_tokens\":12345678,\"model\":\"m\"}");
+	CHECK_INT(scan(want, n, KV_API_OPENAI_CHAT, &r), 0);
+	CHECK_INT(r.ri.max_output, 12345678);
+}
+
 int
 main(void)
 {
@@ -285,5 +347,6 @@ main(void)
 	test_fetches();
 	test_intval();
 	test_large();
+	test_runs();
 	return unit_done();
 }

@@ -23,7 +23,11 @@ enum kv_jv_ev {
 
 /* level: containers around the token (0 for the top-level value; an
  * object's member names and values are one level deeper than its braces).
- * off: the token's offset in the whole input. p, n: KV_JV_BYTES only. */
+ * off: the token's offset in the whole input. p, n: for KV_JV_BYTES, and
+ * for KV_JV_KEY_END, KV_JV_STR_END and KV_JV_NUM_END the token's last
+ * decoded bytes, which come before the end (n may be 0, p then NULL): a
+ * token whole in one feed comes as its start and its end, its bytes with
+ * the end. The split of a token's bytes over events depends on the feeds. */
 typedef void (*kv_jv_cb)(void *arg, enum kv_jv_ev ev, int level, uint64_t off,
 	    const char *p, size_t n);
 
@@ -39,7 +43,8 @@ struct kv_jv {
 	int		 depth;		/* open containers */
 	uint8_t		 isobj[KV_JV_MAX_DEPTH / 8];
 	uint64_t	 off;		/* input bytes consumed */
-	char		 err[96];	/* why it failed, "" while valid */
+	char		 err[96];	/* why it failed, "" while valid (last:
+					   kv_jv_init sets only its first byte) */
 };
 
 void	kv_jv_init(struct kv_jv *v);

@@ -61,15 +61,12 @@ struct kv_reqscan {
 	struct kv_jv	 jv;
 	enum kv_api	 api;
 	int		 bad;		/* a member has a value admission refuses */
-	char		 err[128];	/* why the body is refused */
 	int		 key;		/* id of the member name just read */
 	int		 top;		/* id of the top-level member being read */
 	int		 inkey;		/* between a name's quotes */
-	char		 kbuf[32];	/* the name being read */
-	size_t		 klen;
+	size_t		 klen;		/* kbuf's bytes */
 	int		 cap;		/* what the current string/number is kept for */
-	char		 vbuf[KV_REQ_MODEL];
-	size_t		 vlen;
+	size_t		 vlen;		/* vbuf's bytes */
 	int		 vlong;		/* it did not fit */
 	int64_t		 lim[5];	/* the three limits, n, best_of; -1 absent */
 	int64_t		 prompts;	/* strings or token arrays in "prompt" */
@@ -82,13 +79,19 @@ struct kv_reqscan {
 	int		 mph;		/* M_* phase */
 	int		 mdata;		/* it is a data: URL */
 	int		 mimage;	/* its media type is image/... */
-	char		 mmeta[16];	/* the start of the data: URL's media type */
-	size_t		 mmlen;
+	size_t		 mmlen;		/* mmeta's bytes */
 	uint32_t	 macc;
 	int		 mbits;
-	uint8_t		 mbuf[512];
-	size_t		 mlen;
+	size_t		 mlen;		/* mbuf's bytes */
 	struct kv_request_info ri;
+	/* Buffers read only up to their lengths above (err: from its first
+	 * byte on): kv_reqscan_init leaves their bytes as they were, a
+	 * memset of them per request being most of its cost. */
+	char		 err[128];	/* why the body is refused */
+	char		 kbuf[32];	/* the name being read */
+	char		 vbuf[KV_REQ_MODEL];	/* the value kept (cap) */
+	char		 mmeta[16];	/* the start of the data: URL's media type */
+	uint8_t		 mbuf[512];
 };
 
 /* Start scanning a body for a request to API. */

@@ -2,7 +2,9 @@
  * top of it, and the usage-only chunk test. Beyond "no crash" it checks:
  * the verdict, the error text and everything the scanner found do not
  * depend on how the body is split (the relay feeds it as it arrives), and
- * the offsets it reports point at the braces they name. */
+ * the offsets it reports point at the braces they name; and the validator
+ * (whole, and cut at a) says what the byte-wise one it replaced
+ * (jsonv_ref.h) says, verdict and error text. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 #include "worker/reqscan.h"
 #include "worker/usage.h"
 #include "worker/sse_filter.h"
+#include "tests/fuzz/jsonv_ref.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -55,6 +58,26 @@ check_offsets(const uint8_t *data, size_t size, const struct kv_request_info *ri
 		abort();
 }
 
+/* The validator against the oracle; returns the oracle's verdict (0/-1). */
+static int
+against_ref(const char *d, size_t size, size_t a)
+{
+	static struct kv_jv ref, whole, split;
+	int r0, r1, r2;
+
+	ref_jv_init(&ref);
+	r0 = ref_jv_feed(&ref, d, size, NULL, NULL) == 0 ? ref_jv_finish(&ref) : -1;
+	kv_jv_init(&whole);
+	r1 = kv_jv_feed(&whole, d, size, NULL, NULL) == 0 ? kv_jv_finish(&whole) : -1;
+	kv_jv_init(&split);
+	r2 = kv_jv_feed(&split, d, a, NULL, NULL) == 0 &&
+	    kv_jv_feed(&split, d + a, size - a, NULL, NULL) == 0 ? kv_jv_finish(&split) : -1;
+	if (r0 != r1 || r0 != r2 || strcmp(ref.err, whole.err) != 0 ||
+	    strcmp(ref.err, split.err) != 0)
+		abort();
+	return r0;
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -77,6 +100,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (copy == NULL)
 		abort();
 	memcpy(copy, data, size);
+	/* invalid JSON is refused by the scanner too, valid JSON never as such */
+	if (against_ref(copy, size, a) == -1 ? ok1 :
+	    !ok1 && strncmp(whole.err, "the body is not valid JSON", 26) == 0)
+		abort();
 	(void)kv_sse_is_usage_only(copy, size);
 	free(copy);
 	return 0;
