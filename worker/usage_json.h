@@ -94,7 +94,20 @@ int	usage_json_step(struct kv_json *j, unsigned char c);
  * value; nor is the end (EV_STR_END) of a string whose client set neither
  * capture nor count at its start, for which the response scanner does
  * nothing. */
-size_t	usage_json_run(struct kv_json *j, const unsigned char *p, size_t n, int *ev);
+size_t	usage_json_run(struct kv_json *j, const unsigned char *p, size_t n, int *ev,
+	    uint64_t want);
+
+/* usage_json_run's WANT: bit K_x set for the key ids whose string values
+ * the client must see begin (EV_STR_BEGIN; with a key id at the string's
+ * level not in it, a whole string is taken with no event, as the step
+ * reads one with neither capture nor count); USAGE_WANT_QUIET for a
+ * client that does nothing on an array's open and close or a literal
+ * (EV_ARR_OPEN, EV_ARR_CLOSE and EV_LIT are then not reported). The step
+ * reports them all, whatever the run was told. */
+#define USAGE_WANT_KEY(k)	(1ULL << (k))
+#define USAGE_WANT_ALL		(~0ULL >> 1)	/* every key, and every event */
+#define USAGE_WANT_QUIET	(1ULL << 63)
+_Static_assert(K_COUNT < 63, "a key id is a bit of WANT below USAGE_WANT_QUIET");
 
 /* Bytes >= 0x80 among P[0..N), added to *HIGH, and the UTF-8 lead bytes
  * among them (one per non-ASCII character), added to *CHARS. */

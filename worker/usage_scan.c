@@ -37,6 +37,15 @@ usage_scan_event_reset(struct kv_usage_scanner *s)
 	s->ev_ws = 0;
 }
 
+/* The string values on_string_begin may capture or count, by their key
+ * (a superset: it tells more apart by level and API); for any other it
+ * sets neither, which the lexer's run does by itself without an event.
+ * Nor does on_event act on arrays or literals. */
+#define W(k)	USAGE_WANT_KEY(k)
+#define SCAN_WANT (USAGE_WANT_QUIET | W(K_MODEL) | W(K_TYPE) | W(K_SERVICE_TIER) | \
+	W(K_DELTA) | W(K_CONTENT) | W(K_TEXT) | W(K_ARGUMENTS) | W(K_PARTIAL_JSON) | \
+	W(K_THINKING) | W(K_REFUSAL) | W(K_REASONING_CONTENT))
+
 void
 kv_usage_init(struct kv_usage_scanner *s, enum kv_api api, int sse)
 {
@@ -46,6 +55,7 @@ kv_usage_init(struct kv_usage_scanner *s, enum kv_api api, int sse)
 	s->api = api;
 	s->sse = sse;
 	usage_json_init(&s->json, 1);
+	s->run_want = SCAN_WANT;
 	for (i = 0; i < A_N; i++)
 		s->anth[i] = -1;
 	usage_scan_event_reset(s);
@@ -491,7 +501,7 @@ usage_scan_json(struct kv_usage_scanner *s, const unsigned char *p, size_t n)
 		}
 		/* between tokens, whole tokens at a time (the lexer's
 		 * transitions without a call per byte) */
-		if ((k = usage_json_run(j, p + i, n - i, &ev)) > 0) {
+		if ((k = usage_json_run(j, p + i, n - i, &ev, s->run_want)) > 0) {
 			i += k;
 			if (ev != EV_NONE)
 				on_event(s, ev);
