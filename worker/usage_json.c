@@ -603,13 +603,24 @@ quiet_str(struct kv_json *j, const unsigned char *p, size_t n, int *whole)
 	return k + 2;
 }
 
+/* The next token, when P[I] (below N) is no whitespace: jumps to the
+ * state's own case with C set, saving the loop's dispatch; else back to
+ * the loop (which skips the whitespace, or ends). The state must be the
+ * case's: every jump is what "continue" would have reached. */
+#define NEXT(label) {							\
+	if (i < n && !is_ws(p[i])) {					\
+		c = p[i];						\
+		goto label;						\
+	}								\
+	continue;	/* the loop's, so no do-while here */		\
+}
+
 size_t
 usage_json_run(struct kv_json *j, const unsigned char *p, size_t n, int *ev, uint64_t want)
 {
-	int whole;
-
 	size_t i = 0, k;
 	unsigned char c;
+	int whole;
 
 	*ev = EV_NONE;
 	while (i < n) {
@@ -636,16 +647,22 @@ usage_json_run(struct kv_json *j, const unsigned char *p, size_t n, int *ev, uin
 		case S_END:
 			return i;	/* the step decides (multi or not) */
 		case S_COLON:
+		colon:
 			if (c != ':')
 				return i;
 			j->state = S_VALUE;
 			i++;
-			continue;
+			NEXT(value);
 		case S_AFTER:
+		after:
 			if (c == ',') {
-				j->state = in_object(j) ? S_KEY : S_VALUE;
 				i++;
-				continue;
+				if (in_object(j)) {
+					j->state = S_KEY;
+					NEXT(key);
+				}
+				j->state = S_VALUE;
+				NEXT(value);
 			}
 			if (c != '}' && c != ']')
 				return i;
@@ -653,6 +670,8 @@ usage_json_run(struct kv_json *j, const unsigned char *p, size_t n, int *ev, uin
 			if (*ev == EV_ARR_CLOSE && (want & USAGE_WANT_QUIET)) {
 				*ev = EV_NONE;
 				i++;
+				if (j->state == S_AFTER)
+					NEXT(after);
 				continue;
 			}
 			return i + 1;
@@ -663,6 +682,7 @@ usage_json_run(struct kv_json *j, const unsigned char *p, size_t n, int *ev, uin
 			}
 			/* FALLTHROUGH */
 		case S_KEY:
+		key:
 			if (c != '"')
 				return i;
 			k = fast_key(j, p + i, n - i, ev);
@@ -670,23 +690,28 @@ usage_json_run(struct kv_json *j, const unsigned char *p, size_t n, int *ev, uin
 			if (*ev != EV_KEY)
 				return i;
 			*ev = EV_NONE;	/* a key is in the path, not an event */
-			continue;
+			NEXT(colon);	/* fast_key left S_COLON */
 		case S_ARR_FIRST:
 			if (c == ']') {
 				*ev = json_pop(j, 0);
 				if (want & USAGE_WANT_QUIET) {
 					*ev = EV_NONE;
 					i++;
+					if (j->state == S_AFTER)
+						NEXT(after);
 					continue;
 				}
 				return i + 1;
 			}
 			/* FALLTHROUGH */
 		default:	/* S_VALUE */
+		value:
 			if (c == '"' && !((want >> key_at(j, j->depth - 1)) & 1)) {
 				i += quiet_str(j, p + i, n - i, &whole);
 				if (!whole)
 					return i;
+				if (j->state == S_AFTER)
+					NEXT(after);
 				continue;
 			}
 			if (c == '{' || c == '"' || (c == '[' && !(want & USAGE_WANT_QUIET))) {
@@ -704,12 +729,14 @@ usage_json_run(struct kv_json *j, const unsigned char *p, size_t n, int *ev, uin
 			if (c == 't' || c == 'f' || c == 'n') {
 				if ((k = fast_lit(j, p + i, n - i)) == 0)
 					return i;
-				if (want & USAGE_WANT_QUIET) {
-					i += k;
-					continue;
+				i += k;
+				if (!(want & USAGE_WANT_QUIET)) {
+					*ev = EV_LIT;
+					return i;
 				}
-				*ev = EV_LIT;
-				return i + k;
+				if (j->state == S_AFTER)
+					NEXT(after);
+				continue;
 			}
 			if ((k = fast_int(j, p + i, n - i)) == 0)
 				return i;
@@ -719,6 +746,7 @@ usage_json_run(struct kv_json *j, const unsigned char *p, size_t n, int *ev, uin
 	}
 	return i;
 }
+#undef NEXT
 
 /* Bytes >= 0x80 and the UTF-8 lead bytes among them (one per non-ASCII
  * character), eight bytes at a time where none is high. */
