@@ -1605,9 +1605,43 @@ test_quiet_skip(void)
 	free(g.buf);
 }
 
+/* A stream's one-line events are counted without lexing once the model
+ * is known (usage.c, sse_skip_event): not one that names another tier
+ * than the one taken, nor an Anthropic container, which the lexer takes
+ * (the result must not depend on where the stream was cut). */
+static void
+test_skip_event_keeps(void)
+{
+	static const char tier[] =
+	    "data: {\"model\":\"gpt-4o\",\"service_tier\":\"default\",\"choices\":[]}\n\n"
+	    "data: {\"model\":\"gpt-4o\",\"service_tier\":\"default\",\"choices\":"
+	    "[{\"delta\":{\"content\":\"hi\"}}]}\n\n"
+	    "data: {\"model\":\"gpt-4o\",\"service_tier\":\"priority\",\"choices\":"
+	    "[{\"delta\":{\"content\":\"yo\"}}]}\n\n"
+	    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\n"
+	    "data: [DONE]\n\n";
+	static const char container[] =
+	    "data: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-x\",\"usage\":"
+	    "{\"input_tokens\":5,\"output_tokens\":1}}}\n\n"
+	    "data: {\"type\":\"message_delta\",\"delta\":{\"container\":{\"id\":\"c1\"}}}\n\n"
+	    "data: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":7}}\n\n"
+	    "data: {\"type\":\"message_stop\"}\n\n";
+	struct result r;
+
+	scan_whole(KV_API_OPENAI_CHAT, 1, tier, sizeof(tier) - 1, &r);
+	CHECK_INT(r.u.tier, KV_TIER_PRIORITY);
+	CHECK_INT(r.u.input, 3);
+	CHECK(scan_agree(KV_API_OPENAI_CHAT, 1, tier, sizeof(tier) - 1));
+	scan_whole(KV_API_ANTHROPIC_MESSAGES, 1, container, sizeof(container) - 1, &r);
+	CHECK_INT(r.u.code_exec_ms, 300000);
+	CHECK_INT(r.u.output, 7);
+	CHECK(scan_agree(KV_API_ANTHROPIC_MESSAGES, 1, container, sizeof(container) - 1));
+}
+
 int
 main(void)
 {
+	test_skip_event_keeps();
 	test_quiet_skip();
 	test_token_run();
 	test_vectors();

@@ -384,19 +384,27 @@ on_string_begin(struct kv_usage_scanner *s)
 		j->capture = 1;
 }
 
+int
+usage_tier_name(const char *name, size_t len)
+{
+#define IS(lit) (len == sizeof(lit) - 1 && memcmp(name, lit, len) == 0)
+	if (IS("default") || IS("standard"))
+		return KV_TIER_STANDARD;
+	if (IS("priority"))
+		return KV_TIER_PRIORITY;
+	if (IS("flex"))
+		return KV_TIER_FLEX;
+	return KV_TIER_OTHER;
+#undef IS
+}
+
 /* OpenAI's "service_tier" names the tier the response ran on. */
 static int
 tier_of(const struct kv_json *j)
 {
 	if (j->str_bad)
 		return KV_TIER_OTHER;
-	if (strcmp(j->str, "default") == 0 || strcmp(j->str, "standard") == 0)
-		return KV_TIER_STANDARD;
-	if (strcmp(j->str, "priority") == 0)
-		return KV_TIER_PRIORITY;
-	if (strcmp(j->str, "flex") == 0)
-		return KV_TIER_FLEX;
-	return KV_TIER_OTHER;
+	return usage_tier_name(j->str, strlen(j->str));
 }
 
 /* usage_json_run does not report the end of a string started with
