@@ -1,69 +1,24 @@
-/* The usage lexer (usage_json.h): the key ids' names, the JSON state
- * machine, and text counting. */
+/* The usage lexer (usage_json.h): the key ids' names (key_intern), the
+ * JSON state machine, and text counting. */
 #include <stdint.h>
 #include <string.h>
 
 #include "common/hex.h"
 #include "worker/usage_json.h"
 
-#define KEY(name) { name, sizeof(name) - 1 }
-static const struct {
-	const char	*name;
-	size_t		 len;
-} key_names[K_COUNT] = {
-	[K_USAGE] = KEY("usage"), [K_MODEL] = KEY("model"), [K_TYPE] = KEY("type"),
-	[K_MESSAGE] = KEY("message"), [K_RESPONSE] = KEY("response"),
-	[K_CHOICES] = KEY("choices"),
-	[K_PROMPT_TOKENS] = KEY("prompt_tokens"),
-	[K_COMPLETION_TOKENS] = KEY("completion_tokens"),
-	[K_PROMPT_DETAILS] = KEY("prompt_tokens_details"),
-	[K_INPUT_TOKENS] = KEY("input_tokens"), [K_OUTPUT_TOKENS] = KEY("output_tokens"),
-	[K_INPUT_DETAILS] = KEY("input_tokens_details"),
-	[K_CACHED_TOKENS] = KEY("cached_tokens"),
-	[K_CACHE_CREATION] = KEY("cache_creation_input_tokens"),
-	[K_CACHE_READ] = KEY("cache_read_input_tokens"),
-	[K_STREAM] = KEY("stream"), [K_STREAM_OPTIONS] = KEY("stream_options"),
-	[K_INCLUDE_USAGE] = KEY("include_usage"),
-	[K_MAX_TOKENS] = KEY("max_tokens"),
-	[K_MAX_COMPLETION_TOKENS] = KEY("max_completion_tokens"),
-	[K_MAX_OUTPUT_TOKENS] = KEY("max_output_tokens"),
-	[K_CONTENT] = KEY("content"), [K_TEXT] = KEY("text"), [K_DELTA] = KEY("delta"),
-	[K_ARGUMENTS] = KEY("arguments"), [K_PARTIAL_JSON] = KEY("partial_json"),
-	[K_THINKING] = KEY("thinking"), [K_REFUSAL] = KEY("refusal"),
-	[K_REASONING_CONTENT] = KEY("reasoning_content"),
-	[K_SERVICE_TIER] = KEY("service_tier"),
-	[K_CACHE_CREATION_OBJ] = KEY("cache_creation"),
-	[K_EPHEMERAL_1H] = KEY("ephemeral_1h_input_tokens"),
-	[K_SERVER_TOOL_USE] = KEY("server_tool_use"),
-	[K_WEB_SEARCH_REQ] = KEY("web_search_requests"),
-	[K_WEB_FETCH_REQ] = KEY("web_fetch_requests"),
-	[K_OUTPUT] = KEY("output"), [K_ITEM] = KEY("item"),
-	[K_CONTAINER] = KEY("container"),
-	[K_AUDIO_TOKENS] = KEY("audio_tokens"), [K_REASONING_TOKENS] = KEY("reasoning_tokens"),
-	[K_COMPLETION_DETAILS] = KEY("completion_tokens_details"),
-	[K_OUTPUT_DETAILS] = KEY("output_tokens_details"),
-};
-#undef KEY
 
 /* Every member of every object passes here: a name is told by its length
  * and two words of it (the first and the last eight bytes, overlapping,
- * or the first and last four for a name of 4-7 bytes), compared with a
- * table by length made on first use; only a name past 16 bytes has a
- * middle left to compare. A walk over the names of the same length with
- * a compare a name cost 62 instructions a member (1.6 k a small chat
- * response). */
+ * or the first and last four for a name of 4-7 bytes), compared with the
+ * names of that length as constants (the compiler folds each name's
+ * words); only a name past 16 bytes has a middle left to compare. A walk
+ * over a table of the names of the same length with a compare a name
+ * cost 62 instructions a member (1.6 k a small chat response). */
 #define KEY_LEN_MIN	4	/* "text", "type", "item" */
-#define KEY_LEN_MAX	32
-#define KEY_BUCKET	8
-
-struct key_sig {
-	uint64_t	 lo, hi;
-	uint8_t		 id;	/* K_NONE ends a row */
-};
 
 /* The two words of K[0..LEN), KEY_LEN_MIN <= LEN: no byte outside K is
  * read. */
-static inline void
+static inline __attribute__((always_inline)) void
 key_words(const char *k, size_t len, uint64_t *lo, uint64_t *hi)
 {
 	uint32_t a, b;
@@ -79,17 +34,21 @@ key_words(const char *k, size_t len, uint64_t *lo, uint64_t *hi)
 	*hi = 0;
 }
 
-/* A[0..LEN) == B[0..LEN) past the first and last eight bytes, which the
- * words compared. */
-static int
-same_middle(const char *a, const char *b, size_t len)
+/* K[0..LEN) is NAME, a literal of LEN bytes, given K's words LO, HI. */
+static inline __attribute__((always_inline)) int
+key_is(const char *k, uint64_t lo, uint64_t hi, const char *name, size_t len)
 {
-	uint64_t x, y;
+	uint64_t a, b, x, y;
 	size_t i;
 
+	key_words(name, len, &a, &b);
+	if (lo != a || hi != b)
+		return 0;
+	/* past 16 bytes, the middle words (8 at a time, the last
+	 * overlapping hi) */
 	for (i = 8; i + 8 < len; i += 8) {
-		memcpy(&x, a + i, 8);
-		memcpy(&y, b + i, 8);
+		memcpy(&x, name + i, 8);
+		memcpy(&y, k + i, 8);
 		if (x != y)
 			return 0;
 	}
@@ -99,32 +58,75 @@ same_middle(const char *a, const char *b, size_t len)
 static uint8_t
 key_intern(const char *k, size_t len)
 {
-	static struct key_sig by_len[KEY_LEN_MAX][KEY_BUCKET];
-	static int ready;
-	const struct key_sig *row;
 	uint64_t lo, hi;
-	int i, n;
 
-	if (__builtin_expect(!ready, 0)) {
-		_Static_assert(K_NONE == 0 && K_USAGE > 0 && K_COUNT < 256, "0 ends a row");
-		for (i = K_USAGE; i < K_COUNT; i++) {
-			size_t l = key_names[i].len;
-
-			for (n = 0; n < KEY_BUCKET - 1 && by_len[l][n].id != 0; n++)
-				;
-			/* sized so every name fits; every name is 4-31 bytes */
-			key_words(key_names[i].name, l, &by_len[l][n].lo, &by_len[l][n].hi);
-			by_len[l][n].id = (uint8_t)i;
-		}
-		ready = 1;
-	}
-	if (len < KEY_LEN_MIN || len >= KEY_LEN_MAX)
+	if (len < KEY_LEN_MIN)
 		return K_OTHER;
 	key_words(k, len, &lo, &hi);
-	for (row = by_len[len]; row->id != 0; row++)
-		if (row->lo == lo && row->hi == hi &&
-		    (len <= 16 || same_middle(key_names[row->id].name, k, len)))
-			return row->id;
+#define KW(name, id) if (key_is(k, lo, hi, name, sizeof(name) - 1)) return id
+	switch (len) {
+	case 4:
+		KW("type", K_TYPE); KW("text", K_TEXT); KW("item", K_ITEM);
+		break;
+	case 5:
+		KW("usage", K_USAGE); KW("model", K_MODEL); KW("delta", K_DELTA);
+		break;
+	case 6:
+		KW("stream", K_STREAM); KW("output", K_OUTPUT);
+		break;
+	case 7:
+		KW("message", K_MESSAGE); KW("choices", K_CHOICES); KW("content", K_CONTENT); KW("refusal", K_REFUSAL);
+		break;
+	case 8:
+		KW("response", K_RESPONSE); KW("thinking", K_THINKING);
+		break;
+	case 9:
+		KW("arguments", K_ARGUMENTS); KW("container", K_CONTAINER);
+		break;
+	case 10:
+		KW("max_tokens", K_MAX_TOKENS);
+		break;
+	case 12:
+		KW("input_tokens", K_INPUT_TOKENS); KW("partial_json", K_PARTIAL_JSON); KW("service_tier", K_SERVICE_TIER); KW("audio_tokens", K_AUDIO_TOKENS);
+		break;
+	case 13:
+		KW("prompt_tokens", K_PROMPT_TOKENS); KW("output_tokens", K_OUTPUT_TOKENS); KW("cached_tokens", K_CACHED_TOKENS); KW("include_usage", K_INCLUDE_USAGE);
+		break;
+	case 14:
+		KW("stream_options", K_STREAM_OPTIONS); KW("cache_creation", K_CACHE_CREATION_OBJ);
+		break;
+	case 15:
+		KW("server_tool_use", K_SERVER_TOOL_USE);
+		break;
+	case 16:
+		KW("reasoning_tokens", K_REASONING_TOKENS);
+		break;
+	case 17:
+		KW("completion_tokens", K_COMPLETION_TOKENS); KW("max_output_tokens", K_MAX_OUTPUT_TOKENS); KW("reasoning_content", K_REASONING_CONTENT);
+		break;
+	case 18:
+		KW("web_fetch_requests", K_WEB_FETCH_REQ);
+		break;
+	case 19:
+		KW("web_search_requests", K_WEB_SEARCH_REQ);
+		break;
+	case 20:
+		KW("input_tokens_details", K_INPUT_DETAILS);
+		break;
+	case 21:
+		KW("prompt_tokens_details", K_PROMPT_DETAILS); KW("max_completion_tokens", K_MAX_COMPLETION_TOKENS); KW("output_tokens_details", K_OUTPUT_DETAILS);
+		break;
+	case 23:
+		KW("cache_read_input_tokens", K_CACHE_READ);
+		break;
+	case 25:
+		KW("ephemeral_1h_input_tokens", K_EPHEMERAL_1H); KW("completion_tokens_details", K_COMPLETION_DETAILS);
+		break;
+	case 27:
+		KW("cache_creation_input_tokens", K_CACHE_CREATION);
+		break;
+	}
+#undef KW
 	return K_OTHER;
 }
 
