@@ -85,17 +85,7 @@ int	usage_json_fail(struct kv_json *j);
  * fed again (it ended a number and starts something else). */
 int	usage_json_step(struct kv_json *j, unsigned char c);
 
-/* Feed P[0..N) from a state between tokens (or at a string's closing
- * quote) up to and including the first token that makes an event, whole
- * tokens at a time, with the same transitions as usage_json_step byte by
- * byte. Returns the bytes taken (0: the step must take the next byte) and
- * sets *EV to the event (EV_NONE if it stopped before one). A key's end is
- * not reported (EV_KEY): its id is in the path, and the run goes on to its
- * value; nor is the end (EV_STR_END) of a string whose client set neither
- * capture nor count at its start, for which the response scanner does
- * nothing. */
-size_t	usage_json_run(struct kv_json *j, const unsigned char *p, size_t n, int *ev,
-	    uint64_t want);
+/* usage_json_run, the whole-token run: inline, in usage_lex.h. */
 
 /* usage_json_run's WANT: bit K_x set for the key ids whose string values
  * the client must see begin (EV_STR_BEGIN; with a key id at the string's

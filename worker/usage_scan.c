@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "worker/usage_json.h"
+#include "worker/usage_lex.h"
 #include "worker/usage_scan.h"
 
 enum {
