@@ -61,7 +61,7 @@ key_is(const char *k, uint64_t lo, uint64_t hi, const char *name, size_t len)
 	return 1;
 }
 
-static inline uint8_t
+static inline __attribute__((always_inline)) uint8_t
 key_intern(const char *k, size_t len)
 {
 	uint64_t lo, hi;
@@ -263,6 +263,11 @@ fast_int(struct kv_json *j, const unsigned char *p, size_t n)
 	if (p[k] == '0') {
 		k++;
 	} else {
+		/* 18 digits cannot overflow; past them, as num_digit */
+		size_t safe = k + 18;
+
+		for (; k < n && k < safe && p[k] >= '0' && p[k] <= '9'; k++)
+			num = num * 10 + (p[k] - '0');
 		for (; k < n && p[k] >= '0' && p[k] <= '9'; k++)
 			if (ok && (__builtin_mul_overflow(num, 10, &num) ||
 			    __builtin_add_overflow(num, p[k] - '0', &num)))
@@ -353,7 +358,7 @@ quiet_str(struct kv_json *j, const unsigned char *p, size_t n, int *whole)
  * the loop (which skips the whitespace, or ends). The state must be the
  * case's: every jump is what "continue" would have reached. */
 #define NEXT(label) {							\
-	if (i < n && !is_ws(p[i])) {					\
+	if (i < n && (p[i] > ' ' || !is_ws(p[i]))) {			\
 		c = p[i];						\
 		goto label;						\
 	}								\
