@@ -1,8 +1,9 @@
 /* The usage lexer (usage_json.c), shared by the response scanner
  * (usage_scan.c), its SSE framing (usage.c) and the usage-only check
  * (sse_filter.c): a byte-at-a-time JSON state machine, so that any split of
- * the input gives the same result (usage_json_run takes whole tokens where
- * the buffer holds them, with the same transitions), following RFC 8259
+ * the input gives the same result (usage_json_run, in usage_lex.h, takes
+ * whole tokens where the buffer holds them, with the same transitions;
+ * it leaves out the events a client says it does nothing for), following RFC 8259
  * (numbers, literals, escapes, surrogate pairs, no control characters in
  * strings) but not validating UTF-8. It reports events (object open/close, key, string,
  * number, literal) with the current key path, each key interned as one of
