@@ -136,7 +136,6 @@ key_intern(const char *k, size_t len)
 	return K_OTHER;
 }
 
-
 enum { N_MINUS, N_ZERO, N_INT, N_DOT, N_FRAC, N_E, N_ESIGN, N_EXP };
 
 enum { LIT_TRUE, LIT_FALSE, LIT_NULL };
@@ -313,25 +312,33 @@ fast_lit(struct kv_json *j, const unsigned char *p, size_t n)
 static inline size_t
 fast_key(struct kv_json *j, const unsigned char *p, size_t n, int *ev)
 {
-	size_t k;
+	size_t k = usage_json_str_len(p + 1, n - 1);
+	int d = j->depth, bad = k > KV_SCAN_KEY - 1;
 
-	*ev = EV_NONE;
-	str_start(j, 1);
-	k = usage_json_str_len(p + 1, n - 1);
 	if (1 + k < n && p[1 + k] == '"') {
-		/* str_run then str_end, less the copy */
-		j->keylen = k < KV_SCAN_KEY - 1 ? k : KV_SCAN_KEY - 1;
-		j->str_bad = k > KV_SCAN_KEY - 1;
-		if (j->depth - 1 < KV_SCAN_DEPTH)
-			j->path[j->depth - 1] = j->str_bad ? K_OTHER :
-			    key_intern((const char *)p + 1, k);
+		/* what str_start, the string run and str_end leave, less the
+		 * copy; the id first, the stores after (a store to a byte of
+		 * J may alias P, which the compiler would read again) */
+		uint8_t id = bad ? K_OTHER : d - 1 < KV_SCAN_DEPTH ?
+		    key_intern((const char *)p + 1, k) : K_OTHER;
+
 		j->state = S_COLON;
-		j->evdepth = j->depth;
+		j->is_key = 1;
+		j->capture = j->count = 0;
+		j->str_bad = (uint8_t)bad;
+		j->keylen = bad ? KV_SCAN_KEY - 1 : k;
+		j->slen = 0;
+		j->hisur = 0;
+		j->evdepth = d;
+		if (d - 1 < KV_SCAN_DEPTH)
+			j->path[d - 1] = id;
 		*ev = EV_KEY;
 		return k + 2;
 	}
 	/* cut or escaped: the name's bytes so far are kept, the step and
 	 * the string run go on from S_STR */
+	*ev = EV_NONE;
+	str_start(j, 1);
 	return 1 + usage_json_str_run(j, p + 1, n - 1);
 }
 

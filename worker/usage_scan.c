@@ -485,7 +485,8 @@ on_event(struct kv_usage_scanner *s, int ev)
 		on_string_end(s);
 		break;
 	case EV_NUM:
-		cand_number(s);
+		if (s->cand_depth != 0 && j->num_ok)	/* cand_number's own test, inline */
+			cand_number(s);
 		break;
 	}
 }
