@@ -12,6 +12,7 @@
 
 #include "worker/reqscan.h"
 #include "worker/usage.h"
+#include "worker/usage_json.h"
 #include "worker/sse_filter.h"
 #include "tests/unit.h"
 
@@ -1514,9 +1515,134 @@ test_token_run(void)
 	}
 }
 
+/* Scan BODY whole, byte by byte (the step, but for one-byte tokens) and
+ * split at every offset: the same result and the same lexer state (but
+ * for the bytes of the last key name, which a whole one is interned from
+ * the input, not copied). Returns 1 when all agree. */
+static int
+scan_agree(enum kv_api api, int sse, const char *body, size_t len)
+{
+	struct kv_usage_scanner w, b, c;
+	struct result rw, rb, rc;
+	size_t i, cut;
+	int ok = 1;
+
+	kv_usage_init(&w, api, sse);
+	kv_usage_feed(&w, body, len);
+	scan_result(&w, &rw);
+	memset(w.json.key, 0, sizeof(w.json.key));
+	/* the reference: every event reported, on_string_begin for every
+	 * string (the mask must only leave out strings it does nothing for) */
+	kv_usage_init(&b, api, sse);
+	b.run_want = USAGE_WANT_ALL;
+	for (i = 0; i < len; i++)
+		kv_usage_feed(&b, body + i, 1);
+	scan_result(&b, &rb);
+	b.run_want = w.run_want;
+	memset(b.json.key, 0, sizeof(b.json.key));
+	ok &= result_eq(&rw, &rb) && memcmp(&w.json, &b.json, sizeof(w.json)) == 0;
+	for (cut = 1; cut < len && ok; cut++) {
+		kv_usage_init(&c, api, sse);
+		kv_usage_feed(&c, body, cut);
+		kv_usage_feed(&c, body + cut, len - cut);
+		scan_result(&c, &rc);
+		memset(c.json.key, 0, sizeof(c.json.key));
+		ok &= result_eq(&rw, &rc) && memcmp(&w.json, &c.json, sizeof(w.json)) == 0;
+	}
+	if (!ok)
+		fprintf(stderr, "  api %d sse %d: %.*s\n", (int)api, sse, (int)len, body);
+	return ok;
+}
+
+/* The run takes a string value no client acts on whole, without an event
+ * (usage_json_run's WANT), and arrays and literals quietly: whatever such
+ * a string holds (a kept key's name, a usage object's text, escapes,
+ * brackets) never counts, a kept key deeper than it is kept never counts,
+ * and every document (the generator's, and the same with one byte
+ * changed, most of them malformed) gives the same result and lexer state
+ * fed whole, byte by byte and split anywhere, as JSON and as SSE. */
+static void
+test_quiet_skip(void)
+{
+	static const char nested[] = "{\"choices\":[{\"message\":{\"content\":"
+	    "\"\\\"usage\\\":{\\\"prompt_tokens\\\":9}\",\"usage\":{\"prompt_tokens\":7},"
+	    "\"model\":\"deep\"}}],\"x\":\"\\\"model\\\":\\\"evil\\\"\",\"usage\":"
+	    "{\"prompt_tokens\":3,\"completion_tokens\":1},\"id\":[\"usage\",true,null,"
+	    "[\"model\"]],\"model\":\"good\"}";
+	static const char marks[] = "\"\\{}[],: 0a-eu\n";
+	static const enum kv_api apis[] = {
+		KV_API_OPENAI_CHAT, KV_API_OPENAI_RESPONSES, KV_API_ANTHROPIC_MESSAGES,
+		KV_API_OTHER,
+	};
+	struct gen g = { NULL, 0, 0, 0x2545f4914f6cdd1dULL, KV_API_OPENAI_CHAT };
+	const char *env = getenv("KV_QUIET_DOCS");
+	int n = env ? atoi(env) : 1500, i, m;
+	struct result r;
+	char *sse;
+
+	scan_whole(KV_API_OPENAI_CHAT, 0, nested, sizeof(nested) - 1, &r);
+	CHECK_INT(r.u.found, 1);
+	CHECK_INT(r.u.input, 3);
+	CHECK_INT(r.u.output, 1);
+	CHECK_STR(r.model, "good");
+	CHECK(scan_agree(KV_API_OPENAI_CHAT, 0, nested, sizeof(nested) - 1));
+	for (i = 0; i < n; i++) {
+		g.api = apis[i % 4];
+		gen_doc(&g);
+		for (m = 0; m < 3; m++) {
+			if (m > 0 && g.len > 0)	/* one byte changed */
+				g.buf[pick(&g, (unsigned)g.len)] = marks[pick(&g, sizeof(marks) - 1)];
+			CHECK(scan_agree(g.api, 0, g.buf, g.len));
+			if ((sse = malloc(g.len + 16)) == NULL)
+				abort();
+			memcpy(sse, "data: ", 6);
+			memcpy(sse + 6, g.buf, g.len);
+			memcpy(sse + 6 + g.len, "\n\n", 2);
+			CHECK(scan_agree(g.api, 1, sse, g.len + 8));
+			free(sse);
+		}
+	}
+	free(g.buf);
+}
+
+/* A stream's one-line events are counted without lexing once the model
+ * is known (usage.c, sse_skip_event): not one that names another tier
+ * than the one taken, nor an Anthropic container, which the lexer takes
+ * (the result must not depend on where the stream was cut). */
+static void
+test_skip_event_keeps(void)
+{
+	static const char tier[] =
+	    "data: {\"model\":\"gpt-4o\",\"service_tier\":\"default\",\"choices\":[]}\n\n"
+	    "data: {\"model\":\"gpt-4o\",\"service_tier\":\"default\",\"choices\":"
+	    "[{\"delta\":{\"content\":\"hi\"}}]}\n\n"
+	    "data: {\"model\":\"gpt-4o\",\"service_tier\":\"priority\",\"choices\":"
+	    "[{\"delta\":{\"content\":\"yo\"}}]}\n\n"
+	    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\n"
+	    "data: [DONE]\n\n";
+	static const char container[] =
+	    "data: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-x\",\"usage\":"
+	    "{\"input_tokens\":5,\"output_tokens\":1}}}\n\n"
+	    "data: {\"type\":\"message_delta\",\"delta\":{\"container\":{\"id\":\"c1\"}}}\n\n"
+	    "data: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":7}}\n\n"
+	    "data: {\"type\":\"message_stop\"}\n\n";
+	struct result r;
+
+	scan_whole(KV_API_OPENAI_CHAT, 1, tier, sizeof(tier) - 1, &r);
+	CHECK_INT(r.u.tier, KV_TIER_PRIORITY);
+	CHECK_INT(r.u.input, 3);
+	CHECK(scan_agree(KV_API_OPENAI_CHAT, 1, tier, sizeof(tier) - 1));
+	scan_whole(KV_API_ANTHROPIC_MESSAGES, 1, container, sizeof(container) - 1, &r);
+	CHECK_INT(r.u.code_exec_ms, 300000);
+	CHECK_INT(r.u.output, 7);
+	CHECK(scan_agree(KV_API_ANTHROPIC_MESSAGES, 1, container, sizeof(container) - 1));
+}
+
 int
 main(void)
 {
+	test_skip_event_keeps();
+	test_quiet_skip();
 	test_token_run();
 	test_vectors();
 	test_token_details();

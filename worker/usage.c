@@ -100,8 +100,8 @@ fast_key(const char *k, size_t len)
 	case 5:  FK("usage", K_USAGE); FK("model", K_MODEL); break;
 	case 7:  FK("content", K_CONTENT); FK("refusal", K_REFUSAL); break;
 	case 8:  FK("thinking", K_THINKING); break;
-	case 9:  FK("arguments", K_ARGUMENTS); break;
-	case 12: FK("partial_json", K_PARTIAL_JSON); break;
+	case 9:  FK("arguments", K_ARGUMENTS); FK("container", K_CONTAINER); break;
+	case 12: FK("partial_json", K_PARTIAL_JSON); FK("service_tier", K_SERVICE_TIER); break;
 	case 17: FK("reasoning_content", K_REASONING_CONTENT); break;
 	}
 #undef FK
@@ -114,10 +114,11 @@ fast_key(const char *k, size_t len)
  * cnt[1] and the non-ASCII characters into cnt[2], and sets *texts when a
  * value was not empty. Returns -1 when lexing could
  * change the result: a non-null "usage", a "model" other than the one
- * seen, a string that does not close, or a member name with an escape in
- * it ("mod\u0065l" is "model" to the lexer and to every client). */
+ * seen, a "service_tier" naming another tier than TIER, a "container", a
+ * string that does not close, or a member name with an escape in it
+ * ("mod\u0065l" is "model" to the lexer and to every client). */
 static int
-line_fast_count(const unsigned char *p, size_t n, const char *model, int64_t cnt[3],
+line_fast_count(const unsigned char *p, size_t n, const char *model, int tier, int64_t cnt[3],
     int *texts)
 {
 	const unsigned char *e = p + n, *q, *v, *ve;
@@ -145,6 +146,20 @@ line_fast_count(const unsigned char *p, size_t n, const char *model, int64_t cnt
 		/* and its error event makes a cut of it */
 		if (key == K_TYPE && e - v >= 7 && memcmp(v, "\"error\"", 7) == 0)
 			return -1;
+		/* Anthropic's code execution is charged where a container is
+		 * named (container_seen): rare, lexed */
+		if (key == K_CONTAINER)
+			return -1;
+		/* a tier other than the one seen would set it (if at the top:
+		 * the same tier, or none taken, changes nothing) */
+		if (key == K_SERVICE_TIER && v < e && *v == '"') {
+			if ((ve = str_close(v + 1, e)) == NULL ||
+			    memchr(v + 1, '\\', (size_t)(ve - v - 1)) != NULL ||
+			    usage_tier_name((const char *)v + 1, (size_t)(ve - v - 1)) != tier)
+				return -1;
+			p = ve + 1;
+			continue;
+		}
 		if (v >= e || *v != '"' || (key != K_MODEL && !usage_counted_key(key)))
 			continue;
 		if ((ve = str_close(v + 1, e)) == NULL)
@@ -186,7 +201,7 @@ sse_skip_event(struct kv_usage_scanner *s, const unsigned char *p, size_t n)
 		return 0;
 	if (k > 0 && p[k - 1] == '\r')
 		k--;
-	if (memchr(p, '\r', k) != NULL || line_fast_count(p, k, s->model, cnt, &texts) == -1)
+	if (memchr(p, '\r', k) != NULL || line_fast_count(p, k, s->model, (int)s->usage.tier, cnt, &texts) == -1)
 		return 0;
 	s->json.nbytes += cnt[0];
 	s->json.nhigh += cnt[1];

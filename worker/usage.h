@@ -71,6 +71,7 @@ struct kv_usage_scanner {
 	int64_t		 ws_added;	/* Responses stream: search items added */
 	int64_t		 ws_listed;	/* Responses: items in the final output list */
 	int		 error_event;	/* an SSE "error" event came (Anthropic) */
+	uint64_t	 run_want;	/* the lexer run's WANT (usage_json.h) */
 };
 
 /* Start scanning a response of API; sse when Content-Type is

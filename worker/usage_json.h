@@ -1,8 +1,9 @@
 /* The usage lexer (usage_json.c), shared by the response scanner
  * (usage_scan.c), its SSE framing (usage.c) and the usage-only check
  * (sse_filter.c): a byte-at-a-time JSON state machine, so that any split of
- * the input gives the same result (usage_json_run takes whole tokens where
- * the buffer holds them, with the same transitions), following RFC 8259
+ * the input gives the same result (usage_json_run, in usage_lex.h, takes
+ * whole tokens where the buffer holds them, with the same transitions;
+ * it leaves out the events a client says it does nothing for), following RFC 8259
  * (numbers, literals, escapes, surrogate pairs, no control characters in
  * strings) but not validating UTF-8. It reports events (object open/close, key, string,
  * number, literal) with the current key path, each key interned as one of
@@ -85,16 +86,19 @@ int	usage_json_fail(struct kv_json *j);
  * fed again (it ended a number and starts something else). */
 int	usage_json_step(struct kv_json *j, unsigned char c);
 
-/* Feed P[0..N) from a state between tokens (or at a string's closing
- * quote) up to and including the first token that makes an event, whole
- * tokens at a time, with the same transitions as usage_json_step byte by
- * byte. Returns the bytes taken (0: the step must take the next byte) and
- * sets *EV to the event (EV_NONE if it stopped before one). A key's end is
- * not reported (EV_KEY): its id is in the path, and the run goes on to its
- * value; nor is the end (EV_STR_END) of a string whose client set neither
- * capture nor count at its start, for which the response scanner does
- * nothing. */
-size_t	usage_json_run(struct kv_json *j, const unsigned char *p, size_t n, int *ev);
+/* usage_json_run, the whole-token run: inline, in usage_lex.h. */
+
+/* usage_json_run's WANT: bit K_x set for the key ids whose string values
+ * the client must see begin (EV_STR_BEGIN; with a key id at the string's
+ * level not in it, a whole string is taken with no event, as the step
+ * reads one with neither capture nor count); USAGE_WANT_QUIET for a
+ * client that does nothing on an array's open and close or a literal
+ * (EV_ARR_OPEN, EV_ARR_CLOSE and EV_LIT are then not reported). The step
+ * reports them all, whatever the run was told. */
+#define USAGE_WANT_KEY(k)	(1ULL << (k))
+#define USAGE_WANT_ALL		(~0ULL >> 1)	/* every key, and every event */
+#define USAGE_WANT_QUIET	(1ULL << 63)
+_Static_assert(K_COUNT < 63, "a key id is a bit of WANT below USAGE_WANT_QUIET");
 
 /* Bytes >= 0x80 among P[0..N), added to *HIGH, and the UTF-8 lead bytes
  * among them (one per non-ASCII character), added to *CHARS. */

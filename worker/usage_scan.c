@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "worker/usage_json.h"
+#include "worker/usage_lex.h"
 #include "worker/usage_scan.h"
 
 enum {
@@ -37,6 +38,15 @@ usage_scan_event_reset(struct kv_usage_scanner *s)
 	s->ev_ws = 0;
 }
 
+/* The string values on_string_begin may capture or count, by their key
+ * (a superset: it tells more apart by level and API); for any other it
+ * sets neither, which the lexer's run does by itself without an event.
+ * Nor does on_event act on arrays or literals. */
+#define W(k)	USAGE_WANT_KEY(k)
+#define SCAN_WANT (USAGE_WANT_QUIET | W(K_MODEL) | W(K_TYPE) | W(K_SERVICE_TIER) | \
+	W(K_DELTA) | W(K_CONTENT) | W(K_TEXT) | W(K_ARGUMENTS) | W(K_PARTIAL_JSON) | \
+	W(K_THINKING) | W(K_REFUSAL) | W(K_REASONING_CONTENT))
+
 void
 kv_usage_init(struct kv_usage_scanner *s, enum kv_api api, int sse)
 {
@@ -46,6 +56,7 @@ kv_usage_init(struct kv_usage_scanner *s, enum kv_api api, int sse)
 	s->api = api;
 	s->sse = sse;
 	usage_json_init(&s->json, 1);
+	s->run_want = SCAN_WANT;
 	for (i = 0; i < A_N; i++)
 		s->anth[i] = -1;
 	usage_scan_event_reset(s);
@@ -374,19 +385,27 @@ on_string_begin(struct kv_usage_scanner *s)
 		j->capture = 1;
 }
 
+int
+usage_tier_name(const char *name, size_t len)
+{
+#define IS(lit) (len == sizeof(lit) - 1 && memcmp(name, lit, len) == 0)
+	if (IS("default") || IS("standard"))
+		return KV_TIER_STANDARD;
+	if (IS("priority"))
+		return KV_TIER_PRIORITY;
+	if (IS("flex"))
+		return KV_TIER_FLEX;
+	return KV_TIER_OTHER;
+#undef IS
+}
+
 /* OpenAI's "service_tier" names the tier the response ran on. */
 static int
 tier_of(const struct kv_json *j)
 {
 	if (j->str_bad)
 		return KV_TIER_OTHER;
-	if (strcmp(j->str, "default") == 0 || strcmp(j->str, "standard") == 0)
-		return KV_TIER_STANDARD;
-	if (strcmp(j->str, "priority") == 0)
-		return KV_TIER_PRIORITY;
-	if (strcmp(j->str, "flex") == 0)
-		return KV_TIER_FLEX;
-	return KV_TIER_OTHER;
+	return usage_tier_name(j->str, strlen(j->str));
 }
 
 /* usage_json_run does not report the end of a string started with
@@ -466,7 +485,8 @@ on_event(struct kv_usage_scanner *s, int ev)
 		on_string_end(s);
 		break;
 	case EV_NUM:
-		cand_number(s);
+		if (s->cand_depth != 0 && j->num_ok)	/* cand_number's own test, inline */
+			cand_number(s);
 		break;
 	}
 }
@@ -491,7 +511,7 @@ usage_scan_json(struct kv_usage_scanner *s, const unsigned char *p, size_t n)
 		}
 		/* between tokens, whole tokens at a time (the lexer's
 		 * transitions without a call per byte) */
-		if ((k = usage_json_run(j, p + i, n - i, &ev)) > 0) {
+		if ((k = usage_json_run(j, p + i, n - i, &ev, s->run_want)) > 0) {
 			i += k;
 			if (ev != EV_NONE)
 				on_event(s, ev);

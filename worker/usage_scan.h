@@ -19,4 +19,7 @@ void	usage_scan_event_reset(struct kv_usage_scanner *s);
  * "reasoning_content"). */
 int	usage_counted_key(int key);
 
+/* The tier (KV_TIER_*) a "service_tier" value NAME[0..LEN) names. */
+int	usage_tier_name(const char *name, size_t len);
+
 #endif

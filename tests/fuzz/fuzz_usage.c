@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "worker/usage.h"
+#include "worker/usage_json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -26,6 +27,10 @@ scan(enum kv_api api, int sse, const char *body, size_t len, size_t split,
 
 	kv_usage_init(s, api, sse);
 	if (bytewise) {
+		/* the reference: the lexer's run reports every event, so
+		 * on_string_begin sees every string the whole feed's run
+		 * takes quietly (usage_json_run's WANT) */
+		s->run_want = USAGE_WANT_ALL;
 		for (i = 0; i < len; i++)
 			kv_usage_feed(s, body + i, 1);
 		return;
