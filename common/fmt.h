@@ -8,19 +8,31 @@
 #include <stdint.h>
 #include <string.h>
 
+/* "00" to "99": two digits a division, half the divisions of one a time. */
+static const char kv_fmt_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
 /* The decimal digits of v at out, no NUL; returns how many (1 to 20). */
 static inline size_t
 kv_fmt_u64(char *out, uint64_t v)
 {
 	char tmp[20];
-	size_t n = 0, i;
+	size_t i = sizeof(tmp), n;
 
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
-	for (i = 0; i < n; i++)
-		out[i] = tmp[n - 1 - i];
+	while (v >= 100) {
+		i -= 2;
+		memcpy(tmp + i, kv_fmt_pairs + 2 * (v % 100), 2);
+		v /= 100;
+	}
+	if (v >= 10) {
+		i -= 2;
+		memcpy(tmp + i, kv_fmt_pairs + 2 * v, 2);
+	} else
+		tmp[--i] = (char)('0' + v);
+	n = sizeof(tmp) - i;
+	memcpy(out, tmp + i, n);
 	return n;
 }
 
@@ -38,10 +50,13 @@ kv_fmt_i64(char *out, int64_t v)
 static inline void
 kv_fmt_u64_pad(char *out, uint64_t v, size_t width)
 {
-	while (width-- > 0) {
-		out[width] = (char)('0' + v % 10);
-		v /= 10;
+	while (width >= 2) {
+		width -= 2;
+		memcpy(out + width, kv_fmt_pairs + 2 * (v % 100), 2);
+		v /= 100;
 	}
+	if (width == 1)
+		out[0] = (char)('0' + v % 10);
 }
 
 /* A line built in a caller's buffer of cap bytes: what does not fit is

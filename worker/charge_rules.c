@@ -51,7 +51,11 @@ kv_charge_cost(const struct kv_config *cf, const struct kv_price *body_price,
 			*flags |= KV_CHARGE_RESP_UNPRICED;
 	}
 	take(body_price, u, &best, priced, flags);
-	take(pr, u, &best, priced, flags);
+	/* The response's model priced by the same section (a glob such as
+	 * [price gpt-4o-mini*] matches the dated name a response gives): the
+	 * same inputs, the same cost, which cannot be dearer; priced once. */
+	if (pr != body_price)
+		take(pr, u, &best, priced, flags);
 	if (*priced == NULL) {
 		*flags |= KV_CHARGE_NO_PRICE;
 		return 0;
