@@ -167,14 +167,42 @@ rates_for(const struct kv_price *p, const struct kv_usage *u, struct rates *r)
 		rates_dearest(r, p);
 }
 
+/* The cost of usage that has input and output tokens only, at the
+ * standard tier and below any long-context threshold (nearly every
+ * request, and every reservation but a tiered one): the formula of
+ * kv_cost with every other term 0. Returns 0 or -1 as kv_cost, or 1 when
+ * the usage is not of that kind and needs the whole formula. */
+static int
+cost_plain(const struct kv_price *p, const struct kv_usage *u, int64_t *cost)
+{
+	i128 q;
+
+	if ((u->cached_input | u->cache_write | u->cache_write_1h | u->audio_input |
+	    u->audio_output | u->reasoning | u->web_search | u->web_fetch |
+	    u->code_exec_ms) != 0 || u->tier != KV_TIER_STANDARD ||
+	    (p->long_context_threshold > 0 && u->input > p->long_context_threshold))
+		return 1;
+	if ((u->input | u->output | p->input | p->output) < 0)
+		return -1;
+	/* each product < 2^126: their sum cannot leave 127 bits */
+	q = ceil_div((i128)u->input * p->input + (i128)u->output * p->output, PER_TOKENS);
+	if (q > INT64_MAX)
+		return -1;
+	*cost = (int64_t)q;
+	return 0;
+}
+
 int
 kv_cost(const struct kv_price *p, const struct kv_usage *u, int64_t *cost)
 {
 	struct rates r;
 	int64_t uncached, fees;
 	i128 sum = 0, q;
+	int rc;
 
 	*cost = INT64_MAX;
+	if ((rc = cost_plain(p, u, cost)) != 1)
+		return rc;
 	if (u->input < 0 || u->output < 0 || u->cached_input < 0 ||
 	    u->cache_write < 0 || u->cache_write_1h < 0 || u->audio_input < 0 ||
 	    u->audio_output < 0 || u->reasoning < 0 || p->input < 0 || p->output < 0)

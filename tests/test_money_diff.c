@@ -172,6 +172,10 @@ same_cost(const struct kv_price *p, const struct kv_usage *u)
 		    (long long)u->web_fetch, (long long)u->code_exec_ms, (long long)p->input,
 		    (long long)p->output, ra, (long long)a, rb, (long long)b, qa, (long long)fa,
 		    qb, (long long)fb);
+		fprintf(stderr, "  audio %lld/%lld reasoning %lld; long context %lld at %lld\n",
+		    (long long)u->audio_input, (long long)u->audio_output,
+		    (long long)u->reasoning, (long long)p->long_context_threshold,
+		    (long long)p->long_context_input);
 		unit_fail++;
 	} else
 		unit_pass++;
