@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/money.h"
 #include "common/pricetab.h"
+#include "worker/charge_rules.h"
 #include "worker/endpoints.h"
 #include "worker/leasewait.h"
 #include "worker/request_head.h"
@@ -229,7 +230,7 @@ price_of(struct kv_conn *c, enum step *st)
 	const struct kv_config *cf = c->w->cf;
 	const struct kv_price *p, *older;
 
-	p = c->price = kv_price_lookup(cf, c->ri.model, NULL, &older);
+	p = c->price = kv_charge_price(cf, c->ri.model, &older);
 	if (older != NULL)
 		note_older_family(c->ri.model, older);
 	if (older != NULL && p != NULL)

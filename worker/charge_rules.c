@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/pricetab.h"
 #include "worker/charge_rules.h"
 
 static int
@@ -77,4 +78,51 @@ int64_t
 kv_charge_cut_output(int64_t reserved, int64_t seen)
 {
 	return reserved > seen ? reserved : seen;
+}
+
+/* The last few names this worker priced: admission and settlement look
+ * up the same names request after request, and kv_price_lookup is a
+ * binary search and a glob match each time. A worker's config never
+ * changes under it (a reload starts new workers), so a name and the
+ * config it was looked up in always find the same section. Names that
+ * do not fit are looked up every time; strangers' names only evict. */
+#define PRICE_MEMO	4
+#define PRICE_NAME	128
+
+static struct {
+	const struct kv_config	*cf;
+	const struct kv_price	*p, *older;
+	size_t			 len;
+	char			 name[PRICE_NAME];
+} memo[PRICE_MEMO];
+static unsigned memo_next;
+
+const struct kv_price *
+kv_charge_price(const struct kv_config *cf, const char *model, const struct kv_price **older)
+{
+	const struct kv_price *p, *o;
+	size_t len, i;
+
+	if (model == NULL)
+		return kv_price_lookup(cf, model, NULL, older);
+	len = strnlen(model, PRICE_NAME);
+	for (i = 0; i < PRICE_MEMO; i++) {
+		if (memo[i].cf != cf || memo[i].len != len || memcmp(memo[i].name, model, len) != 0)
+			continue;
+		if (older != NULL)
+			*older = memo[i].older;
+		return memo[i].p;
+	}
+	p = kv_price_lookup(cf, model, NULL, &o);
+	if (len < PRICE_NAME) {
+		i = memo_next++ % PRICE_MEMO;
+		memo[i].cf = cf;
+		memo[i].p = p;
+		memo[i].older = o;
+		memo[i].len = len;
+		memcpy(memo[i].name, model, len);
+	}
+	if (older != NULL)
+		*older = o;
+	return p;
 }

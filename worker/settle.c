@@ -141,7 +141,7 @@ charge(struct kv_conn *c, struct kv_usage *u, const char **model,
 
 	*model = c->scan_on && c->scan.model[0] ? c->scan.model : c->ri.model;
 	named = kv_charge_resp_named(*model, c->ri.model);
-	*mprice = named ? kv_config_price(c->w->cf, *model) : c->price;
+	*mprice = named ? kv_charge_price(c->w->cf, *model, NULL) : c->price;
 	if (!charge_usage(c, u))
 		return 0;
 	kv_charge_implied_calls(c->api, *model, u);
