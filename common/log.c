@@ -44,7 +44,6 @@ log_stamp(const struct timespec *ts)
 
 /* Format one line, newline included, into buf[KV_LOG_LINE]; returns its
  * length. */
-#define KV_LOG_LINE 2048
 static size_t
 log_format(char *buf, const char *level, const char *id, const char *fmt, va_list ap,
     const char *suffix)
@@ -165,8 +164,8 @@ access_put(const char *line, size_t n)
 
 /* The prefix log_format would write for an access line, by hand: "STAMP.mmmZ
  * [access] ROLE[PID] ". Returns its length (< 160). */
-static size_t
-access_prefix(char *buf)
+size_t
+kv_log_access_begin(char *buf)
 {
 	struct timespec ts;
 	struct kv_sb b = { buf, 0, 160 };
@@ -185,36 +184,60 @@ access_prefix(char *buf)
 }
 
 void
-kv_log_access_text(const char *text, size_t n)
+kv_log_access_end(char *buf, size_t len)
 {
-	char buf[KV_LOG_LINE];
-	size_t len = access_prefix(buf);
-
-	if (n > KV_LOG_LINE - 1 - len)
-		n = KV_LOG_LINE - 1 - len;
-	memcpy(buf + len, text, n);
-	len += n;
+	if (len > KV_LOG_LINE - 1)
+		len = KV_LOG_LINE - 1;
 	buf[len++] = '\n';
 	access_put(buf, len);
 }
 
+void
+kv_log_access_text(const char *text, size_t n)
+{
+	char buf[KV_LOG_LINE];
+	size_t len = kv_log_access_begin(buf);
+
+	if (n > KV_LOG_LINE - 1 - len)
+		n = KV_LOG_LINE - 1 - len;
+	memcpy(buf + len, text, n);
+	kv_log_access_end(buf, len + n);
+}
+
+/* The bytes kv_log_escape keeps as they are: printable ASCII but space,
+ * '"' and '\\' (a table: one load a byte instead of four compares). */
+#define KEEP1(c)	((c) > 0x20 && (c) < 0x7f && (c) != '"' && (c) != '\\')
+#define KEEP4(c)	KEEP1(c), KEEP1((c) + 1), KEEP1((c) + 2), KEEP1((c) + 3)
+#define KEEP16(c)	KEEP4(c), KEEP4((c) + 4), KEEP4((c) + 8), KEEP4((c) + 12)
+#define KEEP64(c)	KEEP16(c), KEEP16((c) + 16), KEEP16((c) + 32), KEEP16((c) + 48)
+static const unsigned char esc_keep[256] = {
+	KEEP64(0), KEEP64(64), KEEP64(128), KEEP64(192)
+};
+
 const char *
 kv_log_escape(const char *s, size_t n, char *out, size_t outlen)
+{
+	(void)kv_log_escape_len(s, n, out, outlen);
+	return out;
+}
+
+size_t
+kv_log_escape_len(const char *s, size_t n, char *out, size_t outlen)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t i, o = 0;
 	unsigned char ch;
 
 	if (outlen == 0)
-		return out;
+		return 0;
 	for (i = 0; s != NULL && i < n && s[i] != '\0'; i++) {
 		size_t r = i, take;
 
 		/* a run of bytes kept as they are goes in one copy (three
 		 * fields of every access line; a byte at a time cost ~22
-		 * instructions a byte) */
-		while (r < n && (ch = (unsigned char)s[r]) > 0x20 && ch < 0x7f && ch != '"' &&
-		    ch != '\\')
+		 * instructions a byte); NUL is not kept, so the run stops
+		 * there too */
+		while (r < n && esc_keep[(unsigned char)s[r]])
 			r++;
 		if (r > i) {
 			take = r - i;
@@ -238,7 +261,7 @@ kv_log_escape(const char *s, size_t n, char *out, size_t outlen)
 		out[o++] = hex[ch & 0xf];
 	}
 	out[o] = '\0';
-	return out;
+	return o;
 cut:
 	/* Room for "..." by construction of the checks above: back off. */
 	while (o > 0 && o + 4 > outlen)
@@ -247,6 +270,8 @@ cut:
 		memcpy(out + o, "...", 3);
 		o += 3;
 	}
-	out[o < outlen ? o : outlen - 1] = '\0';
-	return out;
+	if (o >= outlen)
+		o = outlen - 1;
+	out[o] = '\0';
+	return o;
 }

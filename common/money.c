@@ -279,16 +279,14 @@ kv_format_usd(int64_t nusd, char *buf, size_t len)
 {
 	uint64_t mag = nusd < 0 ? -(uint64_t)nusd : (uint64_t)nusd;
 	uint64_t micro = mag / 1000;
-	const char *sign = nusd < 0 && micro != 0 ? "-" : "";
-
 	char tmp[32];
-	size_t n;
+	size_t n = 0;
 
 	if (len == 0)
 		return;
 	/* by hand: twice per request (a header and the access line) */
-	n = strlen(sign);
-	memcpy(tmp, sign, n);
+	if (nusd < 0 && micro != 0)
+		tmp[n++] = '-';
 	n += kv_fmt_u64(tmp + n, micro / 1000000);
 	tmp[n++] = '.';
 	kv_fmt_u64_pad(tmp + n, micro % 1000000, 6);
