@@ -363,6 +363,20 @@ test_reserve_settle(void)
 	CHECK(m != NULL && strlen(m->name) == KV_MODEL_NAME - 1);
 	CHECK(kv_ledger_model(&l, longname) == m);
 	CHECK_INT(atomic_load(&l.hdr->models_used), 2);
+	/* the row found last is remembered: names in turn, a longer name
+	 * cut to the same row, a name one byte apart, each its own row */
+	longname[KV_MODEL_NAME + 3] = '\0';
+	CHECK(kv_ledger_model(&l, longname) == m);
+	longname[KV_MODEL_NAME - 2] = 'y';
+	CHECK(kv_ledger_model(&l, longname) != m);
+	longname[KV_MODEL_NAME - 2] = 'x';
+	CHECK(kv_ledger_model(&l, "gpt-4o-mini") != m);
+	CHECK(kv_ledger_model(&l, "gpt-4o-mini") == kv_ledger_model(&l, "gpt-4o-mini"));
+	CHECK_STR(kv_ledger_model(&l, "gpt-4o-mini")->name, "gpt-4o-mini");
+	CHECK(kv_ledger_model(&l, "gpt-4o") != kv_ledger_model(&l, "gpt-4o-mini"));
+	CHECK_STR(kv_ledger_model(&l, "gpt-4o")->name, "gpt-4o");
+	CHECK(kv_ledger_model(&l, longname) == m);
+	CHECK_INT(atomic_load(&l.hdr->models_used), 4);
 
 	/* A worker slot with every reservation in use refuses with -2. */
 	atomic_store(&a->budget_nusd, INT64_MAX);
