@@ -14,25 +14,33 @@ static const char kv_fmt_pairs[201] =
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
 
-/* The decimal digits of v at out, no NUL; returns how many (1 to 20). */
+/* 10^i, for counting digits without dividing. */
+static const uint64_t kv_fmt_pow10[20] = {
+	1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+	100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL,
+	10000000000000ULL, 100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL,
+	100000000000000000ULL, 1000000000000000000ULL, 10000000000000000000ULL,
+};
+
+/* The decimal digits of v at out, no NUL; returns how many (1 to 20).
+ * Counted first, then written from the last, in place: no copy. */
 static inline size_t
 kv_fmt_u64(char *out, uint64_t v)
 {
-	char tmp[20];
-	size_t i = sizeof(tmp), n;
+	size_t n = 1, i;
 
+	while (n < 20 && v >= kv_fmt_pow10[n])
+		n++;
+	i = n;
 	while (v >= 100) {
 		i -= 2;
-		memcpy(tmp + i, kv_fmt_pairs + 2 * (v % 100), 2);
+		memcpy(out + i, kv_fmt_pairs + 2 * (v % 100), 2);
 		v /= 100;
 	}
-	if (v >= 10) {
-		i -= 2;
-		memcpy(tmp + i, kv_fmt_pairs + 2 * v, 2);
-	} else
-		tmp[--i] = (char)('0' + v);
-	n = sizeof(tmp) - i;
-	memcpy(out, tmp + i, n);
+	if (v >= 10)
+		memcpy(out + i - 2, kv_fmt_pairs + 2 * v, 2);
+	else
+		out[i - 1] = (char)('0' + v);
 	return n;
 }
 
@@ -70,8 +78,14 @@ struct kv_sb {
 static inline void
 kv_sb_put(struct kv_sb *b, const char *s, size_t n)
 {
-	if (n > b->cap - b->len)
-		n = b->cap - b->len;
+	/* Apart, the copy that fits: a piece of constant length (a literal)
+	 * is then copied inline, not through a call to memcpy. */
+	if (n <= b->cap - b->len) {
+		memcpy(b->p + b->len, s, n);
+		b->len += n;
+		return;
+	}
+	n = b->cap - b->len;
 	memcpy(b->p + b->len, s, n);
 	b->len += n;
 }
@@ -87,6 +101,10 @@ kv_sb_u64(struct kv_sb *b, uint64_t v)
 {
 	char d[20];
 
+	if (b->cap - b->len >= sizeof(d)) {	/* room for any: in place */
+		b->len += kv_fmt_u64(b->p + b->len, v);
+		return;
+	}
 	kv_sb_put(b, d, kv_fmt_u64(d, v));
 }
 
@@ -95,6 +113,10 @@ kv_sb_i64(struct kv_sb *b, int64_t v)
 {
 	char d[20];
 
+	if (b->cap - b->len >= sizeof(d)) {
+		b->len += kv_fmt_i64(b->p + b->len, v);
+		return;
+	}
 	kv_sb_put(b, d, kv_fmt_i64(d, v));
 }
 

@@ -298,6 +298,8 @@ test_format(void)
 		v = next() >> (next() % 64);
 		if (i < 64)
 			v = i < 32 ? (uint64_t)i : UINT64_MAX - (uint64_t)(i - 32);
+		else if (i < 64 + 3 * 20)	/* either side of each power of ten */
+			v = ref_pow10((i - 64) / 3) + (uint64_t)((i - 64) % 3) - 1;
 		na = kv_fmt_u64(a, v);
 		nb = ref_fmt_u64(b, v);
 		CHECK(na == nb && memcmp(a, b, na) == 0);
