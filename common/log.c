@@ -14,29 +14,38 @@
 
 static char log_role[32] = "kilovolt";
 static pid_t log_pid;		/* set with the role: a worker sets both after fork */
+/* "Z [access] ROLE[PID] ", the part of an access line's prefix after the
+ * milliseconds, made once the role and pid are set (0: not made) */
+static char access_tail[80];
+static size_t access_tail_len;
 
 void
 kv_log_set_role(const char *role)
 {
 	snprintf(log_role, sizeof(log_role), "%s", role);
 	log_pid = getpid();
+	access_tail_len = 0;
 }
 
 /* "YYYY-MM-DDTHH:MM:SS" for ts, formatted once a second: a worker writes an
  * access line per request, and gmtime_r plus six %02d per line cost more
  * than the rest of the line. */
+static char stamp[64];
+static size_t stamp_len;
+
 static const char *
 log_stamp(const struct timespec *ts)
 {
-	static char stamp[64];
 	static time_t stamp_sec = -1;
 	struct tm tm;
+	int n;
 
 	if (ts->tv_sec != stamp_sec) {
 		gmtime_r(&ts->tv_sec, &tm);
-		snprintf(stamp, sizeof(stamp), "%04d-%02d-%02dT%02d:%02d:%02d",
+		n = snprintf(stamp, sizeof(stamp), "%04d-%02d-%02dT%02d:%02d:%02d",
 		    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
 		    tm.tm_min, tm.tm_sec);
+		stamp_len = n < 0 ? 0 : (size_t)n < sizeof(stamp) ? (size_t)n : sizeof(stamp) - 1;
 		stamp_sec = ts->tv_sec;
 	}
 	return stamp;
@@ -162,25 +171,43 @@ access_put(const char *line, size_t n)
 	access_len += n;
 }
 
-/* The prefix log_format would write for an access line, by hand: "STAMP.mmmZ
- * [access] ROLE[PID] ". Returns its length (< 160). */
-size_t
-kv_log_access_begin(char *buf)
+/* "Z [access] ROLE[PID] " at buf (80 bytes); returns its length. */
+static size_t
+access_tail_make(char *buf)
 {
-	struct timespec ts;
-	struct kv_sb b = { buf, 0, 160 };
+	struct kv_sb b = { buf, 0, 80 };
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	kv_sb_str(&b, log_stamp(&ts));
-	kv_sb_put(&b, ".", 1);
-	kv_fmt_u64_pad(buf + b.len, (uint64_t)(ts.tv_nsec / 1000000), 3);
-	b.len += 3;
 	kv_sb_put(&b, "Z [access] ", 11);
 	kv_sb_str(&b, log_role);
 	kv_sb_put(&b, "[", 1);
 	kv_sb_i64(&b, log_pid != 0 ? log_pid : getpid());
 	kv_sb_put(&b, "] ", 2);
 	return b.len;
+}
+
+/* The prefix log_format would write for an access line, by hand: "STAMP.mmmZ
+ * [access] ROLE[PID] ", of a stamp made once a second and a tail made once
+ * (while no role is set, the pid is asked each time, as log_format does).
+ * Returns its length (< 160). */
+size_t
+kv_log_access_begin(char *buf)
+{
+	struct timespec ts;
+	size_t len;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	(void)log_stamp(&ts);
+	memcpy(buf, stamp, stamp_len);
+	len = stamp_len;
+	buf[len++] = '.';
+	kv_fmt_u64_pad(buf + len, (uint64_t)(ts.tv_nsec / 1000000), 3);
+	len += 3;
+	if (log_pid == 0)
+		return len + access_tail_make(buf + len);
+	if (access_tail_len == 0)
+		access_tail_len = access_tail_make(access_tail);
+	memcpy(buf + len, access_tail, access_tail_len);
+	return len + access_tail_len;
 }
 
 void
@@ -237,6 +264,10 @@ kv_log_escape_len(const char *s, size_t n, char *out, size_t outlen)
 		 * fields of every access line; a byte at a time cost ~22
 		 * instructions a byte); NUL is not kept, so the run stops
 		 * there too */
+		while (r + 4 <= n && esc_keep[(unsigned char)s[r]] &&
+		    esc_keep[(unsigned char)s[r + 1]] && esc_keep[(unsigned char)s[r + 2]] &&
+		    esc_keep[(unsigned char)s[r + 3]])
+			r += 4;		/* && stops at a NUL: nothing past it is read */
 		while (r < n && esc_keep[(unsigned char)s[r]])
 			r++;
 		if (r > i) {

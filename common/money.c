@@ -274,23 +274,36 @@ kv_cost_fees_unpriced(const struct kv_price *p, const struct kv_usage *u)
 
 /* Truncates toward zero to the micro-dollar: -1 nUSD prints "0.000000",
  * -1000 nUSD prints "-0.000001". */
-void
-kv_format_usd(int64_t nusd, char *buf, size_t len)
+size_t
+kv_fmt_usd(char *out, int64_t nusd)
 {
 	uint64_t mag = nusd < 0 ? -(uint64_t)nusd : (uint64_t)nusd;
 	uint64_t micro = mag / 1000;
-	char tmp[32];
 	size_t n = 0;
+
+	/* by hand: twice per request (a header and the access line) */
+	if (nusd < 0 && micro != 0)
+		out[n++] = '-';
+	n += kv_fmt_u64(out + n, micro / 1000000);
+	out[n++] = '.';
+	kv_fmt_u64_pad(out + n, micro % 1000000, 6);
+	return n + 6;
+}
+
+void
+kv_format_usd(int64_t nusd, char *buf, size_t len)
+{
+	char tmp[32];
+	size_t n;
 
 	if (len == 0)
 		return;
-	/* by hand: twice per request (a header and the access line) */
-	if (nusd < 0 && micro != 0)
-		tmp[n++] = '-';
-	n += kv_fmt_u64(tmp + n, micro / 1000000);
-	tmp[n++] = '.';
-	kv_fmt_u64_pad(tmp + n, micro % 1000000, 6);
-	n += 6;
+	if (len > KV_USD_MAX) {		/* room for any: in place */
+		n = kv_fmt_usd(buf, nusd);
+		buf[n] = '\0';
+		return;
+	}
+	n = kv_fmt_usd(tmp, nusd);
 	if (n > len - 1)
 		n = len - 1;
 	memcpy(buf, tmp, n);

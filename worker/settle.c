@@ -277,7 +277,7 @@ static void
 access_line(const struct kv_conn *c, const struct kv_usage *u, const char *model,
     int64_t cost)
 {
-	char buf[KV_LOG_LINE], usd[32];
+	char buf[KV_LOG_LINE], usd[KV_USD_MAX];
 	struct kv_sb b = { buf, 0, KV_LOG_LINE - 1 };
 
 	b.len = kv_log_access_begin(buf);
@@ -307,8 +307,10 @@ access_line(const struct kv_conn *c, const struct kv_usage *u, const char *model
 	kv_sb_put(&b, "/", 1);
 	kv_sb_i64(&b, u->output);
 	kv_sb_str(&b, " cost=$");
-	kv_format_usd(cost, usd, sizeof(usd));
-	kv_sb_str(&b, usd);
+	if (b.cap - b.len >= KV_USD_MAX)
+		b.len += kv_fmt_usd(b.p + b.len, cost);
+	else
+		kv_sb_put(&b, usd, kv_fmt_usd(usd, cost));
 	if (u->estimated)
 		kv_sb_str(&b, " estimated");
 	if (c->cut)
