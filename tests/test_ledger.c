@@ -266,6 +266,18 @@ test_accounts(void)
 	kv_key_id(h1, id);
 	CHECK_STR(id, "ba7816bf8f01");
 	CHECK(h1[31] == 0xad);
+	/* every byte value in every place, against printf */
+	for (i = 0; i < 256; i++) {
+		char want[13];
+
+		memset(h, 0, sizeof(h));
+		h[i % 6] = (uint8_t)i;
+		h[5 - i % 6] = (uint8_t)(255 - i);
+		kv_key_id(h, id);
+		snprintf(want, sizeof(want), "%02x%02x%02x%02x%02x%02x", h[0], h[1], h[2], h[3],
+		    h[4], h[5]);
+		CHECK_STR(id, want);
+	}
 	hash_of("sk-other", h2);
 
 	CHECK_INT(open_new(&l, 4), 0);
