@@ -67,6 +67,38 @@ kv_fmt_u64_pad(char *out, uint64_t v, size_t width)
 		out[0] = (char)('0' + v % 10);
 }
 
+/* "00" to "ff": the two hex digits of each byte value. */
+static const char kv_fmt_hex_pairs[513] =
+    "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+    "202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
+    "404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
+    "606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
+    "808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
+    "a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
+    "c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
+    "e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+
+/* v as 16 lowercase hex digits at out, no NUL ("%016llx"): a table load a
+ * byte. */
+static inline void
+kv_fmt_hex64(char *out, uint64_t v)
+{
+	int i;
+
+	for (i = 7; i >= 0; i--, v >>= 8)
+		memcpy(out + 2 * i, kv_fmt_hex_pairs + 2 * (v & 0xff), 2);
+}
+
+/* The n bytes at p as 2n lowercase hex digits at out, no NUL. */
+static inline void
+kv_fmt_hex_bytes(char *out, const unsigned char *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		memcpy(out + 2 * i, kv_fmt_hex_pairs + 2 * p[i], 2);
+}
+
 /* A line built in a caller's buffer of cap bytes: what does not fit is
  * dropped (len stops at cap), as snprintf would cut it. No NUL is kept. */
 struct kv_sb {

@@ -254,8 +254,8 @@ all_kept(const char *s, size_t n)
 		ok = esc_keep[p[i]] & esc_keep[p[i + 1]] & esc_keep[p[i + 2]] &
 		    esc_keep[p[i + 3]] & esc_keep[p[i + 4]] & esc_keep[p[i + 5]] &
 		    esc_keep[p[i + 6]] & esc_keep[p[i + 7]];
-	for (; i < n && ok; i++)
-		ok = esc_keep[p[i]];
+	for (; i < n; i++)	/* at most seven */
+		ok &= esc_keep[p[i]];
 	return ok != 0;
 }
 

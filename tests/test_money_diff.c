@@ -306,6 +306,22 @@ test_format(void)
 		na = kv_fmt_i64(a, (int64_t)v);
 		nb = ref_fmt_i64(b, (int64_t)v);
 		CHECK(na == nb && memcmp(a, b, na) == 0);
+		{
+			char hx[17], hw[17];
+			unsigned char by[8];
+			size_t k;
+
+			kv_fmt_hex64(hx, v);
+			hx[16] = '\0';
+			snprintf(hw, sizeof(hw), "%016llx", (unsigned long long)v);
+			CHECK(strcmp(hx, hw) == 0);
+			for (k = 0; k < 8; k++)
+				by[k] = (unsigned char)(v >> (8 * k));
+			kv_fmt_hex_bytes(hx, by, 8);
+			for (k = 0; k < 8; k++)
+				snprintf(hw + 2 * k, 3, "%02x", by[k]);
+			CHECK(memcmp(hx, hw, 16) == 0);
+		}
 		len = 1 + next() % 20;
 		if (len < 20)
 			v %= ref_pow10(len);
