@@ -277,7 +277,11 @@ kv_log_escape_len(const char *s, size_t n, char *out, size_t outlen)
 		return 0;
 	/* up to the NUL: then a byte past n is never read, and most fields
 	 * (every byte kept, room for all) are one check and one copy */
-	n = s != NULL ? strnlen(s, n) : 0;
+	if (s == NULL) {
+		out[0] = '\0';
+		return 0;
+	}
+	n = strnlen(s, n);
 	if (n < outlen && all_kept(s, n)) {
 		memcpy(out, s, n);
 		out[n] = '\0';

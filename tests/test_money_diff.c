@@ -143,7 +143,8 @@ random_usage(struct kv_usage *u)
 	if (next() % 2) {
 		u->cached_input = count(u->input / 2);
 		u->cache_write = count(u->input / 4);
-		u->cache_write_1h = count(u->cache_write + 1);
+		u->cache_write_1h = count(u->cache_write < INT64_MAX ? u->cache_write + 1 :
+		    u->cache_write);
 		u->audio_input = count(u->input / 4);
 		u->audio_output = count(u->output / 2);
 		u->reasoning = count(u->output / 2);
