@@ -23,6 +23,7 @@
 #include "shm/history.h"
 #include "shm/incarnation.h"
 #include "shm/ledger.h"
+#include "shm/repair.h"
 #include "tests/unit.h"
 
 static char tmpdir[64];
@@ -312,6 +313,21 @@ test_accounts(void)
 	hash_of("k1", h);
 	CHECK(kv_ledger_account(&l, h, 0, NULL, 0) == c);
 	CHECK_INT(atomic_load(&l.hdr->accounts_used), 4);
+	/* the slot found last is found again only while it is this key's:
+	 * retired, the key is not found, and made anew where the probe puts it */
+	CHECK(kv_ledger_account(&l, h1, 0, NULL, 0) == a);
+	kv_account_retire(&l, a);
+	CHECK(kv_ledger_account(&l, h1, 0, NULL, 0) == NULL);
+	CHECK(kv_ledger_account(&l, h2, 0, NULL, 0) == b);
+	CHECK(kv_ledger_account(&l, h1, 0, NULL, 0) == NULL);
+	a = kv_ledger_account(&l, h1, 1, NULL, 9);
+	CHECK(a != NULL && memcmp(a->hash, h1, 32) == 0 &&
+	    atomic_load(&a->state) == KV_SLOT_READY);
+	CHECK(a != NULL && atomic_load(&a->budget_nusd) == 9);
+	CHECK(kv_ledger_account(&l, h1, 0, NULL, 0) == a);
+	CHECK(kv_ledger_account(&l, h2, 0, NULL, 0) == b);
+	l.account_memo = 4242;	/* out of the table: ignored */
+	CHECK(kv_ledger_account(&l, h2, 0, NULL, 0) == b);
 	kv_ledger_close(&l);
 }
 
