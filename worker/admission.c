@@ -300,16 +300,17 @@ reserve(struct kv_conn *c)
 static int
 scan_done(struct kv_conn *c, const char **msg)
 {
-	memset(&c->ri, 0, sizeof(c->ri));
-	c->ri.max_output = -1;
-	c->ri.mult = 1;
-	if (c->rs == NULL)
-		return 0;
-	if (kv_reqscan_finish(c->rs) == -1) {
+	if (c->rs == NULL || kv_reqscan_finish(c->rs) == -1) {
+		/* nothing said: no limits, one choice */
+		memset(&c->ri, 0, sizeof(c->ri));
+		c->ri.max_output = -1;
+		c->ri.mult = 1;
+		if (c->rs == NULL)
+			return 0;
 		*msg = c->rs->err;
 		return 400;
 	}
-	c->ri = c->rs->ri;
+	c->ri = c->rs->ri;	/* whole: nothing of the default survives it */
 	free(c->rs);
 	c->rs = NULL;
 	return 0;
