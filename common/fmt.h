@@ -27,10 +27,13 @@ static const uint64_t kv_fmt_pow10[20] = {
 static inline size_t
 kv_fmt_u64(char *out, uint64_t v)
 {
-	size_t n = 1, i;
+	/* the bit length gives floor(log10) or one more (1233 / 4096 is
+	 * just above log10(2)); one compare settles which; v | 1 makes 0 a
+	 * digit long and moves no other count */
+	uint64_t w = v | 1;
+	size_t t = ((size_t)(64 - __builtin_clzll(w)) * 1233) >> 12;
+	size_t n = t + 1 - (w < kv_fmt_pow10[t]), i;
 
-	while (n < 20 && v >= kv_fmt_pow10[n])
-		n++;
 	i = n;
 	while (v >= 100) {
 		i -= 2;
@@ -95,7 +98,11 @@ kv_fmt_hex_bytes(char *out, const unsigned char *p, size_t n)
 {
 	size_t i;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i + 2 <= n; i += 2) {	/* two a step: the loop costs more than the copy */
+		memcpy(out + 2 * i, kv_fmt_hex_pairs + 2 * p[i], 2);
+		memcpy(out + 2 * i + 2, kv_fmt_hex_pairs + 2 * p[i + 1], 2);
+	}
+	if (i < n)
 		memcpy(out + 2 * i, kv_fmt_hex_pairs + 2 * p[i], 2);
 }
 

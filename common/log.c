@@ -167,7 +167,9 @@ access_put(const char *line, size_t n)
 		log_write(line, n);
 		return;
 	}
-	memcpy(access_buf + access_len, line, n);
+	/* memmove: a line built in the batch (kv_log_access_begin) may sit
+	 * past a flush that moved the batch's end back */
+	memmove(access_buf + access_len, line, n);
 	access_len += n;
 }
 
@@ -189,8 +191,8 @@ access_tail_make(char *buf)
  * [access] ROLE[PID] ", of a stamp made once a second and a tail made once
  * (while no role is set, the pid is asked each time, as log_format does).
  * Returns its length (< 160). */
-size_t
-kv_log_access_begin(char *buf)
+static size_t
+access_prefix(char *buf)
 {
 	struct timespec ts;
 	size_t len;
@@ -210,25 +212,43 @@ kv_log_access_begin(char *buf)
 	return len + access_tail_len;
 }
 
+char *
+kv_log_access_begin(char *line, size_t *plen)
+{
+	char *buf = line;
+
+	/* in the batch when a whole line fits after what waits there, where
+	 * access_put would have copied it without a flush: no copy */
+	if (access_batch && sizeof(access_buf) - access_len >= KV_LOG_LINE)
+		buf = access_buf + access_len;
+	*plen = access_prefix(buf);
+	return buf;
+}
+
 void
-kv_log_access_end(char *buf, size_t len)
+kv_log_access_end(char *line, size_t len)
 {
 	if (len > KV_LOG_LINE - 1)
 		len = KV_LOG_LINE - 1;
-	buf[len++] = '\n';
-	access_put(buf, len);
+	line[len++] = '\n';
+	if (line == access_buf + access_len && access_len + len <= sizeof(access_buf)) {
+		access_len += len;	/* built in place */
+		return;
+	}
+	access_put(line, len);
 }
 
 void
 kv_log_access_text(const char *text, size_t n)
 {
 	char buf[KV_LOG_LINE];
-	size_t len = kv_log_access_begin(buf);
+	size_t len;
+	char *line = kv_log_access_begin(buf, &len);
 
 	if (n > KV_LOG_LINE - 1 - len)
 		n = KV_LOG_LINE - 1 - len;
-	memcpy(buf + len, text, n);
-	kv_log_access_end(buf, len + n);
+	memcpy(line + len, text, n);
+	kv_log_access_end(line, len + n);
 }
 
 /* The bytes kv_log_escape keeps as they are: printable ASCII but space,

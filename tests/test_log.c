@@ -121,12 +121,18 @@ test_access_in_place(void)
 	for (n = 0; n < sizeof(text); n++)
 		text[n] = (char)('a' + n % 26);
 	for (n = 0; n < sizeof(text); n += n < 2100 && n > 1900 ? 1 : 37) {
+		char *at;
+
+		/* batched every other time: built in the batch itself when
+		 * a line fits there, flushed after each pair */
+		kv_log_batch_access((n / 37) % 2);
 		kv_log_access_text(text, n);
-		len = kv_log_access_begin(line);
+		at = kv_log_access_begin(line, &len);
 		pb = len;
-		memcpy(line + len, text, n < KV_LOG_LINE - 1 - len ? n : KV_LOG_LINE - 1 - len);
+		memcpy(at + len, text, n < KV_LOG_LINE - 1 - len ? n : KV_LOG_LINE - 1 - len);
 		len += n < KV_LOG_LINE - 1 - len ? n : KV_LOG_LINE - 1 - len;
-		kv_log_access_end(line, len);
+		kv_log_access_end(at, len);
+		kv_log_flush();
 		read_line(fds[0], a, sizeof(a));
 		read_line(fds[0], b, sizeof(b));
 		pa = strstr(a, pid) != NULL ? (size_t)(strstr(a, pid) - a) + strlen(pid) : 0;
@@ -134,6 +140,7 @@ test_access_in_place(void)
 		    bad++ == 0)
 			fprintf(stdout, "  text of %zu: \"%s\" vs \"%s\"\n", n, a, b);
 	}
+	kv_log_batch_access(0);
 	if (dup2(saved, STDERR_FILENO) == -1 || close(saved) == -1 || close(fds[0]) == -1 ||
 	    close(fds[1]) == -1)
 		bad++;

@@ -278,9 +278,9 @@ access_line(const struct kv_conn *c, const struct kv_usage *u, const char *model
     int64_t cost)
 {
 	char buf[KV_LOG_LINE], usd[KV_USD_MAX];
-	struct kv_sb b = { buf, 0, KV_LOG_LINE - 1 };
+	struct kv_sb b = { NULL, 0, KV_LOG_LINE - 1 };
 
-	b.len = kv_log_access_begin(buf);
+	b.p = kv_log_access_begin(buf, &b.len);
 	kv_sb_str(&b, "key=");
 	kv_sb_str(&b, c->keyid[0] ? c->keyid : "-");
 	kv_sb_put(&b, " ", 1);
@@ -315,7 +315,7 @@ access_line(const struct kv_conn *c, const struct kv_usage *u, const char *model
 		kv_sb_str(&b, " estimated");
 	if (c->cut)
 		kv_sb_str(&b, " cut");
-	kv_log_access_end(buf, b.len);
+	kv_log_access_end(b.p, b.len);
 }
 
 void
