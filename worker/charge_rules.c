@@ -90,10 +90,9 @@ kv_charge_cut_output(int64_t reserved, int64_t seen)
 #define PRICE_NAME	128
 
 static struct {
-	const struct kv_config	*cf;
+	const struct kv_config	*cf;	/* NULL: an empty entry */
 	const struct kv_price	*p, *older;
-	size_t			 len;
-	char			 name[PRICE_NAME];
+	char			 name[PRICE_NAME];	/* NUL-terminated */
 } memo[PRICE_MEMO];
 static unsigned memo_next;
 
@@ -105,22 +104,23 @@ kv_charge_price(const struct kv_config *cf, const char *model, const struct kv_p
 
 	if (model == NULL)
 		return kv_price_lookup(cf, model, NULL, older);
-	len = strnlen(model, PRICE_NAME);
+	/* a kept name is shorter than PRICE_NAME: strcmp equal means the
+	 * same name, and a longer one never matches */
 	for (i = 0; i < PRICE_MEMO; i++) {
-		if (memo[i].cf != cf || memo[i].len != len || memcmp(memo[i].name, model, len) != 0)
+		if (memo[i].cf != cf || memo[i].name[0] != model[0] ||
+		    strcmp(memo[i].name, model) != 0)
 			continue;
 		if (older != NULL)
 			*older = memo[i].older;
 		return memo[i].p;
 	}
 	p = kv_price_lookup(cf, model, NULL, &o);
-	if (len < PRICE_NAME) {
+	if ((len = strnlen(model, PRICE_NAME)) < PRICE_NAME) {
 		i = memo_next++ % PRICE_MEMO;
 		memo[i].cf = cf;
 		memo[i].p = p;
 		memo[i].older = o;
-		memo[i].len = len;
-		memcpy(memo[i].name, model, len);
+		memcpy(memo[i].name, model, len + 1);
 	}
 	if (older != NULL)
 		*older = o;
