@@ -14,29 +14,38 @@
 
 static char log_role[32] = "kilovolt";
 static pid_t log_pid;		/* set with the role: a worker sets both after fork */
+/* "Z [access] ROLE[PID] ", the part of an access line's prefix after the
+ * milliseconds, made once the role and pid are set (0: not made) */
+static char access_tail[80];
+static size_t access_tail_len;
 
 void
 kv_log_set_role(const char *role)
 {
 	snprintf(log_role, sizeof(log_role), "%s", role);
 	log_pid = getpid();
+	access_tail_len = 0;
 }
 
 /* "YYYY-MM-DDTHH:MM:SS" for ts, formatted once a second: a worker writes an
  * access line per request, and gmtime_r plus six %02d per line cost more
  * than the rest of the line. */
+static char stamp[64];
+static size_t stamp_len;
+
 static const char *
 log_stamp(const struct timespec *ts)
 {
-	static char stamp[64];
 	static time_t stamp_sec = -1;
 	struct tm tm;
+	int n;
 
 	if (ts->tv_sec != stamp_sec) {
 		gmtime_r(&ts->tv_sec, &tm);
-		snprintf(stamp, sizeof(stamp), "%04d-%02d-%02dT%02d:%02d:%02d",
+		n = snprintf(stamp, sizeof(stamp), "%04d-%02d-%02dT%02d:%02d:%02d",
 		    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
 		    tm.tm_min, tm.tm_sec);
+		stamp_len = n < 0 ? 0 : (size_t)n < sizeof(stamp) ? (size_t)n : sizeof(stamp) - 1;
 		stamp_sec = ts->tv_sec;
 	}
 	return stamp;
@@ -44,7 +53,6 @@ log_stamp(const struct timespec *ts)
 
 /* Format one line, newline included, into buf[KV_LOG_LINE]; returns its
  * length. */
-#define KV_LOG_LINE 2048
 static size_t
 log_format(char *buf, const char *level, const char *id, const char *fmt, va_list ap,
     const char *suffix)
@@ -159,23 +167,18 @@ access_put(const char *line, size_t n)
 		log_write(line, n);
 		return;
 	}
-	memcpy(access_buf + access_len, line, n);
+	/* memmove: a line built in the batch (kv_log_access_begin) may sit
+	 * past a flush that moved the batch's end back */
+	memmove(access_buf + access_len, line, n);
 	access_len += n;
 }
 
-/* The prefix log_format would write for an access line, by hand: "STAMP.mmmZ
- * [access] ROLE[PID] ". Returns its length (< 160). */
+/* "Z [access] ROLE[PID] " at buf (80 bytes); returns its length. */
 static size_t
-access_prefix(char *buf)
+access_tail_make(char *buf)
 {
-	struct timespec ts;
-	struct kv_sb b = { buf, 0, 160 };
+	struct kv_sb b = { buf, 0, 80 };
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	kv_sb_str(&b, log_stamp(&ts));
-	kv_sb_put(&b, ".", 1);
-	kv_fmt_u64_pad(buf + b.len, (uint64_t)(ts.tv_nsec / 1000000), 3);
-	b.len += 3;
 	kv_sb_put(&b, "Z [access] ", 11);
 	kv_sb_str(&b, log_role);
 	kv_sb_put(&b, "[", 1);
@@ -184,37 +187,134 @@ access_prefix(char *buf)
 	return b.len;
 }
 
+/* The prefix log_format would write for an access line, by hand: "STAMP.mmmZ
+ * [access] ROLE[PID] ", of a stamp made once a second and a tail made once
+ * (while no role is set, the pid is asked each time, as log_format does).
+ * Returns its length (< 160). */
+static size_t
+access_prefix(char *buf)
+{
+	struct timespec ts;
+	size_t len;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	(void)log_stamp(&ts);
+	memcpy(buf, stamp, stamp_len);
+	len = stamp_len;
+	buf[len++] = '.';
+	kv_fmt_u64_pad(buf + len, (uint64_t)(ts.tv_nsec / 1000000), 3);
+	len += 3;
+	if (log_pid == 0)
+		return len + access_tail_make(buf + len);
+	if (access_tail_len == 0)
+		access_tail_len = access_tail_make(access_tail);
+	memcpy(buf + len, access_tail, access_tail_len);
+	return len + access_tail_len;
+}
+
+char *
+kv_log_access_begin(char *line, size_t *plen)
+{
+	char *buf = line;
+
+	/* in the batch when a whole line fits after what waits there, where
+	 * access_put would have copied it without a flush: no copy */
+	if (access_batch && sizeof(access_buf) - access_len >= KV_LOG_LINE)
+		buf = access_buf + access_len;
+	*plen = access_prefix(buf);
+	return buf;
+}
+
+void
+kv_log_access_end(char *line, size_t len)
+{
+	if (len > KV_LOG_LINE - 1)
+		len = KV_LOG_LINE - 1;
+	line[len++] = '\n';
+	if (line == access_buf + access_len && access_len + len <= sizeof(access_buf)) {
+		access_len += len;	/* built in place */
+		return;
+	}
+	access_put(line, len);
+}
+
 void
 kv_log_access_text(const char *text, size_t n)
 {
 	char buf[KV_LOG_LINE];
-	size_t len = access_prefix(buf);
+	size_t len;
+	char *line = kv_log_access_begin(buf, &len);
 
 	if (n > KV_LOG_LINE - 1 - len)
 		n = KV_LOG_LINE - 1 - len;
-	memcpy(buf + len, text, n);
-	len += n;
-	buf[len++] = '\n';
-	access_put(buf, len);
+	memcpy(line + len, text, n);
+	kv_log_access_end(line, len + n);
+}
+
+/* The bytes kv_log_escape keeps as they are: printable ASCII but space,
+ * '"' and '\\' (a table: one load a byte instead of four compares). */
+#define KEEP1(c)	((c) > 0x20 && (c) < 0x7f && (c) != '"' && (c) != '\\')
+#define KEEP4(c)	KEEP1(c), KEEP1((c) + 1), KEEP1((c) + 2), KEEP1((c) + 3)
+#define KEEP16(c)	KEEP4(c), KEEP4((c) + 4), KEEP4((c) + 8), KEEP4((c) + 12)
+#define KEEP64(c)	KEEP16(c), KEEP16((c) + 16), KEEP16((c) + 32), KEEP16((c) + 48)
+static const unsigned char esc_keep[256] = {
+	KEEP64(0), KEEP64(64), KEEP64(128), KEEP64(192)
+};
+
+/* 1 when every one of the n bytes at s is kept as it is: eight a step,
+ * without a branch a byte. */
+static int
+all_kept(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned ok = 1;
+	size_t i = 0;
+
+	for (; i + 8 <= n && ok; i += 8)
+		ok = esc_keep[p[i]] & esc_keep[p[i + 1]] & esc_keep[p[i + 2]] &
+		    esc_keep[p[i + 3]] & esc_keep[p[i + 4]] & esc_keep[p[i + 5]] &
+		    esc_keep[p[i + 6]] & esc_keep[p[i + 7]];
+	for (; i < n; i++)	/* at most seven */
+		ok &= esc_keep[p[i]];
+	return ok != 0;
 }
 
 const char *
 kv_log_escape(const char *s, size_t n, char *out, size_t outlen)
+{
+	(void)kv_log_escape_len(s, n, out, outlen);
+	return out;
+}
+
+size_t
+kv_log_escape_len(const char *s, size_t n, char *out, size_t outlen)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t i, o = 0;
 	unsigned char ch;
 
 	if (outlen == 0)
-		return out;
-	for (i = 0; s != NULL && i < n && s[i] != '\0'; i++) {
+		return 0;
+	/* up to the NUL: then a byte past n is never read, and most fields
+	 * (every byte kept, room for all) are one check and one copy */
+	if (s == NULL) {
+		out[0] = '\0';
+		return 0;
+	}
+	n = strnlen(s, n);
+	if (n < outlen && all_kept(s, n)) {
+		memcpy(out, s, n);
+		out[n] = '\0';
+		return n;
+	}
+	for (i = 0; i < n; i++) {
 		size_t r = i, take;
 
 		/* a run of bytes kept as they are goes in one copy (three
 		 * fields of every access line; a byte at a time cost ~22
-		 * instructions a byte) */
-		while (r < n && (ch = (unsigned char)s[r]) > 0x20 && ch < 0x7f && ch != '"' &&
-		    ch != '\\')
+		 * instructions a byte); NUL is not kept, so the run stops
+		 * there too */
+		while (r < n && esc_keep[(unsigned char)s[r]])
 			r++;
 		if (r > i) {
 			take = r - i;
@@ -238,7 +338,7 @@ kv_log_escape(const char *s, size_t n, char *out, size_t outlen)
 		out[o++] = hex[ch & 0xf];
 	}
 	out[o] = '\0';
-	return out;
+	return o;
 cut:
 	/* Room for "..." by construction of the checks above: back off. */
 	while (o > 0 && o + 4 > outlen)
@@ -247,6 +347,8 @@ cut:
 		memcpy(out + o, "...", 3);
 		o += 3;
 	}
-	out[o < outlen ? o : outlen - 1] = '\0';
-	return out;
+	if (o >= outlen)
+		o = outlen - 1;
+	out[o] = '\0';
+	return o;
 }

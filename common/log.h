@@ -24,9 +24,26 @@ void kv_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * (outlen >= 4) is too small. Returns OUT. */
 const char *kv_log_escape(const char *s, size_t n, char *out, size_t outlen);
 
+/* kv_log_escape, returning the length of what it wrote at OUT (its NUL
+ * not counted; 0 when outlen is 0). */
+size_t kv_log_escape_len(const char *s, size_t n, char *out, size_t outlen);
+
+/* The longest log line, its newline included. */
+#define KV_LOG_LINE	2048
+
 /* Access log: the worker's line per request, already formatted by the
  * caller, as n bytes of text (no newline, no format to interpret). */
 void kv_log_access_text(const char *text, size_t n);
+
+/* The same line built in place, without the copies: kv_log_access_begin
+ * writes the line's prefix, in the batch itself when a line fits there,
+ * else at LINE (KV_LOG_LINE bytes), and returns where, its length in
+ * *len; the caller appends its text there up to KV_LOG_LINE - 1 bytes in
+ * all, logs nothing else meanwhile, and hands the line over with
+ * kv_log_access_end(that pointer, its length). The bytes logged, and the
+ * writes they leave in, are those of kv_log_access_text of the text. */
+char *kv_log_access_begin(char *line, size_t *len);
+void kv_log_access_end(char *line, size_t len);
 
 /* With batching on, access lines wait in a PIPE_BUF-sized buffer until
  * kv_log_flush (or the next other line, or a full buffer): a worker writes

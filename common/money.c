@@ -58,6 +58,21 @@ cost_term(i128 *acc, int64_t tokens, int64_t price)
 	return __builtin_add_overflow(*acc, t, acc) ? -1 : 0;
 }
 
+/* v / d rounded up, for v >= 0 and d > 0. A sum that fits 64 bits (every
+ * ordinary request) is divided in 64 bits: the same quotient, without the
+ * call to the 128-bit division (__divmodti4, ~100 instructions each, twice
+ * a kv_cost). */
+static i128
+ceil_div(i128 v, int64_t d)
+{
+	if (((unsigned __int128)v >> 64) == 0) {
+		uint64_t w = (uint64_t)v;
+
+		return (i128)(w / (uint64_t)d + (w % (uint64_t)d != 0));
+	}
+	return v / d + (v % d != 0);
+}
+
 /* Per-1M prices of each kind of token, once the tiers are applied. */
 struct rates {
 	int64_t	in, out, cached, write, write1h;
@@ -152,14 +167,42 @@ rates_for(const struct kv_price *p, const struct kv_usage *u, struct rates *r)
 		rates_dearest(r, p);
 }
 
+/* The cost of usage that has input and output tokens only, at the
+ * standard tier and below any long-context threshold (nearly every
+ * request, and every reservation but a tiered one): the formula of
+ * kv_cost with every other term 0. Returns 0 or -1 as kv_cost, or 1 when
+ * the usage is not of that kind and needs the whole formula. */
+static int
+cost_plain(const struct kv_price *p, const struct kv_usage *u, int64_t *cost)
+{
+	i128 q;
+
+	if ((u->cached_input | u->cache_write | u->cache_write_1h | u->audio_input |
+	    u->audio_output | u->reasoning | u->web_search | u->web_fetch |
+	    u->code_exec_ms) != 0 || u->tier != KV_TIER_STANDARD ||
+	    (p->long_context_threshold > 0 && u->input > p->long_context_threshold))
+		return 1;
+	if ((u->input | u->output | p->input | p->output) < 0)
+		return -1;
+	/* each product < 2^126: their sum cannot leave 127 bits */
+	q = ceil_div((i128)u->input * p->input + (i128)u->output * p->output, PER_TOKENS);
+	if (q > INT64_MAX)
+		return -1;
+	*cost = (int64_t)q;
+	return 0;
+}
+
 int
 kv_cost(const struct kv_price *p, const struct kv_usage *u, int64_t *cost)
 {
 	struct rates r;
 	int64_t uncached, fees;
 	i128 sum = 0, q;
+	int rc;
 
 	*cost = INT64_MAX;
+	if ((rc = cost_plain(p, u, cost)) != 1)
+		return rc;
 	if (u->input < 0 || u->output < 0 || u->cached_input < 0 ||
 	    u->cache_write < 0 || u->cache_write_1h < 0 || u->audio_input < 0 ||
 	    u->audio_output < 0 || u->reasoning < 0 || p->input < 0 || p->output < 0)
@@ -180,7 +223,7 @@ kv_cost(const struct kv_price *p, const struct kv_usage *u, int64_t *cost)
 	    cost_term(&sum, u->audio_output, r.audio_out) == -1 ||
 	    cost_term(&sum, u->reasoning, r.reasoning) == -1)
 		return -1;
-	q = sum / PER_TOKENS + (sum % PER_TOKENS != 0);	/* sum >= 0: ceil */
+	q = ceil_div(sum, PER_TOKENS);
 	if (q > INT64_MAX)
 		return -1;
 	if (kv_cost_fees(p, u, &fees) == -1 || __builtin_add_overflow((int64_t)q, fees, cost)) {
@@ -206,11 +249,15 @@ kv_cost_fees(const struct kv_price *p, const struct kv_usage *u, int64_t *fees)
 	*fees = INT64_MAX;
 	if (u->web_search < 0 || u->web_fetch < 0 || u->code_exec_ms < 0)
 		return -1;
+	if ((u->web_search | u->web_fetch | u->code_exec_ms) == 0) {
+		*fees = 0;	/* no calls (nearly every response): nothing to price */
+		return 0;
+	}
 	if (cost_term(&sum, u->web_search, fee_of(p->web_search_call)) == -1 ||
 	    cost_term(&sum, u->web_fetch, fee_of(p->web_fetch_call)) == -1)
 		return -1;
 	t = (i128)u->code_exec_ms * fee_of(p->code_exec_hour);
-	t = t / MS_PER_HOUR + (t % MS_PER_HOUR != 0);
+	t = ceil_div(t, MS_PER_HOUR);
 	if (__builtin_add_overflow(sum, t, &sum) || sum > INT64_MAX)
 		return -1;
 	*fees = (int64_t)sum;
@@ -227,25 +274,36 @@ kv_cost_fees_unpriced(const struct kv_price *p, const struct kv_usage *u)
 
 /* Truncates toward zero to the micro-dollar: -1 nUSD prints "0.000000",
  * -1000 nUSD prints "-0.000001". */
-void
-kv_format_usd(int64_t nusd, char *buf, size_t len)
+size_t
+kv_fmt_usd(char *out, int64_t nusd)
 {
 	uint64_t mag = nusd < 0 ? -(uint64_t)nusd : (uint64_t)nusd;
 	uint64_t micro = mag / 1000;
-	const char *sign = nusd < 0 && micro != 0 ? "-" : "";
+	size_t n = 0;
 
+	/* by hand: twice per request (a header and the access line) */
+	if (nusd < 0 && micro != 0)
+		out[n++] = '-';
+	n += kv_fmt_u64(out + n, micro / 1000000);
+	out[n++] = '.';
+	kv_fmt_u64_pad(out + n, micro % 1000000, 6);
+	return n + 6;
+}
+
+void
+kv_format_usd(int64_t nusd, char *buf, size_t len)
+{
 	char tmp[32];
 	size_t n;
 
 	if (len == 0)
 		return;
-	/* by hand: twice per request (a header and the access line) */
-	n = strlen(sign);
-	memcpy(tmp, sign, n);
-	n += kv_fmt_u64(tmp + n, micro / 1000000);
-	tmp[n++] = '.';
-	kv_fmt_u64_pad(tmp + n, micro % 1000000, 6);
-	n += 6;
+	if (len > KV_USD_MAX) {		/* room for any: in place */
+		n = kv_fmt_usd(buf, nusd);
+		buf[n] = '\0';
+		return;
+	}
+	n = kv_fmt_usd(tmp, nusd);
 	if (n > len - 1)
 		n = len - 1;
 	memcpy(buf, tmp, n);

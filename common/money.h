@@ -82,6 +82,11 @@ int	kv_parse_nano(const char *s, int64_t *out);
 /* Format nano-dollars as USD with 6 decimals ("1.997500", "-0.000001"). */
 void	kv_format_usd(int64_t nusd, char *buf, size_t len);
 
+/* The same text at OUT, no NUL, at most KV_USD_MAX bytes ("-9223372036.854775");
+ * returns its length. */
+#define KV_USD_MAX	18
+size_t	kv_fmt_usd(char *out, int64_t nusd);
+
 /* The same with the dollar sign after any minus: "$1.997500", "-$0.000005".
  * Every text a person reads (kvctl, the 402 message, the status page) uses
  * this form. */

@@ -8,6 +8,7 @@
 #endif
 
 #include "shm/ledger.h"
+#include "common/fmt.h"
 #include "shm/ledger-int.h"
 
 #include <errno.h>
@@ -27,13 +28,8 @@
 void
 kv_key_id(const uint8_t hash[32], char id[13])
 {
-	static const char hex[] = "0123456789abcdef";
-	int i;
-
-	for (i = 0; i < 6; i++) {
-		id[2 * i] = hex[hash[i] >> 4];
-		id[2 * i + 1] = hex[hash[i] & 0xf];
-	}
+	/* two digits a byte from one table: every request names its key */
+	kv_fmt_hex_bytes(id, hash, 6);
 	id[12] = '\0';
 }
 
@@ -260,6 +256,26 @@ kv_ledger_link(struct kv_ledger *l, const uint8_t hash[32], const struct kv_acco
 	return a;
 }
 
+/* The slot found last, when account_find would return it: ready or a
+ * link, with this key's tag and hash (a slot is retired to
+ * KV_TAG_DEAD before it is reused, and a key has one live slot). */
+static struct kv_account *
+account_memo(struct kv_ledger *l, const uint8_t hash[32])
+{
+	struct kv_account *a;
+	uint32_t st;
+
+	if (l->account_memo == 0 || l->account_memo > l->hdr->max_keys)
+		return NULL;
+	a = &l->accounts[l->account_memo - 1];
+	if (atomic_load_explicit(&a->tag, memory_order_acquire) != kv_account_tag(hash))
+		return NULL;
+	st = atomic_load_explicit(&a->state, memory_order_acquire);
+	if ((st != KV_SLOT_READY && st != KV_SLOT_LINK) || memcmp(a->hash, hash, 32) != 0)
+		return NULL;
+	return a;
+}
+
 struct kv_account *
 kv_ledger_account(struct kv_ledger *l, const uint8_t hash[32], int create,
     const char *label, int64_t budget_nusd)
@@ -268,8 +284,14 @@ kv_ledger_account(struct kv_ledger *l, const uint8_t hash[32], int create,
 	int saved;
 
 	op_enter(l);
+	if ((a = account_memo(l, hash)) != NULL) {
+		op_leave(l);
+		return a;
+	}
 	a = account_probe(l, hash, create, label, budget_nusd);
 	saved = errno;
+	if (a != NULL)
+		l->account_memo = kv_ledger_account_index(l, a) + 1;
 	op_leave(l);
 	errno = saved;
 	return a;

@@ -33,6 +33,14 @@ struct kv_ledger {
 	 * it (kv_ledger_lock), 0 for none: the cluster tells its own last run
 	 * from another live instance under the same host id. */
 	uint64_t		 prev_instance;
+	/* Process-local: 1 + the model row kv_ledger_model found last (0:
+	 * none): a worker settles the same model request after request, and
+	 * a row once ready keeps its name for the ledger's life. */
+	uint32_t		 model_memo;
+	/* Process-local: 1 + the account slot kv_ledger_account found last
+	 * (0: none), taken again only while it is ready (or a link) with
+	 * the same tag and hash: a keep-alive client sends one key. */
+	uint32_t		 account_memo;
 };
 
 #define KV_LEDGER_CREATE	0x1	/* create the file (mode 0600) when missing */

@@ -394,13 +394,26 @@ kv_ledger_model(struct kv_ledger *l, const char *model)
 
 	if (model == NULL || model[0] == '\0')
 		return NULL;
+	op_enter(l);
+	/* The row found last, when it is ready and has this name (compared
+	 * as the probe does, cut to the slot): the row the probe would find,
+	 * as only a ready row holds a name and none is ever renamed. */
+	if (l->model_memo - 1 < KV_MODEL_SLOTS) {
+		m = &l->models[l->model_memo - 1];
+		if (atomic_load_explicit(&m->state, memory_order_acquire) == KV_SLOT_READY &&
+		    model_name_eq(m, model)) {
+			op_leave(l);
+			return m;
+		}
+	}
 	/* cut to the slot's size as snprintf would; a copy, not a format, on
 	 * every request */
 	n = strnlen(model, sizeof(name) - 1);
 	memcpy(name, model, n);
 	name[n] = '\0';
-	op_enter(l);
 	m = model_probe(l, name);
+	if (m != NULL)
+		l->model_memo = (uint32_t)(m - l->models) + 1;
 	op_leave(l);
 	return m;
 }

@@ -23,6 +23,7 @@
 #include "shm/history.h"
 #include "shm/incarnation.h"
 #include "shm/ledger.h"
+#include "shm/repair.h"
 #include "tests/unit.h"
 
 static char tmpdir[64];
@@ -266,6 +267,18 @@ test_accounts(void)
 	kv_key_id(h1, id);
 	CHECK_STR(id, "ba7816bf8f01");
 	CHECK(h1[31] == 0xad);
+	/* every byte value in every place, against printf */
+	for (i = 0; i < 256; i++) {
+		char want[13];
+
+		memset(h, 0, sizeof(h));
+		h[i % 6] = (uint8_t)i;
+		h[5 - i % 6] = (uint8_t)(255 - i);
+		kv_key_id(h, id);
+		snprintf(want, sizeof(want), "%02x%02x%02x%02x%02x%02x", h[0], h[1], h[2], h[3],
+		    h[4], h[5]);
+		CHECK_STR(id, want);
+	}
 	hash_of("sk-other", h2);
 
 	CHECK_INT(open_new(&l, 4), 0);
@@ -300,6 +313,21 @@ test_accounts(void)
 	hash_of("k1", h);
 	CHECK(kv_ledger_account(&l, h, 0, NULL, 0) == c);
 	CHECK_INT(atomic_load(&l.hdr->accounts_used), 4);
+	/* the slot found last is found again only while it is this key's:
+	 * retired, the key is not found, and made anew where the probe puts it */
+	CHECK(kv_ledger_account(&l, h1, 0, NULL, 0) == a);
+	kv_account_retire(&l, a);
+	CHECK(kv_ledger_account(&l, h1, 0, NULL, 0) == NULL);
+	CHECK(kv_ledger_account(&l, h2, 0, NULL, 0) == b);
+	CHECK(kv_ledger_account(&l, h1, 0, NULL, 0) == NULL);
+	a = kv_ledger_account(&l, h1, 1, NULL, 9);
+	CHECK(a != NULL && memcmp(a->hash, h1, 32) == 0 &&
+	    atomic_load(&a->state) == KV_SLOT_READY);
+	CHECK(a != NULL && atomic_load(&a->budget_nusd) == 9);
+	CHECK(kv_ledger_account(&l, h1, 0, NULL, 0) == a);
+	CHECK(kv_ledger_account(&l, h2, 0, NULL, 0) == b);
+	l.account_memo = 4242;	/* out of the table: ignored */
+	CHECK(kv_ledger_account(&l, h2, 0, NULL, 0) == b);
 	kv_ledger_close(&l);
 }
 
@@ -363,6 +391,20 @@ test_reserve_settle(void)
 	CHECK(m != NULL && strlen(m->name) == KV_MODEL_NAME - 1);
 	CHECK(kv_ledger_model(&l, longname) == m);
 	CHECK_INT(atomic_load(&l.hdr->models_used), 2);
+	/* the row found last is remembered: names in turn, a longer name
+	 * cut to the same row, a name one byte apart, each its own row */
+	longname[KV_MODEL_NAME + 3] = '\0';
+	CHECK(kv_ledger_model(&l, longname) == m);
+	longname[KV_MODEL_NAME - 2] = 'y';
+	CHECK(kv_ledger_model(&l, longname) != m);
+	longname[KV_MODEL_NAME - 2] = 'x';
+	CHECK(kv_ledger_model(&l, "gpt-4o-mini") != m);
+	CHECK(kv_ledger_model(&l, "gpt-4o-mini") == kv_ledger_model(&l, "gpt-4o-mini"));
+	CHECK_STR(kv_ledger_model(&l, "gpt-4o-mini")->name, "gpt-4o-mini");
+	CHECK(kv_ledger_model(&l, "gpt-4o") != kv_ledger_model(&l, "gpt-4o-mini"));
+	CHECK_STR(kv_ledger_model(&l, "gpt-4o")->name, "gpt-4o");
+	CHECK(kv_ledger_model(&l, longname) == m);
+	CHECK_INT(atomic_load(&l.hdr->models_used), 4);
 
 	/* A worker slot with every reservation in use refuses with -2. */
 	atomic_store(&a->budget_nusd, INT64_MAX);

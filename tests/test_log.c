@@ -4,7 +4,9 @@
 #endif
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "tests/unit.h"
@@ -72,7 +74,11 @@ test_against_reference(void)
 		outlen = 1 + (x >> 32) % 40;
 		memset(got, 'G', sizeof(got));
 		memset(want, 'W', sizeof(want));
-		kv_log_escape(in, lim, got, outlen);
+		if (t % 4 == 0)		/* any byte at all, now and then */
+			for (i = 0; i < len; i++)
+				in[i] = (char)(1 + (x >> (i % 56)) % 255);
+		if (kv_log_escape_len(in, lim, got, outlen) != strlen(got) && bad++ == 0)
+			fprintf(stderr, "  \"%s\": kv_log_escape_len is not its length\n", in);
 		ref_escape(in, lim, want, outlen);
 		if (strcmp(got, want) != 0 && bad++ == 0)
 			fprintf(stderr, "  \"%s\" limit %zu size %zu: \"%s\", want \"%s\"\n",
@@ -83,12 +89,71 @@ test_against_reference(void)
 	CHECK_INT(bad, 0);
 }
 
+/* One line from FD: up to its newline, NUL-terminated. */
+static size_t
+read_line(int fd, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	while (n + 1 < cap && read(fd, buf + n, 1) == 1 && buf[n] != '\n')
+		n++;
+	buf[n] = '\0';
+	return n;
+}
+
+/* A line built in place (kv_log_access_begin/end) logs the bytes that
+ * kv_log_access_text of its text does, at every length, cut included:
+ * compared past the prefix, whose time may differ. */
+static void
+test_access_in_place(void)
+{
+	char text[2200], line[KV_LOG_LINE], a[2300], b[2300], pid[32];
+	int fds[2], saved, bad = 0;
+	size_t n, len, pa, pb;
+
+	if (pipe(fds) == -1 || (saved = dup(STDERR_FILENO)) == -1 ||
+	    dup2(fds[1], STDERR_FILENO) == -1) {
+		CHECK(0);
+		return;
+	}
+	kv_log_set_role("worker 0");
+	snprintf(pid, sizeof(pid), "[%d] ", (int)getpid());
+	for (n = 0; n < sizeof(text); n++)
+		text[n] = (char)('a' + n % 26);
+	for (n = 0; n < sizeof(text); n += n < 2100 && n > 1900 ? 1 : 37) {
+		char *at;
+
+		/* batched every other time: built in the batch itself when
+		 * a line fits there, flushed after each pair */
+		kv_log_batch_access((n / 37) % 2);
+		kv_log_access_text(text, n);
+		at = kv_log_access_begin(line, &len);
+		pb = len;
+		memcpy(at + len, text, n < KV_LOG_LINE - 1 - len ? n : KV_LOG_LINE - 1 - len);
+		len += n < KV_LOG_LINE - 1 - len ? n : KV_LOG_LINE - 1 - len;
+		kv_log_access_end(at, len);
+		kv_log_flush();
+		read_line(fds[0], a, sizeof(a));
+		read_line(fds[0], b, sizeof(b));
+		pa = strstr(a, pid) != NULL ? (size_t)(strstr(a, pid) - a) + strlen(pid) : 0;
+		if ((pa != pb || strcmp(a + pa, b + pb) != 0 || strlen(a) != strlen(b)) &&
+		    bad++ == 0)
+			fprintf(stdout, "  text of %zu: \"%s\" vs \"%s\"\n", n, a, b);
+	}
+	kv_log_batch_access(0);
+	if (dup2(saved, STDERR_FILENO) == -1 || close(saved) == -1 || close(fds[0]) == -1 ||
+	    close(fds[1]) == -1)
+		bad++;
+	CHECK_INT(bad, 0);
+}
+
 int
 main(void)
 {
 	char out[64], small[8];
 
 	test_against_reference();
+	test_access_in_place();
 
 	CHECK_STR(kv_log_escape("gpt-4o-mini", (size_t)-1, out, sizeof(out)), "gpt-4o-mini");
 	CHECK_STR(kv_log_escape("a b\nc", (size_t)-1, out, sizeof(out)), "a\\x20b\\x0ac");

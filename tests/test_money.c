@@ -333,6 +333,41 @@ charge_cost(const struct kv_config *cf, const char *body_model, const char *resp
 	    u, flags, priced);
 }
 
+/* kv_charge_price remembers names: the same section and older family as
+ * kv_price_lookup, name after name, over more names than it keeps, for a
+ * name the memo cannot keep, and for another config's lookups. */
+static void
+test_price_memo(const struct kv_config *cf)
+{
+	static const char *names[] = {
+		"gpt-4o-mini", "gpt-4", "gpt-4o-mini-2024-07-18", "my-deployment", "",
+		"gpt-4o-mini", "gpt-4", "x", "y", "gpt-4o-mini-2024-07-18", "gpt-4-turbo",
+	};
+	struct kv_config other;
+	const struct kv_price *o1, *o2, *p1;
+	char longname[300];
+	size_t i, r;
+
+	memset(longname, 'g', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	memcpy(longname, "gpt-4o-mini", 11);
+	for (r = 0; r < 3; r++)
+		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			o1 = o2 = (const struct kv_price *)1;
+			p1 = kv_charge_price(cf, names[i], &o1);
+			CHECK(p1 == kv_price_lookup(cf, names[i], NULL, &o2) && o1 == o2);
+			CHECK(kv_charge_price(cf, names[i], NULL) == p1);
+			CHECK(kv_charge_price(cf, longname, NULL) ==
+			    kv_price_lookup(cf, longname, NULL, NULL));
+		}
+	/* another config with the same names: its own sections */
+	other = *cf;
+	other.unknown_models_deny = 0;
+	other.has_default_price = 1;
+	CHECK(kv_charge_price(&other, "my-deployment", NULL) == &other.default_price);
+	CHECK(kv_charge_price(cf, "my-deployment", NULL) == NULL);
+}
+
 /* The price a charge uses: the dearer of the body's and the response's
  * model (issue 20: an Azure deployment answers gpt-4 for gpt-4o-mini). */
 static void
@@ -369,6 +404,7 @@ test_charge_price(void)
 	/* an unpriced response model under deny: the body's price, marked */
 	CHECK_INT(charge_cost(&cf, "gpt-4o-mini", "my-deployment", &u, &flags, &p), 750000);
 	CHECK_INT(flags, KV_CHARGE_RESP_UNPRICED);
+	test_price_memo(&cf);
 	/* no model at all: nothing to charge with */
 	CHECK_INT(charge_cost(&cf, "", NULL, &u, &flags, &p), 0);
 	CHECK_INT(flags, KV_CHARGE_NO_PRICE);

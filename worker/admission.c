@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/money.h"
 #include "common/pricetab.h"
+#include "worker/charge_rules.h"
 #include "worker/endpoints.h"
 #include "worker/leasewait.h"
 #include "worker/request_head.h"
@@ -229,7 +230,7 @@ price_of(struct kv_conn *c, enum step *st)
 	const struct kv_config *cf = c->w->cf;
 	const struct kv_price *p, *older;
 
-	p = c->price = kv_price_lookup(cf, c->ri.model, NULL, &older);
+	p = c->price = kv_charge_price(cf, c->ri.model, &older);
 	if (older != NULL)
 		note_older_family(c->ri.model, older);
 	if (older != NULL && p != NULL)
@@ -299,16 +300,17 @@ reserve(struct kv_conn *c)
 static int
 scan_done(struct kv_conn *c, const char **msg)
 {
-	memset(&c->ri, 0, sizeof(c->ri));
-	c->ri.max_output = -1;
-	c->ri.mult = 1;
-	if (c->rs == NULL)
-		return 0;
-	if (kv_reqscan_finish(c->rs) == -1) {
+	if (c->rs == NULL || kv_reqscan_finish(c->rs) == -1) {
+		/* nothing said: no limits, one choice */
+		memset(&c->ri, 0, sizeof(c->ri));
+		c->ri.max_output = -1;
+		c->ri.mult = 1;
+		if (c->rs == NULL)
+			return 0;
 		*msg = c->rs->err;
 		return 400;
 	}
-	c->ri = c->rs->ri;
+	c->ri = c->rs->ri;	/* whole: nothing of the default survives it */
 	free(c->rs);
 	c->rs = NULL;
 	return 0;
@@ -393,6 +395,13 @@ request_lease_retry(struct kv_conn *c)
 	return admitted(c);
 }
 
+/* Requests in flight in this worker up to which a request keeps its whole
+ * output buffer while it waits for the response (at most 16 x 4 KB): the
+ * shrink here and the growth back for the response head were two reallocs
+ * a request (~460 instructions, callgrind), for memory that matters only
+ * when many requests wait at once. */
+#define OBUF_KEEP_INFLIGHT	16
+
 /* Reserved: the upstream request is built and sent. */
 static enum step
 admitted(struct kv_conn *c)
@@ -410,7 +419,8 @@ admitted(struct kv_conn *c)
 	 * provably gets nothing: all of the request is in obuf, or its head
 	 * (and the body stays in the spool). */
 	c->keep_obuf = 1;
-	if (c->ocap > c->olen + 256) {
+	if (c->ocap > c->olen + 256 &&
+	    atomic_load(&c->w->slot->active_streams) > OBUF_KEEP_INFLIGHT) {
 		/* Kept until the response head: 1,000 streams waiting for their
 		 * first token keep their request, not a 4 KB buffer each. */
 		char *nb = realloc(c->obuf, c->olen);

@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/pricetab.h"
 #include "worker/charge_rules.h"
 
 static int
@@ -51,7 +52,11 @@ kv_charge_cost(const struct kv_config *cf, const struct kv_price *body_price,
 			*flags |= KV_CHARGE_RESP_UNPRICED;
 	}
 	take(body_price, u, &best, priced, flags);
-	take(pr, u, &best, priced, flags);
+	/* The response's model priced by the same section (a glob such as
+	 * [price gpt-4o-mini*] matches the dated name a response gives): the
+	 * same inputs, the same cost, which cannot be dearer; priced once. */
+	if (pr != body_price)
+		take(pr, u, &best, priced, flags);
 	if (*priced == NULL) {
 		*flags |= KV_CHARGE_NO_PRICE;
 		return 0;
@@ -73,4 +78,51 @@ int64_t
 kv_charge_cut_output(int64_t reserved, int64_t seen)
 {
 	return reserved > seen ? reserved : seen;
+}
+
+/* The last few names this worker priced: admission and settlement look
+ * up the same names request after request, and kv_price_lookup is a
+ * binary search and a glob match each time. A worker's config never
+ * changes under it (a reload starts new workers), so a name and the
+ * config it was looked up in always find the same section. Names that
+ * do not fit are looked up every time; strangers' names only evict. */
+#define PRICE_MEMO	4
+#define PRICE_NAME	128
+
+static struct {
+	const struct kv_config	*cf;	/* NULL: an empty entry */
+	const struct kv_price	*p, *older;
+	char			 name[PRICE_NAME];	/* NUL-terminated */
+} memo[PRICE_MEMO];
+static unsigned memo_next;
+
+const struct kv_price *
+kv_charge_price(const struct kv_config *cf, const char *model, const struct kv_price **older)
+{
+	const struct kv_price *p, *o;
+	size_t len, i;
+
+	if (model == NULL)
+		return kv_price_lookup(cf, model, NULL, older);
+	/* a kept name is shorter than PRICE_NAME: strcmp equal means the
+	 * same name, and a longer one never matches */
+	for (i = 0; i < PRICE_MEMO; i++) {
+		if (memo[i].cf != cf || memo[i].name[0] != model[0] ||
+		    strcmp(memo[i].name, model) != 0)
+			continue;
+		if (older != NULL)
+			*older = memo[i].older;
+		return memo[i].p;
+	}
+	p = kv_price_lookup(cf, model, NULL, &o);
+	if ((len = strnlen(model, PRICE_NAME)) < PRICE_NAME) {
+		i = memo_next++ % PRICE_MEMO;
+		memo[i].cf = cf;
+		memo[i].p = p;
+		memo[i].older = o;
+		memcpy(memo[i].name, model, len + 1);
+	}
+	if (older != NULL)
+		*older = o;
+	return p;
 }

@@ -41,6 +41,12 @@ int64_t	kv_charge_cost(const struct kv_config *cf, const struct kv_price *body_p
  * gpt-4o-search-preview) bills at least one search; U gets it. */
 void	kv_charge_implied_calls(enum kv_api api, const char *model, struct kv_usage *u);
 
+/* kv_price_lookup(CF, MODEL, NULL, OLDER), remembered for the last few
+ * names: CF must not change once a name was priced in it (a worker's
+ * config does not; a test that edits one must look up afresh). */
+const struct kv_price *kv_charge_price(const struct kv_config *cf, const char *model,
+	    const struct kv_price **older);
+
 /* The output tokens a response whose final usage never arrived is charged
  * (a cut stream, an Anthropic stream that ended in an error event, a
  * request the provider got whole and never answered): the provider may

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fmt.h"
 #include "common/jsonline.h"
 #include "common/log.h"
 
@@ -197,11 +198,9 @@ reqid_forked(void)
 void
 kv_reqlog_new_id(char out[KV_REQID_LEN + 1])
 {
-	static const char hex[] = "0123456789abcdef";
 	static uint64_t state;
 	static int hooked;
 	uint64_t v;
-	int i;
 
 	/* Seeded in each process: ids of two workers must not repeat each other. */
 	if (!reqid_seeded) {
@@ -213,7 +212,8 @@ kv_reqlog_new_id(char out[KV_REQID_LEN + 1])
 		reqid_seeded = hooked;
 	}
 	v = splitmix64(&state);
-	for (i = KV_REQID_LEN - 1; i >= 0; i--, v >>= 4)
-		out[i] = hex[v & 0xf];
+	/* the last digit v's lowest nibble: "%016llx" (two digits a load) */
+	_Static_assert(KV_REQID_LEN == 16, "a request id is one 64-bit value in hex");
+	kv_fmt_hex64(out, v);
 	out[KV_REQID_LEN] = '\0';
 }

@@ -141,7 +141,7 @@ charge(struct kv_conn *c, struct kv_usage *u, const char **model,
 
 	*model = c->scan_on && c->scan.model[0] ? c->scan.model : c->ri.model;
 	named = kv_charge_resp_named(*model, c->ri.model);
-	*mprice = named ? kv_config_price(c->w->cf, *model) : c->price;
+	*mprice = named ? kv_charge_price(c->w->cf, *model, NULL) : c->price;
 	if (!charge_usage(c, u))
 		return 0;
 	kv_charge_implied_calls(c->api, *model, u);
@@ -251,24 +251,45 @@ model_row(const struct kv_conn *c, const char *model, const struct kv_price *mpr
 	return p != NULL && p != &c->w->cf->default_price ? model : "other";
 }
 
-/* "key=K METHOD PATH model=M upstream=U status=N in=N out=N ttfb_ms=N ms=N
- * tokens=N/N cost=$USD[ estimated][ cut]", built without vsnprintf: the
- * printf form cost 8 k instructions a request (callgrind). */
+/* An escaped field (kv_log_escape into OUTLEN bytes) appended: escaped in
+ * place when the line has OUTLEN bytes of room, else through a copy that
+ * the line cuts, as the copy a field was always escaped into was cut. */
 static void
-access_line(const struct kv_conn *c, const struct kv_usage *u, const char *mesc,
-    const char *tesc, const char *oesc, const char *usd)
+sb_escaped(struct kv_sb *b, const char *s, size_t n, size_t outlen)
 {
-	char buf[2048];
-	struct kv_sb b = { buf, 0, sizeof(buf) };
+	char tmp[1024];
 
+	if (b->cap - b->len >= outlen) {
+		b->len += kv_log_escape_len(s, n, b->p + b->len, outlen);
+		return;
+	}
+	if (outlen > sizeof(tmp))
+		outlen = sizeof(tmp);
+	kv_sb_put(b, tmp, kv_log_escape_len(s, n, tmp, outlen));
+}
+
+/* "key=K METHOD PATH model=M upstream=U status=N in=N out=N ttfb_ms=N ms=N
+ * tokens=N/N cost=$USD[ estimated][ cut]", built without vsnprintf (the
+ * printf form cost 8 k instructions a request, callgrind) and in the log
+ * line itself: method, path and model come from the client, escaped so
+ * that no request can forge a field, a line or a terminal escape. */
+static void
+access_line(const struct kv_conn *c, const struct kv_usage *u, const char *model,
+    int64_t cost)
+{
+	char buf[KV_LOG_LINE], usd[KV_USD_MAX];
+	struct kv_sb b = { NULL, 0, KV_LOG_LINE - 1 };
+
+	b.p = kv_log_access_begin(buf, &b.len);
 	kv_sb_str(&b, "key=");
 	kv_sb_str(&b, c->keyid[0] ? c->keyid : "-");
 	kv_sb_put(&b, " ", 1);
-	kv_sb_str(&b, mesc);
+	sb_escaped(&b, c->method[0] ? c->method : "-", (size_t)-1, 4 * KV_HTTP_MAX_METHOD + 4);
 	kv_sb_put(&b, " ", 1);
-	kv_sb_str(&b, tesc);
+	sb_escaped(&b, c->target ? c->target : "-", c->target ? strcspn(c->target, "?") : 1,
+	    1024);
 	kv_sb_str(&b, " model=");
-	kv_sb_str(&b, oesc);
+	sb_escaped(&b, model[0] ? model : "-", (size_t)-1, 512);
 	kv_sb_str(&b, " upstream=");
 	kv_sb_str(&b, c->upstream_name ? c->upstream_name : "-");
 	kv_sb_str(&b, " status=");
@@ -286,12 +307,15 @@ access_line(const struct kv_conn *c, const struct kv_usage *u, const char *mesc,
 	kv_sb_put(&b, "/", 1);
 	kv_sb_i64(&b, u->output);
 	kv_sb_str(&b, " cost=$");
-	kv_sb_str(&b, usd);
+	if (b.cap - b.len >= KV_USD_MAX)
+		b.len += kv_fmt_usd(b.p + b.len, cost);
+	else
+		kv_sb_put(&b, usd, kv_fmt_usd(usd, cost));
 	if (u->estimated)
 		kv_sb_str(&b, " estimated");
 	if (c->cut)
 		kv_sb_str(&b, " cut");
-	kv_log_access_text(buf, b.len);
+	kv_log_access_end(b.p, b.len);
 }
 
 void
@@ -300,7 +324,6 @@ settle_request(struct kv_conn *c)
 	struct kv_usage u;
 	const struct kv_price *mprice;
 	const char *model;
-	char usd[32], mesc[4 * KV_HTTP_MAX_METHOD + 4], tesc[1024], oesc[512];
 	int64_t cost;
 
 	if (c->logged)
@@ -327,13 +350,6 @@ settle_request(struct kv_conn *c)
 		c->counted_stream = 0;
 	}
 	count(c, &u, cost);
-	kv_format_usd(cost, usd, sizeof(usd));
-	/* Method, path and model come from the client: escaped, so that no
-	 * request can forge a field, a line or a terminal escape. */
-	kv_log_escape(c->method[0] ? c->method : "-", (size_t)-1, mesc, sizeof(mesc));
-	kv_log_escape(c->target ? c->target : "-", c->target ? strcspn(c->target, "?") : 1,
-	    tesc, sizeof(tesc));
-	kv_log_escape(model[0] ? model : "-", (size_t)-1, oesc, sizeof(oesc));
-	access_line(c, &u, mesc, tesc, oesc, usd);
+	access_line(c, &u, model, cost);
 	log_request(c, &u, model, cost);
 }
