@@ -64,14 +64,20 @@ void
 kv_target_count(struct kv_ledger *l, const struct kv_worker_slot *w, int t, int delta)
 {
 	_Atomic uint16_t *n;
+	uint16_t cur;
 
 	if (t < 0 || w < l->workers || w >= l->workers + KV_WORKER_SLOTS)
 		return;
 	n = &l->targets[t].inflight[w - l->workers];
+	/* Only this worker writes its own counter (the master zeroes it only
+	 * once the worker is dead): a plain load and store, no locked
+	 * read-modify-write on a line that every worker's counter shares.
+	 * Readers (kv_target_inflight, the P2C chooser) see a whole value. */
+	cur = atomic_load_explicit(n, memory_order_relaxed);
 	if (delta > 0)
-		atomic_fetch_add(n, 1);
-	else if (atomic_load(n) > 0)	/* only this worker writes it */
-		atomic_fetch_sub(n, 1);
+		atomic_store_explicit(n, (uint16_t)(cur + 1), memory_order_relaxed);
+	else if (cur > 0)
+		atomic_store_explicit(n, (uint16_t)(cur - 1), memory_order_relaxed);
 }
 
 int
@@ -93,10 +99,19 @@ kv_target_set_health(struct kv_ledger *l, int t, uint32_t health, int64_t now_ms
 void
 kv_target_ok(struct kv_ledger *l, int t)
 {
+	struct kv_target_slot *s;
+
 	if (t < 0)
 		return;
-	atomic_store(&l->targets[t].fails, 0);
-	atomic_store(&l->targets[t].ejections, 0);
+	s = &l->targets[t];
+	/* A success resets the runs of failures; stored only when there is
+	 * one, so that the common case reads a line every worker shares
+	 * instead of writing it on every response. A failure racing this
+	 * success lands before or after it: their order is arbitrary anyway. */
+	if (atomic_load_explicit(&s->fails, memory_order_relaxed) != 0)
+		atomic_store(&s->fails, 0);
+	if (atomic_load_explicit(&s->ejections, memory_order_relaxed) != 0)
+		atomic_store(&s->ejections, 0);
 }
 
 int

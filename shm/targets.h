@@ -22,7 +22,8 @@ int	kv_target_slot(struct kv_ledger *l, const char *name);
 uint64_t kv_target_inflight(const struct kv_ledger *l, int t);
 
 /* One more (delta 1) or one fewer (-1) request of worker W (its slot in
- * L) in flight to T. */
+ * L) in flight to T. Called only by W's own process: the single writer
+ * of that counter (a plain store, not a locked add). */
 void	kv_target_count(struct kv_ledger *l, const struct kv_worker_slot *w, int t, int delta);
 
 /* Is T ejected, cooling at NOW (kv_now_ms: CLOCK_MONOTONIC, the same in
