@@ -42,19 +42,6 @@ tpm = 1000000
 
 [key anthropic]
 key = $KA
-[upstream anthropic]
-api_key = env:HEAD_UPSTREAM_KEY
-
-[key plain]
-key = $KP
-
-[key limits]
-key = $KL
-rpm = 1000
-tpm = 1000000
-
-[key anthropic]
-key = $KA
 EOF
 kv_start
 
