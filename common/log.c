@@ -286,6 +286,23 @@ kv_log_escape(const char *s, size_t n, char *out, size_t outlen)
 	return out;
 }
 
+/* An escape that ran out of room at o: "..." in place of what did not fit
+ * (room for it by construction of the callers' checks: back off). */
+static size_t
+escape_cut(char *out, size_t o, size_t outlen)
+{
+	while (o > 0 && o + 4 > outlen)
+		o--;
+	if (outlen >= 4) {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	if (o >= outlen)
+		o = outlen - 1;
+	out[o] = '\0';
+	return o;
+}
+
 size_t
 kv_log_escape_len(const char *s, size_t n, char *out, size_t outlen)
 {
@@ -321,8 +338,7 @@ kv_log_escape_len(const char *s, size_t n, char *out, size_t outlen)
 			if (o + take >= outlen) {
 				/* as byte by byte: up to the last byte's room */
 				memcpy(out + o, s + i, outlen - 1 - o);
-				o = outlen - 1;
-				goto cut;
+				return escape_cut(out, outlen - 1, outlen);
 			}
 			memcpy(out + o, s + i, take);
 			o += take;
@@ -331,24 +347,12 @@ kv_log_escape_len(const char *s, size_t n, char *out, size_t outlen)
 		}
 		ch = (unsigned char)s[i];
 		if (o + 4 >= outlen)
-			goto cut;
+			return escape_cut(out, o, outlen);
 		out[o++] = '\\';
 		out[o++] = 'x';
 		out[o++] = hex[ch >> 4];
 		out[o++] = hex[ch & 0xf];
 	}
-	out[o] = '\0';
-	return o;
-cut:
-	/* Room for "..." by construction of the checks above: back off. */
-	while (o > 0 && o + 4 > outlen)
-		o--;
-	if (outlen >= 4) {
-		memcpy(out + o, "...", 3);
-		o += 3;
-	}
-	if (o >= outlen)
-		o = outlen - 1;
 	out[o] = '\0';
 	return o;
 }

@@ -119,6 +119,32 @@ request_build_inject(struct kv_conn *c, const char **msg)
 	return 0;
 }
 
+/* The lines the head gets from us, into room reserved by request_build:
+ * the upstream's own credential (kl bytes), the framing of the body that
+ * was read whole, and the end of the head. */
+static void
+own_lines(struct kv_conn *c, const struct kv_http_request *req, size_t kl)
+{
+	const struct kv_upstream *up = c->rt->cf;
+
+	if (up->api_key != NULL) {
+		if (c->auth_x_api_key)
+			CONN_OBUF_LIT(c, "x-api-key: ");
+		else
+			CONN_OBUF_LIT(c, "Authorization: Bearer ");
+		conn_obuf_add(c, up->api_key, kl);
+		CONN_OBUF_LIT(c, "\r\n");
+	}
+	/* The whole body was read: always our own Content-Length framing. */
+	if (c->body_bytes > 0 || c->chunked_req ||
+	    kv_http_find(req->headers, req->nheaders, "content-length") != NULL) {
+		CONN_OBUF_LIT(c, "Content-Length: ");
+		c->olen += kv_fmt_i64(c->obuf + c->olen, c->body_bytes + (int64_t)c->injlen);
+		CONN_OBUF_LIT(c, "\r\n");
+	}
+	CONN_OBUF_LIT(c, "Connection: keep-alive\r\n\r\n");
+}
+
 int
 request_build(struct kv_conn *c)
 {
@@ -160,22 +186,7 @@ request_build(struct kv_conn *c)
 	for (i = 0; i < req->nheaders; i++)
 		if (want_header(c, &req->headers[i]))
 			conn_obuf_add_header(c, &req->headers[i]);
-	if (up->api_key != NULL) {
-		if (c->auth_x_api_key)
-			CONN_OBUF_LIT(c, "x-api-key: ");
-		else
-			CONN_OBUF_LIT(c, "Authorization: Bearer ");
-		conn_obuf_add(c, up->api_key, kl);
-		CONN_OBUF_LIT(c, "\r\n");
-	}
-	/* The whole body was read: always our own Content-Length framing. */
-	if (c->body_bytes > 0 || c->chunked_req ||
-	    kv_http_find(req->headers, req->nheaders, "content-length") != NULL) {
-		CONN_OBUF_LIT(c, "Content-Length: ");
-		c->olen += kv_fmt_i64(c->obuf + c->olen, c->body_bytes + (int64_t)c->injlen);
-		CONN_OBUF_LIT(c, "\r\n");
-	}
-	CONN_OBUF_LIT(c, "Connection: keep-alive\r\n\r\n");
+	own_lines(c, req, kl);
 	if (c->spfd != -1)
 		return 0;	/* the body follows from the spool */
 	if (c->inj != NULL)
