@@ -519,6 +519,7 @@ cfg_defaults(struct kv_config *cf)
 	cf->spool_max = (size_t)1 << 30;
 	cf->memory_limit = -1;
 	cf->memory_refuse_pct = 95;
+	cf->cpu_affinity = KV_CPUS_AUTO;
 	cf->default_budget_nusd = 2000000000;
 	cf->period = KV_PERIOD_NONE;
 	cf->reserve_output_tokens = 1024;

@@ -14,6 +14,8 @@ enum kv_period { KV_PERIOD_NONE, KV_PERIOD_DAILY, KV_PERIOD_WEEKLY, KV_PERIOD_MO
 #define KV_MAX_TARGETS	64	/* URLs in one upstream's url (a request's tried set is a 64-bit mask) */
 
 enum { KV_TLS_RECORDS_OWN, KV_TLS_RECORDS_OPENSSL, KV_TLS_RECORDS_KERNEL };
+enum { KV_CPUS_NONE, KV_CPUS_AUTO, KV_CPUS_LIST };
+#define KV_MAX_CPU_LIST	32	/* CPUs worker_cpu_affinity may list (an ini line holds them) */
 
 struct kv_upstream {
 	char	  name[64];	/* [upstream NAME] */
@@ -187,6 +189,12 @@ struct kv_config {
 	size_t	  spool_max;		/* bytes of spooled bodies per worker (503 above it) */
 	int64_t	  memory_limit;		/* bytes workers keep under; 0 off, -1 auto (the cgroup's) */
 	int	  memory_refuse_pct;	/* new requests get 503 past this percent of it */
+	/* worker_cpu_affinity: KV_CPUS_AUTO pins each worker to a CPU of the
+	 * master's allowed set unless a CPU quota is on (master/cpu_pin.h);
+	 * KV_CPUS_LIST to cpus[] in turn; KV_CPUS_NONE leaves it to the kernel. */
+	int	  cpu_affinity;
+	int	  ncpus;
+	int16_t	  cpus[KV_MAX_CPU_LIST];
 	char	 *admin_token;		/* NULL: status-service writes refused */
 	char	  user[64];		/* drop to this user when started as root; "" = stay */
 	/* ux (issue 15) */

@@ -118,6 +118,12 @@ void   *cfg_base(struct cfg_parse *p, enum cfg_base base);
  * 0, or -1 with the error recorded. */
 int	cfg_set_value(struct cfg_parse *p, const struct cfg_key *k, const char *v);
 
+/* [server] worker_cpu_affinity (config_cpus.c): auto, none, or CPU numbers
+ * separated by blanks, one per worker in turn. */
+int	cfg_set_cpu_affinity(struct cfg_parse *p, const struct cfg_key *k, const char *v);
+void	cfg_show_cpu_affinity(FILE *f, const struct kv_config *cf, const void *obj,
+	    const struct cfg_key *k);
+
 /* ---- value parsers (config_value.c): 0 / -1, no messages -------------- */
 
 /* Decimal digits only, in [min, max]. */

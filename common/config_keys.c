@@ -681,6 +681,7 @@ static const struct cfg_key server_keys[] = {
 	{ "memory_limit", SPECIAL(set_memory_limit, show_memory_limit), .min = 1 << 20 },
 	{ "memory_refuse", SPECIAL(set_memory_refuse, show_memory_refuse), .min = 50,
 	    .max = 99 },
+	{ "worker_cpu_affinity", SPECIAL(cfg_set_cpu_affinity, cfg_show_cpu_affinity) },
 	{ "admin_token", .type = CFG_T_SECRET, CF(admin_token),
 	    .flags = CFG_SECRET | CFG_ENV_OPT },
 	{ "user", .type = CFG_T_STR, CF(user), .set = set_user },

@@ -23,6 +23,7 @@
 
 #include "common/log.h"
 #include "master/cluster.h"
+#include "master/cpu_pin.h"
 #include "master/health_check.h"
 #include "master/key_sync.h"
 #include "master/loop.h"
@@ -52,6 +53,7 @@ struct proc {
 	uint32_t	 generation;
 	int64_t		 started_ms;
 	int		 exiting;	/* told to drain: not respawned */
+	int		 cpu;		/* pinned to; -1: not */
 };
 
 struct master {
@@ -83,6 +85,7 @@ struct master {
 	struct kv_mloop_io	 sig_io;	/* the signal self-pipe */
 	struct kv_mloop_timer	 tick_timer;
 	int64_t			 last_sync;	/* the ledger's last msync */
+	struct kv_cpu_plan	 cpus;		/* worker_cpu_affinity's CPUs */
 };
 
 static volatile sig_atomic_t sig_term, sig_hup, sig_chld, sig_usr1;
@@ -252,12 +255,29 @@ free_slot(struct master *m)
 	return -1;
 }
 
+/* The CPU for a new worker of the current generation (cpu_pin.h). */
+static int
+pick_cpu(const struct master *m)
+{
+	int used[KV_MAX_CPU_LIST] = { 0 };
+	int i, j;
+
+	for (i = 0; i < KV_WORKER_SLOTS; i++) {
+		if (m->procs[i].pid == 0 || m->procs[i].exiting ||
+		    m->procs[i].generation != m->generation)
+			continue;
+		for (j = 0; j < m->cpus.n; j++)
+			used[j] += m->cpus.cpu[j] == m->procs[i].cpu;
+	}
+	return kv_cpu_plan_pick(&m->cpus, used);
+}
+
 static int
 spawn(struct master *m)
 {
 	struct kv_worker_slot *ws;
 	pid_t pid;
-	int slot;
+	int slot, cpu;
 
 	if ((slot = free_slot(m)) == -1) {
 		kv_log_warnx("KV0110", "no free worker slot (%d in use)", KV_WORKER_SLOTS);
@@ -268,6 +288,7 @@ spawn(struct master *m)
 	atomic_store(&ws->generation, m->generation);
 	atomic_store(&ws->started, (int64_t)time(NULL));
 	atomic_store(&ws->instance, atomic_load(&m->ledger.hdr->instance));
+	cpu = pick_cpu(m);
 	if ((pid = fork()) == -1) {
 		kv_log_warn("KV0111", "fork");
 		atomic_store(&ws->state, KV_WORKER_FREE);
@@ -279,10 +300,11 @@ spawn(struct master *m)
 		kv_cluster_forget(m->cluster);
 		kv_health_forget(m->health);
 		kv_mloop_forget(m->lp);
+		kv_cpu_pin(cpu);
 		kv_worker_main(m->cf, &m->ledger, slot, m->generation, m->lfd);
 	}
 	atomic_store(&ws->pid, (int32_t)pid);
-	m->procs[slot] = (struct proc){ pid, m->generation, kv_now_ms(), 0 };
+	m->procs[slot] = (struct proc){ pid, m->generation, kv_now_ms(), 0, cpu };
 	return 0;
 }
 
@@ -675,6 +697,7 @@ reload(struct master *m)
 	m->crashes = 0;
 	m->respawn_at_ms = 0;
 	kv_key_sync(&m->ledger, m->cf);
+	kv_cpu_plan_make(&m->cpus, m->cf);
 	top_up(m);
 	if (m->status != NULL)
 		kv_status_set_config(m->status, ncf);
@@ -998,6 +1021,7 @@ master_start(struct master *m)
 		return 1;
 	m->wanted = m->cf->workers;
 	m->generation = m->serving = m->last_gen = 1;
+	kv_cpu_plan_make(&m->cpus, m->cf);
 	top_up(m);
 	kv_notify("READY=1");
 	kv_log_info("kilovoltd started: %d worker%s, ledger %s", m->wanted,
