@@ -41,7 +41,11 @@
 # scenarios 1 and 2 only; its line compares it with kilovolt round by
 # round, issue 13), kvossl (kilovolt with tls_record_layer = openssl, TLS
 # scenarios 5 and 7 only: OpenSSL's record layer against kilovolt's own,
-# issue 21). Memory is the PSS of the proxy's whole process tree
+# issue 21). Three more, scenarios 1 and 7 only and not run unless named:
+# kvfree (kilovolt with worker_cpu_affinity = none, its workers placed by
+# the kernel), haproxy-pinned (cpu-map: a thread to each CPU) and
+# nginx-pinned (worker_cpu_affinity auto), which say what pinning itself
+# is worth to each. Memory is the PSS of the proxy's whole process tree
 # (bench/pss), CPU the tree's user+system seconds during the load.
 #
 # Writes the tables to $top_builddir/bench/RESULTS.md and, when the source
@@ -307,6 +311,12 @@ write_kvossl() {
 	sed -i 's|^paths = /v1/chat/completions /v1/completions .*|tls_record_layer = openssl\n&|' "$W/kilovolt.ini"
 }
 
+# kilovolt with its workers left to the kernel, as before worker_cpu_affinity.
+write_kvfree() {
+	write_kilovolt
+	sed -i 's|^workers = 2$|&\nworker_cpu_affinity = none|' "$W/kilovolt.ini"
+}
+
 # Scenario 8's second row: the same kilovolt; run_one kills a target.
 write_kvkill() { write_kilovolt; }
 
@@ -379,11 +389,23 @@ write_nginx() {
 	CMD=(nginx -e "$W/nginx/error.log" -p "$W/nginx/" -c "$W/nginx/nginx.conf" -g "daemon off;")
 }
 
+# The two peers with a thread or worker pinned to each CPU, as kilovolt's are.
+write_haproxy-pinned() {
+	write_haproxy
+	sed -i 's|^\tnbthread 2$|&\n\tcpu-map auto:1/1-2 0-1|' "$W/haproxy.cfg"
+}
+
+write_nginx-pinned() {
+	write_nginx
+	sed -i 's|^worker_processes .*|&\nworker_cpu_affinity auto;|' "$W/nginx/nginx.conf"
+}
+
 have_target() {
 	case $1 in
 	direct) return 0 ;;
 	kilovolt) [ -x "$KVD" ] ;;
-	kvlimits|kvkill|kvossl) [ -x "$KVD" ] ;;
+	kvlimits|kvkill|kvossl|kvfree) [ -x "$KVD" ] ;;
+	haproxy-pinned|nginx-pinned) command -v "${1%-pinned}" >/dev/null ;;
 	kvcluster) [ -x "$KVD" ] && command -v redis-server >/dev/null && command -v redis-cli >/dev/null ;;
 	*) command -v "$1" >/dev/null ;;
 	esac
@@ -760,11 +782,12 @@ round_stat() {
 	round_ratios "$1" "$2" "${4:-kilovolt}" | sed -n "s/.*$3 \([0-9.]*\).*/\1/p"
 }
 
-# The pairs of a throughput scenario, per peer.
+# The pairs of a throughput scenario, per peer (the pinned peers and
+# kvfree only when they ran: kilovolt / kvfree is what pinning is worth).
 paired_lines() {
 	local s=$1 p line
 	case $s in 1|2|7) ;; *) return 0 ;; esac
-	for p in haproxy nginx; do
+	for p in haproxy nginx haproxy-pinned nginx-pinned kvfree; do
 		line=$(round_ratios "$s" "$p")
 		[ -n "$line" ] && { echo; echo "kilovolt / $p, $(key_metric "$s" | tr -d .) round by round: $line."; }
 	done
@@ -777,6 +800,7 @@ skip_target() {
 	[ "$2" = kvcluster ] && [ "$1" != 1 ] && return 0
 	[ "$2" = kvlimits ] && [ "$1" != 1 ] && [ "$1" != 2 ] && return 0
 	[ "$2" = kvossl ] && [ "$1" != 5 ] && [ "$1" != 7 ] && return 0
+	case $2 in kvfree|*-pinned) [ "$1" != 1 ] && [ "$1" != 7 ] && return 0 ;; esac
 	# Scenario 8 is kilovolt against itself with a target killed.
 	[ "$2" = kvkill ] && [ "$1" != 8 ] && return 0
 	[ "$1" = 8 ] && [ "$2" != kilovolt ] && [ "$2" != kvkill ] && return 0
