@@ -183,7 +183,7 @@ kv_cpu_plan_pick(const struct kv_cpu_plan *plan, const int *used)
 }
 
 void
-kv_cpu_pin(int cpu)
+kv_cpu_pin(pid_t pid, int slot, int cpu)
 {
 	cpu_set_t one;
 
@@ -191,7 +191,7 @@ kv_cpu_pin(int cpu)
 		return;
 	CPU_ZERO(&one);
 	CPU_SET(cpu, &one);
-	if (sched_setaffinity(0, sizeof(one), &one) == -1)
-		kv_log_warn("KV0134", "sched_setaffinity to CPU %d: this worker runs unpinned",
-		    cpu);
+	if (sched_setaffinity(pid, sizeof(one), &one) == -1)
+		kv_log_warn("KV0134", "sched_setaffinity of worker %d (pid %d) to CPU %d: "
+		    "it runs unpinned", slot, (int)pid, cpu);
 }

@@ -17,6 +17,7 @@
 #define KV_CPU_PIN_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/config.h"
 
@@ -36,8 +37,10 @@ void	kv_cpu_plan_make(struct kv_cpu_plan *plan, const struct kv_config *cf);
  * those on a tie. -1 when the plan pins nothing. */
 int	kv_cpu_plan_pick(const struct kv_cpu_plan *plan, const int *used);
 
-/* In a new worker: run on CPU only (-1: leave it). Logged on failure, the
- * worker serves unpinned. */
-void	kv_cpu_pin(int cpu);
+/* From the master, right after the fork: worker SLOT, process PID, runs on
+ * CPU only (-1: leave it). The worker is single-threaded, so pinning its
+ * one thread pins all it will ever run. Logged on failure (a seccomp
+ * filter without sched_setaffinity, say); the worker serves unpinned. */
+void	kv_cpu_pin(pid_t pid, int slot, int cpu);
 
 #endif

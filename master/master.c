@@ -300,10 +300,10 @@ spawn(struct master *m)
 		kv_cluster_forget(m->cluster);
 		kv_health_forget(m->health);
 		kv_mloop_forget(m->lp);
-		kv_cpu_pin(cpu);
 		kv_worker_main(m->cf, &m->ledger, slot, m->generation, m->lfd);
 	}
 	atomic_store(&ws->pid, (int32_t)pid);
+	kv_cpu_pin(pid, slot, cpu);
 	m->procs[slot] = (struct proc){ pid, m->generation, kv_now_ms(), 0, cpu };
 	return 0;
 }

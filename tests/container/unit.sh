@@ -78,6 +78,20 @@ echo "$status" | grep -q '^Seccomp:[[:space:]]*2$' || bad "no seccomp filter"
 echo "$status" | grep -q '^CapBnd:[[:space:]]*0000000000000400$' || bad "bounding set is not CAP_NET_BIND_SERVICE alone"
 echo "$status" | grep -q '^Uid:[[:space:]]*0[[:space:]]' && bad "runs as root"
 say "main pid $pid: $(echo "$status" | grep -E '^(NoNewPrivs|Seccomp|CapBnd):' | tr -s '\t\n' '  ')"
+
+# worker_cpu_affinity = auto under the unit's seccomp filter: with a worker
+# for each of the master's CPUs, each worker on one of them, none shared.
+cpus() { cx cat "/proc/$1/status" | sed -n 's/^Cpus_allowed_list:[[:space:]]*//p'; }
+ncpus() { echo "$1" | tr ',' '\n' | awk -F- '{ n += ($2 == "" ? 1 : $2 - $1 + 1) } END { print n }'; }
+mset=$(cpus "$pid")
+wsets=$(for w in $(cx pgrep -P "$pid"); do cpus "$w"; done | sort | tr '\n' ' ')
+if [ "$(ncpus "$mset")" = 2 ]; then
+	[ "$(echo $wsets | tr ' ' '\n' | sort -u | grep -c '^[0-9]*$')" = 2 ] &&
+	    say "ok workers pinned to CPUs $wsets(master: $mset)" ||
+	    bad "workers not pinned one to a CPU: '$wsets' (master: $mset)"
+else
+	say "master may use CPUs $mset: auto leaves 2 workers unpinned ($wsets)"
+fi
 ledger=$(cx stat -c '%U %a' /var/lib/kilovolt/ledger)
 [ "$ledger" = "kilovolt 600" ] && say "ok ledger /var/lib/kilovolt/ledger ($ledger)" || bad "ledger is '$ledger'"
 cx runuser -u kilovolt -- kvctl keys --json | jq -e '.keys | map(.requests) | add == 1' > /dev/null ||
