@@ -228,6 +228,19 @@ kv_wait_for() {
 # A TCP port nothing listens on right now (the kernel's choice).
 kv_free_port() { "$KV_MOCK_BIN" --free-port; }
 
+# kv_dead_ports N: N ports that refuse connections for the rest of the
+# test, a line each. A port kv_free_port printed is free only for the
+# moment: a test running beside this one may listen on it later. These are
+# held bound (never listening) by a mock that the test's end stops.
+kv_dead_ports() {
+	local f=$T/dead-ports.$RANDOM pid
+	"$KV_MOCK_BIN" --hold-ports "$1" "$f" </dev/null >>"$T/dead-ports.err" 2>&1 &
+	pid=$!
+	kv_track "$pid"
+	kv_wait_for 10 test -s "$f" && kv_alive "$pid" || { echo "lib.sh: --hold-ports failed" >&2; return 1; }
+	cat "$f"
+}
+
 # ---- the mock upstream -------------------------------------------------------
 
 # kv__mock NAME ARGS...: start one mock; sets KV__PID and KV__PORT.

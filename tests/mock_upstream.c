@@ -8,6 +8,10 @@
  *
  * Usage: mock_upstream -p PORT [-t CERT KEY] [-l LOGFILE] [-P PORTFILE]
  *        mock_upstream --free-port      print a currently free TCP port
+ *        mock_upstream --hold-ports N FILE   bind N ports and never listen
+ * --hold-ports writes the N ports to FILE, a line each, and sleeps until a
+ * signal: a connection to one is refused, and no other process can take it
+ * (no SO_REUSEADDR), so a test's "nothing listens here" target stays so.
  * Listens on 127.0.0.1 only; -p 0 takes an ephemeral port and writes it to
  * PORTFILE; -t serves TLS with CERT (a chain file) and KEY; -2 caps it at
  * TLS 1.2 (a server that never speaks TLS 1.3).
@@ -2393,12 +2397,47 @@ free_port(void)
 	return 0;
 }
 
+static int
+hold_ports(const char *count, const char *file)
+{
+	struct sockaddr_in sin;
+	socklen_t len;
+	char tmp[PATH_MAX];
+	int i, n = atoi(count), fd;
+	FILE *f;
+
+	/* Written aside and renamed: a reader sees all N lines or no file. */
+	if (n < 1 || n > 1000 || snprintf(tmp, sizeof(tmp), "%s.tmp", file) >= (int)sizeof(tmp) ||
+	    (f = fopen(tmp, "w")) == NULL)
+		return 2;
+	for (i = 0; i < n; i++) {
+		memset(&sin, 0, sizeof(sin));
+		sin.sin_family = AF_INET;
+		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		len = sizeof(sin);
+		if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+		    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+		    getsockname(fd, (struct sockaddr *)&sin, &len) == -1) {
+			perror("mock_upstream: hold-ports");
+			return 1;
+		}
+		fprintf(f, "%d\n", ntohs(sin.sin_port));
+	}
+	if (fclose(f) != 0 || rename(tmp, file) == -1) {
+		perror("mock_upstream: hold-ports");
+		return 1;
+	}
+	for (;;)
+		pause();
+}
+
 static void
 usage(void)
 {
 	fprintf(stderr, "usage: mock_upstream -p PORT [-t CERT KEY [-2]] [-l LOGFILE] [-P PORTFILE]\n"
 	    "       [-R] [-B] [-S STATUS] [-D FIRST-DELAY-MS] [-H HEALTH-STATUS-FILE]\n"
-	    "       mock_upstream --free-port\n");
+	    "       mock_upstream --free-port\n"
+	    "       mock_upstream --hold-ports N FILE\n");
 	exit(2);
 }
 
@@ -2411,6 +2450,8 @@ main(int argc, char **argv)
 
 	if (argc == 2 && strcmp(argv[1], "--free-port") == 0)
 		return free_port();
+	if (argc == 4 && strcmp(argv[1], "--hold-ports") == 0)
+		return hold_ports(argv[2], argv[3]);
 	while ((ch = getopt(argc, argv, "p:t:l:P:RBS:D:H:2")) != -1) {
 		switch (ch) {
 		case 'p': port = optarg; break;

@@ -43,12 +43,14 @@ W1_PORT=$KV__PORT W1_LOG=$T/w1.log
 kv__mock w2 -H "$T/a.health" || exit 1
 W2_PORT=$KV__PORT W2_LOG=$T/w2.log
 # 20 targets in one upstream (24 in all, past the 16 of ledger layout 10):
-# 18 with nothing listening, which fail their checks, and two mocks.
-# Four URLs a line (a line holds 198 bytes; each url line adds targets).
-WIDE_URLS="url = http://127.0.0.1:$W1_PORT http://127.0.0.1:$W2_PORT" WIDE_DEAD=()
-for i in $(seq 1 18); do
-	p=$(kv_free_port)
-	WIDE_DEAD+=("$p")
+# 18 on ports held with nothing listening, which fail their checks, and two
+# mocks. Four URLs a line (a line holds 198 bytes; each url line adds targets).
+WIDE_URLS="url = http://127.0.0.1:$W1_PORT http://127.0.0.1:$W2_PORT"
+mapfile -t WIDE_DEAD < <(kv_dead_ports 18)
+[ "${#WIDE_DEAD[@]}" = 18 ] || { echo "no 18 dead ports" >&2; exit 1; }
+i=0
+for p in "${WIDE_DEAD[@]}"; do
+	i=$((i + 1))
 	[ $((i % 4)) = 3 ] && WIDE_URLS="$WIDE_URLS
 url ="
 	WIDE_URLS="$WIDE_URLS http://127.0.0.1:$p"
@@ -202,8 +204,15 @@ check_eq "all answered by the verified target" "$(answered_by "$T/tls" 10 "$TLS_
 
 # ---- 24 targets in all: each has its slot, checks and balancing ----------
 
-check "the 18 dead targets of 'wide' are marked down" \
-	kv_wait_for 60 logged "KV0720.*wide/127.0.0.1:[0-9]* failed its health check" 18
+# Each by its own port: W1 and W2 share A's health file, and their failures
+# while A failed are logged too.
+all_dead_logged() {
+	local p
+	for p in "${WIDE_DEAD[@]}"; do
+		logged "KV0720.*wide/127.0.0.1:$p failed its health check" 1 || return 1
+	done
+}
+check "the 18 dead targets of 'wide' are marked down" kv_wait_for 60 all_dead_logged
 check_eq "no target table full warning (KV0700/KV0723)" "$(grep -c 'KV0700\|KV0723' "$KV_LOG")" 0
 check_eq "/metrics: an up gauge for each of the 24 targets" \
 	"$(curl -sS -m 10 "http://127.0.0.1:$KV_STATUS_PORT/metrics" | grep -c '^kilovolt_upstream_target_up{')" 24
