@@ -34,8 +34,8 @@ kv__mock busy -S 429 || exit 1
 BUSY_PORT=$KV__PORT BUSY_LOG=$T/busy.log
 kv__mock calm || exit 1
 CALM_PORT=$KV__PORT CALM_LOG=$T/calm.log
-DEAD_PORT=$(kv_free_port)
-DEAD2_PORT=$(kv_free_port)
+DEAD_PORT=$(kv_free_port)	# free, not held: a mock listens on it later
+DEAD2_PORT=$(kv_dead_ports 1) || exit 1
 
 kv_write_config <<EOF
 [upstream openai]

@@ -13,7 +13,7 @@ done
 
 kv_start_mock
 M=http://127.0.0.1:$MOCK_PORT
-CLOSED=$(kv_free_port)
+CLOSED=$(kv_dead_ports 1) || exit 1
 kv_write_config <<EOF
 [server]
 upstream_timeout = 2

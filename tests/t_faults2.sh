@@ -38,7 +38,7 @@ kv__mock backup || exit 1
 FB_PORT=$KV__PORT FB_LOG=$T/backup.log
 kv__mock busy503 -S 503 || exit 1
 N503_PORT=$KV__PORT N503_LOG=$T/busy503.log
-DEAD_PORT=$(kv_free_port)
+DEAD_PORT=$(kv_dead_ports 1) || exit 1
 $NEVER blackhole "$T/bh.port" 300 </dev/null >>"$T/never.err" 2>&1 &
 kv_track $!
 $NEVER stall "$T/stall.port" 300 "$T/stall.stat" </dev/null >>"$T/never.err" 2>&1 &

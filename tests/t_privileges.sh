@@ -44,7 +44,7 @@ done
 [ -n "$PRIV_PORT" ] || skip "no free port in 901-999"
 
 kv_start_mock
-CLOSED=$(kv_free_port)
+CLOSED=$(kv_dead_ports 1) || exit 1
 KV_PORT=$PRIV_PORT kv_write_config <<EOF
 [server]
 user = $RUN_AS
