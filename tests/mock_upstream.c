@@ -2262,8 +2262,11 @@ stream_dispatch(struct conn *c)
 
 /* ---- start-up ------------------------------------------------------------ */
 
+/* A TCP socket bound to 127.0.0.1:PORT (0: the kernel's choice, stored in
+ * *BOUND), listening when LISTENING is set. A listener takes SO_REUSEADDR; a
+ * socket held only to keep its port from others must not. */
 static int
-listen_on(const char *port, int *bound)
+bind_loopback(const char *port, int listening, int *bound)
 {
 	struct sockaddr_in sin;
 	socklen_t len = sizeof(sin);
@@ -2276,8 +2279,9 @@ listen_on(const char *port, int *bound)
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd == -1)
 		return -1;
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == -1 ||
-	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 || listen(fd, 4096) == -1 ||
+	if ((listening && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == -1) ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    (listening && listen(fd, 4096) == -1) ||
 	    getsockname(fd, (struct sockaddr *)&sin, &len) == -1) {
 		close(fd);
 		return -1;
@@ -2386,7 +2390,7 @@ accept_loop(struct mock *m, int lfd)
 static int
 free_port(void)
 {
-	int port, fd = listen_on("0", &port);
+	int port, fd = bind_loopback("0", 1, &port);
 
 	if (fd == -1) {
 		perror("mock_upstream: bind");
@@ -2400,10 +2404,8 @@ free_port(void)
 static int
 hold_ports(const char *count, const char *file)
 {
-	struct sockaddr_in sin;
-	socklen_t len;
 	char tmp[PATH_MAX];
-	int i, n = atoi(count), fd;
+	int i, n = atoi(count), port;
 	FILE *f;
 
 	/* Written aside and renamed: a reader sees all N lines or no file. */
@@ -2411,17 +2413,11 @@ hold_ports(const char *count, const char *file)
 	    (f = fopen(tmp, "w")) == NULL)
 		return 2;
 	for (i = 0; i < n; i++) {
-		memset(&sin, 0, sizeof(sin));
-		sin.sin_family = AF_INET;
-		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		len = sizeof(sin);
-		if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
-		    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
-		    getsockname(fd, (struct sockaddr *)&sin, &len) == -1) {
+		if (bind_loopback("0", 0, &port) == -1) {
 			perror("mock_upstream: hold-ports");
 			return 1;
 		}
-		fprintf(f, "%d\n", ntohs(sin.sin_port));
+		fprintf(f, "%d\n", port);	/* its socket stays open: the port stays held */
 	}
 	if (fclose(f) != 0 || rename(tmp, file) == -1) {
 		perror("mock_upstream: hold-ports");
@@ -2492,7 +2488,7 @@ main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if ((lfd = listen_on(port, &bound)) == -1) {
+	if ((lfd = bind_loopback(port, 1, &bound)) == -1) {
 		perror("mock_upstream: listen");
 		return 1;
 	}
