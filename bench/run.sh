@@ -45,8 +45,9 @@
 # worker_cpu_affinity = none, its workers placed by the kernel; scenarios
 # 1, 2, 3 and 7), haproxy-pinned (cpu-map: a thread to each CPU) and
 # nginx-pinned (worker_cpu_affinity auto; both scenarios 1 and 7 only),
-# which say what pinning itself is worth to each. Memory is the PSS of the proxy's whole process tree
-# (bench/pss), CPU the tree's user+system seconds during the load.
+# which say what pinning itself is worth to each. Memory is the PSS of the
+# proxy's whole process tree (bench/pss), CPU the tree's user+system
+# seconds during the load.
 #
 # Writes the tables to $top_builddir/bench/RESULTS.md and, when the source
 # tree is writable, to $top_srcdir/bench/RESULTS.md (the committed copy).
@@ -800,9 +801,8 @@ skip_target() {
 	[ "$2" = kvcluster ] && [ "$1" != 1 ] && return 0
 	[ "$2" = kvlimits ] && [ "$1" != 1 ] && [ "$1" != 2 ] && return 0
 	[ "$2" = kvossl ] && [ "$1" != 5 ] && [ "$1" != 7 ] && return 0
-	case $2 in *-pinned) [ "$1" != 1 ] && [ "$1" != 7 ] && return 0 ;; esac
-	# kvfree also streams: pinning must not cost the long streams.
-	case $2 in kvfree) case $1 in 1|2|3|7) ;; *) return 0 ;; esac ;; esac
+	# kvfree streams too: pinning must not cost the long streams.
+	case $2/$1 in *-pinned/[17]|kvfree/[1237]) ;; *-pinned/*|kvfree/*) return 0 ;; esac
 	# Scenario 8 is kilovolt against itself with a target killed.
 	[ "$2" = kvkill ] && [ "$1" != 8 ] && return 0
 	[ "$1" = 8 ] && [ "$2" != kilovolt ] && [ "$2" != kvkill ] && return 0
