@@ -48,12 +48,10 @@ W2_PORT=$KV__PORT W2_LOG=$T/w2.log
 WIDE_URLS="url = http://127.0.0.1:$W1_PORT http://127.0.0.1:$W2_PORT"
 mapfile -t WIDE_DEAD < <(kv_dead_ports 18)
 [ "${#WIDE_DEAD[@]}" = 18 ] || { echo "no 18 dead ports" >&2; exit 1; }
-i=0
-for p in "${WIDE_DEAD[@]}"; do
-	i=$((i + 1))
-	[ $((i % 4)) = 3 ] && WIDE_URLS="$WIDE_URLS
+for i in "${!WIDE_DEAD[@]}"; do
+	[ $((i % 4)) = 2 ] && WIDE_URLS="$WIDE_URLS
 url ="
-	WIDE_URLS="$WIDE_URLS http://127.0.0.1:$p"
+	WIDE_URLS="$WIDE_URLS http://127.0.0.1:${WIDE_DEAD[i]}"
 done
 
 kv_write_config <<EOF
