@@ -1,7 +1,9 @@
 /* kvctl: the operator's CLI over the ledger. kvctl.c parses the command
  * line, finds the ledger and runs the commands; kvctl_output.c renders what
- * a person reads (tables, `show`, the live `keys --watch` view). The JSON
- * forms come from shm/report.h so they match /status.json exactly. */
+ * a person reads (tables, `show`, the live `keys --watch` view);
+ * kvctl_common.c holds what the command files share (usage errors, finding
+ * and naming a key) and calls none of them. The JSON forms come from
+ * shm/report.h so they match /status.json exactly. */
 #ifndef KV_KVCTL_H
 #define KV_KVCTL_H
 
@@ -23,7 +25,7 @@ void	kvctl_printable(char *s);
 void	kvctl_format_money(int64_t nusd, char *buf, size_t len);
 
 /* "kvctl: CMD: " (or "kvctl: " for a NULL CMD), FMT with ARG and the
- * --help hint on stderr. Returns KVCTL_EXIT_USAGE. */
+ * --help hint on stderr. Returns KVCTL_EXIT_USAGE. (cli/kvctl_common.c) */
 int	kvctl_usage_error(const char *cmd, const char *fmt, const char *arg);
 
 /* A rate limit per minute in BUF: "60", or NONE ("none", "-") for 0. */

@@ -1,0 +1,76 @@
+/* kvctl's helpers shared by its command files: the usage error every
+ * command prints, and how a key named on the command line is found in the
+ * ledger and named back to the operator. Calls nothing in kvctl.c or the
+ * command files, so they all sit above it. */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "cli/kvctl.h"
+
+#include <string.h>
+
+#include "shm/keys.h"
+
+int
+kvctl_usage_error(const char *cmd, const char *fmt, const char *arg)
+{
+	fprintf(stderr, "kvctl: %s%s", cmd != NULL ? cmd : "", cmd != NULL ? ": " : "");
+	fprintf(stderr, fmt, arg);
+	fputs("\n(kvctl --help for usage)\n", stderr);
+	return KVCTL_EXIT_USAGE;
+}
+
+void
+kvctl_describe_key(const struct kv_account *a, char *buf, size_t len)
+{
+	char id[13], label[KV_LABEL_MAX];
+
+	kv_key_id(a->hash, id);
+	memcpy(label, a->label, sizeof(label));
+	label[sizeof(label) - 1] = '\0';
+	kvctl_printable(label);
+	if (label[0] != '\0' && kv_account_label_retired(a))
+		snprintf(buf, len, "%s (%s, no longer in the config)", id, label);
+	else if (label[0] != '\0')
+		snprintf(buf, len, "%s (%s)", id, label);
+	else
+		snprintf(buf, len, "%s", id);
+}
+
+#define AMBIGUOUS_SHOWN 10
+
+static int
+ambiguous(const char *key, struct kv_account **found, size_t n)
+{
+	char desc[128];
+	size_t i;
+
+	fprintf(stderr, "kvctl: '%s' is ambiguous: it matches %zu keys:\n", key, n);
+	for (i = 0; i < n && i < AMBIGUOUS_SHOWN; i++) {
+		kvctl_describe_key(found[i], desc, sizeof(desc));
+		fprintf(stderr, "  %s\n", desc);
+	}
+	if (n > AMBIGUOUS_SHOWN)
+		fprintf(stderr, "  ... and %zu more\n", n - AMBIGUOUS_SHOWN);
+	fputs("give more digits of the id, or the label\n", stderr);
+	return KVCTL_EXIT_USAGE;
+}
+
+int
+kvctl_resolve_key(const struct kv_ledger *l, const char *key, struct kv_account **a)
+{
+	struct kv_account *found[AMBIGUOUS_SHOWN];
+	size_t n;
+
+	n = kv_keys_lookup(l, key, found, AMBIGUOUS_SHOWN);
+	if (n == 0) {
+		fprintf(stderr, "kvctl: no key matches '%s' (an id prefix or a "
+		    "label; `kvctl keys` lists them)\n", key);
+		return KVCTL_EXIT_NOTFOUND;
+	}
+	if (n > 1)
+		return ambiguous(key, found, n);
+	*a = found[0];
+	return KVCTL_EXIT_OK;
+}
