@@ -31,6 +31,7 @@
 
 #include "common/money.h"
 #include "common/catalog.h"
+#include "common/glob.h"
 #include "common/pricetab.h"
 #include "shm/ledger-t.h"
 
@@ -818,16 +819,6 @@ kv_config_free(struct kv_config *cf)
 }
 
 /* ---- lookups ------------------------------------------------------------- */
-
-int
-kv_glob_match(const char *pattern, const char *s)
-{
-	size_t len = strlen(pattern);
-
-	if (len > 0 && pattern[len - 1] == '*')
-		return strncmp(pattern, s, len - 1) == 0;
-	return strcmp(pattern, s) == 0;
-}
 
 int
 kv_path_match(const char *prefix, const char *path)

@@ -303,7 +303,4 @@ const struct kv_price *kv_config_price(const struct kv_config *cf, const char *m
  * /v1/modelsX. */
 int	kv_path_match(const char *prefix, const char *path);
 
-/* Glob with a single trailing '*' (or none: exact). */
-int	kv_glob_match(const char *pattern, const char *s);
-
 #endif

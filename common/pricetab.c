@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/glob.h"
 #include "common/pricetab.h"
 
 static int

@@ -13,6 +13,7 @@
 
 #include "common/config.h"
 #include "common/config_units.h"
+#include "common/glob.h"
 #include "common/pricetab.h"
 #include "tests/unit.h"
 
