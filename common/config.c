@@ -21,7 +21,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,69 +34,6 @@
 #include "common/pricetab.h"
 #include "shm/ledger-t.h"
 
-/* ---- errors ------------------------------------------------------------ */
-
-int
-cfg_err(struct cfg_parse *p, int line, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (p->failed)
-		return -1;
-	p->failed = 1;
-	if (line > 0)
-		n = snprintf(p->err, p->errlen, "%s:%d: ", p->file, line);
-	else if (line == 0)
-		n = snprintf(p->err, p->errlen, "%s: ", p->file);
-	else
-		n = 0;
-	if (n < 0 || (size_t)n >= p->errlen)
-		return -1;
-	va_start(ap, fmt);
-	vsnprintf(p->err + n, p->errlen - n, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-/* ---- where keys go ------------------------------------------------------ */
-
-static struct kv_upstream *
-cur_upstream(struct cfg_parse *p)
-{
-	return &p->cf->upstreams[p->cf->nupstreams - 1];
-}
-
-static struct kv_price *
-cur_price(struct cfg_parse *p)
-{
-	if (p->price_default)
-		return &p->cf->default_price;
-	return &p->cf->prices[p->cf->nprices - 1];
-}
-
-static struct kv_keydef *
-cur_key(struct cfg_parse *p)
-{
-	return &p->cf->keys[p->cf->nkeys - 1];
-}
-
-void *
-cfg_base(struct cfg_parse *p, enum cfg_base base)
-{
-	switch (base) {
-	case CFG_B_UPSTREAM:
-		return cur_upstream(p);
-	case CFG_B_PRICE:
-		return cur_price(p);
-	case CFG_B_KEY:
-		return cur_key(p);
-	case CFG_B_CONFIG:
-		break;
-	}
-	return p->cf;
-}
-
 /* A price section is whole: output is never silently $0, and each tier
  * has both of its prices. An exact name may leave input and output unset
  * (-1): the catalogue's entry of that name gives them, else
@@ -105,7 +41,7 @@ cfg_base(struct cfg_parse *p, enum cfg_base base)
 static int
 end_price(struct cfg_parse *p)
 {
-	const struct kv_price *pr = cur_price(p);
+	const struct kv_price *pr = cfg_base(p, CFG_B_PRICE);
 	int alone = p->price_default || strchr(pr->model, '*') != NULL;
 
 	if (!(p->seen & 1u) && alone)
@@ -196,14 +132,17 @@ static int
 end_section(struct cfg_parse *p)
 {
 	struct kv_config *cf = p->cf;
+	const struct kv_keydef *key;
+	struct kv_upstream *u;
 	size_t i;
 
 	switch (p->sect) {
 	case SECT_UPSTREAM:
-		if (cur_upstream(p)->url[0] == '\0')
+		u = cfg_base(p, CFG_B_UPSTREAM);
+		if (u->url[0] == '\0')
 			return cfg_err(p, p->sect_line, "%s: url is required", p->sect_text);
 		/* With neither, it must be another's fallback (expand_targets). */
-		cur_upstream(p)->sect_line = p->sect_line;
+		u->sect_line = p->sect_line;
 		break;
 	case SECT_PRICE:
 		return end_price(p);
@@ -230,8 +169,9 @@ end_section(struct cfg_parse *p)
 	case SECT_KEY:
 		if (!(p->seen & 1u))
 			return cfg_err(p, p->sect_line, "%s: key is required", p->sect_text);
+		key = cfg_base(p, CFG_B_KEY);
 		for (i = 0; i + 1 < cf->nkeys; i++)
-			if (memcmp(cf->keys[i].hash, cur_key(p)->hash, 32) == 0)
+			if (memcmp(cf->keys[i].hash, key->hash, 32) == 0)
 				return cfg_err(p, p->sect_line, "%s: same key as [key %s]",
 				    p->sect_text, cf->keys[i].label);
 		break;

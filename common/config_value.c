@@ -1,6 +1,8 @@
 /* kilovolt.ini values: the small parsers every key handler uses, and the
  * generic setter of each key type (config_int.h), so that a plain key is a
- * row of the table in config_keys.c and not a function. */
+ * row of the table in config_keys.c and not a function. The error record
+ * (cfg_err) and the struct a key lands in (cfg_base) are here too: every
+ * file of the loader uses them and this one sits below the others. */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif
@@ -9,11 +11,76 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/config_units.h"
 #include "common/money.h"
+
+/* ---- errors ------------------------------------------------------------ */
+
+int
+cfg_err(struct cfg_parse *p, int line, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (p->failed)
+		return -1;
+	p->failed = 1;
+	if (line > 0)
+		n = snprintf(p->err, p->errlen, "%s:%d: ", p->file, line);
+	else if (line == 0)
+		n = snprintf(p->err, p->errlen, "%s: ", p->file);
+	else
+		n = 0;
+	if (n < 0 || (size_t)n >= p->errlen)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(p->err + n, p->errlen - n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* ---- where keys go ------------------------------------------------------ */
+
+static struct kv_upstream *
+cur_upstream(struct cfg_parse *p)
+{
+	return &p->cf->upstreams[p->cf->nupstreams - 1];
+}
+
+static struct kv_price *
+cur_price(struct cfg_parse *p)
+{
+	if (p->price_default)
+		return &p->cf->default_price;
+	return &p->cf->prices[p->cf->nprices - 1];
+}
+
+static struct kv_keydef *
+cur_key(struct cfg_parse *p)
+{
+	return &p->cf->keys[p->cf->nkeys - 1];
+}
+
+void *
+cfg_base(struct cfg_parse *p, enum cfg_base base)
+{
+	switch (base) {
+	case CFG_B_UPSTREAM:
+		return cur_upstream(p);
+	case CFG_B_PRICE:
+		return cur_price(p);
+	case CFG_B_KEY:
+		return cur_key(p);
+	case CFG_B_CONFIG:
+		break;
+	}
+	return p->cf;
+}
 
 /* ---- small value parsers (0 / -1, no messages) ------------------------- */
 
