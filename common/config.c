@@ -32,7 +32,7 @@
 #include "common/catalog.h"
 #include "common/glob.h"
 #include "common/pricetab.h"
-#include "shm/ledger-t.h"
+#include "common/ledger_sizes.h"
 
 /* A price section is whole: output is never silently $0, and each tier
  * has both of its prices. An exact name may leave input and output unset

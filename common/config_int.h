@@ -16,7 +16,7 @@
 #include <stdio.h>
 
 #include "common/config.h"
-#include "shm/ledger-t.h"
+#include "common/ledger_sizes.h"
 
 #define CFG_DEFAULT_FILE	"/etc/kilovolt/kilovolt.ini"
 /* Two generations of workers must fit the ledger's slots during a reload. */

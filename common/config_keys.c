@@ -17,7 +17,6 @@
 #include <openssl/evp.h>
 
 #include "common/config_units.h"
-#include "shm/ledger-t.h"
 
 #define CFG_MAX_SIZE		(1LL << 40)
 #define CFG_MAX_RATE		4000000000LL	/* per key and minute */

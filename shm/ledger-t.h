@@ -19,6 +19,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "common/ledger_sizes.h"	/* KV_WORKER_SLOTS, KV_LABEL_MAX */
+
 #define KV_LEDGER_MAGIC		0x5245474445564b31ULL	/* "1KVLEDGER" */
 #define KV_LEDGER_VERSION	18u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
 					   4: per-key estimated and free counts;
@@ -39,11 +41,9 @@
 					   17: the cluster incarnation (header);
 					   18: relayed 5xx and cut counters, the
 					       requests/errors history (header) */
-#define KV_WORKER_SLOTS		64	/* room for two generations during a reload */
 #define KV_RESV_PER_WORKER	2048	/* in-flight reservations one worker may hold */
 #define KV_MODEL_SLOTS		256
 #define KV_MODEL_NAME		96
-#define KV_LABEL_MAX		48
 #define KV_TARGET_SLOTS		256	/* upstream targets (shm/targets.h), a table of
 					   their own: the header stays under 4 KB */
 #define KV_TARGET_NAME		64
