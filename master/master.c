@@ -450,8 +450,11 @@ repair_now(struct master *m)
 	quiet = kv_ledger_quiesce(&m->ledger, live, QUIESCE_MS) == 0;
 	if (!quiet) {
 		for (i = 0; i < KV_WORKER_SLOTS; i++)
-			if (dead & (UINT64_C(1) << i))
+			if (dead & (UINT64_C(1) << i)) {
+				(void)kv_ratelimit_release_worker(&m->ledger,
+				    &m->ledger.workers[i]);
 				(void)kv_ledger_release_worker(&m->ledger, &m->ledger.workers[i]);
+			}
 		m->recount = 1;
 		dead = 0;
 	} else if (kv_ledger_repair(&m->ledger, dead, &r) == -1) {

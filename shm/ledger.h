@@ -231,7 +231,9 @@ void	kv_ledger_resv_sent(struct kv_worker_slot *w, int resv, int64_t min_nusd);
 #define KV_RESV_COST	(INT64_C(1) << 62)
 
 /* Release every reservation recorded in worker slot W and clear its gauges;
- * the master calls it after reaping the worker. A reservation marked by
+ * the master calls it after reaping the worker, after
+ * kv_ratelimit_release_worker() (shm/ratelimit.h), which reads the same
+ * records to refund their tokens. A reservation marked by
  * kv_ledger_resv_sent leaves its minimum spent, one whose worker died inside
  * kv_ledger_settle its real cost. Returns the number released. */
 int	kv_ledger_release_worker(struct kv_ledger *l, struct kv_worker_slot *w);

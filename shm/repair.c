@@ -7,6 +7,7 @@
 
 #include "shm/repair.h"
 #include "shm/keys.h"
+#include "shm/ratelimit.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -144,9 +145,13 @@ kv_ledger_repair(struct kv_ledger *l, uint64_t dead_mask,
 		free(sum);
 		return -1;
 	}
-	for (w = 0; w < KV_WORKER_SLOTS; w++)
-		if (dead_mask & (UINT64_C(1) << w))
-			rep->released += kv_ledger_release_worker(l, &l->workers[w]);
+	for (w = 0; w < KV_WORKER_SLOTS; w++) {
+		if (!(dead_mask & (UINT64_C(1) << w)))
+			continue;
+		/* tokens first: their refund reads the records the release clears */
+		(void)kv_ratelimit_release_worker(l, &l->workers[w]);
+		rep->released += kv_ledger_release_worker(l, &l->workers[w]);
+	}
 	rep->claims_fixed = tombstone_half_claims(l);
 	sum_reservations(l, sum, tok);
 	KV_FOR_EACH_SLOT(l, i) {	/* a reservation names a claimed slot */

@@ -11,7 +11,6 @@
 
 #include "shm/ledger.h"
 #include "shm/ledger-int.h"
-#include "shm/ratelimit.h"
 #include "shm/targets.h"
 
 #include <errno.h>
@@ -301,7 +300,6 @@ kv_ledger_release_worker(struct kv_ledger *l, struct kv_worker_slot *w)
 	int64_t amount, charge;
 	int n = 0;
 
-	(void)kv_ratelimit_release_worker(l, w);	/* reads the same records */
 	kv_targets_release_worker(l, w);
 	for (i = 0; i < kv_ledger_resv_end(w); i++) {
 		idx = atomic_load(&w->resv[i].account);
