@@ -134,24 +134,47 @@ section_sets(const struct kv_price *p, const struct pfield *f)
 	return p->src == KV_PRICE_OVERRIDE && (p->set >> kv_price_bit(f->off) & 1) != 0;
 }
 
-/* The labels (JSON names if JSON) of the figures P's section sets, ", "
- * between them: "web search, max output". */
+/* Is F one the [price GLOB]s matching P's file entry give (pricetab.c)? */
+static int
+glob_gives(const struct kv_price *p, const struct pfield *f)
+{
+	return p->src != KV_PRICE_INI && (p->globbed >> kv_price_bit(f->off) & 1) != 0;
+}
+
+/* The labels of the figures P's section sets (its globs give, if GLOBS),
+ * ", " between them: "web search, max output". */
 static void
-section_fields(const struct kv_price *p, int json, char *buf, size_t len)
+section_fields(const struct kv_price *p, int globs, char *buf, size_t len)
 {
 	size_t i, k = 0;
 	int n;
 
 	buf[0] = '\0';
 	for (i = 0; i < NFIELDS; i++) {
-		if (!section_sets(p, &pfields[i]))
+		if (globs ? !glob_gives(p, &pfields[i]) : !section_sets(p, &pfields[i]))
 			continue;
-		n = snprintf(buf + k, len - k, "%s%s", k ? ", " : "",
-		    json ? pfields[i].json : pfields[i].label);
+		n = snprintf(buf + k, len - k, "%s%s", k ? ", " : "", pfields[i].label);
 		if (n < 0 || (size_t)n >= len - k)
 			return;
 		k += (size_t)n;
 	}
+}
+
+/* " + [price GLOB] for: web search, priority input" after BUF's text:
+ * what the globs matching a file entry give it. */
+static void
+glob_source(const struct kv_config *cf, const struct priced *m, char *buf, size_t len)
+{
+	char fields[1024];
+	size_t k = strlen(buf);
+
+	if (m->p == NULL || m->p->glob_from == 0 ||
+	    (m->rule != KV_RULE_FILE && m->rule != KV_RULE_OVERRIDE))
+		return;
+	section_fields(m->p, 1, fields, sizeof(fields));
+	if (snprintf(buf + k, len - k, " + [price %s] for: %s",
+	    cf->prices[m->p->glob_from - 1].model, fields) < 0)
+		buf[k] = '\0';
 }
 
 /* Where the rule's price was written: the file, the section, or the
@@ -186,6 +209,7 @@ rule_source(const struct kv_config *cf, const struct priced *m, char *buf, size_
 			buf[0] = '\0';
 	} else
 		snprintf(buf, len, "[price %s]", m->p->model);
+	glob_source(cf, m, buf, len);
 }
 
 static void
@@ -246,6 +270,19 @@ json_price(FILE *f, const struct kv_config *cf, const struct priced *m)
 	}
 	if (*sep != '\0')
 		fputc(']', f);
+	/* the figures the [price GLOB]s over a file entry give */
+	if (m->p != NULL && m->p->glob_from != 0 &&
+	    (m->rule == KV_RULE_FILE || m->rule == KV_RULE_OVERRIDE)) {
+		fputs(",\"glob\":", f);
+		kv_json_write_string(f, cf->prices[m->p->glob_from - 1].model);
+		for (i = 0, sep = ",\"from_glob\":["; i < NFIELDS; i++)
+			if (glob_gives(m->p, &pfields[i])) {
+				fprintf(f, "%s\"%s%s\"", sep, pfields[i].json,
+				    suffix[pfields[i].kind]);
+				sep = ",";
+			}
+		fputc(']', f);
+	}
 	/* prices are nano-USD per 1M tokens, fees nano-USD each */
 	for (k = 0; k < 3; k++) {
 		fprintf(f, ",\"%s\":{", groups[k]);

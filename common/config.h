@@ -105,6 +105,11 @@ struct kv_price {
 	int	  line;			/* the [price] section's ini line; 0: a file entry */
 	uint64_t  set;			/* KV_PRICE_OVERRIDE: the figures its section
 					 * sets (bit kv_price_bit), the rest are the file's */
+	/* a catalogue entry's figures it leaves unset that the [price GLOB]
+	 * sections matching it give (pricetab.c: the longest glob first),
+	 * and 1 + the cf->prices index of the longest that gave any (0: none) */
+	uint64_t  globbed;
+	int	  glob_from;
 };
 
 /* Where a price came from (kvctl prices): a [price] section alone, a
@@ -232,6 +237,7 @@ struct kv_config {
 	char	  prices_summary[512];	/* what the file gave, by provider */
 	char	  prices_unknown[2048];	/* its fields kilovolt does not understand */
 	size_t	  prices_inexact;	/* entries with prices below 1 nUSD/1M, rounded up */
+	char	  prices_dead[1024];	/* [price GLOB]s matching no catalogue entry, "" none */
 	/* lookup index, built at load (catalog.c): exact names sorted, then
 	 * the globs longest first */
 	const struct kv_price **price_exact;

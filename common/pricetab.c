@@ -86,6 +86,55 @@ check_alone(const struct kv_price *p, const struct kv_config *cf, char *err, siz
 	return -1;
 }
 
+/* The [price GLOB] G over the catalogue entry E: each figure E leaves
+ * unset that G sets. Called longest glob first, so that of the globs the
+ * most specific gives a figure (an exact section's figures and the
+ * catalogue's own are set already: they win). */
+static void
+fill_from_glob(struct kv_price *e, const struct kv_price *g, int gidx)
+{
+	unsigned i;
+
+	for (i = 0; i < KV_PRICE_NFIELDS; i++) {
+		if (figure_set(e, i) || !figure_set(g, i))
+			continue;
+		*figure(e, i) = (&g->input)[i];
+		e->globbed |= (uint64_t)1 << i;
+		if (e->glob_from == 0)
+			e->glob_from = gidx + 1;
+	}
+}
+
+/* Globs compose over the catalogue (issue 33): a bundled [price o3-20*]
+ * gives the dated o3-2025-04-16 the priority prices and web search fee
+ * its catalogue entry lacks, where an exact entry used to shadow every
+ * glob. The globs that match no catalogue entry are named for -t. */
+static void
+compose(struct kv_config *cf)
+{
+	struct kv_price *e;
+	size_t i, g, used, k = 0;
+	int n;
+
+	cf->prices_dead[0] = '\0';
+	for (g = 0; g < cf->nprice_glob; g++) {
+		used = 0;
+		for (i = 0; i < cf->nprices; i++) {
+			e = &cf->prices[i];
+			if (e->src == KV_PRICE_INI || is_glob(e) ||
+			    !kv_glob_match(cf->price_glob[g]->model, e->model))
+				continue;
+			used++;
+			fill_from_glob(e, cf->price_glob[g], (int)(cf->price_glob[g] - cf->prices));
+		}
+		if (used > 0 || cf->nprices_file == 0 || k >= sizeof(cf->prices_dead))
+			continue;
+		n = snprintf(cf->prices_dead + k, sizeof(cf->prices_dead) - k, "%s[price %s]",
+		    k ? ", " : "", cf->price_glob[g]->model);
+		k = n < 0 ? sizeof(cf->prices_dead) : k + (size_t)n;
+	}
+}
+
 int
 kv_pricetab_merge(struct kv_config *cf, struct kv_price *file, size_t n, char *err,
     size_t errlen, int *line)
@@ -134,6 +183,7 @@ kv_pricetab_merge(struct kv_config *cf, struct kv_price *file, size_t n, char *e
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	compose(cf);
 	return 0;
 }
 

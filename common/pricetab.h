@@ -35,7 +35,10 @@ kv_price_bit(size_t off)
  * (src KV_PRICE_OVERRIDE): each figure the section sets wins, each it
  * leaves unset is the entry's, `set` says which are the section's. A glob,
  * or a name the file lacks, stands alone and must set input and output.
- * Then build the index. Returns 0; or -1 with "[price NAME]: what" in ERR
+ * Then build the index, and compose the globs over the file's entries:
+ * each figure an entry leaves unset is the longest matching glob's that
+ * sets it (`globbed`, `glob_from`); the globs that match no entry are
+ * named in cf->prices_dead. Returns 0; or -1 with "[price NAME]: what" in ERR
  * and *LINE the section's line, or "out of memory" and *LINE 0. */
 int	kv_pricetab_merge(struct kv_config *cf, struct kv_price *file, size_t n, char *err,
 	    size_t errlen, int *line);

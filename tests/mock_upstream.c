@@ -84,11 +84,23 @@
  *                        with its own model, whatever the body says)
  *   x-mock-error-after N an Anthropic stream sends N text deltas, then
  *                        "event: error" (overloaded_error) and ends
+ * Billing rules of issue 33:
+ *   a body's "speed": "fast" / "inference_geo": "us" (Anthropic fast mode,
+ *                        US-only inference) bill at their multipliers and
+ *                        are reported as usage.speed / usage.inference_geo
+ *   x-mock-region 1      the project processes in a data-residency region
+ *                        (OpenAI regional processing uplift)
+ *   x-mock-cache-write N on OpenAI: prompt_tokens_details.cache_write_tokens
+ *   x-mock-audio-recall N  an assistant message's {"audio":{"id":...}} reads
+ *                        the earlier spoken answer again: N audio input
+ *                        tokens (default 1000)
  * A bill line: "bill model=M input=N cached=N cache_write=N output=N
- * reasoning=N web_search=N web_fetch=N tier=NAME" where tier is the service tier
- * the response says it ran on ("default" when it names none), and output counts the reasoning
+ * reasoning=N web_search=N web_fetch=N audio_in=N audio_out=N speed=S geo=G
+ * region=0|1 nusd=N tier=NAME" where tier is the service tier the response
+ * says it ran on ("default" when it names none), output counts the reasoning
  * and the text the provider generated (for a stream its client left: the
- * deltas sent plus the one in flight).
+ * deltas sent plus the one in flight), and nusd is the bill in nano-dollars
+ * by the published prices (tests/mock_bill.c; 0 for a model it lacks).
  *
  * -l LOGFILE gets one line per request:
  *   METHOD TARGET host=H auth=ID include_usage=0|1 stream_options=N (members)
@@ -123,6 +135,8 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
+
+#include "tests/mock_bill.h"
 
 #define HEAD_MAX	65536		/* request head limit, as the gateway's */
 #define SCAN_MAX	(8 << 20)	/* body prefix kept for the JSON scan (pages
@@ -210,6 +224,10 @@ struct req {
 	long		 audio_in, audio_out;	/* x-mock-audio-in/-out: among the tokens */
 	long		 web_search;	/* x-mock-web-search: searches billed */
 	long		 web_fetch;	/* x-mock-web-fetch */
+	int		 fast;		/* the body's "speed": "fast" (Anthropic) */
+	int		 geo_us;	/* the body's "inference_geo": "us" (Anthropic) */
+	int		 region;	/* x-mock-region: the project processes in a region */
+	long		 recall;	/* x-mock-audio-recall: audio tokens an audio.id recalls */
 	char		 resp_model[128];	/* x-mock-model: the response's model */
 	long		 error_after;	/* x-mock-error-after: deltas before event: error */
 	int		 billable;	/* a provider response began: it is billed */
@@ -862,6 +880,10 @@ scan_top(struct req *rq, const char *k, size_t n, const char *v)
 		rq->background = is_true(v);
 	} else if (KEY_IS(k, n, "service_tier") && *v == '"') {
 		copy_string(v, rq->body_tier, sizeof(rq->body_tier));
+	} else if (KEY_IS(k, n, "speed")) {
+		rq->fast = strncmp(v, "\"fast\"", 6) == 0;
+	} else if (KEY_IS(k, n, "inference_geo")) {
+		rq->geo_us = strncmp(v, "\"us\"", 4) == 0;
 	}
 }
 
@@ -898,6 +920,12 @@ scan_controls(struct req *rq)
 	rq->audio_out = hdr_long(rq, "x-mock-audio-out", 0, 100000000L);
 	rq->web_search = hdr_long(rq, "x-mock-web-search", 0, 1000);
 	rq->web_fetch = hdr_long(rq, "x-mock-web-fetch", 0, 1000);
+	rq->region = hdr_long(rq, "x-mock-region", 0, 1) == 1;
+	/* an assistant message's {"audio":{"id":...}} makes OpenAI read the
+	 * earlier spoken answer again, as audio input */
+	rq->recall = rq->body != NULL && strstr(rq->body, "\"audio\":{\"id\"") != NULL ?
+	    hdr_long(rq, "x-mock-audio-recall", 1000, 100000000L) : 0;
+	rq->audio_in += rq->recall;
 	rq->error_after = hdr_long(rq, "x-mock-error-after", -1, 100000000L);
 	if (hdr(rq, "x-mock-model") != NULL)
 		snprintf(rq->resp_model, sizeof(rq->resp_model), "%s", hdr(rq, "x-mock-model"));
@@ -1202,7 +1230,7 @@ prompt_tokens(const struct req *rq)
 		t += image_bill(rq, h, b64_prefix(p + 7, h, sizeof(h)));
 	for (p = rq->body; (p = strstr(p, "\"data\":\"")) != NULL; p += 8)
 		t += image_bill(rq, h, b64_prefix(p + 8, h, sizeof(h)));
-	return t + tool_prompt_bill(rq);
+	return t + tool_prompt_bill(rq) + rq->recall;
 }
 
 /* Output multiplies by the legacy completions prompt array. */
@@ -1230,10 +1258,14 @@ openai_usage(struct sb *s, const struct req *rq)
 	/* x-mock-audio-in/-out: that many of the prompt's and the answer's
 	 * tokens are audio (gpt-4o-audio-preview), as OpenAI details them */
 	sb_printf(s, "{\"prompt_tokens\":%ld,\"completion_tokens\":%ld,\"total_tokens\":%ld,"
-	    "\"prompt_tokens_details\":{\"cached_tokens\":%ld,\"audio_tokens\":%ld},"
-	    "\"completion_tokens_details\":{\"reasoning_tokens\":%ld,\"audio_tokens\":%ld,"
-	    "\"accepted_prediction_tokens\":0,\"rejected_prediction_tokens\":0}}",
-	    p, out, p + out, rq->cached, rq->audio_in, rq->reasoning, rq->audio_out);
+	    "\"prompt_tokens_details\":{\"cached_tokens\":%ld,\"audio_tokens\":%ld",
+	    p, out, p + out, rq->cached, rq->audio_in);
+	/* x-mock-cache-write: OpenAI's cache writes, among the prompt tokens */
+	if (rq->cache_write > 0)
+		sb_printf(s, ",\"cache_write_tokens\":%ld", rq->cache_write);
+	sb_printf(s, "},\"completion_tokens_details\":{\"reasoning_tokens\":%ld,"
+	    "\"audio_tokens\":%ld,\"accepted_prediction_tokens\":0,"
+	    "\"rejected_prediction_tokens\":0}}", rq->reasoning, rq->audio_out);
 }
 
 static int
@@ -1391,6 +1423,11 @@ anthropic_usage(struct sb *s, const struct req *rq, long output)
 		sb_printf(s, ",\"cache_creation\":{\"ephemeral_5m_input_tokens\":%ld,"
 		    "\"ephemeral_1h_input_tokens\":%ld}", rq->cache_write - rq->cache_1h,
 		    rq->cache_1h);
+	/* the speed and the inference geography the tokens were billed at,
+	 * for a request that asked for either */
+	if (rq->fast || rq->geo_us)
+		sb_printf(s, ",\"speed\":\"%s\",\"inference_geo\":\"%s\"",
+		    rq->fast ? "fast" : "standard", rq->geo_us ? "us" : "global");
 	sb_printf(s, "}");
 }
 
@@ -1784,6 +1821,7 @@ static void
 write_bill(struct conn *c, int whole)
 {
 	struct req *rq = &c->rq;
+	struct mock_bill_in b;
 	long gen = rq->tokens;
 
 	if (c->m->bills == NULL || !rq->billable)
@@ -1792,11 +1830,27 @@ write_bill(struct conn *c, int whole)
 		gen = c->text_sent + (rq->errored ? 0 : 1);
 	if (strcmp(rq->path, "/v1/embeddings") == 0)
 		gen = 0;
+	b.model = echo_model(rq);
+	b.tier = rq->tier[0] ? rq->tier : "default";
+	b.input = prompt_tokens(rq) + (is_anthropic(rq) ? rq->cached + rq->cache_write : 0);
+	b.cached = rq->cached;
+	b.cache_write = rq->cache_write;
+	b.cache_1h = rq->cache_1h;
+	b.audio_in = is_anthropic(rq) ? 0 : rq->audio_in;
+	b.output = gen * rq->n + rq->reasoning;
+	b.audio_out = rq->audio_out < b.output ? rq->audio_out : b.output;
+	b.web_search = rq->web_search;
+	b.fast = rq->fast;
+	b.geo_us = rq->geo_us;
+	b.region = rq->region;
 	pthread_mutex_lock(&c->m->log_lock);
 	fprintf(c->m->bills, "bill model=%s input=%ld cached=%ld cache_write=%ld output=%ld "
-	    "reasoning=%ld web_search=%ld web_fetch=%ld tier=%s\n", echo_model(rq),
+	    "reasoning=%ld web_search=%ld web_fetch=%ld audio_in=%ld audio_out=%ld "
+	    "speed=%s geo=%s region=%d nusd=%" PRId64 " tier=%s\n", echo_model(rq),
 	    prompt_tokens(rq), rq->cached, rq->cache_write, gen * rq->n + rq->reasoning,
-	    rq->reasoning, rq->web_search, rq->web_fetch, rq->tier[0] ? rq->tier : "default");
+	    rq->reasoning, rq->web_search, rq->web_fetch, b.audio_in, b.audio_out,
+	    rq->fast ? "fast" : "standard", rq->geo_us ? "us" : "global", rq->region,
+	    mock_bill_nusd(&b), b.tier);
 	fflush(c->m->bills);
 	pthread_mutex_unlock(&c->m->log_lock);
 }

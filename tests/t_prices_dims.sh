@@ -1,0 +1,112 @@
+#!/bin/bash
+# t_prices_dims: every price dimension the catalogue names is reserved at
+# its dearest applicable rate and charged from the response's usage, or
+# the request is refused (issue 33). Each row sends its request to the mock,
+# which bills it in nano-dollars by the providers' published rules
+# (tests/mock_bill.c, "nusd=" on its bill line), and asserts the ledger:
+# the reservation held while the response is pending and the charge are
+# never below the bill, the charge never over the budget; a refused request
+# reaches nobody. The figures of each row are printed ("row N: ...").
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+command -v jq >/dev/null || skip "jq not installed"
+command -v sha256sum >/dev/null || skip "sha256sum not installed"
+export LC_ALL=C
+
+cp "${top_srcdir:-..}/data/prices-2026-07-24.json" "$T/prices.json"
+kv_start_mock
+# the catalogue and the bundled kilovolt.ini's sections of these families
+kv_write_config <<EOF
+[budget]
+prices = prices.json
+[price o3-20*]
+input = 2.00
+output = 8.00
+web_search = 10
+cached_input = 0.50
+priority_input = 3.50
+priority_output = 14.00
+flex_input = 1.00
+flex_output = 4.00
+max_output = 100000
+context_window = 200000
+[price claude-haiku-4-5*]
+input = 1.00
+output = 5.00
+web_search = 10
+web_fetch = 0
+code_execution = 0.05
+cached_input = 0.10
+cache_write = 1.25
+cache_write_1h = 2.00
+max_output = 64000
+[price my-local-model*]
+input = 0.01
+output = 0.01
+[key row3]
+key = sk-row3
+budget = 0.10
+[key row4o]
+key = sk-row4o
+budget = 5.00
+[key row4h]
+key = sk-row4h
+budget = 5.00
+EOF
+"$KV_DAEMON_BIN" -t -c "$T/kilovolt.ini" >"$T/t.out" 2>&1
+check_eq "kilovoltd -t accepts the catalogue with the bundled globs" "$?" 0
+kv_start
+
+A=(-H 'anthropic-version: 2023-06-01')
+bill() { tail -n 1 "$MOCK_LOG.bills" | sed "s/.* $1=\([^ ]*\).*/\1/"; }
+
+# row N KEY BUDGET_NUSD PATH BODY [curl args]: the request, held by the mock
+# before its head (x-mock-first-delay-ms) while the key's reservation is
+# read; then the charge and the mock's bill. RES, SPENT, BILL are set.
+row() {
+	local n=$1 k=$2 budget=$3 path=$4 body=$5 pid
+	shift 5
+	post "$k" "$path" "$body" -H 'x-mock-first-delay-ms: 1500' "$@" >"$T/code.$n" &
+	pid=$!
+	kv_track $pid
+	RES=0
+	kv_wait_for 20 eval '[ "$(reserved '"$k"' 2>/dev/null)" -gt 0 ] 2>/dev/null'
+	RES=$(reserved "$k")
+	wait $pid
+	check_eq "row $n: answered" "$(cat "$T/code.$n")" 200
+	check "row $n: settled" kv_wait_for 20 settled "$k"
+	SPENT=$(spent "$k") BILL=$(bill nusd)
+	echo "row $n: reserved $RES charged $SPENT billed $BILL nUSD (budget $budget)"
+	check "row $n: the reservation ($RES) is not below the bill ($BILL)" [ "$RES" -ge "$BILL" ]
+	check_eq "row $n: charged exactly the bill" "$SPENT" "$BILL"
+	check "row $n: the charge is within the budget" [ "$SPENT" -le "$budget" ]
+}
+
+# ---- rows 3 and 4: [price GLOB] sections compose over catalogue entries ----
+# o3-2025-04-16's entry has no priority prices; [price o3-20*] has: it
+# gives them (and the web search fee), the entry's own figures winning
+check "kvctl prices: o3-2025-04-16 takes priority prices from [price o3-20*]" \
+	grep -q '^o3-2025-04-16: file (.*prices.json + \[price o3-20\*\] for: priority input, priority output, flex input, flex output, web search)$' \
+	<(kv_ctl prices o3-2025-04-16)
+check_eq "... in JSON: the glob and the figures it gives" \
+	"$(kv_ctl prices --json o3-2025-04-16 | jq -c '.prices[0] | [.rule, .glob, .from_glob, .prices.priority_input_per_1m_nusd, .fees.web_search_call_nusd]')" \
+	'["file","o3-20*",["priority_input_per_1m_nusd","priority_output_per_1m_nusd","flex_input_per_1m_nusd","flex_output_per_1m_nusd","web_search_call_nusd"],3500000000,10000000]'
+check "kilovoltd -t names the bundled globs that match no catalogue entry" \
+	grep -qx '.*kilovolt.ini: prices: warning: matching no catalogue entry (pricing only the models the catalogue lacks): \[price my-local-model\*\]' "$T/t.out"
+
+# row 3: the pinned snapshot at service_tier priority: $3.50 / $14 per 1M
+row 3 sk-row3 100000000 /v1/chat/completions \
+	'{"model":"o3-2025-04-16","max_completion_tokens":1000,"service_tier":"priority","messages":[{"role":"user","content":"hi"}]}' \
+	-H 'x-mock-tokens: 1000'
+check_eq "row 3: the provider billed the priority tier" "$(bill tier)" priority
+
+# row 4: two web searches on o3-2025-04-16 (Responses) and claude-haiku-4-5
+row 4o sk-row4o 5000000000 /v1/responses \
+	'{"model":"o3-2025-04-16","max_output_tokens":100,"input":"search twice","tools":[{"type":"web_search"}],"max_tool_calls":2}' \
+	-H 'x-mock-tokens: 20' -H 'x-mock-web-search: 2'
+check_eq "row 4: the two searches are billed" "$(bill web_search)" 2
+row 4h sk-row4h 5000000000 /v1/messages \
+	'{"model":"claude-haiku-4-5","max_tokens":100,"messages":[{"role":"user","content":"search twice"}],"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":2}]}' \
+	"${A[@]}" -H 'x-mock-tokens: 20' -H 'x-mock-web-search: 2'
+
+kv_finish
