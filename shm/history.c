@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/jsonline.h"
-#include "shm/report.h"
+#include "shm/report_sort.h"
 
 /* Move ring R (n buckets, newest at unit HAVE) forward to unit `unit`,
  * zeroing the buckets in between; then add delta to it. The caller stores

@@ -120,57 +120,6 @@ kv_report_account_json(FILE *f, const struct kv_account *a)
 	fputc('}', f);
 }
 
-/* Accounts are sorted on a snapshot of their spend: sorting on live values
- * would hand qsort a comparator that changes its mind. */
-struct acct_snap {
-	const struct kv_account	*a;
-	int64_t			 spent;
-};
-
-static int
-cmp_spent_desc(const void *x, const void *y)
-{
-	const struct acct_snap *a = x, *b = y;
-
-	if (a->spent != b->spent)
-		return a->spent < b->spent ? 1 : -1;
-	/* Ties in a stable, meaningful order: by id. */
-	return memcmp(a->a->hash, b->a->hash, sizeof(a->a->hash));
-}
-
-size_t
-kv_report_sorted_accounts(const struct kv_ledger *l,
-    const struct kv_account ***out)
-{
-	uint32_t i, n = l->hdr->max_keys;
-	const struct kv_account **v;
-	struct acct_snap *snap;
-	size_t count = 0;
-
-	*out = NULL;
-	snap = calloc(n, sizeof(*snap));
-	v = calloc(n, sizeof(*v));
-	if (snap == NULL || v == NULL) {
-		free(snap);
-		free(v);
-		return 0;
-	}
-	KV_FOR_EACH_SLOT(l, i) {
-		const struct kv_account *a = &l->accounts[i];
-
-		if (!kv_slot_ready(&a->state))
-			continue;
-		snap[count].a = a;
-		snap[count++].spent = kv_account_spent(a);
-	}
-	qsort(snap, count, sizeof(*snap), cmp_spent_desc);
-	for (i = 0; i < count; i++)
-		v[i] = snap[i].a;
-	free(snap);
-	*out = v;
-	return count;
-}
-
 static void
 keys_array(FILE *f, const struct kv_ledger *l)
 {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "shm/ledger.h"
+#include "shm/report_sort.h"	/* kv_report_sorted_accounts */
 
 /* One account object: {"id","label","budget_nusd","spent_nusd",
  * "reserved_nusd","remaining_nusd","requests","input_tokens",
@@ -34,11 +35,6 @@ void	kv_report_models_json(FILE *f, const struct kv_ledger *l);
 /* Totals (every KV_COUNTERS field, uptime_seconds, master_pid,
  * active_streams, connections) plus "workers", "keys" and "models" arrays. */
 void	kv_report_status_json(FILE *f, const struct kv_ledger *l, int64_t now);
-
-/* Collect pointers to the ready accounts, sorted by spent (desc).
- * Returns the count; *out is malloc'd (caller frees), NULL on failure. */
-size_t	kv_report_sorted_accounts(const struct kv_ledger *l,
-	    const struct kv_account ***out);
 
 /* A worker slot's state as a word: "free", "starting", "running",
  * "draining" ("unknown" for a value this build does not know). JSON and
