@@ -7,6 +7,8 @@
  * lowered here before anything is returned, so this host never admits
  * past what Redis counts as its commitment. */
 #include "master/cluster.h"
+#include "master/cluster_host.h"
+#include "master/cluster_lease.h"
 #include "master/cluster_persist.h"
 #include "master/cluster_keys.h"
 
@@ -30,99 +32,14 @@
 #include "shm/lease.h"
 #include "shm/ratelimit.h"
 
-#define SYNC_MS		500	/* settled spend reaches Redis within a second */
 #define NEED_MS		100	/* a refusal for want of lease is answered this soon */
 #define KICK_MS		10	/* a parked request's kick syncs at most this often */
-#define BATCH		128	/* accounts per script call */
-#define DEMAND_SECS	2	/* a lease covers this many seconds of spend */
-#define IDLE_SECS	60	/* an unnamed key unused this long returns its lease */
-/* A lease grown for a refusal is kept for the retry-after the client was
- * told (1 s, worker/limits.c) plus two syncs, so that the retry finds it:
- * shrunk at the next sync, a client that obeyed never got in (issue 22). */
-#define HOLD_MS		(1000 + 2 * SYNC_MS)
-#define OPEN_AFTER_MS	2000	/* Redis silent this long: on_redis_down applies */
 /* The heartbeat of this instance's hold on its host id (kv:hb:H), renewed
  * at every sync: a host that dies without stopping holds it this long, so
  * its restart waits at most this for it. */
 #define HB_MS		(4 * SYNC_MS)
-#define CAP_OPEN	(INT64_MAX / 4)
 
 extern const char kv_cluster_sync_lua[];
-
-/* This host's lease of one rate limit of a key (requests or tokens). */
-struct rlease {
-	int64_t		 granted;	/* cumulative grant, from the last reply */
-	int64_t		 cap;		/* what we last stored in the cap word */
-	int64_t		 last_used;	/* used at the last sync */
-	int64_t		 rate;		/* units per second, decaying */
-	int64_t		 rate_ms;
-	int64_t		 free;		/* the free lease asked for last time */
-	int64_t		 peak;		/* most in flight since the last sync */
-	int64_t		 big;		/* the largest request refused for want of it */
-};
-
-struct acct {
-	int64_t		 period;	/* period_start the figures below are for */
-	int64_t		 last_spent;	/* local spent at the last sync */
-	int64_t		 granted;	/* g, from the last reply */
-	int64_t		 cap;		/* what we last stored in lease_cap_nusd */
-	int64_t		 known_budget;	/* budget agreed with Redis; -1 before */
-	int64_t		 rate;		/* spend per second, decaying */
-	int64_t		 deadline_ms;	/* monotonic: the lease holds until here */
-	int64_t		 last_u;
-	int64_t		 rate_ms;
-	int64_t		 free;		/* the free lease asked for last time */
-	int64_t		 peak_reserved;	/* most in flight seen since the last sync */
-	struct rlease	 rl[2];		/* requests, tokens */
-	int64_t		 resets;	/* the key's reset count in Redis; -1 before */
-	int64_t		 hold;		/* free lease grown for a refusal ... */
-	int64_t		 hold_until_ms;	/* ... kept until here (HOLD_MS) */
-	int		 inflight;
-	int		 open;		/* admitting past the lease (open mode) */
-};
-
-struct batch {
-	struct kv_cluster_host	*h;
-	size_t			 n;
-	int64_t			 sent_ms;
-	uint32_t		 idx[BATCH];
-	int64_t			 period[BATCH];
-	int64_t			 budget[BATCH];	/* local budget read when sent */
-	unsigned char		 reset[BATCH];	/* this sync resets the key's spend */
-	int			 final;
-};
-
-struct kv_cluster_host {
-	struct kv_cluster	 c;
-	enum kv_period		 period;
-	struct kv_ledger	*l;
-	struct kv_redis		*redis;
-	struct kv_cluster_keys	*keys;		/* issued keys shared: cluster_keys.c */
-	struct acct		*acct;
-	char			 sha[41];	/* of the loaded script; "" before */
-	char			 inc[32];	/* this ledger's incarnation */
-	char			 me[128];	/* this instance, as kv:hb:H holds it */
-	uint64_t		 prev_instance;	/* the ledger's last run before this one */
-	int			 clash;		/* another live instance holds host_id */
-	int64_t			 clash_since_ms;
-	int			 clash_warned;	/* KV0765 or KV0766 logged */
-	int			 held;		/* a sync succeeded: the host id was ours */
-	int64_t			 next_sync_ms;
-	int64_t			 next_need_ms;	/* next look for refusals */
-	int64_t			 last_ok_ms;
-	int			 inflight;	/* batches awaiting a reply */
-	int			 kick_fd;	/* eventfd: a worker parked a request */
-	int			 kicked;	/* ... while a batch was in flight */
-	int64_t			 last_sync_ms;
-	int			 stopping;
-	int			 warned_down;
-	int			 persist_warned;	/* KV0760/KV0761 logged */
-	int64_t			 persist_recheck_ms;	/* 0: no recheck due */
-	struct kv_mloop		*lp;
-	struct kv_mloop_io	 redis_io;
-	struct kv_mloop_io	 kick_io;
-	struct kv_mloop_timer	 timer;	/* the next sync, look or Redis deadline */
-};
 
 static void sync_all(struct kv_cluster_host *h, int final);
 
@@ -207,156 +124,6 @@ key_ttl(enum kv_period p)
 	}
 }
 
-/* The period an account's spend is in, the same on every host: the UTC
- * calendar start (0 without periods), not the local period_start, which
- * without periods is when the account was made here. */
-static int64_t
-acct_period(const struct kv_cluster_host *h, struct kv_account *a)
-{
-	return kv_period_start(h->period, atomic_load(&a->period_start));
-}
-
-/* Lower the cap to at most V (never raise it here). */
-static void
-cap_lower(struct kv_account *a, struct acct *s, int64_t v)
-{
-	s->cap = kv_lease_cap_lower(a, v);
-}
-
-/* A new period, or a local reset of spent, seen since the last sync. */
-static void
-follow_local(struct kv_account *a, struct acct *s, int64_t period, int64_t spent)
-{
-	if (period != s->period) {
-		struct rlease rl[2];
-
-		/* rate leases do not follow budget periods */
-		memcpy(rl, s->rl, sizeof(rl));
-		memset(s, 0, sizeof(*s));
-		memcpy(s->rl, rl, sizeof(rl));
-		s->resets = -1;
-		s->period = period;
-		s->known_budget = -1;
-		kv_lease_base_clear(a);
-	} else if (spent < s->last_spent) {
-		kv_lease_base_add(a, s->last_spent - spent);
-	}
-	s->last_spent = spent;
-}
-
-/* W, or what a refusal less than HOLD_MS ago grew it to; a refusal
- * (NEED > 0) starts a new hold. */
-static int64_t
-held(struct acct *s, int64_t now, int64_t w, int64_t need)
-{
-	if (need > 0) {
-		s->hold = w > need ? w : need;
-		s->hold_until_ms = now + HOLD_MS;
-	} else if (now < s->hold_until_ms && w < s->hold) {
-		w = s->hold;
-	}
-	return w;
-}
-
-/* The free lease to hold: DEMAND_SECS of the spend rate, within
- * [lease_min, lease_max], or nothing for an idle unnamed key; never less
- * than the largest request refused for want of lease. */
-static int64_t
-free_want(struct kv_cluster_host *h, struct kv_account *a, struct acct *s, int64_t u,
-    int64_t reserved, int64_t need)
-{
-	int64_t now = kv_now_ms(), dt = now - s->rate_ms, w;
-
-	if (s->rate_ms != 0 && dt > 0) {
-		int64_t r = (u - s->last_u) * 1000 / dt;
-		/* Up at once, down with a half-life of about 5 s: traffic that
-		 * pauses for a few seconds finds its lease still there. */
-		s->rate = r > s->rate ? r : s->rate - s->rate / 16;
-	}
-	s->rate_ms = now;
-	s->last_u = u;
-	if (h->stopping)
-		return 0;
-	if (!(a->flags & KV_ACCOUNT_NAMED) && reserved == 0 && need == 0 && s->rate == 0 &&
-	    now >= s->hold_until_ms &&
-	    atomic_load(&a->last_used) + IDLE_SECS < (int64_t)time(NULL))
-		return 0;
-	/* Room for the most the workers had in flight since the last sync:
-	 * reservations are often far above what requests end up costing,
-	 * so the spend rate alone would not admit a steady concurrency. */
-	w = s->rate * DEMAND_SECS;
-	if (w < s->peak_reserved)
-		w = s->peak_reserved;
-	s->peak_reserved = reserved;
-	/* Refused for want of lease: the rate lags a new burst, so grow fast. */
-	if (need > 0 && w < 4 * s->free)
-		w = 4 * s->free;
-	if (w < h->c.lease_min_nusd)
-		w = h->c.lease_min_nusd;
-	if (w > h->c.lease_max_nusd)
-		w = h->c.lease_max_nusd;
-	w = held(s, now, w, need);
-	s->free = w;
-	return w > need ? w : need;
-}
-
-/* The free lease of a rate limit (LIM per minute) to hold: a second of
- * the use rate, at least the peak in flight and what a worker was just
- * refused (NEED), at least 1 request while the key is in use; nothing
- * for a key unused for IDLE_SECS. A refusal grows it 4 times, as for
- * budgets. */
-static int64_t
-rl_free(struct kv_cluster_host *h, struct kv_account *a, struct rlease *r, int64_t used,
-    int64_t reserved, int64_t need, int64_t least, uint32_t lim)
-{
-	int64_t now = kv_now_ms(), dt = now - r->rate_ms, w;
-
-	if (r->rate_ms != 0 && dt > 0) {
-		int64_t x = (used - r->last_used) * 1000 / dt;
-
-		/* Down fast (half-life one sync): a held rate lease is
-		 * headroom the other hosts lack, and a refusal regrows it
-		 * within 100 ms. */
-		r->rate = x > r->rate ? x : r->rate / 2;
-	}
-	r->rate_ms = now;
-	r->last_used = used;
-	if (h->stopping || lim == 0)
-		return 0;
-	/* A named key keeps LEAST (one request; the largest request seen),
-	 * so its first request after a pause is not refused: a lease that is
-	 * held costs the others only that much headroom. */
-	if (!(a->flags & KV_ACCOUNT_NAMED) && reserved == 0 && need == 0 && r->rate == 0 &&
-	    atomic_load(&a->last_used) + IDLE_SECS < (int64_t)time(NULL))
-		return 0;
-	w = r->rate;
-	if (w < r->peak)
-		w = r->peak;
-	r->peak = reserved;
-	if (need > 0 && w < 4 * r->free)
-		w = 4 * r->free;
-	if (w < least)
-		w = least;
-	if (w < need)
-		w = need;
-	/* One host holds at most lease_share percent of the limit unused, so
-	 * what a busy host strands for the others stays bounded. */
-	if (w > (int64_t)lim * h->c.lease_share / 100)
-		w = (int64_t)lim * h->c.lease_share / 100;
-	if (w < need)
-		w = need;
-	if (w < 1)
-		w = 1;
-	r->free = w;
-	return w;
-}
-
-/* Lower a rate cap to at most V (never raise it here). */
-static void
-rl_cap_lower(struct kv_account *a, enum kv_lease_rate which, struct rlease *r, int64_t v)
-{
-	r->cap = kv_lease_rate_cap_lower(a, which, v);
-}
 
 #define ARGS_PER	19
 #define HEAD_ARGS	8	/* host, incarnation, ttl, share, instance, heartbeat,
@@ -401,11 +168,11 @@ rl_args(struct kv_cluster_host *h, struct kv_account *a, enum kv_lease_rate whic
 		want = used;
 		need = 0;
 	} else
-		want = used + res + rl_free(h, a, r, used, res, need, least, lim);
+		want = used + res + kv_cluster_rl_free(h, a, r, used, res, need, least, lim);
 	if (want < r->granted && r->granted - (want - used) / 2 <= want && lim != 0)
 		want = r->granted;	/* hold up to half again the demand */
 	if (want < r->granted) {
-		rl_cap_lower(a, which, r, want);
+		kv_cluster_rl_cap_lower(a, which, r, want);
 		res = resw ? atomic_load(resw) : 0;
 		used = atomic_load(usedw);
 	}
@@ -431,13 +198,13 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 
 	if (!kv_slot_ready(&a->state) || s->inflight)
 		return -1;
-	follow_local(a, s, acct_period(h, a), kv_account_spent(a));
+	kv_cluster_follow_local(a, s, kv_cluster_acct_period(h, a), kv_account_spent(a));
 	s->cap = atomic_load(&a->lease_cap_nusd);
 	base = atomic_load(&a->cluster_base_nusd);
 	reserved = atomic_load(&a->reserved_nusd);
 	u = base + s->last_spent;
 	need = kv_lease_need_take(a);
-	want = u + reserved + free_want(h, a, s, u, reserved, need);
+	want = u + reserved + kv_cluster_free_want(h, a, s, u, reserved, need);
 	/* Hold a lease up to half again the demand: returning and
 	 * re-leasing on every wobble of the rate would refuse requests. */
 	if (want < s->granted && s->granted - want <= (want - u) / 2 && !s->open)
@@ -446,7 +213,7 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 		/* Returning: stop admitting past WANT first, then see what the
 		 * workers hold (an admission racing the lowering is either
 		 * refused by the new cap or seen in reserved below). */
-		cap_lower(a, s, want - base);
+		kv_cluster_cap_lower(a, s, want - base);
 		reserved = atomic_load(&a->reserved_nusd);
 		spent = kv_account_spent(a);
 		if (spent > s->last_spent) {
@@ -516,70 +283,6 @@ reply_fields(const struct kv_resp_value *v, int64_t f[FIELDS])
 	return 0;
 }
 
-static void
-overdraft(struct kv_cluster_host *h, struct kv_account *a, struct acct *s, int64_t u)
-{
-	char id[13], usd[32];
-
-	s->open = 0;
-	if (u <= s->granted)
-		return;
-	kv_key_id(a->hash, id);
-	kv_format_usd(u - s->granted, usd, sizeof(usd));
-	kv_log_warnx("KV0757", "key %s spent $%s past its lease while Redis was down "
-	    "(on_redis_down = open); Redis has it now", id, usd);
-	atomic_fetch_add(&h->l->hdr->counters.cluster_overdraft_nusd_total,
-	    (uint64_t)(u - s->granted));
-}
-
-/* A rate limit's reply: the cap from the grant (unless the master
- * lowered it meanwhile, see apply), and the local GCRA word set to mirror
- * the cluster-wide bucket (AHEAD_US: how far Redis's TAT, counting what
- * the other hosts hold as used, is ahead of Redis's clock), so headers and
- * retry-after tell what the whole cluster has left. */
-static void
-rl_apply(struct kv_account *a, enum kv_lease_rate which, struct rlease *r, uint32_t lim,
-    int64_t grant, int64_t ahead_us)
-{
-	int64_t cur = r->cap;
-
-	if (lim == 0)
-		return;
-	r->granted = grant;
-	if (kv_lease_rate_grant(a, which, &cur, grant, kv_rl_now_ns() + ahead_us * 1000))
-		r->cap = grant;
-}
-
-/* The key's spend was reset in Redis (here or on another host): clear
- * it here too. The cap goes first, so no admission sees the cleared spend
- * under the old cap; what is cleared becomes part of the zero point. */
-static void
-reset_local(struct kv_account *a, struct acct *s)
-{
-	char id[13], usd[32];
-	int64_t x;
-
-	cap_lower(a, s, 0);
-	x = kv_account_spent_reset(a);
-	kv_lease_base_add(a, x);
-	s->last_spent = 0;
-	kv_key_id(a->hash, id);
-	kv_format_usd(x, usd, sizeof(usd));
-	kv_log_info("cluster: key %s reset on every host; $%s spent here cleared", id, usd);
-}
-
-/* Redis's zero point ZERO for this host is above what resets cleared here
- * (the host was down, or had not synced yet, when another host reset the
- * key): clear the difference here too, so the ledger and Redis count this
- * host's spend from the same point. The cap goes first, as in a reset. */
-static void
-zero_follow(struct kv_account *a, struct acct *s, int64_t zero)
-{
-	if (kv_lease_zero_follow(a, zero) == 0)
-		return;
-	cap_lower(a, s, 0);	/* closed already: records it */
-	s->last_spent = kv_account_spent(a);
-}
 
 static void
 apply(struct kv_cluster_host *h, struct batch *b, size_t j, const int64_t f[FIELDS])
@@ -594,15 +297,15 @@ apply(struct kv_cluster_host *h, struct batch *b, size_t j, const int64_t f[FIEL
 	if (s->period != b->period[j])
 		return;		/* the period rolled meanwhile: figures are stale */
 	if (s->resets >= 0 && f[9] > s->resets)
-		reset_local(a, s);
+		kv_cluster_reset_local(a, s);
 	else
-		zero_follow(a, s, f[10]);
+		kv_cluster_zero_follow(a, s, f[10]);
 	s->resets = f[9];
 	base = atomic_load(&a->cluster_base_nusd);
 	if (s->open)
-		overdraft(h, a, s, f[1]);
-	rl_apply(a, KV_LEASE_REQUESTS, &s->rl[0], atomic_load(&a->rpm), f[5], f[6]);
-	rl_apply(a, KV_LEASE_TOKENS, &s->rl[1], atomic_load(&a->tpm), f[7], f[8]);
+		kv_cluster_overdraft(h, a, s, f[1]);
+	kv_cluster_rl_apply(a, KV_LEASE_REQUESTS, &s->rl[0], atomic_load(&a->rpm), f[5], f[6]);
+	kv_cluster_rl_apply(a, KV_LEASE_TOKENS, &s->rl[1], atomic_load(&a->tpm), f[7], f[8]);
 	s->granted = f[0];
 	s->deadline_ms = b->sent_ms + (int64_t)h->c.lease_ttl * 1000 - SYNC_MS;
 	kv_lease_view_set(a, f[3], f[4], (int64_t)time(NULL) * 1000 +
@@ -617,25 +320,6 @@ apply(struct kv_cluster_host *h, struct batch *b, size_t j, const int64_t f[FIEL
 		s->cap = f[0] - base;
 }
 
-/* Stop leasing: nothing new is admitted past what is in use. */
-static void
-close_all(struct kv_cluster_host *h)
-{
-	uint32_t i, max = h->l->hdr->max_keys;
-
-	for (i = 0; i < max; i++) {
-		struct kv_account *a = &h->l->accounts[i];
-		struct acct *s = &h->acct[i];
-
-		if (!kv_slot_ready(&a->state))
-			continue;
-		s->open = 0;
-		cap_lower(a, s, kv_account_spent(a) + atomic_load(&a->reserved_nusd));
-		rl_cap_lower(a, KV_LEASE_REQUESTS, &s->rl[0], atomic_load(&a->rl_req_used));
-		rl_cap_lower(a, KV_LEASE_TOKENS, &s->rl[1], atomic_load(&a->rl_tok_used) +
-		    atomic_load(&a->rl_tok_reserved));
-	}
-}
 
 /* Another instance holds this host id in Redis (HOLDER, as kv:hb:H has
  * it): Redis did nothing for this call. Two live instances under one
@@ -654,7 +338,7 @@ clashed(struct kv_cluster_host *h, const char *holder, size_t len)
 		h->clash = 1;
 		h->clash_since_ms = now;
 		atomic_store(&h->l->hdr->cluster_up, 0);
-		close_all(h);
+		kv_cluster_close_all(h);
 	}
 	if (h->clash_warned)
 		return;
@@ -808,50 +492,6 @@ sync_all(struct kv_cluster_host *h, int final)
 		free(b);
 }
 
-/* ---- Redis down ------------------------------------------------------------ */
-
-/* closed: each lease holds to its deadline, then nothing new is admitted.
- * open: past OPEN_AFTER_MS without a sync, admit against the budget as
- * last known (budget minus the other hosts' commitment) alone. */
-static void
-when_down(struct kv_cluster_host *h, int64_t now)
-{
-	uint32_t i, max = h->l->hdr->max_keys;
-	int down = now - h->last_ok_ms > OPEN_AFTER_MS;
-
-	if (!down)
-		return;
-	atomic_store(&h->l->hdr->cluster_up, 0);
-	if (!h->warned_down && !h->clash) {
-		kv_log_warnx("KV0758", "cluster: no lease sync with Redis for %d s: %s",
-		    OPEN_AFTER_MS / 1000, h->c.open_when_down ?
-		    "admitting against the last known budget (on_redis_down = open)" :
-		    "leases run out at their expiry (on_redis_down = closed)");
-		h->warned_down = 1;
-	}
-	for (i = 0; i < max; i++) {
-		struct kv_account *a = &h->l->accounts[i];
-		struct acct *s = &h->acct[i];
-
-		if (!kv_slot_ready(&a->state))
-			continue;
-		if (h->c.open_when_down && !h->clash) {
-			if (!s->open) {
-				s->open = 1;
-				/* rate limits: the local buckets alone */
-				kv_lease_open(a, CAP_OPEN);
-				s->cap = CAP_OPEN;
-				s->rl[0].cap = s->rl[1].cap = CAP_OPEN;
-			}
-		} else if (now >= s->deadline_ms) {
-			cap_lower(a, s, kv_account_spent(a) +
-			    atomic_load(&a->reserved_nusd));
-			rl_cap_lower(a, KV_LEASE_REQUESTS, &s->rl[0], atomic_load(&a->rl_req_used));
-			rl_cap_lower(a, KV_LEASE_TOKENS, &s->rl[1], atomic_load(&a->rl_tok_used) +
-			    atomic_load(&a->rl_tok_reserved));
-		}
-	}
-}
 
 /* ---- the loop ----------------------------------------------------------- */
 
@@ -943,7 +583,7 @@ after_run(struct kv_cluster_host *h)
 		h->next_sync_ms = now + SYNC_MS;
 		h->last_sync_ms = now;
 		sync_all(h, 0);
-		when_down(h, now);
+		kv_cluster_when_down(h, now);
 	}
 	arm(h);
 }
@@ -1037,16 +677,17 @@ kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l, struct kv_mloo
 		struct kv_account *a = &l->accounts[i];
 		struct acct *s = &h->acct[i];
 
-		s->period = acct_period(h, a);
+		s->period = kv_cluster_acct_period(h, a);
 		s->last_spent = kv_account_spent(a);
 		s->known_budget = -1;
 		s->resets = -1;
 		/* What a previous run was granted is unknown until the first
 		 * sync: admit nothing new until then. */
-		cap_lower(a, s, s->last_spent + atomic_load(&a->reserved_nusd));
-		rl_cap_lower(a, KV_LEASE_REQUESTS, &s->rl[0], atomic_load(&a->rl_req_used));
-		rl_cap_lower(a, KV_LEASE_TOKENS, &s->rl[1], atomic_load(&a->rl_tok_used) +
-		    atomic_load(&a->rl_tok_reserved));
+		kv_cluster_cap_lower(a, s, s->last_spent + atomic_load(&a->reserved_nusd));
+		kv_cluster_rl_cap_lower(a, KV_LEASE_REQUESTS, &s->rl[0],
+		    atomic_load(&a->rl_req_used));
+		kv_cluster_rl_cap_lower(a, KV_LEASE_TOKENS, &s->rl[1],
+		    atomic_load(&a->rl_tok_used) + atomic_load(&a->rl_tok_reserved));
 	}
 	/* Without it (out of memory, logged) keys issued here stay here. */
 	h->keys = kv_cluster_keys_new(l);
