@@ -11,7 +11,7 @@
  * only added), so each host merges what Redis has into its ledger and
  * writes back the union where its own is larger: concurrent writers
  * converge. Budgets and spend after the issuing are the lease sync's
- * (master/cluster.c), as for any key. */
+ * (master/cluster_sync.c), as for any key. */
 #ifndef KV_CLUSTER_KEYS_H
 #define KV_CLUSTER_KEYS_H
 
