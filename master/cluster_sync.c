@@ -139,23 +139,29 @@ rl_args(struct kv_cluster_host *h, struct kv_account *a, enum kv_lease_rate whic
 	arg_num(ab, need);
 }
 
-/* The account's figures for one sync: returns 0, or -1 to leave it out. */
-static int
-add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
-    struct callbuf *ab, uint32_t i)
+/* The two keys of account A in Redis, its period's and its rate limits',
+ * into KB for the batch's next entry. */
+static void
+key_names(struct batch *b, struct callbuf *kb, const struct kv_account *a, int64_t period)
 {
-	struct kv_account *a = &h->l->accounts[i];
-	struct acct *s = &h->acct[i];
-	int64_t spent, reserved, base, u, floor, want, need, budget, bs, rneed;
-	uint32_t rpm, tpm;
 	char hex[65];
 	int k;
 
-	if (!kv_slot_ready(&a->state) || s->inflight)
-		return -1;
-	kv_cluster_follow_local(a, s, kv_cluster_acct_period(h, a), kv_account_spent(a));
-	s->cap = atomic_load(&a->lease_cap_nusd);
-	base = atomic_load(&a->cluster_base_nusd);
+	for (k = 0; k < 32; k++)
+		snprintf(hex + 2 * k, 3, "%02x", a->hash[k]);
+	k = snprintf(kb->keys[b->n], sizeof(kb->keys[0]), KV_REDIS_PERIOD_FMT, hex, period);
+	arg_str(kb, kb->keys[b->n], (size_t)k);
+	snprintf(kb->keys[BATCH + b->n], sizeof(kb->keys[0]), KV_REDIS_RATE_FMT, hex);
+}
+
+/* The budget lease's figures for a sync: used, want, floor, need, the
+ * budget to set and the budget, the keys' ttl. Returns the budget. */
+static int64_t
+budget_args(struct kv_cluster_host *h, struct kv_account *a, struct acct *s, int64_t base,
+    struct callbuf *ab)
+{
+	int64_t spent, reserved, u, floor, want, need, budget, bs;
+
 	reserved = atomic_load(&a->reserved_nusd);
 	u = base + s->last_spent;
 	need = kv_lease_need_take(a);
@@ -185,11 +191,6 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 	 * start the host adopts Redis's, so a restart does not undo a change
 	 * made elsewhere. */
 	bs = s->known_budget != -1 && budget != s->known_budget ? budget : -1;
-	for (k = 0; k < 32; k++)
-		snprintf(hex + 2 * k, 3, "%02x", a->hash[k]);
-	k = snprintf(kb->keys[b->n], sizeof(kb->keys[0]), KV_REDIS_PERIOD_FMT, hex, s->period);
-	arg_str(kb, kb->keys[b->n], (size_t)k);
-	snprintf(kb->keys[BATCH + b->n], sizeof(kb->keys[0]), KV_REDIS_RATE_FMT, hex);
 	arg_num(ab, u);
 	arg_num(ab, want);
 	arg_num(ab, floor);
@@ -197,9 +198,16 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 	arg_num(ab, bs);
 	arg_num(ab, budget);
 	arg_num(ab, key_ttl(h->period));
-	rpm = atomic_load(&a->rpm);
-	tpm = atomic_load(&a->tpm);
-	rneed = kv_lease_rate_need_take(a);
+	return budget;
+}
+
+/* The rate limits' figures for a sync: rpm, tpm, then each limit's. */
+static void
+rate_args(struct kv_cluster_host *h, struct kv_account *a, struct acct *s, struct callbuf *ab)
+{
+	uint32_t rpm = atomic_load(&a->rpm), tpm = atomic_load(&a->tpm);
+	int64_t rneed = kv_lease_rate_need_take(a);
+
 	arg_num(ab, rpm);
 	arg_num(ab, tpm);
 	rl_args(h, a, KV_LEASE_REQUESTS, &s->rl[0], &a->rl_req_used, NULL, rpm,
@@ -208,6 +216,25 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 		s->rl[1].big = rneed - 1;
 	rl_args(h, a, KV_LEASE_TOKENS, &s->rl[1], &a->rl_tok_used, &a->rl_tok_reserved, tpm,
 	    rneed > 1 ? rneed - 1 : 0, s->rl[1].big, ab);
+}
+
+/* The account's figures for one sync: returns 0, or -1 to leave it out. */
+static int
+add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
+    struct callbuf *ab, uint32_t i)
+{
+	struct kv_account *a = &h->l->accounts[i];
+	struct acct *s = &h->acct[i];
+	int64_t base;
+
+	if (!kv_slot_ready(&a->state) || s->inflight)
+		return -1;
+	kv_cluster_follow_local(a, s, kv_cluster_acct_period(h, a), kv_account_spent(a));
+	s->cap = atomic_load(&a->lease_cap_nusd);
+	base = atomic_load(&a->cluster_base_nusd);
+	key_names(b, kb, a, s->period);
+	b->budget[b->n] = budget_args(h, a, s, base, ab);
+	rate_args(h, a, s, ab);
 	/* A reset asked for here (kvctl reset, the admin API) is done in
 	 * Redis for every host; the flag is cleared once Redis has it. The
 	 * zero point is what resets here cleared: Redis counts this host's
@@ -217,7 +244,6 @@ add_account(struct kv_cluster_host *h, struct batch *b, struct callbuf *kb,
 	arg_num(ab, base);
 	b->idx[b->n] = i;
 	b->period[b->n] = s->period;
-	b->budget[b->n] = budget;
 	b->n++;
 	s->inflight = 1;
 	return 0;
