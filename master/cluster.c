@@ -198,17 +198,13 @@ kv_cluster_forget(struct kv_cluster_host *h)
 		kv_redis_forget(h->redis);
 }
 
-struct kv_cluster_host *
-kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l, struct kv_mloop *lp)
+/* H with its account table and its Redis connection (not yet dialled),
+ * or NULL (out of memory, logged). */
+static struct kv_cluster_host *
+host_new(const struct kv_config *cf, struct kv_ledger *l)
 {
 	struct kv_cluster_host *h;
-	uint64_t inc;
-	uint32_t i;
-	int drawn;
 
-	atomic_store(&l->hdr->cluster, 0);
-	if (!cf->cluster.enabled)
-		return NULL;
 	if ((h = calloc(1, sizeof(*h))) == NULL ||
 	    (h->acct = calloc(l->hdr->max_keys, sizeof(*h->acct))) == NULL ||
 	    (h->redis = kv_redis_new(&cf->cluster, on_ready, h)) == NULL) {
@@ -218,6 +214,60 @@ kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l, struct kv_mloo
 		free(h);
 		return NULL;
 	}
+	return h;
+}
+
+/* This ledger's incarnation and this instance's name, as Redis is told
+ * them; -1 when the incarnation cannot be drawn (logged). */
+static int
+host_names(struct kv_cluster_host *h, struct kv_ledger *l)
+{
+	uint64_t inc;
+	int drawn;
+
+	if ((inc = kv_ledger_incarnation(l, h->c.host_id, &drawn)) == 0) {
+		kv_log_warn("KV0771", "cluster: cannot draw this ledger's incarnation: "
+		    "not leasing");
+		return -1;
+	}
+	snprintf(h->inc, sizeof(h->inc), "%016" PRIx64, inc);
+	if (drawn)
+		kv_log_info("cluster: this ledger is incarnation %s of host %s (a new or "
+		    "copied ledger)", h->inc, h->c.host_id);
+	snprintf(h->me, sizeof(h->me), "%016" PRIx64 " %.64s pid %d",
+	    (uint64_t)atomic_load(&l->hdr->instance), l->hdr->master_host,
+	    (int)atomic_load(&l->hdr->master_pid));
+	h->prev_instance = l->prev_instance;
+	return 0;
+}
+
+/* What a previous run was granted is unknown until the first sync:
+ * every account admits nothing new until then. */
+static void
+accounts_closed(struct kv_cluster_host *h)
+{
+	uint32_t i;
+
+	KV_FOR_EACH_SLOT(h->l, i) {
+		struct kv_account *a = &h->l->accounts[i];
+		struct acct *s = &h->acct[i];
+
+		s->period = kv_cluster_acct_period(h, a);
+		s->last_spent = kv_account_spent(a);
+		s->known_budget = -1;
+		s->resets = -1;
+		kv_cluster_close_acct(a, s);
+	}
+}
+
+struct kv_cluster_host *
+kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l, struct kv_mloop *lp)
+{
+	struct kv_cluster_host *h;
+
+	atomic_store(&l->hdr->cluster, 0);
+	if (!cf->cluster.enabled || (h = host_new(cf, l)) == NULL)
+		return NULL;
 	/* Workers inherit it: their kick wakes this loop (worker/leasewait.c). */
 	if ((h->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
 		kv_log_warn("KV0763", "cluster: eventfd: parked requests wait for the "
@@ -228,38 +278,13 @@ kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l, struct kv_mloo
 	h->period = cf->period;
 	h->l = l;
 	h->last_ok_ms = kv_now_ms();
-	if ((inc = kv_ledger_incarnation(l, h->c.host_id, &drawn)) == 0) {
-		kv_log_warn("KV0771", "cluster: cannot draw this ledger's incarnation: "
-		    "not leasing");
+	if (host_names(h, l) == -1) {
 		kv_redis_free(h->redis);
 		free(h->acct);
 		free(h);
 		return NULL;
 	}
-	snprintf(h->inc, sizeof(h->inc), "%016" PRIx64, inc);
-	if (drawn)
-		kv_log_info("cluster: this ledger is incarnation %s of host %s (a new or "
-		    "copied ledger)", h->inc, h->c.host_id);
-	snprintf(h->me, sizeof(h->me), "%016" PRIx64 " %.64s pid %d",
-	    (uint64_t)atomic_load(&l->hdr->instance), l->hdr->master_host,
-	    (int)atomic_load(&l->hdr->master_pid));
-	h->prev_instance = l->prev_instance;
-	KV_FOR_EACH_SLOT(l, i) {
-		struct kv_account *a = &l->accounts[i];
-		struct acct *s = &h->acct[i];
-
-		s->period = kv_cluster_acct_period(h, a);
-		s->last_spent = kv_account_spent(a);
-		s->known_budget = -1;
-		s->resets = -1;
-		/* What a previous run was granted is unknown until the first
-		 * sync: admit nothing new until then. */
-		kv_cluster_cap_lower(a, s, s->last_spent + atomic_load(&a->reserved_nusd));
-		kv_cluster_rl_cap_lower(a, KV_LEASE_REQUESTS, &s->rl[0],
-		    atomic_load(&a->rl_req_used));
-		kv_cluster_rl_cap_lower(a, KV_LEASE_TOKENS, &s->rl[1],
-		    atomic_load(&a->rl_tok_used) + atomic_load(&a->rl_tok_reserved));
-	}
+	accounts_closed(h);
 	/* Without it (out of memory, logged) keys issued here stay here. */
 	h->keys = kv_cluster_keys_new(l);
 	atomic_store(&l->hdr->cluster_up, 0);

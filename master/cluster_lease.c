@@ -167,6 +167,15 @@ kv_cluster_rl_cap_lower(struct kv_account *a, enum kv_lease_rate which, struct r
 }
 
 void
+kv_cluster_close_acct(struct kv_account *a, struct acct *s)
+{
+	kv_cluster_cap_lower(a, s, kv_account_spent(a) + atomic_load(&a->reserved_nusd));
+	kv_cluster_rl_cap_lower(a, KV_LEASE_REQUESTS, &s->rl[0], atomic_load(&a->rl_req_used));
+	kv_cluster_rl_cap_lower(a, KV_LEASE_TOKENS, &s->rl[1],
+	    atomic_load(&a->rl_tok_used) + atomic_load(&a->rl_tok_reserved));
+}
+
+void
 kv_cluster_overdraft(struct kv_cluster_host *h, struct kv_account *a, struct acct *s,
     int64_t u)
 {
@@ -232,12 +241,7 @@ kv_cluster_close_all(struct kv_cluster_host *h)
 		if (!kv_slot_ready(&a->state))
 			continue;
 		s->open = 0;
-		kv_cluster_cap_lower(a, s, kv_account_spent(a) +
-		    atomic_load(&a->reserved_nusd));
-		kv_cluster_rl_cap_lower(a, KV_LEASE_REQUESTS, &s->rl[0],
-		    atomic_load(&a->rl_req_used));
-		kv_cluster_rl_cap_lower(a, KV_LEASE_TOKENS, &s->rl[1],
-		    atomic_load(&a->rl_tok_used) + atomic_load(&a->rl_tok_reserved));
+		kv_cluster_close_acct(a, s);
 	}
 }
 
@@ -272,12 +276,7 @@ kv_cluster_when_down(struct kv_cluster_host *h, int64_t now)
 				s->rl[0].cap = s->rl[1].cap = CAP_OPEN;
 			}
 		} else if (now >= s->deadline_ms) {
-			kv_cluster_cap_lower(a, s, kv_account_spent(a) +
-			    atomic_load(&a->reserved_nusd));
-			kv_cluster_rl_cap_lower(a, KV_LEASE_REQUESTS, &s->rl[0],
-			    atomic_load(&a->rl_req_used));
-			kv_cluster_rl_cap_lower(a, KV_LEASE_TOKENS, &s->rl[1],
-			    atomic_load(&a->rl_tok_used) + atomic_load(&a->rl_tok_reserved));
+			kv_cluster_close_acct(a, s);
 		}
 	}
 }

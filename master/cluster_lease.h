@@ -39,6 +39,10 @@ int64_t	kv_cluster_rl_free(struct kv_cluster_host *h, struct kv_account *a, stru
 void	kv_cluster_rl_cap_lower(struct kv_account *a, enum kv_lease_rate which,
 	    struct rlease *r, int64_t v);
 
+/* Lower A's caps, its budget's and its rate limits', to what is in use
+ * now: nothing new is admitted until a grant raises them. */
+void	kv_cluster_close_acct(struct kv_account *a, struct acct *s);
+
 /* Open mode ends with a sync: U, Redis's count of this host's spend,
  * past the grant is logged and counted as overdraft. */
 void	kv_cluster_overdraft(struct kv_cluster_host *h, struct kv_account *a, struct acct *s,
