@@ -23,12 +23,13 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 
+#include "common/clock.h"
 #include "common/config.h"
 #include "common/jsonline.h"
 #include "common/redis_keys.h"
 #include "common/resp.h"
+#include "common/tls_client.h"
 #include "shm/lease.h"
 #include "shm/report.h"
 
@@ -97,31 +98,23 @@ tls_wrap(struct rconn *c, const struct kv_cluster *cl)
 	unsigned char ip[16];
 	long vr;
 	int numeric = inet_pton(AF_INET, cl->redis_host, ip) == 1 ||
-	    inet_pton(AF_INET6, cl->redis_host, ip) == 1, ok;
+	    inet_pton(AF_INET6, cl->redis_host, ip) == 1;
 
-	if ((c->ctx = SSL_CTX_new(TLS_client_method())) == NULL)
-		goto fail;
-	SSL_CTX_set_min_proto_version(c->ctx, TLS1_2_VERSION);
-	SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
-	ok = cl->ca_file[0] ? SSL_CTX_load_verify_locations(c->ctx, cl->ca_file, NULL) :
-	    SSL_CTX_set_default_verify_paths(c->ctx);
-	if (ok != 1 || (c->ssl = SSL_new(c->ctx)) == NULL || SSL_set_fd(c->ssl, c->fd) != 1)
-		goto fail;
-	if (numeric ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), cl->redis_host) != 1 :
-	    (SSL_set_tlsext_host_name(c->ssl, cl->redis_host) != 1 ||
-	    SSL_set1_host(c->ssl, cl->redis_host) != 1))
-		goto fail;
+	/* the master's set-up (common/tls_client.h), auto-retry off */
+	if ((c->ctx = kv_tls_client_ctx(cl->ca_file[0] ? cl->ca_file : NULL, NULL, 0)) == NULL ||
+	    (c->ssl = SSL_new(c->ctx)) == NULL || SSL_set_fd(c->ssl, c->fd) != 1 ||
+	    kv_tls_expect_host(c->ssl, cl->redis_host, numeric) != 0) {
+		fprintf(stderr, "kvctl: cannot set up TLS to Redis%s%s\n",
+		    cl->ca_file[0] ? " with ca_file " : "", cl->ca_file);
+		ERR_clear_error();
+		return -1;
+	}
 	if (SSL_connect(c->ssl) == 1)
 		return 0;
 	vr = SSL_get_verify_result(c->ssl);
 	fprintf(stderr, "kvctl: TLS to Redis %s:%s failed: %s\n", cl->redis_host,
 	    cl->redis_port, vr != X509_V_OK ? X509_verify_cert_error_string(vr) :
 	    "the handshake did not complete");
-	ERR_clear_error();
-	return -1;
-fail:
-	fprintf(stderr, "kvctl: cannot set up TLS to Redis%s%s\n",
-	    cl->ca_file[0] ? " with ca_file " : "", cl->ca_file);
 	ERR_clear_error();
 	return -1;
 }
@@ -140,12 +133,27 @@ io_send(struct rconn *c, const char *p, size_t n)
 static ssize_t
 io_recv(struct rconn *c, char *p, size_t n)
 {
-	if (c->ssl != NULL) {
+	/* a ticket or KeyUpdate ends a read (no auto-retry): read on, but
+	 * not past the socket's timeout from now */
+	int64_t until = kv_now_ms() + IO_TIMEOUT_S * 1000;
+
+	while (c->ssl != NULL) {
 		int r = SSL_read(c->ssl, p, (int)n);
 
 		if (r > 0)
 			return r;
-		return SSL_get_error(c->ssl, r) == SSL_ERROR_ZERO_RETURN ? 0 : (errno = EIO, -1);
+		switch (SSL_get_error(c->ssl, r)) {
+		case SSL_ERROR_ZERO_RETURN:
+			return 0;
+		case SSL_ERROR_WANT_READ:
+			if (kv_now_ms() < until)
+				continue;
+			/* FALLTHROUGH */
+		default:
+			ERR_clear_error();
+			errno = EIO;
+			return -1;
+		}
 	}
 	return recv(c->fd, p, n, 0);
 }

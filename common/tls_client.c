@@ -17,6 +17,12 @@ kv_tls_client_ctx(const char *ca_file, X509_STORE *store, long mode)
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	SSL_CTX_set_mode(ctx, mode);
+	/* With auto-retry a read goes on to the next record after a ticket or
+	 * a KeyUpdate for as long as the peer sends them: a health-checked
+	 * target sending tickets held the master for 6 s (issue 34). Without
+	 * it such a record ends the read with SSL_ERROR_WANT_READ, and the
+	 * caller's loop decides. */
+	SSL_CTX_clear_mode(ctx, SSL_MODE_AUTO_RETRY);
 	SSL_CTX_set_alpn_protos(ctx, (const unsigned char *)"\x08http/1.1", 9);
 	ok = 1;
 	if (store != NULL)

@@ -10,8 +10,10 @@
  * master's health checks, Redis and alerts alike): TLS 1.2 or later, the
  * peer's certificate verified against STORE when not NULL (shared: a
  * reference is taken), else CA_FILE, else the system's anchors; ALPN
- * http/1.1; MODE (SSL_CTX_set_mode). NULL, with OpenSSL's errors cleared, when the
- * anchors cannot be loaded. */
+ * http/1.1; MODE (SSL_CTX_set_mode); never SSL_MODE_AUTO_RETRY: a read
+ * that met only a ticket or a KeyUpdate returns SSL_ERROR_WANT_READ, even
+ * on a blocking socket, and the caller retries within its own deadline.
+ * NULL, with OpenSSL's errors cleared, when the anchors cannot be loaded. */
 SSL_CTX	*kv_tls_client_ctx(const char *ca_file, X509_STORE *store, long mode);
 
 /* Make SSL check that the peer is HOST: the IP address when NUMERIC, else

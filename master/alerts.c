@@ -22,6 +22,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "common/clock.h"
 #include "common/jsonline.h"
 #include "common/log.h"
 #include "common/money.h"
@@ -236,6 +237,27 @@ tls_open(int fd, const struct url *u, const char *ca_file, SSL_CTX **ctx, SSL **
 	return 0;
 }
 
+/* Reads up to CAP bytes of the answer until the peer ends it, within
+ * ALERT_IO_S: a ticket or a KeyUpdate ends an SSL_read without a byte
+ * (auto-retry is off, common/tls_client.h), and a peer sending them for
+ * ever must not keep this child past its read time. The count read. */
+static int
+tls_read(SSL *ssl, char *resp, size_t cap)
+{
+	int64_t until = kv_now_ms() + ALERT_IO_S * 1000;
+	int got = 0, n;
+
+	while ((size_t)got < cap && kv_now_ms() < until) {
+		n = SSL_read(ssl, resp + got, (int)(cap - (size_t)got));
+		if (n > 0)
+			got += n;
+		else if (SSL_get_error(ssl, n) != SSL_ERROR_WANT_READ)
+			break;
+	}
+	ERR_clear_error();
+	return got;
+}
+
 /* One POST, an https:// one verified against CA_FILE ("": the system's);
  * returns the HTTP status, or -1. */
 static int
@@ -256,9 +278,7 @@ post_once(const struct url *u, const char *ca_file, const char *body)
 			goto out;
 		if (SSL_write(ssl, req, n) != n)
 			goto out;
-		while (got < (int)sizeof(resp) - 1 &&
-		    (n = SSL_read(ssl, resp + got, (int)sizeof(resp) - 1 - got)) > 0)
-			got += n;
+		got = tls_read(ssl, resp, sizeof(resp) - 1);
 	} else {
 		if (write(fd, req, (size_t)n) != n)
 			goto out;
