@@ -242,6 +242,22 @@ split_reads(EVP_CIPHER_CTX *c, struct pair *p, struct kv_tls13_dir *rd)
 		close(sv[0]);
 		close(sv[1]);
 	}
+	{	/* a header TLS 1.3 does not allow, whole or in part: -3 */
+		static const uint8_t bad[5] = {KV_TLS13_HANDSHAKE, 3, 3, 0, 32};
+		int sv[2];
+		struct kv_tls13_part pt = {0};
+		CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+		CHECK_INT(write(sv[1], bad, 5), 5);
+		CHECK_INT(kv_tls13_recv(sv[0], rec, &pt), -3);
+		CHECK_INT(read(sv[0], rec, 5), 5);
+		CHECK_INT(write(sv[1], bad, 2), 2);
+		CHECK_INT(kv_tls13_recv(sv[0], rec, &pt), 0);
+		CHECK_INT(write(sv[1], bad + 2, 3), 3);
+		CHECK_INT(kv_tls13_recv(sv[0], rec, &pt), -3);
+		kv_tls13_part_free(&pt);
+		close(sv[0]);
+		close(sv[1]);
+	}
 	/* move the caller's read state past these records */
 	raw_off = 0;
 	uint8_t type, *pt, alert;

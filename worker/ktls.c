@@ -158,9 +158,12 @@ kv_ktls_read(int fd, void *buf, size_t len, int *want)
 	struct iovec iov;
 	unsigned type;
 	ssize_t n;
-	int r;
+	int r, spare = 4;
 
-	for (;;) {
+	/* at most 4 records without data a call, as on the own record layer
+	 * (tls13_io.c): a peer sending tickets back to back must not hold
+	 * the worker */
+	for (; spare > 0; spare--) {
 		memset(&msg, 0, sizeof msg);
 		iov.iov_base = buf;
 		iov.iov_len = len;
@@ -190,4 +193,6 @@ kv_ktls_read(int fd, void *buf, size_t len, int *want)
 		if (r == -1)
 			return KV_IO_ERROR;
 	}
+	*want = EPOLLIN;
+	return KV_IO_AGAIN;
 }

@@ -137,8 +137,8 @@ struct kv_tls13_part {
  * window may stay shut with the record half in. Returns the record's
  * length (the record is in buf, pt empty again); 0 when it is not all
  * there yet (wait for readability); -2 for end of stream at a record
- * boundary; -1 for an error, a bad header, or end of stream inside a
- * record. Never blocks. */
+ * boundary; -3 for a header a TLS 1.3 peer cannot send (kv_tls13_header);
+ * -1 for an error or end of stream inside a record. Never blocks. */
 long kv_tls13_recv(int fd, uint8_t *buf, struct kv_tls13_part *pt);
 
 /* Forgets (cleansed) a record kept in part. */

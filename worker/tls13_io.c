@@ -30,7 +30,18 @@ struct kv_tls13_io {
 		size_t	 plain;  /* write: plaintext bytes the held record carries
 				  * (0: our KeyUpdate) */
 	} r, w;                  /* plaintext still to be read; a record half sent */
+	uint8_t idle;            /* empty records and KeyUpdates since the last data */
 };
+
+/* A read takes at most this many records without data before it gives the
+ * loop back (the socket stays readable: epoll is level-triggered): a peer
+ * sending them back to back held a worker, and every client on it, for as
+ * long as it kept on (issue 34: 4 s for another client's request). */
+#define YIELD_AFTER 4
+/* Empty records and KeyUpdates in a row, no data between, that fail the
+ * connection: OpenSSL allows 32 empty records in a row; no real server
+ * sends 32 KeyUpdates without a byte of data between them. */
+#define IDLE_MAX 32
 
 static uint8_t rec[KV_TLS13_HDR + KV_TLS13_MAX_CIPHER + 64];
 static EVP_CIPHER_CTX *cctx;
@@ -151,10 +162,40 @@ send_key_update(struct kv_stream *s, struct kv_tls13_io *t)
 	return r == n ? 0 : hold(&t->w, rec + r, (size_t)(n - r), 0);
 }
 
+/* Whether an opened record that is not data only costs its reader: an
+ * empty application-data record, or a KeyUpdate (kv_tls13_post checked its
+ * shape). Tickets are neither: a server may send many. */
+static int
+costs_only(uint8_t type, const uint8_t *pt, long m)
+{
+	return (type == KV_TLS13_APPDATA && m == 0) ||
+	    (type == KV_TLS13_HANDSHAKE && m > 0 && pt[0] == 24);
+}
+
+/* After a record without data: 0 to read on, KV_IO_AGAIN to give the
+ * loop its turn, KV_IO_ERROR when the peer only makes us spin. */
+static ssize_t
+after_nothing(struct kv_stream *s, struct kv_tls13_io *t, uint8_t type, long m, int *spare)
+{
+	if (t->t.key_update_due && send_key_update(s, t) < 0)
+		return KV_IO_ERROR;
+	if (costs_only(type, rec + KV_TLS13_HDR, m) && ++t->idle >= IDLE_MAX) {
+		kv_log_warnx("KV0665", "upstream TLS: %d records in a row without data "
+		    "(empty records or KeyUpdates); closed", IDLE_MAX);
+		return KV_IO_ERROR;
+	}
+	if (--*spare > 0)
+		return 0;
+	s->want = EPOLLIN;
+	return KV_IO_AGAIN;
+}
+
 ssize_t
 kv_tls13_io_read(struct kv_stream *s, void *buf, size_t len)
 {
 	struct kv_tls13_io *t = s->t13;
+	int spare = YIELD_AFTER;
+	ssize_t r;
 
 	if (t->r.p != NULL) {
 		size_t n = t->r.len - t->r.off < len ? t->r.len - t->r.off : len;
@@ -171,6 +212,9 @@ kv_tls13_io_read(struct kv_stream *s, void *buf, size_t len)
 			s->want = EPOLLIN;
 			return KV_IO_AGAIN;
 		}
+		if (n == -3)
+			kv_log_warnx("KV0661", "upstream TLS: a record with a header TLS 1.3 "
+			    "does not allow (type, version or length); closed");
 		if (n < 0)
 			return KV_IO_ERROR;      /* -2 too: no close_notify */
 		long m = kv_tls13_open(cctx, &t->t.rd, rec, (size_t)n, &type);
@@ -180,6 +224,7 @@ kv_tls13_io_read(struct kv_stream *s, void *buf, size_t len)
 		}
 		switch (kv_tls13_post(&t->t, type, rec + KV_TLS13_HDR, (size_t)m, &alert)) {
 		case KV_TLS13_DATA:
+			t->idle = 0;
 			if ((size_t)m > len) {
 				if (hold(&t->r, rec + KV_TLS13_HDR + len, (size_t)m - len, 0) < 0)
 					return KV_IO_ERROR;
@@ -188,8 +233,8 @@ kv_tls13_io_read(struct kv_stream *s, void *buf, size_t len)
 			memcpy(buf, rec + KV_TLS13_HDR, (size_t)m);
 			return m;
 		case KV_TLS13_NOTHING:
-			if (t->t.key_update_due && send_key_update(s, t) < 0)
-				return KV_IO_ERROR;
+			if ((r = after_nothing(s, t, type, m, &spare)) != 0)
+				return r;
 			continue;
 		case KV_TLS13_END:
 			return 0;

@@ -40,13 +40,16 @@ kv_tls13_part_free(struct kv_tls13_part *pt)
 	memset(pt, 0, sizeof *pt);
 }
 
-/* Grows pt to hold the record its header (now whole) announces. */
+/* Grows pt to hold the record its header (now whole) announces: 0, -3
+ * for a bad header, -1 without memory. */
 static int
 part_grow(struct kv_tls13_part *pt)
 {
 	long body = kv_tls13_header(pt->p);
 	uint8_t *np;
-	if (body < 0 || (np = realloc(pt->p, KV_TLS13_HDR + (size_t)body)) == NULL)
+	if (body < 0)
+		return -3;
+	if ((np = realloc(pt->p, KV_TLS13_HDR + (size_t)body)) == NULL)
 		return -1;
 	pt->p = np;
 	pt->want = (uint16_t)(KV_TLS13_HDR + (size_t)body);
@@ -68,8 +71,9 @@ part_more(int fd, uint8_t *buf, struct kv_tls13_part *pt)
 		if (pt->have < pt->want)
 			continue;
 		if (pt->want == KV_TLS13_HDR) {
-			if (part_grow(pt) < 0)
-				return -1;
+			int g = part_grow(pt);
+			if (g < 0)
+				return g;
 			continue;
 		}
 		long len = pt->want;
@@ -104,7 +108,7 @@ kv_tls13_recv(int fd, uint8_t *buf, struct kv_tls13_part *pt)
 		return part_start(fd, buf, pt, 0, KV_TLS13_HDR);
 	long body = kv_tls13_header(buf);
 	if (body < 0)
-		return -1;
+		return -3;
 	size_t want = KV_TLS13_HDR + (size_t)body;
 	n = take(fd, buf, want, 0);
 	if (n < 0)
