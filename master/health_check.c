@@ -356,13 +356,19 @@ rearm(struct kv_health *h)
 		kv_mloop_timer_at(h->lp, &h->timer, at);
 }
 
+/* A probe's events. Its deadline holds here too, not only at the timer: a
+ * target that keeps its socket busy (records without data, a trickle)
+ * would otherwise be stepped for as long as it likes. */
 static void
 on_probe(void *arg, uint32_t events)
 {
 	struct probe *p = arg;
 
 	(void)events;
-	step(p->h, p);
+	if (p->st != P_IDLE && kv_now_ms() >= p->next_ms)
+		probe_done(p->h, p, 0, "no response head in time");
+	else
+		step(p->h, p);
 	rearm(p->h);
 }
 

@@ -655,13 +655,13 @@ kv_redis_run(struct kv_redis *r, const struct pollfd *pfd)
 		if (r->st == ST_CONNECTING || r->st == ST_TLS || r->fd == -1)
 			return;
 	} else if (r->st == ST_TLS) {
-		/* the handshake counts against the connect deadline */
-		if (pfd != NULL && pfd->revents != 0)
-			tls_step(r);
-		else if (kv_now_ms() >= r->deadline_ms) {
+		/* the handshake counts against the connect deadline, also for
+		 * a server that keeps the socket busy without finishing it */
+		if (kv_now_ms() >= r->deadline_ms) {
 			errno = ETIMEDOUT;
 			fail_errno(r, "TLS handshake");
-		}
+		} else if (pfd != NULL && pfd->revents != 0)
+			tls_step(r);
 		if (r->st == ST_TLS || r->fd == -1)
 			return;
 	} else if (pfd != NULL && (pfd->revents & (POLLIN | POLLHUP | POLLERR))) {
