@@ -28,13 +28,6 @@ usage_json_reset(struct kv_json *j)
 	j->nchars = nchars;
 }
 
-int
-usage_json_fail(struct kv_json *j)
-{
-	j->state = S_ERR;
-	return EV_ERROR;
-}
-
 /* Keep one decoded byte of a key, or of a value the client captures. */
 static void
 str_put(struct kv_json *j, unsigned char b)

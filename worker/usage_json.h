@@ -79,8 +79,15 @@ key_at(const struct kv_json *j, int level)
 void	usage_json_init(struct kv_json *j, int multi);
 void	usage_json_reset(struct kv_json *j);
 
-/* Stop J: nothing more is read (S_ERR). Returns EV_ERROR. */
-int	usage_json_fail(struct kv_json *j);
+/* Stop J: nothing more is read (S_ERR). Returns EV_ERROR. Inline, and
+ * here rather than in usage_json.c: the transitions in usage_lex.h, which
+ * usage_json.c itself uses, fail through it. */
+static inline int
+usage_json_fail(struct kv_json *j)
+{
+	j->state = S_ERR;
+	return EV_ERROR;
+}
 
 /* Feed one byte; returns an EV_ code, with EV_AGAIN when the byte must be
  * fed again (it ended a number and starts something else). */
