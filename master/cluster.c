@@ -4,6 +4,7 @@
 #include "master/cluster.h"
 #include "master/cluster_host.h"
 #include "master/cluster_lease.h"
+#include "master/cluster_acl.h"
 #include "master/cluster_persist.h"
 #include "master/cluster_keys.h"
 #include "master/cluster_sync.h"
@@ -58,6 +59,7 @@ on_ready(void *arg)
 	struct kv_cluster_host *h = arg;
 
 	h->persist_recheck_ms = 0;
+	kv_cluster_acl_check(h->redis, h->c.user, &h->acl_warned);
 	kv_cluster_persist_check(h->redis, h->c.require_persistence, &h->persist_warned,
 	    on_persist, h);
 }

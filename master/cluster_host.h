@@ -84,6 +84,7 @@ struct kv_cluster_host {
 	int			 stopping;
 	int			 warned_down;
 	int			 persist_warned;	/* KV0760/KV0761 logged */
+	int			 acl_warned;	/* KV0775 logged */
 	int64_t			 persist_recheck_ms;	/* 0: no recheck due */
 	struct kv_mloop		*lp;
 	struct kv_mloop_io	 redis_io;

@@ -33,6 +33,7 @@ struct kv_cluster_keys {
 	int			 inflight;	/* an HSCAN page awaits its reply */
 	int64_t			 next_ms;
 	int			 clash_warned;
+	int			 page_warned;	/* KV0776 logged, until a page comes */
 };
 
 /* One account's state, parsed or read from the ledger. */
@@ -305,6 +306,23 @@ pass_done(struct kv_cluster_keys *k)
 	memset(k->seen, 0, k->l->hdr->max_keys);
 }
 
+/* An error reply to HSCAN (a user without it, a kv:issued of another
+ * type) stops every issued key's sharing: said once an episode, and its
+ * end too. A lost connection is the connection's to report. */
+static void
+page_error(struct kv_cluster_keys *k, const struct kv_resp_value *v)
+{
+	if (v != NULL && v->type == KV_RESP_ERROR && !k->page_warned) {
+		kv_log_warnx("KV0776", "cluster: reading the issued keys (HSCAN %s): %.*s; "
+		    "issued keys are not shared with the other hosts meanwhile",
+		    KV_REDIS_ISSUED, (int)(v->len > 200 ? 200 : v->len), v->str);
+		k->page_warned = 1;
+	} else if (v != NULL && v->type == KV_RESP_ARRAY && k->page_warned) {
+		kv_log_info("cluster: the issued keys are read from Redis again");
+		k->page_warned = 0;
+	}
+}
+
 static void
 on_page(void *arg, const struct kv_resp_value *v)
 {
@@ -313,6 +331,7 @@ on_page(void *arg, const struct kv_resp_value *v)
 	size_t i;
 
 	k->inflight = 0;
+	page_error(k, v);
 	if (v == NULL || v->type != KV_RESP_ARRAY || v->n != 2 ||
 	    v->elem[0].type != KV_RESP_BULK || v->elem[0].len >= sizeof(k->cursor) ||
 	    v->elem[1].type != KV_RESP_ARRAY) {
