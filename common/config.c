@@ -30,7 +30,6 @@
 
 #include "common/money.h"
 #include "common/catalog.h"
-#include "common/glob.h"
 #include "common/pricetab.h"
 #include "common/ledger_sizes.h"
 
@@ -756,72 +755,4 @@ kv_config_free(struct kv_config *cf)
 	cf->admin_token = NULL;
 	cfg_free_secret(cf->cluster.password);
 	cf->cluster.password = NULL;
-}
-
-/* ---- lookups ------------------------------------------------------------- */
-
-int
-kv_path_match(const char *prefix, const char *path)
-{
-	size_t len = strlen(prefix);
-
-	if (strncmp(prefix, path, len) != 0)
-		return 0;
-	return path[len] == '\0' || path[len] == '/' || path[len] == '?' ||
-	    (len > 0 && prefix[len - 1] == '/');
-}
-
-const struct kv_upstream *
-kv_config_route(const struct kv_config *cf, const char *path, const char *model)
-{
-	size_t i, j;
-
-	for (i = 0; model != NULL && *model != '\0' && i < cf->nupstreams; i++)
-		for (j = 0; j < cf->upstreams[i].nmodels; j++)
-			if (kv_glob_match(cf->upstreams[i].models[j], model))
-				return &cf->upstreams[i];
-	/* free_paths first: an upstream that lists a path serves it, even
-	 * when another upstream's paths (a /v1 catch-all) cover it too */
-	for (i = 0; path != NULL && i < cf->nupstreams; i++)
-		for (j = 0; j < cf->upstreams[i].nfree_paths; j++)
-			if (kv_path_match(cf->upstreams[i].free_paths[j], path))
-				return &cf->upstreams[i];
-	for (i = 0; path != NULL && i < cf->nupstreams; i++)
-		for (j = 0; j < cf->upstreams[i].npaths; j++)
-			if (kv_path_match(cf->upstreams[i].paths[j], path))
-				return &cf->upstreams[i];
-	return NULL;
-}
-
-int
-kv_config_shared_path(const char *path)
-{
-	static const char *const shared[] = { "/v1/models", "/v1/files" };
-	size_t i, n;
-
-	for (i = 0; path != NULL && i < sizeof(shared) / sizeof(shared[0]); i++) {
-		n = strlen(shared[i]);
-		if (strncmp(path, shared[i], n) == 0 &&
-		    (path[n] == '\0' || path[n] == '/' || path[n] == '?'))
-			return 1;
-	}
-	return 0;
-}
-
-const struct kv_upstream *
-kv_config_route_client(const struct kv_config *cf, const char *path,
-    const char *model, int anthropic_client)
-{
-	const struct kv_upstream *up;
-
-	if (anthropic_client && kv_config_shared_path(path) &&
-	    (up = kv_config_route(cf, "/v1/messages", NULL)) != NULL)
-		return up;
-	return kv_config_route(cf, path, model);
-}
-
-const struct kv_price *
-kv_config_price(const struct kv_config *cf, const char *model)
-{
-	return kv_price_lookup(cf, model, NULL, NULL);
 }

@@ -282,6 +282,8 @@ void	kv_config_free(struct kv_config *cf);
  * writing to F failed. */
 int	kv_config_dump(const struct kv_config *cf, FILE *f);
 
+/* ---- lookups on a loaded config (config_route.c) ---------------------- */
+
 /* The upstream for a request: the first whose model globs match MODEL
  * (may be NULL), else the first whose free_paths prefixes match PATH, else
  * the first whose paths do. NULL if none. */
