@@ -1,7 +1,8 @@
 /* The config loader's own types, shared by its files and by nothing else:
  * config.c (the reader, sections, load), config_keys.c (the key table and
- * the keys that need a handler of their own), config_value.c (the value
- * parsers and the generic setters), config_dump.c (kilovoltd -T).
+ * the keys that need a handler of their own; config_cpus.c and
+ * config_redis.c hold the two longest), config_value.c (the value parsers
+ * and the generic setters), config_dump.c (kilovoltd -T).
  *
  * Each key is one row of a table, as nginx's ngx_command_t: its name, its
  * type, where its value lives (an offset into the struct its section
@@ -122,6 +123,12 @@ int	cfg_set_value(struct cfg_parse *p, const struct cfg_key *k, const char *v);
  * separated by blanks, one per worker in turn. */
 int	cfg_set_cpu_affinity(struct cfg_parse *p, const struct cfg_key *k, const char *v);
 void	cfg_show_cpu_affinity(FILE *f, const struct kv_config *cf, const void *obj,
+	    const struct cfg_key *k);
+
+/* [cluster] redis (config_redis.c): redis://HOST[:PORT], rediss://HOST[:PORT]
+ * (TLS), redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER or unix:PATH. */
+int	cfg_set_redis(struct cfg_parse *p, const struct cfg_key *k, const char *v);
+void	cfg_show_redis(FILE *f, const struct kv_config *cf, const void *obj,
 	    const struct cfg_key *k);
 
 /* ---- value parsers (config_value.c): 0 / -1, no messages -------------- */
