@@ -131,7 +131,7 @@ kv_http_lit_eq(const char *s, const char *lit, size_t n)
 	return 1;
 }
 
-/* Streaming chunked-body decoder. It validates the framing (hex size with no
+/* Streaming chunked-body decoder (chunked.c). It validates the framing (hex size with no
  * sign/space/overflow, size at most 2^40, extensions at most 4 KB, CRLF
  * after data, trailers bounded) and reports the payload bytes. */
 struct kv_chunked {
