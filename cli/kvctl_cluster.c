@@ -544,6 +544,38 @@ out:
 	return rc;
 }
 
+/* Reach the Redis of [cluster] CC on C: through its Sentinels when it
+ * names them, over TLS for rediss://, logged in when it has a password.
+ * 0, or -1 with the reason on stderr. */
+static int
+redis_connect(struct rconn *c, struct kv_cluster *cc)
+{
+	const struct kv_resp_value *v;
+	const char *auth[] = { "AUTH", cc->password, NULL };
+	int argc = 2;
+
+	if (cc->nsentinels > 0 && ask_sentinels(cc) == -1)
+		return -1;
+	if ((c->fd = dial(cc)) == -1) {
+		fprintf(stderr, "kvctl: cannot reach Redis: %s\n", strerror(errno));
+		return -1;
+	}
+	if (cc->redis_tls && tls_wrap(c, cc) == -1)
+		return -1;
+	if (cc->password == NULL)
+		return 0;
+	if (cc->user[0] != '\0') {	/* AUTH user password */
+		auth[1] = cc->user;
+		auth[2] = cc->password;
+		argc = 3;
+	}
+	if ((v = call(c, argc, auth)) == NULL || v->type == KV_RESP_ERROR) {
+		fprintf(stderr, "kvctl: Redis refused AUTH\n");
+		return -1;
+	}
+	return 0;
+}
+
 int
 kvctl_cluster(const char *config, const struct kv_ledger *l, int json)
 {
@@ -564,28 +596,8 @@ kvctl_cluster(const char *config, const struct kv_ledger *l, int json)
 		fprintf(stderr, "kvctl: %s has no [cluster] section\n", config);
 		goto out;
 	}
-	if (cf->cluster.nsentinels > 0 && ask_sentinels(&cf->cluster) == -1)
+	if (redis_connect(&c, &cf->cluster) == -1)
 		goto out;
-	if ((c.fd = dial(&cf->cluster)) == -1) {
-		fprintf(stderr, "kvctl: cannot reach Redis: %s\n", strerror(errno));
-		goto out;
-	}
-	if (cf->cluster.redis_tls && tls_wrap(&c, &cf->cluster) == -1)
-		goto out;
-	if (cf->cluster.password != NULL) {
-		const char *auth[] = { "AUTH", cf->cluster.password, NULL };
-		int argc = 2;
-
-		if (cf->cluster.user[0] != '\0') {	/* AUTH user password */
-			auth[1] = cf->cluster.user;
-			auth[2] = cf->cluster.password;
-			argc = 3;
-		}
-		if ((v = call(&c, argc, auth)) == NULL || v->type == KV_RESP_ERROR) {
-			fprintf(stderr, "kvctl: Redis refused AUTH\n");
-			goto out;
-		}
-	}
 	if ((v = call(&c, 1, tm)) == NULL || v->type != KV_RESP_ARRAY || v->n != 2) {
 		fprintf(stderr, "kvctl: Redis: no TIME: %s\n", strerror(errno));
 		goto out;
