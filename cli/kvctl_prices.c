@@ -22,7 +22,7 @@
 #include "common/pricetab.h"
 #include "shm/report.h"
 
-enum { K_PRICE, K_FEE, K_TOKENS };
+enum { K_PRICE, K_FEE, K_TOKENS, K_MULT };
 
 /* Every figure of a kv_price, in the order a person reads them. */
 struct pfield {
@@ -64,6 +64,10 @@ static const struct pfield pfields[] = {
 	{ "max input",			"max_input",		P(max_input),		K_TOKENS },
 	{ "max output",			"max_output",		P(max_output),		K_TOKENS },
 	{ "context window",		"context_window",	P(context_window),	K_TOKENS },
+	{ "fast mode",			"fast",			P(fast_mult),		K_MULT },
+	{ "US-only inference",		"us_inference",		P(geo_us_mult),		K_MULT },
+	{ "regional US",		"regional_us",		P(region_us_mult),	K_MULT },
+	{ "regional EU",		"regional_eu",		P(region_eu_mult),	K_MULT },
 };
 #undef P
 #define NFIELDS	(sizeof(pfields) / sizeof(pfields[0]))
@@ -111,6 +115,11 @@ format_field(const struct pfield *f, int64_t v, int bare, char *buf, size_t len)
 	}
 	if (f->kind == K_TOKENS) {
 		snprintf(buf, len, "%" PRId64 "%s", v, bare ? "" : " tokens");
+		return;
+	}
+	if (f->kind == K_MULT) {	/* x 10^9: "6x", "1.1x" */
+		format_price(v, money, sizeof(money));
+		snprintf(buf, len, "%sx%s", money + 1, bare ? "" : " every token price");
 		return;
 	}
 	format_price(v, money, sizeof(money));
@@ -239,8 +248,8 @@ print_detail(FILE *f, const struct kv_config *cf, const struct priced *m)
 static void
 json_price(FILE *f, const struct kv_config *cf, const struct priced *m)
 {
-	static const char *const groups[] = { "prices", "fees", "limits" };
-	static const char *const suffix[] = { "_per_1m_nusd", "_nusd", "_tokens" };
+	static const char *const groups[] = { "prices", "fees", "limits", "multipliers" };
+	static const char *const suffix[] = { "_per_1m_nusd", "_nusd", "_tokens", "_x1e9" };
 	char src[4200];
 	const char *sep;
 	size_t i;
@@ -284,7 +293,7 @@ json_price(FILE *f, const struct kv_config *cf, const struct priced *m)
 		fputc(']', f);
 	}
 	/* prices are nano-USD per 1M tokens, fees nano-USD each */
-	for (k = 0; k < 3; k++) {
+	for (k = 0; k < 4; k++) {
 		fprintf(f, ",\"%s\":{", groups[k]);
 		for (i = 0, sep = ""; m->p != NULL && i < NFIELDS; i++) {
 			if (pfields[i].kind != k || (v = field_value(m->p, &pfields[i])) < 0)

@@ -22,7 +22,7 @@
 #define ENTRY_UNKNOWN	32	/* unknown fields remembered per entry */
 #define CATALOG_MAX	(64u << 20)	/* bytes: far past the 1.5 MB file */
 
-enum { F_PRICE, F_TOKENS, F_LONG, F_SEARCH };
+enum { F_PRICE, F_TOKENS, F_LONG, F_SEARCH, F_MULT, F_PSE };
 
 struct field {
 	const char	*name;
@@ -53,6 +53,10 @@ static const struct field fields[] = {
 	{ "max_input_tokens",			P(max_input),		F_TOKENS },
 	{ "max_output_tokens",			P(max_output),		F_TOKENS },
 	{ "search_context_cost_per_query",	P(web_search_call),	F_SEARCH },
+	{ "regional_processing_uplift_multiplier_us", P(region_us_mult), F_MULT },
+	{ "regional_processing_uplift_multiplier_eu", P(region_eu_mult), F_MULT },
+	/* {"fast": 6, "us": 1.1}: Anthropic's fast mode and US-only inference */
+	{ "provider_specific_entry",		0,			F_PSE },
 	/* BASE_above_NNNk_tokens: the long-context tier */
 	{ "input_cost_per_token",		P(long_context_input),	F_LONG },
 	{ "output_cost_per_token",		P(long_context_output),	F_LONG },
@@ -106,6 +110,7 @@ kv_price_unset(struct kv_price *p, const char *model)
 	p->priority_input = p->priority_output = p->priority_cached = p->priority_write = -1;
 	p->flex_input = p->flex_output = p->flex_cached = p->flex_write = -1;
 	p->batch_input = p->batch_output = -1;
+	p->fast_mult = p->geo_us_mult = p->region_us_mult = p->region_eu_mult = -1;
 	p->audio_input = p->audio_output = p->reasoning_output = -1;
 	p->web_search_call = p->web_fetch_call = p->code_exec_hour = -1;
 }
@@ -189,6 +194,42 @@ read_search(struct kv_jr *jr, struct entry *e, const char *k, int64_t *dst)
 	return 0;
 }
 
+/* provider_specific_entry: multipliers by name, x 10^9 like a USD figure.
+ * A name kilovolt does not apply is counted as "provider_specific_entry.
+ * NAME", never guessed at. */
+static int
+read_pse(struct kv_jr *jr, struct entry *e, const char *k)
+{
+	char name[64], full[200];
+	int64_t v, *dst;
+	int r;
+
+	if (kv_jr_peek(jr) != KV_JR_OBJECT) {
+		if (!jr->failed)
+			entry_bad(jr, e, k, "expected an object");
+		return kv_jr_skip(jr);
+	}
+	if (kv_jr_enter(jr, KV_JR_OBJECT) == -1)
+		return -1;
+	while ((r = kv_jr_member(jr, name, sizeof(name))) == 1) {
+		dst = strcmp(name, "fast") == 0 ? &e->p.fast_mult :
+		    strcmp(name, "us") == 0 ? &e->p.geo_us_mult : NULL;
+		if (dst == NULL) {
+			if (snprintf(full, sizeof(full), "%.100s.%s", k, name) < 0)
+				full[0] = '\0';
+			entry_unknown(e, full);
+			if (kv_jr_skip(jr) == -1)
+				return -1;
+			continue;
+		}
+		v = -1;
+		if (read_scaled(jr, e, k, SCALE_USD, &v) == -1)
+			return -1;
+		*dst = v;
+	}
+	return r == -1 ? -1 : 0;
+}
+
 /* "BASE_above_NNNk_tokens" -> BASE's length and NNN x 1000 tokens. */
 static int
 long_context_name(const char *k, size_t *baselen, int64_t *threshold)
@@ -254,7 +295,10 @@ read_field(struct kv_jr *jr, struct entry *e, const char *k)
 		e->p.long_context_threshold = th;
 	if (f->kind == F_SEARCH)
 		return read_search(jr, e, k, dst);
-	return read_scaled(jr, e, k, f->kind == F_TOKENS ? 0 : SCALE_PER_TOKEN, dst);
+	if (f->kind == F_PSE)
+		return read_pse(jr, e, k);
+	return read_scaled(jr, e, k, f->kind == F_TOKENS ? 0 : f->kind == F_MULT ? SCALE_USD :
+	    SCALE_PER_TOKEN, dst);
 }
 
 void

@@ -545,6 +545,7 @@ add_target(struct cfg_parse *p, size_t i, const char *url)
 	strcpy(t->url, url);
 	t->target_of = i + 1;
 	t->shared_stored_objects = u->shared_stored_objects;
+	t->region = u->region;
 	t->tls_record_layer = u->tls_record_layer;
 	if ((u->api_key != NULL && (t->api_key = strdup(u->api_key)) == NULL) ||
 	    (u->ca_file != NULL && (t->ca_file = strdup(u->ca_file)) == NULL))

@@ -39,6 +39,10 @@ struct kv_upstream {
 	char	**free_paths;	/* path prefixes relayed unmetered ($0) */
 	size_t	  nfree_paths;
 	int	  shared_stored_objects;	/* virtual keys may reach stored objects */
+	/* the provider's data-residency region its requests are processed in
+	 * (OpenAI regional processing: us.api.openai.com, eu.api...), whose
+	 * uplift the models' prices name: KV_REGION_* (auto: by the host) */
+	int	  region;
 	/* Several targets and failover (worker/upstream_set.c). `url = A B C`:
 	 * this entry is target A; B and C become entries of their own appended
 	 * after every section (own pool, TLS context and DNS), with no paths
@@ -60,6 +64,8 @@ struct kv_upstream {
 	int	  health_interval;	/* seconds (10) */
 	int	  sect_line;	/* line of its section header, for errors */
 };
+
+enum kv_region { KV_REGION_AUTO = 0, KV_REGION_NONE, KV_REGION_US, KV_REGION_EU };
 
 /* Prices are nano-dollars per 1M tokens, parsed exactly from decimal text. */
 struct kv_price {
@@ -97,6 +103,12 @@ struct kv_price {
 	int64_t	  priority_write;
 	int64_t	  flex_cached;
 	int64_t	  flex_write;
+	/* multipliers of every token price, x 10^9 (6 is 6,000,000,000); -1
+	 * unset: a request that asks for one is refused (issue 33) */
+	int64_t	  fast_mult;		/* Anthropic "speed": "fast" */
+	int64_t	  geo_us_mult;		/* Anthropic "inference_geo": "us" */
+	int64_t	  region_us_mult;	/* OpenAI regional processing, US */
+	int64_t	  region_eu_mult;	/* ... EU */
 	int64_t	  batch_input;		/* shown, not charged: /v1/batches is refused */
 	int64_t	  batch_output;
 	/* only int64_t figures from input to batch_output: pricetab.c merges

@@ -550,6 +550,8 @@ static const struct cfg_word on_cut[] = { { "charge_reserved", 0 }, { "drain", 1
 static const struct cfg_word record_layers[] = { { "own", KV_TLS_RECORDS_OWN },
 	{ "openssl", KV_TLS_RECORDS_OPENSSL }, { "kernel", KV_TLS_RECORDS_KERNEL }, { NULL, 0 } };
 static const struct cfg_word closed_open[] = { { "closed", 0 }, { "open", 1 }, { NULL, 0 } };
+static const struct cfg_word regions[] = { { "auto", KV_REGION_AUTO },
+	{ "none", KV_REGION_NONE }, { "us", KV_REGION_US }, { "eu", KV_REGION_EU }, { NULL, 0 } };
 static const struct cfg_word formats[] = { { "json", 0 }, { "slack", 1 }, { NULL, 0 } };
 
 static const struct cfg_key server_keys[] = {
@@ -616,6 +618,7 @@ static const struct cfg_key upstream_keys[] = {
 	{ "health_check", .type = CFG_T_STR, UPS(health_path), .set = set_health_check },
 	{ "health_interval", SECS(1, 3600), UPS(health_interval) },
 	{ "shared_stored_objects", ENUM(yes_no), UPS(shared_stored_objects) },
+	{ "region", ENUM(regions), UPS(region) },
 	{ NULL }
 };
 
@@ -643,6 +646,11 @@ static const struct cfg_key price_keys[] = {
 	{ "web_search", MONEY, PRC(web_search_call), .scale = 1000, .flags = CFG_OPTIONAL },
 	{ "web_fetch", MONEY, PRC(web_fetch_call), .scale = 1000, .flags = CFG_OPTIONAL },
 	{ "code_execution", MONEY, PRC(code_exec_hour), .flags = CFG_OPTIONAL },
+	/* multipliers of every token price (issue 33), kept x 10^9 */
+	{ "fast_multiplier", MONEY, PRC(fast_mult), .flags = CFG_OPTIONAL },
+	{ "us_inference_multiplier", MONEY, PRC(geo_us_mult), .flags = CFG_OPTIONAL },
+	{ "regional_us_multiplier", MONEY, PRC(region_us_mult), .flags = CFG_OPTIONAL },
+	{ "regional_eu_multiplier", MONEY, PRC(region_eu_mult), .flags = CFG_OPTIONAL },
 	{ NULL }
 };
 

@@ -180,6 +180,7 @@ cost_plain(const struct kv_price *p, const struct kv_usage *u, int64_t *cost)
 	if ((u->cached_input | u->cache_write | u->cache_write_1h | u->audio_input |
 	    u->audio_output | u->reasoning | u->web_search | u->web_fetch |
 	    u->code_exec_ms) != 0 || u->tier != KV_TIER_STANDARD ||
+	    (u->fast | u->geo_us | u->region) != 0 ||
 	    (p->long_context_threshold > 0 && u->input > p->long_context_threshold))
 		return 1;
 	if ((u->input | u->output | p->input | p->output) < 0)
@@ -192,12 +193,46 @@ cost_plain(const struct kv_price *p, const struct kv_usage *u, int64_t *cost)
 	return 0;
 }
 
+static int64_t
+gcd(int64_t a, int64_t b)
+{
+	while (b != 0) {
+		int64_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* The multipliers U asks for that P sets (x 10^9 each, as fractions in
+ * lowest terms: 1.1 is 11 / 10), into *sum and *den. */
+static int
+multiply(const struct kv_price *p, const struct kv_usage *u, i128 *sum, i128 *den)
+{
+	int64_t m[3] = { u->fast ? p->fast_mult : -1, u->geo_us ? p->geo_us_mult : -1,
+	    u->region == KV_REGION_US ? p->region_us_mult :
+	    u->region == KV_REGION_EU ? p->region_eu_mult : -1 };
+	int64_t g;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		if (m[i] < 0)
+			continue;
+		g = m[i] == 0 ? NANO : gcd(m[i], NANO);
+		if (__builtin_mul_overflow(*sum, m[i] / g, sum) ||
+		    __builtin_mul_overflow(*den, NANO / g, den))
+			return -1;
+	}
+	return 0;
+}
+
 int
 kv_cost(const struct kv_price *p, const struct kv_usage *u, int64_t *cost)
 {
 	struct rates r;
 	int64_t uncached, fees;
-	i128 sum = 0, q;
+	i128 sum = 0, q, den = PER_TOKENS;
 	int rc;
 
 	*cost = INT64_MAX;
@@ -221,9 +256,10 @@ kv_cost(const struct kv_price *p, const struct kv_usage *u, int64_t *cost)
 	    cost_term(&sum, u->cache_write_1h, r.write1h) == -1 ||
 	    cost_term(&sum, u->output - u->audio_output - u->reasoning, r.out) == -1 ||
 	    cost_term(&sum, u->audio_output, r.audio_out) == -1 ||
-	    cost_term(&sum, u->reasoning, r.reasoning) == -1)
+	    cost_term(&sum, u->reasoning, r.reasoning) == -1 ||
+	    multiply(p, u, &sum, &den) == -1)
 		return -1;
-	q = ceil_div(sum, PER_TOKENS);
+	q = den == PER_TOKENS ? ceil_div(sum, PER_TOKENS) : sum / den + (sum % den != 0);
 	if (q > INT64_MAX)
 		return -1;
 	if (kv_cost_fees(p, u, &fees) == -1 || __builtin_add_overflow((int64_t)q, fees, cost)) {

@@ -40,6 +40,12 @@ struct kv_usage {
 	int64_t	  web_fetch;
 	int64_t	  code_exec_ms;
 	int	  tier;		/* enum kv_tier */
+	/* what multiplies every token price (issue 33): Anthropic fast mode
+	 * and US-only inference, OpenAI's regional processing (enum
+	 * kv_region: KV_REGION_US or _EU; else none) */
+	int	  fast;
+	int	  geo_us;
+	int	  region;
 	int	  found;	/* the response carried usage */
 	int	  estimated;	/* counts are an estimate (cut stream, no usage) */
 };
@@ -49,7 +55,9 @@ struct kv_usage {
  *      + 5-minute writes × cache_write + 1-hour writes × cache_write_1h
  *      + text output × output + audio output × audio_output
  *      + reasoning × reasoning_output,
- *      prices per 1M tokens, rounded up to the nano-dollar once,
+ *      prices per 1M tokens, times each multiplier the usage asks for and
+ *      the price sets (fast_mult, geo_us_mult, region_*_mult; an unset
+ *      one is 1), rounded up to the nano-dollar once,
  *      + the per-call fees (kv_cost_fees).
  * Unset cached_input and cache_write cost the input price, an unset
  * cache_write_1h twice the input price (Anthropic's rule), unset audio and

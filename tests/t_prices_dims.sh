@@ -43,6 +43,22 @@ max_output = 64000
 [price my-local-model*]
 input = 0.01
 output = 0.01
+[upstream openai-eu]
+url = http://127.0.0.1:$MOCK_PORT
+models = gpt-5.6
+region = eu
+[key row1]
+key = sk-row1
+budget = 0.10
+[key row1b]
+key = sk-row1b
+budget = 1.00
+[key row2]
+key = sk-row2
+budget = 1.00
+[key row2r]
+key = sk-row2r
+budget = 1.00
 [key row3]
 key = sk-row3
 budget = 0.10
@@ -81,6 +97,60 @@ row() {
 	check_eq "row $n: charged exactly the bill" "$SPENT" "$BILL"
 	check "row $n: the charge is within the budget" [ "$SPENT" -le "$budget" ]
 }
+
+# refused N KEY CODE PATH BODY [curl args]: answered CODE, the provider got
+# nothing, nothing is charged or held.
+refused() {
+	local n=$1 k=$2 code=$3 path=$4 body=$5 n0
+	shift 5
+	n0=$(kv_mock_stat requests)
+	check_eq "row $n: refused $code" "$(post "$k" "$path" "$body" "$@")" "$code"
+	# (the mock counts the stats request itself)
+	check_eq "row $n: nothing reached the provider" "$(kv_mock_stat requests)" "$((n0 + 1))"
+	check_eq "row $n: nothing charged" "$(spent "$k")" 0
+	check_eq "row $n: nothing held" "$(reserved "$k")" 0
+	echo "row $n: refused $code: $(cat "$T/out")"
+}
+
+# ---- rows 1 and 2: multipliers of every token price ------------------------
+# claude-opus-4-6's entry: provider_specific_entry {"fast": 6, "us": 1.1}
+check_eq "kvctl prices: claude-opus-4-6's fast and US-only multipliers" \
+	"$(kv_ctl prices --json claude-opus-4-6 | jq -c '.prices[0].multipliers')" \
+	'{"fast_x1e9":6000000000,"us_inference_x1e9":1100000000}'
+check "kilovoltd -t no longer lists them as not understood" \
+	eval '! grep -q "not understood.*\(provider_specific_entry\|regional_processing\)" "$T/t.out"'
+# row 1: fast mode (6x) on a $0.10 budget: 1,000 output tokens reserve $0.15
+OPUS_FAST='{"model":"claude-opus-4-6","max_tokens":1000,"speed":"fast","messages":[{"role":"user","content":"hi"}]}'
+refused 1 sk-row1 402 /v1/messages "$OPUS_FAST" "${A[@]}"
+check "row 1: the 402 names the fast-mode reservation" grep -q 'may cost up to \$0.15' "$T/out"
+row 1b sk-row1b 1000000000 /v1/messages \
+	'{"model":"claude-opus-4-6","max_tokens":2000,"speed":"fast","messages":[{"role":"user","content":"hi"}]}' \
+	"${A[@]}" -H 'x-mock-tokens: 2000'
+check_eq "row 1: the provider billed fast mode" "$(bill speed)" fast
+# row 2: US-only inference (1.1x), and OpenAI regional processing (1.1x)
+row 2 sk-row2 1000000000 /v1/messages \
+	'{"model":"claude-opus-4-6","max_tokens":1000,"inference_geo":"us","messages":[{"role":"user","content":"hi"}]}' \
+	"${A[@]}" -H 'x-mock-tokens: 1000'
+check_eq "row 2: the provider billed US-only inference" "$(bill geo)" us
+row 2r sk-row2r 1000000000 /v1/chat/completions \
+	'{"model":"gpt-5.6","max_completion_tokens":1000,"messages":[{"role":"user","content":"hi"}]}' \
+	-H 'x-mock-tokens: 1000' -H 'x-mock-region: 1'
+check_eq "row 2: the provider billed the regional uplift" "$(bill region)" 1
+# a multiplier the price lacks is refused, naming the field
+refused 1h sk-row1h 400 /v1/messages \
+	'{"model":"claude-haiku-4-5","max_tokens":100,"speed":"fast","messages":[{"role":"user","content":"hi"}]}' \
+	"${A[@]}"
+check "row 1: the 400 names \"speed\": \"fast\"" grep -q 'speed\\": \\"fast\\": the price of model .claude-haiku-4-5. has no rate for it' "$T/out"
+refused 1v sk-row1v 400 /v1/messages \
+	'{"model":"claude-opus-4-6","max_tokens":100,"speed":"turbo","messages":[{"role":"user","content":"hi"}]}' \
+	"${A[@]}"
+check "row 1: an unknown speed is refused by name" grep -q 'cannot price speed \\"turbo\\"' "$T/out"
+refused 3p sk-row3p 400 /v1/chat/completions \
+	'{"model":"gpt-4.1-nano-2025-04-14","max_tokens":100,"service_tier":"priority","messages":[{"role":"user","content":"hi"}]}'
+# "null" is absent, as the providers read it
+row 1n sk-row1n 2000000000 /v1/messages \
+	'{"model":"claude-opus-4-6","max_tokens":100,"speed":null,"inference_geo":null,"service_tier":null,"messages":[{"role":"user","content":"hi"}]}' \
+	"${A[@]}"
 
 # ---- rows 3 and 4: [price GLOB] sections compose over catalogue entries ----
 # o3-2025-04-16's entry has no priority prices; [price o3-20*] has: it

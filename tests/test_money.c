@@ -528,9 +528,45 @@ test_cost_catalogue(void)
 	free(all);
 }
 
+/* Multipliers of every token price (issue 33): Anthropic fast mode and
+ * US-only inference, OpenAI regional processing; each applies only where
+ * the usage asks and the price sets it, and they compose. */
+static void
+test_cost_multipliers(void)
+{
+	struct kv_price p = price("5.00", "25.00", "0.50", "6.25");
+
+	p.fast_mult = nano("6");
+	p.geo_us_mult = nano("1.1");
+	p.region_eu_mult = nano("1.1");
+	struct kv_price tiny = price("0.000000003", "0.000000003", NULL, NULL);
+
+	/* 1000 in, 100 out: $0.005 + $0.0025 = 7,500,000 nUSD at 1x */
+	CHECK_INT(cost_of(&p, (struct kv_usage){ .input = 1000, .output = 100 }), 7500000);
+	CHECK_INT(cost_of(&p, (struct kv_usage){ .input = 1000, .output = 100, .fast = 1 }),
+	    45000000);
+	CHECK_INT(cost_of(&p, (struct kv_usage){ .input = 1000, .output = 100, .geo_us = 1 }),
+	    8250000);
+	CHECK_INT(cost_of(&p, (struct kv_usage){ .input = 1000, .output = 100, .fast = 1,
+	    .geo_us = 1 }), 49500000);
+	CHECK_INT(cost_of(&p, (struct kv_usage){ .input = 1000, .output = 100,
+	    .region = KV_REGION_EU }), 8250000);
+	/* a multiplier the price lacks is 1 (admission refuses asking for it) */
+	CHECK_INT(cost_of(&p, (struct kv_usage){ .input = 1000, .output = 100,
+	    .region = KV_REGION_US }), 7500000);
+	/* rounded up once, after the multiplier: 3 nUSD per 1M x 1.1 -> 1 */
+	tiny.geo_us_mult = nano("1.1");
+	CHECK_INT(cost_of(&tiny, (struct kv_usage){ .input = 1, .geo_us = 1 }), 1);
+	/* fees are not multiplied: 2 searches at $0.01 */
+	p.web_search_call = nano("0.01");
+	CHECK_INT(cost_of(&p, (struct kv_usage){ .input = 1000, .output = 100, .fast = 1,
+	    .web_search = 2 }), 45000000 + 20000000);
+}
+
 int
 main(void)
 {
+	test_cost_multipliers();
 	test_cost_fees();
 	test_charge_price();
 	test_parse_good();

@@ -15,6 +15,7 @@
 #include "common/pricetab.h"
 #include "worker/charge_rules.h"
 #include "worker/endpoints.h"
+#include "worker/price_dims.h"
 #include "worker/leasewait.h"
 #include "worker/request_head.h"
 #include "worker/request_send.h"
@@ -89,6 +90,7 @@ estimate_nusd(struct kv_conn *c, const struct kv_price *p)
 	 * client asks for one in the body): reserve for the dearest */
 	if (p->priority_input >= 0 || p->flex_input >= 0)
 		est.tier = KV_TIER_OTHER;
+	kv_dims_reserve(&c->ri, kv_dims_region(c->rt != NULL ? c->rt->cf : NULL), &est);
 	if (kv_cost(p, &est, &cost) == -1)
 		return INT64_MAX / 4;
 	return cost;
@@ -229,6 +231,7 @@ price_of(struct kv_conn *c, enum step *st)
 {
 	const struct kv_config *cf = c->w->cf;
 	const struct kv_price *p, *older;
+	char msg[512];
 
 	p = c->price = kv_charge_price(cf, c->ri.model, &older);
 	if (older != NULL)
@@ -243,6 +246,8 @@ price_of(struct kv_conn *c, enum step *st)
 		return refused(st, refuse_unpriced(c));
 	if (c->ri.fetches[0] != '\0' && p->context_window <= 0)
 		return refused(st, refuse_unbounded(c, p));
+	if (kv_dims_refusal(p, &c->ri, kv_dims_region(c->rt != NULL ? c->rt->cf : NULL), msg, sizeof(msg)) != NULL)
+		return refused(st, conn_fail(c, 400, msg));
 	if (c->ri.tools_unbounded > 0 && cf->max_tool_turns == 0 && c->ri.max_tool_calls < 0)
 		return refused(st, conn_fail(c, 400, "a server tool without max_uses makes the "
 		    "provider loop without a bound kilovolt can reserve: set max_uses on "

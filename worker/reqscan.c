@@ -18,6 +18,7 @@ enum {
 	K_TYPE, K_URL, K_IMAGE_URL, K_FILE_URL, K_FILE_ID, K_PREVIOUS_RESPONSE_ID,
 	K_CONVERSATION, K_PROMPT, K_WEB_SEARCH_OPTIONS, K_MCP_SERVERS,
 	K_BACKGROUND, K_STORE, K_DATA, K_FILE_DATA, K_TOOLS, K_MAX_USES, K_MAX_TOOL_CALLS,
+	K_SPEED, K_INFERENCE_GEO, K_SERVICE_TIER,
 };
 
 /* With their lengths: key_id runs for every member of every request body,
@@ -39,6 +40,8 @@ static const struct {
 	[K_BACKGROUND] = KEY("background"), [K_STORE] = KEY("store"),
 	[K_DATA] = KEY("data"), [K_FILE_DATA] = KEY("file_data"), [K_TOOLS] = KEY("tools"),
 	[K_MAX_USES] = KEY("max_uses"), [K_MAX_TOOL_CALLS] = KEY("max_tool_calls"),
+	[K_SPEED] = KEY("speed"), [K_INFERENCE_GEO] = KEY("inference_geo"),
+	[K_SERVICE_TIER] = KEY("service_tier"),
 };
 #undef KEY
 #define NKEYS ((int)(sizeof(key_names) / sizeof(key_names[0])))
@@ -53,7 +56,8 @@ static const char *const fetch_types[] = {
 	NULL,
 };
 
-enum { CAP_NONE, CAP_MODEL, CAP_TYPE, CAP_URL, CAP_USES, CAP_TOOL_CALLS, CAP_LIMIT };
+enum { CAP_NONE, CAP_MODEL, CAP_TYPE, CAP_URL, CAP_USES, CAP_TOOL_CALLS, CAP_DIM,
+	CAP_LIMIT };
 enum { T_NONE, T_SERVER, T_WEB_SEARCH, T_WEB_FETCH };
 
 /* Tools the provider runs itself, calling the model again after each call. */
@@ -169,6 +173,29 @@ key_id(const char *k, size_t n)
 	return K_OTHER;
 }
 
+/* The value V (N bytes) of "speed", "inference_geo" or "service_tier"
+ * (KEY): the dimensions of the price a request asks for. */
+static void
+dim_value(struct kv_reqscan *r, int key, const char *v, size_t n)
+{
+	struct kv_request_info *ri = &r->ri;
+#define IS(lit) (n == sizeof(lit) - 1 && memcmp(v, lit, n) == 0)
+
+	if (key == K_SPEED)
+		ri->fast = IS("fast") ? 1 : n == 0 || IS("standard") ? 0 : 2;
+	else if (key == K_INFERENCE_GEO)
+		ri->geo = n == 0 || IS("global") ? KV_GEO_GLOBAL : IS("us") ? KV_GEO_US :
+		    KV_GEO_OTHER;
+	else
+		ri->tier = n == 0 || IS("auto") || IS("default") || IS("standard") ||
+		    IS("standard_only") ? KV_TIER_STANDARD :
+		    IS("priority") ? KV_TIER_PRIORITY : IS("flex") ? KV_TIER_FLEX : KV_TIER_OTHER;
+#undef IS
+	if (n > 0 && (ri->fast == 2 || ri->geo == KV_GEO_OTHER || ri->tier == KV_TIER_OTHER))
+		snprintf(ri->dim_other, sizeof(ri->dim_other), "%s \"%.*s\"",
+		    key_names[key].name, (int)(n < 24 ? n : 24), v);
+}
+
 /* A value of a top-level member. */
 static void
 top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
@@ -210,6 +237,13 @@ top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
 			refuse(r, "%s must be an integer", key_names[key].name, "");
 		r->lim[key - K_MAX_TOKENS] = -1;
 		r->cap = CAP_LIMIT + key - K_MAX_TOKENS;
+		break;
+	case K_SPEED: case K_INFERENCE_GEO: case K_SERVICE_TIER:
+		/* a priced dimension (issue 33): null is absent */
+		if (ev != KV_JV_STR && !isnull)
+			refuse(r, "%s must be a string", key_names[key].name, "");
+		dim_value(r, key, "", 0);
+		r->cap = ev == KV_JV_STR ? CAP_DIM : CAP_NONE;
 		break;
 	case K_MAX_TOOL_CALLS:
 		if (ev != KV_JV_NUM && !isnull)
@@ -418,6 +452,9 @@ string_end(struct kv_reqscan *r)
 			    (int)(r->vlen < 24 ? r->vlen : 24), r->vbuf);
 			fetches(r, what);
 		}
+		break;
+	case CAP_DIM:
+		dim_value(r, r->top, r->vbuf, r->vlen);
 		break;
 	case CAP_URL:	/* a data: URL is inline: media_end() bounds it */
 		if (r->vlen < 5 || memcmp(r->vbuf, "data:", 5) != 0)

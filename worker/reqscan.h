@@ -16,6 +16,8 @@
 #define KV_REQ_MODEL	96	/* model names are shorter; longer is a 400 */
 #define KV_REQ_LIMIT_MAX 2147483647	/* output limits and n past this: 400 */
 
+enum { KV_GEO_GLOBAL = 0, KV_GEO_US, KV_GEO_OTHER };
+
 /* What a complete, valid body says. Top-level members only, the last of
  * duplicate names winning, except where noted. */
 struct kv_request_info {
@@ -40,6 +42,14 @@ struct kv_request_info {
 	int64_t		 wf_uses;	/* web fetch, the same */
 	int		 wf_unbounded;
 	int64_t		 max_tool_calls;	/* Responses max_tool_calls; -1 */
+	/* the price dimensions it asks for (issue 33; null is absent) */
+	int		 fast;		/* "speed": 0 absent or "standard", 1
+					   "fast", 2 another */
+	int		 geo;		/* "inference_geo": KV_GEO_* */
+	int		 tier;		/* "service_tier": enum kv_tier (absent,
+					   "auto", "default": standard) */
+	char		 dim_other[48];	/* "" or the last value of those
+					   kilovolt has no rule for: 'speed "turbo"' */
 	int64_t		 img_tok[KV_IMG_NRULES];	/* their tokens at most,
 					   summed under each rule (media_bound.h) */
 	char		 fetches[48];	/* "" or what makes the provider fetch or

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/money.h"
 #include "worker/charge_rules.h"
+#include "worker/price_dims.h"
 
 /* What a request the provider got whole costs when nothing more is ever
  * known (charge_usage): body bytes / 4 input tokens and the reservation's
@@ -25,6 +26,7 @@ sent_estimate_nusd(struct kv_conn *c)
 	    .output = kv_charge_cut_output(c->out_bound, 0) };
 	int64_t cost;
 
+	kv_dims_reserve(&c->ri, kv_dims_region(c->rt != NULL ? c->rt->cf : NULL), &u);
 	if (p == NULL || c->api == KV_API_OTHER || kv_cost(p, &u, &cost) == -1)
 		return 0;
 	return cost;
@@ -145,6 +147,8 @@ charge(struct kv_conn *c, struct kv_usage *u, const char **model,
 	if (!charge_usage(c, u))
 		return 0;
 	kv_charge_implied_calls(c->api, *model, u);
+	kv_dims_charge(&c->ri, kv_dims_region(c->rt != NULL ? c->rt->cf : NULL),
+	    c->scan_on && c->scan.speed_seen, c->scan_on && c->scan.geo_seen, u);
 	cost = kv_charge_cost(c->w->cf, c->ri.model[0] != '\0' ? c->price : NULL, named,
 	    *mprice, u, &flags, &p);
 	if (flags != 0)

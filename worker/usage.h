@@ -71,6 +71,10 @@ struct kv_usage_scanner {
 	int64_t		 ws_added;	/* Responses stream: search items added */
 	int64_t		 ws_listed;	/* Responses: items in the final output list */
 	int		 error_event;	/* an SSE "error" event came (Anthropic) */
+	/* usage.speed and usage.inference_geo were read (Anthropic): the
+	 * usage's fast and geo_us are the response's, not unknown */
+	int		 speed_seen;
+	int		 geo_seen;
 	uint64_t	 run_want;	/* the lexer run's WANT (usage_json.h) */
 };
 

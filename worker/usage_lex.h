@@ -75,7 +75,7 @@ key_intern(const char *k, size_t len)
 		KW("type", K_TYPE); KW("text", K_TEXT); KW("item", K_ITEM);
 		break;
 	case 5:
-		KW("usage", K_USAGE); KW("model", K_MODEL); KW("delta", K_DELTA);
+		KW("usage", K_USAGE); KW("model", K_MODEL); KW("delta", K_DELTA); KW("speed", K_SPEED);
 		break;
 	case 6:
 		KW("stream", K_STREAM); KW("output", K_OUTPUT);
@@ -96,7 +96,7 @@ key_intern(const char *k, size_t len)
 		KW("input_tokens", K_INPUT_TOKENS); KW("partial_json", K_PARTIAL_JSON); KW("service_tier", K_SERVICE_TIER); KW("audio_tokens", K_AUDIO_TOKENS);
 		break;
 	case 13:
-		KW("prompt_tokens", K_PROMPT_TOKENS); KW("output_tokens", K_OUTPUT_TOKENS); KW("cached_tokens", K_CACHED_TOKENS); KW("include_usage", K_INCLUDE_USAGE);
+		KW("prompt_tokens", K_PROMPT_TOKENS); KW("output_tokens", K_OUTPUT_TOKENS); KW("cached_tokens", K_CACHED_TOKENS); KW("include_usage", K_INCLUDE_USAGE); KW("inference_geo", K_INFERENCE_GEO);
 		break;
 	case 14:
 		KW("stream_options", K_STREAM_OPTIONS); KW("cache_creation", K_CACHE_CREATION_OBJ);
@@ -111,7 +111,7 @@ key_intern(const char *k, size_t len)
 		KW("completion_tokens", K_COMPLETION_TOKENS); KW("max_output_tokens", K_MAX_OUTPUT_TOKENS); KW("reasoning_content", K_REASONING_CONTENT);
 		break;
 	case 18:
-		KW("web_fetch_requests", K_WEB_FETCH_REQ);
+		KW("web_fetch_requests", K_WEB_FETCH_REQ); KW("cache_write_tokens", K_CACHE_WRITE_TOKENS);
 		break;
 	case 19:
 		KW("web_search_requests", K_WEB_SEARCH_REQ);

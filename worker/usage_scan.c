@@ -45,7 +45,7 @@ usage_scan_event_reset(struct kv_usage_scanner *s)
 #define W(k)	USAGE_WANT_KEY(k)
 #define SCAN_WANT (USAGE_WANT_QUIET | W(K_MODEL) | W(K_TYPE) | W(K_SERVICE_TIER) | \
 	W(K_DELTA) | W(K_CONTENT) | W(K_TEXT) | W(K_ARGUMENTS) | W(K_PARTIAL_JSON) | \
-	W(K_THINKING) | W(K_REFUSAL) | W(K_REASONING_CONTENT))
+	W(K_THINKING) | W(K_REFUSAL) | W(K_REASONING_CONTENT) | W(K_SPEED) | W(K_INFERENCE_GEO))
 
 void
 kv_usage_init(struct kv_usage_scanner *s, enum kv_api api, int sse)
@@ -380,6 +380,8 @@ on_string_begin(struct kv_usage_scanner *s)
 		j->capture = 1;
 	else if (output_item_type(s, d, key) != 0)
 		j->capture = 1;
+	else if ((key == K_SPEED || key == K_INFERENCE_GEO) && key_at(j, d - 2) == K_USAGE)
+		j->capture = 1;	/* what the tokens were billed at (issue 33) */
 	else if (d == 2 && (key == K_MODEL || key == K_SERVICE_TIER) &&
 	    key_at(j, 0) == nested_parent(s->api))
 		j->capture = 1;
@@ -429,6 +431,13 @@ on_string_end(struct kv_usage_scanner *s)
 		on_output_item(s, output_item_type(s, d, key_at(j, d - 1)));
 	else if (d == 1 && key_at(j, 0) == K_TYPE)
 		s->ev_type = event_type(j);
+	else if (key_at(j, d - 1) == K_SPEED) {
+		s->usage.fast = !j->str_bad && strcmp(j->str, "fast") == 0;
+		s->speed_seen = 1;
+	} else if (key_at(j, d - 1) == K_INFERENCE_GEO) {
+		s->usage.geo_us = !j->str_bad && strcmp(j->str, "us") == 0;
+		s->geo_seen = 1;
+	}
 	else if (key_at(j, d - 1) == K_SERVICE_TIER) {
 		if (is_openai(s->api))
 			s->usage.tier = tier_of(j);
