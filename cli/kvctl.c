@@ -63,7 +63,7 @@ static const char usage_text[] =
 "                               issue a key: printed once, only its hash kept\n"
 "  keys revoke KEY              refuse KEY from its next request on (401)\n"
 "  keys rotate KEY [--json]     a new secret for KEY's account; the old refused\n"
-"  show KEY [--json]            one key; KEY is an id prefix or a label\n"
+"  show KEY [--json]            one key; KEY is a label, an id or an id prefix\n"
 "  show --key [--json]          the key whose raw value is on standard input\n"
 "  reset KEY | --all            set spent to 0\n"
 "  budget KEY AMOUNT            override a key's budget in USD (e.g. 25.00)\n"

@@ -40,20 +40,28 @@ kvctl_describe_key(const struct kv_account *a, char *buf, size_t len)
 
 #define AMBIGUOUS_SHOWN 10
 
+/* KEY matches N keys (FOUND): an id prefix of several, or (CLASH) a label
+ * an older build let in that is also a prefix of another key's id. Name
+ * them, pick none. */
 static int
-ambiguous(const char *key, struct kv_account **found, size_t n)
+ambiguous(const char *key, struct kv_account **found, size_t n, int clash)
 {
 	char desc[128];
 	size_t i;
 
-	fprintf(stderr, "kvctl: '%s' is ambiguous: it matches %zu keys:\n", key, n);
+	if (clash)
+		fprintf(stderr, "kvctl: '%s' is both a key's label and a prefix of "
+		    "another key's id:\n", key);
+	else
+		fprintf(stderr, "kvctl: '%s' is ambiguous: it matches %zu keys:\n", key, n);
 	for (i = 0; i < n && i < AMBIGUOUS_SHOWN; i++) {
 		kvctl_describe_key(found[i], desc, sizeof(desc));
 		fprintf(stderr, "  %s\n", desc);
 	}
 	if (n > AMBIGUOUS_SHOWN)
 		fprintf(stderr, "  ... and %zu more\n", n - AMBIGUOUS_SHOWN);
-	fputs("give more digits of the id, or the label\n", stderr);
+	fputs(clash ? "give the whole 12-digit id of the one you mean\n" :
+	    "give more digits of the id, or the label\n", stderr);
 	return KVCTL_EXIT_USAGE;
 }
 
@@ -62,15 +70,16 @@ kvctl_resolve_key(const struct kv_ledger *l, const char *key, struct kv_account 
 {
 	struct kv_account *found[AMBIGUOUS_SHOWN];
 	size_t n;
+	int clash;
 
-	n = kv_keys_lookup(l, key, found, AMBIGUOUS_SHOWN);
+	n = kv_keys_lookup(l, key, found, AMBIGUOUS_SHOWN, &clash);
 	if (n == 0) {
-		fprintf(stderr, "kvctl: no key matches '%s' (an id prefix or a "
-		    "label; `kvctl keys` lists them)\n", key);
+		fprintf(stderr, "kvctl: no key matches '%s' (a label, an id or an id "
+		    "prefix; `kvctl keys` lists them)\n", key);
 		return KVCTL_EXIT_NOTFOUND;
 	}
 	if (n > 1)
-		return ambiguous(key, found, n);
+		return ambiguous(key, found, n, clash);
 	*a = found[0];
 	return KVCTL_EXIT_OK;
 }

@@ -30,6 +30,7 @@
 
 #include "common/money.h"
 #include "common/catalog.h"
+#include "common/key_label.h"
 #include "common/pricetab.h"
 #include "common/ledger_sizes.h"
 
@@ -238,12 +239,13 @@ static int
 begin_key(struct cfg_parse *p, const char *label)
 {
 	struct kv_config *cf = p->cf;
+	char why[160];
 	size_t i;
 
-	/* The ledger stores labels in KV_LABEL_MAX bytes. */
-	if (!cfg_valid_name(label, KV_LABEL_MAX, 0))
-		return cfg_err(p, p->lineno, "bad key name '%s' (at most %d characters)",
-		    label, KV_LABEL_MAX - 1);
+	/* One rule with issued keys: they share one namespace, and the
+	 * admin API and kvctl find either by name or by id. */
+	if (kv_key_label_check(label, KV_LABEL_MAX, why, sizeof(why)) == -1)
+		return cfg_err(p, p->lineno, "bad key name '%s': %s", label, why);
 	for (i = 0; i < cf->nkeys; i++)
 		if (strcmp(cf->keys[i].label, label) == 0)
 			return dup_section(p);

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -16,51 +17,66 @@
 #include "shm/keys.h"
 #include "shm/report.h"
 
-#define ADMIN_ID_MAX	64	/* a whole hash in hex, or a label */
-
 enum keys_op { OP_NONE, OP_CREATE, OP_REVOKE, OP_ROTATE };
 
 static const char rotate_suffix[] = "/rotate";
 
-/* The operation of URL, with its {id} into ID (ADMIN_ID_MAX + 1 bytes). A
- * label may hold '/', so only a trailing "/rotate" splits the path. */
+/* The {id} of /keys/{id}[/rotate] (N bytes at P) into ID. */
+static int
+take_id(const char *p, size_t n, char id[KV_ADMIN_ID_MAX + 1])
+{
+	if (n == 0 || n > KV_ADMIN_ID_MAX)
+		return -1;
+	memcpy(id, p, n);
+	id[n] = '\0';
+	return 0;
+}
+
+/* The operation METHOD asks of URL, with its {id} into ID. A name may
+ * hold '/' (kv_key_label_check), so a DELETE takes all of the path after
+ * /keys/ as the name, and a POST only its last part as the action:
+ * DELETE /keys/team/rotate revokes "team/rotate", POST /keys/team/rotate
+ * rotates "team". */
 static enum keys_op
-op_of(const char *url, char id[ADMIN_ID_MAX + 1])
+op_of(const char *url, const char *method, char id[KV_ADMIN_ID_MAX + 1])
 {
 	size_t n, sl = sizeof(rotate_suffix) - 1;
-	enum keys_op op = OP_REVOKE;
 
 	if (strcmp(url, "/keys") == 0 || strcmp(url, "/keys/") == 0)
-		return OP_CREATE;
+		return strcmp(method, "POST") == 0 ? OP_CREATE : OP_NONE;
 	if (strncmp(url, "/keys/", 6) != 0)
 		return OP_NONE;
 	url += 6;
 	n = strlen(url);
-	if (n > sl && strcmp(url + n - sl, rotate_suffix) == 0) {
-		op = OP_ROTATE;
-		n -= sl;
-	}
-	if (n == 0 || n > ADMIN_ID_MAX)
-		return OP_NONE;
-	memcpy(id, url, n);
-	id[n] = '\0';
-	return op;
+	if (strcmp(method, "DELETE") == 0)
+		return take_id(url, n, id) == 0 ? OP_REVOKE : OP_NONE;
+	if (strcmp(method, "POST") == 0 && n > sl && strcmp(url + n - sl, rotate_suffix) == 0)
+		return take_id(url, n - sl, id) == 0 ? OP_ROTATE : OP_NONE;
+	return OP_NONE;
 }
 
 int
 kv_admin_keys_route(const char *url)
 {
-	char id[ADMIN_ID_MAX + 1];
+	char id[KV_ADMIN_ID_MAX + 1];
 
-	return op_of(url, id) != OP_NONE;
+	return op_of(url, "POST", id) != OP_NONE || op_of(url, "DELETE", id) != OP_NONE;
+}
+
+int
+kv_admin_keys_takes(const char *url, const char *method)
+{
+	char id[KV_ADMIN_ID_MAX + 1];
+
+	return op_of(url, method, id) != OP_NONE;
 }
 
 const char *
 kv_admin_keys_allow(const char *url)
 {
-	char id[ADMIN_ID_MAX + 1];
+	int post = kv_admin_keys_takes(url, "POST"), del = kv_admin_keys_takes(url, "DELETE");
 
-	return op_of(url, id) == OP_REVOKE ? "DELETE" : "POST";
+	return post && del ? "POST, DELETE" : del ? "DELETE" : "POST";
 }
 
 /* {"error": MSG, "code": CODE}; returns STATUS. */
@@ -127,15 +143,19 @@ keys_create(FILE *out, struct kv_ledger *l, const struct kv_config *cf,
 static struct kv_account *
 find(FILE *out, const struct kv_ledger *l, const char *id, unsigned int *status)
 {
-	struct kv_account *found[2];
-	size_t n = kv_keys_lookup(l, id, found, 2);
+	struct kv_account *a;
+	char why[160];
 
-	if (n == 1)
-		return found[0];
-	*status = n == 0 ? fail(out, 404, "not_found", "no such key (an id prefix or "
-	    "a label)") : fail(out, 409, "ambiguous", "the id prefix matches several "
-	    "keys: give more digits, or the label");
-	return NULL;
+	switch (kv_admin_find_key(l, id, &a, why, sizeof(why))) {
+	case 200:
+		return a;
+	case 404:
+		*status = fail(out, 404, "not_found", why);
+		return NULL;
+	default:
+		*status = fail(out, 409, "ambiguous", why);
+		return NULL;
+	}
 }
 
 static unsigned int
@@ -178,11 +198,42 @@ keys_rotate(FILE *out, struct kv_ledger *l, const char *name)
 }
 
 unsigned int
-kv_admin_keys_serve(FILE *out, struct kv_ledger *l, const struct kv_config *cf,
-    const char *url, const char *body, size_t len)
+kv_admin_find_key(const struct kv_ledger *l, const char *name, struct kv_account **a,
+    char *why, size_t whylen)
 {
-	char id[ADMIN_ID_MAX + 1], err[256];
-	enum keys_op op = op_of(url, id);
+	struct kv_account *found[2];
+	char id0[13], id1[13];
+	int clash;
+	size_t n = kv_keys_lookup(l, name, found, 2, &clash);
+
+	if (n == 1) {
+		*a = found[0];
+		return 200;
+	}
+	if (n == 0) {
+		snprintf(why, whylen, "no such key (a label, an id or an id prefix)");
+		return 404;
+	}
+	if (!clash) {
+		snprintf(why, whylen, "the id prefix matches several keys: give more "
+		    "digits, or the label");
+		return 409;
+	}
+	/* A name an older build let in reads as another key's id prefix:
+	 * never pick one of them for the operator. */
+	kv_key_id(found[0]->hash, id0);
+	kv_key_id(found[1]->hash, id1);
+	snprintf(why, whylen, "'%s' is the label of key %s and a prefix of the id of "
+	    "key %s: give a whole 12-digit id", name, id0, id1);
+	return 409;
+}
+
+unsigned int
+kv_admin_keys_serve(FILE *out, struct kv_ledger *l, const struct kv_config *cf,
+    const char *method, const char *url, const char *body, size_t len)
+{
+	char id[KV_ADMIN_ID_MAX + 1], err[256];
+	enum keys_op op = op_of(url, method, id);
 
 	if (op == OP_CREATE)
 		return keys_create(out, l, cf, body, len);

@@ -5,7 +5,7 @@
  *   DELETE /keys/{id}         revoke it: every worker refuses it with 401
  *                             from its next request on
  *   POST   /keys/{id}/rotate  a new secret for the same account
- * {id} is an id prefix or a label, as kvctl takes it (kv_keys_lookup). The
+ * {id} is a label, an id or an id prefix, as kvctl takes it (kv_keys_lookup). The
  * ledger work is shm/keys.c's, shared with kvctl keys; the bodies are
  * admin_keys_parse.c's. A refused call changes nothing in the ledger. */
 #ifndef KV_ADMIN_KEYS_H
@@ -17,18 +17,35 @@
 #include "common/config.h"
 #include "shm/ledger.h"
 
-/* 1 when URL is one of the three paths above, else 0. */
+/* The longest {id}: a whole hash in hex (a label is shorter). */
+#define KV_ADMIN_ID_MAX	64
+
+/* 1 when URL is one of the three paths above, for some method, else 0. */
 int	kv_admin_keys_route(const char *url);
 
-/* The one method URL (a kv_admin_keys_route path) takes: "POST" or
- * "DELETE" (the Allow header of a 405). */
+/* 1 when METHOD is one URL (a kv_admin_keys_route path) takes. A label
+ * may hold '/', so DELETE takes everything after /keys/ as the label,
+ * while POST reads a last "/rotate" as the action. */
+int	kv_admin_keys_takes(const char *url, const char *method);
+
+/* The methods URL takes, for the Allow header of a 405: "POST",
+ * "DELETE", or "POST, DELETE" (/keys/team/rotate: rotate "team", or
+ * revoke "team/rotate"). */
 const char *kv_admin_keys_allow(const char *url);
 
-/* Serve METHOD (the one kv_admin_keys_allow names) on URL with BODY (LEN
- * bytes) against ledger L and the running config CF ([key] names, [budget]
+/* The one account NAME names (kv_keys_lookup) into *A: returns 200, or
+ * 404 (none) or 409 (an ambiguous id prefix, or a label an older build
+ * let in that is another key's id prefix) with the reason in WHY. The
+ * admin API resolves every {id} with it. */
+unsigned int kv_admin_find_key(const struct kv_ledger *l, const char *name,
+	    struct kv_account **a, char *why, size_t whylen);
+
+/* Serve METHOD on URL (kv_admin_keys_takes) with BODY (LEN bytes)
+ * against ledger L and the running config CF ([key] names, [budget]
  * defaults). Writes the JSON answer, or {"error","code"}, to OUT and
  * returns the HTTP status. Logs each write (never a secret). */
 unsigned int kv_admin_keys_serve(FILE *out, struct kv_ledger *l,
-	    const struct kv_config *cf, const char *url, const char *body, size_t len);
+	    const struct kv_config *cf, const char *method, const char *url,
+	    const char *body, size_t len);
 
 #endif

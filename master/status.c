@@ -217,21 +217,6 @@ apply_limits(struct kv_account *a, int64_t rpm, int64_t tpm)
 	kv_account_set_limits(a, rpm, tpm);
 }
 
-/* The account named by ID, as kvctl and DELETE /keys resolve it
- * (kv_keys_lookup: a label, else an id prefix). Sets *status to 404 or 409
- * on failure. */
-static struct kv_account *
-find_account(struct kv_ledger *l, const char *id, unsigned int *status)
-{
-	struct kv_account *found[2];
-	size_t n = kv_keys_lookup(l, id, found, 2);
-
-	if (n == 1)
-		return found[0];
-	*status = n == 0 ? MHD_HTTP_NOT_FOUND : MHD_HTTP_CONFLICT;
-	return NULL;
-}
-
 static enum MHD_Result
 send_account_status(struct MHD_Connection *c, const struct kv_account *a,
     unsigned int status)
@@ -267,9 +252,8 @@ admin_apply(struct kv_status *st, struct MHD_Connection *c, const char *id,
 	if (strcmp(action, "limits") == 0 &&
 	    kv_admin_parse_limits(body, strlen(body), &rpm, &tpm, err, sizeof(err)) == -1)
 		return send_error(c, MHD_HTTP_BAD_REQUEST, err);
-	if ((a = find_account(st->l, id, &status)) == NULL)
-		return send_error(c, status, status == MHD_HTTP_CONFLICT ?
-		    "key id prefix is ambiguous" : "no such key");
+	if ((status = kv_admin_find_key(st->l, id, &a, err, sizeof(err))) != MHD_HTTP_OK)
+		return send_error(c, status, err);
 	kv_key_id(a->hash, kid);
 	if (strcmp(action, "reset") == 0 && atomic_load(&st->l->hdr->cluster)) {
 		/* In a cluster the spend is Redis's: the master resets it on
@@ -303,7 +287,8 @@ admin_apply(struct kv_status *st, struct MHD_Connection *c, const char *id,
 
 enum route { R_NONE, R_PAGE, R_JSON, R_METRICS, R_HEALTH, R_ADMIN, R_KEYS };
 
-/* Split "/keys/ID/ACTION" into ID and ACTION; returns 0 or -1. */
+/* Split "/keys/ID/ACTION" into ID and ACTION; returns 0 or -1. ID may
+ * hold '/' (a label "team/bot"): ACTION is the last part. */
 static int
 parse_admin_path(const char *url, char *id, size_t idlen, const char **action)
 {
@@ -312,7 +297,7 @@ parse_admin_path(const char *url, char *id, size_t idlen, const char **action)
 	if (strncmp(url, "/keys/", 6) != 0)
 		return -1;
 	p = url + 6;
-	slash = strchr(p, '/');
+	slash = strrchr(p, '/');
 	if (slash == NULL || slash == p || (size_t)(slash - p) >= idlen)
 		return -1;
 	if (strcmp(slash + 1, "reset") != 0 && strcmp(slash + 1, "budget") != 0 &&
@@ -324,10 +309,12 @@ parse_admin_path(const char *url, char *id, size_t idlen, const char **action)
 	return 0;
 }
 
+/* The route of METHOD on URL. DELETE /keys/NAME is a revocation whatever
+ * NAME ends with: a label may be "team/reset". */
 static enum route
-route_of(const char *url)
+route_of(const char *url, const char *method)
 {
-	char id[KV_LABEL_MAX + 1];
+	char id[KV_ADMIN_ID_MAX + 1];
 	const char *action;
 
 	if (strcmp(url, "/") == 0 || strcmp(url, "/index.html") == 0)
@@ -338,6 +325,8 @@ route_of(const char *url)
 		return R_METRICS;
 	if (strcmp(url, "/healthz") == 0)
 		return R_HEALTH;
+	if (strcmp(method, "DELETE") == 0 && kv_admin_keys_takes(url, method))
+		return R_KEYS;
 	if (parse_admin_path(url, id, sizeof(id), &action) == 0)
 		return R_ADMIN;
 	if (kv_admin_keys_route(url))
@@ -396,7 +385,7 @@ method_not_allowed(struct MHD_Connection *c, enum route r, const char *url)
 	fputs("{\"error\":\"method not allowed\"}\n", o.f);
 	return out_send_allow(c, &o, MHD_HTTP_METHOD_NOT_ALLOWED,
 	    "application/json", r == R_KEYS ? kv_admin_keys_allow(url) :
-	    r == R_ADMIN ? "POST" : "GET, HEAD");
+	    r == R_ADMIN ? "POST, DELETE" : "GET, HEAD");
 }
 
 /* First call of a POST: refuse early what needs no body, else set up the
@@ -435,31 +424,31 @@ admin_append(struct status_req *sr, const char *data, size_t len)
 
 /* POST /keys, DELETE /keys/ID, POST /keys/ID/rotate: admin_keys.c. */
 static enum MHD_Result
-serve_keys(struct kv_status *st, struct MHD_Connection *c, const char *url,
-    const struct status_req *sr)
+serve_keys(struct kv_status *st, struct MHD_Connection *c, const char *method,
+    const char *url, const struct status_req *sr)
 {
 	struct status_out o;
 	unsigned int status;
 
 	if (out_open(&o) == -1)
 		return MHD_NO;
-	status = kv_admin_keys_serve(o.f, st->l, st->cf, url, sr->body, sr->len);
+	status = kv_admin_keys_serve(o.f, st->l, st->cf, method, url, sr->body, sr->len);
 	return out_send(c, &o, status, "application/json");
 }
 
 static enum MHD_Result
-admin_finish(struct kv_status *st, struct MHD_Connection *c, const char *url,
-    struct status_req *sr)
+admin_finish(struct kv_status *st, struct MHD_Connection *c, const char *method,
+    const char *url, struct status_req *sr)
 {
-	char id[KV_LABEL_MAX + 1];
+	char id[KV_ADMIN_ID_MAX + 1];
 	const char *action;
 
 	if (sr->too_large)
 		return send_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
 	if (memchr(sr->body, '\0', sr->len) != NULL)
 		return send_error(c, MHD_HTTP_BAD_REQUEST, "NUL in body");
-	if (route_of(url) == R_KEYS)
-		return serve_keys(st, c, url, sr);
+	if (route_of(url, method) == R_KEYS)
+		return serve_keys(st, c, method, url, sr);
 	if (parse_admin_path(url, id, sizeof(id), &action) == -1)
 		return send_error(c, MHD_HTTP_NOT_FOUND, "not found");
 	return admin_apply(st, c, id, action, sr->body);
@@ -477,7 +466,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
     size_t *data_size, void **req)
 {
 	struct kv_status *st = cls;
-	enum route r = route_of(url);
+	enum route r = route_of(url, method);
 	int is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
 
 	if (*req == &status_get_pending) {
@@ -493,12 +482,12 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 			*data_size = 0;
 			return MHD_YES;
 		}
-		return admin_finish(st, c, url, *req);
+		return admin_finish(st, c, method, url, *req);
 	}
 	if (r == R_NONE)
 		return send_error(c, MHD_HTTP_NOT_FOUND, "not found");
 	if ((r == R_ADMIN && strcmp(method, "POST") == 0) ||
-	    (r == R_KEYS && strcmp(method, kv_admin_keys_allow(url)) == 0))
+	    (r == R_KEYS && kv_admin_keys_takes(url, method)))
 		return admin_begin(st, c, req);
 	if (r == R_ADMIN || r == R_KEYS || !is_get)
 		return method_not_allowed(c, r, url);

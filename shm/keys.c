@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "common/key_label.h"
+
 void
 kv_keys_base62(const uint8_t in[32], char out[KV_KEY_DIGITS + 1])
 {
@@ -92,21 +94,14 @@ kv_keys_find_label(const struct kv_ledger *l, const char *label)
 static int
 spec_check(const struct kv_key_spec *s, char *err, size_t errlen)
 {
-	size_t n = s->label != NULL ? strlen(s->label) : 0;
-	size_t i;
+	char why[160];
 
-	if (n == 0 || n >= KV_LABEL_MAX) {
-		snprintf(err, errlen, "a key's name must be 1 to %d bytes", KV_LABEL_MAX - 1);
+	if (s->label == NULL || kv_key_label_check(s->label, KV_LABEL_MAX, why,
+	    sizeof(why)) == -1) {
+		snprintf(err, errlen, "a key's name: %s", s->label == NULL ?
+		    "required" : why);
 		return -1;
 	}
-	/* Names appear in tables, logs and JSON: printable, no space. */
-	for (i = 0; i < n; i++)
-		if ((unsigned char)s->label[i] <= ' ' || s->label[i] == 0x7f ||
-		    s->label[i] == '"' || s->label[i] == '\\') {
-			snprintf(err, errlen, "key name '%s': use letters, digits and "
-			    "-_.@:/ only (no spaces, quotes or control bytes)", s->label);
-			return -1;
-		}
 	if (s->budget_nusd < 0) {
 		snprintf(err, errlen, "a budget cannot be negative");
 		return -1;
@@ -402,31 +397,75 @@ hash_has_prefix(const uint8_t hash[32], const char *hex)
 	return 1;
 }
 
-size_t
-kv_keys_lookup(const struct kv_ledger *l, const char *name, struct kv_account **out,
-    size_t max)
+/* The accounts whose label is NAME: a live one (a key of the running
+ * config, a live issued key), else one the config no longer has. */
+static size_t
+by_label(const struct kv_ledger *l, const char *name, struct kv_account **out, size_t max)
 {
 	size_t n = 0;
 	uint32_t i;
-	int pass;
+	int retired;
 
-	/* Pass 0: live labels; 1: retired labels; 2: hex prefixes. */
-	for (pass = 0; pass < 3 && n == 0; pass++) {
-		if (pass == 2 && !is_hex_prefix(name))
-			break;
+	for (retired = 0; retired < 2 && n == 0; retired++)
 		KV_FOR_EACH_SLOT(l, i) {
 			struct kv_account *a = &l->accounts[i];
 
-			if (!kv_slot_ready(&a->state))
-				continue;
-			if (pass < 2 ? !label_is(a, name) ||
-			    kv_account_label_retired(a) != (pass == 1) :
-			    !hash_has_prefix(a->hash, name))
+			if (!kv_slot_ready(&a->state) || !label_is(a, name) ||
+			    kv_account_label_retired(a) != retired)
 				continue;
 			if (n < max)
 				out[n] = a;
 			n++;
 		}
+	return n;
+}
+
+/* The accounts whose hash starts with the hex digits NAME. */
+static size_t
+by_id(const struct kv_ledger *l, const char *name, struct kv_account **out, size_t max)
+{
+	size_t n = 0;
+	uint32_t i;
+
+	KV_FOR_EACH_SLOT(l, i) {
+		struct kv_account *a = &l->accounts[i];
+
+		if (!kv_slot_ready(&a->state) || !hash_has_prefix(a->hash, name))
+			continue;
+		if (n < max)
+			out[n] = a;
+		n++;
 	}
 	return n;
+}
+
+size_t
+kv_keys_lookup(const struct kv_ledger *l, const char *name, struct kv_account **out,
+    size_t max, int *clash)
+{
+	size_t nl, ni, got;
+
+	*clash = 0;
+	if (!is_hex_prefix(name))
+		return by_label(l, name, out, max);
+	if (strlen(name) >= 12) {
+		/* A whole id (or more of the hash) is that key's, whatever name
+		 * an older build let another key have. */
+		ni = by_id(l, name, out, max);
+		return ni > 0 ? ni : by_label(l, name, out, max);
+	}
+	if (!kv_key_label_idlike(name)) {
+		/* A few hex digits ("cafe", "a") are a name first, as always. */
+		nl = by_label(l, name, out, max);
+		return nl > 0 ? nl : by_id(l, name, out, max);
+	}
+	/* 6 to 11 hex digits: an id prefix, and perhaps a name an older build
+	 * let in. Both, on different keys: the caller must not pick one. */
+	nl = by_label(l, name, out, max);
+	got = nl < max ? nl : max;
+	ni = by_id(l, name, out + got, max - got);
+	if (nl == 1 && ni == 1 && max >= 2 && out[0] == out[1])
+		return 1;
+	*clash = nl > 0 && ni > 0;
+	return nl + ni;
 }

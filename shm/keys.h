@@ -57,10 +57,10 @@ struct kv_account *kv_keys_find_label(const struct kv_ledger *l, const char *lab
 
 /* Issue the key HASH with SPEC: claim its account, set its limits, period
  * and end, then mark it KV_AF_ISSUED | KV_AF_KEPT (never reclaimed). The
- * label must be free in the ledger: taken by a live account (a [key] of
- * the config, or an issued key) is an error. Returns the account, or NULL
- * with a message for a person in err (and errno EEXIST, ENOSPC, EINVAL or
- * EAGAIN). */
+ * label must pass kv_key_label_check and be free in the ledger: taken by a
+ * live account (a [key] of the config, or an issued key) is an error.
+ * Returns the account, or NULL with a message for a person in err (and
+ * errno EEXIST, ENOSPC, EINVAL or EAGAIN). */
 struct kv_account *kv_keys_issue(struct kv_ledger *l, const uint8_t hash[32],
 	    const struct kv_key_spec *spec, char *err, size_t errlen);
 
@@ -114,14 +114,23 @@ struct kv_account *kv_keys_create(struct kv_ledger *l, const struct kv_config *c
 int	kv_keys_new_secret(struct kv_ledger *l, struct kv_account *a,
 	    char key[KV_KEY_TEXT], char *err, size_t errlen);
 
-/* The accounts NAME names, up to MAX of them into OUT: an exact label of a
- * key in the running config (or a live issued key) wins, then an exact
- * label the config no longer has (kv_account_label_retired), then hex
- * prefixes of the hash (the id is its first 12 digits). kvctl and the
- * admin API resolve KEY arguments with it. Returns the total number of
- * matches (more than MAX when so many match). */
+/* The accounts NAME names, up to MAX of them into OUT, as kvctl and the
+ * admin API resolve a KEY argument. An id is the first 12 hex digits of a
+ * key's hash, and no name may read as one (common/key_label.h), but an
+ * older build let such names in, so:
+ *   - 12 or more hex digits: the keys whose hash starts so (an exact id
+ *     before any name); a name only when no hash does;
+ *   - 6 to 11 hex digits: the keys named NAME and those whose id starts
+ *     so; when both kinds match different keys, *CLASH is set (the caller
+ *     refuses to pick: 409), OUT holding the named ones first;
+ *   - anything else: a name (of a key in the running config or a live
+ *     issued key first, then one the config no longer has
+ *     (kv_account_label_retired)); failing that, when NAME is hex, an id
+ *     prefix.
+ * Returns the total number of matches (more than MAX when so many match);
+ * *CLASH is 0 unless set above. */
 size_t	kv_keys_lookup(const struct kv_ledger *l, const char *name,
-	    struct kv_account **out, size_t max);
+	    struct kv_account **out, size_t max, int *clash);
 
 /* Parse "none", "daily", "weekly" or "monthly". Returns 0 or -1. */
 int	kv_keys_parse_period(const char *s, int *period);

@@ -355,8 +355,22 @@ test_errors(void)
 	EXPECT_ERR(UP "[upstream b]\nurl = https://h\ntls_record_layer = quic\n",
 	    ":6: tls_record_layer: 'quic' is not own, openssl or kernel");
 	EXPECT_ERR("[key abcdefghijabcdefghijabcdefghijabcdefghijabcdefgh]\n",
-	    ":1: bad key name 'abcdefghijabcdefghijabcdefghijabcdefghijabcdefgh' "
-	    "(at most 47 characters)");
+	    ":1: bad key name 'abcdefghijabcdefghijabcdefghijabcdefghijabcdefgh': "
+	    "1 to 47 bytes");
+	/* Issue 33: names share kvctl's and the admin API's arguments with key
+	 * ids, and the admin API's paths. */
+	EXPECT_ERR("[key bd2268f58cb6]\n", ":1: bad key name 'bd2268f58cb6': it reads "
+	    "as a key id (6 or more hex digits and nothing else): add a letter past "
+	    "f, or a '-'");
+	EXPECT_ERR("[key Ab12Cd]\n", ":1: bad key name 'Ab12Cd': it reads as a key id "
+	    "(6 or more hex digits and nothing else): add a letter past f, or a '-'");
+	EXPECT_ERR("[key a+b]\n", ":1: bad key name 'a+b': use letters, digits and "
+	    "-_.@:/ only (no spaces, quotes, % or control bytes)");
+	EXPECT_ERR("[key team/]\n", ":1: bad key name 'team/': not '.' or '..', and a "
+	    "'/' only between two parts of the name, none of them empty, '.' or '..'");
+	EXPECT_ERR("[key a/../b]\n", ":1: bad key name 'a/../b': not '.' or '..', and "
+	    "a '/' only between two parts of the name, none of them empty, '.' or "
+	    "'..'");
 }
 
 static void

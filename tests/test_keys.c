@@ -1,13 +1,17 @@
 /* Unit tests for shm/keys.c: secrets, issue, revoke, rotate (links), the
- * workers' admission, per-key periods, the config clash, and links kept
- * through a rebuild of the ledger (shm/grow.c). */
+ * workers' admission, per-key periods, the config clash, links kept
+ * through a rebuild of the ledger (shm/grow.c); issue 33: key names that
+ * cannot read as ids (common/key_label.c), and ids found before names. */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+#include "common/key_label.h"
 
 #include "shm/grow.h"
 #include "shm/keys.h"
@@ -28,6 +32,18 @@ open_new(struct kv_ledger *l, uint32_t max_keys)
 		return -1;
 	}
 	return 0;
+}
+
+/* HASH's hex digits start with HEX (lower case). */
+static int
+hash_starts(const uint8_t hash[32], const char *hex)
+{
+	char full[65];
+	int i;
+
+	for (i = 0; i < 32; i++)
+		snprintf(full + 2 * i, 3, "%02x", hash[i]);
+	return strncmp(full, hex, strlen(hex)) == 0;
 }
 
 static struct kv_key_spec
@@ -286,7 +302,7 @@ test_clash(void)
 
 /* kv_keys_create and kv_keys_new_secret (kvctl keys and the admin API):
  * a refusal says why in errno, leaves the key zeroed and the table as it
- * was; kv_keys_lookup resolves a label before an id prefix. */
+ * was; kv_keys_lookup finds a label and an id. */
 static void
 test_create_lookup(void)
 {
@@ -297,6 +313,7 @@ test_create_lookup(void)
 	struct kv_keydef kd;
 	char key[KV_KEY_TEXT], key2[KV_KEY_TEXT], err[256], id[13], zero[KV_KEY_TEXT];
 	uint8_t h[32];
+	int clash;
 
 	memset(zero, 0, sizeof(zero));
 	CHECK_INT(open_new(&l, 4), 0);
@@ -324,11 +341,11 @@ test_create_lookup(void)
 	CHECK_INT(errno, EINVAL);
 	/* lookup: label, then id prefix */
 	kv_key_id(h, id);
-	CHECK_INT(kv_keys_lookup(&l, "dave", found, 2), 1);
+	CHECK_INT(kv_keys_lookup(&l, "dave", found, 2, &clash), 1);
 	CHECK(found[0] == a);
-	CHECK_INT(kv_keys_lookup(&l, id, found, 2), 1);
+	CHECK_INT(kv_keys_lookup(&l, id, found, 2, &clash), 1);
 	CHECK(found[0] == a);
-	CHECK_INT(kv_keys_lookup(&l, "zz", found, 2), 0);
+	CHECK_INT(kv_keys_lookup(&l, "zz", found, 2, &clash), 0);
 	/* a new secret for it; then fill the table: ENOSPC */
 	CHECK_INT(kv_keys_new_secret(&l, a, key2, err, sizeof(err)), 0);
 	CHECK(strcmp(key, key2) != 0);
@@ -346,6 +363,123 @@ test_create_lookup(void)
 	CHECK_INT(kv_keys_revoke(b), 0);
 	CHECK_INT(kv_keys_new_secret(&l, b, key2, err, sizeof(err)), -1);
 	CHECK_INT(errno, EKEYREVOKED);
+	kv_ledger_close(&l);
+}
+
+/* Issue 33, ids and labels: a name never reads as an id, and survives an
+ * admin API path unchanged; the one rule for the config, kvctl, the admin
+ * API and another host's keys (kv_keys_issue). */
+static void
+test_label_rules(void)
+{
+	static const char *const good[] = { "a", "cafe", "abcde", "dev-1", "team/bot",
+		"ops@example.com", "eu:prod.v2", "deadbeefx", "0123456789abcdez", "A_B" };
+	static const char *const bad[] = { "", "bd2268f58cb6", "ABCDEF", "123456",
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		"with space", "q?x", "a#b", "50%", "quo\"te", "back\\slash", "t\x01",
+		"caf\xc3\xa9", "/a", "a/", "a//b", ".", "..", "a/./b", "a/..",
+		"123456789012345678901234567890123456789012345678" };
+	struct kv_ledger l;
+	struct kv_key_spec sp;
+	uint8_t h[32];
+	char err[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		if (kv_key_label_check(good[i], KV_LABEL_MAX, err, sizeof(err)) != 0)
+			fprintf(stderr, "  refused '%s': %s\n", good[i], err);
+		CHECK_INT(kv_key_label_check(good[i], KV_LABEL_MAX, err, sizeof(err)), 0);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (kv_key_label_check(bad[i], KV_LABEL_MAX, err, sizeof(err)) != -1)
+			fprintf(stderr, "  took '%s'\n", bad[i]);
+		CHECK_INT(kv_key_label_check(bad[i], KV_LABEL_MAX, err, sizeof(err)), -1);
+	}
+	CHECK(kv_key_label_idlike("bd2268") && kv_key_label_idlike("BD2268F5"));
+	CHECK(!kv_key_label_idlike("bd226") && !kv_key_label_idlike("bd2268g"));
+	kv_key_label_check("bd2268f58cb6", KV_LABEL_MAX, err, sizeof(err));
+	CHECK(strstr(err, "reads as a key id") != NULL);
+
+	CHECK_INT(open_new(&l, 8), 0);
+	kv_key_hash("kv-lab", 6, h);
+	sp = spec("bd2268f58cb6", 1);
+	CHECK(kv_keys_issue(&l, h, &sp, err, sizeof(err)) == NULL && errno == EINVAL);
+	CHECK(strstr(err, "a key's name: it reads as a key id") != NULL);
+	sp = spec("a/../b", 1);
+	CHECK(kv_keys_issue(&l, h, &sp, err, sizeof(err)) == NULL && errno == EINVAL);
+	CHECK_INT(atomic_load(&l.hdr->accounts_used), 0);
+	sp = spec("team/bot", 1);
+	CHECK(kv_keys_issue(&l, h, &sp, err, sizeof(err)) != NULL);
+	kv_ledger_close(&l);
+}
+
+/* Give A the label NAME as an older build could (no check). */
+static void
+legacy_label(struct kv_account *a, const char *name)
+{
+	snprintf(a->label, sizeof(a->label), "%s", name);
+	a->flags |= KV_ACCOUNT_NAMED;
+}
+
+/* Issue 33, row 8: a tenant's key named after another key's id. A whole
+ * id is that key's; a name that is another key's id prefix is a 409
+ * (clash), never a guess; a short hex name is a name first. */
+static void
+test_lookup_ids_first(void)
+{
+	struct kv_ledger l;
+	struct kv_account *leaked, *tenant, *found[4];
+	char id[13], short_id[9], four[5];
+	uint8_t h[32];
+	int clash;
+
+	CHECK_INT(open_new(&l, 16), 0);
+	kv_key_hash("sk-leaked", 9, h);
+	leaked = kv_ledger_account(&l, h, 1, NULL, 5);
+	kv_key_id(h, id);
+	kv_key_hash("sk-tenant", 9, h);
+	tenant = kv_ledger_account(&l, h, 1, NULL, 5);
+	CHECK(leaked != NULL && tenant != NULL);
+
+	legacy_label(tenant, id);
+	CHECK_INT(kv_keys_lookup(&l, id, found, 4, &clash), 1);
+	CHECK(found[0] == leaked && !clash);
+	id[0] = (char)toupper((unsigned char)id[0]);	/* ids in either case */
+	CHECK_INT(kv_keys_lookup(&l, id, found, 4, &clash), 1);
+	CHECK(found[0] == leaked);
+	id[0] = (char)tolower((unsigned char)id[0]);
+
+	memcpy(short_id, id, 8);
+	short_id[8] = '\0';
+	legacy_label(tenant, short_id);
+	CHECK_INT(kv_keys_lookup(&l, short_id, found, 4, &clash), 2);
+	CHECK(clash && found[0] == tenant && found[1] == leaked);
+	CHECK_INT(kv_keys_lookup(&l, short_id, found, 1, &clash), 2);	/* MAX 1 */
+	CHECK(clash && found[0] == tenant);
+
+	/* the same key by name and by id prefix: no clash */
+	kv_key_id(tenant->hash, id);
+	memcpy(short_id, id, 8);
+	legacy_label(tenant, short_id);
+	CHECK_INT(kv_keys_lookup(&l, short_id, found, 4, &clash), 1);
+	CHECK(found[0] == tenant && !clash);
+
+	/* "cafe"-like names (under 6 digits) stay names first */
+	kv_key_id(leaked->hash, id);
+	memcpy(four, id, 4);
+	four[4] = '\0';
+	legacy_label(tenant, four);
+	CHECK_INT(kv_keys_lookup(&l, four, found, 4, &clash), 1);
+	CHECK(found[0] == tenant && !clash);
+	legacy_label(tenant, "tenant");
+	CHECK_INT(kv_keys_lookup(&l, four, found, 4, &clash), 1);
+	CHECK(found[0] == leaked);
+	/* 12 hex digits that are nobody's id: an old name still */
+	legacy_label(tenant, "000000000000");
+	if (!hash_starts(leaked->hash, "000000000000")) {
+		CHECK_INT(kv_keys_lookup(&l, "000000000000", found, 4, &clash), 1);
+		CHECK(found[0] == tenant);
+	}
 	kv_ledger_close(&l);
 }
 
@@ -383,6 +517,8 @@ main(void)
 	test_grow_keeps_links();
 	test_clash();
 	test_create_lookup();
+	test_label_rules();
+	test_lookup_ids_first();
 	test_period();
 	unlink(path);
 	rmdir(tmpdir);
