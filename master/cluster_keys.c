@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/hex.h"
 #include "common/log.h"
@@ -191,7 +192,10 @@ merge(struct kv_cluster_keys *k, struct kv_account *a, const struct kstate *s)
 
 	for (i = 0; i < s->nlinks; i++) {
 		ln[i] = kv_ledger_account(k->l, s->link[i], 0, NULL, 0);
-		for (tries = 0; ln[i] == NULL && errno == ENOENT && tries < 4; tries++)
+		/* A secret rotated out gets no slot here: one it had may have been
+		 * reclaimed (shm/keys.h), and must stay so. */
+		for (tries = 0; ln[i] == NULL && errno == ENOENT && !s->link_rotated[i] &&
+		    tries < 4; tries++)
 			if ((ln[i] = kv_ledger_link(k->l, s->link[i], a)) == NULL &&
 			    errno == EEXIST)
 				ln[i] = kv_ledger_account(k->l, s->link[i], 0, NULL, 0);
@@ -200,9 +204,9 @@ merge(struct kv_cluster_keys *k, struct kv_account *a, const struct kstate *s)
 		if (ln[i] != NULL && s->link_rotated[i] &&
 		    atomic_load(&ln[i]->state) == KV_SLOT_LINK &&
 		    atomic_load(&ln[i]->link) == kv_ledger_account_index(k->l, a) + 1)
-			atomic_fetch_or(&ln[i]->aflags, KV_AF_ROTATED);
+			kv_keys_rotated_out(ln[i], (int64_t)time(NULL));
 	if (s->flags & ST_ROTATED)
-		atomic_fetch_or(&a->aflags, KV_AF_ROTATED);
+		kv_keys_rotated_out(a, (int64_t)time(NULL));
 	if (s->flags & ST_REVOKED)
 		(void)kv_keys_revoke(a);
 }
@@ -241,6 +245,27 @@ same_growth(const struct kstate *l, const struct kstate *r)
 	return 1;
 }
 
+/* Into local state S, the secrets REMOTE has rotated out that S lacks
+ * (their links reclaimed here): a host that has not merged the rotation
+ * yet must still learn of it, and Redis's state only grows. */
+static void
+keep_rotated(struct kstate *s, const struct kstate *r)
+{
+	size_t i, j;
+
+	for (i = 0; i < r->nlinks && s->nlinks < KEYS_LINKS_MAX; i++) {
+		if (!r->link_rotated[i])
+			continue;
+		for (j = 0; j < s->nlinks; j++)
+			if (memcmp(s->link[j], r->link[i], 32) == 0)
+				break;
+		if (j < s->nlinks)
+			continue;
+		memcpy(s->link[s->nlinks], r->link[i], 32);
+		s->link_rotated[s->nlinks++] = 1;
+	}
+}
+
 /* HSET the field of account A to its state in the ledger, unless Redis's
  * (REMOTE; NULL: none) has grown as far. */
 static void
@@ -252,6 +277,8 @@ publish(struct kv_cluster_keys *k, const struct kv_account *a, const struct ksta
 	size_t lens[4];
 
 	state_read(k->l, a, &s);
+	if (remote != NULL)
+		keep_rotated(&s, remote);
 	if (remote != NULL && same_growth(&s, remote))
 		return;
 	state_format(&s, value, sizeof(value));

@@ -763,9 +763,11 @@ roll_periods(struct master *m)
 
 /* Strangers' accounts that never cost anything give their slots back:
  * at once (idle 1 s) when a worker found the table full, after 30 s idle
- * once it is 90 % used; kvctl forget marks accounts for here too.  A
- * worker's call is honoured for RECLAIM_RETRY_S: the junk that filled the
- * table was touched this second, so the first tick may find none idle
+ * once it is 90 % used; kvctl forget marks accounts for here too, and
+ * rotated-out secrets give back their link slots after a grace period
+ * (shm/keys.h), at once when the table is full or their key is revoked.
+ * A worker's call is honoured for RECLAIM_RETRY_S: the junk that filled
+ * the table was touched this second, so the first tick may find none idle
  * enough, and a quiesce may time out under load. */
 #define RECLAIM_IDLE_FULL_S	1
 #define RECLAIM_IDLE_S		30
@@ -775,29 +777,34 @@ static void
 reclaim_accounts(struct master *m)
 {
 	struct kv_ledger_header *h = m->ledger.hdr;
-	int64_t now = (int64_t)time(NULL), idle;
-	int wanted, gone, junk;
+	int64_t now = (int64_t)time(NULL), idle, grace;
+	struct kv_reclaim_report rep;
+	int wanted;
 
 	if (atomic_exchange(&h->reclaim_wanted, 0) != 0)
 		m->reclaim_until = now + RECLAIM_RETRY_S;
 	wanted = now <= m->reclaim_until;
-	if (!wanted && (uint64_t)atomic_load(&h->accounts_used) * 10 < (uint64_t)h->max_keys * 9)
-		return;
-	idle = wanted ? RECLAIM_IDLE_FULL_S : RECLAIM_IDLE_S;
-	if (kv_ledger_reclaimable(&m->ledger, now, idle) == 0 ||
+	idle = wanted ? RECLAIM_IDLE_FULL_S : (uint64_t)atomic_load(&h->accounts_used) *
+	    10 >= (uint64_t)h->max_keys * 9 ? RECLAIM_IDLE_S : -1;
+	grace = wanted ? 0 : KV_KEYS_ROTATED_GRACE_S;
+	if (kv_ledger_reclaimable(&m->ledger, now, idle, grace) == 0 ||
 	    kv_ledger_quiesce(&m->ledger, live_mask(m), QUIESCE_MS) == -1)
 		return;
-	kv_ledger_reclaim(&m->ledger, now, idle, &gone, &junk);
+	kv_ledger_reclaim(&m->ledger, now, idle, grace, &rep);
 	kv_ledger_unquiesce(&m->ledger);
 	m->reclaim_until = 0;
-	if (gone > 0) {
-		kv_log_info("forgot %d accounts (kvctl forget)", gone);
+	if (rep.forgotten > 0) {
+		kv_log_info("forgot %d accounts (kvctl forget)", rep.forgotten);
 		kv_key_sync(&m->ledger, m->cf);	/* a forgotten config key starts afresh */
 	}
-	if (junk > 0)
+	if (rep.strangers > 0)
 		kv_log_info("reclaimed %d accounts of unknown keys that were never charged "
-		    "nor answered 2xx (%u of %u slots now used)", junk,
+		    "nor answered 2xx (%u of %u slots now used)", rep.strangers,
 		    atomic_load(&h->accounts_used), h->max_keys);
+	if (rep.links > 0)
+		kv_log_info("reclaimed %d slots of rotated-out or forgotten keys' secrets "
+		    "(%u of %u slots now used)", rep.links, atomic_load(&h->accounts_used),
+		    h->max_keys);
 }
 
 static void

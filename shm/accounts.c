@@ -239,6 +239,7 @@ link_claim(struct kv_ledger *l, const uint8_t hash[32], const struct kv_account 
 	atomic_store(&avail->link_tag, atomic_load(&to->tag));
 	atomic_store(&avail->period_start, (int64_t)time(NULL));
 	atomic_store_explicit(&avail->state, KV_SLOT_LINK, memory_order_release);
+	atomic_fetch_add(&l->hdr->accounts_used, 1);	/* a slot in use, as an account */
 	return avail;
 }
 

@@ -65,11 +65,12 @@ place(struct kv_ledger *n, const struct kv_account *a, const struct kv_hist_slot
 
 /* The rotated secrets' links (shm/keys.h), after their accounts: each
  * names its account by index, which the rebuild moved (MOVED[old] = new
- * index + 1). A link whose account is gone is dropped. */
-static void
+ * index + 1). A link whose account is gone is dropped. Returns how many
+ * were placed. */
+static uint32_t
 copy_links(struct kv_ledger *n, const struct kv_ledger *o, const uint32_t *moved)
 {
-	uint32_t i, to, at;
+	uint32_t i, to, at, placed = 0;
 
 	KV_FOR_EACH_SLOT(o, i) {
 		const struct kv_account *a = &o->accounts[i];
@@ -80,9 +81,12 @@ copy_links(struct kv_ledger *n, const struct kv_ledger *o, const uint32_t *moved
 		if (to == 0 || to > o->hdr->max_keys || moved[to - 1] == 0 ||
 		    atomic_load(&o->accounts[to - 1].tag) != atomic_load(&a->link_tag))
 			continue;
-		if ((at = place(n, a, &o->history[i])) != 0)
+		if ((at = place(n, a, &o->history[i])) != 0) {
 			atomic_store(&n->accounts[at - 1].link, moved[to - 1]);
+			placed++;
+		}
 	}
+	return placed;
 }
 
 /* Everything but the layout words and the worker slots. Returns 0, or -1
@@ -106,8 +110,8 @@ copy_state(struct kv_ledger *n, const struct kv_ledger *o)
 			moved[i] = place(n, &o->accounts[i], &o->history[i]);
 			used++;
 		}
-	atomic_store(&n->hdr->accounts_used, used);
-	copy_links(n, o, moved);
+	/* Slots in use: the accounts and their links. */
+	atomic_store(&n->hdr->accounts_used, used + copy_links(n, o, moved));
 	free(moved);
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "common/key_label.h"
 
@@ -109,6 +110,27 @@ spec_check(const struct kv_key_spec *s, char *err, size_t errlen)
 	return 0;
 }
 
+/* The table has no free slot for a new secret: ask the master for a
+ * reclaim, and say whether one can help (rotated-out secrets it frees at
+ * once on a full table: errno EAGAIN) or not (ENOSPC). */
+static void
+table_full(struct kv_ledger *l, const char *what, char *err, size_t errlen)
+{
+	int n = kv_keys_links_reclaimable(l, (int64_t)time(NULL), 0);
+
+	atomic_store(&l->hdr->reclaim_wanted, 1);
+	if (n > 0) {
+		snprintf(err, errlen, "the ledger's key table is full; kilovoltd is "
+		    "reclaiming the slots of %d rotated-out secret%s: try again in a "
+		    "second", n, n == 1 ? "" : "s");
+		errno = EAGAIN;
+		return;
+	}
+	snprintf(err, errlen, "the ledger's key table is full (raise [server] "
+	    "max_keys%s)", what);
+	errno = ENOSPC;
+}
+
 struct kv_account *
 kv_keys_issue(struct kv_ledger *l, const uint8_t hash[32], const struct kv_key_spec *s,
     char *err, size_t errlen)
@@ -129,13 +151,13 @@ kv_keys_issue(struct kv_ledger *l, const uint8_t hash[32], const struct kv_key_s
 		return NULL;
 	}
 	a = kv_ledger_account(l, hash, 1, s->label, s->budget_nusd);
+	if (a == NULL && errno == ENOSPC) {
+		table_full(l, ", or kvctl forget unused keys", err, errlen);
+		return NULL;
+	}
 	if (a == NULL) {
-		int saved = errno;
-
-		snprintf(err, errlen, "%s", saved == ENOSPC ? "the ledger's key table is "
-		    "full (raise [server] max_keys, or kvctl forget unused keys)" :
-		    "the key's slot is busy: try again");
-		errno = saved;
+		snprintf(err, errlen, "the key's slot is busy: try again");
+		errno = EAGAIN;
 		return NULL;
 	}
 	/* Before the flag that admits it: its limits are in place first. */
@@ -154,20 +176,31 @@ kv_keys_revoke(struct kv_account *a)
 	return (was & KV_AF_REVOKED) ? -1 : 0;
 }
 
+void
+kv_keys_rotated_out(struct kv_account *s, int64_t now)
+{
+	/* The time first: a reclaim that sees the flag sees the time. */
+	if (atomic_load(&s->state) == KV_SLOT_LINK &&
+	    !(atomic_load(&s->aflags) & KV_AF_ROTATED))
+		atomic_store(&s->period_start, now);
+	atomic_fetch_or(&s->aflags, KV_AF_ROTATED);
+}
+
 /* The slots whose own secret is live for account A (index AI + 1 in
  * links): A itself unless rotated, and its links not rotated. */
 static void
 rotate_out(struct kv_ledger *l, struct kv_account *a, const struct kv_account *keep)
 {
 	uint32_t ai = kv_ledger_account_index(l, a) + 1, i;
+	int64_t now = (int64_t)time(NULL);
 
-	atomic_fetch_or(&a->aflags, KV_AF_ROTATED);
+	kv_keys_rotated_out(a, now);
 	KV_FOR_EACH_SLOT(l, i) {
 		struct kv_account *s = &l->accounts[i];
 
 		if (s != keep && atomic_load(&s->state) == KV_SLOT_LINK &&
 		    atomic_load(&s->link) == ai)
-			atomic_fetch_or(&s->aflags, KV_AF_ROTATED);
+			kv_keys_rotated_out(s, now);
 	}
 }
 
@@ -197,12 +230,15 @@ kv_keys_rotate(struct kv_ledger *l, struct kv_account *a, const uint8_t newhash[
 		if (errno != EAGAIN)
 			break;
 	}
+	if (link == NULL && errno == ENOSPC) {
+		table_full(l, "", err, errlen);
+		return -1;
+	}
 	if (link == NULL) {
 		int saved = errno;
 
-		snprintf(err, errlen, "%s", saved == ENOSPC ? "the ledger's key table is "
-		    "full (raise [server] max_keys)" : saved == EEXIST ? "the new "
-		    "secret has a slot already (try again)" : "the key table is busy: try again");
+		snprintf(err, errlen, "%s", saved == EEXIST ? "the new secret has a slot "
+		    "already (try again)" : "the key table is busy: try again");
 		errno = saved;
 		return -1;
 	}
@@ -468,4 +504,41 @@ kv_keys_lookup(const struct kv_ledger *l, const char *name, struct kv_account **
 		return 1;
 	*clash = nl > 0 && ni > 0;
 	return nl + ni;
+}
+
+int
+kv_keys_link_reclaimable(const struct kv_ledger *l, const struct kv_account *s,
+    int64_t now, int64_t grace_s)
+{
+	const struct kv_account *to;
+	uint32_t idx;
+
+	if (atomic_load_explicit(&s->state, memory_order_acquire) != KV_SLOT_LINK)
+		return 0;
+	idx = atomic_load(&s->link);
+	if (idx == 0 || idx > l->hdr->max_keys)
+		return 1;
+	to = &l->accounts[idx - 1];
+	/* Its account was forgotten (by a build that left its links), and
+	 * perhaps its slot reused since: the link admits nothing. */
+	if (!kv_slot_ready(&to->state) || atomic_load(&to->tag) != atomic_load(&s->link_tag))
+		return 1;
+	/* The live secret answers for its account, revoked or not: freed, it
+	 * would be a stranger's key, which unknown_keys = allow admits. */
+	if (!(atomic_load(&s->aflags) & KV_AF_ROTATED))
+		return 0;
+	if (atomic_load(&to->aflags) & KV_AF_REVOKED)
+		return 1;
+	return now - atomic_load(&s->period_start) >= grace_s;
+}
+
+int
+kv_keys_links_reclaimable(const struct kv_ledger *l, int64_t now, int64_t grace_s)
+{
+	uint32_t i;
+	int n = 0;
+
+	KV_FOR_EACH_SLOT(l, i)
+		n += kv_keys_link_reclaimable(l, &l->accounts[i], now, grace_s);
+	return n;
 }

@@ -8,7 +8,10 @@
  * its first hash put it (its id, spend and history go on); the new
  * secret's hash claims a KV_SLOT_LINK slot naming the account, and the old
  * secret's slot is marked KV_AF_ROTATED. A revoked account (KV_AF_REVOKED)
- * refuses every secret; requests in flight settle as usual.
+ * refuses every secret; requests in flight settle as usual. Link slots come
+ * back: the master reclaims a rotated-out secret's after a grace period (at
+ * once when the table is full or the account is revoked), and forgetting
+ * an account retires its links with it (shm/repair.h).
  *
  * Every function here changes only words it owns, with atomics, so kvctl
  * may call them while workers charge, with or without a daemon. */
@@ -60,7 +63,9 @@ struct kv_account *kv_keys_find_label(const struct kv_ledger *l, const char *lab
  * label must pass kv_key_label_check and be free in the ledger: taken by a
  * live account (a [key] of the config, or an issued key) is an error.
  * Returns the account, or NULL with a message for a person in err (and
- * errno EEXIST, ENOSPC, EINVAL or EAGAIN). */
+ * errno EEXIST, ENOSPC, EINVAL or EAGAIN). A full table asks the master
+ * for a reclaim (reclaim_wanted); errno is EAGAIN when rotated-out secrets
+ * hold slots it will free (try again), ENOSPC when nothing will. */
 struct kv_account *kv_keys_issue(struct kv_ledger *l, const uint8_t hash[32],
 	    const struct kv_key_spec *spec, char *err, size_t errlen);
 
@@ -73,8 +78,8 @@ int	kv_keys_revoke(struct kv_account *a);
  * the secret that was live (A's own, or the newest link's) is marked
  * KV_AF_ROTATED, so at no instant is neither accepted. Budget, spend,
  * limits and history stay A's. Returns 0, or -1 with a message in err and
- * errno EPERM (not issued), EKEYREVOKED, ENOSPC (table full) or EAGAIN.
- * One rotation of a key at a time. */
+ * errno EPERM (not issued), EKEYREVOKED, ENOSPC (table full, as
+ * kv_keys_issue) or EAGAIN. One rotation of a key at a time. */
 int	kv_keys_rotate(struct kv_ledger *l, struct kv_account *a,
 	    const uint8_t newhash[32], char *err, size_t errlen);
 
@@ -131,6 +136,27 @@ int	kv_keys_new_secret(struct kv_ledger *l, struct kv_account *a,
  * *CLASH is 0 unless set above. */
 size_t	kv_keys_lookup(const struct kv_ledger *l, const char *name,
 	    struct kv_account **out, size_t max, int *clash);
+
+/* How long a rotated-out secret keeps its own refusal ("replaced by a new
+ * one") before the master reclaims its link slot (at once when the table
+ * is full): then it is a key kilovolt never saw. */
+#define KV_KEYS_ROTATED_GRACE_S	(24 * 3600)
+
+/* Mark the secret of slot S (an account or a link) rotated out at NOW (a
+ * link keeps NOW in its period_start, which a link has no other use for:
+ * the start of its grace). */
+void	kv_keys_rotated_out(struct kv_account *s, int64_t now);
+
+/* Whether the master may retire slot S at NOW: S is a link (a later
+ * secret of an issued account) whose account is gone, or whose secret was
+ * rotated out GRACE_S seconds ago or more (0: whatever its age), or at
+ * once when the account is revoked. The live secret of an account stays
+ * while the account does (kv_account_retire takes it along). */
+int	kv_keys_link_reclaimable(const struct kv_ledger *l, const struct kv_account *s,
+	    int64_t now, int64_t grace_s);
+
+/* How many slots kv_keys_link_reclaimable finds reclaimable. */
+int	kv_keys_links_reclaimable(const struct kv_ledger *l, int64_t now, int64_t grace_s);
 
 /* Parse "none", "daily", "weekly" or "monthly". Returns 0 or -1. */
 int	kv_keys_parse_period(const char *s, int *period);

@@ -158,7 +158,8 @@ struct kv_ledger_header {
 	uint32_t	  pad0;
 	_Atomic int64_t	  master_start;		/* unix seconds */
 	_Atomic int64_t	  created;		/* unix seconds */
-	_Atomic uint32_t  accounts_used;
+	_Atomic uint32_t  accounts_used;	/* slots READY or LINK (links since issue 33;
+						   the repair recounts an older ledger's) */
 	_Atomic uint32_t  models_used;
 	_Alignas(64) struct kv_counters counters;
 	struct kv_histogram ttfb;		/* time to first response byte */
@@ -275,7 +276,9 @@ struct kv_account {
 	_Atomic int64_t	  budget_nusd;
 	_Atomic int64_t	  spent_nusd;
 	_Atomic int64_t	  reserved_nusd;
-	_Atomic int64_t	  period_start;		/* unix seconds of the current period */
+	_Atomic int64_t	  period_start;		/* unix seconds of the current period; in a
+						   KV_SLOT_LINK, when it was made, then when
+						   its secret was rotated out (shm/keys.h) */
 	_Atomic int64_t	  last_used;		/* unix seconds */
 	_Atomic uint64_t  requests;
 	_Atomic uint64_t  input_tokens;

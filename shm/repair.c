@@ -48,15 +48,62 @@ kv_ledger_unquiesce(struct kv_ledger *l)
 	atomic_store(&l->hdr->quiesce, 0);
 }
 
-void
-kv_account_retire(struct kv_ledger *l, struct kv_account *a)
+/* accounts_used - 1, never below 0: a ledger of an older build did not
+ * count link slots (kv_ledger_repair recounts at start-up). */
+static void
+used_drop(struct kv_ledger *l)
 {
-	if (atomic_load(&a->state) == KV_SLOT_READY)
-		atomic_fetch_sub(&l->hdr->accounts_used, 1);
+	uint32_t cur = atomic_load(&l->hdr->accounts_used);
+
+	while (cur > 0 && !atomic_compare_exchange_weak(&l->hdr->accounts_used, &cur,
+	    cur - 1))
+		;
+}
+
+static void
+slot_retire(struct kv_ledger *l, struct kv_account *a)
+{
+	uint32_t st = atomic_load(&a->state);
+
+	if (st == KV_SLOT_READY || st == KV_SLOT_LINK)
+		used_drop(l);
 	memset(a, 0, sizeof(*a));
 	memset(&l->history[a - l->accounts], 0, sizeof(*l->history));
 	atomic_store(&a->state, KV_SLOT_DEAD);
 	atomic_store(&a->tag, KV_TAG_DEAD);
+}
+
+/* The links of the issued account in slot AI - 1 (tag TAG): its later
+ * secrets, rotated out or live. Returns how many were retired. */
+static int
+retire_links(struct kv_ledger *l, uint32_t ai, uint64_t tag)
+{
+	uint32_t i;
+	int n = 0;
+
+	KV_FOR_EACH_SLOT(l, i) {
+		struct kv_account *s = &l->accounts[i];
+
+		if (atomic_load(&s->state) == KV_SLOT_LINK && atomic_load(&s->link) == ai &&
+		    atomic_load(&s->link_tag) == tag) {
+			slot_retire(l, s);
+			n++;
+		}
+	}
+	return n;
+}
+
+int
+kv_account_retire(struct kv_ledger *l, struct kv_account *a)
+{
+	uint32_t ai = kv_ledger_account_index(l, a) + 1;
+	uint64_t tag = atomic_load(&a->tag);
+	int issued = atomic_load(&a->state) == KV_SLOT_READY &&
+	    (atomic_load(&a->aflags) & KV_AF_ISSUED);
+
+	slot_retire(l, a);
+	/* Only an issued account has links: a stranger's costs no scan. */
+	return issued ? retire_links(l, ai, tag) : 0;
 }
 
 /* A slot with a key's tag but not READY has no live claimer once
@@ -134,7 +181,7 @@ int
 kv_ledger_repair(struct kv_ledger *l, uint64_t dead_mask,
     struct kv_repair_report *rep)
 {
-	uint32_t n = l->hdr->max_keys, i;
+	uint32_t n = l->hdr->max_keys, i, used0, used = 0;
 	int64_t *sum, *tok = NULL, cur;
 	int w;
 
@@ -154,9 +201,12 @@ kv_ledger_repair(struct kv_ledger *l, uint64_t dead_mask,
 	}
 	rep->claims_fixed = tombstone_half_claims(l);
 	sum_reservations(l, sum, tok);
+	used0 = atomic_load(&l->hdr->accounts_used);
 	KV_FOR_EACH_SLOT(l, i) {	/* a reservation names a claimed slot */
 		struct kv_account *a = &l->accounts[i];
 
+		used += atomic_load(&a->state) == KV_SLOT_READY ||
+		    atomic_load(&a->state) == KV_SLOT_LINK;
 		if (atomic_load(&a->state) == KV_SLOT_READY)
 			rep->rolls_fixed += kv_ledger_roll_finish(a);
 		if (tok != NULL)
@@ -169,6 +219,11 @@ kv_ledger_repair(struct kv_ledger *l, uint64_t dead_mask,
 		else
 			rep->skipped++;
 	}
+	/* Slots in use, links included (a ledger of an older build did not
+	 * count them); kvctl may claim one meanwhile: then next time. */
+	if (used != used0)
+		rep->used_fixed = atomic_compare_exchange_strong(&l->hdr->accounts_used,
+		    &used0, used);
 	free(sum);
 	free(tok);
 	atomic_fetch_add(&l->hdr->repairs, (uint64_t)(rep->reserved_fixed +
@@ -220,7 +275,8 @@ reclaimable(const struct kv_account *a, int64_t now, int64_t idle_s)
 }
 
 int
-kv_ledger_reclaimable(const struct kv_ledger *l, int64_t now, int64_t idle_s)
+kv_ledger_reclaimable(const struct kv_ledger *l, int64_t now, int64_t idle_s,
+    int64_t grace_s)
 {
 	uint32_t i;
 	int n = 0;
@@ -228,34 +284,39 @@ kv_ledger_reclaimable(const struct kv_ledger *l, int64_t now, int64_t idle_s)
 	KV_FOR_EACH_SLOT(l, i) {
 		const struct kv_account *a = &l->accounts[i];
 
-		if (atomic_load(&a->state) != KV_SLOT_READY)
-			continue;
-		n += (atomic_load(&a->aflags) & KV_AF_FORGET) || reclaimable(a, now, idle_s);
+		if (atomic_load(&a->state) == KV_SLOT_LINK)
+			n += kv_keys_link_reclaimable(l, a, now, grace_s);
+		else if (atomic_load(&a->state) == KV_SLOT_READY)
+			n += (atomic_load(&a->aflags) & KV_AF_FORGET) ||
+			    (idle_s >= 0 && reclaimable(a, now, idle_s));
 	}
 	return n;
 }
 
 void
-kv_ledger_reclaim(struct kv_ledger *l, int64_t now, int64_t idle_s, int *forgotten,
-    int *reclaimed)
+kv_ledger_reclaim(struct kv_ledger *l, int64_t now, int64_t idle_s, int64_t grace_s,
+    struct kv_reclaim_report *rep)
 {
 	uint32_t i;
 
-	*forgotten = *reclaimed = 0;
+	memset(rep, 0, sizeof(*rep));
 	KV_FOR_EACH_SLOT(l, i) {
 		struct kv_account *a = &l->accounts[i];
 
-		if (atomic_load(&a->state) != KV_SLOT_READY)
+		if (kv_keys_link_reclaimable(l, a, now, grace_s)) {
+			slot_retire(l, a);
+			rep->links++;
+		} else if (atomic_load(&a->state) != KV_SLOT_READY) {
 			continue;
-		if (atomic_load(&a->aflags) & KV_AF_FORGET) {
+		} else if (atomic_load(&a->aflags) & KV_AF_FORGET) {
 			/* In flight: wait for its settlement. */
 			if (atomic_load(&a->reserved_nusd) != 0)
 				continue;
+			rep->links += kv_account_retire(l, a);
+			rep->forgotten++;
+		} else if (idle_s >= 0 && reclaimable(a, now, idle_s)) {
 			kv_account_retire(l, a);
-			(*forgotten)++;
-		} else if (reclaimable(a, now, idle_s)) {
-			kv_account_retire(l, a);
-			(*reclaimed)++;
+			rep->strangers++;
 		}
 	}
 }

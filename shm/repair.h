@@ -17,6 +17,7 @@ struct kv_repair_report {
 	int	 skipped;	/* accounts changed under the repair: next time */
 	int	 rolls_fixed;	/* period rolls a dead worker left half-way, finished */
 	int	 tokens_fixed;	/* accounts whose rl_tok_reserved was wrong (cluster) */
+	int	 used_fixed;	/* 1: accounts_used recounted (account and link slots) */
 };
 
 /* Ask every live worker (bit i of live_mask = worker slot i) to pause its
@@ -34,8 +35,9 @@ void	kv_ledger_unquiesce(struct kv_ledger *l);
  * (by CAS from the value read, so a change made by a worker that gave up
  * waiting is left for the next repair); finish period rolls a dead worker
  * left half-way (kv_ledger_roll_finish); with cluster leases, set each
- * account's rl_tok_reserved to the tokens its records hold. Fills *rep. Returns 0, or -1 when
- * out of memory (nothing changed). */
+ * account's rl_tok_reserved to the tokens its records hold; recount the
+ * header's accounts_used (slots READY or LINK). Fills *rep. Returns 0, or
+ * -1 when out of memory (nothing changed). */
 int	kv_ledger_repair(struct kv_ledger *l, uint64_t dead_mask,
 	    struct kv_repair_report *rep);
 
@@ -46,18 +48,29 @@ int	kv_ledger_repair(struct kv_ledger *l, uint64_t dead_mask,
 int	kv_ledger_roll_all(struct kv_ledger *l, enum kv_period period, int64_t now);
 
 /* Retire account A: zeroed, state DEAD, tag KV_TAG_DEAD (lookups skip
- * it, a new claim may reuse it). Only with every writer quiesced, or no
- * daemon running. */
-void	kv_account_retire(struct kv_ledger *l, struct kv_account *a);
+ * it, a new claim may reuse it); an issued account's links (its later
+ * secrets) go with it. Only with every writer quiesced, or no daemon
+ * running. Returns the number of links retired with it. */
+int	kv_account_retire(struct kv_ledger *l, struct kv_account *a);
 
-/* How many accounts kv_ledger_reclaim would retire now (no writes). */
-int	kv_ledger_reclaimable(const struct kv_ledger *l, int64_t now, int64_t idle_s);
+/* What kv_ledger_reclaim retired. */
+struct kv_reclaim_report {
+	int	 forgotten;	/* accounts marked by kvctl forget */
+	int	 strangers;	/* unknown keys' accounts that never cost anything */
+	int	 links;		/* rotated-out secrets, and links of forgotten accounts */
+};
+
+/* How many slots kv_ledger_reclaim would retire now (no writes). */
+int	kv_ledger_reclaimable(const struct kv_ledger *l, int64_t now, int64_t idle_s,
+	    int64_t grace_s);
 
 /* With the ledger quiesced: retire accounts marked KV_AF_FORGET (once
- * nothing is reserved on them), and strangers' accounts that were never
- * charged, never answered 2xx, are not in the config, have no override and
- * were idle idle_s seconds. Counts into *forgotten and *reclaimed. */
+ * nothing is reserved on them) with their links; strangers' accounts that
+ * were never charged, never answered 2xx, are not in the config, have no
+ * override and were idle idle_s seconds (none when idle_s < 0); and the
+ * link slots kv_keys_link_reclaimable finds (rotated out grace_s seconds
+ * ago). Counts into *rep. */
 void	kv_ledger_reclaim(struct kv_ledger *l, int64_t now, int64_t idle_s,
-	    int *forgotten, int *reclaimed);
+	    int64_t grace_s, struct kv_reclaim_report *rep);
 
 #endif

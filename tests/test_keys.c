@@ -1,7 +1,8 @@
 /* Unit tests for shm/keys.c: secrets, issue, revoke, rotate (links), the
  * workers' admission, per-key periods, the config clash, links kept
  * through a rebuild of the ledger (shm/grow.c); issue 33: key names that
- * cannot read as ids (common/key_label.c), and ids found before names. */
+ * cannot read as ids (common/key_label.c), ids found before names, and
+ * link slots that come back (shm/repair.c's reclaim). */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif
@@ -9,6 +10,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/key_label.h"
@@ -191,7 +193,8 @@ test_rotate(void)
 	KV_FOR_EACH_SLOT(&l, i)
 		ready += kv_slot_ready(&l.accounts[i].state);
 	CHECK_INT(ready, 1);
-	CHECK_INT(atomic_load(&l.hdr->accounts_used), 1);
+	/* slots in use: the account and its link (kilovolt_keys counts both) */
+	CHECK_INT(atomic_load(&l.hdr->accounts_used), 2);
 
 	CHECK_INT(kv_keys_rotate(&l, a, h2, err, sizeof(err)), 0);
 	f = link1;
@@ -210,8 +213,9 @@ test_rotate(void)
 	kv_ledger_close(&l);
 }
 
-/* A link whose account was forgotten (and its slot reused) admits nothing;
- * a key not issued cannot rotate. */
+/* Forgetting an account retires its links with it; a link an older build
+ * left behind its forgotten account admits nothing and is reclaimable; a
+ * key not issued cannot rotate. */
 static void
 test_forgotten_and_plain(void)
 {
@@ -226,10 +230,20 @@ test_forgotten_and_plain(void)
 	kv_key_hash("kv-g1", 5, h1);
 	a = kv_keys_issue(&l, h0, &s, err, sizeof(err));
 	CHECK_INT(kv_keys_rotate(&l, a, h1, err, sizeof(err)), 0);
-	kv_account_retire(&l, a);
+	CHECK_INT(kv_account_retire(&l, a), 1);
+	CHECK(kv_ledger_account(&l, h1, 0, NULL, 0) == NULL && errno == ENOENT);
+	CHECK_INT(atomic_load(&l.hdr->accounts_used), 0);
+
+	/* an older build's forget: the account's slot alone went */
+	a = kv_keys_issue(&l, h0, &s, err, sizeof(err));
+	CHECK_INT(kv_keys_rotate(&l, a, h1, err, sizeof(err)), 0);
+	memset(a, 0, sizeof(*a));
+	atomic_store(&a->state, KV_SLOT_DEAD);
+	atomic_store(&a->tag, KV_TAG_DEAD);
 	f = kv_ledger_account(&l, h1, 0, NULL, 0);
 	CHECK(f != NULL);
 	CHECK_INT(kv_keys_admit(&l, &f, 1), KV_KEY_REVOKED);
+	CHECK_INT(kv_keys_link_reclaimable(&l, f, 1, KV_KEYS_ROTATED_GRACE_S), 1);
 
 	kv_key_hash("sk-plain", 8, hp);
 	p = kv_ledger_account(&l, hp, 1, NULL, 5);
@@ -483,6 +497,122 @@ test_lookup_ids_first(void)
 	kv_ledger_close(&l);
 }
 
+/* A rotated N times: returns the hashes of its secrets in H[0..N]. */
+static struct kv_account *
+rotated(struct kv_ledger *l, const char *label, int n, uint8_t h[][32])
+{
+	struct kv_key_spec sp = spec(label, 1000);
+	struct kv_account *a;
+	char err[256], key[32];
+	int i;
+
+	for (i = 0; i <= n; i++) {
+		snprintf(key, sizeof(key), "kv-%s-%d", label, i);
+		kv_key_hash(key, strlen(key), h[i]);
+	}
+	a = kv_keys_issue(l, h[0], &sp, err, sizeof(err));
+	for (i = 1; a != NULL && i <= n; i++)
+		CHECK_INT(kv_keys_rotate(l, a, h[i], err, sizeof(err)), 0);
+	return a;
+}
+
+/* Issue 33, row 9: max_keys = 8, a key rotated 7 times fills the table;
+ * its rotated-out secrets come back after the grace period, or at once
+ * when the table is full; revoked and forgotten, nothing of it is left. */
+static void
+test_slots_come_back(void)
+{
+	struct kv_ledger l;
+	struct kv_reclaim_report rep;
+	struct kv_key_spec sp;
+	struct kv_account *a, *f;
+	uint8_t h[8][32], hn[32];
+	char err[256], key[KV_KEY_TEXT], name[8];
+	int64_t now = (int64_t)time(NULL);
+	int i;
+
+	CHECK_INT(open_new(&l, 8), 0);
+	a = rotated(&l, "weekly", 7, h);
+	CHECK(a != NULL);
+	CHECK_INT(atomic_load(&l.hdr->accounts_used), 8);	/* kilovolt_keys */
+	sp = spec("new", 1);
+	atomic_store(&l.hdr->reclaim_wanted, 0);
+	CHECK(kv_keys_create(&l, NULL, &sp, key, err, sizeof(err)) == NULL);
+	CHECK_INT(errno, EAGAIN);	/* full, but the master can free 6 */
+	CHECK(strstr(err, "reclaiming the slots of 6 rotated-out secrets") != NULL);
+	CHECK_INT(atomic_load(&l.hdr->reclaim_wanted), 1);
+
+	/* the grace period: none before it ends, all 6 after */
+	CHECK_INT(kv_keys_links_reclaimable(&l, now, KV_KEYS_ROTATED_GRACE_S), 0);
+	CHECK_INT(kv_ledger_reclaimable(&l, now, -1, KV_KEYS_ROTATED_GRACE_S), 0);
+	CHECK_INT(kv_keys_links_reclaimable(&l, now + KV_KEYS_ROTATED_GRACE_S + 1,
+	    KV_KEYS_ROTATED_GRACE_S), 6);
+	/* the table full: grace 0 */
+	CHECK_INT(kv_ledger_reclaimable(&l, now, -1, 0), 6);
+	kv_ledger_reclaim(&l, now, -1, 0, &rep);
+	CHECK_INT(rep.links, 6);
+	CHECK_INT(rep.forgotten + rep.strangers, 0);
+	CHECK_INT(atomic_load(&l.hdr->accounts_used), 2);
+	/* the live secret still works; the old ones are strangers now */
+	f = kv_ledger_account(&l, h[7], 0, NULL, 0);
+	CHECK(f != NULL && kv_keys_admit(&l, &f, now) == KV_KEY_OK && f == a);
+	CHECK(kv_ledger_account(&l, h[3], 0, NULL, 0) == NULL && errno == ENOENT);
+	f = kv_ledger_account(&l, h[0], 0, NULL, 0);	/* the account's own */
+	CHECK(f == a && kv_keys_admit(&l, &f, now) == KV_KEY_ROTATED);
+
+	/* revoked: the live secret's link stays (401 "revoked", not a stranger) */
+	kv_key_hash("kv-weekly-8", 11, hn);
+	CHECK_INT(kv_keys_rotate(&l, a, hn, err, sizeof(err)), 0);
+	CHECK_INT(kv_keys_revoke(a), 0);
+	CHECK_INT(kv_keys_links_reclaimable(&l, now, KV_KEYS_ROTATED_GRACE_S), 1);
+	kv_ledger_reclaim(&l, now, -1, KV_KEYS_ROTATED_GRACE_S, &rep);
+	CHECK_INT(rep.links, 1);
+	f = kv_ledger_account(&l, hn, 0, NULL, 0);
+	CHECK(f != NULL && kv_keys_admit(&l, &f, now) == KV_KEY_REVOKED);
+	CHECK_INT(kv_keys_links_reclaimable(&l, now + 10 * KV_KEYS_ROTATED_GRACE_S, 0), 0);
+
+	/* forgotten: the account and its last link */
+	kv_account_mark_forget(a);
+	CHECK_INT(kv_ledger_reclaimable(&l, now, -1, KV_KEYS_ROTATED_GRACE_S), 1);
+	kv_ledger_reclaim(&l, now, -1, KV_KEYS_ROTATED_GRACE_S, &rep);
+	CHECK_INT(rep.forgotten, 1);
+	CHECK_INT(rep.links, 1);
+	CHECK_INT(atomic_load(&l.hdr->accounts_used), 0);
+	for (i = 0; i < 8; i++) {
+		snprintf(name, sizeof(name), "k%d", i);
+		sp = spec(name, 1);
+		CHECK(kv_keys_create(&l, NULL, &sp, key, err, sizeof(err)) != NULL);
+	}
+	sp = spec("k8", 1);
+	CHECK(kv_keys_create(&l, NULL, &sp, key, err, sizeof(err)) == NULL);
+	CHECK_INT(errno, ENOSPC);	/* nothing to reclaim: a real full */
+	kv_ledger_close(&l);
+}
+
+/* Link slots are counted in accounts_used; the repair recounts a ledger
+ * an older build counted without them, and a rebuild keeps the count. */
+static void
+test_used_counts_links(void)
+{
+	struct kv_ledger l;
+	struct kv_repair_report rep;
+	uint8_t h[4][32];
+	char err[256];
+
+	CHECK_INT(open_new(&l, 8), 0);
+	CHECK(rotated(&l, "count", 3, h) != NULL);
+	CHECK_INT(atomic_load(&l.hdr->accounts_used), 4);
+	atomic_store(&l.hdr->accounts_used, 1);		/* as layout 16 to 18 counted */
+	CHECK_INT(kv_ledger_repair(&l, 0, &rep), 0);
+	CHECK_INT(rep.used_fixed, 1);
+	CHECK_INT(atomic_load(&l.hdr->accounts_used), 4);
+	CHECK_INT(kv_ledger_repair(&l, 0, &rep), 0);
+	CHECK_INT(rep.used_fixed, 0);
+	CHECK_INT(kv_ledger_grow(&l, path, 16, err, sizeof(err)), 0);
+	CHECK_INT(atomic_load(&l.hdr->accounts_used), 4);
+	kv_ledger_close(&l);
+}
+
 static void
 test_period(void)
 {
@@ -519,6 +649,8 @@ main(void)
 	test_create_lookup();
 	test_label_rules();
 	test_lookup_ids_first();
+	test_slots_come_back();
+	test_used_counts_links();
 	test_period();
 	unlink(path);
 	rmdir(tmpdir);
