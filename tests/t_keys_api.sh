@@ -15,13 +15,8 @@
 #  - every bad call gets its 4xx and a JSON error, and kvctl keys --json is
 #    the same before and after it (nothing changed in the ledger).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-
-for tool in curl jq sha256sum; do
-	command -v $tool >/dev/null || skip "$tool not installed"
-done
-
-ADMIN=admin-$RANDOM-$RANDOM-token
-export KV_TEST_ADMIN=$ADMIN
+. "${top_srcdir:-$(dirname "$0")/..}/tests/keys_lib.sh"
+command -v sha256sum >/dev/null || skip "sha256sum not installed"
 kv_start_mock
 kv_write_config <<EOF
 [server]
@@ -35,28 +30,9 @@ budget = 5.00
 EOF
 kv_start
 S=http://127.0.0.1:$KV_STATUS_PORT
-auth=(-H "Authorization: Bearer $ADMIN")
 
-# api METHOD PATH [CURL ARGS]: the status code; the body in $T/api
-api() {
-	local m=$1 p=$2
-	shift 2
-	curl -sS -m 30 -o "$T/api" -w '%{http_code}' -X "$m" "$@" "$S$p"
-}
-# chat KEY [OUT]: the status code of a small chat completion; body in OUT
-chat() {
-	kv_curl /v1/chat/completions -o "${2:-$T/body}" -w '%{http_code}' \
-		-H "Authorization: Bearer $1" -H 'content-type: application/json' \
-		-d '{"model":"gpt-4o-mini","max_tokens":5,"messages":[{"role":"user","content":"hello there"}]}'
-}
 mock_posts() { grep -c '^POST /v1/chat/completions' "$MOCK_LOG"; }
-field() { kv_ctl keys --json | jq -r --arg id "$1" ".keys[] | select(.id == \$id) | .$2"; }
 cost_of() { jq '.usage.prompt_tokens * 150 + .usage.completion_tokens * 600' "$1"; }
-# The ledger's keys, as kvctl reads them, for before/after comparisons;
-# without what refills with time alone (a rate limit's remaining).
-ledger_keys() {
-	kv_ctl keys --json | jq -S 'del(.keys[].requests_remaining, .keys[].tokens_remaining)'
-}
 
 # ---- create ------------------------------------------------------------------
 
@@ -175,16 +151,6 @@ check_eq "... 4 USD" "$(field "$ID2" budget_nusd)" 4000000000
 
 # ---- every bad call: its 4xx, a JSON error, the ledger unchanged ------------------
 
-# refused WHAT CODE METHOD PATH [CURL ARGS]
-refused() {
-	local what=$1 want=$2
-	shift 2
-	ledger_keys >"$T/before"
-	check_eq "$what: $want" "$(api "$@")" "$want"
-	check "... with a JSON error" jq -e '.error | type == "string" and length > 0' "$T/api"
-	ledger_keys >"$T/after"
-	check "... and nothing changed in the ledger" diff "$T/before" "$T/after"
-}
 j=(-H 'content-type: application/json')
 refused "no token" 401 POST /keys -d '{"label":"x1"}'
 refused "a wrong token" 403 POST /keys -H "Authorization: Bearer x$ADMIN" -d '{"label":"x1"}'

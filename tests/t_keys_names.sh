@@ -19,13 +19,8 @@
 #    409 naming both keys and every kvctl verb exits 2 naming both, and
 #    nothing changes in the ledger; the whole id still reaches its key.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-
-for tool in curl jq python3; do
-	command -v $tool >/dev/null || skip "$tool not installed"
-done
-
-ADMIN=admin-$RANDOM-$RANDOM-token
-export KV_TEST_ADMIN=$ADMIN
+. "${top_srcdir:-$(dirname "$0")/..}/tests/keys_lib.sh"
+command -v python3 >/dev/null || skip "python3 not installed"
 kv_start_mock
 kv_write_config <<EOF
 [server]
@@ -39,38 +34,8 @@ budget = 5.00
 EOF
 kv_start
 S=http://127.0.0.1:$KV_STATUS_PORT
-auth=(-H "Authorization: Bearer $ADMIN")
 ALICE=$(id_of sk-alice-names)
 
-# api METHOD PATH [CURL ARGS]: the status code; the body in $T/api
-api() {
-	local m=$1 p=$2
-	shift 2
-	curl -sS -m 30 -o "$T/api" -w '%{http_code}' -X "$m" "$@" "$S$p"
-}
-# chat KEY: the status code of a small chat completion (body in $T/body)
-chat() {
-	kv_curl /v1/chat/completions -o "$T/body" -w '%{http_code}' \
-		-H "Authorization: Bearer $1" -H 'content-type: application/json' \
-		-d '{"model":"gpt-4o-mini","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}'
-}
-# field ID FIELD: FIELD of key ID in kvctl keys --json
-field() { kv_ctl keys --json | jq -r --arg id "$1" ".keys[] | select(.id == \$id) | .$2"; }
-# The ledger's keys, for before/after comparisons (without what refills).
-ledger_keys() {
-	kv_ctl keys --json | jq -S 'del(.keys[].requests_remaining, .keys[].tokens_remaining)'
-}
-# refused WHAT STATUS METHOD PATH [CURL ARGS]: the admin API answers STATUS
-# with a JSON error, and the ledger is as it was
-refused() {
-	local what=$1 want=$2
-	shift 2
-	ledger_keys >"$T/before"
-	check_eq "$what: $want" "$(api "$@")" "$want"
-	check "... with a JSON error" jq -e '.error | type == "string" and length > 0' "$T/api"
-	ledger_keys >"$T/after"
-	check "... and nothing changed in the ledger" diff "$T/before" "$T/after"
-}
 # ctl_refused WHAT PATTERN KVCTL-ARGS: kvctl exits 2 saying PATTERN, and the
 # ledger is as it was
 ctl_refused() {

@@ -15,13 +15,7 @@
 #    ("try again"), then 201; the key's live secret is served throughout and
 #    charged to the same account.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-
-for tool in curl jq; do
-	command -v $tool >/dev/null || skip "$tool not installed"
-done
-
-ADMIN=admin-$RANDOM-$RANDOM-token
-export KV_TEST_ADMIN=$ADMIN
+. "${top_srcdir:-$(dirname "$0")/..}/tests/keys_lib.sh"
 kv_start_mock
 kv_write_config <<EOF
 [server]
@@ -33,20 +27,7 @@ default = 1.00
 EOF
 kv_start
 S=http://127.0.0.1:$KV_STATUS_PORT
-auth=(-H "Authorization: Bearer $ADMIN")
 
-# api METHOD PATH [CURL ARGS]: the status code; the body in $T/api
-api() {
-	local m=$1 p=$2
-	shift 2
-	curl -sS -m 30 -o "$T/api" -w '%{http_code}' -X "$m" "$@" "$S$p"
-}
-# chat KEY: the status code of a small chat completion (body in $T/body)
-chat() {
-	kv_curl /v1/chat/completions -o "$T/body" -w '%{http_code}' \
-		-H "Authorization: Bearer $1" -H 'content-type: application/json' \
-		-d '{"model":"gpt-4o-mini","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}'
-}
 metric() { curl -sS -m 30 "$S/metrics" | sed -n "s/^$1 //p"; }
 slots_used() { kv_ctl status --json | jq .accounts_used; }
 nkeys() { kv_ctl keys --json | jq '.keys | length'; }
