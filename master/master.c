@@ -784,8 +784,11 @@ reclaim_accounts(struct master *m)
 	if (atomic_exchange(&h->reclaim_wanted, 0) != 0)
 		m->reclaim_until = now + RECLAIM_RETRY_S;
 	wanted = now <= m->reclaim_until;
-	idle = wanted ? RECLAIM_IDLE_FULL_S : (uint64_t)atomic_load(&h->accounts_used) *
-	    10 >= (uint64_t)h->max_keys * 9 ? RECLAIM_IDLE_S : -1;
+	/* Strangers only on a full or 90 % full table (-1: none). */
+	idle = (uint64_t)atomic_load(&h->accounts_used) * 10 >= (uint64_t)h->max_keys * 9 ?
+	    RECLAIM_IDLE_S : -1;
+	if (wanted)
+		idle = RECLAIM_IDLE_FULL_S;
 	grace = wanted ? 0 : KV_KEYS_ROTATED_GRACE_S;
 	if (kv_ledger_reclaimable(&m->ledger, now, idle, grace) == 0 ||
 	    kv_ledger_quiesce(&m->ledger, live_mask(m), QUIESCE_MS) == -1)

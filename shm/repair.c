@@ -287,7 +287,10 @@ kv_ledger_reclaimable(const struct kv_ledger *l, int64_t now, int64_t idle_s,
 		if (atomic_load(&a->state) == KV_SLOT_LINK)
 			n += kv_keys_link_reclaimable(l, a, now, grace_s);
 		else if (atomic_load(&a->state) == KV_SLOT_READY)
-			n += (atomic_load(&a->aflags) & KV_AF_FORGET) ||
+			/* A forgotten account in flight waits for its settlement:
+			 * no quiesce every tick meanwhile. */
+			n += ((atomic_load(&a->aflags) & KV_AF_FORGET) &&
+			    atomic_load(&a->reserved_nusd) == 0) ||
 			    (idle_s >= 0 && reclaimable(a, now, idle_s));
 	}
 	return n;

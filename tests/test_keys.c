@@ -528,8 +528,8 @@ test_slots_come_back(void)
 	struct kv_account *a, *f;
 	uint8_t h[8][32], hn[32];
 	char err[256], key[KV_KEY_TEXT], name[8];
-	int64_t now = (int64_t)time(NULL);
-	int i;
+	int64_t now = (int64_t)time(NULL), rem;
+	int i, r;
 
 	CHECK_INT(open_new(&l, 8), 0);
 	a = rotated(&l, "weekly", 7, h);
@@ -571,8 +571,12 @@ test_slots_come_back(void)
 	CHECK(f != NULL && kv_keys_admit(&l, &f, now) == KV_KEY_REVOKED);
 	CHECK_INT(kv_keys_links_reclaimable(&l, now + 10 * KV_KEYS_ROTATED_GRACE_S, 0), 0);
 
-	/* forgotten: the account and its last link */
+	/* forgotten: the account and its last link, once nothing is in flight */
+	r = kv_ledger_reserve(&l, &l.workers[0], a, 10, &rem);
+	CHECK(r >= 0);
 	kv_account_mark_forget(a);
+	CHECK_INT(kv_ledger_reclaimable(&l, now, -1, KV_KEYS_ROTATED_GRACE_S), 0);
+	kv_ledger_settle(&l, &l.workers[0], r, 0, NULL, NULL);
 	CHECK_INT(kv_ledger_reclaimable(&l, now, -1, KV_KEYS_ROTATED_GRACE_S), 1);
 	kv_ledger_reclaim(&l, now, -1, KV_KEYS_ROTATED_GRACE_S, &rep);
 	CHECK_INT(rep.forgotten, 1);
