@@ -230,6 +230,31 @@ account_row(struct table *t, const struct kv_account *a)
 	table_add(t, cells);
 }
 
+/* A table of every key, in report order: NCOLS columns titled HEAD
+ * (RIGHT: right-aligned), a row of each account by ROW. */
+static void
+keys_table(FILE *f, const struct kv_ledger *l, int ncols, const char *const *head,
+    const int *right, void (*row)(struct table *, const struct kv_account *))
+{
+	const struct kv_account **v;
+	struct table t;
+	size_t i, n;
+
+	n = kv_report_sorted_accounts(l, &v);
+	if (table_init(&t, ncols, right, n) == -1) {
+		free(v);
+		fputs("kvctl: out of memory\n", stderr);
+		return;
+	}
+	table_add(&t, head);
+	for (i = 0; i < n; i++)
+		row(&t, v[i]);
+	table_print(f, &t);
+	free(v);
+	if (n == 0)
+		fputs("(no keys yet)\n", f);
+}
+
 void
 kvctl_print_keys(FILE *f, const struct kv_ledger *l)
 {
@@ -237,23 +262,8 @@ kvctl_print_keys(FILE *f, const struct kv_ledger *l)
 	    "RESERVED", "REMAINING", "REQUESTS", "TOKENS IN", "TOKENS OUT",
 	    "ESTIMATED", "FREE", "RPM", "TPM", "LAST USED" };
 	static const int right[] = { 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0 };
-	const struct kv_account **v;
-	struct table t;
-	size_t i, n;
 
-	n = kv_report_sorted_accounts(l, &v);
-	if (table_init(&t, 14, right, n) == -1) {
-		free(v);
-		fputs("kvctl: out of memory\n", stderr);
-		return;
-	}
-	table_add(&t, head);
-	for (i = 0; i < n; i++)
-		account_row(&t, v[i]);
-	table_print(f, &t);
-	free(v);
-	if (n == 0)
-		fputs("(no keys yet)\n", f);
+	keys_table(f, l, 14, head, right, account_row);
 }
 
 /* ---- the narrow keys table of keys --watch --------------------------- */
@@ -299,23 +309,8 @@ print_keys_narrow(FILE *f, const struct kv_ledger *l)
 	static const char *const head[] = { "ID", "LABEL", "SPENT", "RESERVED",
 	    "REMAINING", "USED", "REQS" };
 	static const int right[] = { 0, 0, 1, 1, 1, 1, 1 };
-	const struct kv_account **v;
-	struct table t;
-	size_t i, n;
 
-	n = kv_report_sorted_accounts(l, &v);
-	if (table_init(&t, 7, right, n) == -1) {
-		free(v);
-		fputs("kvctl: out of memory\n", stderr);
-		return;
-	}
-	table_add(&t, head);
-	for (i = 0; i < n; i++)
-		watch_row(&t, v[i]);
-	table_print(f, &t);
-	free(v);
-	if (n == 0)
-		fputs("(no keys yet)\n", f);
+	keys_table(f, l, 7, head, right, watch_row);
 }
 
 /* "rpm: 60" and "requests_remaining: 59 (full in 1s)", or "rpm: none". */
