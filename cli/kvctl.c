@@ -102,6 +102,15 @@ resolve_key(struct kvctl *k, const char *key, struct kv_account **a)
 
 /* ---- commands ----------------------------------------------------------- */
 
+/* A listing of the ledger on stdout: JSON with --json, else the table. */
+static int
+print_listing(struct kvctl *k, void (*json)(FILE *, const struct kv_ledger *),
+    void (*table)(FILE *, const struct kv_ledger *))
+{
+	(k->json ? json : table)(stdout, &k->l);
+	return KVCTL_EXIT_OK;
+}
+
 static int
 cmd_status(struct kvctl *k)
 {
@@ -121,11 +130,7 @@ cmd_keys(struct kvctl *k)
 		return usage_error("%s", "keys: --count only goes with --watch");
 	if (k->watch)
 		return kvctl_watch_keys(&k->l, k->count);
-	if (k->json)
-		kv_report_keys_json(stdout, &k->l);
-	else
-		kvctl_print_keys(stdout, &k->l);
-	return KVCTL_EXIT_OK;
+	return print_listing(k, kv_report_keys_json, kvctl_print_keys);
 }
 
 /* The raw key a client holds, as one line on stdin (never on the command
@@ -414,11 +419,7 @@ cmd_limits(struct kvctl *k)
 static int
 cmd_models(struct kvctl *k)
 {
-	if (k->json)
-		kv_report_models_json(stdout, &k->l);
-	else
-		kvctl_print_models(stdout, &k->l);
-	return KVCTL_EXIT_OK;
+	return print_listing(k, kv_report_models_json, kvctl_print_models);
 }
 
 /* Needs the config (Redis is named there), not only a ledger. */
