@@ -120,20 +120,36 @@ kv_report_account_json(FILE *f, const struct kv_account *a)
 	fputc('}', f);
 }
 
+/* [ONE(f, V[0]),ONE(f, V[1]),...]: the N elements of SIZE bytes at V. */
 static void
-keys_array(FILE *f, const struct kv_ledger *l)
+json_array(FILE *f, const void *v, size_t n, size_t size,
+    void (*one)(FILE *, const void *))
 {
-	const struct kv_account **v;
-	size_t i, n;
+	size_t i;
 
-	n = kv_report_sorted_accounts(l, &v);
 	fputc('[', f);
 	for (i = 0; i < n; i++) {
 		if (i > 0)
 			fputc(',', f);
-		kv_report_account_json(f, v[i]);
+		one(f, (const char *)v + i * size);
 	}
 	fputc(']', f);
+}
+
+static void
+account_elem(FILE *f, const void *e)
+{
+	kv_report_account_json(f, *(const struct kv_account *const *)e);
+}
+
+static void
+keys_array(FILE *f, const struct kv_ledger *l)
+{
+	const struct kv_account **v;
+	size_t n;
+
+	n = kv_report_sorted_accounts(l, &v);
+	json_array(f, v, n, sizeof(*v), account_elem);
 	free(v);
 }
 
@@ -188,8 +204,10 @@ models_sorted(const struct kv_ledger *l, struct model_copy **out)
 }
 
 static void
-model_json(FILE *f, const struct model_copy *c)
+model_json(FILE *f, const void *e)
 {
+	const struct model_copy *c = e;
+
 	fputs("{\"model\":", f);
 	kv_json_write_string(f, c->name);
 	fprintf(f, ",\"requests\":%" PRIu64 ",\"input_tokens\":%" PRIu64
@@ -202,16 +220,10 @@ static void
 models_array(FILE *f, const struct kv_ledger *l)
 {
 	struct model_copy *v;
-	size_t i, n;
+	size_t n;
 
 	n = models_sorted(l, &v);
-	fputc('[', f);
-	for (i = 0; i < n; i++) {
-		if (i > 0)
-			fputc(',', f);
-		model_json(f, &v[i]);
-	}
-	fputc(']', f);
+	json_array(f, v, n, sizeof(*v), model_json);
 	free(v);
 }
 
