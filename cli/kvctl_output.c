@@ -33,20 +33,6 @@ struct table {
 	char	(*cells)[CELL_MAX];
 };
 
-/* Callers size the table for all rows up front, so adding never fails. */
-static int
-table_init(struct table *t, int ncols, const int *right, size_t rows)
-{
-	if (ncols > TABLE_COLS)	/* table_print sizes its widths by TABLE_COLS */
-		return -1;
-	t->ncols = ncols;
-	t->nrows = 0;
-	t->cap = rows + 1;
-	t->right = right;
-	t->cells = calloc(t->cap * (size_t)ncols, CELL_MAX);
-	return t->cells == NULL ? -1 : 0;
-}
-
 static char *
 table_cell(struct table *t, size_t row, int col)
 {
@@ -68,8 +54,29 @@ table_add(struct table *t, const char *const *cells)
 	t->nrows++;
 }
 
+/* A table of NCOLS columns headed HEAD. Callers size it for all rows up
+ * front, so adding never fails. */
+static int
+table_init(struct table *t, int ncols, const char *const *head, const int *right,
+    size_t rows)
+{
+	if (ncols > TABLE_COLS)	/* table_print sizes its widths by TABLE_COLS */
+		return -1;
+	t->ncols = ncols;
+	t->nrows = 0;
+	t->cap = rows + 1;
+	t->right = right;
+	t->cells = calloc(t->cap * (size_t)ncols, CELL_MAX);
+	if (t->cells == NULL)
+		return -1;
+	table_add(t, head);
+	return 0;
+}
+
+/* Print T and free it; then NONE (unless NULL) when T has no row but its
+ * heading. */
 static void
-table_print(FILE *f, struct table *t)
+table_print(FILE *f, struct table *t, const char *none)
 {
 	size_t w[TABLE_COLS] = { 0 }, r, len;
 	int c;
@@ -94,6 +101,8 @@ table_print(FILE *f, struct table *t)
 	}
 	free(t->cells);
 	t->cells = NULL;
+	if (none != NULL && t->nrows == 1)
+		fputs(none, f);
 }
 
 void
@@ -241,18 +250,13 @@ keys_table(FILE *f, const struct kv_ledger *l, int ncols, const char *const *hea
 	size_t i, n;
 
 	n = kv_report_sorted_accounts(l, &v);
-	if (table_init(&t, ncols, right, n) == -1) {
-		free(v);
+	if (table_init(&t, ncols, head, right, n) == 0) {
+		for (i = 0; i < n; i++)
+			row(&t, v[i]);
+		table_print(f, &t, "(no keys yet)\n");
+	} else
 		fputs("kvctl: out of memory\n", stderr);
-		return;
-	}
-	table_add(&t, head);
-	for (i = 0; i < n; i++)
-		row(&t, v[i]);
-	table_print(f, &t);
 	free(v);
-	if (n == 0)
-		fputs("(no keys yet)\n", f);
 }
 
 void
@@ -425,16 +429,13 @@ kvctl_print_models(FILE *f, const struct kv_ledger *l)
 		    memory_order_acquire) == 2)
 			v[n++] = &l->models[i];
 	qsort(v, n, sizeof(v[0]), cmp_model_cost);
-	if (table_init(&t, 6, right, n) == -1) {
+	if (table_init(&t, 6, head, right, n) == -1) {
 		fputs("kvctl: out of memory\n", stderr);
 		return;
 	}
-	table_add(&t, head);
 	for (i = 0; i < n; i++)
 		model_row(&t, v[i]);
-	table_print(f, &t);
-	if (n == 0)
-		fputs("(no models yet)\n", f);
+	table_print(f, &t, "(no models yet)\n");
 }
 
 static void
@@ -499,9 +500,8 @@ status_workers(FILE *f, const struct kv_ledger *l, int64_t now)
 	int32_t pid;
 	int i;
 
-	if (table_init(&t, 8, right, KV_WORKER_SLOTS) == -1)
+	if (table_init(&t, 8, head, right, KV_WORKER_SLOTS) == -1)
 		return;
-	table_add(&t, head);
 	for (i = 0; i < KV_WORKER_SLOTS; i++) {
 		pid = atomic_load(&l->workers[i].pid);
 		if (pid != 0)
@@ -513,7 +513,7 @@ status_workers(FILE *f, const struct kv_ledger *l, int64_t now)
 		return;
 	}
 	fputc('\n', f);
-	table_print(f, &t);
+	table_print(f, &t, NULL);
 }
 
 static void
