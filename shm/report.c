@@ -153,14 +153,6 @@ keys_array(FILE *f, const struct kv_ledger *l)
 	free(v);
 }
 
-void
-kv_report_keys_json(FILE *f, const struct kv_ledger *l)
-{
-	fputs("{\"keys\":", f);
-	keys_array(f, l);
-	fputs("}\n", f);
-}
-
 static void
 model_copy(const struct kv_model_slot *m, struct model_copy *c)
 {
@@ -227,14 +219,6 @@ models_array(FILE *f, const struct kv_ledger *l)
 	free(v);
 }
 
-void
-kv_report_models_json(FILE *f, const struct kv_ledger *l)
-{
-	fputs("{\"models\":", f);
-	models_array(f, l);
-	fputs("}\n", f);
-}
-
 const char *
 kv_report_worker_state(uint32_t state)
 {
@@ -298,6 +282,28 @@ totals_json(FILE *f, const struct kv_ledger *l, int64_t now)
 	fprintf(f, ",\"" #name "\":%" PRIu64, atomic_load(&h->counters.name));
 	KV_COUNTERS(KV_X_JSON)
 #undef KV_X_JSON
+}
+
+/* {"NAME":ARRAY} and a newline: a document of one array. */
+static void
+json_doc(FILE *f, const char *name, const struct kv_ledger *l,
+    void (*array)(FILE *, const struct kv_ledger *))
+{
+	fprintf(f, "{\"%s\":", name);
+	array(f, l);
+	fputs("}\n", f);
+}
+
+void
+kv_report_keys_json(FILE *f, const struct kv_ledger *l)
+{
+	json_doc(f, "keys", l, keys_array);
+}
+
+void
+kv_report_models_json(FILE *f, const struct kv_ledger *l)
+{
+	json_doc(f, "models", l, models_array);
 }
 
 void
