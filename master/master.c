@@ -3,6 +3,8 @@
  * the ledger, and drives the status service from its own poll loop. */
 #include "master/alerts.h"
 #include "master/master.h"
+#include "master/master_procs.h"
+#include "master/master_state.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,46 +50,6 @@
 #define MAX_BACKOFF_MS	30000
 #define QUIESCE_MS	100	/* longest a repair waits for a worker's ledger op */
 
-struct proc {
-	pid_t		 pid;
-	uint32_t	 generation;
-	int64_t		 started_ms;
-	int		 exiting;	/* told to drain: not respawned */
-	int		 cpu;		/* pinned to; -1: not */
-};
-
-struct master {
-	struct kv_config	*cf;
-	struct kv_ledger	 ledger;
-	int			 lfd;
-	struct kv_status	*status;
-	struct kv_alerts_state	*alerts;	/* [alerts]: what each key was told */
-	struct kv_cluster_host	*cluster;	/* NULL without [cluster] */
-	struct kv_health	*health;	/* NULL without a health_check */
-	const struct kv_config	*health_cf;	/* the config its probes were made from */
-	struct proc		 procs[KV_WORKER_SLOTS];	/* index = ledger slot */
-	uint32_t		 generation;	/* the newest: spawned and topped up */
-	uint32_t		 serving;	/* the generation trusted to serve */
-	uint32_t		 last_gen;	/* generation numbers are never reused */
-	struct kv_config	*prev_cf;	/* serving's config while a reload is pending */
-	int			 prev_lfd;	/* serving's listener, when the reload moved it */
-	int			 wanted;	/* workers of the current generation */
-	int			 crashes;
-	int64_t			 respawn_at_ms;
-	int			 stopping;
-	int64_t			 stop_deadline_ms;
-	int			 exit_code;
-	uint64_t		 dead_mask;	/* reaped slots awaiting the repair */
-	struct kv_ledger_watch	 watch;
-	int			 recount;	/* recompute reserved at the next chance */
-	int64_t			 reclaim_until;	/* a worker found the table full: retry till then */
-	struct kv_mloop		*lp;		/* every fd and deadline the master waits on */
-	struct kv_mloop_io	 sig_io;	/* the signal self-pipe */
-	struct kv_mloop_timer	 tick_timer;
-	int64_t			 last_sync;	/* the ledger's last msync */
-	struct kv_cpu_plan	 cpus;		/* worker_cpu_affinity's CPUs */
-};
-
 static volatile sig_atomic_t sig_term, sig_hup, sig_chld, sig_usr1;
 static int sigpipe_fds[2] = { -1, -1 };
 
@@ -112,7 +74,7 @@ on_signal(int sig)
 }
 
 static int
-master_signals(void)
+master_signals(struct master *m)
 {
 	struct sigaction sa;
 
@@ -132,6 +94,8 @@ master_signals(void)
 	}
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, NULL);
+	m->sigpipe[0] = sigpipe_fds[0];
+	m->sigpipe[1] = sigpipe_fds[1];
 	return 0;
 }
 
@@ -244,92 +208,6 @@ drop_privileges(struct master *m)
 	return 0;
 }
 
-static int
-free_slot(struct master *m)
-{
-	int i;
-
-	for (i = 0; i < KV_WORKER_SLOTS; i++)
-		if (m->procs[i].pid == 0 && atomic_load(&m->ledger.workers[i].pid) == 0)
-			return i;
-	return -1;
-}
-
-/* The CPU for a new worker of the current generation (cpu_pin.h). */
-static int
-pick_cpu(const struct master *m)
-{
-	int used[KV_MAX_CPU_LIST] = { 0 };
-	int i, j;
-
-	for (i = 0; i < KV_WORKER_SLOTS; i++) {
-		if (m->procs[i].pid == 0 || m->procs[i].exiting ||
-		    m->procs[i].generation != m->generation)
-			continue;
-		for (j = 0; j < m->cpus.n; j++)
-			used[j] += m->cpus.cpu[j] == m->procs[i].cpu;
-	}
-	return kv_cpu_plan_pick(&m->cpus, used);
-}
-
-static int
-spawn(struct master *m)
-{
-	struct kv_worker_slot *ws;
-	pid_t pid;
-	int slot, cpu;
-
-	if ((slot = free_slot(m)) == -1) {
-		kv_log_warnx("KV0110", "no free worker slot (%d in use)", KV_WORKER_SLOTS);
-		return -1;
-	}
-	ws = &m->ledger.workers[slot];
-	atomic_store(&ws->state, KV_WORKER_STARTING);
-	atomic_store(&ws->generation, m->generation);
-	atomic_store(&ws->started, (int64_t)time(NULL));
-	atomic_store(&ws->instance, atomic_load(&m->ledger.hdr->instance));
-	cpu = pick_cpu(m);
-	if ((pid = fork()) == -1) {
-		kv_log_warn("KV0111", "fork");
-		atomic_store(&ws->state, KV_WORKER_FREE);
-		return -1;
-	}
-	if (pid == 0) {
-		close(sigpipe_fds[0]);
-		close(sigpipe_fds[1]);
-		kv_cluster_forget(m->cluster);
-		kv_health_forget(m->health);
-		kv_mloop_forget(m->lp);
-		kv_worker_main(m->cf, &m->ledger, slot, m->generation, m->lfd);
-	}
-	atomic_store(&ws->pid, (int32_t)pid);
-	kv_cpu_pin(pid, slot, cpu);
-	m->procs[slot] = (struct proc){ pid, m->generation, kv_now_ms(), 0, cpu };
-	return 0;
-}
-
-static int
-current_workers(const struct master *m)
-{
-	int i, n = 0;
-
-	for (i = 0; i < KV_WORKER_SLOTS; i++)
-		if (m->procs[i].pid != 0 && !m->procs[i].exiting &&
-		    m->procs[i].generation == m->generation)
-			n++;
-	return n;
-}
-
-static void
-top_up(struct master *m)
-{
-	if (m->stopping || kv_now_ms() < m->respawn_at_ms)
-		return;
-	while (current_workers(m) < m->wanted)
-		if (spawn(m) == -1)
-			break;
-}
-
 static void
 describe_exit(int st, char *buf, size_t len)
 {
@@ -399,18 +277,6 @@ reaped(struct master *m, int slot, int st)
 	memset(p, 0, sizeof(*p));
 }
 
-static uint64_t
-live_mask(const struct master *m)
-{
-	uint64_t mask = 0;
-	int i;
-
-	for (i = 0; i < KV_WORKER_SLOTS; i++)
-		if (m->procs[i].pid != 0)
-			mask |= UINT64_C(1) << i;
-	return mask;
-}
-
 static void
 log_repair(const struct kv_repair_report *r, const char *when)
 {
@@ -443,7 +309,7 @@ static void
 repair_now(struct master *m)
 {
 	struct kv_repair_report r;
-	uint64_t dead = m->dead_mask, live = live_mask(m), timeouts;
+	uint64_t dead = m->dead_mask, live = kv_master_live_mask(m), timeouts;
 	int i, quiet;
 
 	timeouts = quiesce_timeouts(m);
@@ -498,34 +364,6 @@ reap(struct master *m)
 		repair_now(m);
 }
 
-static void
-signal_workers(struct master *m, int sig, int old_only)
-{
-	int i;
-
-	for (i = 0; i < KV_WORKER_SLOTS; i++) {
-		struct proc *p = &m->procs[i];
-		if (p->pid == 0 || (old_only && p->generation == m->generation))
-			continue;
-		p->exiting = 1;
-		/* By pid, never a process group: the master must not signal itself. */
-		if (kill(p->pid, sig) == -1 && errno != ESRCH)
-			kv_log_warn("KV0114", "kill %d", (int)p->pid);
-	}
-}
-
-/* SIGUSR1 (logrotate): each worker reopens the request log itself. */
-static void
-forward_reopen(struct master *m)
-{
-	int i;
-
-	for (i = 0; i < KV_WORKER_SLOTS; i++)
-		if (m->procs[i].pid != 0 && kill(m->procs[i].pid, SIGUSR1) == -1 &&
-		    errno != ESRCH)
-			kv_log_warn("KV0803", "kill %d", (int)m->procs[i].pid);
-}
-
 /* The newest generation's workers all run: the older ones drain now, and
  * only now, so a burst of reloads or a failing one never leaves no worker
  * accepting. */
@@ -543,7 +381,7 @@ maybe_handover(struct master *m)
 			running++;
 	if (running < m->wanted)
 		return;
-	signal_workers(m, SIGTERM, 1);
+	kv_master_signal_workers(m, SIGTERM, 1);
 	m->serving = m->generation;
 	if (m->prev_cf != NULL) {
 		kv_config_free(m->prev_cf);
@@ -569,7 +407,7 @@ reload_failed(struct master *m)
 	    "(the worker said why above); generation %u keeps serving the previous one",
 	    failed, m->serving);
 	m->generation = m->serving;
-	signal_workers(m, SIGTERM, 1);	/* everything not of m->generation */
+	kv_master_signal_workers(m, SIGTERM, 1);	/* everything not of m->generation */
 	kv_config_free(m->cf);
 	free(m->cf);
 	m->cf = m->prev_cf;
@@ -701,7 +539,7 @@ reload(struct master *m)
 	m->respawn_at_ms = 0;
 	kv_key_sync(&m->ledger, m->cf);
 	kv_cpu_plan_make(&m->cpus, m->cf);
-	top_up(m);
+	kv_master_top_up(m);
 	if (m->status != NULL)
 		kv_status_set_config(m->status, ncf);
 	kv_log_info("reloading %s: generation %u starting %d worker%s; generation %u serves "
@@ -718,20 +556,10 @@ begin_stop(struct master *m)
 	kv_log_info("stopping: draining streams for up to %d s", m->cf->shutdown_timeout);
 	m->stopping = 1;
 	m->stop_deadline_ms = kv_now_ms() + (int64_t)m->cf->shutdown_timeout * 1000 + 2000;
-	signal_workers(m, SIGTERM, 0);
+	kv_master_signal_workers(m, SIGTERM, 0);
 	if (m->lfd != -1)
 		close(m->lfd);
 	m->lfd = -1;
-}
-
-static int
-live_procs(const struct master *m)
-{
-	int i, n = 0;
-
-	for (i = 0; i < KV_WORKER_SLOTS; i++)
-		n += m->procs[i].pid != 0;
-	return n;
 }
 
 /* Start a new budget period on idle accounts too, and exactly: with the
@@ -754,7 +582,7 @@ roll_periods(struct master *m)
 			break;
 	}
 	if (i == m->ledger.hdr->max_keys ||
-	    kv_ledger_quiesce(&m->ledger, live_mask(m), QUIESCE_MS) == -1)
+	    kv_ledger_quiesce(&m->ledger, kv_master_live_mask(m), QUIESCE_MS) == -1)
 		return;
 	i = (uint32_t)kv_ledger_roll_all(&m->ledger, m->cf->period, now);
 	kv_ledger_unquiesce(&m->ledger);
@@ -791,7 +619,7 @@ reclaim_accounts(struct master *m)
 		idle = RECLAIM_IDLE_FULL_S;
 	grace = wanted ? 0 : KV_KEYS_ROTATED_GRACE_S;
 	if (kv_ledger_reclaimable(&m->ledger, now, idle, grace) == 0 ||
-	    kv_ledger_quiesce(&m->ledger, live_mask(m), QUIESCE_MS) == -1)
+	    kv_ledger_quiesce(&m->ledger, kv_master_live_mask(m), QUIESCE_MS) == -1)
 		return;
 	kv_ledger_reclaim(&m->ledger, now, idle, grace, &rep);
 	kv_ledger_unquiesce(&m->ledger);
@@ -820,7 +648,7 @@ tick(struct master *m, int64_t *last_sync)
 		repair_now(m);
 	roll_periods(m);
 	reclaim_accounts(m);
-	top_up(m);
+	kv_master_top_up(m);
 	kv_history_sample_all(&m->ledger, (int64_t)time(NULL));	/* the status page's charts */
 	kv_history_sample_totals(&m->ledger, (int64_t)time(NULL));
 	if (m->cf->alerts.enabled && m->alerts == NULL)
@@ -831,8 +659,8 @@ tick(struct master *m, int64_t *last_sync)
 		if (kv_ledger_sync(&m->ledger) == -1)
 			kv_log_warn("KV0118", "msync %s", m->cf->ledger);
 	}
-	kv_notify_status("%d worker%s, %llu active streams", live_procs(m),
-	    live_procs(m) == 1 ? "" : "s",
+	kv_notify_status("%d worker%s, %llu active streams", kv_master_live_procs(m),
+	    kv_master_live_procs(m) == 1 ? "" : "s",
 	    (unsigned long long)kv_ledger_sum_active_streams(&m->ledger));
 }
 
@@ -897,13 +725,13 @@ master_loop(struct master *m)
 		}
 		if (sig_usr1) {
 			sig_usr1 = 0;
-			forward_reopen(m);
+			kv_master_forward_reopen(m);
 		}
 		maybe_handover(m);
-		if (m->stopping && live_procs(m) == 0)
+		if (m->stopping && kv_master_live_procs(m) == 0)
 			return;
 		if (m->stopping && kv_now_ms() >= m->stop_deadline_ms) {
-			signal_workers(m, SIGKILL, 0);
+			kv_master_signal_workers(m, SIGKILL, 0);
 			m->stop_deadline_ms = kv_now_ms() + 5000;
 		}
 		sync_health(m);
@@ -1030,12 +858,12 @@ master_start(struct master *m)
 	if (drop_privileges(m) == -1)
 		return 2;
 	kv_spool_prepare(m->cf);	/* as the user the workers run as */
-	if (master_signals() == -1)
+	if (master_signals(m) == -1)
 		return 1;
 	m->wanted = m->cf->workers;
 	m->generation = m->serving = m->last_gen = 1;
 	kv_cpu_plan_make(&m->cpus, m->cf);
-	top_up(m);
+	kv_master_top_up(m);
 	kv_notify("READY=1");
 	kv_log_info("kilovoltd started: %d worker%s, ledger %s", m->wanted,
 	    m->wanted == 1 ? "" : "s", m->cf->ledger);
@@ -1051,6 +879,7 @@ kv_master_run(struct kv_config *cf)
 	m.cf = cf;
 	m.lfd = -1;
 	m.prev_lfd = -1;
+	m.sigpipe[0] = m.sigpipe[1] = -1;
 	kv_rl_clock_anchor();	/* the rate limits' clock, inherited by every worker */
 	if ((r = master_start(&m)) != 0)
 		return r;
