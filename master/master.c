@@ -3,6 +3,7 @@
  * the ledger, and drives the status service from its own poll loop. */
 #include "master/alerts.h"
 #include "master/master.h"
+#include "master/master_ledger.h"
 #include "master/master_procs.h"
 #include "master/master_state.h"
 
@@ -48,8 +49,6 @@
 #define SYNC_SECS	5
 #define CRASH_WINDOW_S	2	/* a worker dying this soon after start crashed */
 #define MAX_BACKOFF_MS	30000
-#define QUIESCE_MS	100	/* longest a repair waits for a worker's ledger op */
-
 static volatile sig_atomic_t sig_term, sig_hup, sig_chld, sig_usr1;
 static int sigpipe_fds[2] = { -1, -1 };
 
@@ -278,76 +277,6 @@ reaped(struct master *m, int slot, int st)
 }
 
 static void
-log_repair(const struct kv_repair_report *r, const char *when)
-{
-	if (r->reserved_fixed == 0 && r->claims_fixed == 0 && r->skipped == 0 &&
-	    r->rolls_fixed == 0 && r->tokens_fixed == 0)
-		return;
-	kv_log_warnx("KV0600", "ledger repair %s: %d accounts' reserved_nusd recomputed "
-	    "from the recorded reservations, %d half-claimed slots retired, %d "
-	    "period rolls finished, %d accounts' reserved tokens recomputed, %d left "
-	    "for the next repair (changed meanwhile)", when, r->reserved_fixed,
-	    r->claims_fixed, r->rolls_fixed, r->tokens_fixed, r->skipped);
-}
-
-/* Dead workers' slots, and every account's reserved_nusd, made exact with
- * the live workers paused between ledger operations. A worker that stays
- * inside one (stopped by a debugger?) defers the recount to the next tick;
- * the dead slots are then released without it. */
-static uint64_t
-quiesce_timeouts(const struct master *m)
-{
-	uint64_t n = 0;
-	int i;
-
-	for (i = 0; i < KV_WORKER_SLOTS; i++)
-		n += atomic_load(&m->ledger.workers[i].quiesce_timeouts);
-	return n;
-}
-
-static void
-repair_now(struct master *m)
-{
-	struct kv_repair_report r;
-	uint64_t dead = m->dead_mask, live = kv_master_live_mask(m), timeouts;
-	int i, quiet;
-
-	timeouts = quiesce_timeouts(m);
-	quiet = kv_ledger_quiesce(&m->ledger, live, QUIESCE_MS) == 0;
-	if (!quiet) {
-		for (i = 0; i < KV_WORKER_SLOTS; i++)
-			if (dead & (UINT64_C(1) << i)) {
-				(void)kv_ratelimit_release_worker(&m->ledger,
-				    &m->ledger.workers[i]);
-				(void)kv_ledger_release_worker(&m->ledger, &m->ledger.workers[i]);
-			}
-		m->recount = 1;
-		dead = 0;
-	} else if (kv_ledger_repair(&m->ledger, dead, &r) == -1) {
-		kv_log_warn("KV0601", "ledger repair");
-		m->recount = 1;
-	} else {
-		m->recount = r.skipped != 0;
-		log_repair(&r, "after a worker exit");
-	}
-	if (quiet)
-		kv_ledger_unquiesce(&m->ledger);
-	/* A worker that stopped waiting (this process was stalled past its
-	 * patience) may have raced the recount: do it again next tick. */
-	if (quiesce_timeouts(m) != timeouts)
-		m->recount = 1;
-	for (i = 0; i < KV_WORKER_SLOTS; i++) {
-		struct kv_worker_slot *ws = &m->ledger.workers[i];
-
-		if (!(m->dead_mask & (UINT64_C(1) << i)))
-			continue;
-		atomic_store(&ws->pid, 0);
-		atomic_store(&ws->state, KV_WORKER_FREE);
-	}
-	m->dead_mask = 0;
-}
-
-static void
 reap(struct master *m)
 {
 	pid_t pid;
@@ -361,7 +290,7 @@ reap(struct master *m)
 			}
 	}
 	if (m->dead_mask != 0 || m->recount)
-		repair_now(m);
+		kv_master_repair_now(m);
 }
 
 /* The newest generation's workers all run: the older ones drain now, and
@@ -562,82 +491,6 @@ begin_stop(struct master *m)
 	m->lfd = -1;
 }
 
-/* Start a new budget period on idle accounts too, and exactly: with the
- * workers paused, as the repair does. Checked every tick, cheap when no
- * account is due. */
-static void
-roll_periods(struct master *m)
-{
-	int64_t now = (int64_t)time(NULL);
-	enum kv_period p;
-	uint32_t i;
-
-	KV_FOR_EACH_SLOT(&m->ledger, i) {
-		const struct kv_account *a = &m->ledger.accounts[i];
-
-		/* An issued key may have a period of its own (shm/keys.h). */
-		p = kv_keys_period(a, m->cf->period);
-		if (p != KV_PERIOD_NONE && atomic_load(&a->state) == KV_SLOT_READY &&
-		    atomic_load(&a->period_start) < kv_period_start(p, now))
-			break;
-	}
-	if (i == m->ledger.hdr->max_keys ||
-	    kv_ledger_quiesce(&m->ledger, kv_master_live_mask(m), QUIESCE_MS) == -1)
-		return;
-	i = (uint32_t)kv_ledger_roll_all(&m->ledger, m->cf->period, now);
-	kv_ledger_unquiesce(&m->ledger);
-	kv_log_info("new budget period: spend reset on %u keys", i);
-}
-
-/* Strangers' accounts that never cost anything give their slots back:
- * at once (idle 1 s) when a worker found the table full, after 30 s idle
- * once it is 90 % used; kvctl forget marks accounts for here too, and
- * rotated-out secrets give back their link slots after a grace period
- * (shm/keys.h), at once when the table is full or their key is revoked.
- * A worker's call is honoured for RECLAIM_RETRY_S: the junk that filled
- * the table was touched this second, so the first tick may find none idle
- * enough, and a quiesce may time out under load. */
-#define RECLAIM_IDLE_FULL_S	1
-#define RECLAIM_IDLE_S		30
-#define RECLAIM_RETRY_S		5
-
-static void
-reclaim_accounts(struct master *m)
-{
-	struct kv_ledger_header *h = m->ledger.hdr;
-	int64_t now = (int64_t)time(NULL), idle, grace;
-	struct kv_reclaim_report rep;
-	int wanted;
-
-	if (atomic_exchange(&h->reclaim_wanted, 0) != 0)
-		m->reclaim_until = now + RECLAIM_RETRY_S;
-	wanted = now <= m->reclaim_until;
-	/* Strangers only on a full or 90 % full table (-1: none). */
-	idle = (uint64_t)atomic_load(&h->accounts_used) * 10 >= (uint64_t)h->max_keys * 9 ?
-	    RECLAIM_IDLE_S : -1;
-	if (wanted)
-		idle = RECLAIM_IDLE_FULL_S;
-	grace = wanted ? 0 : KV_KEYS_ROTATED_GRACE_S;
-	if (kv_ledger_reclaimable(&m->ledger, now, idle, grace) == 0 ||
-	    kv_ledger_quiesce(&m->ledger, kv_master_live_mask(m), QUIESCE_MS) == -1)
-		return;
-	kv_ledger_reclaim(&m->ledger, now, idle, grace, &rep);
-	kv_ledger_unquiesce(&m->ledger);
-	m->reclaim_until = 0;
-	if (rep.forgotten > 0) {
-		kv_log_info("forgot %d accounts (kvctl forget)", rep.forgotten);
-		kv_key_sync(&m->ledger, m->cf);	/* a forgotten config key starts afresh */
-	}
-	if (rep.strangers > 0)
-		kv_log_info("reclaimed %d accounts of unknown keys that were never charged "
-		    "nor answered 2xx (%u of %u slots now used)", rep.strangers,
-		    atomic_load(&h->accounts_used), h->max_keys);
-	if (rep.links > 0)
-		kv_log_info("reclaimed %d slots of rotated-out or forgotten keys' secrets "
-		    "(%u of %u slots now used)", rep.links, atomic_load(&h->accounts_used),
-		    h->max_keys);
-}
-
 static void
 tick(struct master *m, int64_t *last_sync)
 {
@@ -645,9 +498,9 @@ tick(struct master *m, int64_t *last_sync)
 
 	check_ledger_file(m);
 	if (m->recount)
-		repair_now(m);
-	roll_periods(m);
-	reclaim_accounts(m);
+		kv_master_repair_now(m);
+	kv_master_roll_periods(m);
+	kv_master_reclaim_accounts(m);
 	kv_master_top_up(m);
 	kv_history_sample_all(&m->ledger, (int64_t)time(NULL));	/* the status page's charts */
 	kv_history_sample_totals(&m->ledger, (int64_t)time(NULL));
@@ -755,61 +608,6 @@ trim_startup_pages(void)
 		kv_log_info("unmapped %ld kB of library pages only start-up used", kb);
 }
 
-/* The lock is ours, so no process of an earlier daemon is alive (they
- * all shared its descriptor): every worker slot is an orphan, every
- * half-made claim dead, and the recorded reservations the whole truth. */
-static void
-startup_repair(struct master *m)
-{
-	struct kv_repair_report r;
-	uint64_t orphans = 0;
-	int i;
-
-	atomic_store(&m->ledger.hdr->quiesce, 0);
-	for (i = 0; i < KV_WORKER_SLOTS; i++)
-		if (atomic_load(&m->ledger.workers[i].pid) != 0)
-			orphans |= UINT64_C(1) << i;
-	if (kv_ledger_repair(&m->ledger, orphans, &r) == -1) {
-		kv_log_warn("KV0601", "ledger repair");
-		m->recount = 1;
-	}
-	for (i = 0; i < KV_WORKER_SLOTS; i++) {
-		atomic_store(&m->ledger.workers[i].pid, 0);
-		atomic_store(&m->ledger.workers[i].state, KV_WORKER_FREE);
-	}
-	if (r.released != 0)
-		kv_log_info("released %d reservations of an earlier run's workers",
-		    r.released);
-	log_repair(&r, "at start-up");
-}
-
-/* max_keys raised in the config, or tombstones to drop: rebuild the file
- * (every account's history kept). A smaller max_keys is refused: the
- * accounts might not fit, and dropping some is not ours to choose. */
-static int
-resize_ledger(struct master *m)
-{
-	uint32_t have = m->ledger.hdr->max_keys, want = m->cf->max_keys;
-	uint32_t dead = kv_ledger_tombstones(&m->ledger);
-	char err[1024];
-
-	if (want < have) {
-		kv_log_warnx("KV0611", "ledger %s has %u key slots, the config asks for %u: "
-		    "a ledger only grows (set max_keys = %u, or move the file away to "
-		    "start afresh)", m->cf->ledger, have, want, have);
-		return -1;
-	}
-	if (want == have && dead == 0)
-		return 0;
-	if (kv_ledger_grow(&m->ledger, m->cf->ledger, want, err, sizeof(err)) == -1) {
-		kv_log_warnx("KV0612", "%s", err);
-		return -1;
-	}
-	kv_log_info("ledger %s rebuilt: %u -> %u key slots, %u retired slots dropped, "
-	    "all history kept", m->cf->ledger, have, want, dead);
-	return 0;
-}
-
 static int
 master_start(struct master *m)
 {
@@ -833,9 +631,9 @@ master_start(struct master *m)
 		kv_log_warnx("KV0602", "%s", err);
 		return 2;
 	}
-	startup_repair(m);
+	kv_master_startup_repair(m);
 	kv_targets_reset(&m->ledger);
-	if (resize_ledger(m) == -1)
+	if (kv_master_resize_ledger(m) == -1)
 		return 2;
 	kv_ledger_watch_init(&m->watch, &m->ledger, m->cf->ledger);
 	if (kv_ledger_guard(&m->ledger) == -1)
