@@ -5,6 +5,7 @@
 #include "master/master.h"
 #include "master/master_ledger.h"
 #include "master/master_procs.h"
+#include "master/master_reload.h"
 #include "master/master_state.h"
 
 #include <errno.h>
@@ -99,39 +100,6 @@ master_signals(struct master *m)
 }
 
 static int
-open_listener(const struct kv_config *cf)
-{
-	struct addrinfo hints, *ai = NULL, *a;
-	int fd = -1, one = 1, r;
-
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-	r = getaddrinfo(cf->listen_host[0] ? cf->listen_host : NULL, cf->listen_port, &hints, &ai);
-	if (r != 0) {
-		kv_log_warnx("KV0103", "listen %s:%s: %s", cf->listen_host, cf->listen_port,
-		    gai_strerror(r));
-		return -1;
-	}
-	for (a = ai; a != NULL; a = a->ai_next) {
-		fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (fd == -1)
-			continue;
-		(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 4096) == 0)
-			break;
-		kv_log_warn("KV0104", "listen %s:%s", cf->listen_host, cf->listen_port);
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(ai);
-	if (fd != -1)
-		kv_log_info("listening on %s:%s", cf->listen_host, cf->listen_port);
-	return fd;
-}
-
-static int
 mkdir_parent(const char *path)
 {
 	char dir[4096], *p;
@@ -219,7 +187,6 @@ describe_exit(int st, char *buf, size_t len)
 }
 
 static void begin_stop(struct master *m);
-static void reload_failed(struct master *m);
 
 /* Truncated, deleted or replaced under us: logged once, then stop. */
 static void
@@ -258,7 +225,7 @@ reaped(struct master *m, int slot, int st)
 		    slot, (int)p->pid, how, released);
 	if (!p->exiting && !m->stopping && WIFEXITED(st) && WEXITSTATUS(st) == KV_EXIT_CONFIG &&
 	    p->generation == m->generation && m->serving != m->generation) {
-		reload_failed(m);
+		kv_master_reload_failed(m);
 	} else if (!p->exiting && !m->stopping && WIFEXITED(st) && WEXITSTATUS(st) == KV_EXIT_CONFIG) {
 		kv_log_warnx("KV0113", "worker cannot serve this config; not respawning");
 		m->wanted = 0;
@@ -293,67 +260,6 @@ reap(struct master *m)
 		kv_master_repair_now(m);
 }
 
-/* The newest generation's workers all run: the older ones drain now, and
- * only now, so a burst of reloads or a failing one never leaves no worker
- * accepting. */
-static void
-maybe_handover(struct master *m)
-{
-	int i, running = 0;
-
-	if (m->serving == m->generation || m->stopping)
-		return;
-	for (i = 0; i < KV_WORKER_SLOTS; i++)
-		if (m->procs[i].pid != 0 && !m->procs[i].exiting &&
-		    m->procs[i].generation == m->generation &&
-		    atomic_load(&m->ledger.workers[i].state) == KV_WORKER_RUNNING)
-			running++;
-	if (running < m->wanted)
-		return;
-	kv_master_signal_workers(m, SIGTERM, 1);
-	m->serving = m->generation;
-	if (m->prev_cf != NULL) {
-		kv_config_free(m->prev_cf);
-		free(m->prev_cf);
-		m->prev_cf = NULL;
-	}
-	if (m->prev_lfd != -1 && close(m->prev_lfd) == -1)
-		kv_log_warn("KV0613", "close the previous listener");
-	m->prev_lfd = -1;
-	kv_log_info("reloaded %s: generation %u serving, %d worker%s", m->cf->path,
-	    m->generation, m->wanted, m->wanted == 1 ? "" : "s");
-	kv_notify("READY=1");
-}
-
-/* A worker of the pending generation cannot serve its config (it logged
- * why): stop that generation, the serving one goes on as it was. */
-static void
-reload_failed(struct master *m)
-{
-	uint32_t failed = m->generation;
-
-	kv_log_warnx("KV0614", "reload failed: generation %u cannot serve the new config "
-	    "(the worker said why above); generation %u keeps serving the previous one",
-	    failed, m->serving);
-	m->generation = m->serving;
-	kv_master_signal_workers(m, SIGTERM, 1);	/* everything not of m->generation */
-	kv_config_free(m->cf);
-	free(m->cf);
-	m->cf = m->prev_cf;
-	m->prev_cf = NULL;
-	if (m->prev_lfd != -1) {
-		if (close(m->lfd) == -1)
-			kv_log_warn("KV0613", "close the new listener");
-		m->lfd = m->prev_lfd;
-		m->prev_lfd = -1;
-	}
-	m->wanted = m->cf->workers;
-	kv_key_sync(&m->ledger, m->cf);
-	if (m->status != NULL)
-		kv_status_set_config(m->status, m->cf);
-	kv_notify("READY=1");
-}
-
 static int
 loopback(const char *host)
 {
@@ -380,100 +286,6 @@ warn_open_listener(struct master *m)
 	    "pass-through mode, anyone who reaches the port spends through it with their "
 	    "own provider key; issue keys (kvctl keys create NAME) with [budget] "
 	    "unknown_keys = deny, or listen on 127.0.0.1", cf->listen_host, cf->listen_port);
-}
-
-/* A [key] section named like an issued key (kvctl keys create): refused,
- * never one of the two silently taking the other's name. */
-static int
-keys_clash(struct master *m, const struct kv_config *cf)
-{
-	const char *name = kv_keys_config_clash(&m->ledger, cf);
-
-	if (name == NULL)
-		return 0;
-	kv_log_warnx("KV0130", "%s: [key %s] has the name of an issued key (kvctl keys "
-	    "create): rename the section, or `kvctl keys revoke %s` and `kvctl forget %s`%s",
-	    cf->path, name, name, name, m->last_gen > 0 ? "; reload refused, keeping the "
-	    "running config" : "");
-	return -1;
-}
-
-/* Parse the config again; start a new generation of workers on it. The
- * serving generation drains only once the new one runs (maybe_handover);
- * a new one that fails is dropped (reload_failed). A reload arriving while
- * one is pending replaces the pending one. */
-static void
-reload(struct master *m)
-{
-	struct kv_config *ncf;
-	char err[1024];
-	int nfd = m->lfd;
-
-	kv_notify("RELOADING=1");
-	if ((ncf = calloc(1, sizeof(*ncf))) == NULL ||
-	    kv_config_load(ncf, m->cf->path, err, sizeof(err)) == -1) {
-		kv_log_warnx("KV0115", "reload failed, keeping the running config: %s",
-		    ncf ? err : "out of memory");
-		free(ncf);
-		kv_notify("READY=1");
-		return;
-	}
-	if (keys_clash(m, ncf) == -1) {
-		kv_config_free(ncf);
-		free(ncf);
-		kv_notify("READY=1");
-		return;
-	}
-	if (strcmp(ncf->ledger, m->cf->ledger) != 0 || ncf->max_keys != m->cf->max_keys)
-		kv_log_warnx("KV0116", "reload: ledger and max_keys changes need a restart");
-	if (strcmp(ncf->listen_host, m->cf->listen_host) != 0 ||
-	    strcmp(ncf->listen_port, m->cf->listen_port) != 0) {
-		if ((nfd = open_listener(ncf)) == -1) {
-			kv_log_warnx("KV0117", "reload failed, keeping the running config");
-			kv_config_free(ncf);
-			free(ncf);
-			kv_notify("READY=1");
-			return;
-		}
-	}
-	if (m->serving != m->generation) {
-		/* Replace the pending reload: its workers never took over. */
-		uint32_t pending = m->generation;
-
-		m->generation = m->serving;
-		for (int i = 0; i < KV_WORKER_SLOTS; i++)
-			if (m->procs[i].pid != 0 && m->procs[i].generation == pending) {
-				m->procs[i].exiting = 1;
-				if (kill(m->procs[i].pid, SIGTERM) == -1 && errno != ESRCH)
-					kv_log_warn("KV0114", "kill %d", (int)m->procs[i].pid);
-			}
-		kv_config_free(m->cf);
-		free(m->cf);
-		if (m->prev_lfd != -1 && nfd != m->lfd) {
-			if (close(m->lfd) == -1)
-				kv_log_warn("KV0613", "close the pending listener");
-			m->lfd = m->prev_lfd;
-			m->prev_lfd = -1;
-		}
-	} else
-		m->prev_cf = m->cf;
-	m->cf = ncf;
-	if (nfd != m->lfd) {
-		m->prev_lfd = m->lfd;
-		m->lfd = nfd;
-	}
-	m->generation = ++m->last_gen;
-	m->wanted = ncf->workers;
-	m->crashes = 0;
-	m->respawn_at_ms = 0;
-	kv_key_sync(&m->ledger, m->cf);
-	kv_cpu_plan_make(&m->cpus, m->cf);
-	kv_master_top_up(m);
-	if (m->status != NULL)
-		kv_status_set_config(m->status, ncf);
-	kv_log_info("reloading %s: generation %u starting %d worker%s; generation %u serves "
-	    "until they run", ncf->path, m->generation, m->wanted, m->wanted == 1 ? "" : "s",
-	    m->serving);
 }
 
 static void
@@ -517,19 +329,6 @@ tick(struct master *m, int64_t *last_sync)
 	    (unsigned long long)kv_ledger_sum_active_streams(&m->ledger));
 }
 
-/* The probes follow m->cf: a reload, a failed one and a replaced pending
- * one all change it. The old probes only hold their own sockets and
- * labels, so they are freed safely after the config they came from. */
-static void
-sync_health(struct master *m)
-{
-	if (m->health_cf == m->cf)
-		return;
-	kv_health_free(m->health);
-	m->health = kv_health_start(m->cf, &m->ledger, m->lp);
-	m->health_cf = m->cf;
-}
-
 static void
 on_sigpipe(void *arg, uint32_t events)
 {
@@ -570,7 +369,7 @@ master_loop(struct master *m)
 		if (sig_hup) {
 			sig_hup = 0;
 			if (!m->stopping)
-				reload(m);
+				kv_master_reload(m);
 		}
 		if (sig_term) {
 			sig_term = 0;
@@ -580,14 +379,14 @@ master_loop(struct master *m)
 			sig_usr1 = 0;
 			kv_master_forward_reopen(m);
 		}
-		maybe_handover(m);
+		kv_master_maybe_handover(m);
 		if (m->stopping && kv_master_live_procs(m) == 0)
 			return;
 		if (m->stopping && kv_now_ms() >= m->stop_deadline_ms) {
 			kv_master_signal_workers(m, SIGKILL, 0);
 			m->stop_deadline_ms = kv_now_ms() + 5000;
 		}
-		sync_health(m);
+		kv_master_sync_health(m);
 		if (kv_mloop_turn(m->lp, 1000) == -1)
 			kv_log_warn("KV0119", "master loop: epoll_wait");
 	}
@@ -638,7 +437,7 @@ master_start(struct master *m)
 	kv_ledger_watch_init(&m->watch, &m->ledger, m->cf->ledger);
 	if (kv_ledger_guard(&m->ledger) == -1)
 		kv_log_warn("KV0610", "sigaction(SIGBUS)");
-	if (keys_clash(m, m->cf) == -1)
+	if (kv_master_keys_clash(m, m->cf) == -1)
 		return 2;
 	kv_key_sync(&m->ledger, m->cf);
 	if ((m->lp = kv_mloop_new()) == NULL) {
@@ -646,12 +445,12 @@ master_start(struct master *m)
 		return 1;
 	}
 	m->cluster = kv_cluster_start(m->cf, &m->ledger, m->lp);
-	if ((m->lfd = open_listener(m->cf)) == -1)
+	if ((m->lfd = kv_master_open_listener(m->cf)) == -1)
 		return 1;
 	warn_open_listener(m);
 	if (m->cf->status_port[0] != '\0')
 		m->status = kv_status_start(m->cf, &m->ledger, m->lp);
-	sync_health(m);	/* before dropping privileges: CA files are read now */
+	kv_master_sync_health(m);	/* before dropping privileges: CA files are read now */
 	trim_startup_pages();
 	if (drop_privileges(m) == -1)
 		return 2;
