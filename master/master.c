@@ -455,6 +455,14 @@ master_start(struct master *m)
 	if (drop_privileges(m) == -1)
 		return 2;
 	kv_spool_prepare(m->cf);	/* as the user the workers run as */
+	return 0;
+}
+
+/* Signals caught, then the first generation's workers: 0, or the exit
+ * code. */
+static int
+first_generation(struct master *m)
+{
 	if (master_signals(m) == -1)
 		return 1;
 	m->wanted = m->cf->workers;
@@ -478,7 +486,7 @@ kv_master_run(struct kv_config *cf)
 	m.prev_lfd = -1;
 	m.sigpipe[0] = m.sigpipe[1] = -1;
 	kv_rl_clock_anchor();	/* the rate limits' clock, inherited by every worker */
-	if ((r = master_start(&m)) != 0)
+	if ((r = master_start(&m)) != 0 || (r = first_generation(&m)) != 0)
 		return r;
 	master_loop(&m);
 	reap(&m);
