@@ -720,8 +720,9 @@ main(int argc, char **argv)
 		return finish_output(c->run(&k));
 	if (open_ledger(&k, c->writes || keys_sub) == -1)
 		return KVCTL_EXIT_USAGE;
-	rc = keys_sub ? kvctl_keys_main(&k.l, k.ledger != NULL ? NULL : k.config != NULL ?
-	    k.config : kv_config_default_path(), argc - optind - 1, argv + optind + 1) :
+	rc = keys_sub ? kvctl_keys_main(&k.l, k.path, k.ledger != NULL ? NULL :
+	    k.config != NULL ? k.config : kv_config_default_path(), argc - optind - 1,
+	    argv + optind + 1) :
 	    c->run(&k);
 	kv_ledger_close(&k.l);
 	return finish_output(rc);

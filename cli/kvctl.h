@@ -90,10 +90,11 @@ int	kvctl_resolve_key(const struct kv_ledger *l, const char *key, struct kv_acco
 int	kvctl_keys_is_sub(const char *name);
 
 /* Run the keys subcommand ARGV[0] (create, revoke, rotate) with its flags
- * on ledger L, mapped read-write; CONFIG is the config file kvctl found the
- * ledger through (NULL with -l): its [key] names and [budget] default.
- * Returns a KVCTL_EXIT_* code (messages already on stderr). */
-int	kvctl_keys_main(struct kv_ledger *l, const char *config, int argc, char **argv);
+ * on ledger L at PATH, mapped read-write; CONFIG is the config file kvctl
+ * found the ledger through (NULL with -l): its [key] names and [budget]
+ * default. Returns a KVCTL_EXIT_* code (messages already on stderr). */
+int	kvctl_keys_main(struct kv_ledger *l, const char *path, const char *config,
+	    int argc, char **argv);
 
 /* kvctl prices [MODEL...] [--json] | --check FILE [--json], ARGV[0] being
  * "prices": the prices CONFIG (NULL: the default path) puts in effect, each

@@ -17,10 +17,13 @@
 #include "common/config.h"
 #include "common/money.h"
 #include "shm/keys.h"
+#include "shm/lock.h"
+#include "shm/repair.h"
 #include "shm/report.h"
 
 struct keys_cmd {
 	struct kv_ledger	*l;
+	const char		*path;		/* of the ledger */
 	struct kv_config	*cf;		/* NULL with -l LEDGER */
 	const char		*name;		/* the positional argument */
 	const char		*budget;	/* --budget USD */
@@ -175,6 +178,22 @@ fill_spec(struct keys_cmd *k, struct kv_key_spec *s)
 	return KVCTL_EXIT_OK;
 }
 
+/* The table was full of rotated-out secrets (EAGAIN from shm/keys.c),
+ * which a running master frees at once. With no daemon, free them here,
+ * as kvctl forget retires an account itself then. Returns 1 when slots
+ * came back (try again), else 0. */
+static int
+reclaim_offline(struct keys_cmd *k)
+{
+	struct kv_reclaim_report rep;
+
+	if (errno != EAGAIN || kv_ledger_locked(k->path) != 0)
+		return 0;
+	kv_ledger_reclaim(k->l, (int64_t)time(NULL), -1, 0, &rep);
+	atomic_store(&k->l->hdr->reclaim_wanted, 0);
+	return rep.links > 0;
+}
+
 static int
 cmd_create(struct keys_cmd *k)
 {
@@ -185,7 +204,10 @@ cmd_create(struct keys_cmd *k)
 
 	if ((rc = fill_spec(k, &spec)) != KVCTL_EXIT_OK)
 		return rc;
-	if ((a = kv_keys_create(k->l, k->cf, &spec, key, err, sizeof(err))) == NULL) {
+	a = kv_keys_create(k->l, k->cf, &spec, key, err, sizeof(err));
+	if (a == NULL && reclaim_offline(k))
+		a = kv_keys_create(k->l, k->cf, &spec, key, err, sizeof(err));
+	if (a == NULL) {
 		fprintf(stderr, "kvctl: keys create: %s\n", err);
 		return KVCTL_EXIT_USAGE;
 	}
@@ -228,7 +250,10 @@ cmd_rotate(struct keys_cmd *k)
 	if ((rc = kvctl_resolve_key(k->l, k->name, &a)) != KVCTL_EXIT_OK)
 		return rc;
 	kvctl_describe_key(a, name, sizeof(name));
-	if (kv_keys_new_secret(k->l, a, key, err, sizeof(err)) == -1) {
+	rc = kv_keys_new_secret(k->l, a, key, err, sizeof(err));
+	if (rc == -1 && reclaim_offline(k))
+		rc = kv_keys_new_secret(k->l, a, key, err, sizeof(err));
+	if (rc == -1) {
 		fprintf(stderr, "kvctl: keys rotate: %s: %s\n", name, err);
 		return KVCTL_EXIT_USAGE;
 	}
@@ -253,13 +278,15 @@ load_config(const char *file)
 }
 
 int
-kvctl_keys_main(struct kv_ledger *l, const char *config, int argc, char **argv)
+kvctl_keys_main(struct kv_ledger *l, const char *path, const char *config, int argc,
+    char **argv)
 {
 	struct keys_cmd k;
 	int rc, create = strcmp(argv[0], "create") == 0;
 
 	memset(&k, 0, sizeof(k));
 	k.l = l;
+	k.path = path;
 	k.rpm = k.tpm = -1;
 	if ((rc = parse_args(&k, create, argc, argv)) != KVCTL_EXIT_OK)
 		return rc;

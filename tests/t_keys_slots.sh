@@ -13,7 +13,8 @@
 #    gets 503 once, the master reclaims them at once (no grace on a full
 #    table), the retry is served; POST /keys on such a table is 503 busy
 #    ("try again"), then 201; the key's live secret is served throughout and
-#    charged to the same account.
+#    charged to the same account;
+#  - with no daemon, kvctl keys create on such a table frees them itself.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "${top_srcdir:-$(dirname "$0")/..}/tests/keys_lib.sh"
 kv_start_mock
@@ -124,4 +125,14 @@ check_eq "the live secret is served" "$(chat "$LIVE")" 200
 check "... charged to the same account" test "$(kv_ctl keys --json |
 	jq --arg id "$ID" '.keys[] | select(.id == $id) | .spent_nusd')" -gt 0
 check_eq "kvctl status and kilovolt_keys agree" "$(metric kilovolt_keys)" "$(slots_used)"
+
+# ---- no daemon: kvctl frees rotated-out secrets' slots itself ------------------
+
+kv_stop
+for ((i = 0; i < 8 && $(slots_used) < 8; i++)); do kv_ctl keys rotate monthly >/dev/null 2>&1; done
+check_eq "kilovoltd stopped, kvctl keys rotate filled the table" "$(slots_used)" 8
+K9=$(kv_ctl keys create offline --budget 1 2>"$T/offline.err")
+check "kvctl keys create on it: a new key" eval "[[ '$K9' =~ ^kv-[0-9A-Za-z]{43}$ ]]"
+check_eq "... the rotated-out secrets' slots came back: the accounts and one live secret" \
+	"$(slots_used)" "$(($(nkeys) + 1))"
 kv_finish
