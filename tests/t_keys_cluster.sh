@@ -9,7 +9,9 @@
 #  - kvctl keys revoke on b: a refuses it (401), the mock sees nothing;
 #  - a third host started later with a fresh ledger knows the live keys;
 #  - a name that host b has as a [key] section is not taken over there
-#    (KV0772), the key stays valid where it was issued.
+#    (KV0772), the key stays valid where it was issued;
+#  - issue 33: a revoked key's rotated-out secrets give their slots back on
+#    every host, and no host makes them again from Redis (which keeps them).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 for tool in redis-server redis-cli jq curl sha256sum; do
@@ -135,6 +137,30 @@ for i in 1 2 3 4 5; do codes="$codes $(chat a "$K2") $(chat b "$K2") $(chat c "$
 check_eq "from then on every host refuses it" "$(tr ' ' '\n' <<<"$codes" | grep . | sort -u | xargs)" 401
 check_eq "... and the mock receives nothing" "$(mock_posts)" "$n"
 check "Redis has it revoked" eval "rcli hget kv:issued \"\$(printf %s '$K1' | sha256sum | cut -d' ' -f1)\" | grep -q '^1 [13] '"
+
+# ---- slots come back on every host (issue 33) ------------------------------------------
+
+# Link slots of a host: its slots in use less its accounts.
+links() {
+	echo $(($(hctl "$1" status --json | jq .accounts_used) - $(hctl "$1" keys --json | jq '.keys | length')))
+}
+check_eq "POST /keys 'churn' on a: 201" "$(api a POST /keys -d '{"label":"churn"}')" 201
+for i in 1 2 3; do api a POST /keys/churn/rotate >/dev/null; done
+KC=$(jq -r .key "$T/api")
+check "b serves churn's third secret" kv_wait_for 15 is b "$KC" 200
+check_eq "a holds 4 link slots (shared's live secret, churn's 3)" "$(links a)" 4
+# b holds 2 to 4: a slot for each secret it served before its rotation was
+# seen there, none for one it learnt of rotated out already.
+check "kvctl keys revoke churn on a" hctl a keys revoke churn
+check "a frees churn's 2 rotated-out secrets' slots" kv_wait_for 15 eval '[ "$(links a)" = 2 ]'
+check "b refuses churn" kv_wait_for 15 is b "$KC" 401
+check "b frees those it held" kv_wait_for 15 eval '[ "$(links b)" = 2 ]'
+sleep 3	# three passes over kv:issued: a link made again from Redis would show
+check_eq "a does not make them again from Redis" "$(links a)" 2
+check_eq "... nor b" "$(links b)" 2
+check_eq "a reclaimed them once" "$(grep -c 'reclaimed 2 slots of rotated-out' "$T/kilovoltd-a.log")" 1
+check "Redis still lists churn's 2 rotated-out secrets (its state only grows)" eval \
+	"rcli hgetall kv:issued | grep ' churn ' | grep -o ':1' | wc -l | grep -qx 2"
 
 # ---- a name b has in its config -------------------------------------------------------
 
