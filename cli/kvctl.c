@@ -282,6 +282,30 @@ forgotten(const struct kv_account *a, uint64_t tag)
 
 #define FORGET_WAIT_S	10	/* for the master's next tick, and in-flight requests */
 
+/* An issued key of a [cluster] lives in Redis's kv:issued too, from where
+ * this host would import it again: forget deletes it there first. A key
+ * still valid would come back from every other host that holds it, so it
+ * must be revoked (everywhere, through Redis) first. */
+static int
+forget_in_redis(struct kvctl *k, const struct kv_account *a, const char *desc)
+{
+	struct kv_config *cf;
+	int rc;
+
+	if (!(atomic_load(&a->aflags) & KV_AF_ISSUED) || k->ledger != NULL ||
+	    (cf = kvctl_config_load(k->config ? k->config : kv_config_default_path())) == NULL)
+		return KVCTL_EXIT_OK;
+	if (cf->cluster.enabled && !(atomic_load(&a->aflags) & KV_AF_REVOKED)) {
+		fprintf(stderr, "kvctl: forget: %s is an issued key the cluster's hosts share: "
+		    "revoke it first (kvctl keys revoke), then forget it\n", desc);
+		rc = KVCTL_EXIT_USAGE;
+	} else {
+		rc = kvctl_issued_unpublish(cf, &k->l, a);
+	}
+	kvctl_config_free(cf);
+	return rc;
+}
+
 /* forget KEY: delete the account and its history. With a daemon running,
  * only its master may retire a slot (it pauses the workers first), so
  * mark it and wait; without one, retire it here. */
@@ -297,6 +321,8 @@ cmd_forget(struct kvctl *k)
 	if (rc != KVCTL_EXIT_OK)
 		return rc;
 	kvctl_describe_key(a, desc, sizeof(desc));
+	if ((rc = forget_in_redis(k, a, desc)) != KVCTL_EXIT_OK)
+		return rc;
 	tag = atomic_load(&a->tag);
 	cfg = (atomic_load(&a->aflags) & KV_AF_CONFIG) != 0;
 	if ((running = kv_ledger_locked(k->path)) == -1) {

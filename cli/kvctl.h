@@ -86,6 +86,26 @@ void	kvctl_describe_key(const struct kv_account *a, char *buf, size_t len);
  * KVCTL_EXIT_USAGE). Returns KVCTL_EXIT_OK when found. */
 int	kvctl_resolve_key(const struct kv_ledger *l, const char *key, struct kv_account **a);
 
+struct kv_config;
+
+/* The config FILE, loaded (NULL: FILE is NULL, or it does not load);
+ * free with kvctl_config_free. (cli/kvctl_common.c) */
+struct kv_config *kvctl_config_load(const char *file);
+void	kvctl_config_free(struct kv_config *cf);
+
+/* With CF's [cluster] (CF not NULL), an issued key A that kvctl changed
+ * (created, revoked, rotated) is written to Redis's kv:issued at once,
+ * merged with what Redis holds, so that every host learns of it within its
+ * next issued-key pass (about a second), whether this host's kilovoltd
+ * runs or not; kvctl_issued_unpublish deletes it there (kvctl forget).
+ * KVCTL_EXIT_OK (also without [cluster], and for a key of the config), or
+ * KVCTL_EXIT_USAGE when Redis could not be written, said on stderr.
+ * (cli/kvctl_issued.c) */
+int	kvctl_issued_publish(const struct kv_config *cf, const struct kv_ledger *l,
+	    const struct kv_account *a);
+int	kvctl_issued_unpublish(const struct kv_config *cf, const struct kv_ledger *l,
+	    const struct kv_account *a);
+
 /* kvctl keys create | revoke | rotate (cli/kvctl_keys.c). */
 int	kvctl_keys_is_sub(const char *name);
 

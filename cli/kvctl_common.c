@@ -8,8 +8,10 @@
 
 #include "cli/kvctl.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/config.h"
 #include "shm/keys.h"
 
 int
@@ -82,4 +84,28 @@ kvctl_resolve_key(const struct kv_ledger *l, const char *key, struct kv_account 
 		return ambiguous(key, found, n, clash);
 	*a = found[0];
 	return KVCTL_EXIT_OK;
+}
+
+struct kv_config *
+kvctl_config_load(const char *file)
+{
+	struct kv_config *cf;
+	char err[1024];
+
+	if (file == NULL || (cf = calloc(1, sizeof(*cf))) == NULL)
+		return NULL;
+	if (kv_config_load(cf, file, err, sizeof(err)) == -1) {
+		free(cf);
+		return NULL;
+	}
+	return cf;
+}
+
+void
+kvctl_config_free(struct kv_config *cf)
+{
+	if (cf == NULL)
+		return;
+	kv_config_free(cf);
+	free(cf);
 }

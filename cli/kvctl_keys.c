@@ -213,7 +213,7 @@ cmd_create(struct keys_cmd *k)
 	}
 	print_secret(k, a, key, "created");
 	explicit_bzero(key, sizeof(key));
-	return KVCTL_EXIT_OK;
+	return kvctl_issued_publish(k->cf, k->l, a);
 }
 
 static int
@@ -231,13 +231,14 @@ cmd_revoke(struct keys_cmd *k)
 		    "its section (or change its key =) and reload\n", name);
 		return KVCTL_EXIT_USAGE;
 	}
-	if (kv_keys_revoke(a) == -1) {
+	/* a revocation already made is written to Redis again: running the
+	 * command again is how one that could not be written is retried */
+	if (kv_keys_revoke(a) == -1)
 		printf("%s was revoked already\n", name);
-		return KVCTL_EXIT_OK;
-	}
-	printf("revoked %s: its next request gets 401 (requests in flight finish "
-	    "and are charged)\n", name);
-	return KVCTL_EXIT_OK;
+	else
+		printf("revoked %s: its next request gets 401 (requests in flight "
+		    "finish and are charged)\n", name);
+	return kvctl_issued_publish(k->cf, k->l, a);
 }
 
 static int
@@ -259,22 +260,7 @@ cmd_rotate(struct keys_cmd *k)
 	}
 	print_secret(k, a, key, "rotated; the old key is refused from now on;");
 	explicit_bzero(key, sizeof(key));
-	return KVCTL_EXIT_OK;
-}
-
-static struct kv_config *
-load_config(const char *file)
-{
-	struct kv_config *cf;
-	char err[1024];
-
-	if (file == NULL || (cf = calloc(1, sizeof(*cf))) == NULL)
-		return NULL;
-	if (kv_config_load(cf, file, err, sizeof(err)) == -1) {
-		free(cf);
-		return NULL;
-	}
-	return cf;
+	return kvctl_issued_publish(k->cf, k->l, a);
 }
 
 int
@@ -291,16 +277,13 @@ kvctl_keys_main(struct kv_ledger *l, const char *path, const char *config, int a
 	if ((rc = parse_args(&k, create, argc, argv)) != KVCTL_EXIT_OK)
 		return rc;
 	/* kvctl found the ledger through this config, so it loads. */
-	k.cf = load_config(config);
+	k.cf = kvctl_config_load(config);
 	if (create)
 		rc = cmd_create(&k);
 	else if (strcmp(argv[0], "revoke") == 0)
 		rc = cmd_revoke(&k);
 	else
 		rc = cmd_rotate(&k);
-	if (k.cf != NULL) {
-		kv_config_free(k.cf);
-		free(k.cf);
-	}
+	kvctl_config_free(k.cf);
 	return rc;
 }

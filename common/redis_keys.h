@@ -30,6 +30,18 @@
  * colon, so KV_REDIS_KEYS_MATCH does not match it. */
 #define KV_REDIS_ISSUED		KV_REDIS_PREFIX "issued"
 
+/* A counter every writer of KV_REDIS_ISSUED (a master's pass, kvctl)
+ * increments after its write: hosts read it every KEYS_LOOK_MS and start a
+ * pass over KV_REDIS_ISSUED at once when it moved, rather than at their
+ * next regular pass. */
+#define KV_REDIS_ISSUED_VERSION	KV_REDIS_PREFIX "issued-v"
+
+/* Issued keys kvctl forget deleted from KV_REDIS_ISSUED: a field per
+ * account (the same hex), its value the unix time of the forget. A host
+ * that still holds such a key revokes it rather than write it back, so a
+ * host that was down meanwhile cannot bring it back valid. */
+#define KV_REDIS_FORGOTTEN	KV_REDIS_PREFIX "forgotten"
+
 /* A SCAN pattern matching the per-key hashes (periods and rate limits;
  * kv:hosts has one colon and does not match; kv:hb:H does, and is a
  * string, not a hash, so a reader skips it). */

@@ -309,13 +309,18 @@ kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l, struct kv_mloo
 }
 
 /* At stop, the master's loop is gone: drive the connection until every
- * reply in flight has come back, or until the deadline. */
+ * reply in flight has come back and the issued keys' last pass is done,
+ * or until the deadline. */
 static void
 await_replies(struct kv_cluster_host *h, int64_t until)
 {
-	while (h->inflight > 0 && kv_now_ms() < until) {
+	while ((h->inflight > 0 || kv_cluster_keys_busy(h->keys, h->redis)) &&
+	    kv_now_ms() < until) {
 		struct pollfd pfd;
-		int t = 100, n = kv_redis_pollfd(h->redis, &pfd, &t);
+		int t = 100, n;
+
+		kv_cluster_keys_sync(h->keys, h->redis, kv_now_ms());
+		n = kv_redis_pollfd(h->redis, &pfd, &t);
 
 		if (poll(&pfd, (nfds_t)n, t) == -1 && errno != EINTR)
 			break;
@@ -334,6 +339,7 @@ kv_cluster_stop(struct kv_cluster_host *h)
 	kv_mloop_io_clear(h->lp, &h->redis_io);
 	kv_mloop_io_clear(h->lp, &h->kick_io);
 	kv_mloop_timer_stop(h->lp, &h->timer);
+	kv_cluster_keys_last_pass(h->keys);
 	await_replies(h, until);
 	kv_cluster_sync_all(h, 1);
 	await_replies(h, until);

@@ -15,8 +15,9 @@
 #define S "kv:aclcheck-s"
 
 /* Each command as the lease script (cluster_script.c), the issued-key sync
- * (cluster_keys.c) and the connection's checks (cluster_persist.c,
- * cluster.c) run it; the name is what the log line shows. */
+ * (cluster_keys.c), the connection's checks (cluster_persist.c, cluster.c)
+ * and kvctl's writes of issued keys (HDEL: kvctl forget) run it; the name
+ * is what the log line shows. */
 static const struct probe {
 	const char	*name;
 	int		 argc;
@@ -36,6 +37,8 @@ static const struct probe {
 	{ "EXPIRE", 3, { "EXPIRE", H, "60" } },
 	{ "SET", 5, { "SET", S, "1", "PX", "60000" } },
 	{ "GET", 2, { "GET", S } },
+	{ "INCR", 2, { "INCR", S } },
+	{ "HDEL", 3, { "HDEL", H, "f" } },
 	{ "DEL", 3, { "DEL", H, S } },
 };
 #define NPROBES (sizeof(probes) / sizeof(probes[0]))

@@ -16,15 +16,13 @@
 #include "common/hex.h"
 #include "common/log.h"
 #include "common/redis_keys.h"
+#include "shm/issued_state.h"
 #include "shm/keys.h"
 
 #define KEYS_PASS_MS	1000	/* a new pass at most this often */
+#define KEYS_LOOK_MS	200	/* KV_REDIS_ISSUED_VERSION read this often between passes */
 #define KEYS_PAGE	"128"	/* HSCAN COUNT: a page stays far below resp's bounds */
-#define KEYS_LINKS_MAX	16	/* secrets of one account carried (rotations) */
-#define KEYS_STATE_MAX	(128 + KV_LABEL_MAX + KEYS_LINKS_MAX * 67)
-
-#define ST_REVOKED	0x1u
-#define ST_ROTATED	0x2u
+#define KEYS_MISSING_MAX 128	/* asked after in kv:forgotten per pass; the rest next pass */
 
 struct kv_cluster_keys {
 	struct kv_ledger	*l;
@@ -35,126 +33,22 @@ struct kv_cluster_keys {
 	int64_t			 next_ms;
 	int			 clash_warned;
 	int			 page_warned;	/* KV0776 logged, until a page comes */
+	int			 last_passes;	/* at stop: whole passes still to make */
+	int64_t			 next_look_ms;	/* the next read of the version */
+	long long		 version;	/* KV_REDIS_ISSUED_VERSION last read */
+	uint64_t		 local_mark;	/* local_mark() at the last look */
+	int			 looking;	/* a GET of it awaits its reply */
+	unsigned		 writes;	/* HSETs and HMGETs awaiting their reply */
+	/* the issued accounts this pass did not find in Redis, asked after
+	 * in KV_REDIS_FORGOTTEN before any is written back */
+	uint32_t		 missing[KEYS_MISSING_MAX];
+	uint64_t		 missing_tag[KEYS_MISSING_MAX];
+	size_t			 nmissing;
 };
-
-/* One account's state, parsed or read from the ledger. */
-struct kstate {
-	unsigned	 flags;
-	int64_t		 budget, rpm, tpm, period, expires;
-	char		 label[KV_LABEL_MAX];
-	size_t		 nlinks;
-	uint8_t		 link[KEYS_LINKS_MAX][32];
-	unsigned char	 link_rotated[KEYS_LINKS_MAX];
-};
-
-static void
-hex32(const uint8_t h[32], char out[65])
-{
-	static const char d[] = "0123456789abcdef";
-	int i;
-
-	for (i = 0; i < 32; i++) {
-		out[2 * i] = d[h[i] >> 4];
-		out[2 * i + 1] = d[h[i] & 0xf];
-	}
-	out[64] = '\0';
-}
-
-static int
-unhex32(const char *s, size_t len, uint8_t h[32])
-{
-	int i, hi, lo;
-
-	if (len != 64)
-		return -1;
-	for (i = 0; i < 32; i++) {
-		if ((hi = kv_hexval((unsigned char)s[2 * i])) < 0 ||
-		    (lo = kv_hexval((unsigned char)s[2 * i + 1])) < 0)
-			return -1;
-		h[i] = (uint8_t)(hi << 4 | lo);
-	}
-	return 0;
-}
-
-/* ---- the ledger's side --------------------------------------------------- */
-
-/* A's state from the ledger: its flags, limits, and the link slots that
- * name it (its later secrets), in slot order. */
-static void
-state_read(const struct kv_ledger *l, const struct kv_account *a, struct kstate *s)
-{
-	uint32_t ai = kv_ledger_account_index(l, a) + 1, i, p;
-
-	memset(s, 0, sizeof(*s));
-	if (atomic_load(&a->aflags) & KV_AF_REVOKED)
-		s->flags |= ST_REVOKED;
-	if (atomic_load(&a->aflags) & KV_AF_ROTATED)
-		s->flags |= ST_ROTATED;
-	s->budget = atomic_load(&a->budget_nusd);
-	s->rpm = atomic_load(&a->rpm);
-	s->tpm = atomic_load(&a->tpm);
-	p = atomic_load(&a->period);
-	s->period = p == 0 ? -1 : (int64_t)p - 1;
-	s->expires = atomic_load(&a->expires);
-	memcpy(s->label, a->label, sizeof(s->label));
-	s->label[sizeof(s->label) - 1] = '\0';
-	KV_FOR_EACH_SLOT(l, i) {
-		const struct kv_account *k = &l->accounts[i];
-
-		if (s->nlinks == KEYS_LINKS_MAX)
-			break;
-		if (atomic_load(&k->state) != KV_SLOT_LINK || atomic_load(&k->link) != ai ||
-		    atomic_load(&k->link_tag) != atomic_load(&a->tag))
-			continue;
-		memcpy(s->link[s->nlinks], k->hash, 32);
-		s->link_rotated[s->nlinks++] = (atomic_load(&k->aflags) & KV_AF_ROTATED) != 0;
-	}
-}
-
-static void
-state_format(const struct kstate *s, char *out, size_t cap)
-{
-	size_t n, i;
-	char hx[65];
-
-	n = (size_t)snprintf(out, cap, "1 %u %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64
-	    " %" PRId64 " %s", s->flags, s->budget, s->rpm, s->tpm, s->period, s->expires,
-	    s->label);
-	for (i = 0; i < s->nlinks && n < cap; i++) {
-		hex32(s->link[i], hx);
-		n += (size_t)snprintf(out + n, cap - n, " %s:%u", hx, s->link_rotated[i]);
-	}
-}
-
-/* VALUE (LEN bytes) into S; 0, or -1 when it is not this format. */
-static int
-state_parse(const char *value, size_t len, struct kstate *s)
-{
-	char buf[KEYS_STATE_MAX], *tok, *save;
-	int used = 0;
-
-	memset(s, 0, sizeof(*s));
-	if (len >= sizeof(buf))
-		return -1;
-	memcpy(buf, value, len);
-	buf[len] = '\0';
-	if (sscanf(buf, "1 %u %" SCNd64 " %" SCNd64 " %" SCNd64 " %" SCNd64 " %" SCNd64
-	    " %47s%n", &s->flags, &s->budget, &s->rpm, &s->tpm, &s->period, &s->expires,
-	    s->label, &used) != 7 || used == 0)
-		return -1;
-	for (tok = strtok_r(buf + used, " ", &save); tok != NULL;
-	    tok = strtok_r(NULL, " ", &save)) {
-		if (s->nlinks == KEYS_LINKS_MAX || strlen(tok) != 66 || tok[64] != ':' ||
-		    unhex32(tok, 64, s->link[s->nlinks]) == -1)
-			return -1;
-		s->link_rotated[s->nlinks++] = tok[65] == '1';
-	}
-	return 0;
-}
 
 /* Issue the account HASH that another host made, as it was made there. */
 static struct kv_account *
-import(struct kv_cluster_keys *k, const uint8_t hash[32], const struct kstate *s)
+import(struct kv_cluster_keys *k, const uint8_t hash[32], const struct kv_issued *s)
 {
 	struct kv_key_spec spec;
 	struct kv_account *a;
@@ -184,9 +78,9 @@ import(struct kv_cluster_keys *k, const uint8_t hash[32], const struct kstate *s
  * link), then the rotations and the revocation, so that at no instant is
  * neither the old nor the new secret accepted. */
 static void
-merge(struct kv_cluster_keys *k, struct kv_account *a, const struct kstate *s)
+merge(struct kv_cluster_keys *k, struct kv_account *a, const struct kv_issued *s)
 {
-	struct kv_account *ln[KEYS_LINKS_MAX];
+	struct kv_account *ln[KV_ISSUED_LINKS];
 	size_t i;
 	int tries;
 
@@ -205,9 +99,9 @@ merge(struct kv_cluster_keys *k, struct kv_account *a, const struct kstate *s)
 		    atomic_load(&ln[i]->state) == KV_SLOT_LINK &&
 		    atomic_load(&ln[i]->link) == kv_ledger_account_index(k->l, a) + 1)
 			kv_keys_rotated_out(ln[i], (int64_t)time(NULL));
-	if (s->flags & ST_ROTATED)
+	if (s->flags & KV_ISSUED_ROTATED)
 		kv_keys_rotated_out(a, (int64_t)time(NULL));
-	if (s->flags & ST_REVOKED)
+	if (s->flags & KV_ISSUED_REVOKED)
 		(void)kv_keys_revoke(a);
 }
 
@@ -216,10 +110,23 @@ merge(struct kv_cluster_keys *k, struct kv_account *a, const struct kstate *s)
 static void
 on_written(void *arg, const struct kv_resp_value *v)
 {
-	(void)arg;
+	struct kv_cluster_keys *k = arg;
+
+	k->writes--;
 	if (v != NULL && v->type == KV_RESP_ERROR)
 		kv_log_warnx("KV0773", "cluster: writing an issued key to Redis: %.*s",
 		    (int)(v->len > 200 ? 200 : v->len), v->str);
+}
+
+/* After a write of KV_REDIS_ISSUED: the other hosts look at once. */
+static void
+bump_version(struct kv_cluster_keys *k)
+{
+	static const char *argv[2] = { "INCR", KV_REDIS_ISSUED_VERSION };
+	size_t lens[2] = { 4, strlen(KV_REDIS_ISSUED_VERSION) };
+
+	if (kv_redis_call(k->r, 2, argv, lens, on_written, k) == 0)
+		k->writes++;
 }
 
 /* L's state holds everything R's does and no more: the same flags and the
@@ -228,7 +135,7 @@ on_written(void *arg, const struct kv_resp_value *v)
  * host, lastingly) disagree, which must not make them overwrite each other
  * every pass. */
 static int
-same_growth(const struct kstate *l, const struct kstate *r)
+same_growth(const struct kv_issued *l, const struct kv_issued *r)
 {
 	size_t i, j;
 
@@ -245,44 +152,25 @@ same_growth(const struct kstate *l, const struct kstate *r)
 	return 1;
 }
 
-/* Into local state S, the secrets REMOTE has rotated out that S lacks
- * (their links reclaimed here): a host that has not merged the rotation
- * yet must still learn of it, and Redis's state only grows. */
-static void
-keep_rotated(struct kstate *s, const struct kstate *r)
-{
-	size_t i, j;
-
-	for (i = 0; i < r->nlinks && s->nlinks < KEYS_LINKS_MAX; i++) {
-		if (!r->link_rotated[i])
-			continue;
-		for (j = 0; j < s->nlinks; j++)
-			if (memcmp(s->link[j], r->link[i], 32) == 0)
-				break;
-		if (j < s->nlinks)
-			continue;
-		memcpy(s->link[s->nlinks], r->link[i], 32);
-		s->link_rotated[s->nlinks++] = 1;
-	}
-}
-
 /* HSET the field of account A to its state in the ledger, unless Redis's
  * (REMOTE; NULL: none) has grown as far. */
 static void
-publish(struct kv_cluster_keys *k, const struct kv_account *a, const struct kstate *remote)
+publish(struct kv_cluster_keys *k, const struct kv_account *a, const struct kv_issued *remote)
 {
-	struct kstate s;
-	char value[KEYS_STATE_MAX], field[65];
+	struct kv_issued s;
+	char value[KV_ISSUED_TEXT], field[65];
 	const char *argv[4];
 	size_t lens[4];
 
-	state_read(k->l, a, &s);
+	kv_issued_read(k->l, a, &s);
+	/* the secrets Redis has rotated out and this ledger no longer holds
+	 * (their links reclaimed here) stay in what is written back */
 	if (remote != NULL)
-		keep_rotated(&s, remote);
+		kv_issued_union(&s, remote);
 	if (remote != NULL && same_growth(&s, remote))
 		return;
-	state_format(&s, value, sizeof(value));
-	hex32(a->hash, field);
+	kv_issued_format(&s, value, sizeof(value));
+	kv_issued_hex(a->hash, field);
 	argv[0] = "HSET";
 	argv[1] = KV_REDIS_ISSUED;
 	argv[2] = field;
@@ -292,7 +180,9 @@ publish(struct kv_cluster_keys *k, const struct kv_account *a, const struct ksta
 	lens[2] = 64;
 	lens[3] = strlen(value);
 	/* A full output buffer: the next pass finds it missing again. */
-	(void)kv_redis_call(k->r, 4, argv, lens, on_written, k);
+	if (kv_redis_call(k->r, 4, argv, lens, on_written, k) == 0)
+		k->writes++;
+	bump_version(k);
 }
 
 /* One FIELD, VALUE pair of kv:issued. */
@@ -300,14 +190,14 @@ static void
 take(struct kv_cluster_keys *k, const struct kv_resp_value *f, const struct kv_resp_value *v)
 {
 	struct kv_account *a;
-	struct kstate s;
+	struct kv_issued s;
 	uint8_t hash[32];
 
 	if (f->type != KV_RESP_BULK || v->type != KV_RESP_BULK ||
-	    unhex32(f->str, f->len, hash) == -1 || state_parse(v->str, v->len, &s) == -1)
+	    kv_issued_unhex(f->str, f->len, hash) == -1 || kv_issued_parse(v->str, v->len, &s) == -1)
 		return;
 	a = kv_ledger_account(k->l, hash, 0, NULL, 0);
-	if (a == NULL && errno == ENOENT && !(s.flags & ST_REVOKED))
+	if (a == NULL && errno == ENOENT && !(s.flags & KV_ISSUED_REVOKED))
 		a = import(k, hash, &s);
 	if (a == NULL || !kv_slot_ready(&a->state) ||
 	    !(atomic_load(&a->aflags) & KV_AF_ISSUED))
@@ -317,20 +207,91 @@ take(struct kv_cluster_keys *k, const struct kv_resp_value *f, const struct kv_r
 	publish(k, a, &s);
 }
 
-/* The pass is over: every issued account Redis did not show gets written. */
+/* The missing account I of the reply to HMGET kv:forgotten: written back
+ * when no forget is recorded (a new key, or a Redis that lost it), revoked
+ * when one is (kvctl forget on another host). */
+static void
+settle_missing(struct kv_cluster_keys *k, size_t i, const struct kv_resp_value *f)
+{
+	struct kv_account *a = &k->l->accounts[k->missing[i]];
+	char id[13];
+
+	if (!kv_slot_ready(&a->state) || atomic_load(&a->tag) != k->missing_tag[i])
+		return;		/* retired or reused meanwhile */
+	if (f->type == KV_RESP_BULK && f->nil) {
+		publish(k, a, NULL);
+	} else if (kv_keys_revoke(a) == 0) {
+		kv_key_id(a->hash, id);
+		kv_log_info("cluster: key %s was forgotten on another host (kvctl forget): "
+		    "revoked here", id);
+	}
+}
+
+static void
+on_forgotten(void *arg, const struct kv_resp_value *v)
+{
+	struct kv_cluster_keys *k = arg;
+	size_t i;
+
+	k->writes--;
+	if (v != NULL && v->type == KV_RESP_ARRAY && v->n == k->nmissing)
+		for (i = 0; i < k->nmissing; i++)
+			settle_missing(k, i, &v->elem[i]);
+	k->nmissing = 0;
+	if (k->last_passes > 0)
+		k->last_passes--;
+}
+
+/* HMGET kv:forgotten for the missing accounts. */
+static void
+ask_forgotten(struct kv_cluster_keys *k)
+{
+	const char *argv[2 + KEYS_MISSING_MAX];
+	size_t lens[2 + KEYS_MISSING_MAX], i;
+	char fields[KEYS_MISSING_MAX][65];
+
+	argv[0] = "HMGET";
+	argv[1] = KV_REDIS_FORGOTTEN;
+	lens[0] = 5;
+	lens[1] = strlen(KV_REDIS_FORGOTTEN);
+	for (i = 0; i < k->nmissing; i++) {
+		kv_issued_hex(k->l->accounts[k->missing[i]].hash, fields[i]);
+		argv[2 + i] = fields[i];
+		lens[2 + i] = 64;
+	}
+	if (kv_redis_call(k->r, (int)(2 + k->nmissing), argv, lens, on_forgotten, k) == 0) {
+		k->writes++;
+		return;
+	}
+	k->nmissing = 0;	/* a full buffer: the next pass asks again */
+	if (k->last_passes > 0)
+		k->last_passes--;
+}
+
+/* The pass is over: the issued accounts Redis did not show are written,
+ * unless a forget of theirs is recorded (ask_forgotten). */
 static void
 pass_done(struct kv_cluster_keys *k)
 {
 	uint32_t i;
 
+	k->nmissing = 0;
 	KV_FOR_EACH_SLOT(k->l, i) {
 		struct kv_account *a = &k->l->accounts[i];
 
+		if (k->nmissing == KEYS_MISSING_MAX)
+			break;
 		if (!k->seen[i] && kv_slot_ready(&a->state) &&
-		    (atomic_load(&a->aflags) & KV_AF_ISSUED))
-			publish(k, a, NULL);
+		    (atomic_load(&a->aflags) & KV_AF_ISSUED)) {
+			k->missing_tag[k->nmissing] = atomic_load(&a->tag);
+			k->missing[k->nmissing++] = i;
+		}
 	}
 	memset(k->seen, 0, k->l->hdr->max_keys);
+	if (k->nmissing > 0)
+		ask_forgotten(k);
+	else if (k->last_passes > 0)
+		k->last_passes--;
 }
 
 /* An error reply to HSCAN (a user without it, a kv:issued of another
@@ -376,6 +337,68 @@ on_page(void *arg, const struct kv_resp_value *v)
 		pass_done(k);
 }
 
+static void
+on_version(void *arg, const struct kv_resp_value *v)
+{
+	struct kv_cluster_keys *k = arg;
+	long long n = 0;
+	char buf[24];
+
+	k->looking = 0;
+	if (v == NULL || v->type != KV_RESP_BULK || (!v->nil && v->len >= sizeof(buf)))
+		return;
+	if (!v->nil) {
+		memcpy(buf, v->str, v->len);
+		buf[v->len] = '\0';
+		if (sscanf(buf, "%lld", &n) != 1)
+			return;
+	}
+	if (n != k->version)
+		k->next_ms = 0;		/* a pass at once */
+	k->version = n;
+}
+
+/* A digest of what this host's issued keys are (slot, flags, links): it
+ * moves when the admin API or kvctl issues, revokes or rotates one here.
+ * One pass over the slots' words, as the alerts' tick makes each second. */
+static uint64_t
+local_mark(const struct kv_ledger *l)
+{
+	uint64_t h = 1469598103934665603ULL;
+	uint32_t i;
+
+	KV_FOR_EACH_SLOT(l, i) {
+		const struct kv_account *a = &l->accounts[i];
+		uint32_t st = atomic_load(&a->state), f = atomic_load(&a->aflags);
+
+		if (st != KV_SLOT_LINK && !(f & KV_AF_ISSUED))
+			continue;
+		h = (h ^ ((uint64_t)i << 32 | f)) * 1099511628211ULL;
+		h = (h ^ ((uint64_t)st << 32 | atomic_load(&a->link))) * 1099511628211ULL;
+	}
+	return h;
+}
+
+/* Between passes: has anyone written KV_REDIS_ISSUED since, or has a key
+ * changed here? Either starts a pass at once. */
+static void
+look(struct kv_cluster_keys *k, struct kv_redis *r, int64_t now_ms)
+{
+	static const char *argv[2] = { "GET", KV_REDIS_ISSUED_VERSION };
+	size_t lens[2] = { 3, strlen(KV_REDIS_ISSUED_VERSION) };
+	uint64_t mark;
+
+	if (k->looking || now_ms < k->next_look_ms)
+		return;
+	k->next_look_ms = now_ms + KEYS_LOOK_MS;
+	if ((mark = local_mark(k->l)) != k->local_mark) {
+		k->local_mark = mark;
+		k->next_ms = 0;
+	}
+	if (kv_redis_call(r, 2, argv, lens, on_version, k) == 0)
+		k->looking = 1;
+}
+
 void
 kv_cluster_keys_sync(struct kv_cluster_keys *k, struct kv_redis *r, int64_t now_ms)
 {
@@ -388,8 +411,10 @@ kv_cluster_keys_sync(struct kv_cluster_keys *k, struct kv_redis *r, int64_t now_
 		return;
 	/* A pass starts at most every KEYS_PASS_MS; its pages follow at once. */
 	if (strcmp(k->cursor, "0") == 0) {
-		if (now_ms < k->next_ms)
+		if (now_ms < k->next_ms && k->last_passes == 0) {
+			look(k, r, now_ms);
 			return;
+		}
 		k->next_ms = now_ms + KEYS_PASS_MS;
 	}
 	k->r = r;
@@ -402,6 +427,22 @@ kv_cluster_keys_sync(struct kv_cluster_keys *k, struct kv_redis *r, int64_t now_
 		lens[i] = strlen(argv[i]);
 	if (kv_redis_call(r, 5, argv, lens, on_page, k) == 0)
 		k->inflight = 1;
+}
+
+void
+kv_cluster_keys_last_pass(struct kv_cluster_keys *k)
+{
+	if (k == NULL)
+		return;
+	/* a pass under way may have read some keys before their change */
+	k->last_passes = strcmp(k->cursor, "0") == 0 && !k->inflight ? 1 : 2;
+	k->next_ms = 0;
+}
+
+int
+kv_cluster_keys_busy(const struct kv_cluster_keys *k, const struct kv_redis *r)
+{
+	return k != NULL && kv_redis_ready(r) && (k->last_passes > 0 || k->writes > 0);
 }
 
 struct kv_cluster_keys *

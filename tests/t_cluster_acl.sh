@@ -5,7 +5,8 @@
 # under unknown_keys = deny logging in as it:
 #  - a configured key is leased and served, no KV0755 or KV0775;
 #  - a key issued on host a is served on host b (HSET and HSCAN of
-#    kv:issued), and kvctl cluster reads Redis as that user;
+#    kv:issued), kvctl cluster reads Redis as that user, and kvctl keys
+#    revoke and forget write it as that user;
 #  - the user without HSCAN and HMGET: at the next connection one line
 #    names both (KV0775), the failing issued-key scan is logged once
 #    (KV0776), not once a pass; given back, the scan's return is logged.
@@ -84,6 +85,10 @@ check_eq "POST /keys on host a: 201" "$code" 201
 K1=$(jq -r .key "$T/api")
 check "host b serves the key issued on a" kv_wait_for 15 is b "$K1" 200
 check "kvctl cluster reads Redis as the user" eval "hctl a cluster | grep -q configured"
+check "kvctl keys revoke as the user writes Redis" hctl a keys revoke issued
+check "host b refuses it" kv_wait_for 15 is b "$K1" 401
+check "kvctl forget as the user" hctl a forget issued
+check "... it is out of kv:issued" eval "[ \"\$(rcli hlen kv:issued)\" = 0 ]"
 check "no lease script failure (KV0755)" eval "! logs | grep -q KV0755"
 check "no ACL refusal (KV0775)" eval "! logs | grep -q KV0775"
 check "the probe keys are gone" eval "[ -z \"\$(rcli --scan --pattern 'kv:aclcheck*')\" ]"
