@@ -1,7 +1,7 @@
 /* kvctl cluster: the cluster's view of every key, read from Redis (the
  * ledger of record across hosts; docs/cluster.md): budget, settled spend of
- * all hosts, what is committed, and each host's lease. kvctl may block, so
- * this is a plain blocking client over common/resp.c, with timeouts. */
+ * all hosts, what is committed, and each host's lease, read through
+ * kvctl's blocking Redis client (kvctl_redis.c). */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif
