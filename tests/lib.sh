@@ -20,6 +20,7 @@
 #	kv_start [ARGS]           KV_PORT, KV_PID, KV_STATUS_PORT, KV_URL, KV_LOG
 #	kv_stop, kv_ctl, kv_curl, kv_mock_stat, kv_wait_for, kv_sdk_setup
 #	kv_memcg BYTES            CG, cg_remove, oom_kills
+#	kv_redis_start [ARGS]     RSOCK, rcli; kv_host_config NAME (a cluster host)
 #	pass, fail, skip, check, check_eq, kv_finish
 
 set -u
@@ -83,6 +84,34 @@ kv_start_host() {
 	fail "host $name started"
 	tail -n 20 "$T/kilovoltd-$name.log"
 	kv_finish
+}
+
+# kv_redis_start [ARGS]: a redis-server on the unix socket $RSOCK
+# ($T/redis.sock; no TCP port, no RDB) with ARGS added, logging to
+# $T/redis.log; rcli talks to it. A Redis that never answers fails the test.
+kv_redis_start() {
+	RSOCK=$T/redis.sock
+	redis-server --port 0 --unixsocket "$RSOCK" --unixsocketperm 700 --dir "$T" \
+		--save '' --logfile "$T/redis.log" "$@" </dev/null &
+	kv_track "$!"
+	kv_wait_for 10 sh -c "redis-cli -s '$RSOCK' ping 2>/dev/null | grep -q PONG" ||
+		{ fail "start redis-server"; kv_finish; }
+}
+rcli() { redis-cli -s "$RSOCK" "$@"; }
+
+# kv_host_config NAME <<EOF: $T/NAME.ini for a cluster host NAME on $RSOCK
+# (host_id NAME, lease_ttl 4, its own ledger $T/NAME.ledger and ports
+# PORT_NAME, SPORT_NAME), overlaid with stdin; start it with kv_start_host.
+kv_host_config() {
+	local name=$1 port sport
+	port=$(kv_free_port)
+	sport=$(kv_free_port)
+	{ printf '[cluster]\nredis = unix:%s\nhost_id = %s\nlease_ttl = 4\n' \
+		"$RSOCK" "$name"; cat; } >"$T/$name.overlay"
+	KV_PORT=$port KV_STATUS_PORT=$sport kv_write_config <"$T/$name.overlay"
+	sed -i "s|^ledger = .*|ledger = $T/$name.ledger|" "$T/kilovolt.ini"
+	mv "$T/kilovolt.ini" "$T/$name.ini"
+	eval "PORT_$name=$port SPORT_$name=$sport"
 }
 
 # ---- money: what the ledger and the mock's bill say -------------------------

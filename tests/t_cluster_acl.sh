@@ -21,13 +21,7 @@ ACL_LINE=$(grep -m 1 '^ACL SETUSER kilovolt ' "$top_srcdir/docs/cluster.md")
 [ -n "$ACL_LINE" ] || { fail "docs/cluster.md has the ACL SETUSER line"; kv_finish; }
 RPW=kv-acl-$$-Pa55
 export KV_TEST_REDIS_PW=$RPW
-RSOCK=$T/redis.sock
-rcli() { redis-cli -s "$RSOCK" "$@"; }
-redis-server --port 0 --unixsocket "$RSOCK" --unixsocketperm 700 --dir "$T" \
-	--save '' --appendonly yes --logfile "$T/redis.log" </dev/null &
-kv_track "$!"
-kv_wait_for 10 sh -c "redis-cli -s '$RSOCK' ping 2>/dev/null | grep -q PONG" ||
-	{ fail "start redis-server"; kv_finish; }
+kv_redis_start --appendonly yes
 # the line as documented, PASSWORD replaced; the default user keeps no
 # password so that the test can inspect Redis
 read -ra ACL_WORDS <<<"${ACL_LINE/PASSWORD/$RPW}"
@@ -40,10 +34,7 @@ KEY=sk-acl-configured-31337
 
 # host_start NAME: a daemon with $T/NAME.ini logging in as kilovolt
 host_start() {
-	local name=$1 port sport
-	port=$(kv_free_port)
-	sport=$(kv_free_port)
-	KV_PORT=$port KV_STATUS_PORT=$sport kv_write_config <<EOF
+	kv_host_config "$1" <<EOF
 [server]
 admin_token = env:KV_TEST_ADMIN
 [budget]
@@ -52,16 +43,10 @@ unknown_keys = deny
 key = $KEY
 budget = 1.00
 [cluster]
-redis = unix:$RSOCK
 user = kilovolt
 password = env:KV_TEST_REDIS_PW
-host_id = $name
-lease_ttl = 4
 EOF
-	sed -i "s|^ledger = .*|ledger = $T/$name.ledger|" "$T/kilovolt.ini"
-	mv "$T/kilovolt.ini" "$T/$name.ini"
-	eval "PORT_$name=$port SPORT_$name=$sport"
-	kv_start_host "$name" "$port"
+	kv_start_host "$1" "$(eval echo "\$PORT_$1")"
 }
 hctl() { local h=$1; shift; "$KV_CTL_BIN" -c "$T/$h.ini" "$@"; }
 chat() {

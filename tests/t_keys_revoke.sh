@@ -22,36 +22,19 @@ for tool in redis-server redis-cli jq curl sha256sum; do
 done
 export LC_ALL=C
 
-RSOCK=$T/redis.sock
-rcli() { redis-cli -s "$RSOCK" "$@"; }
-redis-server --port 0 --unixsocket "$RSOCK" --unixsocketperm 700 --dir "$T" \
-	--save '' --logfile "$T/redis.log" </dev/null &
-kv_track "$!"
-kv_wait_for 10 sh -c "redis-cli -s '$RSOCK' ping 2>/dev/null | grep -q PONG" ||
-	{ fail "start redis-server"; kv_finish; }
+kv_redis_start
 kv_start_mock
 
 ADMIN=admin-$RANDOM-token
 export KV_TEST_ADMIN=$ADMIN
 
-# host_config NAME: $T/NAME.ini; PORT_NAME, SPORT_NAME
 host_config() {
-	local name=$1 port sport
-	port=$(kv_free_port)
-	sport=$(kv_free_port)
-	KV_PORT=$port KV_STATUS_PORT=$sport kv_write_config <<EOF
+	kv_host_config "$1" <<EOF
 [server]
 admin_token = env:KV_TEST_ADMIN
 [budget]
 unknown_keys = deny
-[cluster]
-redis = unix:$RSOCK
-host_id = $name
-lease_ttl = 4
 EOF
-	sed -i "s|^ledger = .*|ledger = $T/$name.ledger|" "$T/kilovolt.ini"
-	mv "$T/kilovolt.ini" "$T/$name.ini"
-	eval "PORT_$name=$port SPORT_$name=$sport"
 }
 host_start() {
 	kv_start_host "$1" "$(eval echo "\$PORT_$1")"

@@ -27,12 +27,7 @@ kv_track $!
 kv_wait_for 10 test -s "$T/hostile.port" || { fail "start hostile_tls"; kv_finish; }
 HPORT=$(cat "$T/hostile.port")
 
-RSOCK=$T/redis.sock
-redis-server --port 0 --unixsocket "$RSOCK" --unixsocketperm 700 --dir "$T" --save '' \
-	--logfile "$T/redis.log" </dev/null &
-kv_track $!
-kv_wait_for 10 sh -c "redis-cli -s '$RSOCK' ping 2>/dev/null | grep -q PONG" ||
-	{ fail "start redis-server"; kv_finish; }
+kv_redis_start
 
 kv_write_config <<EOF
 [upstream target]
