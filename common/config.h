@@ -43,7 +43,7 @@ struct kv_upstream {
 	 * (OpenAI regional processing: us.api.openai.com, eu.api...), whose
 	 * uplift the models' prices name: KV_REGION_* (auto: by the host) */
 	int	  region;
-	/* Several targets and failover (worker/upstream_set.c). `url = A B C`:
+	/* Several targets and failover (worker/peer.c). `url = A B C`:
 	 * this entry is target A; B and C become entries of their own appended
 	 * after every section (own pool, TLS context and DNS), with no paths
 	 * or models so that routing never picks them directly. */

@@ -87,7 +87,8 @@ check_config(struct kv_config *cf, const char *path, int dump)
 	char err[1024];
 	int rc = 0;
 
-	if (kv_upstreams_init(&rts, cf, err, sizeof(err)) == -1) {
+	/* no connections are made: no event callback */
+	if (kv_upstreams_init(&rts, cf, NULL, err, sizeof(err)) == -1) {
 		fprintf(stderr, "%s: %s\n", path, err);
 		rc = 2;
 		goto out;

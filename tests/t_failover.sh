@@ -1,5 +1,5 @@
 #!/bin/bash
-# t_failover: one upstream with three targets (worker/upstream_set.c) --
+# t_failover: one upstream with three targets (worker/peer.c) --
 # one dead (nothing listens), one resetting each connection after its
 # answer (the next request finds the pooled connection dead), one slow --
 # through the real daemon: no client sees an error, every request reaches a
@@ -153,7 +153,7 @@ KD_ID=$(id_of "$KD")
 code=$(chat "$KD" "$T/drop" -H 'x-mock-fail: close')
 check_eq "a request a target read and dropped is a 502 to the client" "$code" 502
 # (A pooled connection the target closed gets one fresh try on the same
-# target: request_retry's own rule. No other target may get it.)
+# target: the engine's fresh-connection rule (conn_retry). No other target may get it.)
 n=0
 for f in "$SLOW_LOG" "$REV_LOG" "$RST_LOG"; do [ "$(posts "$KD_ID" "$f")" -gt 0 ] && n=$((n + 1)); done
 check_eq "and no other target received it" "$n" 1

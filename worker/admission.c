@@ -1,6 +1,7 @@
-/* Admission, once the body is whole: what the scan said, the route, the
- * endpoint policy, the account, the price, the worst-case reservation and
- * the rate limits; then the upstream request is built (request_send.c). */
+/* The admission phase, once the body is whole: what the scan said, the
+ * route, the endpoint policy, the memory guard, the account, the price,
+ * the worst-case reservation, the rate limits and the wait for this
+ * host's cluster lease; then the first target is picked (peer.c). */
 #include "worker/admission.h"
 
 #include <errno.h>
@@ -17,9 +18,10 @@
 #include "worker/endpoints.h"
 #include "worker/price_dims.h"
 #include "worker/leasewait.h"
-#include "worker/request_head.h"
-#include "worker/request_send.h"
-#include "worker/upstream_set.h"
+#include "worker/credential.h"
+#include "worker/peer.h"
+#include "worker/ratelimit_headers.h"
+#include "worker/reply.h"
 #include "worker/route_hint.h"
 #include "shm/keys.h"
 
@@ -98,7 +100,7 @@ estimate_nusd(struct kv_conn *c, const struct kv_price *p)
 
 /* A request whose input the body does not bound needs the model's context
  * window to be reserved; without one it cannot be admitted safely. */
-static enum step
+static enum kv_rc
 refuse_unbounded(struct kv_conn *c, const struct kv_price *p)
 {
 	char msg[512];
@@ -107,24 +109,24 @@ refuse_unbounded(struct kv_conn *c, const struct kv_price *p)
 	    "content (%s) that its body does not bound; set context_window in [price %s] "
 	    "so that kilovolt can reserve for it", c->ri.fetches,
 	    p != NULL ? p->model : c->ri.model[0] ? c->ri.model : "MODEL");
-	return conn_fail(c, 400, msg);
+	return reply_error(c, 400, msg);
 }
 
 /* Prices fail closed: a metered request for a model no [price] section
  * matches is refused, never relayed at $0 (unknown_models = deny, or no
  * [price default]). */
-static enum step
+static enum kv_rc
 refuse_unpriced(struct kv_conn *c)
 {
 	char msg[384];
 
 	if (c->ri.model[0] == '\0')
-		return conn_fail(c, 400, "the request names no model, and kilovolt "
+		return reply_error(c, 400, "the request names no model, and kilovolt "
 		    "cannot price it");
 	snprintf(msg, sizeof(msg), "model '%s' has no price in kilovolt: add a "
 	    "[price %s] section, or set [budget] unknown_models = default to charge "
 	    "it at [price default]", c->ri.model, c->ri.model);
-	return conn_fail(c, 400, msg);
+	return reply_error(c, 400, msg);
 }
 
 /* A model newer than the only glob that matches it (pricetab.h): logged
@@ -153,7 +155,7 @@ note_older_family(const char *model, const struct kv_price *glob)
 }
 
 /* A model only an older family's glob matches, under unknown_models = deny. */
-static enum step
+static enum kv_rc
 refuse_older(struct kv_conn *c, const struct kv_price *glob)
 {
 	char msg[1536];
@@ -162,12 +164,12 @@ refuse_older(struct kv_conn *c, const struct kv_price *glob)
 	    "written for, and kilovolt will not charge it as the older one: add a "
 	    "[price %s] section (or a catalogue that lists it), or set [budget] "
 	    "unknown_models = default", c->ri.model, glob->model, c->ri.model);
-	return conn_fail(c, 400, msg);
+	return reply_error(c, 400, msg);
 }
 
 /* A step of admission said no: its answer is *ST = S. */
 static int
-refused(enum step *st, enum step s)
+refused(enum kv_rc *st, enum kv_rc s)
 {
 	*st = s;
 	return -1;
@@ -176,7 +178,7 @@ refused(enum step *st, enum step s)
 /* The request's account: found, or made for a new key the policy lets
  * in. Returns 0, or -1 with the refusal's step in *st. */
 static int
-account_of(struct kv_conn *c, enum step *st)
+account_of(struct kv_conn *c, enum kv_rc *st)
 {
 	const struct kv_config *cf = c->w->cf;
 	struct kv_ledger *l = c->w->ledger;
@@ -195,21 +197,21 @@ account_of(struct kv_conn *c, enum step *st)
 	    cf->default_budget_nusd);
 	if (c->acct == NULL) {
 		if (errno == EAGAIN)	/* another worker is creating it this instant */
-			return refused(st, conn_fail(c, 503, "key account is being created; retry"));
+			return refused(st, reply_error(c, 503, "key account is being created; retry"));
 		if (deny)
-			return refused(st, conn_fail(c, 401, "unknown API key"));
+			return refused(st, reply_error(c, 401, "unknown API key"));
 		kv_log_warnx("KV0410", "account table full (max_keys %u): refusing new key %s",
 		    l->hdr->max_keys, c->keyid);
 		/* The master gives back strangers' never-charged slots. */
 		atomic_store(&l->hdr->reclaim_wanted, 1);
 		c->no_retry = 1;
-		return refused(st, conn_fail(c, 503, "gateway key table is full"));
+		return refused(st, reply_error(c, 503, "gateway key table is full"));
 	}
 	/* Issued keys (shm/keys.h): a rotated secret's link names its
 	 * account; revoked, rotated-out and expired secrets get 401. */
 	if ((kv = kv_keys_admit(l, &c->acct, (int64_t)time(NULL))) != KV_KEY_OK) {
 		c->acct = NULL;
-		return refused(st, conn_fail(c, 401, kv_keys_refusal(kv)));
+		return refused(st, reply_error(c, 401, kv_keys_refusal(kv)));
 	}
 	kv_key_id(c->acct->hash, c->keyid);	/* the account's id, also for a link */
 	/* Under deny only the running config's keys and issued ones: a key
@@ -217,7 +219,7 @@ account_of(struct kv_conn *c, enum step *st)
 	 * (master/key_sync.c). */
 	if (deny && !(atomic_load(&c->acct->aflags) & (KV_AF_CONFIG | KV_AF_ISSUED))) {
 		c->acct = NULL;
-		return refused(st, conn_fail(c, 401, "unknown API key"));
+		return refused(st, reply_error(c, 401, "unknown API key"));
 	}
 	kv_ledger_period_roll(l, c->acct, cf->period, (int64_t)time(NULL));
 	return 0;
@@ -227,7 +229,7 @@ account_of(struct kv_conn *c, enum step *st)
  * refusal of a request kilovolt cannot bound. Returns 0, or -1 with the
  * refusal's step in *st. */
 static int
-price_of(struct kv_conn *c, enum step *st)
+price_of(struct kv_conn *c, enum kv_rc *st)
 {
 	const struct kv_config *cf = c->w->cf;
 	const struct kv_price *p, *older;
@@ -247,16 +249,16 @@ price_of(struct kv_conn *c, enum step *st)
 	if (c->ri.fetches[0] != '\0' && p->context_window <= 0)
 		return refused(st, refuse_unbounded(c, p));
 	if (kv_dims_refusal(p, &c->ri, kv_dims_region(c->rt != NULL ? c->rt->cf : NULL), msg, sizeof(msg)) != NULL)
-		return refused(st, conn_fail(c, 400, msg));
+		return refused(st, reply_error(c, 400, msg));
 	if (c->ri.tools_unbounded > 0 && cf->max_tool_turns == 0 && c->ri.max_tool_calls < 0)
-		return refused(st, conn_fail(c, 400, "a server tool without max_uses makes the "
+		return refused(st, reply_error(c, 400, "a server tool without max_uses makes the "
 		    "provider loop without a bound kilovolt can reserve: set max_uses on "
 		    "the tool (or max_tool_calls), or [budget] max_tool_turns"));
 	return 0;
 }
 
 /* What kv_ledger_reserve's refusal RESV means to the client. */
-static enum step
+static enum kv_rc
 budget_refusal(struct kv_conn *c, int resv, int64_t amount)
 {
 	char msg[256], rem[32], need[32];
@@ -268,7 +270,7 @@ budget_refusal(struct kv_conn *c, int resv, int64_t amount)
 		kv_format_dollars(amount, need, sizeof(need));
 		snprintf(msg, sizeof(msg), "budget exceeded for key %s: %s remaining, "
 		    "this request may cost up to %s", c->keyid, rem, need);
-		return conn_fail(c, 402, msg);
+		return reply_error(c, 402, msg);
 	}
 	/* The key has budget, but not in this host's lease yet: wait while
 	 * the master asks Redis (docs/cluster.md). */
@@ -277,16 +279,87 @@ budget_refusal(struct kv_conn *c, int resv, int64_t amount)
 	if (resv == -4) {
 		/* Retired by the master (never charged, idle) a moment ago. */
 		c->retry_after = 1;
-		return conn_fail(c, 503, "key account was being recycled; retry");
+		return reply_error(c, 503, "key account was being recycled; retry");
 	}
-	return conn_fail(c, 503, "too many requests in flight");
+	return reply_error(c, 503, "too many requests in flight");
 }
 
-static enum step
+/* The tokens a request can cost at most, as the budget bound counts them:
+ * every body byte an input token, plus the output limit it names (else
+ * reserve_output_tokens). Endpoints with no usage cost none. */
+static int64_t
+estimate_tokens(const struct kv_conn *c)
+{
+	int64_t in, out;
+
+	if (c->api == KV_API_OTHER)
+		return 0;
+	in = c->body_done || c->chunked_req ? c->body_bytes : c->body_bytes + c->body_left;
+	out = c->ri.max_output >= 0 ? c->ri.max_output : c->w->cf->reserve_output_tokens;
+	if (c->api == KV_API_OPENAI_EMBEDDINGS)
+		out = 0;
+	return in + out;
+}
+
+static void
+refusal_message(const struct kv_conn *c, int64_t asked, char *msg, size_t len)
+{
+	const struct kv_rl_view *v = &c->rl;
+
+	if (v->refused_by == 'l')
+		snprintf(msg, len, "Rate limit of key %s: this host's share of the key's "
+		    "limits (RPM %u, TPM %u) is being renewed. Please try again in 1s.",
+		    c->keyid, v->rpm, v->tpm);
+	else if (v->refused_by == 'r')
+		snprintf(msg, len, "Rate limit reached for key %s on requests per minute "
+		    "(RPM): Limit %u, Remaining %lld. Please try again in %llds.", c->keyid,
+		    v->rpm, (long long)v->req_remaining, (long long)v->retry_after_s);
+	else
+		snprintf(msg, len, "Rate limit reached for key %s on tokens per minute "
+		    "(TPM): Limit %u, Remaining %lld, Requested %lld. Please try again in %llds.",
+		    c->keyid, v->tpm, (long long)v->tok_remaining, (long long)asked,
+		    (long long)v->retry_after_s);
+}
+
+/* Take the request's rpm and tpm share of its key (shm/ratelimit.h), after
+ * the budget reservation. Returns 0 admitted; else the budget reservation
+ * is released and the 429 is in *ST. */
+static int
+rate_admit(struct kv_conn *c, enum kv_rc *st)
+{
+	struct kv_ledger *l = c->w->ledger;
+	struct kv_account *a = c->acct;
+	int64_t tokens;
+	char msg[320];
+	int rc;
+
+	if (atomic_load(&a->rpm) == 0 && atomic_load(&a->tpm) == 0)
+		return 0;
+	c->rl_on = 1;
+	tokens = estimate_tokens(c);
+	/* Bracketed, so the master's repair (which recounts the cluster's
+	 * reserved tokens from the records) never sees it half-way. */
+	kv_ledger_op_begin(l);
+	rc = kv_ratelimit_admit(c->w->slot, c->resv, a, tokens, kv_rl_now_ns(),
+	    atomic_load(&l->hdr->cluster) != 0, &c->rl);
+	kv_ledger_op_end(l);
+	if (rc == 0)
+		return 0;
+	/* Refused: nothing goes upstream, so the budget holds nothing either. */
+	kv_ledger_settle(l, c->w->slot, c->resv, 0, NULL, NULL);
+	c->resv = -1;
+	atomic_fetch_add(&a->rate_refusals, 1);
+	atomic_fetch_add(&l->hdr->counters.rate_limited_total, 1);
+	refusal_message(c, tokens, msg, sizeof(msg));
+	*st = reply_error(c, 429, msg);
+	return -1;
+}
+
+static enum kv_rc
 reserve(struct kv_conn *c)
 {
 	int64_t amount;
-	enum step st;
+	enum kv_rc st;
 
 	if (account_of(c, &st) == -1 || price_of(c, &st) == -1)
 		return st;
@@ -294,11 +367,11 @@ reserve(struct kv_conn *c)
 	c->resv = kv_ledger_reserve(c->w->ledger, c->w->slot, c->acct, amount, &c->remaining);
 	if (c->resv < 0)
 		return budget_refusal(c, c->resv, amount);
-	if (conn_rate_admit(c, &st) == -1)
+	if (rate_admit(c, &st) == -1)
 		return st;
 	atomic_fetch_add(&c->w->slot->active_streams, 1);
 	c->counted_stream = 1;
-	return STEP_CONT;
+	return KV_NEXT;
 }
 
 /* The body was read whole: what it says, or a refusal. */
@@ -323,54 +396,69 @@ scan_done(struct kv_conn *c, const char **msg)
 
 /* The endpoint policy: metered, free, or refused before anything is
  * reserved or sent. */
-static enum step
+static enum kv_rc
 admit_endpoint(struct kv_conn *c, const struct kv_upstream *up)
 {
 	struct kv_endpoint ep;
 
 	kv_endpoint_classify(c->method, c->target, strlen(c->target), up, &ep);
 	if (ep.kind == KV_EP_REFUSED)
-		return conn_fail(c, ep.status, ep.msg);
+		return reply_error(c, ep.status, ep.msg);
 	c->free_ep = ep.kind == KV_EP_FREE;
 	/* A background response is billed later, on a GET kilovolt would
 	 * have to meter per response id; refused rather than left unpaid. */
 	if (c->api == KV_API_OPENAI_RESPONSES && c->ri.background)
-		return conn_fail(c, 400, "background responses are not supported by "
+		return reply_error(c, 400, "background responses are not supported by "
 		    "kilovolt: their usage is only reported on a later GET, which it "
 		    "cannot charge to this request; send the request without "
 		    "\"background\": true");
-	return STEP_CONT;
+	return KV_NEXT;
 }
 
-static enum step admitted(struct kv_conn *c);
+/* Parked for lease (leasewait.h): the reservation again; parked on,
+ * admitted, or refused. */
+static enum kv_rc
+lease_retry(struct kv_conn *c)
+{
+	enum kv_rc st = reserve(c);
 
-enum step
+	if (st == KV_AGAIN && c->lease_parked)
+		return st;
+	conn_lease_unpark(c);
+	if (st == KV_NEXT)
+		peer_pick(c, c->rt->cf);
+	return st;
+}
+
+enum kv_rc
 request_admit(struct kv_conn *c)
 {
 	const struct kv_config *cf = c->w->cf;
 	const struct kv_upstream *up;
 	const char *msg;
 	char msg404[512];
-	enum step st;
+	enum kv_rc st;
 	size_t qlen;
 	int s;
 
+	if (c->lease_parked)
+		return lease_retry(c);
 	if ((s = scan_done(c, &msg)) != 0)
-		return conn_fail(c, s, msg);
+		return reply_error(c, s, msg);
 	up = kv_config_route_client(cf, c->target, c->ri.model[0] ? c->ri.model : NULL,
 	    c->anthropic_client);
 	if (up == NULL) {
 		kv_route_hint(cf, c->target, c->ri.model[0] ? c->ri.model : NULL,
 		    c->anthropic_client, msg404, sizeof(msg404));
-		return conn_fail(c, 404, msg404);
+		return reply_error(c, 404, msg404);
 	}
 	c->rt = kv_upstreams_find(c->w->ups, cf->nupstreams, up);
 	c->upstream_name = up->name;
 	/* Virtual keys strip every credential; one in the query cannot be. */
-	if (up->api_key != NULL && request_query_key(c->target, &qlen) != NULL)
-		return conn_fail(c, 400, "this upstream uses its own provider key: send the "
+	if (up->api_key != NULL && kv_cred_query_key(c->target, &qlen) != NULL)
+		return reply_error(c, 400, "this upstream uses its own provider key: send the "
 		    "kilovolt key in a header (Authorization: Bearer KEY), not as ?key=");
-	if ((st = admit_endpoint(c, up)) != STEP_CONT || c->state == CS_ERRWRITE)
+	if ((st = admit_endpoint(c, up)) != KV_NEXT)
 		return st;
 	/* A client that asked for usage itself is sent as it is; for any
 	 * other, usage is added, and its event dropped on the way back. */
@@ -379,71 +467,9 @@ request_admit(struct kv_conn *c)
 	c->inject = c->force_usage;
 	/* Past the memory budget: refuse before anything is reserved or sent. */
 	if (kv_memguard_full(&c->w->mem, c->w->now_ms) && (c->retry_after = KV_MEMGUARD_RETRY_S))
-		return conn_fail(c, 503, "the gateway is at its memory limit; retry shortly");
-	/* conn_fail() answers STEP_CONT too (to run CS_ERRWRITE): a refusal
-	 * (401, 402, 503) is told apart by the state it leaves. */
-	if ((st = reserve(c)) != STEP_CONT || c->state == CS_ERRWRITE)
+		return reply_error(c, 503, "the gateway is at its memory limit; retry shortly");
+	if ((st = reserve(c)) != KV_NEXT)
 		return st;
-	return admitted(c);
-}
-
-enum step
-request_lease_retry(struct kv_conn *c)
-{
-	enum step st = reserve(c);
-
-	if (st == STEP_WAIT && c->state == CS_LEASEWAIT)
-		return st;
-	conn_lease_unpark(c);
-	if (st != STEP_CONT || c->state == CS_ERRWRITE)
-		return st;
-	return admitted(c);
-}
-
-/* Requests in flight in this worker up to which a request keeps its whole
- * output buffer while it waits for the response (at most 16 x 4 KB): the
- * shrink here and the growth back for the response head were two reallocs
- * a request (~460 instructions, callgrind), for memory that matters only
- * when many requests wait at once. */
-#define OBUF_KEEP_INFLIGHT	16
-
-/* Reserved: the upstream request is built and sent. */
-static enum step
-admitted(struct kv_conn *c)
-{
-	const struct kv_upstream *up = c->rt->cf;
-	const char *msg;
-	int s;
-
-	conn_upset_pick(c, up);
-	if (c->force_usage && (s = request_build_inject(c, &msg)) != 0)
-		return conn_fail(c, s, msg);
-	if (request_build(c) == -1)
-		return conn_fail(c, 502, "cannot build the upstream request");
-	/* Kept until the response head, to go to another target if this one
-	 * provably gets nothing: all of the request is in obuf, or its head
-	 * (and the body stays in the spool). */
-	c->keep_obuf = 1;
-	if (c->ocap > c->olen + 256 &&
-	    atomic_load(&c->w->slot->active_streams) > OBUF_KEEP_INFLIGHT) {
-		/* Kept until the response head: 1,000 streams waiting for their
-		 * first token keep their request, not a 4 KB buffer each. */
-		char *nb = realloc(c->obuf, c->olen);
-		if (nb != NULL) {
-			c->obuf = nb;
-			c->ocap = c->olen;
-		}
-	}
-	free(c->ibuf);
-	c->ibuf = NULL;
-	c->ilen = c->icap = 0;
-	if (c->cpos == c->clen) {
-		/* The head was rebuilt into obuf: a stream waiting for its
-		 * upstream connection must not hold the 20 KB head buffer too. */
-		free(c->cbuf);
-		c->cbuf = NULL;
-		c->cpos = c->clen = 0;
-		c->head_parse = 0;	/* w->req points into the freed head */
-	}
-	return request_connect(c);
+	peer_pick(c, up);
+	return KV_NEXT;
 }

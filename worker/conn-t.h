@@ -26,22 +26,63 @@
 #define KV_GATE_TICKET_MS	1000	/* most a request waits for another's TLS ticket */
 #define KV_LINGER_MS	5000	/* nginx's lingering_timeout */
 
+/* Where a connection is: one of the phases, in the order they run
+ * (conn.c's table), or one of the engine's own two states. Only the
+ * engine (conn.c) writes c->state. */
 enum conn_state {
-	CS_HEAD,	/* reading a request head */
-	CS_BODY_IN,	/* reading (and scanning) the whole body */
-	CS_LEASEWAIT,	/* parked until this host's cluster lease admits it (leasewait.h) */
-	CS_UPWAIT,	/* parked until the upstream admits a TLS handshake */
-	CS_CONNECT,	/* TCP connect in progress */
-	CS_HANDSHAKE,	/* TLS handshake */
-	CS_SEND_REQ,	/* writing head (+ a body held in memory) upstream */
-	CS_SEND_BODY,	/* sending a spooled body upstream */
-	CS_RESP_HEAD,	/* reading the response head */
-	CS_RELAY,	/* streaming the response to the client */
-	CS_ERRWRITE,	/* writing a response we made ourselves */
+	CS_HEAD,	/* reading a request head (request_head.c) */
+	CS_BODY,	/* reading (and scanning) the whole body (request_body.c) */
+	CS_ADMIT,	/* route, price, reserve; parked for lease (admission.c) */
+	CS_BUILD,	/* the upstream request into obuf (request_build.c) */
+	CS_SEND,	/* gate, connect, handshake, send (request_send.c) */
+	CS_RESP_HEAD,	/* reading the response head (relay_head.c) */
+	CS_RELAY,	/* streaming the response to the client (relay.c) */
+	CS_NPHASES,
+	CS_ERRWRITE = CS_NPHASES,	/* writing a response we made ourselves */
 	CS_LINGER,	/* refused mid-upload: reading the rest away before close */
 };
 
-enum step { STEP_CONT, STEP_WAIT, STEP_CLOSED };
+/* What a phase tells the engine; the only way it says what comes next (a
+ * phase never calls the engine or another phase). */
+enum kv_rc {
+	KV_NEXT,	/* done: the table's next phase */
+	KV_AGAIN,	/* wait for an event or a deadline, then run me again */
+	KV_REPLY,	/* an answer of ours is in obuf (reply.c) */
+	KV_RETRY,	/* failed before any response byte: c->fail says why */
+	KV_DONE,	/* the response is whole: finish, then the next request */
+	KV_CUT,		/* break the connection (a reset: the client can tell) */
+	KV_CLOSE,	/* close quietly */
+};
+
+/* The send phase's own progress (request_send.c). */
+enum send_step {
+	SEND_GATE,	/* ask the upstream's handshake gate, pool or connect */
+	SEND_UPWAIT,	/* parked until the upstream admits a TLS handshake */
+	SEND_CONNECT,	/* TCP connect in progress */
+	SEND_HANDSHAKE,	/* TLS handshake */
+	SEND_HEAD,	/* writing obuf: the head (+ a body held in memory) */
+	SEND_SPOOL,	/* sending a spooled body */
+};
+
+/* Which deadline a wait is under (conn_set_deadline). */
+enum conn_side {
+	CONN_CLIENT,	/* client_timeout */
+	CONN_UPSTREAM,	/* upstream_timeout */
+	CONN_CONNECT,	/* connect_timeout, the TLS handshake included */
+};
+
+/* Why an attempt failed (KV_RETRY; peer.h). */
+struct kv_attempt_fail {
+	int		 status;	/* what the client gets if no target is left */
+	const char	*msg;
+	int		 safe;		/* the target cannot have received it */
+	int		 closed;	/* the upstream closed: a fresh connection may do */
+};
+
+/* What a connection holds from accept on: its state, and the kernel's
+ * socket (its structures; buffers come with the bytes). */
+#define CONN_BASE_COST	((int64_t)sizeof(struct kv_conn) + 2048)
+#define HEAD_PAGE	4096	/* a head's buffer is touched page by page */
 
 struct kv_conn {
 	struct kv_worker	*w;
@@ -63,8 +104,7 @@ struct kv_conn {
 	int64_t			 held;		/* bytes counted in w->mem.held */
 	struct kv_conn		*hprev, *hnext;	/* in w->heads: an unfinished head */
 	int			 on_heads;
-	struct kv_upwait	 upwait;	/* while in CS_UPWAIT */
-	int			 ticket_waited;	/* CS_UPWAIT: the ticket wait is over */
+	struct kv_upwait	 upwait;	/* while in SEND_UPWAIT */
 
 	/* client input: the head stays at cbuf[0..head_len) until it is rebuilt */
 	char			*cbuf;
@@ -121,13 +161,20 @@ struct kv_conn {
 	struct kv_conn		*lease_next;
 	int			 counted_stream;
 
-	/* rate limits (limits.c) and what our own errors tell clients */
+	/* rate limits (admission.c, settle.c) and what our own errors tell clients */
 	int			 rl_on;		/* the key has a limit: send x-ratelimit-* */
 	struct kv_rl_view	 rl;
 	int64_t			 rl_sent;	/* tokens made final when sent (kv_ratelimit_sent) */
 	int			 no_retry;	/* our error cannot pass on a retry */
+	const struct kv_upstream *rebuild_from;	/* the build phase rewrites obuf
+						 * from this upstream's request */
 
-	/* upstream targets (upstream_set.c) */
+	/* the attempt: the send phase's progress, and why it failed */
+	enum send_step		 send_step;
+	int			 ticket_waited;	/* SEND_UPWAIT: the ticket wait is over */
+	struct kv_attempt_fail	 fail;
+
+	/* upstream targets (peer.c) */
 	const struct kv_upstream *ugroup;	/* the upstream whose targets are tried */
 	int			 tslot1;	/* 1 + ledger target slot in flight; 0 none */
 	uint64_t		 tried;		/* positions in ugroup tried */
@@ -174,7 +221,7 @@ struct kv_conn {
 	const char		*upstream_name;
 };
 
-/* conn.c */
+/* conn_io.c: one connection's tools, below the phases */
 void	conn_watch_client(struct kv_conn *c, uint32_t ev);
 /* Waiting on the upstream, only the client's leaving matters. EPOLLIN
  * interest is dropped lazily: a keep-alive client sends nothing while its
@@ -183,7 +230,9 @@ void	conn_watch_client(struct kv_conn *c, uint32_t ev);
  * then. Only for steps that are safe to run again on a spurious wake-up. */
 void	conn_quiet_client(struct kv_conn *c);
 void	conn_watch_upstream(struct kv_conn *c, uint32_t ev);
-void	conn_set_deadline(struct kv_conn *c, int upstream_side);
+/* C waits under SIDE's timeout from now (a stream drained after its
+ * client left: never past its drain deadline). */
+void	conn_set_deadline(struct kv_conn *c, enum conn_side side);
 /* C is due at AT (ms): the worker runs kv_conn_tick for it then. */
 void	conn_deadline(struct kv_conn *c, int64_t at);
 /* A request head's first byte (or a new connection): the head must be
@@ -193,12 +242,22 @@ void	conn_head_deadline(struct kv_conn *c);
  * unfinished head of clen bytes (it joins the worker's list of such
  * heads, oldest first), 0 once the head is whole or gone. Then, while the
  * connections' memory is past its share, the slowest unfinished heads
- * (the oldest) are dropped. Returns -1 when C itself was dropped (closed:
- * STEP_CLOSED), else 0. */
+ * (the oldest) are dropped (w->shed_close). Returns -1 when C itself was
+ * one of them: its memory left the count, and the caller closes it
+ * (KV_CLOSE); else 0. */
 int	conn_head_held(struct kv_conn *c, int partial);
-enum step conn_fail(struct kv_conn *c, int status, const char *msg);
-void	conn_close(struct kv_conn *c);
-enum step conn_next_request(struct kv_conn *c);
+/* Drop the oldest unfinished heads -- the slowest: a client's head comes
+ * in one go -- while the connections' memory, with MORE to come, is past
+ * its share; SELF (or NULL) is not closed but counted out. Returns 1 when
+ * SELF was one of them. */
+int	conn_heads_shed(struct kv_worker *w, int64_t more, struct kv_conn *self);
+/* Take C off the worker's list of unfinished heads (no-op when it is not). */
+void	conn_heads_unlink(struct kv_conn *c);
+/* Read up to LEN client bytes into BUF (kv_stream_read's result), counting
+ * them in bytes_in and pushing the client deadline on: a HEAD must arrive
+ * whole within header_timeout, a body only must not stall. */
+ssize_t	conn_client_read(struct kv_conn *c, char *buf, size_t len, int head);
+/* Put C on the worker's ready list: it runs again after others had a turn. */
 void	conn_ready(struct kv_conn *c);
 int	conn_obuf_reserve(struct kv_conn *c, size_t need);
 /* Append to obuf, growing it: bytes, printf-style text (which must fit in
@@ -239,6 +298,11 @@ conn_obuf_add_header(struct kv_conn *c, const struct kv_http_header *h)
 /* The upstream read buffer (KV_UBUF_SIZE bytes): the worker's spare one
  * when it has it, else malloc'd; NULL when out of memory. */
 char	*conn_ubuf_take(void);
+/* Let go of C's upstream connection: back to the pool when REUSE, else
+ * closed with a reset (the provider learns at once nobody listens). */
+void	conn_upstream_detach(struct kv_conn *c, int reuse);
+/* Close the spool and free the scanner and injection of this request. */
+void	conn_request_release(struct kv_conn *c);
 /* Drop per-request buffers and state; the connection itself stays. obuf
  * and ubuf of the usual sizes become the worker's spares (one of each), so
  * the next request does not malloc them again; any other is freed. */
@@ -249,27 +313,9 @@ void	conn_spares_free(void);
  * first use. */
 const char *conn_request_id(struct kv_conn *c);
 
-/* The request leg's steps: request_head.h, request_body.h, admission.h,
- * request_send.h. */
+/* The phases: request_head.h, request_body.h, admission.h,
+ * request_build.h, request_send.h, relay_head.h, relay.h; the replies we
+ * make ourselves: reply.h. */
 
-/* limits.c */
-/* Take the request's rpm and tpm share of its key (after the budget
- * reservation). Returns 0 admitted; else the budget reservation is released
- * and the 429 is under way (conn_fail's result is in *st). */
-int	conn_rate_admit(struct kv_conn *c, enum step *st);
-/* Settle the request's tokens (before the budget settle) and end its
- * target's in-flight count. */
-void	conn_traffic_settle(struct kv_conn *c, const struct kv_usage *u);
-/* The request reached the provider: its input stays counted against tpm
- * should this worker die (kv_ratelimit_sent). */
-void	conn_traffic_sent(struct kv_conn *c);
-/* Append this response's x-kilovolt-upstream and x-ratelimit-* lines (when
- * the key has a limit) to obuf. Returns 0 or -1. */
-int	conn_traffic_headers(struct kv_conn *c);
-/* The retry headers of our own error STATUS (x-ratelimit-*, retry-after,
- * x-should-retry) into BUF; returns the length or -1. */
-int	conn_error_headers(struct kv_conn *c, int status, char *buf, size_t len);
-
-/* The response leg's steps: relay_head.h, relay.h. */
 
 #endif

@@ -4,7 +4,6 @@
 #endif
 
 #include "worker/cors.h"
-#include "worker/conn-t.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,25 +109,4 @@ kv_cors_preflight_response(char *buf, size_t cap, const char *origin,
 		    rh != NULL && plain_names(rh->value, rh->value_len) ? rh->value : "content-type",
 		    reqid, conn);
 	return n < 0 || (size_t)n >= cap ? -1 : n;
-}
-
-int
-kv_cors_answer_preflight(struct kv_conn *c, const struct kv_http_request *req)
-{
-	int n, keep = c->keep_alive && !c->drain && c->body_done;
-
-	free(c->obuf);
-	c->obuf = NULL;
-	c->olen = c->opos = c->ocap = 0;
-	if (conn_obuf_reserve(c, 2048) == -1 ||
-	    (n = kv_cors_preflight_response(c->obuf, c->ocap, c->cors_origin, req, keep,
-	    conn_request_id(c))) == -1) {
-		conn_close(c);
-		return STEP_CLOSED;
-	}
-	c->olen = (size_t)n;
-	c->status = c->cors_origin[0] != '\0' ? 204 : 403;
-	c->client_keep = keep;
-	c->state = CS_ERRWRITE;
-	return STEP_CONT;
 }

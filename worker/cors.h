@@ -37,10 +37,4 @@ int	kv_cors_response_headers(char *buf, size_t cap, const char *origin);
 int	kv_cors_preflight_response(char *buf, size_t cap, const char *origin,
 	    const struct kv_http_request *req, int keep_alive, const char *reqid);
 
-struct kv_conn;
-
-/* Answer the preflight REQ on C (the response goes out as the gateway's
- * own, in CS_ERRWRITE). Returns the step to take, as conn_fail does. */
-int	kv_cors_answer_preflight(struct kv_conn *c, const struct kv_http_request *req);
-
 #endif

@@ -8,15 +8,16 @@
 
 #include "common/log.h"
 #include "worker/conn-t.h"
+#include "worker/reply.h"
 
 /* The 503 a request gets when the lease did not come in time: the lease
  * grown for it is held for the retry (master/cluster.c HOLD_MS). */
-static enum step
+static enum kv_rc
 lease_refuse(struct kv_conn *c)
 {
 	atomic_fetch_add(&c->w->ledger->hdr->counters.cluster_lease_refusals_total, 1);
 	c->retry_after = 1;
-	return conn_fail(c, 503, "this host's share of the key's budget is being "
+	return reply_error(c, 503, "this host's share of the key's budget is being "
 	    "renewed; retry in a second");
 }
 
@@ -33,7 +34,7 @@ kick(struct kv_worker *w)
 		kv_log_warn("KV0518", "waking the master for a lease");
 }
 
-int
+enum kv_rc
 conn_lease_park(struct kv_conn *c)
 {
 	struct kv_worker *w = c->w;
@@ -49,7 +50,7 @@ conn_lease_park(struct kv_conn *c)
 			w->lease_kick_ms = w->now_ms;
 			kick(w);
 		}
-		return STEP_WAIT;
+		return KV_AGAIN;
 	}
 	/* Redis is known down (not merely not synced yet, at start): the
 	 * lease will not come within the wait, so say so at once. */
@@ -61,12 +62,11 @@ conn_lease_park(struct kv_conn *c)
 	c->lease_next = w->lease_parked;
 	w->lease_parked = c;
 	w->nlease_parked++;
-	c->state = CS_LEASEWAIT;
 	/* only its leaving matters now; its next request waits for this one */
 	conn_watch_client(c, EPOLLRDHUP);
 	w->lease_kick_ms = w->now_ms;
 	kick(w);
-	return STEP_WAIT;
+	return KV_AGAIN;
 }
 
 void

@@ -13,16 +13,15 @@
 #define KV_LEASE_POLL_MS	5	/* parked requests look again this often */
 #define KV_LEASE_PARK_MAX	256	/* parked per worker; past it, 503 at once */
 
-struct kv_conn;
-struct kv_worker;
+#include "worker/conn-t.h"
 
 /* C's reservation was refused for want of this host's lease only
- * (kv_ledger_reserve -3). The first time, C is parked (CS_LEASEWAIT) and
- * the master kicked: returns STEP_WAIT. Again while parked: STEP_WAIT
+ * (kv_ledger_reserve -3). The first time, C is parked (c->lease_parked)
+ * and the master kicked: returns KV_AGAIN. Again while parked: KV_AGAIN
  * until KV_LEASE_PARK_MS have passed, then the 503 with retry-after: 1
- * (conn_fail's step). Also the 503 at once when too many are parked or
- * Redis is known down. Returns an enum step. */
-int	conn_lease_park(struct kv_conn *c);
+ * (reply_error's KV_REPLY). Also the 503 at once when too many are parked
+ * or Redis is known down. */
+enum kv_rc conn_lease_park(struct kv_conn *c);
 
 /* Take C off the parked list (no-op when it is not on it). */
 void	conn_lease_unpark(struct kv_conn *c);

@@ -1,12 +1,8 @@
-/* The response body: relayed as it arrives (splice for plaintext bytes
- * nobody needs to see), re-framed when the client needs it, scanned for
- * usage and filtered of the usage event we injected (sse_filter.c). The
- * response head is read in relay_head.c, the charge settled in settle.c. */
+/* The relay phase: the response body relayed as it arrives (splice for
+ * plaintext bytes nobody needs to see, else read -> resp_filter.c's chain
+ * -> the client), and what happens when the client leaves while the
+ * response is on its way. The engine settles it (settle.c). */
 #include "worker/relay.h"
-#include "worker/relay_head.h"
-#include "worker/request_send.h"
-#include "worker/upstream_set.h"
-#include "common/fmt.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -23,138 +19,55 @@
 
 #include "common/log.h"
 #include "common/money.h"
-#include "worker/errors.h"
-#include "worker/settle.h"
+#include "worker/resp_filter.h"
 #include "worker/sse_filter.h"
 
 #define RELAY_READS_PER_TURN 2
 
-/* Write "LEN-in-hex\r\n" at p; returns its length. sprintf cost ~300
- * instructions per SSE event, as much as relaying a short event's bytes. */
-static size_t
-chunk_line(char *p, size_t len)
-{
-	static const char hex[] = "0123456789abcdef";
-	char tmp[2 * sizeof(size_t)];
-	size_t n = 0, i;
-
-	do
-		tmp[n++] = hex[len & 15];
-	while ((len >>= 4) != 0);
-	for (i = 0; i < n; i++)
-		p[i] = tmp[n - 1 - i];
-	p[n] = '\r';
-	p[n + 1] = '\n';
-	return n + 2;
-}
-
-/* Emit payload bytes a then b to the client, framed as one chunk when we
- * re-frame (b lets an event go out with a piece cut from its middle). */
-static int
-emit2(struct kv_conn *c, const char *a, size_t alen, const char *b, size_t blen)
-{
-	size_t len = alen + blen;
-
-	if (len == 0)
-		return 0;
-	if (conn_obuf_reserve(c, len + 24) == -1)
-		return -1;
-	if (c->out_chunked)
-		c->olen += chunk_line(c->obuf + c->olen, len);
-	if (alen > 0)
-		memcpy(c->obuf + c->olen, a, alen);
-	if (blen > 0)
-		memcpy(c->obuf + c->olen + alen, b, blen);
-	c->olen += len;
-	if (c->out_chunked) {
-		memcpy(c->obuf + c->olen, "\r\n", 2);
-		c->olen += 2;
-	}
-	return 0;
-}
-
-static int
-emit(struct kv_conn *c, const char *p, size_t len)
-{
-	return emit2(c, p, len, NULL, 0);
-}
-
-/* The SSE filter's output (sse_filter.h) goes to the client as emit2's. */
+/* The client left while a metered, non-streamed response is on its way:
+ * the provider generates (and bills) all of it anyway, so it is read to its
+ * end (up to upstream_timeout) and charged by its usage; the bytes go
+ * nowhere. A stream is read on the same way under on_cut = drain, for at
+ * most drain_timeout and drain_max (the client's buffers are dropped as
+ * for any client gone). Returns 1 when the connection goes on without its
+ * client. */
 int
-relay_sse_out(void *arg, const char *a, size_t alen, const char *b, size_t blen)
+relay_client_left(struct kv_conn *c)
 {
-	return emit2(arg, a, alen, b, blen);
-}
+	const struct kv_config *cf = c->w->cf;
 
-
-static int
-payload(struct kv_conn *c, const char *p, size_t len)
-{
-	if (c->scan_on)
-		kv_usage_feed(&c->scan, p, len);
-	if (!c->reframe)
+	if (c->client_gone)
+		return 1;
+	if (c->api == KV_API_OTHER || (c->ri.stream && !cf->on_cut_drain) || !c->req_sent ||
+	    c->pipe_len > 0)
 		return 0;
-	return c->inject && c->scan_on ? kv_sse_filter_feed(&c->sse, p, len) : emit(c, p, len);
-}
-
-/* Account for bytes read from the upstream: returns how many belong to
- * this response (the rest is discarded), or -1 for broken framing. */
-ssize_t
-relay_consume(struct kv_conn *c, const char *p, size_t len)
-{
-	const char *data;
-	size_t dlen, used = 0;
-	ssize_t n;
-
-	if (c->resp_chunked) {
-		while (used < len && !c->resp_dec.done) {
-			n = kv_chunked_feed(&c->resp_dec, p + used, len - used, &data, &dlen);
-			if (n == -1 || payload(c, data, dlen) == -1)
-				return -1;
-			used += (size_t)n;
-		}
-		c->resp_done = c->resp_dec.done;
-	} else {
-		used = len;
-		if (c->resp_left >= 0 && (int64_t)used > c->resp_left)
-			used = (size_t)c->resp_left;
-		if (payload(c, p, used) == -1)
-			return -1;
-		if (c->resp_left >= 0) {
-			c->resp_left -= (int64_t)used;
-			c->resp_done = c->resp_left == 0;
-		}
+	if (c->ri.stream) {
+		/* on_cut = drain: read on to the usage, within bounds (README
+		 * "What a request is charged"); past them, a cut */
+		c->drain_until_ms = c->w->now_ms + (int64_t)cf->drain_timeout * 1000;
+		c->drain_left = cf->drain_max;
 	}
-	if (used < len)
-		c->up_keepalive = 0;	/* bytes past the response: do not reuse */
-	if (c->resp_done && c->reframe) {
-		if (kv_sse_filter_flush(&c->sse) == -1)
-			return -1;
-		if (c->out_chunked && conn_obuf_reserve(c, 5) == 0) {
-			memcpy(c->obuf + c->olen, "0\r\n\r\n", 5);
-			c->olen += 5;
-		}
+	if (epoll_ctl(c->w->epfd, EPOLL_CTL_DEL, c->cfd, NULL) == -1) {
+		kv_log_warn("KV0550", "epoll_ctl del client");
+		return 0;
 	}
-	return (ssize_t)used;
-}
-
-static enum step
-cut(struct kv_conn *c)
-{
-	c->cut = 1;
-	conn_close(c);
-	return STEP_CLOSED;
+	atomic_fetch_add(&c->w->ledger->hdr->counters.client_aborts_total, 1);
+	c->client_gone = 1;
+	c->client_keep = 0;
+	c->drain = 1;
+	c->cwatch = 0;
+	return 1;
 }
 
 /* A cut because the client's side failed: not the gateway's error. */
-static enum step
+static enum kv_rc
 client_cut(struct kv_conn *c)
 {
 	c->client_cut = 1;
-	return cut(c);
+	return KV_CUT;
 }
 
-static enum step
+static enum kv_rc
 wait_client(struct kv_conn *c)
 {
 	if (c->upos >= c->ulen) {
@@ -168,17 +81,17 @@ wait_client(struct kv_conn *c)
 	kv_stream_idle(&c->uc->s);
 	conn_watch_upstream(c, 0);
 	conn_watch_client(c, EPOLLOUT | EPOLLRDHUP);
-	conn_set_deadline(c, 0);
-	return STEP_WAIT;
+	conn_set_deadline(c, CONN_CLIENT);
+	return KV_AGAIN;
 }
 
-static enum step
+static enum kv_rc
 wait_upstream(struct kv_conn *c, uint32_t ev)
 {
 	conn_quiet_client(c);
 	conn_watch_upstream(c, ev);
-	conn_set_deadline(c, 1);
-	return STEP_WAIT;
+	conn_set_deadline(c, CONN_UPSTREAM);
+	return KV_AGAIN;
 }
 
 /* A stream waiting for its next token holds no buffer: memory follows the
@@ -256,7 +169,7 @@ splice_eligible(const struct kv_conn *c)
 }
 
 /* Zero-copy upstream → pipe → client for bytes nobody needs to see. */
-static enum step
+static enum kv_rc
 relay_splice(struct kv_conn *c)
 {
 	size_t want;
@@ -265,7 +178,7 @@ relay_splice(struct kv_conn *c)
 	if (c->pipefd[0] == -1 && pipe2(c->pipefd, O_NONBLOCK | O_CLOEXEC) == -1) {
 		c->pipefd[0] = c->pipefd[1] = -1;
 		c->w->splice_ok = 0;
-		return STEP_CONT;
+		return KV_NEXT;
 	}
 	for (;;) {
 		if (c->pipe_len > 0) {
@@ -282,7 +195,7 @@ relay_splice(struct kv_conn *c)
 			return client_cut(c);
 		}
 		if (c->resp_done)
-			return STEP_CONT;
+			return KV_NEXT;
 		want = 65536;
 		if (!c->resp_close && c->resp_left < (int64_t)want)
 			want = (size_t)c->resp_left;
@@ -294,12 +207,12 @@ relay_splice(struct kv_conn *c)
 				c->resp_left -= n;
 				c->resp_done = c->resp_left == 0;
 			}
-			conn_set_deadline(c, 1);
+			conn_set_deadline(c, CONN_UPSTREAM);
 			continue;
 		}
 		if (n == 0) {
 			if (!c->resp_close)
-				return cut(c);
+				return KV_CUT;
 			c->resp_done = 1;
 			c->up_keepalive = 0;
 			continue;
@@ -309,9 +222,9 @@ relay_splice(struct kv_conn *c)
 			return wait_upstream(c, EPOLLIN);
 		if (errno == EINVAL || errno == ENOSYS) {
 			c->w->splice_ok = 0;
-			return STEP_CONT;
+			return KV_NEXT;
 		}
-		return cut(c);
+		return KV_CUT;
 	}
 }
 
@@ -348,8 +261,10 @@ drain_spent(struct kv_conn *c, size_t n)
 	return 0;
 }
 
-enum step
-relay_body(struct kv_conn *c)
+/* One turn of the relay: KV_NEXT to run another at once (the splice
+ * path gave way, or finished the body). */
+static enum kv_rc
+relay_turn(struct kv_conn *c)
 {
 	ssize_t n;
 	int i, r;
@@ -359,27 +274,21 @@ relay_body(struct kv_conn *c)
 			r = flush_client(c);
 		if (r != 1)
 			return r == 0 ? wait_client(c) : client_cut(c);
-		if (c->resp_done && c->pipe_len == 0) {
-			settle_request(c);
-			if (!c->client_keep) {
-				conn_close(c);
-				return STEP_CLOSED;
-			}
-			return conn_next_request(c);
-		}
+		if (c->resp_done && c->pipe_len == 0)
+			return KV_DONE;
 		if (i == RELAY_READS_PER_TURN) {
 			/* Everything read went out: a stream waiting for its next
 			 * turn holds no buffer (256 streams at full speed held
 			 * 34 KB each here). */
 			idle_buffers(c);
 			conn_ready(c);	/* TLS may hold decrypted bytes epoll cannot see */
-			return STEP_WAIT;
+			return KV_AGAIN;
 		}
 		if (splice_eligible(c))
 			return relay_splice(c);
 		c->ulen = c->upos = 0;
 		if ((n = read_buffer(c)) == -1)
-			return cut(c);
+			return KV_CUT;
 		n = kv_stream_read(&c->uc->s, c->ubuf, (size_t)n);
 		if (n == KV_IO_AGAIN) {
 			idle_buffers(c);
@@ -387,23 +296,33 @@ relay_body(struct kv_conn *c)
 		}
 		if (n == 0 && c->resp_close) {
 			c->resp_done = 1;
-			if (relay_consume(c, "", 0) == -1)
-				return cut(c);
+			if (resp_filter_consume(c, "", 0) == -1)
+				return KV_CUT;
 			continue;
 		}
 		if (n <= 0)
-			return cut(c);	/* the upstream broke off: the client must see it */
+			return KV_CUT;	/* the upstream broke off: the client must see it */
 		c->read_big = (size_t)n == c->ucap;	/* wait_client resets it */
 		if (c->drain_until_ms > 0 && drain_spent(c, (size_t)n))
-			return cut(c);
-		conn_set_deadline(c, 1);
+			return KV_CUT;
+		conn_set_deadline(c, CONN_UPSTREAM);
 		/* Re-framed output is the read plus a chunk line per event: make
 		 * room at once, not one realloc per event (a ladder of freed sizes
 		 * that fragments the heap under many streams). */
 		if (c->reframe && conn_obuf_reserve(c, (size_t)n + (size_t)n / 16 + 64) == -1)
-			return cut(c);
-		if ((n = relay_consume(c, c->ubuf, (size_t)n)) == -1)
-			return cut(c);
+			return KV_CUT;
+		if ((n = resp_filter_consume(c, c->ubuf, (size_t)n)) == -1)
+			return KV_CUT;
 		c->ulen = c->reframe ? 0 : (size_t)n;
 	}
+}
+
+enum kv_rc
+relay_body(struct kv_conn *c)
+{
+	enum kv_rc rc;
+
+	while ((rc = relay_turn(c)) == KV_NEXT)
+		;
+	return rc;
 }

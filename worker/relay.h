@@ -1,24 +1,19 @@
-/* The response body (relay.c). */
+/* The relay phase (relay.c): the response body. */
 #ifndef KV_RELAY_H
 #define KV_RELAY_H
 
-#include <sys/types.h>
-
 #include "worker/conn-t.h"
 
-/* CS_RELAY: move the body from the upstream to the client until it ends,
- * the client goes or a deadline passes, then settle and go on to the next
- * request (or close). */
-enum step relay_body(struct kv_conn *c);
+/* CS_RELAY: move the body from the upstream to the client until it ends
+ * (KV_DONE), the upstream breaks off or the client stops taking it
+ * (KV_CUT). */
+enum kv_rc relay_body(struct kv_conn *c);
 
-/* Account for LEN bytes read from the upstream at P: decoded (chunked),
- * scanned, re-framed or filtered as the response's framing says. Returns
- * how many belong to this response (the rest is discarded), or -1 for
- * broken framing. */
-ssize_t	relay_consume(struct kv_conn *c, const char *p, size_t len);
-
-/* The SSE filter's output callback (sse_filter.h): to the client, framed
- * as one chunk when the response is re-framed. ARG is the connection. */
-int	relay_sse_out(void *arg, const char *a, size_t alen, const char *b, size_t blen);
+/* The client hung up (the CS_RESP_HEAD and CS_RELAY phases' hook): 1 when
+ * the request goes on without it (a metered response read to its end and
+ * charged by its usage; a stream only under on_cut = drain, within
+ * drain_timeout and drain_max), 0 when the connection is to be closed as
+ * a cut. */
+int	relay_client_left(struct kv_conn *c);
 
 #endif

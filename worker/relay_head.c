@@ -1,7 +1,6 @@
-/* The response head: read and parsed (interim responses skipped, a
- * refusal the target set may fail over), its framing decided, the client's
- * head built with kilovolt's own headers; and what happens when the client
- * leaves while the response is on its way. */
+/* The response head phase: read and parsed (interim responses skipped, a
+ * refusal the target set fails over), its framing decided
+ * (resp_filter.c), the client's head built with kilovolt's own headers. */
 #include "worker/relay_head.h"
 
 #include <stdlib.h>
@@ -14,59 +13,34 @@
 #include "common/money.h"
 #include "worker/budget_shown.h"
 #include "worker/errors.h"
-#include "worker/relay.h"
-#include "worker/request_send.h"
+#include "worker/peer.h"
+#include "worker/ratelimit_headers.h"
+#include "worker/reply.h"
+#include "worker/resp_filter.h"
 #include "worker/settle.h"
-#include "worker/sse_filter.h"
-#include "worker/upstream_set.h"
 
-/* Content-Type: text/event-stream (a parameter may follow). The first
- * Content-Type, as kv_http_find found it, by its length first. */
+/* This response's x-kilovolt-upstream and x-ratelimit-* lines (when the
+ * key has a limit), into obuf. Returns 0 or -1. */
 static int
-is_sse(const struct kv_http_response *res)
+traffic_headers(struct kv_conn *c)
 {
-	size_t i;
+	int n, up = c->ugroup != NULL && c->tlabel != NULL;
+	size_t tl = up ? strlen(c->tlabel) : 0;
 
-	for (i = 0; i < res->nheaders; i++) {
-		const struct kv_http_header *h = &res->headers[i];
-
-		if (h->name_len == 12 && kv_http_lit_eq(h->name, "content-type", 12))
-			return h->value_len >= 17 &&
-			    kv_http_lit_eq(h->value, "text/event-stream", 17);
+	/* the label's line, and 640 bytes for the rate-limit headers after it */
+	if (conn_obuf_reserve(c, 640 + tl + 23) == -1)
+		return -1;
+	if (up) {
+		CONN_OBUF_LIT(c, "x-kilovolt-upstream: ");
+		conn_obuf_add(c, c->tlabel, tl);
+		CONN_OBUF_LIT(c, "\r\n");
 	}
+	if (!c->rl_on)
+		return 0;
+	if ((n = kv_ratelimit_headers(&c->rl, c->obuf + c->olen, c->ocap - c->olen)) == -1)
+		return -1;
+	c->olen += (size_t)n;
 	return 0;
-}
-
-static void
-resp_framing(struct kv_conn *c, const struct kv_http_response *res)
-{
-	int sse;
-
-	c->status = res->status;
-	c->resp_left = -1;
-	if (res->no_body || c->is_head) {
-		c->resp_left = 0;
-		c->resp_done = 1;
-	} else if (res->chunked) {
-		c->resp_chunked = 1;
-		kv_chunked_init(&c->resp_dec);
-	} else if (res->content_length >= 0) {
-		c->resp_left = res->content_length;
-		c->resp_done = c->resp_left == 0;
-	} else
-		c->resp_close = 1;
-	c->up_keepalive = res->keep_alive && !c->resp_close;
-	c->scan_on = c->status >= 200 && c->status < 300 && c->api != KV_API_OTHER && !c->resp_done;
-	sse = c->scan_on && is_sse(res);
-	if (c->scan_on)
-		kv_usage_init(&c->scan, c->api, sse);
-	/* We rewrite the framing when we drop the injected usage event, and
-	 * for HTTP/1.0 clients, which cannot read chunked. */
-	c->reframe = (c->inject && sse) || (c->minor == 0 && c->resp_chunked);
-	kv_sse_filter_init(&c->sse, relay_sse_out, c);
-	c->out_chunked = c->reframe && c->minor == 1;
-	c->client_keep = c->keep_alive && !c->drain && !c->w->draining &&
-	    !(c->resp_close && !c->out_chunked) && !(c->reframe && !c->out_chunked);
 }
 
 /* Whether the client gets the provider's header H. */
@@ -118,7 +92,7 @@ build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 		return -1;
 	if (c->cors_origin[0] != '\0')
 		c->olen += (size_t)n;
-	if (conn_traffic_headers(c) == -1 || conn_obuf_reserve(c, 64) == -1)
+	if (traffic_headers(c) == -1 || conn_obuf_reserve(c, 64) == -1)
 		return -1;
 	if ((!c->reframe && c->resp_chunked) || c->out_chunked)
 		CONN_OBUF_LIT(c, "Transfer-Encoding: chunked\r\n");
@@ -130,7 +104,7 @@ build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 	return 0;
 }
 
-static enum step
+static enum kv_rc
 on_resp_head(struct kv_conn *c, size_t hl)
 {
 	const struct kv_http_response *res = &c->w->res;
@@ -139,65 +113,60 @@ on_resp_head(struct kv_conn *c, size_t hl)
 	c->t_first_ms = c->w->now_ms;
 	c->keep_obuf = 0;
 	if (c->spfd != -1)
-		kv_request_release(c);	/* answered: the spooled body has gone for good */
-	resp_framing(c, res);
+		conn_request_release(c);	/* answered: the spooled body has gone for good */
+	resp_filter_start(c, res);
 	if (c->client_gone)
 		c->client_keep = 0;
 	if (build_client_head(c, res) == -1)
-		return conn_fail(c, 502, "upstream response head too large");
+		return reply_error(c, 502, "upstream response head too large");
 	if (res->status >= 500)	/* the provider's own error, passed on */
 		atomic_fetch_add(&c->w->ledger->hdr->counters.responses_5xx_relayed_total, 1);
 	c->upos = hl;
 	if (c->ulen > hl) {
-		if ((n = relay_consume(c, c->ubuf + hl, c->ulen - hl)) == -1)
-			return conn_fail(c, 502, "malformed upstream response body");
+		if ((n = resp_filter_consume(c, c->ubuf + hl, c->ulen - hl)) == -1)
+			return reply_error(c, 502, "malformed upstream response body");
 		c->ulen = c->reframe ? hl : hl + (size_t)n;
 	}
-	c->state = CS_RELAY;
-	return STEP_CONT;
+	return KV_NEXT;
 }
 
-/* The client left while a metered, non-streamed response is on its way:
- * the provider generates (and bills) all of it anyway, so it is read to its
- * end (up to upstream_timeout) and charged by its usage; the bytes go
- * nowhere. A stream is read on the same way under on_cut = drain, for at
- * most drain_timeout and drain_max (the client's buffers are dropped as
- * for any client gone). Returns 1 when the connection goes on without its
- * client. */
-int
-relay_client_left(struct kv_conn *c)
-{
-	const struct kv_config *cf = c->w->cf;
-
-	if (c->client_gone)
-		return 1;
-	if (c->api == KV_API_OTHER || (c->ri.stream && !cf->on_cut_drain) || !c->req_sent ||
-	    (c->state != CS_RESP_HEAD && c->state != CS_RELAY) || c->pipe_len > 0)
-		return 0;
-	if (c->ri.stream) {
-		/* on_cut = drain: read on to the usage, within bounds (README
-		 * "What a request is charged"); past them, a cut */
-		c->drain_until_ms = c->w->now_ms + (int64_t)cf->drain_timeout * 1000;
-		c->drain_left = cf->drain_max;
-	}
-	if (epoll_ctl(c->w->epfd, EPOLL_CTL_DEL, c->cfd, NULL) == -1) {
-		kv_log_warn("KV0550", "epoll_ctl del client");
-		return 0;
-	}
-	atomic_fetch_add(&c->w->ledger->hdr->counters.client_aborts_total, 1);
-	c->client_gone = 1;
-	c->client_keep = 0;
-	c->drain = 1;
-	c->cwatch = 0;
-	return 1;
-}
-
-enum step
-relay_head(struct kv_conn *c)
+/* Parse what ubuf holds: KV_AGAIN for more bytes (an interim response
+ * dropped), else what the whole head means. */
+static enum kv_rc
+parse_head(struct kv_conn *c)
 {
 	const char *reason;
-	ssize_t n;
 	int r;
+
+	while (c->ulen > 0) {
+		r = kv_http_parse_response(c->ubuf, c->ulen, &c->w->res, &reason);
+		if (r > 0 && c->w->res.status < 200) {
+			/* interim response: not for the client (we sent no Expect) */
+			memmove(c->ubuf, c->ubuf + r, c->ulen - (size_t)r);
+			c->ulen -= (size_t)r;
+			continue;
+		}
+		if (r > 0 && peer_answer(c, &c->w->res))
+			return peer_fail(c, 502, "upstream refused the request", 1);
+		if (r > 0)
+			return on_resp_head(c, (size_t)r);
+		if (r < 0) {
+			kv_log_warnx("KV0430", "upstream %s: malformed response: %s",
+			    c->upstream_name, reason);
+			return reply_error(c, 502, "malformed upstream response");
+		}
+		if (c->ulen == KV_UBUF_SIZE)
+			return reply_error(c, 502, "upstream response head too large");
+		break;
+	}
+	return KV_AGAIN;
+}
+
+enum kv_rc
+relay_head(struct kv_conn *c)
+{
+	enum kv_rc rc;
+	ssize_t n;
 
 	if (!c->req_sent) {
 		settle_mark_sent(c);
@@ -206,36 +175,16 @@ relay_head(struct kv_conn *c)
 			 * model takes longer than a syscall): one recv(2) a request. */
 			conn_quiet_client(c);
 			conn_watch_upstream(c, EPOLLIN);
-			conn_set_deadline(c, 1);
-			return STEP_WAIT;
+			conn_set_deadline(c, CONN_UPSTREAM);
+			return KV_AGAIN;
 		}
 	}
 	if (c->ubuf == NULL) {
 		if ((c->ubuf = conn_ubuf_take()) == NULL)
-			return conn_fail(c, 503, "out of memory");
+			return reply_error(c, 503, "out of memory");
 		c->ucap = KV_UBUF_SIZE;
 	}
-	for (;;) {
-		if (c->ulen > 0) {
-			r = kv_http_parse_response(c->ubuf, c->ulen, &c->w->res, &reason);
-			if (r > 0 && c->w->res.status < 200) {
-				/* interim response: not for the client (we sent no Expect) */
-				memmove(c->ubuf, c->ubuf + r, c->ulen - (size_t)r);
-				c->ulen -= (size_t)r;
-				continue;
-			}
-			if (r > 0 && conn_upset_answer(c, &c->w->res))
-				return conn_failover(c, 502, "upstream refused the request", 1);
-			if (r > 0)
-				return on_resp_head(c, (size_t)r);
-			if (r < 0) {
-				kv_log_warnx("KV0430", "upstream %s: malformed response: %s",
-				    c->upstream_name, reason);
-				return conn_fail(c, 502, "malformed upstream response");
-			}
-			if (c->ulen == KV_UBUF_SIZE)
-				return conn_fail(c, 502, "upstream response head too large");
-		}
+	while ((rc = parse_head(c)) == KV_AGAIN) {
 		n = kv_stream_read(&c->uc->s, c->ubuf + c->ulen, KV_UBUF_SIZE - c->ulen);
 		if (n == KV_IO_AGAIN) {
 			if (c->ulen == 0) {
@@ -246,14 +195,17 @@ relay_head(struct kv_conn *c)
 			}
 			conn_quiet_client(c);
 			conn_watch_upstream(c, (uint32_t)c->uc->s.want);
-			conn_set_deadline(c, 1);
-			return STEP_WAIT;
+			conn_set_deadline(c, CONN_UPSTREAM);
+			return KV_AGAIN;
 		}
 		if (n <= 0) {
+			/* nothing answered: a pooled connection the server had
+			 * closed, or a target that reset without reading it */
 			if (c->ulen == 0)
-				return request_retry(c);
-			return conn_fail(c, 502, "upstream closed during the response head");
+				return peer_closed(c, c->opos == 0 || peer_unacked(c));
+			return reply_error(c, 502, "upstream closed during the response head");
 		}
 		c->ulen += (size_t)n;
 	}
+	return rc;
 }

@@ -1,6 +1,7 @@
 /* Body intake: every byte scanned, small bodies in memory, the rest
- * spooled to an unlinked file, nothing forwarded before admission
- * (admission.c), which runs once the body is whole. */
+ * spooled to an unlinked file, with all of the spool's policy (its share
+ * of spool_max, the file); nothing is forwarded before admission, the
+ * phase after this one. */
 #include "worker/request_body.h"
 
 #include <stdlib.h>
@@ -8,8 +9,7 @@
 #include <sys/epoll.h>
 
 #include "common/log.h"
-#include "worker/admission.h"
-#include "worker/request_head.h"
+#include "worker/reply.h"
 #include "worker/spool.h"
 
 /* Charge n more spooled bytes to the worker's spool_max. */
@@ -158,15 +158,15 @@ body_read_into(struct kv_conn *c, char **buf, size_t *want)
 	return 0;
 }
 
-static enum step
+static enum kv_rc
 body_refuse(struct kv_conn *c, int st, const char *msg)
 {
 	c->retry_after = st == 503 ? 5 : 0;
-	return conn_fail(c, st, msg);
+	return reply_error(c, st, msg);
 }
 
-enum step
-request_body_in(struct kv_conn *c)
+enum kv_rc
+request_body(struct kv_conn *c)
 {
 	const char *msg;
 	char *buf;
@@ -178,17 +178,15 @@ request_body_in(struct kv_conn *c)
 		if ((st = body_consume(c, &msg)) != 0)
 			return body_refuse(c, st, msg);
 		if (c->body_done)
-			return request_admit(c);
+			return KV_NEXT;
 		direct = body_read_into(c, &buf, &want);
-		n = request_client_read(c, buf, want);
+		n = conn_client_read(c, buf, want, 0);
 		if (n == KV_IO_AGAIN) {
 			conn_watch_client(c, EPOLLIN | EPOLLRDHUP);
-			return STEP_WAIT;
+			return KV_AGAIN;
 		}
-		if (n <= 0) {
-			conn_close(c);
-			return STEP_CLOSED;
-		}
+		if (n <= 0)
+			return KV_CLOSE;
 		if (!direct) {
 			c->clen += (size_t)n;
 			continue;

@@ -1,14 +1,14 @@
-/* Body intake (request_body.c): every byte scanned, small bodies in
+/* The body phase (request_body.c): every byte scanned, small bodies in
  * memory, the rest in a spool file charged to spool_max. */
 #ifndef KV_REQUEST_BODY_H
 #define KV_REQUEST_BODY_H
 
 #include "worker/conn-t.h"
 
-/* CS_BODY_IN: read, decode (chunked) and scan the body, keeping it in the
- * window (c->ibuf) or the spool (c->spfd); once it is whole, admission
- * runs (request_admit). Refuses a body past max_body (413), a malformed
- * one (400) or one the spool cannot take (503, retry-after 5). */
-enum step request_body_in(struct kv_conn *c);
+/* CS_BODY: read, decode (chunked) and scan the body, keeping it in the
+ * window (c->ibuf) or the spool (c->spfd); KV_NEXT once it is whole.
+ * Refuses a body past max_body (413), a malformed one (400) or one the
+ * spool cannot take (503, retry-after 5): KV_REPLY. */
+enum kv_rc request_body(struct kv_conn *c);
 
 #endif

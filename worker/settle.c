@@ -13,7 +13,9 @@
 #include "common/log.h"
 #include "common/money.h"
 #include "worker/charge_rules.h"
+#include "worker/peer.h"
 #include "worker/price_dims.h"
+#include "worker/ratelimit_headers.h"
 
 /* What a request the provider got whole costs when nothing more is ever
  * known (charge_usage): body bytes / 4 input tokens and the reservation's
@@ -35,6 +37,33 @@ sent_estimate_nusd(struct kv_conn *c)
 /* The whole request reached the provider, which may bill it from now on:
  * a timeout or a cancel is charged at least its input, and so is a worker
  * death (the master charges what the reservation records). */
+/* Settle the request's tokens (before the budget settle) and end its
+ * target's in-flight count. */
+static void
+traffic_settle(struct kv_conn *c, const struct kv_usage *u)
+{
+	peer_finish(c);
+	if (c->resv < 0)
+		return;
+	kv_ledger_op_begin(c->w->ledger);
+	kv_ratelimit_settle(c->w->ledger, c->w->slot, c->resv,
+	    kv_ratelimit_tokens(u, c->anthropic), c->rl_sent);
+	kv_ledger_op_end(c->w->ledger);
+}
+
+/* The request reached the provider: its input stays counted against tpm
+ * should this worker die (kv_ratelimit_sent). */
+static void
+traffic_sent(struct kv_conn *c)
+{
+	if (c->resv >= 0 && c->rl_on && c->rl_sent == 0) {
+		kv_ledger_op_begin(c->w->ledger);
+		c->rl_sent = kv_ratelimit_sent(c->w->slot, c->resv, c->body_bytes / 4);
+		kv_ratelimit_lease_sent(c->w->ledger, c->acct, c->rl_sent);
+		kv_ledger_op_end(c->w->ledger);
+	}
+}
+
 void
 settle_mark_sent(struct kv_conn *c)
 {
@@ -42,7 +71,7 @@ settle_mark_sent(struct kv_conn *c)
 	if (c->resv >= 0 && c->api != KV_API_OTHER)
 		kv_ledger_resv_sent(c->w->slot, c->resv, sent_estimate_nusd(c));
 	if (c->api != KV_API_OTHER)
-		conn_traffic_sent(c);
+		traffic_sent(c);
 }
 
 /* The counts a request is charged for (SPEC "Money", README "How cuts are
@@ -334,7 +363,7 @@ settle_request(struct kv_conn *c)
 		return;
 	c->logged = 1;
 	cost = charge(c, &u, &model, &mprice);
-	conn_traffic_settle(c, &u);
+	traffic_settle(c, &u);
 	if (c->resv >= 0) {
 		kv_ledger_settle(c->w->ledger, c->w->slot, c->resv, cost,
 		    u.input || u.output ? &u : NULL, model_row(c, model, mprice));

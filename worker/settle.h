@@ -8,7 +8,7 @@
  * sets c->req_sent, records the input estimate (body bytes / 4 and the
  * reserved output at the asked model's price) in the reservation, which
  * the master charges should this worker die, and counts the input against
- * tpm (conn_traffic_sent). */
+ * tpm (traffic_sent). */
 void	settle_mark_sent(struct kv_conn *c);
 
 /* Once per request (c->logged): charge what it used (the provider's final

@@ -1,6 +1,6 @@
 /* The SSE filter: what a streamed chat or completion the client did not ask
  * usage of must look like to it when kilovolt asked for usage itself
- * (stream_options.include_usage, request_send.h): the usage-only event
+ * (stream_options.include_usage, request_build.c): the usage-only event
  * dropped, and the ,"usage":null the provider then adds to every chunk
  * cut out. Pure: bytes in, bytes out through a callback, no I/O. */
 #ifndef KV_SSE_FILTER_H

@@ -33,6 +33,9 @@ struct kv_stream {
  * KV_IO_ERROR. A TLS read that waits (KV_IO_AGAIN) gives back its record
  * buffer unless it holds part of a record. */
 ssize_t	kv_stream_read(struct kv_stream *s, void *buf, size_t len);
+/* kv_stream_read of a plaintext stream (the client leg), without a look
+ * at TLS. */
+ssize_t	kv_stream_recv(struct kv_stream *s, void *buf, size_t len);
 
 /* Write up to len bytes: returns > 0, KV_IO_AGAIN or KV_IO_ERROR. */
 ssize_t	kv_stream_write(struct kv_stream *s, const void *buf, size_t len);

@@ -20,7 +20,6 @@
 
 #include "common/log.h"
 #include "common/tls_client.h"
-#include "worker/conn.h"
 #include "shm/targets.h"
 
 static int
@@ -280,7 +279,7 @@ dns_hints(struct addrinfo *h, int numeric)
 
 int
 kv_upstreams_init(struct kv_upstream_rt **rtsp, const struct kv_config *cf,
-    char *err, size_t errlen)
+    kv_ev_fn *ready, char *err, size_t errlen)
 {
 	struct kv_upstream_rt *rts;
 	struct addrinfo hints;
@@ -295,6 +294,7 @@ kv_upstreams_init(struct kv_upstream_rt **rtsp, const struct kv_config *cf,
 		struct kv_upstream_rt *rt = &rts[i];
 
 		rt->cf = &cf->upstreams[i];
+		rt->ready = ready;
 		/* Per request it cost 1.6 k instructions of snprintf. */
 		kv_target_label(rt->label, sizeof(rt->label), rt->cf->name, rt->cf->host,
 		    rt->cf->port);
@@ -546,7 +546,7 @@ kv_upconn_connect(struct kv_upstream_rt *rt, char *err, size_t errlen)
 	uc->s.fd = fd;
 	uc->rt = rt;
 	uc->ev.kind = KV_EV_UPSTREAM;
-	uc->ev.fn = kv_conn_upstream_ready;
+	uc->ev.fn = rt->ready;
 	if (rt->ctx != NULL && tls_session_init(uc, err, errlen) == -1) {
 		kv_upconn_close(uc, 0);
 		gate_wake(rt);

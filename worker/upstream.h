@@ -34,6 +34,7 @@ struct kv_upwait {
 
 struct kv_upstream_rt {
 	const struct kv_upstream *cf;
+	kv_ev_fn	*ready;		/* its connections' event callback (the engine's) */
 	char		 label[64];	/* "NAME/HOST:PORT" (kv_target_label), made once */
 	int		 tslot;		/* its ledger target slot; KV_TSLOT_UNKNOWN until used */
 	SSL_CTX		*ctx;		/* NULL for http:// */
@@ -96,9 +97,11 @@ void	kv_upstreams_turn(int complete);
 
 /* Build runtime state for every upstream in cf: TLS contexts (verification
  * on, the system store or ca_file) and a first, blocking DNS lookup (at
- * start-up only). Returns 0, or -1 with a reason in err. */
+ * start-up only). READY is the callback every upstream connection's epoll
+ * events go to (handed down: the pool calls nothing above it). Returns 0,
+ * or -1 with a reason in err. */
 int	kv_upstreams_init(struct kv_upstream_rt **rts, const struct kv_config *cf,
-	    char *err, size_t errlen);
+	    kv_ev_fn *ready, char *err, size_t errlen);
 void	kv_upstreams_free(struct kv_upstream_rt *rts, size_t n);
 
 /* Runtime state of a configured upstream (one of the cf->upstreams the

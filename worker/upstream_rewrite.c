@@ -61,6 +61,28 @@ drop_header(const struct kv_http_header *h, int creds)
 	    (h->name_len == 9 && strncasecmp(h->name, "x-api-key", 9) == 0));
 }
 
+/* The lines the rewritten head gets from us into NB (CAP bytes): the new
+ * upstream's credential, the framing of a body of BLEN bytes (or the
+ * spool's), the end of the head. Returns their length. */
+static int
+own_lines(const struct kv_conn *c, const struct kv_http_request *req, char *nb, size_t cap,
+    size_t blen)
+{
+	const struct kv_upstream *to = c->rt->cf;
+	int n = 0;
+
+	if (to->api_key != NULL)
+		n += snprintf(nb + n, cap - (size_t)n, c->auth_x_api_key ? "x-api-key: %s\r\n" :
+		    "Authorization: Bearer %s\r\n", to->api_key);
+	if (c->spfd != -1)	/* the body follows from the spool */
+		n += snprintf(nb + n, cap - (size_t)n, "Content-Length: %lld\r\n",
+		    (long long)(c->body_bytes + (int64_t)c->injlen));
+	else if (blen > 0 || kv_http_find(req->headers, req->nheaders, "content-length") != NULL)
+		n += snprintf(nb + n, cap - (size_t)n, "Content-Length: %zu\r\n", blen);
+	n += snprintf(nb + n, cap - (size_t)n, "Connection: keep-alive\r\n\r\n");
+	return n;
+}
+
 int
 kv_upset_rewrite(struct kv_conn *c, const struct kv_upstream *from)
 {
@@ -103,16 +125,8 @@ kv_upset_rewrite(struct kv_conn *c, const struct kv_upstream *from)
 		n += snprintf(nb + n, cap - (size_t)n, "%.*s: %.*s\r\n", (int)h->name_len, h->name,
 		    (int)h->value_len, h->value);
 	}
-	if (to->api_key != NULL)
-		n += snprintf(nb + n, cap - (size_t)n, c->auth_x_api_key ? "x-api-key: %s\r\n" :
-		    "Authorization: Bearer %s\r\n", to->api_key);
-	if (c->spfd != -1)	/* the body follows from the spool */
-		n += snprintf(nb + n, cap - (size_t)n, "Content-Length: %lld\r\n",
-		    (long long)(c->body_bytes + (int64_t)c->injlen));
-	else if (blen > 0 || kv_http_find(req->headers, req->nheaders, "content-length") != NULL)
-		n += snprintf(nb + n, cap - (size_t)n, "Content-Length: %zu\r\n",
-		    mapped ? blen - strlen(c->ri.model) + mlen : blen);
-	n += snprintf(nb + n, cap - (size_t)n, "Connection: keep-alive\r\n\r\n");
+	n += own_lines(c, req, nb + n, cap - (size_t)n,
+	    mapped ? blen - strlen(c->ri.model) + mlen : blen);
 	if (mapped != NULL) {
 		memcpy(nb + n, body, (size_t)at);
 		memcpy(nb + n + at, mapped, mlen);

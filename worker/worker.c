@@ -358,9 +358,9 @@ kv_worker_main(const struct kv_config *cf, struct kv_ledger *l, int slot,
 	w.lev.fn = listener_ready;
 	w.splice_ok = 1;
 	w.now_ms = kv_now_ms();
-	/* power-of-two choices between targets (upstream_set.c) */
+	/* power-of-two choices between targets (peer.c) */
 	srand((unsigned)getpid() ^ (unsigned)w.now_ms);
-	if (kv_upstreams_init(&w.ups, cf, err, sizeof(err)) == -1) {
+	if (kv_upstreams_init(&w.ups, cf, kv_conn_upstream_ready, err, sizeof(err)) == -1) {
 		kv_log_warnx("KV0516", "%s", err);
 		_exit(KV_EXIT_CONFIG);
 	}

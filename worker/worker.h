@@ -36,13 +36,16 @@ struct kv_worker {
 	struct kv_conn		*ready;		/* connections with work epoll cannot see */
 	struct kv_conn		*dead;		/* closed; freed once no event can name them */
 	uint64_t		 spool_bytes;	/* request bytes spooled now ([server] spool_max) */
-	char			*spool_io;	/* KV_SPOOL_IO bytes: see request_body_in */
+	char			*spool_io;	/* KV_SPOOL_IO bytes: see request_body */
 	int			 draining;
 	int64_t			 drain_deadline_ms;
 	int64_t			 now_ms;
 	int			 splice_ok;
 	struct kv_memguard	 mem;		/* 503 past the memory budget */
 	struct kv_conn		*heads, *heads_tail;	/* unfinished heads, oldest first */
+	/* how conn_io.c closes a head it sheds: the engine's close, handed
+	 * down (conn.c sets it), as the pool never calls up */
+	void			(*shed_close)(struct kv_conn *);
 	struct kv_deadlines	 deadlines;	/* every connection's, first due on top */
 	struct kv_conn		*lease_parked;	/* waiting for cluster lease (leasewait.h) */
 	int			 nlease_parked;

@@ -1,5 +1,6 @@
-/* Several targets per upstream, health and failover; see upstream_set.h. */
-#include "worker/upstream_set.h"
+/* The peer picker: several targets per upstream, health and failover;
+ * see peer.h. No buffers: the engine resets the attempt. */
+#include "worker/peer.h"
 
 #include <netinet/in.h>
 #include <linux/tcp.h>	/* tcpi_bytes_acked: glibc's tcp_info lacks it */
@@ -14,8 +15,6 @@
 
 #include "common/log.h"
 #include "shm/targets.h"
-#include "worker/upstream_rewrite.h"
-#include "worker/request_send.h"
 
 #define KV_COOL_DEFAULT_S	5	/* a 429/503 without retry-after */
 #define KV_COOL_MAX_S		300
@@ -113,7 +112,7 @@ use_target(struct kv_conn *c, int k)
 }
 
 void
-conn_upset_pick(struct kv_conn *c, const struct kv_upstream *up)
+peer_pick(struct kv_conn *c, const struct kv_upstream *up)
 {
 	int k;
 
@@ -125,7 +124,7 @@ conn_upset_pick(struct kv_conn *c, const struct kv_upstream *up)
 }
 
 void
-conn_upset_finish(struct kv_conn *c)
+peer_finish(struct kv_conn *c)
 {
 	if (c->tslot1 > 0)
 		kv_target_count(c->w->ledger, c->w->slot, c->tslot1 - 1, -1);
@@ -133,7 +132,7 @@ conn_upset_finish(struct kv_conn *c)
 }
 
 int
-conn_upset_unacked(const struct kv_conn *c)
+peer_unacked(const struct kv_conn *c)
 {
 	struct tcp_info ti;
 	socklen_t len = sizeof(ti);
@@ -188,55 +187,54 @@ unsend(struct kv_conn *c)
 		kv_ledger_resv_sent(c->w->slot, c->resv, 0);
 }
 
-enum step
-conn_failover(struct kv_conn *c, int status, const char *msg, int safe)
+enum kv_rc
+peer_fail(struct kv_conn *c, int status, const char *msg, int safe)
 {
-	const struct kv_upstream *g = c->ugroup, *from;
+	c->fail = (struct kv_attempt_fail){ status, msg, safe, 0 };
+	return KV_RETRY;
+}
+
+enum kv_rc
+peer_closed(struct kv_conn *c, int safe)
+{
+	c->fail = (struct kv_attempt_fail){ 502, "upstream closed the connection", safe, 1 };
+	return KV_RETRY;
+}
+
+int
+peer_next(struct kv_conn *c)
+{
+	const struct kv_upstream *g = c->ugroup;
+	const struct kv_attempt_fail *f = &c->fail;
 	struct kv_ledger *l = c->w->ledger;
 	int s = c->tslot1 - 1;
 	char was[KV_TARGET_NAME];
 
-	if (safe)
+	if (f->safe)
 		unsend(c);
 	if (g == NULL)
-		return conn_fail(c, status, msg);
+		return -1;
 	/* A 429 is the target working as told: cooled already, not a failure. */
 	if (!c->cooled &&
 	    kv_target_fail(l, s, c->w->now_ms, g->eject_after, g->eject_secs, others_usable(c)))
 		kv_log_warnx("KV0701", "upstream target %s ejected after %d failures in a row",
 		    c->tlabel, g->eject_after);
-	if (!safe || !c->keep_obuf || c->sent_any || c->state == CS_RELAY ||
+	if (!f->safe || !c->keep_obuf || c->sent_any ||
 	    c->w->now_ms - c->t_first_try_ms > (int64_t)g->retry_budget * 1000)
-		return conn_fail(c, status, msg);
+		return -1;
 	snprintf(was, sizeof(was), "%s", c->tlabel);
-	from = target_at(c->w->cf, g, c->tpos);
-	conn_upset_finish(c);
+	c->rebuild_from = target_at(c->w->cf, g, c->tpos);
+	peer_finish(c);
 	if (next_target(c) == -1) {
+		c->rebuild_from = NULL;
 		c->retry_after = 1;
-		return conn_fail(c, status, msg);
+		return -1;
 	}
 	if (s >= 0)
 		atomic_fetch_add(&l->targets[s].retries, 1);
-	if (c->uc != NULL) {
-		kv_upconn_close(c->uc, 1);	/* close() also leaves epoll */
-		c->uc = NULL;
-	}
-	free(c->ubuf);
-	c->ubuf = NULL;
-	c->ulen = c->upos = 0;
-	c->opos = 0;
-	c->sp_off = 0;		/* a spooled body goes again from its start */
-	free(c->sbuf);
-	c->sbuf = NULL;
-	c->slen = c->spos = 0;
-	c->retried = 0;
-	c->status = 0;
-	c->cooled = 0;
-	if (kv_upset_rewrite(c, from) == -1)
-		return conn_fail(c, 502, "cannot build the upstream request");
-	kv_log_info("key %s: %s failed (%s): %s to %s", c->keyid, was, msg,
+	kv_log_info("key %s: %s failed (%s): %s to %s", c->keyid, was, f->msg,
 	    c->fell_back && g != c->ugroup ? "falling back" : "retrying", c->tlabel);
-	return request_connect(c);
+	return 0;
 }
 
 static int
@@ -257,7 +255,7 @@ retry_after_secs(const struct kv_http_response *res)
 }
 
 int
-conn_upset_answer(struct kv_conn *c, const struct kv_http_response *res)
+peer_answer(struct kv_conn *c, const struct kv_http_response *res)
 {
 	struct kv_ledger *l = c->w->ledger;
 	int s = c->tslot1 - 1, st = res->status;

@@ -1,0 +1,253 @@
+/* The build phase: the upstream request in obuf, its head rebuilt from
+ * the client's (our own framing and credential, usage asked for in a
+ * streamed chat body), and rewritten for another target on a retry
+ * (upstream_rewrite.c). */
+#include "worker/request_build.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "common/fmt.h"
+#include "common/log.h"
+#include "worker/reply.h"
+#include "worker/spool.h"
+#include "worker/upstream_rewrite.h"
+
+/* Whether the client's header H goes upstream: not a hop-by-hop one, not
+ * one kilovolt writes itself (Host, Content-Length), not Expect or
+ * Accept-Encoding, and under virtual keys (api_key set) none of
+ * request_cred_headers, whose names the lengths 7, 9, 13 and 14 pick. */
+static int
+want_header(const struct kv_conn *c, const struct kv_http_header *h)
+{
+	const char *n = h->name;
+	int vk = c->rt->cf->api_key != NULL;
+
+	if (h->hop)
+		return 0;
+	switch (h->name_len) {
+	case 4:
+		return !kv_http_lit_eq(n, "host", 4);
+	case 6:
+		return !kv_http_lit_eq(n, "expect", 6);
+	case 7:
+		return !vk || !kv_http_lit_eq(n, "api-key", 7);
+	case 9:
+		return !vk || !kv_http_lit_eq(n, "x-api-key", 9);
+	case 13:
+		return !vk || !kv_http_lit_eq(n, "authorization", 13);
+	case 14:
+		return !kv_http_lit_eq(n, "content-length", 14) &&
+		    (!vk || !kv_http_lit_eq(n, "x-goog-api-key", 14));
+	case 15:
+		return !kv_http_lit_eq(n, "accept-encoding", 15);
+	default:
+		return 1;
+	}
+}
+
+/* The client's include_usage false/null becomes true, in the window or
+ * in the spool, without changing the body's length. */
+static int
+overwrite_iu(struct kv_conn *c, const char **msg)
+{
+	const char *t = c->ri.so_iu_len == 5 ? "true " : "true";
+	size_t n = (size_t)c->ri.so_iu_len;
+
+	if (c->spfd == -1) {
+		memcpy(c->ibuf + c->ri.so_iu_off, t, n);
+		return 0;
+	}
+	if (pwrite(c->spfd, t, n, (off_t)c->ri.so_iu_off) != (ssize_t)n) {
+		kv_log_warn("KV0547", "writing the request spool");
+		*msg = "the gateway cannot write the spooled request body";
+		return 503;
+	}
+	return 0;
+}
+
+/* Usage is always asked for (issue 11): a streamed chat or legacy
+ * completion goes upstream with stream_options.include_usage true, and
+ * with one stream_options member (issue 20): a first-wins parser would
+ * read the client's, a serde server refuses a duplicate. Without one the
+ * member is added before the top-level '}'; into the client's object,
+ * "include_usage":true goes last, before its '}'; the client's own
+ * include_usage false (or null) is overwritten in place by "true " (or
+ * "true"), the same length. A null stream_options, or two of them, or two
+ * include_usage, cannot be merged: refused, naming why. */
+static int
+build_inject(struct kv_conn *c, const char **msg)
+{
+	static const char member[] = "\"stream_options\":{\"include_usage\":true}",
+	    iu[] = ",\"include_usage\":true";
+	const struct kv_request_info *ri = &c->ri;
+	int merge = ri->has_stream_options, first;
+	size_t at = 0;
+
+	if (ri->so_count > 1 || ri->so_has_iu > 1) {
+		*msg = ri->so_count > 1 ? "stream_options appears more than once" :
+		    "stream_options.include_usage appears more than once";
+		return 400;
+	}
+	if (merge && ri->so_start == 0) {
+		*msg = "a streamed request needs usage to be metered: send stream_options "
+		    "as an object, or leave it out";
+		return 400;
+	}
+	if (merge && ri->so_has_iu)
+		return overwrite_iu(c, msg);
+	first = merge && ri->so_members == 0;
+	c->injlen = merge ? sizeof(iu) - 1 - (size_t)first : (ri->members > 0) + sizeof(member) - 1;
+	if ((c->inj = malloc(c->injlen)) == NULL) {
+		*msg = "out of memory";
+		return 503;
+	}
+	if (merge) {
+		memcpy(c->inj, iu + first, c->injlen);
+		c->inj_at = (int64_t)ri->so_end;
+		return 0;
+	}
+	if (ri->members > 0)
+		c->inj[at++] = ',';
+	memcpy(c->inj + at, member, sizeof(member) - 1);
+	c->inj_at = (int64_t)ri->obj_end;
+	return 0;
+}
+
+/* The lines the head gets from us, into room reserved by build_request:
+ * the upstream's own credential (kl bytes), the framing of the body that
+ * was read whole, and the end of the head. */
+static void
+own_lines(struct kv_conn *c, const struct kv_http_request *req, size_t kl)
+{
+	const struct kv_upstream *up = c->rt->cf;
+
+	if (up->api_key != NULL) {
+		if (c->auth_x_api_key)
+			CONN_OBUF_LIT(c, "x-api-key: ");
+		else
+			CONN_OBUF_LIT(c, "Authorization: Bearer ");
+		conn_obuf_add(c, up->api_key, kl);
+		CONN_OBUF_LIT(c, "\r\n");
+	}
+	/* The whole body was read: always our own Content-Length framing. */
+	if (c->body_bytes > 0 || c->chunked_req ||
+	    kv_http_find(req->headers, req->nheaders, "content-length") != NULL) {
+		CONN_OBUF_LIT(c, "Content-Length: ");
+		c->olen += kv_fmt_i64(c->obuf + c->olen, c->body_bytes + (int64_t)c->injlen);
+		CONN_OBUF_LIT(c, "\r\n");
+	}
+	CONN_OBUF_LIT(c, "Connection: keep-alive\r\n\r\n");
+}
+
+static int
+build_request(struct kv_conn *c)
+{
+	const struct kv_upstream *up = c->rt->cf;
+	struct kv_http_request *req = &c->w->req;
+	const char *reason;
+	size_t i, need, ml, bl, tl, hl, kl;
+	int status;
+
+	/* The head is still in cbuf. w->req still holds its parse when nothing
+	 * was parsed into it since (a small request: head, body and this in
+	 * one turn); else it is parsed again rather than keep 4 KB of header
+	 * pointers per connection. */
+	if (c->head_parse == 0 || c->head_parse != c->w->req_parse) {
+		if (kv_http_parse_request(c->cbuf, c->head_len, req, &status, &reason) <= 0)
+			return -1;
+		c->head_parse = ++c->w->req_parse;
+	}
+	ml = strlen(c->method);
+	bl = strlen(up->base_path);
+	tl = strlen(c->target);
+	hl = strlen(up->host_header);
+	kl = up->api_key != NULL ? strlen(up->api_key) : 0;
+	/* Room for the whole head, written without a check per piece: each
+	 * forwarded line takes at most one byte more than in the client's
+	 * head (": "), and 256 covers the request line's and our own lines. */
+	need = c->head_len + req->nheaders + bl + hl + kl + 256;
+	if (c->spfd == -1)
+		need += c->ilen + c->injlen;
+	if (conn_obuf_reserve(c, need) == -1)
+		return -1;
+	conn_obuf_add(c, c->method, ml);
+	CONN_OBUF_LIT(c, " ");
+	conn_obuf_add(c, up->base_path, bl);
+	conn_obuf_add(c, c->target, tl);
+	CONN_OBUF_LIT(c, " HTTP/1.1\r\nHost: ");
+	conn_obuf_add(c, up->host_header, hl);
+	CONN_OBUF_LIT(c, "\r\n");
+	for (i = 0; i < req->nheaders; i++)
+		if (want_header(c, &req->headers[i]))
+			conn_obuf_add_header(c, &req->headers[i]);
+	own_lines(c, req, kl);
+	if (c->spfd != -1)
+		return 0;	/* the body follows from the spool */
+	if (c->inj != NULL)
+		return conn_obuf_put(c, c->ibuf, (size_t)c->inj_at) == -1 ||
+		    conn_obuf_put(c, c->inj, c->injlen) == -1 ||
+		    conn_obuf_put(c, c->ibuf + c->inj_at, c->ilen - (size_t)c->inj_at) == -1 ? -1 : 0;
+	return conn_obuf_put(c, c->ibuf, c->ilen);
+}
+
+/* Requests in flight in this worker up to which a request keeps its whole
+ * output buffer while it waits for the response (at most 16 x 4 KB): the
+ * shrink here and the growth back for the response head were two reallocs
+ * a request (~460 instructions, callgrind), for memory that matters only
+ * when many requests wait at once. */
+#define OBUF_KEEP_INFLIGHT	16
+
+/* The first attempt's request, built whole into obuf. */
+static enum kv_rc
+build_first(struct kv_conn *c)
+{
+	const char *msg;
+	int s;
+
+	if (c->force_usage && (s = build_inject(c, &msg)) != 0)
+		return reply_error(c, s, msg);
+	if (build_request(c) == -1)
+		return reply_error(c, 502, "cannot build the upstream request");
+	/* Kept until the response head, to go to another target if this one
+	 * provably gets nothing: all of the request is in obuf, or its head
+	 * (and the body stays in the spool). */
+	c->keep_obuf = 1;
+	if (c->ocap > c->olen + 256 &&
+	    atomic_load(&c->w->slot->active_streams) > OBUF_KEEP_INFLIGHT) {
+		/* Kept until the response head: 1,000 streams waiting for their
+		 * first token keep their request, not a 4 KB buffer each. */
+		char *nb = realloc(c->obuf, c->olen);
+		if (nb != NULL) {
+			c->obuf = nb;
+			c->ocap = c->olen;
+		}
+	}
+	free(c->ibuf);
+	c->ibuf = NULL;
+	c->ilen = c->icap = 0;
+	if (c->cpos == c->clen) {
+		/* The head was rebuilt into obuf: a stream waiting for its
+		 * upstream connection must not hold the 20 KB head buffer too. */
+		free(c->cbuf);
+		c->cbuf = NULL;
+		c->cpos = c->clen = 0;
+		c->head_parse = 0;	/* w->req points into the freed head */
+	}
+	return KV_NEXT;
+}
+
+enum kv_rc
+request_build(struct kv_conn *c)
+{
+	const struct kv_upstream *from = c->rebuild_from;
+
+	if (from == NULL)
+		return build_first(c);
+	c->rebuild_from = NULL;
+	if (kv_upset_rewrite(c, from) == -1)
+		return reply_error(c, 502, "cannot build the upstream request");
+	return KV_NEXT;
+}
