@@ -230,6 +230,9 @@ void	conn_watch_client(struct kv_conn *c, uint32_t ev);
  * then. Only for steps that are safe to run again on a spurious wake-up. */
 void	conn_quiet_client(struct kv_conn *c);
 void	conn_watch_upstream(struct kv_conn *c, uint32_t ev);
+/* Wait on the upstream for EV under upstream_timeout, the client quiet
+ * (conn_quiet_client): returns KV_AGAIN, for a phase to return. */
+enum kv_rc conn_wait_upstream(struct kv_conn *c, uint32_t ev);
 /* C waits under SIDE's timeout from now (a stream drained after its
  * client left: never past its drain deadline). */
 void	conn_set_deadline(struct kv_conn *c, enum conn_side side);

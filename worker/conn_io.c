@@ -127,6 +127,15 @@ conn_quiet_client(struct kv_conn *c)
 	conn_watch_client(c, EPOLLRDHUP);
 }
 
+enum kv_rc
+conn_wait_upstream(struct kv_conn *c, uint32_t ev)
+{
+	conn_quiet_client(c);
+	conn_watch_upstream(c, ev);
+	conn_set_deadline(c, CONN_UPSTREAM);
+	return KV_AGAIN;
+}
+
 void
 conn_watch_upstream(struct kv_conn *c, uint32_t ev)
 {

@@ -4,6 +4,8 @@
  * are shm/ratelimit.c's. */
 #include "worker/ratelimit_headers.h"
 
+#include <string.h>
+
 #include "common/duration.h"
 #include "common/fmt.h"
 
@@ -20,6 +22,28 @@ kv_ratelimit_tokens(const struct kv_usage *u, int anthropic)
 /* A string literal: its length is known, no strlen. */
 #define LIT(b, s)	kv_sb_put((b), (s), sizeof(s) - 1)
 
+/* The three lines of one limit: x-ratelimit-{limit,remaining,reset}-WHAT. */
+static void
+limit_lines(struct kv_sb *b, const char *what, uint64_t limit, int64_t remaining,
+    int64_t reset_ms)
+{
+	size_t wl = strlen(what);
+
+	LIT(b, "x-ratelimit-limit-");
+	kv_sb_put(b, what, wl);
+	LIT(b, ": ");
+	kv_sb_u64(b, limit);
+	LIT(b, "\r\nx-ratelimit-remaining-");
+	kv_sb_put(b, what, wl);
+	LIT(b, ": ");
+	kv_sb_i64(b, remaining);
+	LIT(b, "\r\nx-ratelimit-reset-");
+	kv_sb_put(b, what, wl);
+	LIT(b, ": ");
+	kv_sb_duration(b, reset_ms);
+	LIT(b, "\r\n");
+}
+
 /* Written by hand, not snprintf: these lines go on every response of a
  * limited key (callgrind: the snprintf version cost 5.4 k instructions a
  * request, 9 % of a small chat request's). */
@@ -30,24 +54,10 @@ kv_ratelimit_headers(const struct kv_rl_view *v, char *buf, size_t len)
 
 	if (len == 0)
 		return -1;
-	if (v->rpm != 0) {
-		LIT(&b, "x-ratelimit-limit-requests: ");
-		kv_sb_u64(&b, v->rpm);
-		LIT(&b, "\r\nx-ratelimit-remaining-requests: ");
-		kv_sb_i64(&b, v->req_remaining);
-		LIT(&b, "\r\nx-ratelimit-reset-requests: ");
-		kv_sb_duration(&b, v->req_reset_ms);
-		LIT(&b, "\r\n");
-	}
-	if (v->tpm != 0) {
-		LIT(&b, "x-ratelimit-limit-tokens: ");
-		kv_sb_u64(&b, v->tpm);
-		LIT(&b, "\r\nx-ratelimit-remaining-tokens: ");
-		kv_sb_i64(&b, v->tok_remaining);
-		LIT(&b, "\r\nx-ratelimit-reset-tokens: ");
-		kv_sb_duration(&b, v->tok_reset_ms);
-		LIT(&b, "\r\n");
-	}
+	if (v->rpm != 0)
+		limit_lines(&b, "requests", v->rpm, v->req_remaining, v->req_reset_ms);
+	if (v->tpm != 0)
+		limit_lines(&b, "tokens", v->tpm, v->tok_remaining, v->tok_reset_ms);
 	if (b.len == len)	/* no room for the NUL: cut, as snprintf's n >= len */
 		return -1;
 	buf[b.len] = '\0';

@@ -85,15 +85,6 @@ wait_client(struct kv_conn *c)
 	return KV_AGAIN;
 }
 
-static enum kv_rc
-wait_upstream(struct kv_conn *c, uint32_t ev)
-{
-	conn_quiet_client(c);
-	conn_watch_upstream(c, ev);
-	conn_set_deadline(c, CONN_UPSTREAM);
-	return KV_AGAIN;
-}
-
 /* A stream waiting for its next token holds no buffer: memory follows the
  * streams that are moving bytes right now, not the streams that are open. */
 static void
@@ -219,7 +210,7 @@ relay_splice(struct kv_conn *c)
 		}
 		/* The pipe is empty here, so EAGAIN means the socket is. */
 		if (errno == EAGAIN)
-			return wait_upstream(c, EPOLLIN);
+			return conn_wait_upstream(c, EPOLLIN);
 		if (errno == EINVAL || errno == ENOSYS) {
 			c->w->splice_ok = 0;
 			return KV_NEXT;
@@ -292,7 +283,7 @@ relay_turn(struct kv_conn *c)
 		n = kv_stream_read(&c->uc->s, c->ubuf, (size_t)n);
 		if (n == KV_IO_AGAIN) {
 			idle_buffers(c);
-			return wait_upstream(c, (uint32_t)c->uc->s.want);
+			return conn_wait_upstream(c, (uint32_t)c->uc->s.want);
 		}
 		if (n == 0 && c->resp_close) {
 			c->resp_done = 1;

@@ -173,10 +173,7 @@ relay_head(struct kv_conn *c)
 		if (!kv_stream_tls(&c->uc->s)) {
 			/* The answer is an event: a read now finds nothing (a
 			 * model takes longer than a syscall): one recv(2) a request. */
-			conn_quiet_client(c);
-			conn_watch_upstream(c, EPOLLIN);
-			conn_set_deadline(c, CONN_UPSTREAM);
-			return KV_AGAIN;
+			return conn_wait_upstream(c, EPOLLIN);
 		}
 	}
 	if (c->ubuf == NULL) {
@@ -193,10 +190,7 @@ relay_head(struct kv_conn *c)
 				free(c->ubuf);
 				c->ubuf = NULL;
 			}
-			conn_quiet_client(c);
-			conn_watch_upstream(c, (uint32_t)c->uc->s.want);
-			conn_set_deadline(c, CONN_UPSTREAM);
-			return KV_AGAIN;
+			return conn_wait_upstream(c, (uint32_t)c->uc->s.want);
 		}
 		if (n <= 0) {
 			/* nothing answered: a pooled connection the server had

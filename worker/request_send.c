@@ -92,10 +92,7 @@ send_head(struct kv_conn *c)
 	while (c->opos < c->olen) {
 		n = kv_stream_write(&c->uc->s, c->obuf + c->opos, c->olen - c->opos);
 		if (n == KV_IO_AGAIN) {
-			conn_quiet_client(c);
-			conn_watch_upstream(c, (uint32_t)c->uc->s.want);
-			conn_set_deadline(c, CONN_UPSTREAM);
-			return KV_AGAIN;
+			return conn_wait_upstream(c, (uint32_t)c->uc->s.want);
 		}
 		/* the head was not all written: nothing the target could bill */
 		if (n < 0)
@@ -192,10 +189,7 @@ send_spool(struct kv_conn *c)
 		if (c->spos < c->slen) {
 			n = kv_stream_write(&c->uc->s, c->sbuf + c->spos, c->slen - c->spos);
 			if (n == KV_IO_AGAIN) {
-				conn_quiet_client(c);
-				conn_watch_upstream(c, (uint32_t)c->uc->s.want);
-				conn_set_deadline(c, CONN_UPSTREAM);
-				return KV_AGAIN;
+				return conn_wait_upstream(c, (uint32_t)c->uc->s.want);
 			}
 			if (n < 0)	/* it never got the whole request: nothing billed */
 				return peer_fail(c, 502, "upstream closed while receiving "
@@ -207,10 +201,7 @@ send_spool(struct kv_conn *c)
 		if (c->sp_off == c->body_bytes + (int64_t)c->injlen)
 			return spool_sent(c);
 		if ((r = spool_piece(c)) == 0) {
-			conn_quiet_client(c);
-			conn_watch_upstream(c, EPOLLOUT);
-			conn_set_deadline(c, CONN_UPSTREAM);
-			return KV_AGAIN;
+			return conn_wait_upstream(c, EPOLLOUT);
 		}
 		if (r == -1)
 			return peer_fail(c, 502, "upstream closed while receiving the body", 1);
