@@ -129,6 +129,40 @@ kv_master_keys_clash(struct master *m, const struct kv_config *cf)
 	return -1;
 }
 
+/* A reload refused once NCF was loaded: the running config goes on. */
+static void
+refuse(struct kv_config *ncf)
+{
+	kv_config_free(ncf);
+	free(ncf);
+	kv_notify("READY=1");
+}
+
+/* Replace the pending reload: its workers never took over. They drain,
+ * its config goes, and so does the listener it opened unless NFD, the
+ * new reload's, is that one. */
+static void
+drop_pending(struct master *m, int nfd)
+{
+	uint32_t pending = m->generation;
+
+	m->generation = m->serving;
+	for (int i = 0; i < KV_WORKER_SLOTS; i++)
+		if (m->procs[i].pid != 0 && m->procs[i].generation == pending) {
+			m->procs[i].exiting = 1;
+			if (kill(m->procs[i].pid, SIGTERM) == -1 && errno != ESRCH)
+				kv_log_warn("KV0114", "kill %d", (int)m->procs[i].pid);
+		}
+	kv_config_free(m->cf);
+	free(m->cf);
+	if (m->prev_lfd != -1 && nfd != m->lfd) {
+		if (close(m->lfd) == -1)
+			kv_log_warn("KV0613", "close the pending listener");
+		m->lfd = m->prev_lfd;
+		m->prev_lfd = -1;
+	}
+}
+
 void
 kv_master_reload(struct master *m)
 {
@@ -146,9 +180,7 @@ kv_master_reload(struct master *m)
 		return;
 	}
 	if (kv_master_keys_clash(m, ncf) == -1) {
-		kv_config_free(ncf);
-		free(ncf);
-		kv_notify("READY=1");
+		refuse(ncf);
 		return;
 	}
 	if (strcmp(ncf->ledger, m->cf->ledger) != 0 || ncf->max_keys != m->cf->max_keys)
@@ -157,32 +189,13 @@ kv_master_reload(struct master *m)
 	    strcmp(ncf->listen_port, m->cf->listen_port) != 0) {
 		if ((nfd = kv_master_open_listener(ncf)) == -1) {
 			kv_log_warnx("KV0117", "reload failed, keeping the running config");
-			kv_config_free(ncf);
-			free(ncf);
-			kv_notify("READY=1");
+			refuse(ncf);
 			return;
 		}
 	}
-	if (m->serving != m->generation) {
-		/* Replace the pending reload: its workers never took over. */
-		uint32_t pending = m->generation;
-
-		m->generation = m->serving;
-		for (int i = 0; i < KV_WORKER_SLOTS; i++)
-			if (m->procs[i].pid != 0 && m->procs[i].generation == pending) {
-				m->procs[i].exiting = 1;
-				if (kill(m->procs[i].pid, SIGTERM) == -1 && errno != ESRCH)
-					kv_log_warn("KV0114", "kill %d", (int)m->procs[i].pid);
-			}
-		kv_config_free(m->cf);
-		free(m->cf);
-		if (m->prev_lfd != -1 && nfd != m->lfd) {
-			if (close(m->lfd) == -1)
-				kv_log_warn("KV0613", "close the pending listener");
-			m->lfd = m->prev_lfd;
-			m->prev_lfd = -1;
-		}
-	} else
+	if (m->serving != m->generation)
+		drop_pending(m, nfd);
+	else
 		m->prev_cf = m->cf;
 	m->cf = ncf;
 	if (nfd != m->lfd) {
