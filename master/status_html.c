@@ -1,10 +1,13 @@
 /* The status page, rendered on the server: see status_html.h. Every string
- * from the ledger (labels, model names) is HTML-escaped. */
+ * from the ledger (labels, model names) is HTML-escaped. This file writes
+ * the page and its sections but the key table (status_html_keys.c); the
+ * pieces they share are status_html_parts.c's. */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif
 
 #include "master/status_html.h"
+#include "master/status_html_parts.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -22,49 +25,7 @@
 #include "shm/report.h"
 #include "shm/targets.h"
 
-/* Charts are SVG bar charts drawn with one path per series (a few bytes a
- * bar): the key table's are small, the overview's are wide. Bars stand on
- * the baseline; each chart's buckets are BAR units apart in its viewBox. */
-#define KEY_CHART_H	26
-#define TOP_CHART_H	70
 #define MODEL_ROWS	20	/* the biggest by cost; the rest as one row */
-
-/* Percent-encode S for a query string value. */
-static void
-urlenc(FILE *f, const char *s)
-{
-	for (; *s != '\0'; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.')
-			fputc(ch, f);
-		else
-			fprintf(f, "%%%02X", ch);
-	}
-}
-
-static void
-esc(FILE *f, const char *s)
-{
-	for (; *s != '\0'; s++) {
-		switch (*s) {
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '&': fputs("&amp;", f); break;
-		case '"': fputs("&quot;", f); break;
-		default:
-			fputc((unsigned char)*s < 0x20 ? '?' : *s, f);
-		}
-	}
-}
-
-static const char *
-usd(int64_t nusd, char buf[32])
-{
-	kv_format_dollars(nusd, buf, 32);
-	return buf;
-}
 
 static void
 card(FILE *f, const char *id, const char *k, const char *v, const char *s)
@@ -139,7 +100,7 @@ cards(FILE *f, const struct kv_ledger *l, int64_t now)
 	snprintf(s, sizeof(s), "%" PRIu64 " connections", kv_ledger_sum_connections(l));
 	card(f, NULL, "Active streams", v, s);
 	snprintf(s, sizeof(s), "%" PRIu64 " estimated", atomic_load(&c->estimated_requests_total));
-	card(f, NULL, "Spend", usd((int64_t)atomic_load(&c->cost_nusd_total), m), s);
+	card(f, NULL, "Spend", kv_html_usd((int64_t)atomic_load(&c->cost_nusd_total), m), s);
 	snprintf(v, sizeof(v), "%" PRIu64, atomic_load(&c->input_tokens_total) +
 	    atomic_load(&c->output_tokens_total));
 	snprintf(s, sizeof(s), "%" PRIu64 " in / %" PRIu64 " out",
@@ -152,106 +113,6 @@ cards(FILE *f, const struct kv_ledger *l, int64_t now)
 	card(f, NULL, "Uptime", v, s);
 	cluster_card(f, l);
 	fputs("</section>\n", f);
-}
-
-static int64_t
-max_of(const int64_t *v, int n)
-{
-	int64_t m = 0;
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (v[i] > m)
-			m = v[i];
-	return m;
-}
-
-/* One series of N bars, BAR units apart, scaled so MAX fills H: a path of
- * the bars but the newest, and the newest apart (it is still filling). */
-static void
-bars(FILE *f, const int64_t *v, int n, int64_t max, int bar, int h, const char *cls)
-{
-	int i, y, pass;
-
-	if (max <= 0)
-		return;
-	for (pass = 0; pass < 2; pass++) {
-		int any = 0;
-
-		for (i = pass ? n - 1 : 0; i < (pass ? n : n - 1); i++) {
-			if (v[i] <= 0)
-				continue;
-			y = (int)((double)v[i] * (h - 2) / (double)max + 0.5);
-			if (y < 1)
-				y = 1;
-			if (!any)
-				fprintf(f, "<path class=\"%s%s\" d=\"", cls, pass ? " now" : "");
-			fprintf(f, "M%d %dv-%dh%dv%dz", i * bar, h - 1, y, bar > 2 ? bar - 1 : bar, y);
-			any = 1;
-		}
-		if (any)
-			fputs("\"/>", f);
-	}
-}
-
-/* Open a chart of N buckets BAR units apart and H high, newest on the
- * right, with TITLE as its tooltip; its bars() follow, on a scale shared
- * by the charts beside it. CSS sizes it (class CLS). */
-static void
-chart_open(FILE *f, int n, int bar, int h, const char *cls, const char *title)
-{
-	fprintf(f, "<svg class=\"chart %s\" viewBox=\"0 0 %d %d\" preserveAspectRatio=\"none\" "
-	    "role=\"img\"><title>%s</title><line x1=\"0\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>",
-	    cls, n * bar, h, title, h - 1, n * bar, h - 1);
-}
-
-static void
-key_chart(FILE *f, const int64_t *v, int n, int64_t max, const char *what)
-{
-	char title[96], m[32];
-	int64_t total = 0;
-	int i;
-
-	for (i = 0; i < n; i++)
-		total += v[i];
-	snprintf(title, sizeof(title), "%s spent in the last %s", usd(total, m), what);
-	chart_open(f, n, n == KV_HIST_MINUTES ? 3 : 5, KEY_CHART_H, "k", title);
-	bars(f, v, n, max, n == KV_HIST_MINUTES ? 3 : 5, KEY_CHART_H, "sp");
-	fputs("</svg>", f);
-}
-
-/* An overview chart: spend, or requests with their errors drawn over them
- * on the same scale. The scale's top is written above it. */
-static void
-top_chart(FILE *f, const char *id, const char *what, const int64_t *v, const int64_t *err,
-    int n, int money)
-{
-	int64_t max = max_of(v, n), total = 0, etotal = 0;
-	char top[48], tot[64], title[160], m[32];
-	int i, bar = n == KV_HIST_MINUTES ? 10 : 25;
-
-	for (i = 0; i < n; i++) {
-		total += v[i];
-		etotal += err ? err[i] : 0;
-	}
-	if (err != NULL && max_of(err, n) > max)
-		max = max_of(err, n);
-	if (money) {
-		snprintf(top, sizeof(top), "%s", usd(max, m));
-		snprintf(tot, sizeof(tot), "%s", usd(total, m));
-	} else {
-		snprintf(top, sizeof(top), "%" PRId64, max);
-		snprintf(tot, sizeof(tot), "%" PRId64 " requests, %" PRId64 " errors", total, etotal);
-	}
-	snprintf(title, sizeof(title), "%s in the %s", tot, what);
-	fprintf(f, "<figure id=\"%s\"><figcaption><b>%s</b> <span class=\"muted\">%s"
-	    "</span></figcaption><span class=\"top\">%s/%s</span>", id, what, tot, top,
-	    n == KV_HIST_MINUTES ? "min" : "h");
-	chart_open(f, n, bar, TOP_CHART_H, "t", title);
-	bars(f, v, n, max, bar, TOP_CHART_H, money ? "sp" : "rq");
-	if (err != NULL)
-		bars(f, err, n, max, bar, TOP_CHART_H, "er");
-	fputs("</svg></figure>\n", f);
 }
 
 /* The gateway's spend (the keys' history rings added up) and its requests
@@ -276,13 +137,13 @@ overview(FILE *f, const struct kv_ledger *l, const struct kv_account **acc, size
 	kv_history_totals_read(l, now, rm, em, rh, eh);
 	fputs("<section class=\"overview\"><div class=\"panel\" id=\"spend\"><h2>Spend</h2>"
 	    "<div class=\"pair\">\n", f);
-	top_chart(f, "spend-hour", "last hour", sm, NULL, KV_HIST_MINUTES, 1);
-	top_chart(f, "spend-day", "last day", sh, NULL, KV_HIST_HOURS, 1);
+	kv_html_top_chart(f, "spend-hour", "last hour", sm, NULL, KV_HIST_MINUTES, 1);
+	kv_html_top_chart(f, "spend-day", "last day", sh, NULL, KV_HIST_HOURS, 1);
 	fputs("</div></div><div class=\"panel\" id=\"traffic\"><h2>Requests "
 	    "<span class=\"legend\"><i class=\"rq\"></i>requests <i class=\"er\"></i>errors"
 	    "</span></h2><div class=\"pair\">\n", f);
-	top_chart(f, "traffic-hour", "last hour", rm, em, KV_HIST_MINUTES, 0);
-	top_chart(f, "traffic-day", "last day", rh, eh, KV_HIST_HOURS, 0);
+	kv_html_top_chart(f, "traffic-hour", "last hour", rm, em, KV_HIST_MINUTES, 0);
+	kv_html_top_chart(f, "traffic-day", "last day", rh, eh, KV_HIST_HOURS, 0);
 	fputs("</div></div></section>\n", f);
 }
 
@@ -302,7 +163,7 @@ bar(FILE *f, int64_t budget, int64_t spent, int64_t reserved)
 	if (rs < 0)
 		rs = 0;
 	fprintf(f, "<td><div class=\"barcell\"><div class=\"bar\" title=\"%s reserved\"><i class=\"sp%s\" "
-	    "style=\"width:%.0f%%\"></i>", usd(reserved, m), sp >= 90 ? " bad" : sp >= 70 ? " warn" : "", sp);
+	    "style=\"width:%.0f%%\"></i>", kv_html_usd(reserved, m), sp >= 90 ? " bad" : sp >= 70 ? " warn" : "", sp);
 	if (rs > 0)
 		fprintf(f, "<i class=\"rs\" style=\"left:%.0f%%;width:%.0f%%\"></i>", sp, rs);
 	fputs("</div><span class=\"pct\">", f);
@@ -347,7 +208,7 @@ key_cells(FILE *f, const struct kv_account *a)
 	fprintf(f, "<td><code>%s</code></td><td class=\"lb%s\">", id,
 	    label[0] ? "" : " muted");
 	if (label[0])
-		esc(f, label);
+		kv_html_esc(f, label);
 	else
 		fputs("&mdash;", f);
 	fputs("</td>", f);
@@ -377,13 +238,13 @@ key_row(FILE *f, const struct key_page *kp, size_t i)
 	bar(f, b, s, r);
 	fprintf(f, "<td class=\"n\">%s</td><td class=\"n\">%s</td>"
 	    "<td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64 " / %" PRIu64 "</td>",
-	    usd(s, m[0]), usd(b, m[1]), atomic_load(&a->requests),
+	    kv_html_usd(s, m[0]), kv_html_usd(b, m[1]), atomic_load(&a->requests),
 	    atomic_load(&a->input_tokens), atomic_load(&a->output_tokens));
 	limits(f, a);
 	fputs("<td class=\"chart\">", f);
-	key_chart(f, kp->mins[i], KV_HIST_MINUTES, kp->max_min, "hour");
+	kv_html_key_chart(f, kp->mins[i], KV_HIST_MINUTES, kp->max_min, "hour");
 	fputs("</td><td class=\"chart\">", f);
-	key_chart(f, kp->hours[i], KV_HIST_HOURS, kp->max_hour, "day");
+	kv_html_key_chart(f, kp->hours[i], KV_HIST_HOURS, kp->max_hour, "day");
 	fputs("</td></tr>\n", f);
 }
 
@@ -434,10 +295,10 @@ key_page(struct key_page *kp, const struct kv_ledger *l, const struct kv_account
 		return -1;
 	for (i = 0; i < kp->count; i++) {
 		kv_history_read(l, kp->acc[kp->first + i], now, kp->mins[i], kp->hours[i]);
-		if (max_of(kp->mins[i], KV_HIST_MINUTES) > kp->max_min)
-			kp->max_min = max_of(kp->mins[i], KV_HIST_MINUTES);
-		if (max_of(kp->hours[i], KV_HIST_HOURS) > kp->max_hour)
-			kp->max_hour = max_of(kp->hours[i], KV_HIST_HOURS);
+		if (kv_html_max_of(kp->mins[i], KV_HIST_MINUTES) > kp->max_min)
+			kp->max_min = kv_html_max_of(kp->mins[i], KV_HIST_MINUTES);
+		if (kv_html_max_of(kp->hours[i], KV_HIST_HOURS) > kp->max_hour)
+			kp->max_hour = kv_html_max_of(kp->hours[i], KV_HIST_HOURS);
 	}
 	return 0;
 }
@@ -462,7 +323,7 @@ page_link(FILE *f, const char *q, long p, long pages, const char *text, int here
 	fprintf(f, "<a class=\"pg\" href=\"?");
 	if (q[0] != '\0') {
 		fputs("q=", f);
-		urlenc(f, q);
+		kv_html_urlenc(f, q);
 		fputs("&amp;", f);
 	}
 	fprintf(f, "page=%ld#keyhead\">%s</a>", p, text);
@@ -477,7 +338,7 @@ key_nav(FILE *f, const struct key_page *kp, const char *q)
 
 	fputs("<form class=\"nav\" method=\"get\" action=\"/#keyhead\"><input type=\"search\" "
 	    "name=\"q\" placeholder=\"key id or label\" value=\"", f);
-	esc(f, q);
+	kv_html_esc(f, q);
 	fputs("\"><button type=\"submit\">Search</button>", f);
 	if (q[0] != '\0')
 		fputs(" <a href=\"/#keyhead\">all keys</a>", f);
@@ -506,7 +367,7 @@ keys(FILE *f, const struct key_page *kp, const char *q, size_t all)
 	    kp->count ? kp->first + 1 : 0, kp->first + kp->count, kp->n);
 	if (q[0] != '\0') {
 		fputs(" matching &ldquo;", f);
-		esc(f, q);
+		kv_html_esc(f, q);
 		fprintf(f, "&rdquo; (%zu keys in all)", all);
 	}
 	fputs("</span></h2>\n", f);
@@ -517,7 +378,7 @@ keys(FILE *f, const struct key_page *kp, const char *q, size_t all)
 	    "</th><th class=\"n\">Tokens in / out</th><th class=\"n\">Limits (left)</th>"
 	    "<th class=\"n\">402 / 429</th><th>Last hour<br><span class=\"muted\">%s/min</span></th>"
 	    "<th>Last day<br><span class=\"muted\">%s/h</span></th></tr></thead><tbody>\n",
-	    usd(kp->max_min, m[0]), usd(kp->max_hour, m[1]));
+	    kv_html_usd(kp->max_min, m[0]), kv_html_usd(kp->max_hour, m[1]));
 	for (i = 0; i < kp->count; i++)
 		key_row(f, kp, i);
 	if (kp->count == 0)
@@ -569,10 +430,10 @@ cluster_leases(FILE *f, const struct kv_ledger *l, const struct key_page *kp)
 		fprintf(f, "<td class=\"n\">%s</td><td class=\"n\">%s</td>"
 		    "<td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td>"
 		    "<td class=\"n\">%s%.1f s</td>",
-		    usd(atomic_load(&a->cluster_spent_nusd), m[0]), usd(unused > 0 ? unused : 0, m[1]),
-		    cap >= INT64_MAX / 8 ? "open" : usd(cap, m[2]),
-		    usd(atomic_load(&a->cluster_other_nusd), m[3]),
-		    usd(atomic_load(&a->cluster_base_nusd), m[4]), exp < ms ? "expired " : "in ",
+		    kv_html_usd(atomic_load(&a->cluster_spent_nusd), m[0]), kv_html_usd(unused > 0 ? unused : 0, m[1]),
+		    cap >= INT64_MAX / 8 ? "open" : kv_html_usd(cap, m[2]),
+		    kv_html_usd(atomic_load(&a->cluster_other_nusd), m[3]),
+		    kv_html_usd(atomic_load(&a->cluster_base_nusd), m[4]), exp < ms ? "expired " : "in ",
 		    (double)(exp >= ms ? exp - ms : ms - exp) / 1000);
 		rate_lease(f, atomic_load(&a->rpm), atomic_load(&a->rl_req_used),
 		    atomic_load(&a->rl_req_cap));
@@ -612,13 +473,13 @@ model_tr(FILE *f, const struct model_row *r, uint64_t total, int other)
 	fputs("<tr><td class=\"lb\">", f);
 	if (other)
 		fputs("<span class=\"muted\">", f);
-	esc(f, r->name);
+	kv_html_esc(f, r->name);
 	fprintf(f, "%s</td><td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64 "</td>"
 	    "<td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64 "</td><td class=\"n\">%s"
 	    "</td><td><div class=\"barcell\"><div class=\"bar sm\"><i class=\"sp\" style=\"width:"
 	    "%.0f%%\"></i></div><span class=\"pct\">%.1f%%</span></div></td></tr>\n",
 	    other ? "</span>" : "", r->req, r->in, r->cached, r->out,
-	    usd(r->cost > INT64_MAX ? INT64_MAX : (int64_t)r->cost, m), share, share);
+	    kv_html_usd(r->cost > INT64_MAX ? INT64_MAX : (int64_t)r->cost, m), share, share);
 }
 
 /* The models by cost: the MODEL_ROWS biggest, the rest added up in one row. */
@@ -713,9 +574,9 @@ upstreams(FILE *f, const struct kv_ledger *l)
 		if (slash != NULL)
 			*slash = '\0';
 		fputs("<tr><td>", f);
-		esc(f, name);
+		kv_html_esc(f, name);
 		fputs("</td><td><code>", f);
-		esc(f, slash != NULL ? slash + 1 : "");
+		kv_html_esc(f, slash != NULL ? slash + 1 : "");
 		fputs("</code></td>", f);
 		target_state(f, s, mono_ms);
 		fprintf(f, "<td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64 "</td>"
