@@ -221,9 +221,7 @@ models(FILE *f, const struct kv_ledger *l)
 		}
 		model_tr(f, &rest, total, 1);
 	}
-	if (n == 0)
-		fputs("<tr><td class=\"empty\" colspan=\"7\">no traffic yet</td></tr>\n", f);
-	fputs("</tbody></table></div>\n", f);
+	kv_html_table_end(f, n, 7, "no traffic yet", "</tbody></table></div>\n");
 }
 
 /* A target's state now: ejected (after failures in a row) or cooling (it
@@ -248,12 +246,38 @@ target_state(FILE *f, const struct kv_target_slot *s, int64_t mono_ms)
 		    (double)(mono_ms - atomic_load(&s->health_checked_ms)) / 1000);
 }
 
+/* Target T's row: its "NAME/HOST:PORT" split in two, its state as of
+ * MONO_MS and its counts. */
+static void
+upstream_row(FILE *f, const struct kv_ledger *l, int t, int64_t mono_ms)
+{
+	const struct kv_target_slot *s = &l->targets[t];
+	char name[KV_TARGET_NAME], *slash;
+
+	memcpy(name, s->name, sizeof(name));
+	name[sizeof(name) - 1] = '\0';
+	slash = strchr(name, '/');
+	if (slash != NULL)
+		*slash = '\0';
+	fputs("<tr><td>", f);
+	kv_html_esc(f, name);
+	fputs("</td><td><code>", f);
+	kv_html_esc(f, slash != NULL ? slash + 1 : "");
+	fputs("</code></td>", f);
+	target_state(f, s, mono_ms);
+	fprintf(f, "<td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64 "</td>"
+	    "<td class=\"n%s\">%" PRIu64 "</td><td class=\"n\">%" PRIu64 "</td>"
+	    "<td class=\"n\">%" PRIu64 "</td></tr>\n", kv_target_inflight(l, t),
+	    atomic_load(&s->requests), atomic_load(&s->failures) ? " bad" : "",
+	    atomic_load(&s->failures), atomic_load(&s->retries),
+	    atomic_load(&s->ejections_total));
+}
+
 /* The upstream targets (shm/targets.h), "NAME/HOST:PORT" split in two, in
  * the order the workers first used them. Bounded by the config. */
 static void
 upstreams(FILE *f, const struct kv_ledger *l)
 {
-	char name[KV_TARGET_NAME], *slash;
 	int64_t mono_ms = kv_now_ms();	/* down_until_ms is on the workers' clock */
 	int t, n = 0;
 
@@ -262,32 +286,12 @@ upstreams(FILE *f, const struct kv_ledger *l)
 	    "<th class=\"n\">In flight</th><th class=\"n\">Requests</th><th class=\"n\">Failures"
 	    "</th><th class=\"n\">Retries</th><th class=\"n\">Ejections</th></tr></thead><tbody>\n", f);
 	for (t = 0; t < KV_TARGET_SLOTS; t++) {
-		const struct kv_target_slot *s = &l->targets[t];
-
-		if (!kv_slot_ready(&s->state))
+		if (!kv_slot_ready(&l->targets[t].state))
 			continue;
-		memcpy(name, s->name, sizeof(name));
-		name[sizeof(name) - 1] = '\0';
-		slash = strchr(name, '/');
-		if (slash != NULL)
-			*slash = '\0';
-		fputs("<tr><td>", f);
-		kv_html_esc(f, name);
-		fputs("</td><td><code>", f);
-		kv_html_esc(f, slash != NULL ? slash + 1 : "");
-		fputs("</code></td>", f);
-		target_state(f, s, mono_ms);
-		fprintf(f, "<td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64 "</td>"
-		    "<td class=\"n%s\">%" PRIu64 "</td><td class=\"n\">%" PRIu64 "</td>"
-		    "<td class=\"n\">%" PRIu64 "</td></tr>\n", kv_target_inflight(l, t),
-		    atomic_load(&s->requests), atomic_load(&s->failures) ? " bad" : "",
-		    atomic_load(&s->failures), atomic_load(&s->retries),
-		    atomic_load(&s->ejections_total));
+		upstream_row(f, l, t, mono_ms);
 		n++;
 	}
-	if (n == 0)
-		fputs("<tr><td class=\"empty\" colspan=\"9\">no request sent upstream yet</td></tr>\n", f);
-	fputs("</tbody></table></div>\n", f);
+	kv_html_table_end(f, n, 9, "no request sent upstream yet", "</tbody></table></div>\n");
 }
 
 static void
@@ -317,9 +321,7 @@ workers(FILE *f, const struct kv_ledger *l, int64_t now)
 		    hb > 0 && now >= hb ? now - hb : 0);
 		n++;
 	}
-	if (n == 0)
-		fputs("<tr><td class=\"empty\" colspan=\"8\">no workers</td></tr>\n", f);
-	fputs("</tbody></table>\n", f);
+	kv_html_table_end(f, n, 8, "no workers", "</tbody></table>\n");
 }
 
 /* "live" while the master that last held the ledger runs. */

@@ -237,10 +237,8 @@ kv_html_keys(FILE *f, const struct key_page *kp, const char *q, size_t all)
 	    kv_html_usd(kp->max_min, m[0]), kv_html_usd(kp->max_hour, m[1]));
 	for (i = 0; i < kp->count; i++)
 		key_row(f, kp, i);
-	if (kp->count == 0)
-		fprintf(f, "<tr><td class=\"empty\" colspan=\"12\">%s</td></tr>\n",
-		    q[0] ? "no key matches" : "no keys yet");
-	fputs("</tbody></table></div>\n", f);
+	kv_html_table_end(f, kp->count, 12, q[0] ? "no key matches" : "no keys yet",
+	    "</tbody></table></div>\n");
 }
 
 /* A rate lease as "used / cap" (cumulative), or a dash without the limit. */
@@ -296,8 +294,5 @@ kv_html_cluster_leases(FILE *f, const struct kv_ledger *l, const struct key_page
 		fputs("</tr>\n", f);
 		rows++;
 	}
-	if (rows == 0)
-		fputs("<tr><td class=\"empty\" colspan=\"10\">no lease synced with Redis yet"
-		    "</td></tr>\n", f);
-	fputs("</tbody></table>\n", f);
+	kv_html_table_end(f, rows, 10, "no lease synced with Redis yet", "</tbody></table>\n");
 }

@@ -151,3 +151,11 @@ kv_html_top_chart(FILE *f, const char *id, const char *what, const int64_t *v,
 		bars(f, err, n, max, bar, TOP_CHART_H, "er");
 	fputs("</svg></figure>\n", f);
 }
+
+void
+kv_html_table_end(FILE *f, size_t rows, int cols, const char *empty, const char *tail)
+{
+	if (rows == 0)
+		fprintf(f, "<tr><td class=\"empty\" colspan=\"%d\">%s</td></tr>\n", cols, empty);
+	fputs(tail, f);
+}

@@ -30,4 +30,10 @@ void	kv_html_key_chart(FILE *f, const int64_t *v, int n, int64_t max, const char
 void	kv_html_top_chart(FILE *f, const char *id, const char *what, const int64_t *v,
 	    const int64_t *err, int n, int money);
 
+/* End a table's body: when it had no ROWS, a row saying EMPTY across its
+ * COLS columns; then TAIL, which closes the body, the table and what
+ * holds it. */
+void	kv_html_table_end(FILE *f, size_t rows, int cols, const char *empty,
+	    const char *tail);
+
 #endif
