@@ -126,9 +126,11 @@ out_send(struct MHD_Connection *c, struct status_out *o, unsigned int status,
 	return out_send_allow(c, o, status, ctype, NULL);
 }
 
-/* A small JSON error: {"error":"MSG"}. */
+/* A small JSON error: {"error":"MSG"}, with an Allow header when ALLOW
+ * is not NULL. */
 static enum MHD_Result
-send_error(struct MHD_Connection *c, unsigned int status, const char *msg)
+send_error_allow(struct MHD_Connection *c, unsigned int status, const char *msg,
+    const char *allow)
 {
 	struct status_out o;
 
@@ -137,7 +139,13 @@ send_error(struct MHD_Connection *c, unsigned int status, const char *msg)
 	fputs("{\"error\":", o.f);
 	kv_json_write_string(o.f, msg);
 	fputs("}\n", o.f);
-	return out_send(c, &o, status, "application/json");
+	return out_send_allow(c, &o, status, "application/json", allow);
+}
+
+static enum MHD_Result
+send_error(struct MHD_Connection *c, unsigned int status, const char *msg)
+{
+	return send_error_allow(c, status, msg, NULL);
 }
 
 /* ---- health ---------------------------------------------------------- */
@@ -378,14 +386,9 @@ serve_get(struct kv_status *st, struct MHD_Connection *c, enum route r)
 static enum MHD_Result
 method_not_allowed(struct MHD_Connection *c, enum route r, const char *url)
 {
-	struct status_out o;
-
-	if (out_open(&o) == -1)
-		return MHD_NO;
-	fputs("{\"error\":\"method not allowed\"}\n", o.f);
-	return out_send_allow(c, &o, MHD_HTTP_METHOD_NOT_ALLOWED,
-	    "application/json", r == R_KEYS ? kv_admin_keys_allow(url) :
-	    r == R_ADMIN ? "POST, DELETE" : "GET, HEAD");
+	return send_error_allow(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed",
+	    r == R_KEYS ? kv_admin_keys_allow(url) : r == R_ADMIN ? "POST, DELETE" :
+	    "GET, HEAD");
 }
 
 /* First call of a POST: refuse early what needs no body, else set up the
