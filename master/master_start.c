@@ -52,6 +52,21 @@ mkdir_parent(const char *path)
 	return 0;
 }
 
+/* Started as root with a `user` to run as: its entry into *PW, and 1;
+ * 0 when not (not root, or no user); -1 when there is no such user
+ * (logged). */
+static int
+run_as(const struct kv_config *cf, struct passwd **pw)
+{
+	if (geteuid() != 0 || cf->user[0] == '\0')
+		return 0;
+	if ((*pw = getpwnam(cf->user)) == NULL) {
+		kv_log_warnx("KV0106", "user %s: no such user", cf->user);
+		return -1;
+	}
+	return 1;
+}
+
 /* Started as root for `user`: the ledger must be root's (an earlier root
  * start, chowned below) or that user's. Anyone else's file is not ours to
  * take over, so refuse before writing a byte of it. */
@@ -61,13 +76,10 @@ check_ledger_owner(struct master *m)
 	const struct kv_config *cf = m->cf;
 	struct passwd *pw;
 	struct stat st;
+	int r;
 
-	if (geteuid() != 0 || cf->user[0] == '\0')
-		return 0;
-	if ((pw = getpwnam(cf->user)) == NULL) {
-		kv_log_warnx("KV0106", "user %s: no such user", cf->user);
-		return -1;
-	}
+	if ((r = run_as(cf, &pw)) <= 0)
+		return r;
 	if (fstat(m->ledger.fd, &st) == -1) {
 		kv_log_warn("KV0123", "fstat %s", cf->ledger);
 		return -1;
@@ -86,13 +98,10 @@ drop_privileges(struct master *m)
 {
 	const struct kv_config *cf = m->cf;
 	struct passwd *pw;
+	int r;
 
-	if (geteuid() != 0 || cf->user[0] == '\0')
-		return 0;
-	if ((pw = getpwnam(cf->user)) == NULL) {
-		kv_log_warnx("KV0106", "user %s: no such user", cf->user);
-		return -1;
-	}
+	if ((r = run_as(cf, &pw)) <= 0)
+		return r;
 	/* The ledger stays writable for the next start as that user. */
 	if (fchown(m->ledger.fd, pw->pw_uid, pw->pw_gid) == -1)
 		kv_log_warn("KV0107", "chown %s", cf->ledger);
