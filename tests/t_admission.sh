@@ -349,13 +349,16 @@ for so in '"stream_options":{"include_usage":false}' \
 done
 check "the client's other stream_options members are kept" \
 	grep -q 'so_keys=include_obfuscation,include_usage ' "$MOCK_LOG"
-# one stream_options (issue 20): null cannot be merged into, nor sent with a second
-n0=$(wc -l <"$MOCK_LOG")
+# one stream_options (issue 20); a null one is absent, as the providers
+# read it (issue 33): it becomes the object usage is merged into
 st=$(kv_curl /v1/chat/completions -o "$T/sonull.out" -w '%{http_code}' \
 	-H "Authorization: Bearer sk-kvtest-adm-usage-null" \
 	-d '{"model":"gpt-4o-mini","stream":true,"stream_options":null,"messages":[]}')
-check_eq '"stream_options":null on a stream: 400' "$st" 400
-check_eq "... nothing forwarded" "$(wc -l <"$MOCK_LOG")" "$n0"
+check_eq '"stream_options":null on a stream: 200' "$st" 200
+check "... the provider got one stream_options member, asking usage" \
+	grep -q 'include_usage=1 stream_options=1 .*so_keys=include_usage ' <<<"$(grep -v '^BILLED' "$MOCK_LOG" | tail -n 1)"
+check "... the client got no usage event and [DONE]" \
+	bash -c "! grep -q '\"usage\":{' '$T/sonull.out' && grep -q '^data: \[DONE\]' '$T/sonull.out'"
 K=sk-kvtest-adm-usage-legacy
 kv_curl /v1/completions -o "$T/legacy.out" -H "Authorization: Bearer $K" -H 'x-mock-tokens: 30' \
 	-d '{"model":"gpt-4o-mini","prompt":"x","stream":true}'

@@ -47,6 +47,9 @@ output = 0.01
 url = http://127.0.0.1:$MOCK_PORT
 models = gpt-5.6
 region = eu
+[key probe]
+key = sk-probe
+budget = 0.000001
 [key row1]
 key = sk-row1
 budget = 0.10
@@ -58,6 +61,21 @@ key = sk-row2
 budget = 1.00
 [key row2r]
 key = sk-row2r
+budget = 1.00
+[key row5]
+key = sk-row5
+budget = 0.01
+[key row5b]
+key = sk-row5b
+budget = 1.00
+[key row6]
+key = sk-row6
+budget = 0.01
+[key row6b]
+key = sk-row6b
+budget = 2.00
+[key row7]
+key = sk-row7
 budget = 1.00
 [key row3]
 key = sk-row3
@@ -76,20 +94,18 @@ kv_start
 A=(-H 'anthropic-version: 2023-06-01')
 bill() { tail -n 1 "$MOCK_LOG.bills" | sed "s/.* $1=\([^ ]*\).*/\1/"; }
 
-# row N KEY BUDGET_NUSD PATH BODY [curl args]: the request, held by the mock
-# before its head (x-mock-first-delay-ms) while the key's reservation is
-# read; then the charge and the mock's bill. RES, SPENT, BILL are set.
+# row N KEY BUDGET_NUSD PATH BODY [curl args]: the request's reservation,
+# read from the 402 the same request gets on the probe key (budget
+# $0.000001): "may cost up to $X", X truncated to the micro-dollar, so the
+# reservation is at least RES; then the request on KEY, its charge and the
+# mock's bill. RES, SPENT, BILL are set.
 row() {
-	local n=$1 k=$2 budget=$3 path=$4 body=$5 pid
+	local n=$1 k=$2 budget=$3 path=$4 body=$5 up
 	shift 5
-	post "$k" "$path" "$body" -H 'x-mock-first-delay-ms: 1500' "$@" >"$T/code.$n" &
-	pid=$!
-	kv_track $pid
-	RES=0
-	kv_wait_for 20 eval '[ "$(reserved '"$k"' 2>/dev/null)" -gt 0 ] 2>/dev/null'
-	RES=$(reserved "$k")
-	wait $pid
-	check_eq "row $n: answered" "$(cat "$T/code.$n")" 200
+	check_eq "row $n: the probe key is refused" "$(post sk-probe "$path" "$body" "$@")" 402
+	up=$(sed -n 's/.*may cost up to \$\([0-9]*\.[0-9]*\).*/\1/p' "$T/out")
+	RES=$(( 10#${up/./} * 1000 ))
+	check_eq "row $n: answered" "$(post "$k" "$path" "$body" "$@")" 200
 	check "row $n: settled" kv_wait_for 20 settled "$k"
 	SPENT=$(spent "$k") BILL=$(bill nusd)
 	echo "row $n: reserved $RES charged $SPENT billed $BILL nUSD (budget $budget)"
@@ -178,5 +194,45 @@ check_eq "row 4: the two searches are billed" "$(bill web_search)" 2
 row 4h sk-row4h 5000000000 /v1/messages \
 	'{"model":"claude-haiku-4-5","max_tokens":100,"messages":[{"role":"user","content":"search twice"}],"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":2}]}' \
 	"${A[@]}" -H 'x-mock-tokens: 20' -H 'x-mock-web-search: 2'
+
+# ---- rows 5 and 6: audio ------------------------------------------------------
+# gpt-4o-mini-audio-preview: text $0.15 / $0.60, audio $10 / $20 per 1M.
+# row 5: a request that may answer in audio reserves its output at the
+# audio price: 4,000 tokens are $0.08, above a $0.01 budget
+AUDIO='{"model":"gpt-4o-mini-audio-preview","modalities":["text","audio"],"audio":{"voice":"alloy","format":"wav"},"max_completion_tokens":4000,"messages":[{"role":"user","content":"say hello"}]}'
+refused 5 sk-row5 402 /v1/chat/completions "$AUDIO"
+row 5b sk-row5b 1000000000 /v1/chat/completions "$AUDIO" \
+	-H 'x-mock-tokens: 4000' -H 'x-mock-audio-out: 3990'
+check_eq "row 5: the provider billed 3,990 audio output tokens" "$(bill audio_out)" 3990
+# row 6: an assistant message's audio.id makes the provider re-read that
+# spoken answer as audio input: the context window (128,000 tokens) at the
+# audio input price ($1.28), like an item_reference
+RECALL='{"model":"gpt-4o-mini-audio-preview","max_completion_tokens":100,"messages":[{"role":"user","content":"say hello"},{"role":"assistant","audio":{"id":"audio_abc123"}},{"role":"user","content":"again, slower"}]}'
+refused 6 sk-row6 402 /v1/chat/completions "$RECALL"
+check "row 6: the 402 names the recall's reservation" grep -q 'may cost up to \$1.28' "$T/out"
+row 6b sk-row6b 2000000000 /v1/chat/completions "$RECALL" \
+	-H 'x-mock-tokens: 100' -H 'x-mock-audio-recall: 8000'
+check_eq "row 6: the provider billed the recall as audio input" "$(bill audio_in)" 8000
+
+# ---- row 7: OpenAI cache writes (usage prompt_tokens_details.cache_write_tokens)
+# gpt-5.6: input $5, cache writes $6.25 per 1M (on the eu upstream: x 1.1)
+LONG=$(head -c 12000 /dev/zero | tr '\0' a)
+row 7 sk-row7 1000000000 /v1/chat/completions \
+	'{"model":"gpt-5.6","max_completion_tokens":100,"messages":[{"role":"user","content":"'"$LONG"'"}]}' \
+	-H 'x-mock-tokens: 100' -H 'x-mock-cache-write: 2000' -H 'x-mock-region: 1'
+check_eq "row 7: the provider billed 2,000 cache writes" "$(bill cache_write)" 2000
+# Anthropic 1-hour cache writes under a cache_control (claude-haiku-4-5: $2 per 1M)
+row 7h sk-row7h 2000000000 /v1/messages \
+	'{"model":"claude-haiku-4-5","max_tokens":100,"system":[{"type":"text","text":"'"$LONG"'","cache_control":{"type":"ephemeral","ttl":"1h"}}],"messages":[{"role":"user","content":"hi"}]}' \
+	"${A[@]}" -H 'x-mock-tokens: 100' -H 'x-mock-cache-write: 2500' -H 'x-mock-cache-1h: 2500'
+
+# ---- "stream_options": null is absent, as the providers read it, also in a
+# spooled body (past 8 KiB): usage is merged into it, one member sent
+st=$(post sk-so-null /v1/chat/completions \
+	'{"model":"gpt-4o-mini","stream":true,"stream_options":null,"messages":[{"role":"user","content":"'"$LONG"'"}]}')
+check_eq '"stream_options": null on a spooled stream: 200' "$st" 200
+check "... the provider got one stream_options member, asking usage" \
+	grep -q 'include_usage=1 stream_options=1 .*so_keys=include_usage ' <<<"$(tail -n 1 "$MOCK_LOG")"
+check "... and its client no usage event" eval '! grep -q "\"usage\":{" "$T/out"'
 
 kv_finish

@@ -92,7 +92,8 @@ estimate_nusd(struct kv_conn *c, const struct kv_price *p)
 	 * client asks for one in the body): reserve for the dearest */
 	if (p->priority_input >= 0 || p->flex_input >= 0)
 		est.tier = KV_TIER_OTHER;
-	kv_dims_reserve(&c->ri, kv_dims_region(c->rt != NULL ? c->rt->cf : NULL), &est);
+	kv_dims_reserve(p, &c->ri, c->api == KV_API_ANTHROPIC_MESSAGES,
+	    kv_dims_region(c->rt != NULL ? c->rt->cf : NULL), &est);
 	if (kv_cost(p, &est, &cost) == -1)
 		return INT64_MAX / 4;
 	return cost;

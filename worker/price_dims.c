@@ -48,12 +48,67 @@ kv_dims_refusal(const struct kv_price *p, const struct kv_request_info *ri, int 
 	return msg;
 }
 
+static int64_t
+max4(int64_t a, int64_t b, int64_t c, int64_t d)
+{
+	int64_t m = a > b ? a : b;
+
+	m = m > c ? m : c;
+	return m > d ? m : d;
+}
+
+/* Input at the dearest of the text prices (any tier or long-context
+ * rate), audio, and the cache writes the request can make. One kind
+ * takes all the input (kv_cost wants the kinds to sum to no more). */
+static void
+reserve_input(const struct kv_price *p, const struct kv_request_info *ri, int anthropic,
+    struct kv_usage *est)
+{
+	int64_t text = max4(p->input, p->priority_input, p->flex_input, p->long_context_input);
+	int64_t audio = ri->audio_in && p->audio_input > text ? p->audio_input : -1;
+	int64_t w1h = p->cache_write_1h >= 0 ? p->cache_write_1h : 2 * p->input;
+	int64_t write = -1;
+
+	if (anthropic && ri->cache_ctl)
+		write = ri->cache_1h && w1h > p->cache_write ? w1h : p->cache_write >= 0 ?
+		    p->cache_write : p->input;
+	else if (!anthropic && p->cache_write >= 0)
+		write = p->cache_write;	/* OpenAI's automatic writes */
+	if (write <= text && audio < 0)
+		return;
+	if (audio >= write) {
+		est->audio_input = est->input;
+		return;
+	}
+	est->cache_write = est->input;
+	if (anthropic && ri->cache_1h && w1h > p->cache_write)
+		est->cache_write_1h = est->input;
+}
+
+/* Output at the dearest of text (any tier), reasoning and, for a request
+ * that may answer in audio, audio. */
+static void
+reserve_output(const struct kv_price *p, const struct kv_request_info *ri,
+    struct kv_usage *est)
+{
+	int64_t text = max4(p->output, p->priority_output, p->flex_output,
+	    p->long_context_output);
+
+	if (ri->audio_out && p->audio_output > text && p->audio_output > p->reasoning_output)
+		est->audio_output = est->output;
+	else if (p->reasoning_output > p->output)
+		est->reasoning = est->output;
+}
+
 void
-kv_dims_reserve(const struct kv_request_info *ri, int region, struct kv_usage *est)
+kv_dims_reserve(const struct kv_price *p, const struct kv_request_info *ri, int anthropic,
+    int region, struct kv_usage *est)
 {
 	est->fast = ri->fast == 1;
 	est->geo_us = ri->geo == KV_GEO_US;
 	est->region = region;
+	reserve_input(p, ri, anthropic, est);
+	reserve_output(p, ri, est);
 }
 
 void

@@ -22,8 +22,14 @@ int	kv_dims_region(const struct kv_upstream *up);
 const char *kv_dims_refusal(const struct kv_price *p, const struct kv_request_info *ri,
 	    int region, char *msg, size_t len);
 
-/* The reservation EST asks for the multipliers RI and REGION reach. */
-void	kv_dims_reserve(const struct kv_request_info *ri, int region, struct kv_usage *est);
+/* The reservation EST (its input and output set) of a request RI to P, in
+ * REGION, on Anthropic's API if ANTHROPIC: the multipliers it reaches, and
+ * its input and output at the dearest rate they can be billed at: audio
+ * (a request that carries, recalls or may return audio), cache writes
+ * (OpenAI's automatic ones where P prices them, Anthropic's under a
+ * cache_control, 1-hour ones under "ttl": "1h"), reasoning. */
+void	kv_dims_reserve(const struct kv_price *p, const struct kv_request_info *ri,
+	    int anthropic, int region, struct kv_usage *est);
 
 /* U's multipliers for the charge: fast and geo as the response's usage
  * reports them (SPEED_SEEN, GEO_SEEN), else as RI asked; REGION. */

@@ -18,7 +18,8 @@ enum {
 	K_TYPE, K_URL, K_IMAGE_URL, K_FILE_URL, K_FILE_ID, K_PREVIOUS_RESPONSE_ID,
 	K_CONVERSATION, K_PROMPT, K_WEB_SEARCH_OPTIONS, K_MCP_SERVERS,
 	K_BACKGROUND, K_STORE, K_DATA, K_FILE_DATA, K_TOOLS, K_MAX_USES, K_MAX_TOOL_CALLS,
-	K_SPEED, K_INFERENCE_GEO, K_SERVICE_TIER,
+	K_SPEED, K_INFERENCE_GEO, K_SERVICE_TIER, K_MODALITIES, K_AUDIO, K_ID,
+	K_CACHE_CONTROL, K_TTL,
 };
 
 /* With their lengths: key_id runs for every member of every request body,
@@ -41,7 +42,9 @@ static const struct {
 	[K_DATA] = KEY("data"), [K_FILE_DATA] = KEY("file_data"), [K_TOOLS] = KEY("tools"),
 	[K_MAX_USES] = KEY("max_uses"), [K_MAX_TOOL_CALLS] = KEY("max_tool_calls"),
 	[K_SPEED] = KEY("speed"), [K_INFERENCE_GEO] = KEY("inference_geo"),
-	[K_SERVICE_TIER] = KEY("service_tier"),
+	[K_SERVICE_TIER] = KEY("service_tier"), [K_MODALITIES] = KEY("modalities"),
+	[K_AUDIO] = KEY("audio"), [K_ID] = KEY("id"), [K_CACHE_CONTROL] = KEY("cache_control"),
+	[K_TTL] = KEY("ttl"),
 };
 #undef KEY
 #define NKEYS ((int)(sizeof(key_names) / sizeof(key_names[0])))
@@ -57,7 +60,7 @@ static const char *const fetch_types[] = {
 };
 
 enum { CAP_NONE, CAP_MODEL, CAP_TYPE, CAP_URL, CAP_USES, CAP_TOOL_CALLS, CAP_DIM,
-	CAP_LIMIT };
+	CAP_MODALITY, CAP_TTL, CAP_LIMIT };
 enum { T_NONE, T_SERVER, T_WEB_SEARCH, T_WEB_FETCH };
 
 /* Tools the provider runs itself, calling the model again after each call. */
@@ -230,6 +233,8 @@ top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
 		r->ri.so_members = 0;
 		r->ri.so_start = ev == KV_JV_OBJ_OPEN ? off : 0;
 		r->ri.so_end = 0;
+		/* a literal's event comes at its last byte */
+		r->ri.so_null_off = isnull ? off - 3 : 0;
 		break;
 	case K_MAX_TOKENS: case K_MAX_COMPLETION_TOKENS: case K_MAX_OUTPUT_TOKENS:
 	case K_N: case K_BEST_OF:
@@ -244,6 +249,10 @@ top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
 			refuse(r, "%s must be a string", key_names[key].name, "");
 		dim_value(r, key, "", 0);
 		r->cap = ev == KV_JV_STR ? CAP_DIM : CAP_NONE;
+		break;
+	case K_AUDIO:		/* the spoken answer's voice and format */
+		if (!isnull)
+			r->ri.audio_out = 1;
 		break;
 	case K_MAX_TOOL_CALLS:
 		if (ev != KV_JV_NUM && !isnull)
@@ -361,6 +370,27 @@ media_end(struct kv_reqscan *r)
 		fetches(r, "an inline file (data: URL)");
 }
 
+/* Below the top level: what makes a request return or re-read audio, and
+ * Anthropic's cache writes (price_dims.c reserves their dearer rates). */
+static void
+nested_value(struct kv_reqscan *r, enum kv_jv_ev ev, int level, int key)
+{
+	if (level == 2 && r->top == K_MODALITIES && ev == KV_JV_STR)
+		r->cap = CAP_MODALITY;
+	else if (key == K_AUDIO && ev == KV_JV_OBJ_OPEN && r->audio_lvl == 0)
+		r->audio_lvl = level;	/* an assistant message's audio */
+	else if (key == K_ID && r->audio_lvl > 0 && level == r->audio_lvl + 1 &&
+	    ev != KV_JV_NULL) {
+		/* {"audio": {"id": ...}}: the provider re-reads an earlier
+		 * spoken answer, whose size the body does not show */
+		r->ri.audio_in = 1;
+		fetches(r, "an audio.id recall");
+	} else if (key == K_CACHE_CONTROL && ev != KV_JV_NULL)
+		r->ri.cache_ctl = 1;
+	else if (key == K_TTL && ev == KV_JV_STR)
+		r->cap = CAP_TTL;
+}
+
 static void
 value_begin(struct kv_reqscan *r, enum kv_jv_ev ev, int level, uint64_t off)
 {
@@ -399,6 +429,8 @@ value_begin(struct kv_reqscan *r, enum kv_jv_ev ev, int level, uint64_t off)
 		r->ri.so_iu_len = ev == KV_JV_FALSE ? 5 : 4;
 		r->ri.so_iu_off = off - (uint64_t)(r->ri.so_iu_len - 1);
 	}
+	if (level >= 2)
+		nested_value(r, ev, level, key);
 	if (ev == KV_JV_STR && key == K_TYPE)
 		r->cap = CAP_TYPE;
 	if (ev == KV_JV_STR && (key == K_URL || key == K_IMAGE_URL || key == K_FILE_URL))
@@ -447,6 +479,8 @@ string_end(struct kv_reqscan *r)
 			r->ri.hidden += kv_tool_prompt_tokens(r->vbuf, r->vlen);
 		if (r->top == K_TOOLS && !r->vlong && server_tool(r->vbuf, r->vlen) > r->tkind)
 			r->tkind = server_tool(r->vbuf, r->vlen);
+		if (r->vlen == 11 && memcmp(r->vbuf, "input_audio", 11) == 0)
+			r->ri.audio_in = 1;
 		if (!r->vlong && type_fetches(r->vbuf, r->vlen)) {
 			snprintf(what, sizeof(what), "a %.*s block or tool",
 			    (int)(r->vlen < 24 ? r->vlen : 24), r->vbuf);
@@ -455,6 +489,14 @@ string_end(struct kv_reqscan *r)
 		break;
 	case CAP_DIM:
 		dim_value(r, r->top, r->vbuf, r->vlen);
+		break;
+	case CAP_MODALITY:
+		if (r->vlen == 5 && memcmp(r->vbuf, "audio", 5) == 0)
+			r->ri.audio_out = 1;
+		break;
+	case CAP_TTL:	/* Anthropic's 1-hour cache writes */
+		if (r->vlen == 2 && memcmp(r->vbuf, "1h", 2) == 0)
+			r->ri.cache_1h = 1;
 		break;
 	case CAP_URL:	/* a data: URL is inline: media_end() bounds it */
 		if (r->vlen < 5 || memcmp(r->vbuf, "data:", 5) != 0)
@@ -546,6 +588,8 @@ value_event(struct kv_reqscan *r, enum kv_jv_ev ev, int level, uint64_t off)
 		r->ri.so_end = off;
 	if (level == 2 && r->top == K_TOOLS)
 		tool_end(r);
+	if (level == r->audio_lvl)
+		r->audio_lvl = 0;
 }
 
 /* The validator's events, inlined into its scan loop (jv_feed), where each

@@ -50,6 +50,13 @@ struct kv_request_info {
 					   "auto", "default": standard) */
 	char		 dim_other[48];	/* "" or the last value of those
 					   kilovolt has no rule for: 'speed "turbo"' */
+	int		 audio_out;	/* it may answer in audio: a top-level
+					   "audio", or "audio" in "modalities" */
+	int		 audio_in;	/* it carries or recalls audio input:
+					   an input_audio part, an audio.id */
+	int		 cache_ctl;	/* a "cache_control" anywhere (Anthropic
+					   cache writes), */
+	int		 cache_1h;	/* ... and a "ttl": "1h" */
 	int64_t		 img_tok[KV_IMG_NRULES];	/* their tokens at most,
 					   summed under each rule (media_bound.h) */
 	char		 fetches[48];	/* "" or what makes the provider fetch or
@@ -58,6 +65,8 @@ struct kv_request_info {
 	uint64_t	 so_start;	/* offset of the last stream_options '{', */
 	uint64_t	 so_end;	/* ... and of its '}'; both 0 when it is not
 					   an object */
+	uint64_t	 so_null_off;	/* offset of the last one's value when it is
+					   null, else 0 */
 	int		 so_members;	/* members in that object */
 	int		 so_count;	/* top-level "stream_options" members */
 	int		 so_has_iu;	/* include_usage members in the last one */
@@ -84,6 +93,8 @@ struct kv_reqscan {
 	int		 tkind;		/* the tool being read: 0, or T_* */
 	int64_t		 tuses;		/* its max_uses, -1 */
 	int		 prompt_ints;	/* "prompt" is one array of token ids */
+	int		 audio_lvl;	/* level of the "audio" object being read
+					   below the top, 0 none */
 	/* an inline data: URL or base64 string, decoded as it arrives: its
 	 * first bytes are the file's header (media_bound.h) */
 	int		 mph;		/* M_* phase */

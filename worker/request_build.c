@@ -48,24 +48,29 @@ want_header(const struct kv_conn *c, const struct kv_http_header *h)
 	}
 }
 
-/* The client's include_usage false/null becomes true, in the window or
- * in the spool, without changing the body's length. */
+/* N bytes of T over the body at OFF, in the window or in the spool. */
 static int
-overwrite_iu(struct kv_conn *c, const char **msg)
+overwrite_body(struct kv_conn *c, const char *t, size_t n, uint64_t off, const char **msg)
 {
-	const char *t = c->ri.so_iu_len == 5 ? "true " : "true";
-	size_t n = (size_t)c->ri.so_iu_len;
-
 	if (c->spfd == -1) {
-		memcpy(c->ibuf + c->ri.so_iu_off, t, n);
+		memcpy(c->ibuf + off, t, n);
 		return 0;
 	}
-	if (pwrite(c->spfd, t, n, (off_t)c->ri.so_iu_off) != (ssize_t)n) {
+	if (pwrite(c->spfd, t, n, (off_t)off) != (ssize_t)n) {
 		kv_log_warn("KV0547", "writing the request spool");
 		*msg = "the gateway cannot write the spooled request body";
 		return 503;
 	}
 	return 0;
+}
+
+/* The client's include_usage false/null becomes true, without changing
+ * the body's length. */
+static int
+overwrite_iu(struct kv_conn *c, const char **msg)
+{
+	return overwrite_body(c, c->ri.so_iu_len == 5 ? "true " : "true",
+	    (size_t)c->ri.so_iu_len, c->ri.so_iu_off, msg);
 }
 
 /* Usage is always asked for (issue 11): a streamed chat or legacy
@@ -75,7 +80,9 @@ overwrite_iu(struct kv_conn *c, const char **msg)
  * member is added before the top-level '}'; into the client's object,
  * "include_usage":true goes last, before its '}'; the client's own
  * include_usage false (or null) is overwritten in place by "true " (or
- * "true"), the same length. A null stream_options, or two of them, or two
+ * "true"), the same length. A null stream_options is absent, as the
+ * providers read it (issue 33): "null" becomes "{}  ", the same length,
+ * and the member goes into that object. Two stream_options, or two
  * include_usage, cannot be merged: refused, naming why. */
 static int
 build_inject(struct kv_conn *c, const char **msg)
@@ -83,13 +90,20 @@ build_inject(struct kv_conn *c, const char **msg)
 	static const char member[] = "\"stream_options\":{\"include_usage\":true}",
 	    iu[] = ",\"include_usage\":true";
 	const struct kv_request_info *ri = &c->ri;
-	int merge = ri->has_stream_options, first;
+	int merge = ri->has_stream_options, first, s;
 	size_t at = 0;
 
 	if (ri->so_count > 1 || ri->so_has_iu > 1) {
 		*msg = ri->so_count > 1 ? "stream_options appears more than once" :
 		    "stream_options.include_usage appears more than once";
 		return 400;
+	}
+	if (merge && ri->so_start == 0 && ri->so_null_off > 0) {
+		if ((s = overwrite_body(c, "{}  ", 4, ri->so_null_off, msg)) != 0)
+			return s;
+		c->ri.so_start = ri->so_null_off;
+		c->ri.so_end = ri->so_null_off + 1;
+		c->ri.so_members = 0;
 	}
 	if (merge && ri->so_start == 0) {
 		*msg = "a streamed request needs usage to be metered: send stream_options "

@@ -28,7 +28,8 @@ sent_estimate_nusd(struct kv_conn *c)
 	    .output = kv_charge_cut_output(c->out_bound, 0) };
 	int64_t cost;
 
-	kv_dims_reserve(&c->ri, kv_dims_region(c->rt != NULL ? c->rt->cf : NULL), &u);
+	/* the multipliers it asked for: no usage will say otherwise */
+	kv_dims_charge(&c->ri, kv_dims_region(c->rt != NULL ? c->rt->cf : NULL), 0, 0, &u);
 	if (p == NULL || c->api == KV_API_OTHER || kv_cost(p, &u, &cost) == -1)
 		return 0;
 	return cost;

@@ -62,7 +62,7 @@ struct kv_usage_scanner {
 	int		 cand_depth;	/* depth of the usage object being read */
 	int		 cand_src;	/* where it sits (top level or nested) */
 	int		 cand_done;	/* a complete usage object was read */
-	int64_t		 cand[14];	/* its numbers, -1 when absent */
+	int64_t		 cand[15];	/* its numbers, -1 when absent */
 	int64_t		 anth[8];	/* Anthropic fields so far, -1 unseen */
 	int		 ev_counted;	/* this event carried counted text */
 	int64_t		 str_bytes0;	/* nbytes when the current string began */

@@ -18,7 +18,7 @@ enum { SRC_TOP = 1, SRC_NESTED };
 enum {
 	C_PROMPT, C_COMPLETION, C_INPUT, C_OUTPUT, C_CACHED_P, C_CACHED_I,
 	C_CACHE_WRITE, C_CACHE_READ, C_CACHE_1H, C_WEB_SEARCH, C_WEB_FETCH,
-	C_AUDIO_IN, C_AUDIO_OUT, C_REASONING, C_N
+	C_AUDIO_IN, C_AUDIO_OUT, C_REASONING, C_WRITE_P, C_N
 };
 enum { A_INPUT, A_WRITE, A_READ, A_OUTPUT, A_WRITE_1H, A_SEARCH, A_FETCH, A_N };
 
@@ -138,6 +138,9 @@ cand_number(struct kv_usage_scanner *s)
 			f = C_AUDIO_IN;
 		else if (key_at(j, d - 2) == K_COMPLETION_DETAILS)
 			f = C_AUDIO_OUT;
+	} else if (d == s->cand_depth + 1 && key_at(j, d - 1) == K_CACHE_WRITE_TOKENS &&
+	    (key_at(j, d - 2) == K_PROMPT_DETAILS || key_at(j, d - 2) == K_INPUT_DETAILS)) {
+		f = C_WRITE_P;	/* OpenAI's cache writes, among the prompt tokens */
 	} else if (d == s->cand_depth + 1 && key_at(j, d - 1) == K_REASONING_TOKENS &&
 	    (key_at(j, d - 2) == K_COMPLETION_DETAILS || key_at(j, d - 2) == K_OUTPUT_DETAILS)) {
 		f = C_REASONING;
@@ -177,16 +180,20 @@ commit_openai(struct kv_usage_scanner *s)
 	u->cached_input = either(c[C_CACHED_P], c[C_CACHED_I]);
 	if (u->cached_input > u->input)
 		u->cached_input = u->input;
-	/* audio among the uncached input, audio and reasoning among output */
+	/* cache writes (priced apart since mid-2026) and audio among the
+	 * uncached input, audio and reasoning among output */
+	u->cache_write = either(c[C_WRITE_P], -1);
+	u->cache_write = u->cache_write > u->input - u->cached_input ?
+	    u->input - u->cached_input : u->cache_write;
 	u->audio_input = either(c[C_AUDIO_IN], -1);
-	u->audio_input = u->audio_input > u->input - u->cached_input ?
-	    u->input - u->cached_input : u->audio_input;
+	u->audio_input = u->audio_input > u->input - u->cached_input - u->cache_write ?
+	    u->input - u->cached_input - u->cache_write : u->audio_input;
 	u->audio_output = either(c[C_AUDIO_OUT], -1);
 	u->audio_output = u->audio_output > u->output ? u->output : u->audio_output;
 	u->reasoning = either(c[C_REASONING], -1);
 	u->reasoning = u->reasoning > u->output - u->audio_output ?
 	    u->output - u->audio_output : u->reasoning;
-	u->cache_write = 0;
+	u->cache_write_1h = 0;
 	u->found = 1;
 }
 
