@@ -249,7 +249,8 @@ price_of(struct kv_conn *c, enum kv_rc *st)
 		return refused(st, refuse_unpriced(c));
 	if (c->ri.fetches[0] != '\0' && p->context_window <= 0)
 		return refused(st, refuse_unbounded(c, p));
-	if (kv_dims_refusal(p, &c->ri, kv_dims_region(c->rt != NULL ? c->rt->cf : NULL), msg, sizeof(msg)) != NULL)
+	if (kv_dims_refusal(p, &c->ri, kv_dims_region(c->rt != NULL ? c->rt->cf : NULL), msg,
+	    sizeof(msg)) != NULL)
 		return refused(st, reply_error(c, 400, msg));
 	if (c->ri.tools_unbounded > 0 && cf->max_tool_turns == 0 && c->ri.max_tool_calls < 0)
 		return refused(st, reply_error(c, 400, "a server tool without max_uses makes the "
