@@ -86,7 +86,7 @@ fake_conn(const char *target, const char *key)
 	c->cfd = -1;
 	c->resv = -1;
 	c->spfd = -1;
-	c->pipefd[0] = c->pipefd[1] = -1;
+	c->resp.pipefd[0] = c->resp.pipefd[1] = -1;
 	c->state = CS_ADMIT;
 	strcpy(c->method, "POST");
 	c->target = strdup(target);

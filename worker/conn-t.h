@@ -48,7 +48,7 @@ enum kv_rc {
 	KV_NEXT,	/* done: the table's next phase */
 	KV_AGAIN,	/* wait for an event or a deadline, then run me again */
 	KV_REPLY,	/* an answer of ours is in obuf (reply.c) */
-	KV_RETRY,	/* failed before any response byte: c->fail says why */
+	KV_RETRY,	/* failed before any response byte: c->att.fail says why */
 	KV_DONE,	/* the response is whole: finish, then the next request */
 	KV_CUT,		/* break the connection (a reset: the client can tell) */
 	KV_CLOSE,	/* close quietly */
@@ -84,17 +84,51 @@ struct kv_attempt_fail {
 #define CONN_BASE_COST	((int64_t)sizeof(struct kv_conn) + 2048)
 #define HEAD_PAGE	4096	/* a head's buffer is touched page by page */
 
+/* One try at one target (request_send.c, relay_head.c): what the engine
+ * lets go of and zeroes, in one memset, before the next try. */
+struct kv_attempt {
+	struct kv_upconn	*uc;
+	enum send_step		 send_step;	/* the send phase's progress */
+	int			 ticket_waited;	/* SEND_UPWAIT: the ticket wait is over */
+	int			 retried;	/* a fresh connection replaced a pooled one */
+	int			 cooled;	/* the target answered 429: cooled, not failed */
+	int64_t			 sp_off;	/* spool bytes (injection included) sent */
+	char			*sbuf;		/* spool bytes staged for a TLS write */
+	size_t			 slen, spos;
+	char			*ubuf;		/* what the upstream sent, being read */
+	size_t			 ulen, upos, ucap;
+	int			 read_big;	/* reads fill ubuf, the client keeps up */
+	struct kv_attempt_fail	 fail;		/* why it failed (KV_RETRY) */
+};
+
+/* The response's framing, filters and pipe (resp_filter.c, relay.c). */
+struct kv_response {
+	int			 chunked;
+	struct kv_chunked	 dec;
+	int64_t			 left;		/* Content-Length left, -1 none */
+	int			 until_close;	/* ends when the upstream closes */
+	int			 done;
+	int			 up_keepalive;
+	int			 scan_on;
+	int			 reframe, out_chunked;
+	struct kv_sse_filter	 sse;		/* drops the usage event we injected */
+	struct kv_usage_scanner	 scan;
+	int64_t			 drain_until_ms;	/* on_cut = drain: read on until then */
+	uint64_t		 drain_left;	/* and for at most these bytes */
+	int			 pipefd[2];
+	size_t			 pipe_len;
+};
+
 struct kv_conn {
 	struct kv_worker	*w;
 	struct kv_conn		*prev, *next;
 	struct kv_conn		*ready_next;
 	int			 on_ready;
 	int			 closed;	/* freed after this epoll batch */
-	struct kv_evsrc		 cev;		/* the upstream's is in uc */
+	struct kv_evsrc		 cev;		/* the upstream's is in att.uc */
 	int			 cfd;
 	uint32_t		 cwatch;	/* epoll interest on cfd */
 	int			 client_woke;	/* EPOLLIN on cfd while the upstream had the turn */
-	struct kv_upconn	*uc;
 	struct kv_upstream_rt	*rt;
 	enum conn_state		 state;
 	struct kv_deadline	 dl;		/* w->deadlines: conn_deadline */
@@ -132,9 +166,6 @@ struct kv_conn {
 	size_t			 ilen, icap;
 	int			 spfd;		/* the spooled body, -1 none */
 	int64_t			 sp_charged;	/* its bytes counted in w->spool_bytes */
-	int64_t			 sp_off;	/* bytes of it (injection included) sent */
-	char			*sbuf;		/* spool bytes staged for a TLS write */
-	size_t			 slen, spos;
 	struct kv_reqscan	*rs;		/* while the body is read */
 	struct kv_request_info	 ri;		/* what the whole body said */
 	/* ri.model's price (kv_config_price, NULL for none), resolved once,
@@ -169,18 +200,12 @@ struct kv_conn {
 	const struct kv_upstream *rebuild_from;	/* the build phase rewrites obuf
 						 * from this upstream's request */
 
-	/* the attempt: the send phase's progress, and why it failed */
-	enum send_step		 send_step;
-	int			 ticket_waited;	/* SEND_UPWAIT: the ticket wait is over */
-	struct kv_attempt_fail	 fail;
-
 	/* upstream targets (peer.c) */
 	const struct kv_upstream *ugroup;	/* the upstream whose targets are tried */
 	int			 tslot1;	/* 1 + ledger target slot in flight; 0 none */
 	uint64_t		 tried;		/* positions in ugroup tried */
 	int			 tpos;		/* current position */
 	int			 fell_back;	/* ugroup is the fallback now */
-	int			 cooled;	/* the target answered 429: cooled, not failed */
 	int64_t			 t_first_try_ms;
 	const char		*tlabel;	/* NAME/HOST:PORT, for x-kilovolt-upstream: rt->label */
 
@@ -188,32 +213,17 @@ struct kv_conn {
 	char			*obuf;
 	size_t			 olen, opos, ocap;
 	int			 keep_obuf;	/* request bytes kept for one retry */
-	int			 retried;
 
-	/* the response */
-	char			*ubuf;
-	size_t			 ulen, upos, ucap;
-	int			 read_big;	/* reads fill ubuf, the client keeps up */
+	/* the upstream attempt (request_send.c; reset by the engine) and the
+	 * response (relay_head.c, resp_filter.c, relay.c) */
+	struct kv_attempt	 att;
+	struct kv_response	 resp;
 	int			 status;
-	int			 resp_chunked;
-	struct kv_chunked	 resp_dec;
-	int64_t			 resp_left;	/* Content-Length left, -1 none */
-	int			 resp_close;	/* ends when the upstream closes */
-	int			 resp_done;
-	int			 up_keepalive;
 	int			 client_keep;
-	int			 scan_on;
-	int			 reframe, out_chunked;
-	struct kv_sse_filter	 sse;		/* drops the usage event we injected */
 	int			 sent_any;	/* response bytes reached the client */
 	int			 cut;		/* stream cut short */
 	int			 client_cut;	/* ... because its client left or stopped taking it */
-	int64_t			 drain_until_ms;	/* on_cut = drain: read on until then */
-	uint64_t		 drain_left;	/* and for at most these bytes */
 	int			 unpriced_model;	/* charged at [price default]: marked */
-	struct kv_usage_scanner	 scan;
-	int			 pipefd[2];
-	size_t			 pipe_len;
 
 	/* for the access log and histograms */
 	int64_t			 t_start_ms, t_first_ms;

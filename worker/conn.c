@@ -144,7 +144,7 @@ kv_conn_accept(struct kv_worker *w, int fd)
 	c->cfd = fd;
 	c->resv = -1;
 	c->spfd = -1;
-	c->pipefd[0] = c->pipefd[1] = -1;
+	c->resp.pipefd[0] = c->resp.pipefd[1] = -1;
 	c->cev.kind = KV_EV_CLIENT;
 	c->cev.fn = kv_conn_client_ready;
 	c->cev.ptr = c;
@@ -269,7 +269,7 @@ conn_next_request(struct kv_conn *c)
 {
 	size_t left;
 
-	conn_upstream_detach(c, c->uc != NULL && c->resp_done && c->up_keepalive && !c->cut);
+	conn_upstream_detach(c, c->att.uc != NULL && c->resp.done && c->resp.up_keepalive && !c->cut);
 	conn_free_buf(c);
 	c->served = 1;
 	if (c->drain || c->w->draining) {
@@ -291,7 +291,7 @@ conn_next_request(struct kv_conn *c)
 	memset(&c->method, 0, sizeof(*c) - offsetof(struct kv_conn, method));
 	c->resv = -1;
 	c->spfd = -1;
-	c->pipefd[0] = c->pipefd[1] = -1;
+	c->resp.pipefd[0] = c->resp.pipefd[1] = -1;
 	c->state = CS_HEAD;
 	conn_watch_client(c, EPOLLIN | EPOLLRDHUP);
 	conn_set_deadline(c, CONN_CLIENT);
@@ -342,28 +342,18 @@ conn_errwrite(struct kv_conn *c)
 static void
 attempt_reset(struct kv_conn *c, int abort)
 {
-	if (c->uc != NULL) {
-		kv_upconn_close(c->uc, abort);	/* close() also leaves epoll */
-		c->uc = NULL;
-	}
-	free(c->ubuf);
-	c->ubuf = NULL;
-	c->ulen = c->upos = 0;
-	c->opos = 0;
-	c->sp_off = 0;		/* a spooled body goes again from its start */
-	free(c->sbuf);
-	c->sbuf = NULL;
-	c->slen = c->spos = 0;
-	c->retried = 0;
+	if (c->att.uc != NULL)
+		kv_upconn_close(c->att.uc, abort);	/* close() also leaves epoll */
+	free(c->att.ubuf);
+	free(c->att.sbuf);
+	memset(&c->att, 0, sizeof(c->att));	/* SEND_GATE: from the gate again */
+	c->opos = 0;		/* the request in obuf goes again from its start */
 	c->status = 0;
-	c->cooled = 0;
-	c->send_step = SEND_GATE;
-	c->ticket_waited = 0;
 }
 
 static int conn_apply(struct kv_conn *c, enum kv_rc rc);
 
-/* KV_RETRY: the attempt failed before any response byte (c->fail). A
+/* KV_RETRY: the attempt failed before any response byte (c->att.fail). A
  * pooled connection the server had closed before any byte of the request
  * was written to it gets one fresh connection to the same target, when the
  * whole request is still in obuf (a request goes upstream at most once:
@@ -373,15 +363,15 @@ static int conn_apply(struct kv_conn *c, enum kv_rc rc);
 static int
 conn_retry(struct kv_conn *c)
 {
-	if (c->fail.closed && c->uc != NULL && c->uc->reused && !c->retried &&
+	if (c->att.fail.closed && c->att.uc != NULL && c->att.uc->reused && !c->att.retried &&
 	    c->keep_obuf && c->opos == 0 && !c->req_sent) {
 		attempt_reset(c, 0);
-		c->retried = 1;
+		c->att.retried = 1;
 		c->state = CS_SEND;
 		return 1;
 	}
 	if (peer_next(c) == -1)
-		return conn_apply(c, reply_error(c, c->fail.status, c->fail.msg));
+		return conn_apply(c, reply_error(c, c->att.fail.status, c->att.fail.msg));
 	attempt_reset(c, 1);
 	c->state = CS_BUILD;
 	return 1;
@@ -480,7 +470,7 @@ kv_conn_event(struct kv_conn *c, int upstream, uint32_t events)
 		return;
 	/* Client bytes while the upstream has the turn: see conn_quiet_client. */
 	c->client_woke = !upstream && (events & EPOLLIN) &&
-	    ((c->state == CS_SEND && c->send_step == SEND_HEAD) ||
+	    ((c->state == CS_SEND && c->att.send_step == SEND_HEAD) ||
 	    c->state == CS_RESP_HEAD || c->state == CS_RELAY);
 	if (!upstream && c->client_gone)
 		return;		/* an event from before it left */

@@ -139,7 +139,7 @@ conn_wait_upstream(struct kv_conn *c, uint32_t ev)
 void
 conn_watch_upstream(struct kv_conn *c, uint32_t ev)
 {
-	struct kv_upconn *uc = c->uc;
+	struct kv_upconn *uc = c->att.uc;
 	struct epoll_event e;
 
 	if (uc == NULL)
@@ -174,8 +174,8 @@ conn_set_deadline(struct kv_conn *c, enum conn_side side)
 	/* a stream read on for its usage after its client left (on_cut =
 	 * drain) is cut at its drain deadline, however the upstream paces it */
 	at = c->w->now_ms + (int64_t)secs * 1000;
-	if (c->drain_until_ms > 0 && at > c->drain_until_ms)
-		at = c->drain_until_ms;
+	if (c->resp.drain_until_ms > 0 && at > c->resp.drain_until_ms)
+		at = c->resp.drain_until_ms;
 	conn_deadline(c, at);
 }
 
@@ -287,7 +287,7 @@ conn_obuf_header(struct kv_conn *c, const struct kv_http_header *h)
 void
 conn_upstream_detach(struct kv_conn *c, int reuse)
 {
-	struct kv_upconn *uc = c->uc;
+	struct kv_upconn *uc = c->att.uc;
 	struct epoll_event e = { .events = EPOLLIN };
 
 	if (uc == NULL)
@@ -302,11 +302,11 @@ conn_upstream_detach(struct kv_conn *c, int reuse)
 	}
 	if (reuse)
 		/* The pool's clock is the one the tick passes: time(NULL). */
-		kv_upconn_release(c->uc, (int64_t)time(NULL));
+		kv_upconn_release(c->att.uc, (int64_t)time(NULL));
 	else
 		/* A reset tells the provider at once that nobody is listening. */
-		kv_upconn_close(c->uc, 1);
-	c->uc = NULL;
+		kv_upconn_close(c->att.uc, 1);
+	c->att.uc = NULL;
 }
 
 /* See conn-t.h: obuf and ubuf of the usual sizes become the spares. */
@@ -323,21 +323,21 @@ conn_free_buf(struct kv_conn *c)
 		free(c->obuf);
 	c->obuf = NULL;
 	c->olen = c->opos = c->ocap = 0;
-	if (c->ubuf != NULL && c->ucap == KV_UBUF_SIZE && spare_ubuf == NULL)
-		spare_ubuf = c->ubuf;
+	if (c->att.ubuf != NULL && c->att.ucap == KV_UBUF_SIZE && spare_ubuf == NULL)
+		spare_ubuf = c->att.ubuf;
 	else
-		free(c->ubuf);
-	c->ubuf = NULL;
-	c->ulen = c->upos = 0;
-	kv_sse_filter_free(&c->sse);
+		free(c->att.ubuf);
+	c->att.ubuf = NULL;
+	c->att.ulen = c->att.upos = 0;
+	kv_sse_filter_free(&c->resp.sse);
 	free(c->target);
 	c->target = NULL;
-	if (c->pipefd[0] != -1) {
-		close(c->pipefd[0]);
-		close(c->pipefd[1]);
-		c->pipefd[0] = c->pipefd[1] = -1;
+	if (c->resp.pipefd[0] != -1) {
+		close(c->resp.pipefd[0]);
+		close(c->resp.pipefd[1]);
+		c->resp.pipefd[0] = c->resp.pipefd[1] = -1;
 	}
-	c->pipe_len = 0;
+	c->resp.pipe_len = 0;
 }
 
 void
@@ -349,9 +349,9 @@ conn_request_release(struct kv_conn *c)
 	}
 	c->w->spool_bytes -= (uint64_t)c->sp_charged;
 	c->sp_charged = 0;
-	free(c->sbuf);
-	c->sbuf = NULL;
-	c->slen = c->spos = 0;
+	free(c->att.sbuf);
+	c->att.sbuf = NULL;
+	c->att.slen = c->att.spos = 0;
 	free(c->rs);
 	c->rs = NULL;
 	free(c->inj);

@@ -178,9 +178,9 @@ static int
 stream_kind(const struct kv_conn *c)
 {
 	/* kernel TLS (untested, worker/ktls.h) is priced with the own layer */
-	if (c->uc->s.t13 != NULL || c->uc->s.ktls != 0)
+	if (c->att.uc->s.t13 != NULL || c->att.uc->s.ktls != 0)
 		return KV_COST_TLS_OWN;
-	return c->uc->s.ssl != NULL ? KV_COST_TLS_OPENSSL : KV_COST_PLAIN;
+	return c->att.uc->s.ssl != NULL ? KV_COST_TLS_OPENSSL : KV_COST_PLAIN;
 }
 
 /* Count the streams this worker carries, by kind, and set each
@@ -198,7 +198,7 @@ count_streams(struct kv_memguard *g, int live[KV_COST_KINDS])
 	for (i = 0; i < g->nups; i++)
 		g->ups[i].cost_kind = config_kind(g->ups[i].cf);
 	for (c = *g->conns; c != NULL; c = c->next) {
-		if (c->closed || c->state != CS_RELAY || c->uc == NULL)
+		if (c->closed || c->state != CS_RELAY || c->att.uc == NULL)
 			continue;
 		k = stream_kind(c);
 		live[k]++;

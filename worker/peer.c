@@ -137,10 +137,10 @@ peer_unacked(const struct kv_conn *c)
 	struct tcp_info ti;
 	socklen_t len = sizeof(ti);
 
-	if (c->uc == NULL || kv_stream_tls(&c->uc->s))
+	if (c->att.uc == NULL || kv_stream_tls(&c->att.uc->s))
 		return 0;	/* TLS: the handshake itself was acknowledged */
 	memset(&ti, 0, sizeof(ti));
-	if (getsockopt(c->uc->s.fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == -1 ||
+	if (getsockopt(c->att.uc->s.fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == -1 ||
 	    len < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof(ti.tcpi_bytes_acked))
 		return 0;
 	return ti.tcpi_bytes_acked == 0;
@@ -190,14 +190,14 @@ unsend(struct kv_conn *c)
 enum kv_rc
 peer_fail(struct kv_conn *c, int status, const char *msg, int safe)
 {
-	c->fail = (struct kv_attempt_fail){ status, msg, safe, 0 };
+	c->att.fail = (struct kv_attempt_fail){ status, msg, safe, 0 };
 	return KV_RETRY;
 }
 
 enum kv_rc
 peer_closed(struct kv_conn *c, int safe)
 {
-	c->fail = (struct kv_attempt_fail){ 502, "upstream closed the connection", safe, 1 };
+	c->att.fail = (struct kv_attempt_fail){ 502, "upstream closed the connection", safe, 1 };
 	return KV_RETRY;
 }
 
@@ -205,7 +205,7 @@ int
 peer_next(struct kv_conn *c)
 {
 	const struct kv_upstream *g = c->ugroup;
-	const struct kv_attempt_fail *f = &c->fail;
+	const struct kv_attempt_fail *f = &c->att.fail;
 	struct kv_ledger *l = c->w->ledger;
 	int s = c->tslot1 - 1;
 	char was[KV_TARGET_NAME];
@@ -215,7 +215,7 @@ peer_next(struct kv_conn *c)
 	if (g == NULL)
 		return -1;
 	/* A 429 is the target working as told: cooled already, not a failure. */
-	if (!c->cooled &&
+	if (!c->att.cooled &&
 	    kv_target_fail(l, s, c->w->now_ms, g->eject_after, g->eject_secs, others_usable(c)))
 		kv_log_warnx("KV0701", "upstream target %s ejected after %d failures in a row",
 		    c->tlabel, g->eject_after);
@@ -280,7 +280,7 @@ peer_answer(struct kv_conn *c, const struct kv_http_response *res)
 	}
 	if (st == 429 || (st == 503 && kv_http_find(res->headers, res->nheaders, "retry-after")))
 		kv_target_cool(l, s, c->w->now_ms, retry_after_secs(res));
-	c->cooled = st == 429;
+	c->att.cooled = st == 429;
 	if (!c->keep_obuf || c->sent_any ||
 	    c->w->now_ms - c->t_first_try_ms > (int64_t)c->ugroup->retry_budget * 1000)
 		return 0;

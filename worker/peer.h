@@ -18,22 +18,22 @@
 void	peer_pick(struct kv_conn *c, const struct kv_upstream *up);
 
 /* A phase's attempt failed before any response byte: record why in
- * c->fail (STATUS and MSG are what the client gets when no other target
+ * c->att.fail (STATUS and MSG are what the client gets when no other target
  * can take it; SAFE: the target cannot have received the request, nothing
  * written or nothing acknowledged) and return KV_RETRY for the engine. */
 enum kv_rc peer_fail(struct kv_conn *c, int status, const char *msg, int safe);
 
 /* The same for an upstream that closed the connection under the request
- * (c->fail.closed: a reused pooled connection that got nothing may be
+ * (c->att.fail.closed: a reused pooled connection that got nothing may be
  * replaced by a fresh one to the same target first). */
 enum kv_rc peer_closed(struct kv_conn *c, int safe);
 
-/* The engine's failover after KV_RETRY: records the failure (c->fail) of
+/* The engine's failover after KV_RETRY: records the failure (c->att.fail) of
  * the current target, then picks the next target or the fallback. Returns
  * 0 with c->rt set and c->rebuild_from naming the upstream the request in
  * obuf was built for (the engine resets the attempt, the build phase
  * rewrites the request); -1 when the request may not or cannot move (the
- * client gets c->fail's answer). */
+ * client gets c->att.fail's answer). */
 int	peer_next(struct kv_conn *c);
 
 /* Is nothing of what was written to C's upstream connection acknowledged

@@ -39,13 +39,13 @@ relay_client_left(struct kv_conn *c)
 	if (c->client_gone)
 		return 1;
 	if (c->api == KV_API_OTHER || (c->ri.stream && !cf->on_cut_drain) || !c->req_sent ||
-	    c->pipe_len > 0)
+	    c->resp.pipe_len > 0)
 		return 0;
 	if (c->ri.stream) {
 		/* on_cut = drain: read on to the usage, within bounds (README
 		 * "What a request is charged"); past them, a cut */
-		c->drain_until_ms = c->w->now_ms + (int64_t)cf->drain_timeout * 1000;
-		c->drain_left = cf->drain_max;
+		c->resp.drain_until_ms = c->w->now_ms + (int64_t)cf->drain_timeout * 1000;
+		c->resp.drain_left = cf->drain_max;
 	}
 	if (epoll_ctl(c->w->epfd, EPOLL_CTL_DEL, c->cfd, NULL) == -1) {
 		kv_log_warn("KV0550", "epoll_ctl del client");
@@ -70,15 +70,15 @@ client_cut(struct kv_conn *c)
 static enum kv_rc
 wait_client(struct kv_conn *c)
 {
-	if (c->upos >= c->ulen) {
+	if (c->att.upos >= c->att.ulen) {
 		/* Nothing of the read is pending (it went to obuf, or out):
 		 * a stream held up by a slow client keeps only its output. */
-		free(c->ubuf);
-		c->ubuf = NULL;
-		c->ulen = c->upos = 0;
+		free(c->att.ubuf);
+		c->att.ubuf = NULL;
+		c->att.ulen = c->att.upos = 0;
 	}
-	c->read_big = 0;
-	kv_stream_idle(&c->uc->s);
+	c->att.read_big = 0;
+	kv_stream_idle(&c->att.uc->s);
 	conn_watch_upstream(c, 0);
 	conn_watch_client(c, EPOLLOUT | EPOLLRDHUP);
 	conn_set_deadline(c, CONN_CLIENT);
@@ -90,14 +90,14 @@ wait_client(struct kv_conn *c)
 static void
 idle_buffers(struct kv_conn *c)
 {
-	if (c->uc != NULL)
-		kv_stream_idle(&c->uc->s);	/* OpenSSL's record buffers too */
-	free(c->ubuf);
-	c->ubuf = NULL;
+	if (c->att.uc != NULL)
+		kv_stream_idle(&c->att.uc->s);	/* OpenSSL's record buffers too */
+	free(c->att.ubuf);
+	c->att.ubuf = NULL;
 	free(c->obuf);
 	c->obuf = NULL;
 	c->olen = c->opos = c->ocap = 0;
-	kv_sse_filter_idle(&c->sse);
+	kv_sse_filter_idle(&c->resp.sse);
 }
 
 /* Account for n bytes the client took from obuf, then from ubuf. */
@@ -107,7 +107,7 @@ sent(struct kv_conn *c, size_t n)
 	size_t o = c->olen - c->opos < n ? c->olen - c->opos : n;
 
 	c->opos += o;
-	c->upos += n - o;
+	c->att.upos += n - o;
 	c->bytes_out += (uint64_t)n;
 	c->sent_any = 1;
 }
@@ -125,7 +125,7 @@ flush_client(struct kv_conn *c)
 
 	if (c->client_gone) {
 		/* nobody to send to: the bytes were scanned, that is all */
-		c->upos = c->ulen;
+		c->att.upos = c->att.ulen;
 		c->olen = c->opos = 0;
 		return 1;
 	}
@@ -133,8 +133,8 @@ flush_client(struct kv_conn *c)
 		m.msg_iovlen = 0;
 		if (c->opos < c->olen)
 			iov[m.msg_iovlen++] = (struct iovec){ c->obuf + c->opos, c->olen - c->opos };
-		if (!c->reframe && c->upos < c->ulen)
-			iov[m.msg_iovlen++] = (struct iovec){ c->ubuf + c->upos, c->ulen - c->upos };
+		if (!c->resp.reframe && c->att.upos < c->att.ulen)
+			iov[m.msg_iovlen++] = (struct iovec){ c->att.ubuf + c->att.upos, c->att.ulen - c->att.upos };
 		if (m.msg_iovlen == 0)
 			break;
 		n = sendmsg(c->cfd, &m, MSG_NOSIGNAL);
@@ -153,10 +153,10 @@ splice_eligible(const struct kv_conn *c)
 {
 	/* Bytes in the pipe leave through it, even when the upstream is done
 	 * with this response: read on, and they would wait there forever. */
-	if (c->pipe_len > 0)
+	if (c->resp.pipe_len > 0)
 		return 1;
-	return c->w->splice_ok && !c->reframe && !c->scan_on && !kv_stream_tls(&c->uc->s) &&
-	    !c->resp_chunked && !c->resp_done && (c->resp_left > 0 || c->resp_close);
+	return c->w->splice_ok && !c->resp.reframe && !c->resp.scan_on && !kv_stream_tls(&c->att.uc->s) &&
+	    !c->resp.chunked && !c->resp.done && (c->resp.left > 0 || c->resp.until_close);
 }
 
 /* Zero-copy upstream → pipe → client for bytes nobody needs to see. */
@@ -166,17 +166,17 @@ relay_splice(struct kv_conn *c)
 	size_t want;
 	ssize_t n;
 
-	if (c->pipefd[0] == -1 && pipe2(c->pipefd, O_NONBLOCK | O_CLOEXEC) == -1) {
-		c->pipefd[0] = c->pipefd[1] = -1;
+	if (c->resp.pipefd[0] == -1 && pipe2(c->resp.pipefd, O_NONBLOCK | O_CLOEXEC) == -1) {
+		c->resp.pipefd[0] = c->resp.pipefd[1] = -1;
 		c->w->splice_ok = 0;
 		return KV_NEXT;
 	}
 	for (;;) {
-		if (c->pipe_len > 0) {
-			n = splice(c->pipefd[0], NULL, c->cfd, NULL, c->pipe_len,
+		if (c->resp.pipe_len > 0) {
+			n = splice(c->resp.pipefd[0], NULL, c->cfd, NULL, c->resp.pipe_len,
 			    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 			if (n > 0) {
-				c->pipe_len -= (size_t)n;
+				c->resp.pipe_len -= (size_t)n;
 				c->bytes_out += (uint64_t)n;
 				c->sent_any = 1;
 				continue;
@@ -185,27 +185,27 @@ relay_splice(struct kv_conn *c)
 				return wait_client(c);
 			return client_cut(c);
 		}
-		if (c->resp_done)
+		if (c->resp.done)
 			return KV_NEXT;
 		want = 65536;
-		if (!c->resp_close && c->resp_left < (int64_t)want)
-			want = (size_t)c->resp_left;
-		n = splice(c->uc->s.fd, NULL, c->pipefd[1], NULL, want,
+		if (!c->resp.until_close && c->resp.left < (int64_t)want)
+			want = (size_t)c->resp.left;
+		n = splice(c->att.uc->s.fd, NULL, c->resp.pipefd[1], NULL, want,
 		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n > 0) {
-			c->pipe_len += (size_t)n;
-			if (!c->resp_close) {
-				c->resp_left -= n;
-				c->resp_done = c->resp_left == 0;
+			c->resp.pipe_len += (size_t)n;
+			if (!c->resp.until_close) {
+				c->resp.left -= n;
+				c->resp.done = c->resp.left == 0;
 			}
 			conn_set_deadline(c, CONN_UPSTREAM);
 			continue;
 		}
 		if (n == 0) {
-			if (!c->resp_close)
+			if (!c->resp.until_close)
 				return KV_CUT;
-			c->resp_done = 1;
-			c->up_keepalive = 0;
+			c->resp.done = 1;
+			c->resp.up_keepalive = 0;
 			continue;
 		}
 		/* The pipe is empty here, so EAGAIN means the socket is. */
@@ -227,16 +227,16 @@ relay_splice(struct kv_conn *c)
 static ssize_t
 read_buffer(struct kv_conn *c)
 {
-	size_t want = c->read_big ? KV_UBUF_FAST : KV_UBUF_SIZE;
+	size_t want = c->att.read_big ? KV_UBUF_FAST : KV_UBUF_SIZE;
 
-	if (c->ubuf != NULL && c->ucap != want) {
-		free(c->ubuf);
-		c->ubuf = NULL;
+	if (c->att.ubuf != NULL && c->att.ucap != want) {
+		free(c->att.ubuf);
+		c->att.ubuf = NULL;
 	}
-	if (c->ubuf == NULL) {
-		if ((c->ubuf = malloc(want)) == NULL)
+	if (c->att.ubuf == NULL) {
+		if ((c->att.ubuf = malloc(want)) == NULL)
 			return -1;
-		c->ucap = want;
+		c->att.ucap = want;
 	}
 	return (ssize_t)want;
 }
@@ -246,9 +246,9 @@ read_buffer(struct kv_conn *c)
 static int
 drain_spent(struct kv_conn *c, size_t n)
 {
-	if (n > c->drain_left || c->w->now_ms >= c->drain_until_ms)
+	if (n > c->resp.drain_left || c->w->now_ms >= c->resp.drain_until_ms)
 		return 1;
-	c->drain_left -= n;
+	c->resp.drain_left -= n;
 	return 0;
 }
 
@@ -265,7 +265,7 @@ relay_turn(struct kv_conn *c)
 			r = flush_client(c);
 		if (r != 1)
 			return r == 0 ? wait_client(c) : client_cut(c);
-		if (c->resp_done && c->pipe_len == 0)
+		if (c->resp.done && c->resp.pipe_len == 0)
 			return KV_DONE;
 		if (i == RELAY_READS_PER_TURN) {
 			/* Everything read went out: a stream waiting for its next
@@ -277,34 +277,34 @@ relay_turn(struct kv_conn *c)
 		}
 		if (splice_eligible(c))
 			return relay_splice(c);
-		c->ulen = c->upos = 0;
+		c->att.ulen = c->att.upos = 0;
 		if ((n = read_buffer(c)) == -1)
 			return KV_CUT;
-		n = kv_stream_read(&c->uc->s, c->ubuf, (size_t)n);
+		n = kv_stream_read(&c->att.uc->s, c->att.ubuf, (size_t)n);
 		if (n == KV_IO_AGAIN) {
 			idle_buffers(c);
-			return conn_wait_upstream(c, (uint32_t)c->uc->s.want);
+			return conn_wait_upstream(c, (uint32_t)c->att.uc->s.want);
 		}
-		if (n == 0 && c->resp_close) {
-			c->resp_done = 1;
+		if (n == 0 && c->resp.until_close) {
+			c->resp.done = 1;
 			if (resp_filter_consume(c, "", 0) == -1)
 				return KV_CUT;
 			continue;
 		}
 		if (n <= 0)
 			return KV_CUT;	/* the upstream broke off: the client must see it */
-		c->read_big = (size_t)n == c->ucap;	/* wait_client resets it */
-		if (c->drain_until_ms > 0 && drain_spent(c, (size_t)n))
+		c->att.read_big = (size_t)n == c->att.ucap;	/* wait_client resets it */
+		if (c->resp.drain_until_ms > 0 && drain_spent(c, (size_t)n))
 			return KV_CUT;
 		conn_set_deadline(c, CONN_UPSTREAM);
 		/* Re-framed output is the read plus a chunk line per event: make
 		 * room at once, not one realloc per event (a ladder of freed sizes
 		 * that fragments the heap under many streams). */
-		if (c->reframe && conn_obuf_reserve(c, (size_t)n + (size_t)n / 16 + 64) == -1)
+		if (c->resp.reframe && conn_obuf_reserve(c, (size_t)n + (size_t)n / 16 + 64) == -1)
 			return KV_CUT;
-		if ((n = resp_filter_consume(c, c->ubuf, (size_t)n)) == -1)
+		if ((n = resp_filter_consume(c, c->att.ubuf, (size_t)n)) == -1)
 			return KV_CUT;
-		c->ulen = c->reframe ? 0 : (size_t)n;
+		c->att.ulen = c->resp.reframe ? 0 : (size_t)n;
 	}
 }
 

@@ -47,7 +47,7 @@ traffic_headers(struct kv_conn *c)
 static int
 pass_header(const struct kv_conn *c, const struct kv_http_header *h)
 {
-	if (h->hop || (c->reframe && h->name_len == 14 &&
+	if (h->hop || (c->resp.reframe && h->name_len == 14 &&
 	    kv_http_lit_eq(h->name, "content-length", 14)))
 		return 0;
 	/* Ours replace the provider's: two Allow-Origin values fail in a browser. */
@@ -94,7 +94,7 @@ build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 		c->olen += (size_t)n;
 	if (traffic_headers(c) == -1 || conn_obuf_reserve(c, 64) == -1)
 		return -1;
-	if ((!c->reframe && c->resp_chunked) || c->out_chunked)
+	if ((!c->resp.reframe && c->resp.chunked) || c->resp.out_chunked)
 		CONN_OBUF_LIT(c, "Transfer-Encoding: chunked\r\n");
 	if (!c->client_keep)
 		CONN_OBUF_LIT(c, "Connection: close\r\n");
@@ -121,11 +121,11 @@ on_resp_head(struct kv_conn *c, size_t hl)
 		return reply_error(c, 502, "upstream response head too large");
 	if (res->status >= 500)	/* the provider's own error, passed on */
 		atomic_fetch_add(&c->w->ledger->hdr->counters.responses_5xx_relayed_total, 1);
-	c->upos = hl;
-	if (c->ulen > hl) {
-		if ((n = resp_filter_consume(c, c->ubuf + hl, c->ulen - hl)) == -1)
+	c->att.upos = hl;
+	if (c->att.ulen > hl) {
+		if ((n = resp_filter_consume(c, c->att.ubuf + hl, c->att.ulen - hl)) == -1)
 			return reply_error(c, 502, "malformed upstream response body");
-		c->ulen = c->reframe ? hl : hl + (size_t)n;
+		c->att.ulen = c->resp.reframe ? hl : hl + (size_t)n;
 	}
 	return KV_NEXT;
 }
@@ -138,12 +138,12 @@ parse_head(struct kv_conn *c)
 	const char *reason;
 	int r;
 
-	while (c->ulen > 0) {
-		r = kv_http_parse_response(c->ubuf, c->ulen, &c->w->res, &reason);
+	while (c->att.ulen > 0) {
+		r = kv_http_parse_response(c->att.ubuf, c->att.ulen, &c->w->res, &reason);
 		if (r > 0 && c->w->res.status < 200) {
 			/* interim response: not for the client (we sent no Expect) */
-			memmove(c->ubuf, c->ubuf + r, c->ulen - (size_t)r);
-			c->ulen -= (size_t)r;
+			memmove(c->att.ubuf, c->att.ubuf + r, c->att.ulen - (size_t)r);
+			c->att.ulen -= (size_t)r;
 			continue;
 		}
 		if (r > 0 && peer_answer(c, &c->w->res))
@@ -155,7 +155,7 @@ parse_head(struct kv_conn *c)
 			    c->upstream_name, reason);
 			return reply_error(c, 502, "malformed upstream response");
 		}
-		if (c->ulen == KV_UBUF_SIZE)
+		if (c->att.ulen == KV_UBUF_SIZE)
 			return reply_error(c, 502, "upstream response head too large");
 		break;
 	}
@@ -170,36 +170,36 @@ relay_head(struct kv_conn *c)
 
 	if (!c->req_sent) {
 		settle_mark_sent(c);
-		if (!kv_stream_tls(&c->uc->s)) {
+		if (!kv_stream_tls(&c->att.uc->s)) {
 			/* The answer is an event: a read now finds nothing (a
 			 * model takes longer than a syscall): one recv(2) a request. */
 			return conn_wait_upstream(c, EPOLLIN);
 		}
 	}
-	if (c->ubuf == NULL) {
-		if ((c->ubuf = conn_ubuf_take()) == NULL)
+	if (c->att.ubuf == NULL) {
+		if ((c->att.ubuf = conn_ubuf_take()) == NULL)
 			return reply_error(c, 503, "out of memory");
-		c->ucap = KV_UBUF_SIZE;
+		c->att.ucap = KV_UBUF_SIZE;
 	}
 	while ((rc = parse_head(c)) == KV_AGAIN) {
-		n = kv_stream_read(&c->uc->s, c->ubuf + c->ulen, KV_UBUF_SIZE - c->ulen);
+		n = kv_stream_read(&c->att.uc->s, c->att.ubuf + c->att.ulen, KV_UBUF_SIZE - c->att.ulen);
 		if (n == KV_IO_AGAIN) {
-			if (c->ulen == 0) {
+			if (c->att.ulen == 0) {
 				/* Waiting for the first byte (a model thinking) holds
 				 * no buffer: 1,000 such streams would pin 16 MB. */
-				free(c->ubuf);
-				c->ubuf = NULL;
+				free(c->att.ubuf);
+				c->att.ubuf = NULL;
 			}
-			return conn_wait_upstream(c, (uint32_t)c->uc->s.want);
+			return conn_wait_upstream(c, (uint32_t)c->att.uc->s.want);
 		}
 		if (n <= 0) {
 			/* nothing answered: a pooled connection the server had
 			 * closed, or a target that reset without reading it */
-			if (c->ulen == 0)
+			if (c->att.ulen == 0)
 				return peer_closed(c, c->opos == 0 || peer_unacked(c));
 			return reply_error(c, 502, "upstream closed during the response head");
 		}
-		c->ulen += (size_t)n;
+		c->att.ulen += (size_t)n;
 	}
 	return rc;
 }

@@ -25,9 +25,9 @@ send_gate(struct kv_conn *c)
 
 	if (kv_upstream_gate(c->rt, &c->upwait)) {
 		/* woken by the upstream; the client's leaving still counts */
-		if (c->send_step != SEND_UPWAIT) {
-			c->send_step = SEND_UPWAIT;
-			c->ticket_waited = 0;
+		if (c->att.send_step != SEND_UPWAIT) {
+			c->att.send_step = SEND_UPWAIT;
+			c->att.ticket_waited = 0;
 			conn_watch_client(c, EPOLLRDHUP);
 			/* parked for another request's TLS ticket: not for long
 			 * (a target that never finishes a handshake must not make
@@ -36,16 +36,16 @@ send_gate(struct kv_conn *c)
 		}
 		return KV_AGAIN;
 	}
-	if (!c->retried && (c->uc = kv_upconn_take_idle(c->rt, (int64_t)time(NULL))) != NULL) {
-		c->uc->ev.ptr = c;	/* it may still be in the epoll set */
-		c->send_step = SEND_HEAD;
+	if (!c->att.retried && (c->att.uc = kv_upconn_take_idle(c->rt, (int64_t)time(NULL))) != NULL) {
+		c->att.uc->ev.ptr = c;	/* it may still be in the epoll set */
+		c->att.send_step = SEND_HEAD;
 		return KV_NEXT;
 	}
-	if ((c->uc = kv_upconn_connect(c->rt, err, sizeof(err))) == NULL) {
+	if ((c->att.uc = kv_upconn_connect(c->rt, err, sizeof(err))) == NULL) {
 		kv_log_warnx("KV0420", "%s", err);
 		return peer_fail(c, 502, "upstream unreachable", 1);
 	}
-	c->send_step = SEND_CONNECT;
+	c->att.send_step = SEND_CONNECT;
 	conn_watch_client(c, EPOLLRDHUP);
 	conn_watch_upstream(c, EPOLLOUT);
 	conn_set_deadline(c, CONN_CONNECT);
@@ -57,11 +57,11 @@ send_connected(struct kv_conn *c)
 {
 	char err[256] = "";
 
-	if (kv_upconn_connected(c->uc, err, sizeof(err)) == -1) {
+	if (kv_upconn_connected(c->att.uc, err, sizeof(err)) == -1) {
 		kv_log_warnx("KV0421", "%s", err);
 		return peer_fail(c, 502, "upstream unreachable", 1);
 	}
-	c->send_step = c->uc->s.ssl != NULL ? SEND_HANDSHAKE : SEND_HEAD;
+	c->att.send_step = c->att.uc->s.ssl != NULL ? SEND_HANDSHAKE : SEND_HEAD;
 	return KV_NEXT;
 }
 
@@ -71,13 +71,13 @@ send_handshake(struct kv_conn *c)
 	char err[256] = "";
 	int r;
 
-	r = kv_stream_handshake(&c->uc->s, err, sizeof(err));
+	r = kv_stream_handshake(&c->att.uc->s, err, sizeof(err));
 	if (r == 1) {
-		c->send_step = SEND_HEAD;
+		c->att.send_step = SEND_HEAD;
 		return KV_NEXT;
 	}
 	if (r == KV_IO_AGAIN) {
-		conn_watch_upstream(c, (uint32_t)c->uc->s.want);
+		conn_watch_upstream(c, (uint32_t)c->att.uc->s.want);
 		return KV_AGAIN;
 	}
 	kv_log_warnx("KV0422", "upstream %s: %s", c->rt->cf->name, err);
@@ -90,9 +90,9 @@ send_head(struct kv_conn *c)
 	ssize_t n;
 
 	while (c->opos < c->olen) {
-		n = kv_stream_write(&c->uc->s, c->obuf + c->opos, c->olen - c->opos);
+		n = kv_stream_write(&c->att.uc->s, c->obuf + c->opos, c->olen - c->opos);
 		if (n == KV_IO_AGAIN) {
-			return conn_wait_upstream(c, (uint32_t)c->uc->s.want);
+			return conn_wait_upstream(c, (uint32_t)c->att.uc->s.want);
 		}
 		/* the head was not all written: nothing the target could bill */
 		if (n < 0)
@@ -110,7 +110,7 @@ send_head(struct kv_conn *c)
 	}
 	if (c->spfd == -1)
 		return KV_DONE;
-	c->send_step = SEND_SPOOL;
+	c->att.send_step = SEND_SPOOL;
 	return KV_NEXT;
 }
 
@@ -122,9 +122,9 @@ send_head(struct kv_conn *c)
 static enum kv_rc
 spool_sent(struct kv_conn *c)
 {
-	free(c->sbuf);
-	c->sbuf = NULL;
-	c->slen = c->spos = 0;
+	free(c->att.sbuf);
+	c->att.sbuf = NULL;
+	c->att.slen = c->att.spos = 0;
 	return KV_DONE;
 }
 
@@ -140,23 +140,23 @@ spool_piece(struct kv_conn *c)
 	size_t want;
 	ssize_t n;
 
-	if (c->inj != NULL && c->sp_off >= at && c->sp_off < at + (int64_t)c->injlen) {
-		want = (size_t)(at + (int64_t)c->injlen - c->sp_off);
-		memcpy(c->sbuf, c->inj + (c->sp_off - at), want);
-		c->slen = want;
-		c->spos = 0;
-		c->sp_off += (int64_t)want;
+	if (c->inj != NULL && c->att.sp_off >= at && c->att.sp_off < at + (int64_t)c->injlen) {
+		want = (size_t)(at + (int64_t)c->injlen - c->att.sp_off);
+		memcpy(c->att.sbuf, c->inj + (c->att.sp_off - at), want);
+		c->att.slen = want;
+		c->att.spos = 0;
+		c->att.sp_off += (int64_t)want;
 		return 1;
 	}
-	fpos = c->sp_off < at ? c->sp_off : c->sp_off - (int64_t)c->injlen;
-	end = c->sp_off < at ? at : c->body_bytes;
-	if (!kv_stream_tls(&c->uc->s) && c->w->splice_ok) {
+	fpos = c->att.sp_off < at ? c->att.sp_off : c->att.sp_off - (int64_t)c->injlen;
+	end = c->att.sp_off < at ? at : c->body_bytes;
+	if (!kv_stream_tls(&c->att.uc->s) && c->w->splice_ok) {
 		off_t o = (off_t)fpos;
 
-		n = sendfile(c->uc->s.fd, c->spfd, &o, (size_t)(end - fpos < (1 << 20) ?
+		n = sendfile(c->att.uc->s.fd, c->spfd, &o, (size_t)(end - fpos < (1 << 20) ?
 		    end - fpos : (1 << 20)));
 		if (n > 0) {
-			c->sp_off += n;
+			c->att.sp_off += n;
 			return 1;
 		}
 		if (n == -1 && errno == EAGAIN)
@@ -167,13 +167,13 @@ spool_piece(struct kv_conn *c)
 			return -1;
 	}
 	want = (size_t)(end - fpos < KV_SPOOL_STAGE ? end - fpos : KV_SPOOL_STAGE);
-	if ((n = kv_spool_pread(c->spfd, c->sbuf, want, fpos)) != (ssize_t)want) {
+	if ((n = kv_spool_pread(c->spfd, c->att.sbuf, want, fpos)) != (ssize_t)want) {
 		kv_log_warn("KV0507", "reading the request spool");
 		return -1;
 	}
-	c->slen = want;
-	c->spos = 0;
-	c->sp_off += (int64_t)want;
+	c->att.slen = want;
+	c->att.spos = 0;
+	c->att.sp_off += (int64_t)want;
 	return 1;
 }
 
@@ -183,22 +183,22 @@ send_spool(struct kv_conn *c)
 	ssize_t n;
 	int r;
 
-	if (c->sbuf == NULL && (c->sbuf = malloc(KV_SPOOL_STAGE)) == NULL)
+	if (c->att.sbuf == NULL && (c->att.sbuf = malloc(KV_SPOOL_STAGE)) == NULL)
 		return reply_error(c, 503, "out of memory");
 	for (;;) {
-		if (c->spos < c->slen) {
-			n = kv_stream_write(&c->uc->s, c->sbuf + c->spos, c->slen - c->spos);
+		if (c->att.spos < c->att.slen) {
+			n = kv_stream_write(&c->att.uc->s, c->att.sbuf + c->att.spos, c->att.slen - c->att.spos);
 			if (n == KV_IO_AGAIN) {
-				return conn_wait_upstream(c, (uint32_t)c->uc->s.want);
+				return conn_wait_upstream(c, (uint32_t)c->att.uc->s.want);
 			}
 			if (n < 0)	/* it never got the whole request: nothing billed */
 				return peer_fail(c, 502, "upstream closed while receiving "
 				    "the body", 1);
-			c->spos += (size_t)n;
+			c->att.spos += (size_t)n;
 			continue;
 		}
-		c->slen = c->spos = 0;
-		if (c->sp_off == c->body_bytes + (int64_t)c->injlen)
+		c->att.slen = c->att.spos = 0;
+		if (c->att.sp_off == c->body_bytes + (int64_t)c->injlen)
 			return spool_sent(c);
 		if ((r = spool_piece(c)) == 0) {
 			return conn_wait_upstream(c, EPOLLOUT);
@@ -213,7 +213,7 @@ send_spool(struct kv_conn *c)
 static enum kv_rc
 send_step(struct kv_conn *c)
 {
-	switch (c->send_step) {
+	switch (c->att.send_step) {
 	case SEND_GATE:
 	case SEND_UPWAIT:	return send_gate(c);
 	case SEND_CONNECT:	return send_connected(c);
@@ -237,13 +237,13 @@ request_send(struct kv_conn *c)
 enum kv_rc
 request_send_timeout(struct kv_conn *c)
 {
-	switch (c->send_step) {
+	switch (c->att.send_step) {
 	case SEND_GATE:
 	case SEND_UPWAIT:
-		if (!c->ticket_waited) {
+		if (!c->att.ticket_waited) {
 			/* The first handshake's ticket is late: handshake on our
 			 * own (still within the gate's count of handshakes). */
-			c->ticket_waited = 1;
+			c->att.ticket_waited = 1;
 			conn_deadline(c, c->w->now_ms + (int64_t)c->w->cf->upstream_timeout * 1000);
 			kv_upstream_gate_stop_waiting(c->rt);
 			return KV_AGAIN;
@@ -256,7 +256,7 @@ request_send_timeout(struct kv_conn *c)
 		 * request was sent, so it moves to another target */
 		kv_log_warnx("KV0423", "upstream %s: no %s within connect_timeout (%d s)",
 		    c->tlabel != NULL ? c->tlabel : "-",
-		    c->send_step == SEND_CONNECT ? "TCP connection" : "TLS handshake",
+		    c->att.send_step == SEND_CONNECT ? "TCP connection" : "TLS handshake",
 		    c->w->cf->connect_timeout);
 		return peer_fail(c, 504, "upstream connect timed out", 1);
 	case SEND_HEAD:

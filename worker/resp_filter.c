@@ -38,14 +38,14 @@ emit2(struct kv_conn *c, const char *a, size_t alen, const char *b, size_t blen)
 		return 0;
 	if (conn_obuf_reserve(c, len + 24) == -1)
 		return -1;
-	if (c->out_chunked)
+	if (c->resp.out_chunked)
 		c->olen += chunk_line(c->obuf + c->olen, len);
 	if (alen > 0)
 		memcpy(c->obuf + c->olen, a, alen);
 	if (blen > 0)
 		memcpy(c->obuf + c->olen + alen, b, blen);
 	c->olen += len;
-	if (c->out_chunked) {
+	if (c->resp.out_chunked) {
 		memcpy(c->obuf + c->olen, "\r\n", 2);
 		c->olen += 2;
 	}
@@ -69,11 +69,11 @@ sse_out(void *arg, const char *a, size_t alen, const char *b, size_t blen)
 static int
 payload(struct kv_conn *c, const char *p, size_t len)
 {
-	if (c->scan_on)
-		kv_usage_feed(&c->scan, p, len);
-	if (!c->reframe)
+	if (c->resp.scan_on)
+		kv_usage_feed(&c->resp.scan, p, len);
+	if (!c->resp.reframe)
 		return 0;
-	return c->inject && c->scan_on ? kv_sse_filter_feed(&c->sse, p, len) : emit(c, p, len);
+	return c->inject && c->resp.scan_on ? kv_sse_filter_feed(&c->resp.sse, p, len) : emit(c, p, len);
 }
 
 ssize_t
@@ -83,31 +83,31 @@ resp_filter_consume(struct kv_conn *c, const char *p, size_t len)
 	size_t dlen, used = 0;
 	ssize_t n;
 
-	if (c->resp_chunked) {
-		while (used < len && !c->resp_dec.done) {
-			n = kv_chunked_feed(&c->resp_dec, p + used, len - used, &data, &dlen);
+	if (c->resp.chunked) {
+		while (used < len && !c->resp.dec.done) {
+			n = kv_chunked_feed(&c->resp.dec, p + used, len - used, &data, &dlen);
 			if (n == -1 || payload(c, data, dlen) == -1)
 				return -1;
 			used += (size_t)n;
 		}
-		c->resp_done = c->resp_dec.done;
+		c->resp.done = c->resp.dec.done;
 	} else {
 		used = len;
-		if (c->resp_left >= 0 && (int64_t)used > c->resp_left)
-			used = (size_t)c->resp_left;
+		if (c->resp.left >= 0 && (int64_t)used > c->resp.left)
+			used = (size_t)c->resp.left;
 		if (payload(c, p, used) == -1)
 			return -1;
-		if (c->resp_left >= 0) {
-			c->resp_left -= (int64_t)used;
-			c->resp_done = c->resp_left == 0;
+		if (c->resp.left >= 0) {
+			c->resp.left -= (int64_t)used;
+			c->resp.done = c->resp.left == 0;
 		}
 	}
 	if (used < len)
-		c->up_keepalive = 0;	/* bytes past the response: do not reuse */
-	if (c->resp_done && c->reframe) {
-		if (kv_sse_filter_flush(&c->sse) == -1)
+		c->resp.up_keepalive = 0;	/* bytes past the response: do not reuse */
+	if (c->resp.done && c->resp.reframe) {
+		if (kv_sse_filter_flush(&c->resp.sse) == -1)
 			return -1;
-		if (c->out_chunked && conn_obuf_reserve(c, 5) == 0) {
+		if (c->resp.out_chunked && conn_obuf_reserve(c, 5) == 0) {
 			memcpy(c->obuf + c->olen, "0\r\n\r\n", 5);
 			c->olen += 5;
 		}
@@ -138,28 +138,28 @@ resp_filter_start(struct kv_conn *c, const struct kv_http_response *res)
 	int sse;
 
 	c->status = res->status;
-	c->resp_left = -1;
+	c->resp.left = -1;
 	if (res->no_body || c->is_head) {
-		c->resp_left = 0;
-		c->resp_done = 1;
+		c->resp.left = 0;
+		c->resp.done = 1;
 	} else if (res->chunked) {
-		c->resp_chunked = 1;
-		kv_chunked_init(&c->resp_dec);
+		c->resp.chunked = 1;
+		kv_chunked_init(&c->resp.dec);
 	} else if (res->content_length >= 0) {
-		c->resp_left = res->content_length;
-		c->resp_done = c->resp_left == 0;
+		c->resp.left = res->content_length;
+		c->resp.done = c->resp.left == 0;
 	} else
-		c->resp_close = 1;
-	c->up_keepalive = res->keep_alive && !c->resp_close;
-	c->scan_on = c->status >= 200 && c->status < 300 && c->api != KV_API_OTHER && !c->resp_done;
-	sse = c->scan_on && is_sse(res);
-	if (c->scan_on)
-		kv_usage_init(&c->scan, c->api, sse);
+		c->resp.until_close = 1;
+	c->resp.up_keepalive = res->keep_alive && !c->resp.until_close;
+	c->resp.scan_on = c->status >= 200 && c->status < 300 && c->api != KV_API_OTHER && !c->resp.done;
+	sse = c->resp.scan_on && is_sse(res);
+	if (c->resp.scan_on)
+		kv_usage_init(&c->resp.scan, c->api, sse);
 	/* We rewrite the framing when we drop the injected usage event, and
 	 * for HTTP/1.0 clients, which cannot read chunked. */
-	c->reframe = (c->inject && sse) || (c->minor == 0 && c->resp_chunked);
-	kv_sse_filter_init(&c->sse, sse_out, c);
-	c->out_chunked = c->reframe && c->minor == 1;
+	c->resp.reframe = (c->inject && sse) || (c->minor == 0 && c->resp.chunked);
+	kv_sse_filter_init(&c->resp.sse, sse_out, c);
+	c->resp.out_chunked = c->resp.reframe && c->minor == 1;
 	c->client_keep = c->keep_alive && !c->drain && !c->w->draining &&
-	    !(c->resp_close && !c->out_chunked) && !(c->reframe && !c->out_chunked);
+	    !(c->resp.until_close && !c->resp.out_chunked) && !(c->resp.reframe && !c->resp.out_chunked);
 }

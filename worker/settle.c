@@ -86,7 +86,7 @@ settle_mark_sent(struct kv_conn *c)
 static int
 charge_usage(struct kv_conn *c, struct kv_usage *u)
 {
-	const struct kv_usage *found = c->scan_on ? kv_usage_result(&c->scan) : NULL;
+	const struct kv_usage *found = c->resp.scan_on ? kv_usage_result(&c->resp.scan) : NULL;
 	int64_t out;
 
 	memset(u, 0, sizeof(*u));
@@ -114,7 +114,7 @@ charge_usage(struct kv_conn *c, struct kv_usage *u)
 	}
 	if (c->status < 200 || c->status >= 300)
 		return 0;
-	if (found != NULL && found->found && c->scan.final) {
+	if (found != NULL && found->found && c->resp.scan.final) {
 		*u = *found;
 		return 1;
 	}
@@ -124,7 +124,7 @@ charge_usage(struct kv_conn *c, struct kv_usage *u)
 		u->input = c->body_bytes / 4;
 	/* cut before the final usage (client gone, upstream broken off, an
 	 * Anthropic error event): hidden tokens may have been billed */
-	out = c->scan_on ? kv_usage_output_estimate(&c->scan) : 0;
+	out = c->resp.scan_on ? kv_usage_output_estimate(&c->resp.scan) : 0;
 	if (u->output < out)
 		u->output = out;
 	u->output = kv_charge_cut_output(c->out_bound, u->output);
@@ -171,14 +171,14 @@ charge(struct kv_conn *c, struct kv_usage *u, const char **model,
 	int64_t cost;
 	int flags, named;
 
-	*model = c->scan_on && c->scan.model[0] ? c->scan.model : c->ri.model;
+	*model = c->resp.scan_on && c->resp.scan.model[0] ? c->resp.scan.model : c->ri.model;
 	named = kv_charge_resp_named(*model, c->ri.model);
 	*mprice = named ? kv_charge_price(c->w->cf, *model, NULL) : c->price;
 	if (!charge_usage(c, u))
 		return 0;
 	kv_charge_implied_calls(c->api, *model, u);
 	kv_dims_charge(&c->ri, kv_dims_region(c->rt != NULL ? c->rt->cf : NULL),
-	    c->scan_on && c->scan.speed_seen, c->scan_on && c->scan.geo_seen, u);
+	    c->resp.scan_on && c->resp.scan.speed_seen, c->resp.scan_on && c->resp.scan.geo_seen, u);
 	cost = kv_charge_cost(c->w->cf, c->ri.model[0] != '\0' ? c->price : NULL, named,
 	    *mprice, u, &flags, &p);
 	if (flags != 0)
