@@ -117,14 +117,16 @@ row() {
 # refused N KEY CODE PATH BODY [curl args]: answered CODE, the provider got
 # nothing, nothing is charged or held.
 refused() {
-	local n=$1 k=$2 code=$3 path=$4 body=$5 n0
+	local n=$1 k=$2 code=$3 path=$4 body=$5 n0 s r
 	shift 5
 	n0=$(kv_mock_stat requests)
 	check_eq "row $n: refused $code" "$(post "$k" "$path" "$body" "$@")" "$code"
 	# (the mock counts the stats request itself)
 	check_eq "row $n: nothing reached the provider" "$(kv_mock_stat requests)" "$((n0 + 1))"
-	check_eq "row $n: nothing charged" "$(spent "$k")" 0
-	check_eq "row $n: nothing held" "$(reserved "$k")" 0
+	# (a body refused before its key is looked up makes no account)
+	s=$(spent "$k") r=$(reserved "$k")
+	check_eq "row $n: nothing charged" "${s:-0}" 0
+	check_eq "row $n: nothing held" "${r:-0}" 0
 	echo "row $n: refused $code: $(cat "$T/out")"
 }
 
@@ -225,6 +227,17 @@ check_eq "row 7: the provider billed 2,000 cache writes" "$(bill cache_write)" 2
 row 7h sk-row7h 2000000000 /v1/messages \
 	'{"model":"claude-haiku-4-5","max_tokens":100,"system":[{"type":"text","text":"'"$LONG"'","cache_control":{"type":"ephemeral","ttl":"1h"}}],"messages":[{"role":"user","content":"hi"}]}' \
 	"${A[@]}" -H 'x-mock-tokens: 100' -H 'x-mock-cache-write: 2500' -H 'x-mock-cache-1h: 2500'
+
+# ---- sub-inferences: Anthropic's advisor tool runs another model inside the
+# request (usage.iterations); it, and any dated tool type kilovolt does not
+# know, is refused before anything is reserved or sent
+refused adv sk-adv 400 /v1/messages \
+	'{"model":"claude-opus-4-6","max_tokens":100,"tools":[{"type":"advisor_20260301","name":"advisor","model":"claude-opus-4-6"}],"messages":[{"role":"user","content":"hi"}]}' \
+	"${A[@]}"
+check "... the 400 names the tool" grep -q 'kilovolt cannot price what \\"advisor_20260301\\" makes the provider run' "$T/out"
+refused srv sk-srv 400 /v1/messages \
+	'{"model":"claude-opus-4-6","max_tokens":100,"tools":[{"type":"new_server_tool_20270101","name":"x"}],"messages":[{"role":"user","content":"hi"}]}' \
+	"${A[@]}"
 
 # ---- "stream_options": null is absent, as the providers read it, also in a
 # spooled body (past 8 KiB): usage is merged into it, one member sent

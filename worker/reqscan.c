@@ -78,6 +78,32 @@ server_tool(const char *v, size_t n)
 	return T_NONE;
 }
 
+/* A dated tool type ("web_search_20250305", "advisor_20260301"): one the
+ * provider versions, and may run itself. Those kilovolt knows are the
+ * server tools above and Anthropic's client-run ones; any other may bill
+ * what no price names (Anthropic's advisor tool runs another model inside
+ * the request, reported only in usage.iterations): refused (issue 33). */
+static int
+unknown_dated_tool(const char *v, size_t n)
+{
+	static const char *const known[] = { "bash_", "text_editor_", "computer_", "memory_",
+	    "tool_search_tool_", NULL };
+	const char *const *k;
+	size_t i;
+
+	if (n < 10 || v[n - 9] != '_')
+		return 0;
+	for (i = n - 8; i < n; i++)
+		if (v[i] < '0' || v[i] > '9')
+			return 0;
+	if (server_tool(v, n) != T_NONE)
+		return 0;
+	for (k = known; *k != NULL; k++)
+		if (n >= strlen(*k) && memcmp(v, *k, strlen(*k)) == 0)
+			return 0;
+	return 1;
+}
+
 /* A tools element ended: its calls bound the loop. */
 static void
 tool_end(struct kv_reqscan *r)
@@ -479,6 +505,11 @@ string_end(struct kv_reqscan *r)
 			r->ri.hidden += kv_tool_prompt_tokens(r->vbuf, r->vlen);
 		if (r->top == K_TOOLS && !r->vlong && server_tool(r->vbuf, r->vlen) > r->tkind)
 			r->tkind = server_tool(r->vbuf, r->vlen);
+		if (r->top == K_TOOLS && unknown_dated_tool(r->vbuf, r->vlen)) {
+			r->vbuf[r->vlen] = '\0';
+			refuse(r, "tools: kilovolt cannot price what \"%.32s\" makes the "
+			    "provider run; send it without that tool%s", r->vbuf, "");
+		}
 		if (r->vlen == 11 && memcmp(r->vbuf, "input_audio", 11) == 0)
 			r->ri.audio_in = 1;
 		if (!r->vlong && type_fetches(r->vbuf, r->vlen)) {
