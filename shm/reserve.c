@@ -222,24 +222,17 @@ kv_ledger_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
 	return r;
 }
 
-/* U's token counts into a slot's three token counters (the counters are
- * unsigned: a negative count adds nothing). */
-static void
-tokens_add(_Atomic uint64_t *in, _Atomic uint64_t *out, _Atomic uint64_t *cached,
-    const struct kv_usage *u)
-{
-	atomic_fetch_add(in, (uint64_t)(u->input > 0 ? u->input : 0));
-	atomic_fetch_add(out, (uint64_t)(u->output > 0 ? u->output : 0));
-	atomic_fetch_add(cached, (uint64_t)(u->cached_input > 0 ? u->cached_input : 0));
-}
-
 static void
 model_add(struct kv_model_slot *m, int64_t cost, const struct kv_usage *u)
 {
 	atomic_fetch_add(&m->requests, 1);
 	atomic_fetch_add(&m->cost_nusd, (uint64_t)cost);
-	if (u != NULL)
-		tokens_add(&m->input_tokens, &m->output_tokens, &m->cached_input_tokens, u);
+	if (u == NULL)
+		return;
+	atomic_fetch_add(&m->input_tokens, (uint64_t)(u->input > 0 ? u->input : 0));
+	atomic_fetch_add(&m->output_tokens, (uint64_t)(u->output > 0 ? u->output : 0));
+	atomic_fetch_add(&m->cached_input_tokens,
+	    (uint64_t)(u->cached_input > 0 ? u->cached_input : 0));
 }
 
 static void
@@ -247,8 +240,12 @@ account_add(struct kv_account *a, const struct kv_usage *u)
 {
 	atomic_fetch_add(&a->requests, 1);
 	atomic_store(&a->last_used, (int64_t)time(NULL));
-	if (u != NULL)
-		tokens_add(&a->input_tokens, &a->output_tokens, &a->cached_input_tokens, u);
+	if (u == NULL)
+		return;
+	atomic_fetch_add(&a->input_tokens, (uint64_t)(u->input > 0 ? u->input : 0));
+	atomic_fetch_add(&a->output_tokens, (uint64_t)(u->output > 0 ? u->output : 0));
+	atomic_fetch_add(&a->cached_input_tokens,
+	    (uint64_t)(u->cached_input > 0 ? u->cached_input : 0));
 }
 
 void
