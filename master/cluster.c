@@ -281,6 +281,10 @@ kv_cluster_start(const struct kv_config *cf, struct kv_ledger *l, struct kv_mloo
 	h->l = l;
 	h->last_ok_ms = kv_now_ms();
 	if (host_names(h, l) == -1) {
+		/* not leasing: no kick for the workers, and no descriptor kept */
+		if (h->kick_fd != -1)
+			close(h->kick_fd);
+		l->lease_kick_fd = -1;
 		kv_redis_free(h->redis);
 		free(h->acct);
 		free(h);

@@ -1,5 +1,5 @@
 /* The cluster lease words of an account (docs/cluster.md): the one place
- * that writes them. The master (master/cluster.c) is their writer, from
+ * that writes them. The master (master/cluster_lease.c) is their writer, from
  * what Redis granted; kvctl and the status service only ask for a reset
  * across hosts. Workers admit against them in kv_ledger_reserve and the
  * rate-limit takes (shm/ratelimit.c), which only read the caps and record

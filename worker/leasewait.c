@@ -11,7 +11,7 @@
 #include "worker/reply.h"
 
 /* The 503 a request gets when the lease did not come in time: the lease
- * grown for it is held for the retry (master/cluster.c HOLD_MS). */
+ * grown for it is held for the retry (master/cluster_lease.c HOLD_MS). */
 static enum kv_rc
 lease_refuse(struct kv_conn *c)
 {
