@@ -1,7 +1,7 @@
 /* The Redis key schema of the cluster, named once: the master writes
- * these keys (master/cluster_sync.c and cluster_keys.c, and the script master/cluster_script.c
- * documents each hash's fields), kvctl cluster reads them
- * (cli/kvctl_cluster.c). A rename here moves both sides together. */
+ * these keys (master/cluster_sync.c and cluster_keys.c; the script in
+ * master/cluster_script.c documents each hash's fields), kvctl cluster
+ * reads them (cli/kvctl_cluster.c). A rename here moves both sides together. */
 #ifndef KV_COMMON_REDIS_KEYS_H
 #define KV_COMMON_REDIS_KEYS_H
 
