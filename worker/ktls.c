@@ -61,6 +61,17 @@ put_seq(unsigned char out[8], uint64_t seq)
 		out[i] = (unsigned char)seq;
 }
 
+/* The kernel's AES-GCM info (of either key size, whose fields differ only
+ * in the key's length) from the direction D's secrets. */
+#define GCM_INFO(g, cipher, d) do {					\
+	(g).info.version = TLS_1_3_VERSION;				\
+	(g).info.cipher_type = (cipher);				\
+	memcpy((g).salt, (d)->iv, 4);					\
+	memcpy((g).iv, (d)->iv + 4, 8);					\
+	memcpy((g).key, (d)->key, sizeof((g).key));			\
+	put_seq((g).rec_seq, (d)->seq);					\
+} while (0)
+
 /* One direction's keys for TLS_TX or TLS_RX: for AES-GCM the kernel takes
  * the IV's first 4 bytes as its salt and the other 8 as its IV (the
  * nonce is the two XOR the sequence, as RFC 8446 §5.3 says); ChaCha20
@@ -79,21 +90,11 @@ set_dir(int fd, int optname, const struct kv_tls13_dir *d)
 	memset(&ci, 0, sizeof ci);
 	switch (d->suite) {
 	case KV_TLS13_AES128_GCM:
-		ci.g128.info.version = TLS_1_3_VERSION;
-		ci.g128.info.cipher_type = TLS_CIPHER_AES_GCM_128;
-		memcpy(ci.g128.salt, d->iv, 4);
-		memcpy(ci.g128.iv, d->iv + 4, 8);
-		memcpy(ci.g128.key, d->key, 16);
-		put_seq(ci.g128.rec_seq, d->seq);
+		GCM_INFO(ci.g128, TLS_CIPHER_AES_GCM_128, d);
 		len = sizeof ci.g128;
 		break;
 	case KV_TLS13_AES256_GCM:
-		ci.g256.info.version = TLS_1_3_VERSION;
-		ci.g256.info.cipher_type = TLS_CIPHER_AES_GCM_256;
-		memcpy(ci.g256.salt, d->iv, 4);
-		memcpy(ci.g256.iv, d->iv + 4, 8);
-		memcpy(ci.g256.key, d->key, 32);
-		put_seq(ci.g256.rec_seq, d->seq);
+		GCM_INFO(ci.g256, TLS_CIPHER_AES_GCM_256, d);
 		len = sizeof ci.g256;
 		break;
 	case KV_TLS13_CHACHA20:

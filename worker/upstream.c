@@ -156,25 +156,32 @@ pool_settle(struct kv_upstream_rt *rt)
 
 /* ---- a connection's part in the gate --------------------------------- */
 
+/* The connection's part in one of the gate's counts is over: *MINE (its
+ * flag) and *COUNT (the upstream's count) go down, and a request held
+ * back by the gate may go. */
+static void
+gate_leave(struct kv_upconn *uc, int *mine, int *count)
+{
+	if (!*mine)
+		return;
+	*mine = 0;
+	(*count)--;
+	gate_wake(uc->rt);
+}
+
 /* The connection no longer holds back requests waiting for a ticket. */
 static void
 upconn_settle(struct kv_upconn *uc)
 {
-	if (!uc->unsettled || uc->rt == NULL)
-		return;
-	uc->unsettled = 0;
-	uc->rt->unsettled--;
-	gate_wake(uc->rt);
+	if (uc->rt != NULL)
+		gate_leave(uc, &uc->unsettled, &uc->rt->unsettled);
 }
 
 static void
 upconn_handshake_over(struct kv_upconn *uc)
 {
-	if (!uc->in_handshake || uc->rt == NULL)
-		return;
-	uc->in_handshake = 0;
-	uc->rt->handshaking--;
-	gate_wake(uc->rt);
+	if (uc->rt != NULL)
+		gate_leave(uc, &uc->in_handshake, &uc->rt->handshaking);
 }
 
 /* First read after the handshake that found something other than "wait":
