@@ -22,7 +22,7 @@
 #include "common/ledger_sizes.h"	/* KV_WORKER_SLOTS, KV_LABEL_MAX */
 
 #define KV_LEDGER_MAGIC		0x5245474445564b31ULL	/* "1KVLEDGER" */
-#define KV_LEDGER_VERSION	18u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
+#define KV_LEDGER_VERSION	19u	/* 2: claim tags, repair and lock identity; 3: cluster leases;
 					   4: per-key estimated and free counts;
 					   5: rate limits (account, kv_resv.tokens);
 					   6: key policy, reclaim request;
@@ -40,7 +40,9 @@
 					       kv_account.link/link_tag/expires/period;
 					   17: the cluster incarnation (header);
 					   18: relayed 5xx and cut counters, the
-					       requests/errors history (header) */
+					       requests/errors history (header);
+					   19: connections refused and shed (counters),
+					       kv_worker_slot.mem_pending */
 #define KV_RESV_PER_WORKER	2048	/* in-flight reservations one worker may hold */
 #define KV_MODEL_SLOTS		256
 #define KV_MODEL_NAME		96
@@ -85,7 +87,10 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free");
 	X(upstream_tls_handshakes_total, "upstream TLS handshakes completed (full or resumed)") \
 	X(upstream_tls_handoffs_total,	"upstream TLS connections moved from OpenSSL to kilovolt's own record layer") \
 	X(responses_5xx_relayed_total,	"upstream responses with a 5xx status relayed to the client") \
-	X(responses_cut_total,		"responses cut short after their head, not by the client")
+	X(responses_cut_total,		"responses cut short after their head, not by the client") \
+	X(accept_refusals_total,	"connections answered 503 at accept (memory at the refusal point, or max_connections)") \
+	X(idle_shed_total,		"connections that had sent nothing, closed to make room for others") \
+	X(heads_shed_total,		"connections with an unfinished request head, closed to make room for others")
 
 struct kv_counters {
 #define KV_X_FIELD(name, help) _Atomic uint64_t name;
@@ -225,6 +230,9 @@ struct kv_worker_slot {
 	_Atomic uint64_t  connections;		/* open client connections (gauge) */
 	_Atomic uint64_t  active_streams;	/* requests in flight (gauge) */
 	_Atomic uint64_t  requests;		/* requests served by this process */
+	/* Version 19: bytes the worker's requests still to be set up will
+	 * add (its memory guard's estimate), summed by every worker's guard. */
+	_Atomic uint64_t  mem_pending;
 	/* Version 11: one past the highest reservation index ever recorded
 	 * (kv_ledger_resv_end), so scans of a slot's 2048 records map only
 	 * the pages a worker used. */

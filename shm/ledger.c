@@ -427,6 +427,12 @@ kv_ledger_sum_connections(const struct kv_ledger *l)
 	return sum_workers(l, offsetof(struct kv_worker_slot, connections));
 }
 
+uint64_t
+kv_ledger_sum_mem_pending(const struct kv_ledger *l)
+{
+	return sum_workers(l, offsetof(struct kv_worker_slot, mem_pending));
+}
+
 void
 kv_histogram_observe(struct kv_histogram *h, uint64_t us)
 {

@@ -247,6 +247,7 @@ int64_t	kv_account_remaining(const struct kv_account *a);
 /* Sum a counter-like field over all worker slots (gauges, requests). */
 uint64_t kv_ledger_sum_active_streams(const struct kv_ledger *l);
 uint64_t kv_ledger_sum_connections(const struct kv_ledger *l);
+uint64_t kv_ledger_sum_mem_pending(const struct kv_ledger *l);
 
 /* Record a finished request's time to first byte and duration. */
 void	kv_histogram_observe(struct kv_histogram *h, uint64_t us);

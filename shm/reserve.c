@@ -320,6 +320,7 @@ kv_ledger_release_worker(struct kv_ledger *l, struct kv_worker_slot *w)
 	atomic_store(&w->resv_hi, 0);
 	atomic_store(&w->connections, 0);
 	atomic_store(&w->active_streams, 0);
+	atomic_store(&w->mem_pending, 0);
 	return n;
 }
 
