@@ -136,8 +136,8 @@ struct kv_conn {
 	int			 served;	/* a response went out: idle between requests */
 	/* the memory guard's count of what the connection holds (conn.c) */
 	int64_t			 held;		/* bytes counted in w->mem.held */
-	struct kv_conn		*hprev, *hnext;	/* in w->heads: an unfinished head */
-	int			 on_heads;
+	struct kv_conn		*qprev, *qnext;	/* in *queue */
+	struct kv_connq		*queue;		/* w->idle, w->heads or NULL */
 	struct kv_upwait	 upwait;	/* while in SEND_UPWAIT */
 
 	/* client input: the head stays at cbuf[0..head_len) until it is rebuilt */
@@ -254,17 +254,22 @@ void	conn_head_deadline(struct kv_conn *c);
 /* The memory guard's count of C's head: PARTIAL 1 while C holds an
  * unfinished head of clen bytes (it joins the worker's list of such
  * heads, oldest first), 0 once the head is whole or gone. Then, while the
- * connections' memory is past its share, the slowest unfinished heads
- * (the oldest) are dropped (w->shed_close). Returns -1 when C itself was
- * one of them: its memory left the count, and the caller closes it
- * (KV_CLOSE); else 0. */
+ * connections' memory is past its share, connections are shed
+ * (conn_heads_shed). Returns -1 when C itself was one of them: its memory
+ * left the count, and the caller closes it (KV_CLOSE); else 0. */
 int	conn_head_held(struct kv_conn *c, int partial);
-/* Drop the oldest unfinished heads -- the slowest: a client's head comes
- * in one go -- while the connections' memory, with MORE to come, is past
- * its share; SELF (or NULL) is not closed but counted out. Returns 1 when
- * SELF was one of them. */
+/* C has sent nothing of its next request (it is new, or idle between
+ * requests with nothing pipelined): it holds its connection only and joins
+ * the worker's silent connections, the first to be shed. */
+void	conn_idle_held(struct kv_conn *c);
+/* While the connections' memory, with MORE to come, is past its share,
+ * close (w->shed_close) the connections that have sent nothing, oldest
+ * first, then the oldest unfinished heads -- the slowest: a client's head
+ * comes in one go; each counted and logged (drops.h). SELF (or NULL) is
+ * not closed but counted out. Returns 1 when SELF was one of them. */
 int	conn_heads_shed(struct kv_worker *w, int64_t more, struct kv_conn *self);
-/* Take C off the worker's list of unfinished heads (no-op when it is not). */
+/* Take C off the worker's lists of sheddable connections (no-op when it
+ * is on none). */
 void	conn_heads_unlink(struct kv_conn *c);
 /* Read up to LEN client bytes into BUF (kv_stream_read's result), counting
  * them in bytes_in and pushing the client deadline on: a HEAD must arrive

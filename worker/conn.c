@@ -18,6 +18,7 @@
 
 #include "common/log.h"
 #include "worker/admission.h"
+#include "worker/drops.h"
 #include "worker/errors.h"
 #include "worker/leasewait.h"
 #include "worker/peer.h"
@@ -85,28 +86,15 @@ conn_upwake(struct kv_upwait *w)
 	conn_ready((struct kv_conn *)((char *)w - offsetof(struct kv_conn, upwait)));
 }
 
-/* Room for one more connection: past the connections' share, the slowest
- * heads make way; past the memory limit itself, nothing new comes in. */
+/* Room for one more connection: past the connections' share, those that
+ * sent nothing, then the slowest heads, make way; only with the memory
+ * itself at the refusal point is the new one refused. A flood of silent
+ * connections so sheds its own oldest, never a real client's request. */
 static int
 accept_room(struct kv_worker *w)
 {
 	(void)conn_heads_shed(w, CONN_BASE_COST, NULL);
-	if (kv_memguard_conns_over(&w->mem, CONN_BASE_COST))
-		return 0;
-	return !kv_memguard_full_accept(&w->mem, w->now_ms);
-}
-
-static void
-refuse_full(int fd)
-{
-	char msg[1024];
-	int n;
-
-	n = kv_error_response(msg, sizeof(msg), 0, 503, "the gateway is at its memory limit; "
-	    "retry shortly", 0, "retry-after: 1\r\n");
-	if (n > 0)
-		(void)send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
-	close(fd);
+	return !kv_memguard_at_limit(&w->mem, w->now_ms);
 }
 
 void
@@ -131,7 +119,7 @@ kv_conn_accept(struct kv_worker *w, int fd)
 	struct kv_conn *c;
 
 	if (!accept_room(w)) {
-		refuse_full(fd);
+		kv_drop_refuse(w, fd, KV_DROP_FULL);
 		return;
 	}
 	if (kv_deadlines_reserve(&w->deadlines, w->nconns + 1) == -1 ||
@@ -166,7 +154,7 @@ kv_conn_accept(struct kv_worker *w, int fd)
 	w->conns = c;
 	w->nconns++;
 	atomic_fetch_add(&w->slot->connections, 1);
-	(void)conn_head_held(c, 0);
+	conn_idle_held(c);
 	conn_head_deadline(c);
 	conn_run(c);
 }
@@ -282,6 +270,7 @@ conn_next_request(struct kv_conn *c)
 		free(c->cbuf);
 		c->cbuf = NULL;
 		c->clen = c->cpos = 0;
+		conn_idle_held(c);	/* the first to shed while it sends nothing */
 	} else {
 		memmove(c->cbuf, c->cbuf + c->cpos, left);
 		c->clen = left;

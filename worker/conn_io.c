@@ -1,5 +1,5 @@
-/* One connection's tools, below the phases: the head's memory count and
- * the shedding of slow heads, deadlines, epoll interest, the obuf and ubuf
+/* One connection's tools, below the phases: the connection's memory count
+ * and the shedding of silent connections and slow heads, deadlines, epoll interest, the obuf and ubuf
  * (and the worker's spares of them), client reads, the request id, the
  * ready list, and letting go of a request's buffers and upstream. Nothing
  * here runs a phase or changes a connection's state. */
@@ -15,26 +15,44 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "worker/drops.h"
 
 /* ---- the connections' memory (the memory guard's count) -------------- */
 
 void
 conn_heads_unlink(struct kv_conn *c)
 {
-	struct kv_worker *w = c->w;
+	struct kv_connq *q = c->queue;
 
-	if (!c->on_heads)
+	if (q == NULL)
 		return;
-	if (c->hprev != NULL)
-		c->hprev->hnext = c->hnext;
+	if (c->qprev != NULL)
+		c->qprev->qnext = c->qnext;
 	else
-		w->heads = c->hnext;
-	if (c->hnext != NULL)
-		c->hnext->hprev = c->hprev;
+		q->first = c->qnext;
+	if (c->qnext != NULL)
+		c->qnext->qprev = c->qprev;
 	else
-		w->heads_tail = c->hprev;
-	c->hprev = c->hnext = NULL;
-	c->on_heads = 0;
+		q->last = c->qprev;
+	c->qprev = c->qnext = NULL;
+	c->queue = NULL;
+}
+
+/* C joins Q as its newest (a no-op when it is on Q already). */
+static void
+conn_enqueue(struct kv_conn *c, struct kv_connq *q)
+{
+	if (c->queue == q)
+		return;
+	conn_heads_unlink(c);
+	c->qprev = q->last;
+	c->qnext = NULL;
+	if (q->last != NULL)
+		q->last->qnext = c;
+	else
+		q->first = c;
+	q->last = c;
+	c->queue = q;
 }
 
 int
@@ -43,9 +61,11 @@ conn_heads_shed(struct kv_worker *w, int64_t more, struct kv_conn *self)
 	struct kv_conn *v;
 	int n = 0, hit = 0;
 
-	while (kv_memguard_conns_over(&w->mem, more) && (v = w->heads) != NULL) {
+	while (kv_memguard_conns_over(&w->mem, more) &&
+	    ((v = w->idle.first) != NULL || (v = w->heads.first) != NULL)) {
 		n++;
 		v->drain = 1;
+		kv_drop_shed(w, v->queue == &w->idle ? KV_DROP_IDLE : KV_DROP_HEAD, v->bytes_in);
 		if (v != self) {
 			w->shed_close(v);
 			continue;
@@ -64,29 +84,33 @@ conn_heads_shed(struct kv_worker *w, int64_t more, struct kv_conn *self)
 	return hit;
 }
 
+/* C's count is NOW bytes. */
+static void
+conn_held(struct kv_conn *c, int64_t now)
+{
+	kv_memguard_hold(&c->w->mem, now - c->held);
+	c->held = now;
+}
+
+void
+conn_idle_held(struct kv_conn *c)
+{
+	conn_enqueue(c, &c->w->idle);
+	conn_held(c, CONN_BASE_COST);
+}
+
 int
 conn_head_held(struct kv_conn *c, int partial)
 {
-	struct kv_worker *w = c->w;
 	int64_t now = CONN_BASE_COST;
 
 	if (partial) {
 		now += ((int64_t)c->clen + HEAD_PAGE - 1) / HEAD_PAGE * HEAD_PAGE;
-		if (!c->on_heads) {
-			c->hprev = w->heads_tail;
-			c->hnext = NULL;
-			if (w->heads_tail != NULL)
-				w->heads_tail->hnext = c;
-			else
-				w->heads = c;
-			w->heads_tail = c;
-			c->on_heads = 1;
-		}
+		conn_enqueue(c, &c->w->heads);
 	} else
 		conn_heads_unlink(c);
-	kv_memguard_hold(&w->mem, now - c->held);
-	c->held = now;
-	return partial && now > CONN_BASE_COST && conn_heads_shed(w, 0, c) ? -1 : 0;
+	conn_held(c, now);
+	return partial && now > CONN_BASE_COST && conn_heads_shed(c->w, 0, c) ? -1 : 0;
 }
 
 void

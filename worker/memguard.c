@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,11 +316,20 @@ cost_of(const struct kv_memguard *g, int kind)
 	return est;
 }
 
-/* The memory the requests still to come will add, in this worker: those
- * parked or woken at the gate a whole stream each, those in the handshake
- * half (their SSL object and sockets are there already), those admitted
- * since the reading (not in it yet; their upstream is not known here) at
- * the dearest kind of the worker's upstreams. *pending: their number. */
+/* What a request still to come lacks of a stream of cost EST: it holds
+ * its connection already (its state and client socket, in the usage). */
+static int64_t
+lacks(int64_t est)
+{
+	return est > CONN_BASE_COST ? est - CONN_BASE_COST : 0;
+}
+
+/* The memory the requests still to come will add, in this worker, each
+ * priced at what it still lacks: those parked or woken at the gate a
+ * whole stream less their connection, those in the handshake half of that
+ * (their SSL object and sockets are there already), those admitted since
+ * the reading (not in it yet; their upstream is not known here) at the
+ * dearest kind of the worker's upstreams. *pending: their number. */
 static int64_t
 still_to_come(const struct kv_memguard *g, int *pending)
 {
@@ -330,16 +340,34 @@ still_to_come(const struct kv_memguard *g, int *pending)
 	for (i = 0; i < g->nups; i++) {
 		const struct kv_upstream_rt *rt = &g->ups[i];
 
-		est = cost_of(g, rt->cost_kind);
+		est = lacks(cost_of(g, rt->cost_kind));
 		if (est > dearest)
 			dearest = est;
 		sum += (int64_t)(rt->nwaiting + rt->granted) * est + (int64_t)rt->handshaking * est / 2;
 		n += rt->nwaiting + rt->granted + rt->handshaking;
 	}
 	if (g->nups == 0)
-		dearest = cost_of(g, KV_COST_PLAIN);
+		dearest = lacks(cost_of(g, KV_COST_PLAIN));
 	*pending = n + g->since_read;
 	return sum + (int64_t)g->since_read * dearest;
+}
+
+/* This worker's requests still to come (MORE, its own, fresh) and every
+ * other worker's, as each last published it in its ledger slot; without
+ * a ledger, the others are taken to have as many as this one. */
+static int64_t
+all_to_come(const struct kv_memguard *g, int64_t more)
+{
+	struct kv_worker_slot *self = g->ledger != NULL ? g->ledger->self : NULL;
+	uint64_t mine, sum;
+
+	if (self == NULL)
+		return more * g->nworkers;
+	mine = atomic_load_explicit(&self->mem_pending, memory_order_relaxed);
+	if (mine != (uint64_t)more)
+		atomic_store_explicit(&self->mem_pending, (uint64_t)more, memory_order_relaxed);
+	sum = kv_ledger_sum_mem_pending(g->ledger);
+	return (int64_t)(sum > mine ? sum - mine : 0) + more;
 }
 
 void
@@ -435,9 +463,14 @@ kv_memguard_observe(struct kv_memguard *g, int64_t now_ms)
 {
 	/* Only while learning can change something: streams carried, and
 	 * no more often than a rise can be seen. */
-	if (g->limit != 0 && g->idle >= 0 && now_ms - g->learn_ms >= KV_MEMGUARD_LEARN_MS &&
-	    *g->nconns > 0)
+	int pending;
+
+	if (g->limit == 0)
+		return;
+	if (g->idle >= 0 && now_ms - g->learn_ms >= KV_MEMGUARD_LEARN_MS && *g->nconns > 0)
 		(void)observe(g, now_ms);
+	/* what the others judge this worker by: fresh once a turn */
+	(void)all_to_come(g, still_to_come(g, &pending));
 }
 
 int
@@ -456,15 +489,17 @@ kv_memguard_full(struct kv_memguard *g, int64_t now_ms)
 	 * admitted since the reading are not in it yet (a burst admits
 	 * hundreds within one KV_MEMGUARD_READ_MS): without them the
 	 * 1,200-stream test peaked within 1 % of its 24 MiB and was
-	 * OOM-killed on a slower machine. */
-	more = still_to_come(g, &pending);
-	predicted = g->used + more * g->nworkers;
+	 * OOM-killed on a slower machine. The other workers' are theirs,
+	 * from the ledger: judging them by this worker's own count was
+	 * wrong both ways when their loads differ. */
+	more = all_to_come(g, still_to_come(g, &pending));
+	predicted = g->used + more;
 	/* Back under by 2 % of the limit before accepting again: no flapping. */
 	if (predicted >= g->refuse_at || (g->full && predicted >= g->refuse_at - g->limit / 50)) {
 		if (!g->full)
-			kv_log_warnx("KV0650", "memory %lld kB (and %d requests still to set up, "
-			    "%lld kB) of %lld kB: refusing new requests with 503 until it falls "
-			    "(a stream adds %s)", (long long)(g->used >> 10), pending,
+			kv_log_warnx("KV0650", "memory %lld kB (and %d requests still to set up "
+			    "here, %lld kB with the other workers') of %lld kB: refusing new "
+			    "requests with 503 until it falls (a stream adds %s)", (long long)(g->used >> 10), pending,
 			    (long long)(more >> 10), (long long)(g->limit >> 10), costs_text(g));
 		g->full = 1;
 		g->refused++;
@@ -492,13 +527,11 @@ kv_memguard_close(struct kv_memguard *g)
 }
 
 int
-kv_memguard_full_accept(struct kv_memguard *g, int64_t now_ms)
+kv_memguard_at_limit(struct kv_memguard *g, int64_t now_ms)
 {
-	int r = kv_memguard_full(g, now_ms);
-
-	if (!r && g->limit > 0)
-		g->since_read--;	/* a connection is not a request admitted */
-	return r;
+	if (g->limit == 0 || observe(g, now_ms) == -1)
+		return 0;
+	return g->used >= g->refuse_at;
 }
 
 void
@@ -519,7 +552,7 @@ kv_memguard_shed(struct kv_memguard *g, int n, int64_t now_ms)
 	if (n == 0) {
 		if (g->shedding)
 			kv_log_warnx("KV0654", "connections' memory %lld kB of %lld kB again: "
-			    "%llu unfinished request heads were dropped",
+			    "%llu connections (silent ones, then unfinished heads) were closed",
 			    (long long)(g->held >> 10), (long long)(g->held_max >> 10),
 			    (unsigned long long)g->shed);
 		g->shedding = 0;
@@ -528,7 +561,8 @@ kv_memguard_shed(struct kv_memguard *g, int n, int64_t now_ms)
 	}
 	if (!g->shedding)
 		kv_log_warnx("KV0653", "connections hold %lld kB, past their %lld kB share of "
-		    "the memory limit: dropping the slowest unfinished request heads",
+		    "the memory limit: closing those that sent nothing (oldest first), then "
+		    "the slowest unfinished request heads",
 		    (long long)(g->held >> 10), (long long)(g->held_max >> 10));
 	g->shedding = 1;
 	g->shed += (uint64_t)n;

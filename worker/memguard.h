@@ -26,8 +26,10 @@ struct kv_upstream_rt;
 #define KV_MEMGUARD_RETRY_S	1	/* Retry-After of a refusal */
 /* The connections' own memory -- each one's state and socket from accept,
  * and the bytes of a request head not yet whole -- may take this share of
- * a worker's part of the limit; past it the slowest unfinished heads are
- * dropped (a slow-header flood cannot fill the rest). */
+ * a worker's part of the limit; past it the connections that have sent
+ * nothing are closed, oldest first, then the slowest unfinished heads (a
+ * flood of silent or slow-header connections cannot fill the rest, nor
+ * lock real clients out). */
 #define KV_MEMGUARD_CONN_PCT	30
 
 struct kv_memguard {
@@ -59,7 +61,7 @@ struct kv_memguard {
 	uint64_t	refused;
 	int64_t		held;		/* the connections' own bytes (kv_memguard_hold) */
 	int64_t		held_max;	/* their share; 0: no bound */
-	int		shedding;	/* dropping heads: logged once an episode */
+	int		shedding;	/* closing connections: logged once an episode */
 	int64_t		trim_ms;	/* the last malloc_trim */
 	uint64_t	shed;
 };
@@ -80,13 +82,15 @@ void	kv_memguard_init(struct kv_memguard *g, const struct kv_config *cf, int nwo
 
 /* Should a new request be refused? The usage (the cgroup's less its
  * inactive page cache, which the kernel reclaims before it kills; read at
- * most every KV_MEMGUARD_READ_MS) plus, for each request whose memory is
- * still to come (parked at the handshake gate, or admitted since the
- * reading; half of it for one in the handshake), what a stream of its
- * upstream's kind adds (as learned, memcost.h; what a carried stream
- * costs now if that is more), times nworkers (the others admit too),
- * must stay under the refusal point. Logs once when
- * refusing starts and once when it stops. now_ms: the worker's clock. */
+ * most every KV_MEMGUARD_READ_MS) plus what every request still to come
+ * lacks (parked at the handshake gate, or admitted since the reading; half
+ * of it for one in the handshake): a stream of its upstream's kind (as
+ * learned, memcost.h; what a carried stream costs now if that is more)
+ * less the connection it holds already -- this worker's counted now, the
+ * other workers' as each last published them in the ledger
+ * (kv_worker_slot.mem_pending) -- must stay under the refusal point.
+ * Logs once when refusing starts and once when it stops. now_ms: the
+ * worker's clock. */
 int	kv_memguard_full(struct kv_memguard *g, int64_t now_ms);
 
 void	kv_memguard_close(struct kv_memguard *g);
@@ -95,12 +99,15 @@ void	kv_memguard_close(struct kv_memguard *g);
  * KV_MEMGUARD_LEARN_MS, only with connections), so that streams set up
  * after the admissions that let them in still teach what they cost: a
  * burst admitted before its handshakes end would otherwise leave the
- * estimate at its start. */
+ * estimate at its start. And publish this worker's requests still to come
+ * in its ledger slot, for the other workers' kv_memguard_full. */
 void	kv_memguard_observe(struct kv_memguard *g, int64_t now_ms);
 
-/* kv_memguard_full for a new connection: the same test, but a connection
- * let in is not counted as a request still to set up. */
-int	kv_memguard_full_accept(struct kv_memguard *g, int64_t now_ms);
+/* Is the memory itself (the usage as kv_memguard_full reads it, without
+ * the requests still to come) at the refusal point? Only then is a new
+ * connection refused at accept: the connections' own share is kept by
+ * shedding (conn_heads_shed), never by refusing. */
+int	kv_memguard_at_limit(struct kv_memguard *g, int64_t now_ms);
 
 /* The connections' own memory grew (or shrank) by DELTA bytes. */
 void	kv_memguard_hold(struct kv_memguard *g, int64_t delta);
@@ -110,7 +117,8 @@ void	kv_memguard_hold(struct kv_memguard *g, int64_t delta);
  * guard is off. */
 int	kv_memguard_conns_over(const struct kv_memguard *g, int64_t more);
 
-/* N unfinished heads were dropped to make room (0: the episode is over).
+/* N connections (silent ones, unfinished heads) were closed to make room
+ * (0: the episode is over).
  * Logs once when dropping starts and once when it ends; gives the freed
  * heap back to the kernel (malloc_trim, at most every
  * KV_MEMGUARD_READ_MS of NOW_MS), so that the

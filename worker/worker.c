@@ -26,7 +26,7 @@
 #include "shm/lock.h"
 #include "worker/conn.h"
 #include "worker/conn-t.h"
-#include "worker/errors.h"
+#include "worker/drops.h"
 #include "worker/leasewait.h"
 #include "worker/tls13_io.h"
 
@@ -72,21 +72,6 @@ worker_signals(void)
 	sigaction(SIGCHLD, &sa, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
-/* Answer a connection we cannot take with a short 503 and close it. The
- * path is unknown before the request is read: OpenAI's shape. */
-static void
-refuse(int fd)
-{
-	char msg[1024];
-	int n;
-
-	n = kv_error_response(msg, sizeof(msg), 0, 503, "gateway connection limit reached",
-	    0, NULL);
-	if (n > 0)
-		(void)send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
-	close(fd);
 }
 
 static void
@@ -163,7 +148,7 @@ accept_some(struct kv_worker *w)
 			return;	/* EAGAIN: another worker took it */
 		}
 		if (w->nconns >= (size_t)w->cf->max_connections) {
-			refuse(fd);
+			kv_drop_refuse(w, fd, KV_DROP_MAXCONN);
 			continue;
 		}
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -199,6 +184,7 @@ tick(struct kv_worker *w, pid_t master)
 	if (getppid() != master)
 		start_drain(w);	/* orphaned: finish what we have and leave */
 	kv_upstreams_tick(w->ups, w->cf->nupstreams, (int64_t)time(NULL));
+	kv_drop_tick(w);
 #ifdef __GLIBC__
 	/* Relay buffers come and go with the bytes in flight, but glibc keeps
 	 * freed heap pages resident below the highest live chunk: without
@@ -377,6 +363,7 @@ kv_worker_main(const struct kv_config *cf, struct kv_ledger *l, int slot,
 	atomic_store(&w.slot->state, KV_WORKER_RUNNING);
 	worker_loop(&w, master);
 	kv_conn_close_all(&w);
+	kv_drop_close_all(&w);
 	kv_reqlog_flush();
 	kv_log_flush();
 	kv_upstreams_free(w.ups, cf->nupstreams);

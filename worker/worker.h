@@ -19,6 +19,11 @@
 
 struct kv_conn;
 
+/* A list of connections, oldest first (conn_io.c keeps them). */
+struct kv_connq {
+	struct kv_conn		*first, *last;
+};
+
 struct kv_worker {
 	const struct kv_config	*cf;
 	struct kv_ledger	*ledger;
@@ -42,8 +47,10 @@ struct kv_worker {
 	int64_t			 now_ms;
 	int			 splice_ok;
 	struct kv_memguard	 mem;		/* 503 past the memory budget */
-	struct kv_conn		*heads, *heads_tail;	/* unfinished heads, oldest first */
-	/* how conn_io.c closes a head it sheds: the engine's close, handed
+	/* the connections the guard may shed, oldest first: those that sent
+	 * nothing (new, or idle between requests), then unfinished heads */
+	struct kv_connq		 idle, heads;
+	/* how conn_io.c closes a connection it sheds: the engine's close, handed
 	 * down (conn.c sets it), as the pool never calls up */
 	void			(*shed_close)(struct kv_conn *);
 	struct kv_deadlines	 deadlines;	/* every connection's, first due on top */
