@@ -19,7 +19,7 @@
 #	kv_write_config <<EOF     $T/kilovolt.ini, overlaid with stdin
 #	kv_start [ARGS]           KV_PORT, KV_PID, KV_STATUS_PORT, KV_URL, KV_LOG
 #	kv_stop, kv_ctl, kv_curl, kv_mock_stat, kv_wait_for, kv_sdk_setup
-#	kv_memcg BYTES            CG, cg_remove, oom_kills
+#	kv_memcg BYTES            CG, cg_remove, oom_kills, kv_start_in_cg [ARGS]
 #	kv_redis_start [ARGS]     RSOCK, rcli; kv_host_config NAME (a cluster host)
 #	pass, fail, skip, check, check_eq, kv_finish
 
@@ -165,6 +165,22 @@ cg_remove() {
 		sleep 0.1
 	done
 	CG=
+}
+
+# kv_start_in_cg [ARGS]: kv_start with the daemon started inside $CG, so
+# the workers it forks are in it and read their limits from it.
+kv_start_in_cg() {
+	local real=$KV_DAEMON_BIN rc
+	cat >"$T/in-cgroup.sh" <<EOF
+#!/bin/sh
+echo \$\$ >"$CG/cgroup.procs" && exec "$real" "\$@"
+EOF
+	chmod +x "$T/in-cgroup.sh"
+	KV_DAEMON_BIN=$T/in-cgroup.sh
+	kv_start "$@"
+	rc=$?
+	KV_DAEMON_BIN=$real
+	return $rc
 }
 
 oom_kills() {

@@ -155,14 +155,7 @@ elif [ -f /sys/fs/cgroup/cgroup.controllers ] && [ -w /sys/fs/cgroup ] &&
 fi
 if [ -n "$CG" ]; then
 	trap 'rc=$?; cg_remove; (exit $rc); kv_cleanup' EXIT
-	cat >"$T/in-cgroup.sh" <<EOF
-#!/bin/sh
-echo \$\$ >"$CG/cgroup.procs" && exec "$KV_DAEMON_BIN" "\$@"
-EOF
-	chmod +x "$T/in-cgroup.sh"
-	KV_DAEMON_BIN=$T/in-cgroup.sh
-	kv_start
-	KV_DAEMON_BIN=$REAL_DAEMON
+	kv_start_in_cg
 	kv_wait_for 10 nworkers 2
 	check "a cgroup with a CPU quota (1.5 CPUs): the daemon runs in it" \
 		grep -qx "$KV_PID" "$CG/cgroup.procs"

@@ -36,15 +36,7 @@ header_timeout = 120
 max_connections = 8192
 request_log = $T/requests.log
 EOT
-cat >"$T/in-cgroup.sh" <<EOT
-#!/bin/sh
-echo \$\$ >"$CG/cgroup.procs" && exec "$KV_DAEMON_BIN" "\$@"
-EOT
-chmod +x "$T/in-cgroup.sh"
-REAL_DAEMON=$KV_DAEMON_BIN
-KV_DAEMON_BIN=$T/in-cgroup.sh
-kv_start
-KV_DAEMON_BIN=$REAL_DAEMON
+kv_start_in_cg
 check "the daemon runs in the test's cgroup" grep -qx "$KV_PID" "$CG/cgroup.procs"
 
 metric() {

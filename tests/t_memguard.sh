@@ -41,17 +41,7 @@ url = https://localhost:$MOCK_TLS_PORT
 ca_file = $KV_CERTS/ca.pem
 EOF
 
-# The daemon starts inside the cgroup, so the workers it forks are in it
-# and read their limit from it.
-cat >"$T/in-cgroup.sh" <<EOF
-#!/bin/sh
-echo \$\$ >"$CG/cgroup.procs" && exec "$KV_DAEMON_BIN" "\$@"
-EOF
-chmod +x "$T/in-cgroup.sh"
-REAL_DAEMON=$KV_DAEMON_BIN
-KV_DAEMON_BIN=$T/in-cgroup.sh
-kv_start
-KV_DAEMON_BIN=$REAL_DAEMON
+kv_start_in_cg
 check "the daemon runs in the test's cgroup" grep -qx "$KV_PID" "$CG/cgroup.procs"
 guards() { [ "$(grep -c "memory guard: .* of $((LIMIT >> 10)) kB (the cgroup's limit)" "$T/kilovoltd.log")" -ge 2 ]; }
 check "each worker took the cgroup's limit ($((LIMIT >> 10)) kB)" kv_wait_for 10 guards

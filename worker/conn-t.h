@@ -83,6 +83,10 @@ struct kv_attempt_fail {
  * socket (its structures; buffers come with the bytes). */
 #define CONN_BASE_COST	((int64_t)sizeof(struct kv_conn) + 2048)
 #define HEAD_PAGE	4096	/* a head's buffer is touched page by page */
+/* A connection silent for less than this, and newer than the oldest
+ * unfinished head, is shed after the heads: a client's connection is
+ * accepted before its request arrives. */
+#define CONN_SILENT_GRACE_MS	1000
 
 /* One try at one target (request_send.c, relay_head.c): what the engine
  * lets go of and zeroes, in one memset, before the next try. */
@@ -138,6 +142,7 @@ struct kv_conn {
 	int64_t			 held;		/* bytes counted in w->mem.held */
 	struct kv_conn		*qprev, *qnext;	/* in *queue */
 	struct kv_connq		*queue;		/* w->idle, w->heads or NULL */
+	int64_t			 queued_ms;	/* when it joined it */
 	struct kv_upwait	 upwait;	/* while in SEND_UPWAIT */
 
 	/* client input: the head stays at cbuf[0..head_len) until it is rebuilt */
@@ -265,7 +270,9 @@ void	conn_idle_held(struct kv_conn *c);
 /* While the connections' memory, with MORE to come, is past its share,
  * close (w->shed_close) the connections that have sent nothing, oldest
  * first, then the oldest unfinished heads -- the slowest: a client's head
- * comes in one go; each counted and logged (drops.h). SELF (or NULL) is
+ * comes in one go -- (but a connection silent for a moment only, newer
+ * than the oldest head, after the heads: CONN_SILENT_GRACE_MS); each
+ * counted and logged (drops.h). SELF (or NULL) is
  * not closed but counted out. Returns 1 when SELF was one of them. */
 int	conn_heads_shed(struct kv_worker *w, int64_t more, struct kv_conn *self);
 /* Take C off the worker's lists of sheddable connections (no-op when it

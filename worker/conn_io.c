@@ -53,6 +53,23 @@ conn_enqueue(struct kv_conn *c, struct kv_connq *q)
 		q->first = c;
 	q->last = c;
 	c->queue = q;
+	c->queued_ms = c->w->now_ms;
+}
+
+/* The next to shed: the oldest silent connection, unless it has been
+ * silent for a moment only and came after the oldest unfinished head (a
+ * real client's, accepted before its request arrived, must not make way
+ * for a flood of slow heads); then the oldest head. */
+static struct kv_conn *
+shed_next(struct kv_worker *w)
+{
+	struct kv_conn *i = w->idle.first, *h = w->heads.first;
+
+	if (i == NULL || h == NULL)
+		return i != NULL ? i : h;
+	if (i->queued_ms <= h->queued_ms || w->now_ms - i->queued_ms >= CONN_SILENT_GRACE_MS)
+		return i;
+	return h;
 }
 
 int
@@ -61,8 +78,7 @@ conn_heads_shed(struct kv_worker *w, int64_t more, struct kv_conn *self)
 	struct kv_conn *v;
 	int n = 0, hit = 0;
 
-	while (kv_memguard_conns_over(&w->mem, more) &&
-	    ((v = w->idle.first) != NULL || (v = w->heads.first) != NULL)) {
+	while (kv_memguard_conns_over(&w->mem, more) && (v = shed_next(w)) != NULL) {
 		n++;
 		v->drain = 1;
 		kv_drop_shed(w, v->queue == &w->idle ? KV_DROP_IDLE : KV_DROP_HEAD, v->bytes_in);
