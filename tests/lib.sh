@@ -552,7 +552,7 @@ kv_sdk_setup() {
 	fi
 	mkdir -p "$dst"
 	for f in package.json package-lock.json check.mjs openai_test.mjs anthropic_test.mjs \
-	    ratelimit_test.mjs frameworks_test.mjs; do
+	    ratelimit_test.mjs frameworks_test.mjs eventstream_frames.mjs; do
 		[ "$src/$f" -ef "$dst/$f" ] || cp "$src/$f" "$dst/$f"
 	done
 	if ! cmp -s "$dst/package-lock.json" "$dst/node_modules/.kv-lock"; then
