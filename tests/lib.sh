@@ -19,7 +19,8 @@
 #	kv_write_config <<EOF     $T/kilovolt.ini, overlaid with stdin
 #	kv_start [ARGS]           KV_PORT, KV_PID, KV_STATUS_PORT, KV_URL, KV_LOG
 #	kv_stop, kv_ctl, kv_curl, kv_mock_stat, kv_wait_for, kv_sdk_setup
-#	kv_memcg BYTES            CG, cg_remove, oom_kills, kv_start_in_cg [ARGS]
+#	kv_memcg BYTES            CG, cg_remove, oom_kills, kv_start_in_cg [ARGS],
+#	                          kv_real_clients OUT
 #	kv_redis_start [ARGS]     RSOCK, rcli; kv_host_config NAME (a cluster host)
 #	pass, fail, skip, check, check_eq, kv_finish
 
@@ -181,6 +182,25 @@ EOF
 	rc=$?
 	KV_DAEMON_BIN=$real
 	return $rc
+}
+
+# kv_real_clients OUT: while a flood runs, 60 real clients' chat requests
+# (10 at a time, each on a new connection, a second between rounds); each
+# one's status code is appended to OUT.
+kv_real_clients() {
+	local out=$1 body i j pids
+	body='{"model":"gpt-4o-mini","max_tokens":5,"messages":[{"role":"user","content":"real"}]}'
+	for ((j = 0; j < 6; j++)); do
+		pids=()
+		for ((i = 0; i < 10; i++)); do
+			curl -sS -m 30 -o /dev/null -w '%{http_code}\n' "$KV_URL/v1/chat/completions" \
+				-H 'Authorization: Bearer sk-real' -H 'Content-Type: application/json' \
+				-d "$body" >>"$out" 2>/dev/null &
+			pids+=($!)
+		done
+		wait "${pids[@]}"
+		sleep 1
+	done
 }
 
 oom_kills() {

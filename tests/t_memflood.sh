@@ -37,24 +37,12 @@ EOT
 kv_start_in_cg
 check "the daemon runs in the test's cgroup" grep -qx "$KV_PID" "$CG/cgroup.procs"
 
-BODY='{"model":"gpt-4o-mini","max_tokens":5,"messages":[{"role":"user","content":"real"}]}'
 python3 "$top_srcdir/tests/slow_heads.py" "$KV_PORT" "$N" "$HEAD" 40 "$T/flood.out" \
 	</dev/null >"$T/flood.err" 2>&1 &
 FLOOD=$!
 kv_track $FLOOD
 sleep 8	# the flood is in
-# Real clients, 10 at a time, 60 in all, while the flood holds its heads.
-for ((j = 0; j < 6; j++)); do
-	pids=()
-	for ((i = 0; i < 10; i++)); do
-		curl -sS -m 30 -o /dev/null -w '%{http_code}\n' "$KV_URL/v1/chat/completions" \
-			-H 'Authorization: Bearer sk-real' -H 'Content-Type: application/json' \
-			-d "$BODY" >>"$T/real.codes" 2>/dev/null &
-		pids+=($!)
-	done
-	wait "${pids[@]}"
-	sleep 1
-done
+kv_real_clients "$T/real.codes"	# while the flood holds its heads
 wait "$FLOOD"
 real_ok=$(grep -cx 200 "$T/real.codes")
 echo "# flood: $(cat "$T/flood.out"); real clients: $real_ok of 60 got 200 ($(sort "$T/real.codes" | uniq -c | tr '\n' ' '));" \
