@@ -352,20 +352,30 @@ still_to_come(const struct kv_memguard *g, int *pending)
 	return sum + (int64_t)g->since_read * dearest;
 }
 
+/* Publish this worker's requests still to come (MORE) in its ledger
+ * slot, for the other workers' guards. Returns what it holds now. */
+static uint64_t
+publish(const struct kv_memguard *g, int64_t more)
+{
+	struct kv_worker_slot *self = g->ledger->self;
+	uint64_t was = atomic_load_explicit(&self->mem_pending, memory_order_relaxed);
+
+	if (was != (uint64_t)more)
+		atomic_store_explicit(&self->mem_pending, (uint64_t)more, memory_order_relaxed);
+	return (uint64_t)more;
+}
+
 /* This worker's requests still to come (MORE, its own, fresh) and every
  * other worker's, as each last published it in its ledger slot; without
  * a ledger, the others are taken to have as many as this one. */
 static int64_t
 all_to_come(const struct kv_memguard *g, int64_t more)
 {
-	struct kv_worker_slot *self = g->ledger != NULL ? g->ledger->self : NULL;
 	uint64_t mine, sum;
 
-	if (self == NULL)
+	if (g->ledger == NULL || g->ledger->self == NULL)
 		return more * g->nworkers;
-	mine = atomic_load_explicit(&self->mem_pending, memory_order_relaxed);
-	if (mine != (uint64_t)more)
-		atomic_store_explicit(&self->mem_pending, (uint64_t)more, memory_order_relaxed);
+	mine = publish(g, more);
 	sum = kv_ledger_sum_mem_pending(g->ledger);
 	return (int64_t)(sum > mine ? sum - mine : 0) + more;
 }
@@ -470,7 +480,8 @@ kv_memguard_observe(struct kv_memguard *g, int64_t now_ms)
 	if (g->idle >= 0 && now_ms - g->learn_ms >= KV_MEMGUARD_LEARN_MS && *g->nconns > 0)
 		(void)observe(g, now_ms);
 	/* what the others judge this worker by: fresh once a turn */
-	(void)all_to_come(g, still_to_come(g, &pending));
+	if (g->ledger != NULL && g->ledger->self != NULL)
+		(void)publish(g, still_to_come(g, &pending));
 }
 
 int
