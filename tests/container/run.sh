@@ -250,6 +250,9 @@ tls_round() {
 	    > "$tmp/tls-$n.out" 2>&1 || fail=1
 	sed 's/^/container: TLS: /' "$tmp/tls-$n.out"
 	refused=$(sed -n 's/.* \([0-9]*\) refused.*/\1/p' "$tmp/tls-$n.out")
+	# A failed transfer: the daemon's warnings say why (KV codes, counted).
+	grep -q ' [1-9][0-9]* failed' "$tmp/tls-$n.out" &&
+	    $P logs "$name-tls" 2>&1 | grep -o 'KV[0-9]*[^:]*' | sort | uniq -c | head -n 10 | sed 's/^/container: TLS: warnings: /'
 	# Issue 16's goal is all of them; the memory guard's estimate of the
 	# streams still to come refuses part of a burst this size in 30 MiB
 	# (docs/tls-memory.md): 0, 69, 71, 91 and 94 of 1,000 in five runs, so
