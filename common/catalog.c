@@ -75,6 +75,9 @@ informational(const char *k)
 		"deprecation_date", "prompt_cache_min_tokens", "output_vector_size",
 		"tpm", "rpm", "comment", "use_openai_responses_path", "uses_embed_content",
 		"web_search_billing_unit", "audio_transcription_config",
+		/* the hidden tool prompt: reserved by kilovolt's own table
+		 * (worker/tool_prompts.c), billed as input tokens */
+		"tool_use_system_prompt_tokens",
 	};
 	size_t i;
 
@@ -91,6 +94,7 @@ informational(const char *k)
 struct entry {
 	struct kv_price	 p;
 	char		 provider[64];
+	char		 mode[32];	/* "mode": what the model is for */
 	char		 unknown[ENTRY_UNKNOWN][64];
 	size_t		 nunknown;
 	int		 inexact;
@@ -275,9 +279,10 @@ read_field(struct kv_jr *jr, struct entry *e, const char *k)
 	const struct field *f;
 	int64_t th, *dst;
 
-	if (strcmp(k, "litellm_provider") == 0) {
+	if (strcmp(k, "litellm_provider") == 0 || strcmp(k, "mode") == 0) {
 		if (kv_jr_peek(jr) == KV_JR_STRING)
-			return kv_jr_string(jr, e->provider, sizeof(e->provider));
+			return k[0] == 'm' ? kv_jr_string(jr, e->mode, sizeof(e->mode)) :
+			    kv_jr_string(jr, e->provider, sizeof(e->provider));
 		return kv_jr_skip(jr);
 	}
 	f = field_of(k, &th);
@@ -388,6 +393,35 @@ parse_fail(struct parse *ps, const char *what)
 	return kv_jr_fail(&ps->jr, what);
 }
 
+/* Is MODE ("" when the entry has none) one kilovolt meters? Realtime,
+ * speech, transcription and image-generation entries are priced for
+ * endpoints it does not relay. */
+static int
+served_mode(const char *mode)
+{
+	return mode[0] == '\0' || strcmp(mode, "chat") == 0 || strcmp(mode, "completion") == 0 ||
+	    strcmp(mode, "responses") == 0 || strcmp(mode, "embedding") == 0;
+}
+
+static void
+count_served(struct kv_catalog_stats *st, const char *field, const char *model)
+{
+	size_t i;
+
+	for (i = 0; i < st->nserved; i++)
+		if (strcmp(st->served[i].name, field) == 0) {
+			st->served[i].n++;
+			return;
+		}
+	if (st->nserved == KV_CATALOG_FIELDS)
+		return;
+	snprintf(st->served[st->nserved].name, sizeof(st->served[0].name), "%s", field);
+	if (snprintf(st->served_model[st->nserved], sizeof(st->served_model[0]), "%s",
+	    model) < 0)
+		st->served_model[st->nserved][0] = '\0';
+	st->served[st->nserved++].n = 1;
+}
+
 /* The entry is complete: keep it or count why not. */
 static int
 entry_done(struct parse *ps, struct entry *e, const char *name)
@@ -418,9 +452,12 @@ entry_done(struct parse *ps, struct entry *e, const char *name)
 		st->long_names++;
 		return 0;
 	}
-	for (i = 0; i < e->nunknown; i++)
+	for (i = 0; i < e->nunknown; i++) {
 		count_name(st->unknown, &st->nunknown, KV_CATALOG_FIELDS, &st->unknown_more,
 		    e->unknown[i]);
+		if (served_mode(e->mode))
+			count_served(st, e->unknown[i], name);
+	}
 	st->inexact += e->inexact != 0;
 	/* the reservation's input bound for fetched content is context_window */
 	if (e->p.context_window < 0 && e->p.max_input > 0)
@@ -590,6 +627,37 @@ kv_catalog_summary(const struct kv_catalog_stats *st, char *buf, size_t len)
 	snprintf(buf + pos, len - pos, "); skipped: %zu of other providers, %zu not "
 	    "priced per token, %zu not models%s", st->other, st->unpriced, st->not_models,
 	    st->long_names ? ", some names too long" : "");
+}
+
+static int
+word_in(const char *list, const char *w)
+{
+	size_t n = strlen(w), k;
+	const char *s = list;
+
+	while (*(s += strspn(s, " \t")) != '\0') {
+		k = strcspn(s, " \t");
+		if (k == n && memcmp(s, w, n) == 0)
+			return 1;
+		s += k;
+	}
+	return 0;
+}
+
+int
+kv_catalog_unserved(const struct kv_catalog_stats *st, const char *ignore, char *buf,
+    size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < st->nserved; i++) {
+		if (word_in(ignore, st->served[i].name))
+			continue;
+		snprintf(buf, len, "%s on %s%s", st->served[i].name, st->served_model[i],
+		    st->served[i].n > 1 ? " and other models" : "");
+		return -1;
+	}
+	return 0;
 }
 
 void

@@ -35,6 +35,12 @@ struct kv_catalog_stats {
 	struct kv_catalog_count unknown[KV_CATALOG_FIELDS];
 	size_t	  nunknown;
 	size_t	  unknown_more;	/* distinct names past the table */
+	/* of those, the ones on entries of models kilovolt serves (mode chat,
+	 * completion, responses, embedding, or none), with the first such
+	 * model: fail closed unless ignored (issue 33) */
+	struct kv_catalog_count served[KV_CATALOG_FIELDS];
+	char	  served_model[KV_CATALOG_FIELDS][64];
+	size_t	  nserved;
 	size_t	  inexact;	/* prices below the nano-dollar, rounded up */
 };
 
@@ -65,6 +71,12 @@ int	kv_catalog_load(const char *file, const char *const *providers,
 /* One line of what a load kept, by provider, into buf:
  * "243 models (openai 219, anthropic 24); 2,742 skipped: ...". */
 void	kv_catalog_summary(const struct kv_catalog_stats *st, char *buf, size_t len);
+
+/* The first field not understood on a served model's entry that IGNORE
+ * (space-separated names; may be empty) does not name: 0, or -1 with
+ * "FIELD on MODEL (and other models)" in BUF. */
+int	kv_catalog_unserved(const struct kv_catalog_stats *st, const char *ignore, char *buf,
+	    size_t len);
 
 /* The fields not understood, "name (count), ..." into buf ("" if none). */
 void	kv_catalog_unknown(const struct kv_catalog_stats *st, char *buf, size_t len);

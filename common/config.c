@@ -675,6 +675,13 @@ cfg_load_prices(struct cfg_parse *p)
 	}
 	kv_catalog_summary(&st, cf->prices_summary, sizeof(cf->prices_summary));
 	kv_catalog_unknown(&st, cf->prices_unknown, sizeof(cf->prices_unknown));
+	/* fail closed (issue 33): a price kilovolt would not charge */
+	if (kv_catalog_unserved(&st, cf->prices_ignore, why, sizeof(why)) == -1) {
+		free(file);
+		return cfg_err(p, p->prices_line, "prices: %s: a price field kilovolt does "
+		    "not understand, which it would not charge; name the field in [budget] "
+		    "prices_ignore to serve these models without it", why);
+	}
 	cf->prices_inexact = st.inexact;
 	return cfg_merge_prices(p, file, n);
 }

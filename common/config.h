@@ -250,6 +250,9 @@ struct kv_config {
 	char	  prices_unknown[2048];	/* its fields kilovolt does not understand */
 	size_t	  prices_inexact;	/* entries with prices below 1 nUSD/1M, rounded up */
 	char	  prices_dead[1024];	/* [price GLOB]s matching no catalogue entry, "" none */
+	/* [budget] prices_ignore: catalogue fields of served models the
+	 * operator accepts not being charged (space-separated names) */
+	char	  prices_ignore[1024];
 	/* lookup index, built at load (catalog.c): exact names sorted, then
 	 * the globs longest first */
 	const struct kv_price **price_exact;

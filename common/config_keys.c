@@ -207,6 +207,25 @@ set_request_log(struct cfg_parse *p, const struct cfg_key *k, const char *v)
 	return 0;
 }
 
+/* Catalogue field names (issue 33): what a served model's entry may name
+ * that kilovolt does not charge, by the operator's explicit choice. */
+static int
+set_prices_ignore(struct cfg_parse *p, const struct cfg_key *k, const char *v)
+{
+	const char *s;
+
+	(void)k;
+	if (strlen(v) >= sizeof(p->cf->prices_ignore))
+		return cfg_err(p, p->lineno, "prices_ignore: too long");
+	for (s = v; *s != '\0'; s++)
+		if (!(*s == ' ' || *s == '\t' || *s == '_' || *s == '.' ||
+		    (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9')))
+			return cfg_err(p, p->lineno, "prices_ignore: want catalogue field "
+			    "names (a-z, 0-9, '_', '.'), separated by blanks");
+	snprintf(p->cf->prices_ignore, sizeof(p->cf->prices_ignore), "%s", v);
+	return 0;
+}
+
 /* Origins as a browser sends them: scheme://host[:port], no path, or "*". */
 static int
 set_cors_origins(struct cfg_parse *p, const struct cfg_key *k, const char *v)
@@ -589,6 +608,7 @@ static const struct cfg_key budget_keys[] = {
 	{ "unknown_models", ENUM(default_deny), CF(unknown_models_deny) },
 	{ "reserve_output_tokens", INT(0, 10000000), CF(reserve_output_tokens) },
 	{ "prices", .type = CFG_T_PATH, CF(prices_file), .set = set_prices_file },
+	{ "prices_ignore", .type = CFG_T_STR, CF(prices_ignore), .set = set_prices_ignore },
 	/* Server-tool loops (issue 20): the calls a tool without max_uses
 	 * may make, each an internal turn that bills up to a context window. */
 	{ "max_tool_turns", INT(0, 1000), CF(max_tool_turns) },

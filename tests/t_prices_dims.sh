@@ -89,6 +89,21 @@ budget = 5.00
 EOF
 "$KV_DAEMON_BIN" -t -c "$T/kilovolt.ini" >"$T/t.out" 2>&1
 check_eq "kilovoltd -t accepts the catalogue with the bundled globs" "$?" 0
+
+# ---- a price field kilovolt does not understand, on a model it serves, fails
+# closed: -t exits 2 naming it, unless [budget] prices_ignore names it
+cp "$T/prices.json" "$T/good.json"
+jq '."gpt-5.6".output_cost_per_token_turbo = 1e-05' "$T/good.json" >"$T/turbo.json"
+cp "$T/turbo.json" "$T/prices.json"
+"$KV_DAEMON_BIN" -t -c "$T/kilovolt.ini" >"$T/t2.out" 2>&1
+check_eq "kilovoltd -t on a catalogue with an unknown price field on gpt-5.6 exits 2" "$?" 2
+check "... naming the field and the model" grep -q \
+	'kilovolt.ini:[0-9]*: prices: output_cost_per_token_turbo on gpt-5.6: a price field kilovolt does not understand' "$T/t2.out"
+sed 's/^prices = prices.json$/prices = prices.json\nprices_ignore = output_cost_per_token_turbo/' \
+	"$T/kilovolt.ini" >"$T/ignore.ini"
+"$KV_DAEMON_BIN" -t -c "$T/ignore.ini" >"$T/t3.out" 2>&1
+check_eq "... and 0 once prices_ignore names it" "$?" 0
+cp "$T/good.json" "$T/prices.json"
 kv_start
 
 A=(-H 'anthropic-version: 2023-06-01')
@@ -247,5 +262,12 @@ check_eq '"stream_options": null on a spooled stream: 200' "$st" 200
 check "... the provider got one stream_options member, asking usage" \
 	grep -q 'include_usage=1 stream_options=1 .*so_keys=include_usage ' <<<"$(tail -n 1 "$MOCK_LOG")"
 check "... and its client no usage event" eval '! grep -q "\"usage\":{" "$T/out"'
+
+# ---- a SIGHUP onto a catalogue with an unknown price field is refused --------
+cp "$T/turbo.json" "$T/prices.json"
+kill -HUP "$KV_PID"
+check "a reload onto the unknown field is refused, the running prices kept" kv_wait_for 20 \
+	grep -q 'KV0115: reload failed, keeping the running config: .*output_cost_per_token_turbo on gpt-5.6' "$KV_LOG"
+cp "$T/good.json" "$T/prices.json"
 
 kv_finish
