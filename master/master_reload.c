@@ -23,6 +23,7 @@
 #include "master/key_sync.h"
 #include "master/master_procs.h"
 #include "master/notify.h"
+#include "master/price_changes.h"
 #include "master/status.h"
 #include "shm/keys.h"
 
@@ -183,6 +184,7 @@ kv_master_reload(struct master *m)
 		refuse(ncf);
 		return;
 	}
+	kv_price_changes_log(m->cf, ncf);
 	if (strcmp(ncf->ledger, m->cf->ledger) != 0 || ncf->max_keys != m->cf->max_keys)
 		kv_log_warnx("KV0116", "reload: ledger and max_keys changes need a restart");
 	if (strcmp(ncf->listen_host, m->cf->listen_host) != 0 ||

@@ -270,4 +270,16 @@ check "a reload onto the unknown field is refused, the running prices kept" kv_w
 	grep -q 'KV0115: reload failed, keeping the running config: .*output_cost_per_token_turbo on gpt-5.6' "$KV_LOG"
 cp "$T/good.json" "$T/prices.json"
 
+# ---- a refresh that reprices or drops a served model logs a line per model --
+jq '."claude-opus-4-6".input_cost_per_token = 6e-06 | del(."claude-opus-4-5")' \
+	"$T/good.json" >"$T/prices.json"
+kill -HUP "$KV_PID"
+check "the reload onto the refreshed catalogue takes over" kv_wait_for 20 grep -q \
+	"reloaded .*generation 2 serving" "$KV_LOG"
+check "KV0136: claude-opus-4-6 repriced, old and new prices" grep -q \
+	'KV0136: prices: model claude-opus-4-6 repriced by the reload: \$5.000000 / \$25.000000 per 1M -> \$6.000000 / \$25.000000 per 1M (0 other figures changed)' "$KV_LOG"
+check "KV0135: claude-opus-4-5 dropped, now at [price default]" grep -q \
+	'KV0135: prices: model claude-opus-4-5 dropped by the reload (was \$5.000000 / \$25.000000 per 1M): now priced by \[price default\] at \$1.000000 / \$3.000000 per 1M' "$KV_LOG"
+check_eq "... one line per model, no other" "$(grep -c 'KV013[56]' "$KV_LOG")" 2
+
 kv_finish
