@@ -180,7 +180,7 @@ cost_plain(const struct kv_price *p, const struct kv_usage *u, int64_t *cost)
 	if ((u->cached_input | u->cache_write | u->cache_write_1h | u->audio_input |
 	    u->audio_output | u->reasoning | u->web_search | u->web_fetch |
 	    u->code_exec_ms) != 0 || u->tier != KV_TIER_STANDARD ||
-	    (u->fast | u->geo_us | u->region) != 0 ||
+	    (u->fast | u->geo_us) != 0 || u->region == KV_REGION_US || u->region == KV_REGION_EU ||
 	    (p->long_context_threshold > 0 && u->input > p->long_context_threshold))
 		return 1;
 	if ((u->input | u->output | p->input | p->output) < 0)
