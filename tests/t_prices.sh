@@ -224,7 +224,8 @@ flex sk-prices-flex-o4 /v1/responses o4-mini ',"stream":true' 550000000 13750000
 check_eq "kvctl prices shows gpt-4o's batch prices (1.25 / 5 USD per 1M)" \
 	"$(kv_ctl prices --json gpt-4o | jq -c '[.prices[0].prices.batch_input_per_1m_nusd, .prices[0].prices.batch_output_per_1m_nusd]')" \
 	'[1250000000,5000000000]'
-check "... in the human form too" grep -q '^  batch input  *\$1.25 / 1M tokens$' <(kv_ctl prices gpt-4o)
+check "... in the human form too, with how each is applied" \
+	grep -q '^  batch input  *\$1.25 / 1M tokens  *shown only: batches are refused$' <(kv_ctl prices gpt-4o)
 n0=$(kv_mock_stat requests)
 total() { kv_ctl keys --json | jq '[.keys[].spent_nusd] | add'; }
 t0=$(total)

@@ -194,6 +194,9 @@ check "kvctl prices: o3-2025-04-16 takes priority prices from [price o3-20*]" \
 check_eq "... in JSON: the glob and the figures it gives" \
 	"$(kv_ctl prices --json o3-2025-04-16 | jq -c '.prices[0] | [.rule, .glob, .from_glob, .prices.priority_input_per_1m_nusd, .fees.web_search_call_nusd]')" \
 	'["file","o3-20*",["priority_input_per_1m_nusd","priority_output_per_1m_nusd","flex_input_per_1m_nusd","flex_output_per_1m_nusd","web_search_call_nusd"],3500000000,10000000]'
+check "kvctl prices MODEL says how each figure is applied" \
+	grep -q '^  fast mode  *6.00x every token price  *"speed": "fast" (usage.speed); refused without it$' \
+	<(kv_ctl prices claude-opus-4-6)
 check "kilovoltd -t names the bundled globs that match no catalogue entry" \
 	grep -qx '.*kilovolt.ini: prices: warning: matching no catalogue entry (pricing only the models the catalogue lacks): \[price my-local-model\*\]' "$T/t.out"
 
