@@ -165,6 +165,19 @@ read_scaled(struct kv_jr *jr, struct entry *e, const char *k, int scale, int64_t
 	return 0;
 }
 
+/* An object field K's value: 1 entered; 0 not an object (noted and
+ * skipped); -1 the JSON is broken. */
+static int
+enter_object(struct kv_jr *jr, struct entry *e, const char *k)
+{
+	if (kv_jr_peek(jr) != KV_JR_OBJECT) {
+		if (!jr->failed)
+			entry_bad(jr, e, k, "expected an object");
+		return kv_jr_skip(jr);
+	}
+	return kv_jr_enter(jr, KV_JR_OBJECT) == -1 ? -1 : 1;
+}
+
 /* search_context_cost_per_query: USD per search by the request's
  * search_context_size. kilovolt does not see the size a response used,
  * so a search costs the "medium" figure (OpenAI's default size), else the
@@ -176,13 +189,8 @@ read_search(struct kv_jr *jr, struct entry *e, const char *k, int64_t *dst)
 	int64_t v, medium = -1, most = -1;
 	int r;
 
-	if (kv_jr_peek(jr) != KV_JR_OBJECT) {
-		if (!jr->failed)
-			entry_bad(jr, e, k, "expected an object");
-		return kv_jr_skip(jr);
-	}
-	if (kv_jr_enter(jr, KV_JR_OBJECT) == -1)
-		return -1;
+	if ((r = enter_object(jr, e, k)) != 1)
+		return r;
 	while ((r = kv_jr_member(jr, name, sizeof(name))) == 1) {
 		v = -1;
 		if (read_scaled(jr, e, k, SCALE_USD, &v) == -1)
@@ -208,13 +216,8 @@ read_pse(struct kv_jr *jr, struct entry *e, const char *k)
 	int64_t v, *dst;
 	int r;
 
-	if (kv_jr_peek(jr) != KV_JR_OBJECT) {
-		if (!jr->failed)
-			entry_bad(jr, e, k, "expected an object");
-		return kv_jr_skip(jr);
-	}
-	if (kv_jr_enter(jr, KV_JR_OBJECT) == -1)
-		return -1;
+	if ((r = enter_object(jr, e, k)) != 1)
+		return r;
 	while ((r = kv_jr_member(jr, name, sizeof(name))) == 1) {
 		dst = strcmp(name, "fast") == 0 ? &e->p.fast_mult :
 		    strcmp(name, "us") == 0 ? &e->p.geo_us_mult : NULL;

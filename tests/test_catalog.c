@@ -102,9 +102,45 @@ test_small(void)
 	test_bad("", "1:");
 }
 
+/* Issue 33: multipliers are read (x 10^9), a provider_specific_entry name
+ * kilovolt does not apply is not understood, and a field not understood
+ * on a served model's entry is named, unless ignored; on a realtime
+ * model's it is not. */
+static void
+test_multipliers(void)
+{
+	const char *json = "{\"m\": {\"litellm_provider\": \"anthropic\", \"mode\": \"chat\","
+	    " \"input_cost_per_token\": 5e-06, \"output_cost_per_token\": 2.5e-05,"
+	    " \"provider_specific_entry\": {\"fast\": 6, \"us\": 1.1, \"eu\": 1.2},"
+	    " \"regional_processing_uplift_multiplier_eu\": 1.1},"
+	    " \"rt\": {\"litellm_provider\": \"openai\", \"mode\": \"realtime\","
+	    " \"input_cost_per_token\": 1e-06, \"output_cost_per_token\": 1e-06,"
+	    " \"input_cost_per_image\": 0.01}}";
+	struct kv_catalog_stats st;
+	struct kv_price *v = NULL;
+	const struct kv_price *m;
+	size_t n = 0;
+	char err[512], why[256];
+
+	CHECK_INT(kv_catalog_parse(json, strlen(json), provs, &v, &n, &st, err, sizeof(err)), 0);
+	CHECK_INT(n, 2);
+	if ((m = find(v, n, "m")) != NULL) {
+		CHECK_INT(m->fast_mult, 6000000000LL);
+		CHECK_INT(m->geo_us_mult, 1100000000LL);
+		CHECK_INT(m->region_eu_mult, 1100000000LL);
+		CHECK_INT(m->region_us_mult, -1);
+	} else
+		CHECK(0);
+	CHECK_INT(kv_catalog_unserved(&st, "", why, sizeof(why)), -1);
+	CHECK_STR(why, "provider_specific_entry.eu on m");
+	CHECK_INT(kv_catalog_unserved(&st, "x provider_specific_entry.eu", why, sizeof(why)), 0);
+	free(v);
+}
+
 int
 main(void)
 {
+	test_multipliers();
 	test_shipped();
 	test_small();
 	return unit_done();
