@@ -404,10 +404,20 @@ conn_apply(struct kv_conn *c, enum kv_rc rc)
 static int
 conn_step(struct kv_conn *c)
 {
+	enum kv_rc rc;
+
 	switch (c->state) {
 	case CS_ERRWRITE:	return conn_errwrite(c);
 	case CS_LINGER:		return conn_linger(c);
-	default:		return conn_apply(c, phases[c->state].run(c));
+	default:
+		/* the common answer, without a call: six of a request's
+		 * phase steps are KV_NEXT (conn_apply was 165 of a small
+		 * request's instructions, callgrind) */
+		if ((rc = phases[c->state].run(c)) == KV_NEXT) {
+			c->state++;
+			return 1;
+		}
+		return conn_apply(c, rc);
 	}
 }
 
