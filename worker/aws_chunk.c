@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "common/base64.h"
+
 enum {
 	S_OPEN, S_FIRST, S_KEY_START, S_KEY, S_COLON, S_VALUE, S_B64,
 	S_SKIP_STR, S_SKIP_NEST, S_SKIP_SCALAR, S_AFTER, S_DONE, S_FAILED
@@ -25,21 +27,6 @@ static int
 is_ws(char ch)
 {
 	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
-}
-
-/* The sextet of base64 digit CH, or -1. */
-static int
-sextet(char ch)
-{
-	if (ch >= 'A' && ch <= 'Z')
-		return ch - 'A';
-	if (ch >= 'a' && ch <= 'z')
-		return ch - 'a' + 26;
-	if (ch >= '0' && ch <= '9')
-		return ch - '0' + 52;
-	if (ch == '+')
-		return 62;
-	return ch == '/' ? 63 : -1;
 }
 
 static int
@@ -93,7 +80,7 @@ b64_char(struct kv_aws_chunk *c, char ch)
 			return -1;
 		return 0;
 	}
-	v = sextet(ch);
+	v = kv_b64val((unsigned char)ch);
 	if (v < 0 || c->npad > 0)
 		return -1;
 	c->quad = c->quad << 6 | (unsigned)v;

@@ -12,6 +12,8 @@ static inline __attribute__((always_inline)) void on_event(void *arg, enum kv_jv
 #include <stdio.h>
 #include <string.h>
 
+#include "common/base64.h"
+
 enum {
 	K_NONE, K_OTHER, K_MODEL, K_STREAM, K_STREAM_OPTIONS, K_INCLUDE_USAGE,
 	K_MAX_TOKENS, K_MAX_COMPLETION_TOKENS, K_MAX_OUTPUT_TOKENS, K_N, K_BEST_OF,
@@ -316,18 +318,18 @@ media_start(struct kv_reqscan *r, int ph)
 	r->mlen = 0;
 }
 
+/* A digit of either alphabet (standard or URL-safe), -2 for white space
+ * (a data: URL may wrap), -1 for anything else. */
 static int
 b64val(unsigned char ch)
 {
-	if (ch >= 'A' && ch <= 'Z')
-		return ch - 'A';
-	if (ch >= 'a' && ch <= 'z')
-		return ch - 'a' + 26;
-	if (ch >= '0' && ch <= '9')
-		return ch - '0' + 52;
-	if (ch == '+' || ch == '-')
+	int v = kv_b64val(ch);
+
+	if (v >= 0)
+		return v;
+	if (ch == '-')
 		return 62;
-	if (ch == '/' || ch == '_')
+	if (ch == '_')
 		return 63;
 	return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t' ? -2 : -1;
 }
