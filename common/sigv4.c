@@ -9,6 +9,8 @@
 
 #include <openssl/evp.h>
 
+#include "common/hex.h"
+
 #define SECRET_MAX	256
 
 static int
@@ -76,19 +78,6 @@ hmac(const void *key, size_t klen, const void *msg, size_t mlen, unsigned char o
 	OPENSSL_cleanse(ipad, sizeof(ipad));
 	OPENSSL_cleanse(opad, sizeof(opad));
 	return rc;
-}
-
-static void
-to_hex(const unsigned char *b, size_t n, char *out)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		out[2 * i] = hex[b[i] >> 4];
-		out[2 * i + 1] = hex[b[i] & 15];
-	}
-	out[2 * n] = '\0';
 }
 
 /* A region or service name: lowercase letters, digits, '-', 1..32. */
@@ -191,14 +180,14 @@ kv_sigv4_sign(const struct kv_sigv4_request *r, const struct kv_sigv4_creds *c,
 	cl = (size_t)clen;
 	if (sha256(&cp, &cl, 1, hash) == -1 || signing_key(key, c, date, region, service) == -1)
 		return fail(err, errlen, "SHA-256 or HMAC failed");
-	to_hex(hash, 32, hash_hex);
+	kv_hex_encode(hash, 32, hash_hex);
 	n = snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256\n%s\n%s/%s/%s/aws4_request\n%s",
 	    out->amz_date, date, region, service, hash_hex);
 	if (n < 0 || (size_t)n >= sizeof(sts) || hmac(key->key, 32, sts, (size_t)n, sig) == -1)
 		return fail(err, errlen, "HMAC failed");
 	if (key == &local)
 		OPENSSL_cleanse(&local, sizeof(local));
-	to_hex(sig, 32, sig_hex);
+	kv_hex_encode(sig, 32, sig_hex);
 	n = snprintf(out->authorization, sizeof(out->authorization),
 	    "AWS4-HMAC-SHA256 Credential=%s/%s/%s/%s/aws4_request, SignedHeaders=%s, Signature=%s",
 	    c->access_key, date, region, service, signed_hdrs, sig_hex);

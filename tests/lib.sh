@@ -572,7 +572,7 @@ kv_sdk_setup() {
 	fi
 	mkdir -p "$dst"
 	for f in package.json package-lock.json check.mjs openai_test.mjs anthropic_test.mjs \
-	    ratelimit_test.mjs frameworks_test.mjs eventstream_frames.mjs sigv4_check.mjs; do
+	    ratelimit_test.mjs frameworks_test.mjs eventstream_frames.mjs sigv4_check.mjs rand.mjs; do
 		[ "$src/$f" -ef "$dst/$f" ] || cp "$src/$f" "$dst/$f"
 	done
 	if ! cmp -s "$dst/package-lock.json" "$dst/node_modules/.kv-lock"; then

@@ -14,6 +14,7 @@
 import { writeFileSync } from "node:fs";
 import { EventStreamCodec, Int64 } from "@smithy/eventstream-codec";
 import { fromUtf8, toUtf8 } from "@smithy/util-utf8";
+import { rng } from "./rand.mjs";
 
 const codec = new EventStreamCodec(toUtf8, fromUtf8);
 const hex = (u8) => Buffer.from(u8).toString("hex");
@@ -72,17 +73,7 @@ messages.push({
   body: fromUtf8(JSON.stringify({ message: "Too many requests, please wait before trying again." })),
 });
 
-// a small deterministic PRNG (mulberry32)
-let seed = Number(process.argv[4] ?? 0) >>> 0;
-function rnd() {
-  seed = (seed + 0x6d2b79f5) >>> 0;
-  let t = seed;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
-const int = (n) => Math.floor(rnd() * n);
-const pick = (a) => a[int(a.length)];
+const { int, pick } = rng(process.argv[4] ?? 0);
 const text = (n) => Array.from({ length: n }, () => pick(Array.from("abcXYZ019 \"\\/{}:,éü€😀\n"))).join("");
 
 function randomHeader() {

@@ -15,21 +15,11 @@ import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { SignatureV4 } from "@smithy/signature-v4";
 import { Hash } from "@smithy/hash-node";
+import { rng } from "./rand.mjs";
 
 const [driver, countArg, seedArg] = process.argv.slice(2);
 const count = Number(countArg ?? 2000);
-let seed = Number(seedArg ?? 1) >>> 0;
-
-// a small deterministic PRNG (mulberry32), so a failure can be replayed
-function rnd() {
-  seed = (seed + 0x6d2b79f5) >>> 0;
-  let t = seed;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
-const int = (n) => Math.floor(rnd() * n);
-const pick = (a) => a[int(a.length)];
+const { int, pick } = rng(seedArg ?? 1);
 const hex = (s) => Buffer.from(s, "utf8").toString("hex");
 
 const ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
