@@ -227,6 +227,26 @@ dim_value(struct kv_reqscan *r, int key, const char *v, size_t n)
 		    key_names[key].name, (int)(n < 24 ? n : 24), v);
 }
 
+/* "stream_options" opens (an object, or null: absent): where it is, for
+ * the usage request merged into it (request_build.c). */
+static void
+stream_options(struct kv_reqscan *r, enum kv_jv_ev ev, uint64_t off)
+{
+	int isnull = ev == KV_JV_NULL;
+
+	if (ev != KV_JV_OBJ_OPEN && !isnull)
+		refuse(r, "%s must be an object", "stream_options", "");
+	r->ri.has_stream_options = 1;
+	r->ri.so_count++;
+	r->ri.so_has_iu = 0;
+	r->ri.include_usage = 0;
+	r->ri.so_members = 0;
+	r->ri.so_start = ev == KV_JV_OBJ_OPEN ? off : 0;
+	r->ri.so_end = 0;
+	/* a literal's event comes at its last byte */
+	r->ri.so_null_off = isnull ? off - 3 : 0;
+}
+
 /* A value of a top-level member. */
 static void
 top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
@@ -252,17 +272,7 @@ top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
 			r->ri.background = ev == KV_JV_TRUE;
 		break;
 	case K_STREAM_OPTIONS:
-		if (ev != KV_JV_OBJ_OPEN && !isnull)
-			refuse(r, "%s must be an object", "stream_options", "");
-		r->ri.has_stream_options = 1;
-		r->ri.so_count++;
-		r->ri.so_has_iu = 0;
-		r->ri.include_usage = 0;
-		r->ri.so_members = 0;
-		r->ri.so_start = ev == KV_JV_OBJ_OPEN ? off : 0;
-		r->ri.so_end = 0;
-		/* a literal's event comes at its last byte */
-		r->ri.so_null_off = isnull ? off - 3 : 0;
+		stream_options(r, ev, off);
 		break;
 	case K_MAX_TOKENS: case K_MAX_COMPLETION_TOKENS: case K_MAX_OUTPUT_TOKENS:
 	case K_N: case K_BEST_OF:
