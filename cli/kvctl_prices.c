@@ -1,6 +1,6 @@
 /* kvctl prices: the prices a config puts in effect (its catalogue file,
- * its [price] sections, their globs and the default), and --check: what a
- * refreshed catalogue would change. It reads the config, not the ledger:
+ * its [price] sections, their globs and the default); --check, what a
+ * refreshed catalogue would change, is kvctl_prices_check.c. It reads the config, not the ledger:
  * prices are not in shared memory, and the daemon loads the same file the
  * same way (kv_config_load), at start-up and on SIGHUP. */
 #ifdef HAVE_CONFIG_H
@@ -8,6 +8,7 @@
 #endif
 
 #include "cli/kvctl.h"
+#include "cli/kvctl_prices.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -22,19 +23,8 @@
 #include "common/pricetab.h"
 #include "shm/report.h"
 
-enum { K_PRICE, K_FEE, K_TOKENS, K_MULT };
-
-/* Every figure of a kv_price, in the order a person reads them. */
-struct pfield {
-	const char	*label;		/* human form */
-	const char	*json;		/* JSON name, before its _nusd suffix */
-	size_t		 off;
-	int		 kind;
-	const char	*how;		/* how it is reserved and charged */
-};
-
 #define P(f)	offsetof(struct kv_price, f)
-static const struct pfield pfields[] = {
+const struct pfield kvctl_price_fields[] = {
 	{ "input",			"input",		P(input),		K_PRICE,
 	    "uncached text input tokens; reserved: every body byte (the context window for fetched content)" },
 	{ "output",			"output",		P(output),		K_PRICE,
@@ -105,18 +95,11 @@ static const struct pfield pfields[] = {
 	    "an upstream with region eu" },
 };
 #undef P
-#define NFIELDS	(sizeof(pfields) / sizeof(pfields[0]))
+const size_t kvctl_price_nfields = sizeof(kvctl_price_fields) / sizeof(kvctl_price_fields[0]);
 
-/* A model's price as one lookup found it. */
-struct priced {
-	const char		*model;
-	const struct kv_price	*p;	/* NULL: refused */
-	enum kv_price_rule	 rule;
-	const struct kv_price	*older;	/* the glob it is newer than, or NULL */
-};
 
-static int64_t
-field_value(const struct kv_price *p, const struct pfield *f)
+int64_t
+kvctl_price_field_value(const struct kv_price *p, const struct pfield *f)
 {
 	int64_t v = *(const int64_t *)(const void *)((const char *)p + f->off);
 
@@ -139,8 +122,8 @@ format_price(int64_t nusd, char *buf, size_t len)
 }
 
 /* V of F, with its unit unless BARE ("$5.00" against "$5.00 / 1M tokens"). */
-static void
-format_field(const struct pfield *f, int64_t v, int bare, char *buf, size_t len)
+void
+kvctl_price_format_field(const struct pfield *f, int64_t v, int bare, char *buf, size_t len)
 {
 	char money[40];
 
@@ -162,8 +145,8 @@ format_field(const struct pfield *f, int64_t v, int bare, char *buf, size_t len)
 	    f->off == offsetof(struct kv_price, code_exec_hour) ? " / hour" : " / call");
 }
 
-static const char *
-rule_name(enum kv_price_rule r)
+const char *
+kvctl_price_rule_name(enum kv_price_rule r)
 {
 	static const char *const names[] = { "file", "ini", "glob", "default", "refused",
 	    "override" };
@@ -195,9 +178,9 @@ section_fields(const struct kv_price *p, int globs, char *buf, size_t len)
 
 	buf[0] = '\0';
 	for (i = 0; i < NFIELDS; i++) {
-		if (globs ? !glob_gives(p, &pfields[i]) : !section_sets(p, &pfields[i]))
+		if (globs ? !glob_gives(p, &kvctl_price_fields[i]) : !section_sets(p, &kvctl_price_fields[i]))
 			continue;
-		n = snprintf(buf + k, len - k, "%s%s", k ? ", " : "", pfields[i].label);
+		n = snprintf(buf + k, len - k, "%s%s", k ? ", " : "", kvctl_price_fields[i].label);
 		if (n < 0 || (size_t)n >= len - k)
 			return;
 		k += (size_t)n;
@@ -223,8 +206,8 @@ glob_source(const struct kv_config *cf, const struct priced *m, char *buf, size_
 
 /* Where the rule's price was written: the file, the section, or the
  * file's entry under the section's figures. */
-static void
-rule_source(const struct kv_config *cf, const struct priced *m, char *buf, size_t len)
+void
+kvctl_price_rule_source(const struct kv_config *cf, const struct priced *m, char *buf, size_t len)
 {
 	char fields[1024];
 	int n = 0;
@@ -256,8 +239,8 @@ rule_source(const struct kv_config *cf, const struct priced *m, char *buf, size_
 	glob_source(cf, m, buf, len);
 }
 
-static void
-lookup(const struct kv_config *cf, const char *model, struct priced *m)
+void
+kvctl_price_lookup(const struct kv_config *cf, const char *model, struct priced *m)
 {
 	m->model = model;
 	m->p = kv_price_lookup(cf, model, &m->rule, &m->older);
@@ -271,17 +254,17 @@ print_detail(FILE *f, const struct kv_config *cf, const struct priced *m)
 	char src[4200], v[64];
 	size_t i;
 
-	rule_source(cf, m, src, sizeof(src));
-	fprintf(f, "%s: %s (%s)\n", m->model, rule_name(m->rule), src);
+	kvctl_price_rule_source(cf, m, src, sizeof(src));
+	fprintf(f, "%s: %s (%s)\n", m->model, kvctl_price_rule_name(m->rule), src);
 	for (i = 0; m->p != NULL && i < NFIELDS; i++)
-		if (field_value(m->p, &pfields[i]) >= 0) {
-			format_field(&pfields[i], field_value(m->p, &pfields[i]), 0, v, sizeof(v));
-			fprintf(f, "  %-22s %-24s %s\n", pfields[i].label, v, pfields[i].how);
+		if (kvctl_price_field_value(m->p, &kvctl_price_fields[i]) >= 0) {
+			kvctl_price_format_field(&kvctl_price_fields[i], kvctl_price_field_value(m->p, &kvctl_price_fields[i]), 0, v, sizeof(v));
+			fprintf(f, "  %-22s %-24s %s\n", kvctl_price_fields[i].label, v, kvctl_price_fields[i].how);
 		}
 }
 
-static void
-json_price(FILE *f, const struct kv_config *cf, const struct priced *m)
+void
+kvctl_price_json(FILE *f, const struct kv_config *cf, const struct priced *m)
 {
 	static const char *const groups[] = { "prices", "fees", "limits", "multipliers" };
 	static const char *const suffix[] = { "_per_1m_nusd", "_nusd", "_tokens", "_x1e9" };
@@ -291,10 +274,10 @@ json_price(FILE *f, const struct kv_config *cf, const struct priced *m)
 	int64_t v;
 	int k;
 
-	rule_source(cf, m, src, sizeof(src));
+	kvctl_price_rule_source(cf, m, src, sizeof(src));
 	fputs("{\"model\":", f);
 	kv_json_write_string(f, m->model);
-	fprintf(f, ",\"rule\":\"%s\",\"source\":", rule_name(m->rule));
+	fprintf(f, ",\"rule\":\"%s\",\"source\":", kvctl_price_rule_name(m->rule));
 	kv_json_write_string(f, src);
 	if (m->p != NULL && m->p->model[0] != '\0' && strcmp(m->p->model, m->model) != 0) {
 		fputs(",\"section\":", f);
@@ -306,10 +289,10 @@ json_price(FILE *f, const struct kv_config *cf, const struct priced *m)
 	}
 	/* an override: which figures are the section's, by their JSON names */
 	for (i = 0, sep = ""; m->p != NULL && m->rule == KV_RULE_OVERRIDE && i < NFIELDS; i++) {
-		if (!section_sets(m->p, &pfields[i]))
+		if (!section_sets(m->p, &kvctl_price_fields[i]))
 			continue;
 		fprintf(f, "%s\"%s%s\"", *sep == '\0' ? ",\"override\":[" : ",",
-		    pfields[i].json, suffix[pfields[i].kind]);
+		    kvctl_price_fields[i].json, suffix[kvctl_price_fields[i].kind]);
 		sep = ",";
 	}
 	if (*sep != '\0')
@@ -320,9 +303,9 @@ json_price(FILE *f, const struct kv_config *cf, const struct priced *m)
 		fputs(",\"glob\":", f);
 		kv_json_write_string(f, cf->prices[m->p->glob_from - 1].model);
 		for (i = 0, sep = ",\"from_glob\":["; i < NFIELDS; i++)
-			if (glob_gives(m->p, &pfields[i])) {
-				fprintf(f, "%s\"%s%s\"", sep, pfields[i].json,
-				    suffix[pfields[i].kind]);
+			if (glob_gives(m->p, &kvctl_price_fields[i])) {
+				fprintf(f, "%s\"%s%s\"", sep, kvctl_price_fields[i].json,
+				    suffix[kvctl_price_fields[i].kind]);
 				sep = ",";
 			}
 		fputc(']', f);
@@ -331,9 +314,9 @@ json_price(FILE *f, const struct kv_config *cf, const struct priced *m)
 	for (k = 0; k < 4; k++) {
 		fprintf(f, ",\"%s\":{", groups[k]);
 		for (i = 0, sep = ""; m->p != NULL && i < NFIELDS; i++) {
-			if (pfields[i].kind != k || (v = field_value(m->p, &pfields[i])) < 0)
+			if (kvctl_price_fields[i].kind != k || (v = kvctl_price_field_value(m->p, &kvctl_price_fields[i])) < 0)
 				continue;
-			fprintf(f, "%s\"%s%s\":%" PRId64, sep, pfields[i].json, suffix[k], v);
+			fprintf(f, "%s\"%s%s\":%" PRId64, sep, kvctl_price_fields[i].json, suffix[k], v);
 			sep = ",";
 		}
 		fputc('}', f);
@@ -400,7 +383,7 @@ print_table(FILE *f, const struct kv_config *cf, const struct priced *ms, size_t
 	fprintf(f, "%-*s  %-8s  %12s  %12s  %12s  %12s\n", (int)w, "MODEL", "RULE", "INPUT",
 	    "OUTPUT", "CACHED", "CACHE WRITE");
 	for (i = 0; i < n; i++) {
-		fprintf(f, "%-*s  %-8s", (int)w, ms[i].model, rule_name(ms[i].rule));
+		fprintf(f, "%-*s  %-8s", (int)w, ms[i].model, kvctl_price_rule_name(ms[i].rule));
 		for (c = 0; c < sizeof(cols) / sizeof(cols[0]); c++) {
 			x = *(const int64_t *)(const void *)((const char *)ms[i].p + cols[c]);
 			if (x < 0)
@@ -432,7 +415,7 @@ show_prices(const struct kv_config *cf, char **models, int nmodels, int json)
 			return KVCTL_EXIT_USAGE;
 		}
 		for (i = 0; i < n; i++) {
-			lookup(cf, models[i], &ms[i]);
+			kvctl_price_lookup(cf, models[i], &ms[i]);
 			if (ms[i].p == NULL)
 				rc = KVCTL_EXIT_NOTFOUND;	/* refused: a script's "not found" */
 		}
@@ -441,7 +424,7 @@ show_prices(const struct kv_config *cf, char **models, int nmodels, int json)
 		fputs("{\"prices\":[", stdout);
 		for (i = 0; i < n; i++) {
 			fputs(i ? "," : "", stdout);
-			json_price(stdout, cf, &ms[i]);
+			kvctl_price_json(stdout, cf, &ms[i]);
 		}
 		fputs("]}\n", stdout);
 	} else if (nmodels == 0) {
@@ -451,320 +434,6 @@ show_prices(const struct kv_config *cf, char **models, int nmodels, int json)
 			print_detail(stdout, cf, &ms[i]);
 	}
 	free(ms);
-	return rc;
-}
-
-/* ---- --check: another catalogue against the running one ---------------- */
-
-static int
-same_price(const struct priced *a, const struct priced *b)
-{
-	size_t i;
-
-	if (a->rule != b->rule || (a->p == NULL) != (b->p == NULL))
-		return 0;
-	for (i = 0; a->p != NULL && i < NFIELDS; i++)
-		if (field_value(a->p, &pfields[i]) != field_value(b->p, &pfields[i]))
-			return 0;
-	return 1;
-}
-
-/* Each figure that differs from PA to PB (either may be NULL: none),
- * "SEPinput $15.00 -> $5.00, output ...", of those in MASK (bits
- * kv_price_bit; all: ~0). */
-static void
-print_fields(FILE *f, const struct kv_price *pa, const struct kv_price *pb, const char *sep,
-    uint64_t mask)
-{
-	char va[64], vb[64];
-	size_t i;
-	int64_t x, y;
-
-	for (i = 0; i < NFIELDS; i++) {
-		x = pa != NULL ? field_value(pa, &pfields[i]) : -1;
-		y = pb != NULL ? field_value(pb, &pfields[i]) : -1;
-		if (x == y || (mask >> kv_price_bit(pfields[i].off) & 1) == 0)
-			continue;
-		format_field(&pfields[i], x, 1, va, sizeof(va));
-		format_field(&pfields[i], y, 1, vb, sizeof(vb));
-		fprintf(f, "%s%s %s -> %s", sep, pfields[i].label, va, vb);
-		sep = ", ";
-	}
-}
-
-/* "claude-opus-4-6: glob ([price claude-opus-4*]) -> file; input $15.00
- * -> $5.00, ..." — the rule when it changes (a file entry, or one under the
- * same section, is the same rule whichever file), then each figure that
- * does. */
-static void
-print_change(FILE *f, const struct kv_config *was, const struct kv_config *now,
-    const struct priced *a, const struct priced *b)
-{
-	char sa[4200], sb[4200];
-
-	rule_source(was, a, sa, sizeof(sa));
-	rule_source(now, b, sb, sizeof(sb));
-	fprintf(f, "%s: %s", a->model, a->p == NULL ? "now priced" : b->p == NULL ?
-	    "now refused" : "changed");
-	if (a->rule != b->rule || (a->rule != KV_RULE_FILE && a->rule != KV_RULE_OVERRIDE &&
-	    strcmp(sa, sb) != 0))
-		fprintf(f, "; %s (%s) -> %s (%s)", rule_name(a->rule), sa, rule_name(b->rule), sb);
-	print_fields(f, a->p, b->p, "; ", ~(uint64_t)0);
-	fputc('\n', f);
-}
-
-/* Walk the exact names of both tables (each sorted) as one list. */
-static size_t
-diff_tables(const struct kv_config *was, const struct kv_config *now, int json)
-{
-	struct priced a, b;
-	size_t i = 0, j = 0, ndiff = 0;
-	const char *name;
-	int c;
-
-	while (i < was->nprice_exact || j < now->nprice_exact) {
-		c = i == was->nprice_exact ? 1 : j == now->nprice_exact ? -1 :
-		    strcmp(was->price_exact[i]->model, now->price_exact[j]->model);
-		name = c <= 0 ? was->price_exact[i]->model : now->price_exact[j]->model;
-		i += c <= 0;
-		j += c >= 0;
-		lookup(was, name, &a);
-		lookup(now, name, &b);
-		if (same_price(&a, &b))
-			continue;
-		if (json) {
-			fputs(ndiff ? "," : "", stdout);
-			fputs("{\"model\":", stdout);
-			kv_json_write_string(stdout, name);
-			fputs(",\"before\":", stdout);
-			json_price(stdout, was, &a);
-			fputs(",\"after\":", stdout);
-			json_price(stdout, now, &b);
-			fputc('}', stdout);
-		} else {
-			print_change(stdout, was, now, &a, &b);
-		}
-		ndiff++;
-	}
-	return ndiff;
-}
-
-/* A catalogue's own entries, sorted by name (kv_catalog_parse sorts):
- * what a [price] section of the same name hides from the running table. */
-struct raw {
-	struct kv_price	*e;
-	size_t		 n;
-};
-
-/* FILE as the daemon would read it: the providers CF keeps (openai and
- * anthropic without a config), into RAW (may be NULL: validated only).
- * 0, or -1 with "FILE: line:col: what" said. */
-static int
-load_raw(const struct kv_config *cf, const char *file, struct raw *raw, char *summary,
-    size_t len)
-{
-	const char *prov[KV_CATALOG_PROVIDERS_MAX];
-	struct kv_catalog_stats st;
-	struct kv_price *out = NULL;
-	size_t n = 0;
-	char err[4400];
-	int r;
-
-	kv_catalog_providers(cf, prov);
-	r = kv_catalog_load(file, prov, &out, &n, &st, err, sizeof(err));
-	if (r == -1 || raw == NULL)
-		free(out);
-	if (r == -1) {
-		fprintf(stderr, "%s\n", err);
-		return -1;
-	}
-	if (raw != NULL) {
-		raw->e = out;
-		raw->n = n;
-	}
-	if (summary != NULL)
-		kv_catalog_summary(&st, summary, len);
-	return 0;
-}
-
-static int
-cmp_entry(const void *a, const void *b)
-{
-	return strcmp(((const struct kv_price *)a)->model, ((const struct kv_price *)b)->model);
-}
-
-static const struct kv_price *
-raw_find(const struct raw *raw, const char *model)
-{
-	struct kv_price key;
-
-	if (raw->n == 0)
-		return NULL;
-	snprintf(key.model, sizeof(key.model), "%s", model);
-	return bsearch(&key, raw->e, raw->n, sizeof(*raw->e), cmp_entry);
-}
-
-/* Are A and B (either may be NULL) the same in the figures of MASK? */
-static int
-same_fields(const struct kv_price *a, const struct kv_price *b, uint64_t mask)
-{
-	size_t i;
-
-	if (a == NULL || b == NULL)
-		return a == b;
-	for (i = 0; i < NFIELDS; i++)
-		if ((mask >> kv_price_bit(pfields[i].off) & 1) != 0 &&
-		    field_value(a, &pfields[i]) != field_value(b, &pfields[i]))
-			return 0;
-	return 1;
-}
-
-/* The [price NAME] sections over a catalogue entry whose figures the new
- * file changes where the section sets them: those hold (the operator's
- * contract price), but the operator should know the catalogue moved under
- * them. The figures the section leaves to the file move with it, and
- * diff_tables lists them. A section alone whose name the file now lists
- * is named too. "gpt-4o-mini: overridden by [price gpt-4o-mini] (the
- * figures it sets hold); in the file: changed; input $0.15 -> $0.20".
- * Returns how many. */
-static size_t
-diff_overrides(const struct kv_config *was, const struct kv_config *now,
-    const struct raw *ra, const struct raw *rb, int json)
-{
-	const struct kv_price *fa, *fb, *sec;
-	struct priced pa, pb;
-	uint64_t mask;
-	size_t i, n = 0;
-
-	for (i = 0; i < was->nprice_exact; i++) {
-		sec = was->price_exact[i];
-		if (sec->src == KV_PRICE_FILE)
-			continue;
-		mask = sec->src == KV_PRICE_OVERRIDE ? sec->set : ~(uint64_t)0;
-		fa = raw_find(ra, sec->model);
-		fb = raw_find(rb, sec->model);
-		if (same_fields(fa, fb, mask))
-			continue;	/* both absent, or the same where it counts */
-		if (json) {
-			pa = (struct priced){ sec->model, fa, KV_RULE_FILE, NULL };
-			pb = (struct priced){ sec->model, fb, KV_RULE_FILE, NULL };
-			fputs(n ? "," : "", stdout);
-			fputs("{\"model\":", stdout);
-			kv_json_write_string(stdout, sec->model);
-			fputs(",\"section\":", stdout);
-			kv_json_write_string(stdout, sec->model);
-			fputs(",\"file_before\":", stdout);
-			if (fa != NULL)
-				json_price(stdout, was, &pa);
-			else
-				fputs("null", stdout);
-			fputs(",\"file_after\":", stdout);
-			if (fb != NULL)
-				json_price(stdout, now, &pb);
-			else
-				fputs("null", stdout);
-			fputc('}', stdout);
-		} else {
-			printf("%s: overridden by [price %s] (the figures it sets hold); in the "
-			    "file: %s", sec->model, sec->model, fa == NULL ? "now listed" :
-			    fb == NULL ? "no longer listed" : "changed");
-			print_fields(stdout, fa, fb, "; ", mask);
-			fputc('\n', stdout);
-		}
-		n++;
-	}
-	return n;
-}
-
-/* --check without a config: the file alone. */
-static int
-check_alone(const char *file, int json)
-{
-	char summary[512];
-
-	if (load_raw(NULL, file, NULL, summary, sizeof(summary)) == -1)
-		return KVCTL_EXIT_NOTFOUND;
-	if (json) {
-		fputs("{\"file\":", stdout);
-		kv_json_write_string(stdout, file);
-		fputs(",\"valid\":true,\"summary\":", stdout);
-		kv_json_write_string(stdout, summary);
-		fputs("}\n", stdout);
-	} else {
-		printf("%s: ok: %s\n", file, summary);
-	}
-	return KVCTL_EXIT_OK;
-}
-
-/* The running prices (CF: its catalogue and its [price] sections) against
- * the same config with FILE as its catalogue: what a refresh changes, and
- * which of the catalogue's changes an override hides. */
-static void
-check_report(const struct kv_config *cf, const struct kv_config *now, const char *file,
-    const char *summary, const struct raw *ra, const struct raw *rb, int json)
-{
-	size_t ndiff, nover;
-
-	if (json) {
-		fputs("{\"file\":", stdout);
-		kv_json_write_string(stdout, file);
-		fputs(",\"valid\":true,\"summary\":", stdout);
-		kv_json_write_string(stdout, summary);
-		fputs(",\"differences\":[", stdout);
-	} else {
-		printf("%s: ok: %s\n", file, summary);
-	}
-	ndiff = diff_tables(cf, now, json);
-	if (json)
-		fputs("],\"overridden\":[", stdout);
-	nover = diff_overrides(cf, now, ra, rb, json);
-	if (json) {
-		fputs("]}\n", stdout);
-		return;
-	}
-	printf("%zu model%s priced differently with %s than with the running prices (%s%s"
-	    "%zu [price] section%s)\n", ndiff, ndiff == 1 ? "" : "s", file, cf->prices_file,
-	    cf->prices_file[0] != '\0' ? " and " : "", cf->nprices_ini,
-	    cf->nprices_ini == 1 ? "" : "s");
-	printf("%zu [price] section%s override%s a catalogue entry %s changes (the "
-	    "figures a section sets hold)\n", nover, nover == 1 ? "" : "s", nover == 1 ? "s" : "",
-	    file);
-}
-
-static int
-check_file(const struct kv_config *cf, const char *config, const char *file, int json)
-{
-	struct raw ra = { NULL, 0 }, rb = { NULL, 0 };
-	struct kv_config *now = NULL;
-	char summary[512], err[4400];
-	int rc = KVCTL_EXIT_USAGE;
-
-	if (cf == NULL)
-		return check_alone(file, json);
-	if (load_raw(cf, file, &rb, summary, sizeof(summary)) == -1)
-		return KVCTL_EXIT_NOTFOUND;
-	/* the running catalogue's own entries: under the [price] sections */
-	if (cf->prices_file[0] != '\0' && load_raw(cf, cf->prices_file, &ra, NULL, 0) == -1)
-		goto out;
-	if ((now = calloc(1, sizeof(*now))) == NULL) {
-		perror("kvctl");
-		goto out;
-	}
-	if (kv_config_load_prices(now, config, file, err, sizeof(err)) == -1) {
-		fprintf(stderr, "kvctl: %s\n", err);
-		free(now);
-		now = NULL;
-		goto out;
-	}
-	check_report(cf, now, file, summary, &ra, &rb, json);
-	rc = KVCTL_EXIT_OK;
-out:
-	if (now != NULL) {
-		kv_config_free(now);
-		free(now);
-	}
-	free(ra.e);
-	free(rb.e);
 	return rc;
 }
 
@@ -860,7 +529,7 @@ kvctl_prices(const char *config, const char *ledger, int argc, char **argv)
 		return KVCTL_EXIT_USAGE;
 	}
 	if (a.check != NULL)
-		rc = check_file(cf, path, a.check, a.json);
+		rc = kvctl_prices_check(cf, path, a.check, a.json);
 	else
 		rc = show_prices(cf, a.models, a.nmodels, a.json);
 	if (cf != NULL) {
