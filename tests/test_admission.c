@@ -84,19 +84,19 @@ fake_conn(const char *target, const char *key)
 		exit(1);
 	c->w = &w;
 	c->cfd = -1;
-	c->resv = -1;
-	c->spfd = -1;
+	c->adm.resv = -1;
+	c->req.spfd = -1;
 	c->resp.pipefd[0] = c->resp.pipefd[1] = -1;
 	c->state = CS_ADMIT;
-	strcpy(c->method, "POST");
-	c->target = strdup(target);
-	c->keep_alive = 1;
-	c->body_done = 1;
-	c->body_bytes = 400;
-	c->api = KV_API_OPENAI_CHAT;
-	kv_key_hash(key, strlen(key), c->keyhash);
-	kv_key_id(c->keyhash, c->keyid);
-	if ((c->rs = malloc(sizeof(*c->rs))) == NULL)
+	strcpy(c->req.method, "POST");
+	c->req.target = strdup(target);
+	c->req.keep_alive = 1;
+	c->req.body_done = 1;
+	c->req.body_bytes = 400;
+	c->req.api = KV_API_OPENAI_CHAT;
+	kv_key_hash(key, strlen(key), c->req.keyhash);
+	kv_key_id(c->req.keyhash, c->req.keyid);
+	if ((c->req.rs = malloc(sizeof(*c->req.rs))) == NULL)
 		exit(1);
 	return c;
 }
@@ -104,22 +104,22 @@ fake_conn(const char *target, const char *key)
 static void
 fake_body(struct kv_conn *c, const char *json)
 {
-	kv_reqscan_init(c->rs, c->api);
-	CHECK_INT(kv_reqscan_feed(c->rs, json, strlen(json)), 0);
-	c->body_bytes = (int64_t)strlen(json);
+	kv_reqscan_init(c->req.rs, c->req.api);
+	CHECK_INT(kv_reqscan_feed(c->req.rs, json, strlen(json)), 0);
+	c->req.body_bytes = (int64_t)strlen(json);
 }
 
 static void
 fake_free(struct kv_conn *c)
 {
-	if (c->resv >= 0)
-		kv_ledger_settle(&ledger, w.slot, c->resv, 0, NULL, NULL);
-	if (c->counted_stream)
+	if (c->adm.resv >= 0)
+		kv_ledger_settle(&ledger, w.slot, c->adm.resv, 0, NULL, NULL);
+	if (c->adm.counted_stream)
 		atomic_fetch_sub(&w.slot->active_streams, 1);
 	if (c->tslot1 > 0)
 		kv_target_count(&ledger, w.slot, c->tslot1 - 1, -1);
-	free(c->rs);
-	free(c->target);
+	free(c->req.rs);
+	free(c->req.target);
 	free(c->obuf);
 	free(c);
 }
@@ -140,13 +140,13 @@ test_admitted(void)
 	fake_body(c, "{\"model\":\"gpt-4o-mini\",\"max_tokens\":100,"
 	    "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
 	CHECK_INT(request_admit(c), KV_NEXT);
-	CHECK(c->acct != NULL);
-	CHECK(c->resv >= 0);
+	CHECK(c->adm.acct != NULL);
+	CHECK(c->adm.resv >= 0);
 	CHECK(c->rt != NULL && c->tslot1 > 0);
 	CHECK(c->obuf == NULL);		/* nothing of ours to say */
 	/* every body byte an input token at $0.15/M, 100 output at $0.60/M */
-	want = (int64_t)c->body_bytes * 150 + 100 * 600;
-	CHECK_INT(atomic_load(&c->acct->reserved_nusd), want);
+	want = (int64_t)c->req.body_bytes * 150 + 100 * 600;
+	CHECK_INT(atomic_load(&c->adm.acct->reserved_nusd), want);
 	CHECK_INT(c->state, CS_ADMIT);	/* the engine moves it on, not the phase */
 	fake_free(c);
 }
@@ -164,8 +164,8 @@ test_budget_refused(void)
 	CHECK(obuf_has(c, "HTTP/1.1 402"));
 	CHECK(obuf_has(c, "budget exceeded for key"));
 	CHECK(obuf_has(c, "x-should-retry: false"));
-	CHECK_INT(c->resv, -1);
-	CHECK(c->acct != NULL && atomic_load(&c->acct->reserved_nusd) == 0);
+	CHECK_INT(c->adm.resv, -1);
+	CHECK(c->adm.acct != NULL && atomic_load(&c->adm.acct->reserved_nusd) == 0);
 	CHECK_INT(c->tslot1, 0);	/* no target was picked */
 	fake_free(c);
 }
@@ -179,7 +179,7 @@ test_unrouted(void)
 	fake_body(c, "{\"model\":\"gpt-4o-mini\"}");
 	CHECK_INT(request_admit(c), KV_REPLY);
 	CHECK_INT(c->status, 404);
-	CHECK(c->acct == NULL);
+	CHECK(c->adm.acct == NULL);
 	fake_free(c);
 }
 
@@ -192,7 +192,7 @@ test_unpriced(void)
 	fake_body(c, "{\"model\":\"no-such-model\",\"max_tokens\":10}");
 	CHECK_INT(request_admit(c), KV_REPLY);
 	CHECK_INT(c->status, 400);
-	CHECK_INT(c->resv, -1);
+	CHECK_INT(c->adm.resv, -1);
 	fake_free(c);
 }
 
@@ -212,7 +212,7 @@ test_virtual_unknown(void)
 	CHECK_INT(request_admit(c), KV_REPLY);
 	CHECK_INT(c->status, 401);
 	CHECK(obuf_has(c, "unknown API key"));
-	CHECK(c->acct == NULL);
+	CHECK(c->adm.acct == NULL);
 	fake_free(c);
 }
 

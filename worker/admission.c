@@ -34,15 +34,15 @@ image_tokens(const struct kv_conn *c, const struct kv_price *p)
 	int rule, i;
 	int64_t t = 0;
 
-	if (c->ri.images == 0)
+	if (c->req.ri.images == 0)
 		return 0;
-	rule = kv_media_rule_for(c->ri.model[0] ? c->ri.model : p->model,
-	    c->api == KV_API_ANTHROPIC_MESSAGES);
+	rule = kv_media_rule_for(c->req.ri.model[0] ? c->req.ri.model : p->model,
+	    c->req.api == KV_API_ANTHROPIC_MESSAGES);
 	if (rule >= 0)
-		return c->ri.img_tok[rule];
+		return c->req.ri.img_tok[rule];
 	for (i = 0; i < KV_IMG_NRULES; i++)
-		if (c->ri.img_tok[i] > t)
-			t = c->ri.img_tok[i];
+		if (c->req.ri.img_tok[i] > t)
+			t = c->req.ri.img_tok[i];
 	return t;
 }
 
@@ -52,7 +52,7 @@ image_tokens(const struct kv_conn *c, const struct kv_price *p)
 static int64_t
 tool_turns(const struct kv_conn *c)
 {
-	const struct kv_request_info *ri = &c->ri;
+	const struct kv_request_info *ri = &c->req.ri;
 	int64_t calls = ri->tool_uses + ri->tools_unbounded * c->w->cf->max_tool_turns;
 
 	if (ri->max_tool_calls >= 0 && calls > ri->max_tool_calls)
@@ -72,27 +72,27 @@ estimate_nusd(struct kv_conn *c, const struct kv_price *p)
 	struct kv_usage est = { 0 };
 	int64_t cost, lim, turns;
 
-	if (p == NULL || c->api == KV_API_OTHER)
+	if (p == NULL || c->req.api == KV_API_OTHER)
 		return 0;
-	est.input = c->body_bytes + image_tokens(c, p) + c->ri.hidden;
-	if (c->ri.fetches[0] != '\0' && p->context_window > est.input)
+	est.input = c->req.body_bytes + image_tokens(c, p) + c->req.ri.hidden;
+	if (c->req.ri.fetches[0] != '\0' && p->context_window > est.input)
 		est.input = p->context_window;
 	/* A server-tool loop bills each internal turn's input, up to a
 	 * context window each, and each call's fee (issue 20). */
 	turns = tool_turns(c);
 	if (turns > 1 && p->context_window > 0)
 		est.input = p->context_window * turns;
-	est.web_search = c->ri.ws_uses + c->ri.ws_unbounded * cf->max_tool_turns;
-	est.web_fetch = c->ri.wf_uses + c->ri.wf_unbounded * cf->max_tool_turns;
-	lim = c->ri.max_output >= 0 ? c->ri.max_output :
+	est.web_search = c->req.ri.ws_uses + c->req.ri.ws_unbounded * cf->max_tool_turns;
+	est.web_fetch = c->req.ri.wf_uses + c->req.ri.wf_unbounded * cf->max_tool_turns;
+	lim = c->req.ri.max_output >= 0 ? c->req.ri.max_output :
 	    p->max_output > 0 ? p->max_output : cf->reserve_output_tokens;
-	est.output = c->api == KV_API_OPENAI_EMBEDDINGS ? 0 : c->ri.mult * lim;
-	c->out_bound = est.output;
+	est.output = c->req.api == KV_API_OPENAI_EMBEDDINGS ? 0 : c->req.ri.mult * lim;
+	c->adm.out_bound = est.output;
 	/* the response may say it ran on any tier the section prices (the
 	 * client asks for one in the body): reserve for the dearest */
 	if (p->priority_input >= 0 || p->flex_input >= 0)
 		est.tier = KV_TIER_OTHER;
-	kv_dims_reserve(p, &c->ri, c->api == KV_API_ANTHROPIC_MESSAGES,
+	kv_dims_reserve(p, &c->req.ri, c->req.api == KV_API_ANTHROPIC_MESSAGES,
 	    kv_dims_region(c->rt != NULL ? c->rt->cf : NULL), &est);
 	if (kv_cost(p, &est, &cost) == -1)
 		return INT64_MAX / 4;
@@ -108,8 +108,8 @@ refuse_unbounded(struct kv_conn *c, const struct kv_price *p)
 
 	snprintf(msg, sizeof(msg), "this request makes the provider fetch or recall "
 	    "content (%s) that its body does not bound; set context_window in [price %s] "
-	    "so that kilovolt can reserve for it", c->ri.fetches,
-	    p != NULL ? p->model : c->ri.model[0] ? c->ri.model : "MODEL");
+	    "so that kilovolt can reserve for it", c->req.ri.fetches,
+	    p != NULL ? p->model : c->req.ri.model[0] ? c->req.ri.model : "MODEL");
 	return reply_error(c, 400, msg);
 }
 
@@ -121,12 +121,12 @@ refuse_unpriced(struct kv_conn *c)
 {
 	char msg[384];
 
-	if (c->ri.model[0] == '\0')
+	if (c->req.ri.model[0] == '\0')
 		return reply_error(c, 400, "the request names no model, and kilovolt "
 		    "cannot price it");
 	snprintf(msg, sizeof(msg), "model '%s' has no price in kilovolt: add a "
 	    "[price %s] section, or set [budget] unknown_models = default to charge "
-	    "it at [price default]", c->ri.model, c->ri.model);
+	    "it at [price default]", c->req.ri.model, c->req.ri.model);
 	return reply_error(c, 400, msg);
 }
 
@@ -164,7 +164,7 @@ refuse_older(struct kv_conn *c, const struct kv_price *glob)
 	snprintf(msg, sizeof(msg), "model '%s' is newer than the family [price %s] was "
 	    "written for, and kilovolt will not charge it as the older one: add a "
 	    "[price %s] section (or a catalogue that lists it), or set [budget] "
-	    "unknown_models = default", c->ri.model, glob->model, c->ri.model);
+	    "unknown_models = default", c->req.ri.model, glob->model, c->req.ri.model);
 	return reply_error(c, 400, msg);
 }
 
@@ -194,35 +194,35 @@ account_of(struct kv_conn *c, enum kv_rc *st)
 	 * unknown_keys says, or any invented bearer string would spend it. */
 	if (c->rt != NULL && c->rt->cf->api_key != NULL)
 		deny = 1;
-	c->acct = kv_ledger_account(l, c->keyhash, !deny, NULL,
+	c->adm.acct = kv_ledger_account(l, c->req.keyhash, !deny, NULL,
 	    cf->default_budget_nusd);
-	if (c->acct == NULL) {
+	if (c->adm.acct == NULL) {
 		if (errno == EAGAIN)	/* another worker is creating it this instant */
 			return refused(st, reply_error(c, 503, "key account is being created; retry"));
 		if (deny)
 			return refused(st, reply_error(c, 401, "unknown API key"));
 		kv_log_warnx("KV0410", "account table full (max_keys %u): refusing new key %s",
-		    l->hdr->max_keys, c->keyid);
+		    l->hdr->max_keys, c->req.keyid);
 		/* The master gives back strangers' never-charged slots. */
 		atomic_store(&l->hdr->reclaim_wanted, 1);
-		c->no_retry = 1;
+		c->adm.no_retry = 1;
 		return refused(st, reply_error(c, 503, "gateway key table is full"));
 	}
 	/* Issued keys (shm/keys.h): a rotated secret's link names its
 	 * account; revoked, rotated-out and expired secrets get 401. */
-	if ((kv = kv_keys_admit(l, &c->acct, (int64_t)time(NULL))) != KV_KEY_OK) {
-		c->acct = NULL;
+	if ((kv = kv_keys_admit(l, &c->adm.acct, (int64_t)time(NULL))) != KV_KEY_OK) {
+		c->adm.acct = NULL;
 		return refused(st, reply_error(c, 401, kv_keys_refusal(kv)));
 	}
-	kv_key_id(c->acct->hash, c->keyid);	/* the account's id, also for a link */
+	kv_key_id(c->adm.acct->hash, c->req.keyid);	/* the account's id, also for a link */
 	/* Under deny only the running config's keys and issued ones: a key
 	 * removed or rotated out by a reload loses KV_AF_CONFIG at once
 	 * (master/key_sync.c). */
-	if (deny && !(atomic_load(&c->acct->aflags) & (KV_AF_CONFIG | KV_AF_ISSUED))) {
-		c->acct = NULL;
+	if (deny && !(atomic_load(&c->adm.acct->aflags) & (KV_AF_CONFIG | KV_AF_ISSUED))) {
+		c->adm.acct = NULL;
 		return refused(st, reply_error(c, 401, "unknown API key"));
 	}
-	kv_ledger_period_roll(l, c->acct, cf->period, (int64_t)time(NULL));
+	kv_ledger_period_roll(l, c->adm.acct, cf->period, (int64_t)time(NULL));
 	return 0;
 }
 
@@ -236,23 +236,23 @@ price_of(struct kv_conn *c, enum kv_rc *st)
 	const struct kv_price *p, *older;
 	char msg[512];
 
-	p = c->price = kv_charge_price(cf, c->ri.model, &older);
+	p = c->adm.price = kv_charge_price(cf, c->req.ri.model, &older);
 	if (older != NULL)
-		note_older_family(c->ri.model, older);
+		note_older_family(c->req.ri.model, older);
 	if (older != NULL && p != NULL)
 		c->unpriced_model = 1;	/* at [price default]: marked in the log */
-	if (c->api == KV_API_OTHER)
+	if (c->req.api == KV_API_OTHER)
 		return 0;
 	if (p == NULL && older != NULL)
 		return refused(st, refuse_older(c, older));
 	if (p == NULL)
 		return refused(st, refuse_unpriced(c));
-	if (c->ri.fetches[0] != '\0' && p->context_window <= 0)
+	if (c->req.ri.fetches[0] != '\0' && p->context_window <= 0)
 		return refused(st, refuse_unbounded(c, p));
-	if (kv_dims_refusal(p, &c->ri, kv_dims_region(c->rt != NULL ? c->rt->cf : NULL), msg,
+	if (kv_dims_refusal(p, &c->req.ri, kv_dims_region(c->rt != NULL ? c->rt->cf : NULL), msg,
 	    sizeof(msg)) != NULL)
 		return refused(st, reply_error(c, 400, msg));
-	if (c->ri.tools_unbounded > 0 && cf->max_tool_turns == 0 && c->ri.max_tool_calls < 0)
+	if (c->req.ri.tools_unbounded > 0 && cf->max_tool_turns == 0 && c->req.ri.max_tool_calls < 0)
 		return refused(st, reply_error(c, 400, "a server tool without max_uses makes the "
 		    "provider loop without a bound kilovolt can reserve: set max_uses on "
 		    "the tool (or max_tool_calls), or [budget] max_tool_turns"));
@@ -265,13 +265,13 @@ budget_refusal(struct kv_conn *c, int resv, int64_t amount)
 {
 	char msg[256], rem[32], need[32];
 
-	c->resv = -1;
+	c->adm.resv = -1;
 	if (resv == -1) {
 		atomic_fetch_add(&c->w->ledger->hdr->counters.budget_refusals_total, 1);
-		kv_format_dollars(c->remaining, rem, sizeof(rem));
+		kv_format_dollars(c->adm.remaining, rem, sizeof(rem));
 		kv_format_dollars(amount, need, sizeof(need));
 		snprintf(msg, sizeof(msg), "budget exceeded for key %s: %s remaining, "
-		    "this request may cost up to %s", c->keyid, rem, need);
+		    "this request may cost up to %s", c->req.keyid, rem, need);
 		return reply_error(c, 402, msg);
 	}
 	/* The key has budget, but not in this host's lease yet: wait while
@@ -294,11 +294,11 @@ estimate_tokens(const struct kv_conn *c)
 {
 	int64_t in, out;
 
-	if (c->api == KV_API_OTHER)
+	if (c->req.api == KV_API_OTHER)
 		return 0;
-	in = c->body_done || c->chunked_req ? c->body_bytes : c->body_bytes + c->body_left;
-	out = c->ri.max_output >= 0 ? c->ri.max_output : c->w->cf->reserve_output_tokens;
-	if (c->api == KV_API_OPENAI_EMBEDDINGS)
+	in = c->req.body_done || c->req.chunked ? c->req.body_bytes : c->req.body_bytes + c->req.body_left;
+	out = c->req.ri.max_output >= 0 ? c->req.ri.max_output : c->w->cf->reserve_output_tokens;
+	if (c->req.api == KV_API_OPENAI_EMBEDDINGS)
 		out = 0;
 	return in + out;
 }
@@ -306,20 +306,20 @@ estimate_tokens(const struct kv_conn *c)
 static void
 refusal_message(const struct kv_conn *c, int64_t asked, char *msg, size_t len)
 {
-	const struct kv_rl_view *v = &c->rl;
+	const struct kv_rl_view *v = &c->adm.rl;
 
 	if (v->refused_by == 'l')
 		snprintf(msg, len, "Rate limit of key %s: this host's share of the key's "
 		    "limits (RPM %u, TPM %u) is being renewed. Please try again in 1s.",
-		    c->keyid, v->rpm, v->tpm);
+		    c->req.keyid, v->rpm, v->tpm);
 	else if (v->refused_by == 'r')
 		snprintf(msg, len, "Rate limit reached for key %s on requests per minute "
-		    "(RPM): Limit %u, Remaining %lld. Please try again in %llds.", c->keyid,
+		    "(RPM): Limit %u, Remaining %lld. Please try again in %llds.", c->req.keyid,
 		    v->rpm, (long long)v->req_remaining, (long long)v->retry_after_s);
 	else
 		snprintf(msg, len, "Rate limit reached for key %s on tokens per minute "
 		    "(TPM): Limit %u, Remaining %lld, Requested %lld. Please try again in %llds.",
-		    c->keyid, v->tpm, (long long)v->tok_remaining, (long long)asked,
+		    c->req.keyid, v->tpm, (long long)v->tok_remaining, (long long)asked,
 		    (long long)v->retry_after_s);
 }
 
@@ -330,26 +330,26 @@ static int
 rate_admit(struct kv_conn *c, enum kv_rc *st)
 {
 	struct kv_ledger *l = c->w->ledger;
-	struct kv_account *a = c->acct;
+	struct kv_account *a = c->adm.acct;
 	int64_t tokens;
 	char msg[320];
 	int rc;
 
 	if (atomic_load(&a->rpm) == 0 && atomic_load(&a->tpm) == 0)
 		return 0;
-	c->rl_on = 1;
+	c->adm.rl_on = 1;
 	tokens = estimate_tokens(c);
 	/* Bracketed, so the master's repair (which recounts the cluster's
 	 * reserved tokens from the records) never sees it half-way. */
 	kv_ledger_op_begin(l);
-	rc = kv_ratelimit_admit(c->w->slot, c->resv, a, tokens, kv_rl_now_ns(),
-	    atomic_load(&l->hdr->cluster) != 0, &c->rl);
+	rc = kv_ratelimit_admit(c->w->slot, c->adm.resv, a, tokens, kv_rl_now_ns(),
+	    atomic_load(&l->hdr->cluster) != 0, &c->adm.rl);
 	kv_ledger_op_end(l);
 	if (rc == 0)
 		return 0;
 	/* Refused: nothing goes upstream, so the budget holds nothing either. */
-	kv_ledger_settle(l, c->w->slot, c->resv, 0, NULL, NULL);
-	c->resv = -1;
+	kv_ledger_settle(l, c->w->slot, c->adm.resv, 0, NULL, NULL);
+	c->adm.resv = -1;
 	atomic_fetch_add(&a->rate_refusals, 1);
 	atomic_fetch_add(&l->hdr->counters.rate_limited_total, 1);
 	refusal_message(c, tokens, msg, sizeof(msg));
@@ -365,14 +365,14 @@ reserve(struct kv_conn *c)
 
 	if (account_of(c, &st) == -1 || price_of(c, &st) == -1)
 		return st;
-	amount = estimate_nusd(c, c->price);
-	c->resv = kv_ledger_reserve(c->w->ledger, c->w->slot, c->acct, amount, &c->remaining);
-	if (c->resv < 0)
-		return budget_refusal(c, c->resv, amount);
+	amount = estimate_nusd(c, c->adm.price);
+	c->adm.resv = kv_ledger_reserve(c->w->ledger, c->w->slot, c->adm.acct, amount, &c->adm.remaining);
+	if (c->adm.resv < 0)
+		return budget_refusal(c, c->adm.resv, amount);
 	if (rate_admit(c, &st) == -1)
 		return st;
 	atomic_fetch_add(&c->w->slot->active_streams, 1);
-	c->counted_stream = 1;
+	c->adm.counted_stream = 1;
 	return KV_NEXT;
 }
 
@@ -380,19 +380,19 @@ reserve(struct kv_conn *c)
 static int
 scan_done(struct kv_conn *c, const char **msg)
 {
-	if (c->rs == NULL || kv_reqscan_finish(c->rs) == -1) {
+	if (c->req.rs == NULL || kv_reqscan_finish(c->req.rs) == -1) {
 		/* nothing said: no limits, one choice */
-		memset(&c->ri, 0, sizeof(c->ri));
-		c->ri.max_output = -1;
-		c->ri.mult = 1;
-		if (c->rs == NULL)
+		memset(&c->req.ri, 0, sizeof(c->req.ri));
+		c->req.ri.max_output = -1;
+		c->req.ri.mult = 1;
+		if (c->req.rs == NULL)
 			return 0;
-		*msg = c->rs->err;
+		*msg = c->req.rs->err;
 		return 400;
 	}
-	c->ri = c->rs->ri;	/* whole: nothing of the default survives it */
-	free(c->rs);
-	c->rs = NULL;
+	c->req.ri = c->req.rs->ri;	/* whole: nothing of the default survives it */
+	free(c->req.rs);
+	c->req.rs = NULL;
 	return 0;
 }
 
@@ -403,13 +403,13 @@ admit_endpoint(struct kv_conn *c, const struct kv_upstream *up)
 {
 	struct kv_endpoint ep;
 
-	kv_endpoint_classify(c->method, c->target, strlen(c->target), up, &ep);
+	kv_endpoint_classify(c->req.method, c->req.target, strlen(c->req.target), up, &ep);
 	if (ep.kind == KV_EP_REFUSED)
 		return reply_error(c, ep.status, ep.msg);
-	c->free_ep = ep.kind == KV_EP_FREE;
+	c->adm.free_ep = ep.kind == KV_EP_FREE;
 	/* A background response is billed later, on a GET kilovolt would
 	 * have to meter per response id; refused rather than left unpaid. */
-	if (c->api == KV_API_OPENAI_RESPONSES && c->ri.background)
+	if (c->req.api == KV_API_OPENAI_RESPONSES && c->req.ri.background)
 		return reply_error(c, 400, "background responses are not supported by "
 		    "kilovolt: their usage is only reported on a later GET, which it "
 		    "cannot charge to this request; send the request without "
@@ -424,7 +424,7 @@ lease_retry(struct kv_conn *c)
 {
 	enum kv_rc st = reserve(c);
 
-	if (st == KV_AGAIN && c->lease_parked)
+	if (st == KV_AGAIN && c->adm.lease_parked)
 		return st;
 	conn_lease_unpark(c);
 	if (st == KV_NEXT)
@@ -443,30 +443,30 @@ request_admit(struct kv_conn *c)
 	size_t qlen;
 	int s;
 
-	if (c->lease_parked)
+	if (c->adm.lease_parked)
 		return lease_retry(c);
 	if ((s = scan_done(c, &msg)) != 0)
 		return reply_error(c, s, msg);
-	up = kv_config_route_client(cf, c->target, c->ri.model[0] ? c->ri.model : NULL,
-	    c->anthropic_client);
+	up = kv_config_route_client(cf, c->req.target, c->req.ri.model[0] ? c->req.ri.model : NULL,
+	    c->req.anthropic_client);
 	if (up == NULL) {
-		kv_route_hint(cf, c->target, c->ri.model[0] ? c->ri.model : NULL,
-		    c->anthropic_client, msg404, sizeof(msg404));
+		kv_route_hint(cf, c->req.target, c->req.ri.model[0] ? c->req.ri.model : NULL,
+		    c->req.anthropic_client, msg404, sizeof(msg404));
 		return reply_error(c, 404, msg404);
 	}
 	c->rt = kv_upstreams_find(c->w->ups, cf->nupstreams, up);
 	c->upstream_name = up->name;
 	/* Virtual keys strip every credential; one in the query cannot be. */
-	if (up->api_key != NULL && kv_cred_query_key(c->target, &qlen) != NULL)
+	if (up->api_key != NULL && kv_cred_query_key(c->req.target, &qlen) != NULL)
 		return reply_error(c, 400, "this upstream uses its own provider key: send the "
 		    "kilovolt key in a header (Authorization: Bearer KEY), not as ?key=");
 	if ((st = admit_endpoint(c, up)) != KV_NEXT)
 		return st;
 	/* A client that asked for usage itself is sent as it is; for any
 	 * other, usage is added, and its event dropped on the way back. */
-	c->force_usage = (c->api == KV_API_OPENAI_CHAT || c->api == KV_API_OPENAI_COMPLETIONS) &&
-	    c->ri.stream && !c->ri.include_usage && c->body_bytes > 0;
-	c->inject = c->force_usage;
+	c->req.force_usage = (c->req.api == KV_API_OPENAI_CHAT || c->req.api == KV_API_OPENAI_COMPLETIONS) &&
+	    c->req.ri.stream && !c->req.ri.include_usage && c->req.body_bytes > 0;
+	c->req.inject = c->req.force_usage;
 	/* Past the memory budget: refuse before anything is reserved or sent. */
 	if (kv_memguard_full(&c->w->mem, c->w->now_ms) && (c->retry_after = KV_MEMGUARD_RETRY_S))
 		return reply_error(c, 503, "the gateway is at its memory limit; retry shortly");

@@ -14,8 +14,8 @@ kv_budget_shown(const struct kv_conn *c)
 {
 	int64_t own;
 
-	if (c->acct == NULL || c->resv < 0 || c->resv >= KV_RESV_PER_WORKER)
-		return c->remaining;
-	own = atomic_load(&c->w->slot->resv[c->resv].amount_nusd);
-	return kv_sat_add(kv_account_remaining(c->acct), own);
+	if (c->adm.acct == NULL || c->adm.resv < 0 || c->adm.resv >= KV_RESV_PER_WORKER)
+		return c->adm.remaining;
+	own = atomic_load(&c->w->slot->resv[c->adm.resv].amount_nusd);
+	return kv_sat_add(kv_account_remaining(c->adm.acct), own);
 }

@@ -88,6 +88,61 @@ struct kv_attempt_fail {
  * accepted before its request arrives. */
 #define CONN_SILENT_GRACE_MS	1000
 
+/* The request as the client sent it: its head's facts, its body (in the
+ * window or the spool), what the body said, and its key (request_head.c,
+ * request_body.c; the usage injection, request_build.c). */
+struct kv_request {
+	char			 method[KV_HTTP_MAX_METHOD + 1];	/* first per-request field */
+	char			 id[KV_REQID_LEN + 1];	/* "" until asked for */
+	char			*target;
+	int			 minor, keep_alive, anthropic, is_head;
+	int			 anthropic_client;	/* sent anthropic-version or x-api-key */
+	char			 cors_origin[KV_CORS_ORIGIN_MAX];	/* a listed Origin, or "" */
+	enum kv_api		 api;
+	int			 chunked;
+	struct kv_chunked	 dec;
+	int64_t			 body_left;	/* Content-Length bytes still to read */
+	int64_t			 body_bytes;	/* body bytes seen so far */
+	int			 body_done;
+	char			*ibuf;		/* the body while it fits the window (de-chunked) */
+	size_t			 ilen, icap;
+	int			 spfd;		/* the spooled body, -1 none */
+	int64_t			 sp_charged;	/* its bytes counted in w->spool_bytes */
+	struct kv_reqscan	*rs;		/* while the body is read */
+	struct kv_request_info	 ri;		/* what the whole body said */
+	int			 force_usage;	/* stream_options.include_usage added */
+	int			 inject;	/* ... and the client did not ask: drop the event */
+	char			*inj;		/* the member added, at body offset inj_at */
+	size_t			 injlen;
+	int64_t			 inj_at;
+	int			 auth_x_api_key;	/* credential came in x-api-key */
+	uint8_t			 keyhash[32];
+	char			 keyid[13];
+};
+
+/* What admission decided (admission.c) and settlement undoes (settle.c):
+ * the price, the account and its reservation, the lease wait, the rate
+ * view and what our own errors tell clients. */
+struct kv_admission {
+	/* ri.model's price (kv_config_price, NULL for none), resolved once,
+	 * at admission: the reservation, the sent estimate, the charge and
+	 * the model row all use it (each was a glob scan of the prices) */
+	const struct kv_price	*price;
+	int			 free_ep;	/* an endpoint relayed at $0 */
+	struct kv_account	*acct;
+	int			 resv;		/* reservation index, -1 none */
+	int64_t			 remaining;
+	int64_t			 out_bound;	/* output tokens the reservation holds */
+	int			 lease_parked;	/* on w->lease_parked (leasewait.c) */
+	int64_t			 lease_until_ms;	/* ... and refused with 503 from then */
+	struct kv_conn		*lease_next;
+	int			 counted_stream;
+	int			 rl_on;		/* the key has a limit: send x-ratelimit-* */
+	struct kv_rl_view	 rl;
+	int64_t			 rl_sent;	/* tokens made final when sent (kv_ratelimit_sent) */
+	int			 no_retry;	/* our error cannot pass on a retry */
+};
+
 /* One try at one target (request_send.c, relay_head.c): what the engine
  * lets go of and zeroes, in one memset, before the next try. */
 struct kv_attempt {
@@ -150,58 +205,14 @@ struct kv_conn {
 	size_t			 clen, cpos, head_len;
 	uint64_t		 head_parse;	/* w->req_parse when w->req held this head */
 
-	/* the request, copied out of the head */
-	char			 method[KV_HTTP_MAX_METHOD + 1];	/* first per-request field */
+	/* the request (request_head.c, request_body.c) and its admission
+	 * (admission.c, settle.c): from req on, every member is per request */
+	struct kv_request	 req;
+	struct kv_admission	 adm;
 	int			 logged;	/* settled and logged */
-	char			 reqid[KV_REQID_LEN + 1];	/* "" until asked for */
-	char			*target;
-	int			 minor, keep_alive, anthropic, is_head;
-	int			 anthropic_client;	/* sent anthropic-version or x-api-key */
-	char			 cors_origin[KV_CORS_ORIGIN_MAX];	/* a listed Origin, or "" */
-	enum kv_api		 api;
-	int			 free_ep;	/* an endpoint relayed at $0 */
 	int			 req_sent;	/* the whole request reached the upstream */
 	int			 client_gone;	/* left; the response is read to its end */
-	int			 chunked_req;
-	struct kv_chunked	 req_dec;
-	int64_t			 body_left;	/* Content-Length bytes still to read */
-	int64_t			 body_bytes;	/* body bytes seen so far */
-	int			 body_done;
-	char			*ibuf;		/* the body while it fits the window (de-chunked) */
-	size_t			 ilen, icap;
-	int			 spfd;		/* the spooled body, -1 none */
-	int64_t			 sp_charged;	/* its bytes counted in w->spool_bytes */
-	struct kv_reqscan	*rs;		/* while the body is read */
-	struct kv_request_info	 ri;		/* what the whole body said */
-	/* ri.model's price (kv_config_price, NULL for none), resolved once,
-	 * at admission: the reservation, the sent estimate, the charge and
-	 * the model row all use it (each was a glob scan of the prices) */
-	const struct kv_price	*price;
-	int			 force_usage;	/* stream_options.include_usage added */
-	int			 inject;	/* ... and the client did not ask: drop the event */
-	char			*inj;		/* the member added, at body offset inj_at */
-	size_t			 injlen;
-	int64_t			 inj_at;
 	int			 retry_after;	/* seconds, for a 502/503/504 we answer */
-	int			 auth_x_api_key;	/* credential came in x-api-key */
-	uint8_t			 keyhash[32];
-	char			 keyid[13];
-
-	/* budget */
-	struct kv_account	*acct;
-	int			 resv;		/* reservation index, -1 none */
-	int64_t			 remaining;
-	int64_t			 out_bound;	/* output tokens the reservation holds */
-	int			 lease_parked;	/* on w->lease_parked (leasewait.c) */
-	int64_t			 lease_until_ms;	/* ... and refused with 503 from then */
-	struct kv_conn		*lease_next;
-	int			 counted_stream;
-
-	/* rate limits (admission.c, settle.c) and what our own errors tell clients */
-	int			 rl_on;		/* the key has a limit: send x-ratelimit-* */
-	struct kv_rl_view	 rl;
-	int64_t			 rl_sent;	/* tokens made final when sent (kv_ratelimit_sent) */
-	int			 no_retry;	/* our error cannot pass on a retry */
 	const struct kv_upstream *rebuild_from;	/* the build phase rewrites obuf
 						 * from this upstream's request */
 

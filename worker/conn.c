@@ -62,7 +62,7 @@ static void conn_close(struct kv_conn *c);
 static enum kv_rc
 admit_timeout(struct kv_conn *c)
 {
-	return c->lease_parked ? KV_AGAIN : KV_CLOSE;
+	return c->adm.lease_parked ? KV_AGAIN : KV_CLOSE;
 }
 
 static enum kv_rc
@@ -130,8 +130,8 @@ kv_conn_accept(struct kv_worker *w, int fd)
 	}
 	c->w = w;
 	c->cfd = fd;
-	c->resv = -1;
-	c->spfd = -1;
+	c->adm.resv = -1;
+	c->req.spfd = -1;
 	c->resp.pipefd[0] = c->resp.pipefd[1] = -1;
 	c->cev.kind = KV_EV_CLIENT;
 	c->cev.fn = kv_conn_client_ready;
@@ -171,7 +171,7 @@ conn_close(struct kv_conn *c)
 
 	kv_upstream_ungate(&c->upwait);
 	conn_lease_unpark(c);
-	if (c->resv >= 0 || c->counted_stream)
+	if (c->adm.resv >= 0 || c->adm.counted_stream)
 		settle_request(c);	/* settles and logs what was relayed */
 	conn_upstream_detach(c, 0);
 	conn_free_buf(c);
@@ -277,9 +277,9 @@ conn_next_request(struct kv_conn *c)
 		c->cpos = 0;
 	}
 	/* Everything from `method` on is per-request. */
-	memset(&c->method, 0, sizeof(*c) - offsetof(struct kv_conn, method));
-	c->resv = -1;
-	c->spfd = -1;
+	memset(&c->req, 0, sizeof(*c) - offsetof(struct kv_conn, req));
+	c->adm.resv = -1;
+	c->req.spfd = -1;
 	c->resp.pipefd[0] = c->resp.pipefd[1] = -1;
 	c->state = CS_HEAD;
 	conn_watch_client(c, EPOLLIN | EPOLLRDHUP);
@@ -311,9 +311,9 @@ conn_errwrite(struct kv_conn *c)
 		c->opos += (size_t)n;
 		c->bytes_out += (uint64_t)n;
 	}
-	if (c->method[0] != '\0' || c->status != 0)
+	if (c->req.method[0] != '\0' || c->status != 0)
 		conn_finish(c);
-	if (!c->client_keep && !c->body_done && shutdown(c->cfd, SHUT_WR) == 0) {
+	if (!c->client_keep && !c->req.body_done && shutdown(c->cfd, SHUT_WR) == 0) {
 		c->state = CS_LINGER;
 		conn_deadline(c, c->w->now_ms + KV_LINGER_MS);
 		return 1;

@@ -354,9 +354,9 @@ void
 conn_free_buf(struct kv_conn *c)
 {
 	conn_request_release(c);
-	free(c->ibuf);
-	c->ibuf = NULL;
-	c->ilen = c->icap = 0;
+	free(c->req.ibuf);
+	c->req.ibuf = NULL;
+	c->req.ilen = c->req.icap = 0;
 	if (c->obuf != NULL && c->ocap == OBUF_SPARE_CAP && spare_obuf == NULL)
 		spare_obuf = c->obuf;
 	else
@@ -370,8 +370,8 @@ conn_free_buf(struct kv_conn *c)
 	c->att.ubuf = NULL;
 	c->att.ulen = c->att.upos = 0;
 	kv_sse_filter_free(&c->resp.sse);
-	free(c->target);
-	c->target = NULL;
+	free(c->req.target);
+	c->req.target = NULL;
 	if (c->resp.pipefd[0] != -1) {
 		close(c->resp.pipefd[0]);
 		close(c->resp.pipefd[1]);
@@ -383,20 +383,20 @@ conn_free_buf(struct kv_conn *c)
 void
 conn_request_release(struct kv_conn *c)
 {
-	if (c->spfd != -1) {
-		close(c->spfd);
-		c->spfd = -1;
+	if (c->req.spfd != -1) {
+		close(c->req.spfd);
+		c->req.spfd = -1;
 	}
-	c->w->spool_bytes -= (uint64_t)c->sp_charged;
-	c->sp_charged = 0;
+	c->w->spool_bytes -= (uint64_t)c->req.sp_charged;
+	c->req.sp_charged = 0;
 	free(c->att.sbuf);
 	c->att.sbuf = NULL;
 	c->att.slen = c->att.spos = 0;
-	free(c->rs);
-	c->rs = NULL;
-	free(c->inj);
-	c->inj = NULL;
-	c->injlen = 0;
+	free(c->req.rs);
+	c->req.rs = NULL;
+	free(c->req.inj);
+	c->req.inj = NULL;
+	c->req.injlen = 0;
 }
 
 ssize_t
@@ -421,9 +421,9 @@ conn_client_read(struct kv_conn *c, char *buf, size_t len, int head)
 const char *
 conn_request_id(struct kv_conn *c)
 {
-	if (c->reqid[0] == '\0')
-		kv_reqlog_new_id(c->reqid);
-	return c->reqid;
+	if (c->req.id[0] == '\0')
+		kv_reqlog_new_id(c->req.id);
+	return c->req.id;
 }
 
 void

@@ -40,8 +40,8 @@ conn_lease_park(struct kv_conn *c)
 	struct kv_worker *w = c->w;
 	struct kv_ledger_header *hdr = w->ledger->hdr;
 
-	if (c->lease_parked) {
-		if (w->now_ms >= c->lease_until_ms) {
+	if (c->adm.lease_parked) {
+		if (w->now_ms >= c->adm.lease_until_ms) {
 			conn_lease_unpark(c);
 			return lease_refuse(c);
 		}
@@ -57,9 +57,9 @@ conn_lease_park(struct kv_conn *c)
 	if (w->nlease_parked >= KV_LEASE_PARK_MAX ||
 	    (!atomic_load(&hdr->cluster_up) && atomic_load(&hdr->cluster_synced_ms) != 0))
 		return lease_refuse(c);
-	c->lease_parked = 1;
-	c->lease_until_ms = w->now_ms + KV_LEASE_PARK_MS;
-	c->lease_next = w->lease_parked;
+	c->adm.lease_parked = 1;
+	c->adm.lease_until_ms = w->now_ms + KV_LEASE_PARK_MS;
+	c->adm.lease_next = w->lease_parked;
 	w->lease_parked = c;
 	w->nlease_parked++;
 	/* only its leaving matters now; its next request waits for this one */
@@ -74,15 +74,15 @@ conn_lease_unpark(struct kv_conn *c)
 {
 	struct kv_conn **pp;
 
-	if (!c->lease_parked)
+	if (!c->adm.lease_parked)
 		return;
-	for (pp = &c->w->lease_parked; *pp != NULL; pp = &(*pp)->lease_next)
+	for (pp = &c->w->lease_parked; *pp != NULL; pp = &(*pp)->adm.lease_next)
 		if (*pp == c) {
-			*pp = c->lease_next;
+			*pp = c->adm.lease_next;
 			break;
 		}
-	c->lease_next = NULL;
-	c->lease_parked = 0;
+	c->adm.lease_next = NULL;
+	c->adm.lease_parked = 0;
 	c->w->nlease_parked--;
 }
 
@@ -94,7 +94,7 @@ kv_lease_poll(struct kv_worker *w)
 	if (w->lease_parked == NULL || w->now_ms < w->lease_poll_ms + KV_LEASE_POLL_MS)
 		return;
 	w->lease_poll_ms = w->now_ms;
-	for (c = w->lease_parked; c != NULL; c = c->lease_next)
+	for (c = w->lease_parked; c != NULL; c = c->adm.lease_next)
 		conn_ready(c);
 }
 

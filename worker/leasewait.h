@@ -16,7 +16,7 @@
 #include "worker/conn-t.h"
 
 /* C's reservation was refused for want of this host's lease only
- * (kv_ledger_reserve -3). The first time, C is parked (c->lease_parked)
+ * (kv_ledger_reserve -3). The first time, C is parked (c->adm.lease_parked)
  * and the master kicked: returns KV_AGAIN. Again while parked: KV_AGAIN
  * until KV_LEASE_PARK_MS have passed, then the 503 with retry-after: 1
  * (reply_error's KV_REPLY). Also the 503 at once when too many are parked

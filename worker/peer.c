@@ -183,8 +183,8 @@ unsend(struct kv_conn *c)
 	if (!c->req_sent)
 		return;
 	c->req_sent = 0;
-	if (c->resv >= 0)
-		kv_ledger_resv_sent(c->w->slot, c->resv, 0);
+	if (c->adm.resv >= 0)
+		kv_ledger_resv_sent(c->w->slot, c->adm.resv, 0);
 }
 
 enum kv_rc
@@ -232,7 +232,7 @@ peer_next(struct kv_conn *c)
 	}
 	if (s >= 0)
 		atomic_fetch_add(&l->targets[s].retries, 1);
-	kv_log_info("key %s: %s failed (%s): %s to %s", c->keyid, was, f->msg,
+	kv_log_info("key %s: %s failed (%s): %s to %s", c->req.keyid, was, f->msg,
 	    c->fell_back && g != c->ugroup ? "falling back" : "retrying", c->tlabel);
 	return 0;
 }

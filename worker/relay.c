@@ -38,10 +38,10 @@ relay_client_left(struct kv_conn *c)
 
 	if (c->client_gone)
 		return 1;
-	if (c->api == KV_API_OTHER || (c->ri.stream && !cf->on_cut_drain) || !c->req_sent ||
+	if (c->req.api == KV_API_OTHER || (c->req.ri.stream && !cf->on_cut_drain) || !c->req_sent ||
 	    c->resp.pipe_len > 0)
 		return 0;
-	if (c->ri.stream) {
+	if (c->req.ri.stream) {
 		/* on_cut = drain: read on to the usage, within bounds (README
 		 * "What a request is charged"); past them, a cut */
 		c->resp.drain_until_ms = c->w->now_ms + (int64_t)cf->drain_timeout * 1000;

@@ -35,9 +35,9 @@ traffic_headers(struct kv_conn *c)
 		conn_obuf_add(c, c->tlabel, tl);
 		CONN_OBUF_LIT(c, "\r\n");
 	}
-	if (!c->rl_on)
+	if (!c->adm.rl_on)
 		return 0;
-	if ((n = kv_ratelimit_headers(&c->rl, c->obuf + c->olen, c->ocap - c->olen)) == -1)
+	if ((n = kv_ratelimit_headers(&c->adm.rl, c->obuf + c->olen, c->ocap - c->olen)) == -1)
 		return -1;
 	c->olen += (size_t)n;
 	return 0;
@@ -51,7 +51,7 @@ pass_header(const struct kv_conn *c, const struct kv_http_header *h)
 	    kv_http_lit_eq(h->name, "content-length", 14)))
 		return 0;
 	/* Ours replace the provider's: two Allow-Origin values fail in a browser. */
-	return !(c->cors_origin[0] != '\0' && h->name_len > 15 &&
+	return !(c->req.cors_origin[0] != '\0' && h->name_len > 15 &&
 	    kv_http_lit_eq(h->name, "access-control-", 15));
 }
 
@@ -61,7 +61,7 @@ static int
 build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 {
 	const char *reason = kv_http_reason(res->status), *id = conn_request_id(c);
-	size_t i, rl = strlen(reason), kl = strlen(c->keyid), il = strlen(id), ml;
+	size_t i, rl = strlen(reason), kl = strlen(c->req.keyid), il = strlen(id), ml;
 	char rem[32];
 	int n = 0;
 
@@ -80,17 +80,17 @@ build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 		if (pass_header(c, &res->headers[i]))
 			conn_obuf_add_header(c, &res->headers[i]);
 	CONN_OBUF_LIT(c, "x-kilovolt-key: ");
-	conn_obuf_add(c, c->keyid, kl);
+	conn_obuf_add(c, c->req.keyid, kl);
 	CONN_OBUF_LIT(c, "\r\nx-kilovolt-budget-remaining: ");
 	conn_obuf_add(c, rem, ml);
 	CONN_OBUF_LIT(c, "\r\nx-kilovolt-request-id: ");
 	conn_obuf_add(c, id, il);
 	CONN_OBUF_LIT(c, "\r\n");
-	if (c->cors_origin[0] != '\0' && (conn_obuf_reserve(c, 512) == -1 ||
+	if (c->req.cors_origin[0] != '\0' && (conn_obuf_reserve(c, 512) == -1 ||
 	    (n = kv_cors_response_headers(c->obuf + c->olen, c->ocap - c->olen,
-	    c->cors_origin)) == -1))
+	    c->req.cors_origin)) == -1))
 		return -1;
-	if (c->cors_origin[0] != '\0')
+	if (c->req.cors_origin[0] != '\0')
 		c->olen += (size_t)n;
 	if (traffic_headers(c) == -1 || conn_obuf_reserve(c, 64) == -1)
 		return -1;
@@ -98,7 +98,7 @@ build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 		CONN_OBUF_LIT(c, "Transfer-Encoding: chunked\r\n");
 	if (!c->client_keep)
 		CONN_OBUF_LIT(c, "Connection: close\r\n");
-	if (c->client_keep && c->minor == 0)
+	if (c->client_keep && c->req.minor == 0)
 		CONN_OBUF_LIT(c, "Connection: keep-alive\r\n");
 	CONN_OBUF_LIT(c, "\r\n");
 	return 0;
@@ -112,7 +112,7 @@ on_resp_head(struct kv_conn *c, size_t hl)
 
 	c->t_first_ms = c->w->now_ms;
 	c->keep_obuf = 0;
-	if (c->spfd != -1)
+	if (c->req.spfd != -1)
 		conn_request_release(c);	/* answered: the spooled body has gone for good */
 	resp_filter_start(c, res);
 	if (c->client_gone)

@@ -18,12 +18,12 @@ error_headers(struct kv_conn *c, int status, char *buf, size_t len)
 {
 	int n = 0, k = 0;
 
-	if (c->rl_on && (n = kv_ratelimit_headers(&c->rl, buf, len)) == -1)
+	if (c->adm.rl_on && (n = kv_ratelimit_headers(&c->adm.rl, buf, len)) == -1)
 		return -1;
-	if (status == 429 && c->rl.retry_after_s > 0)
+	if (status == 429 && c->adm.rl.retry_after_s > 0)
 		k = snprintf(buf + n, len - (size_t)n,
-		    "retry-after: %lld\r\nx-should-retry: true\r\n", (long long)c->rl.retry_after_s);
-	else if (status == 402 || c->no_retry || status == 429)
+		    "retry-after: %lld\r\nx-should-retry: true\r\n", (long long)c->adm.rl.retry_after_s);
+	else if (status == 402 || c->adm.no_retry || status == 429)
 		k = snprintf(buf + n, len - (size_t)n, "x-should-retry: false\r\n");
 	else if (status == 502 || status == 503 || status == 504)
 		/* Worth another try: an upstream or a resource of ours may be
@@ -45,11 +45,11 @@ reply_error(struct kv_conn *c, int status, const char *msg)
 	if (c->sent_any)
 		return KV_CUT;
 	/* Keep the connection only when the whole request was read. */
-	keep = c->keep_alive && !c->drain && c->body_done &&
+	keep = c->req.keep_alive && !c->drain && c->req.body_done &&
 	    status != 400 && status != 414 && status != 431 && status != 501 &&
 	    status != 505;
-	if (c->keyid[0] != '\0')
-		snprintf(extra, sizeof(extra), "x-kilovolt-key: %s\r\n", c->keyid);
+	if (c->req.keyid[0] != '\0')
+		snprintf(extra, sizeof(extra), "x-kilovolt-key: %s\r\n", c->req.keyid);
 	k = (int)strlen(extra);
 	if (error_headers(c, status, extra + k, sizeof(extra) - (size_t)k) == -1)
 		extra[k] = '\0';
@@ -57,14 +57,14 @@ reply_error(struct kv_conn *c, int status, const char *msg)
 	snprintf(extra + xl, sizeof(extra) - xl, "x-kilovolt-request-id: %s\r\n",
 	    conn_request_id(c));
 	xl = strlen(extra);
-	if (c->cors_origin[0] != '\0')	/* so a browser app can read the error */
-		(void)kv_cors_response_headers(extra + xl, sizeof(extra) - xl, c->cors_origin);
+	if (c->req.cors_origin[0] != '\0')	/* so a browser app can read the error */
+		(void)kv_cors_response_headers(extra + xl, sizeof(extra) - xl, c->req.cors_origin);
 	free(c->obuf);
 	c->obuf = NULL;
 	c->olen = c->opos = c->ocap = 0;
 	if (conn_obuf_reserve(c, 2048) == -1 ||
-	    (n = kv_error_response_typed(c->obuf, c->ocap, c->anthropic, status,
-	    status == 429 && c->rl.refused_by == 't' ? "tokens" : NULL, msg,
+	    (n = kv_error_response_typed(c->obuf, c->ocap, c->req.anthropic, status,
+	    status == 429 && c->adm.rl.refused_by == 't' ? "tokens" : NULL, msg,
 	    keep, extra)) == -1)
 		return KV_CLOSE;
 	c->olen = (size_t)n;
@@ -79,18 +79,18 @@ reply_error(struct kv_conn *c, int status, const char *msg)
 enum kv_rc
 reply_preflight(struct kv_conn *c, const struct kv_http_request *req)
 {
-	int n, keep = c->keep_alive && !c->drain && c->body_done;
+	int n, keep = c->req.keep_alive && !c->drain && c->req.body_done;
 
 	free(c->obuf);
 	c->obuf = NULL;
 	c->olen = c->opos = c->ocap = 0;
 	if (conn_obuf_reserve(c, 2048) == -1 ||
-	    (n = kv_cors_preflight_response(c->obuf, c->ocap, c->cors_origin, req, keep,
+	    (n = kv_cors_preflight_response(c->obuf, c->ocap, c->req.cors_origin, req, keep,
 	    conn_request_id(c))) == -1) {
 		return KV_CLOSE;
 	}
 	c->olen = (size_t)n;
-	c->status = c->cors_origin[0] != '\0' ? 204 : 403;
+	c->status = c->req.cors_origin[0] != '\0' ? 204 : 403;
 	c->client_keep = keep;
 	return KV_REPLY;
 }

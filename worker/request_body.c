@@ -21,7 +21,7 @@ spool_charge(struct kv_conn *c, int64_t n)
 	if (w->spool_bytes + (uint64_t)n > w->cf->spool_max)
 		return -1;
 	w->spool_bytes += (uint64_t)n;
-	c->sp_charged += n;
+	c->req.sp_charged += n;
 	return 0;
 }
 
@@ -31,23 +31,23 @@ spool_charge(struct kv_conn *c, int64_t n)
 static int
 spool_start(struct kv_conn *c, const char **msg)
 {
-	int64_t want = c->chunked_req ? (int64_t)c->ilen : c->body_bytes + c->body_left;
+	int64_t want = c->req.chunked ? (int64_t)c->req.ilen : c->req.body_bytes + c->req.body_left;
 
 	*msg = "the gateway's request spool is full, retry later";
 	if (spool_charge(c, want) == -1)
 		return -1;
-	if ((c->spfd = kv_spool_open(c->w->cf)) == -1) {
+	if ((c->req.spfd = kv_spool_open(c->w->cf)) == -1) {
 		kv_log_warn("KV0504", "cannot create a request spool file");
 		*msg = "the gateway cannot spool the request body, retry later";
 		return -1;
 	}
-	if (c->ilen > 0 && kv_spool_append(c->spfd, c->ibuf, c->ilen) == -1) {
+	if (c->req.ilen > 0 && kv_spool_append(c->req.spfd, c->req.ibuf, c->req.ilen) == -1) {
 		kv_log_warn("KV0505", "writing the request spool");
 		*msg = "the gateway cannot spool the request body, retry later";
 		return -1;
 	}
-	free(c->ibuf);
-	c->ibuf = NULL;
+	free(c->req.ibuf);
+	c->req.ibuf = NULL;
 	return 0;
 }
 
@@ -60,31 +60,31 @@ body_take(struct kv_conn *c, const char *p, size_t n, const char **msg)
 
 	if (n == 0)
 		return 0;
-	c->body_bytes += (int64_t)n;
-	if (cf->max_body > 0 && c->body_bytes > (int64_t)cf->max_body) {
+	c->req.body_bytes += (int64_t)n;
+	if (cf->max_body > 0 && c->req.body_bytes > (int64_t)cf->max_body) {
 		*msg = "request body exceeds max_body";
 		return 413;
 	}
-	if (c->rs != NULL && kv_reqscan_feed(c->rs, p, n) == -1) {
-		*msg = c->rs->err;
+	if (c->req.rs != NULL && kv_reqscan_feed(c->req.rs, p, n) == -1) {
+		*msg = c->req.rs->err;
 		return 400;
 	}
-	if (c->spfd == -1 && c->ilen + n <= c->icap) {
-		if (c->ibuf == NULL && (c->ibuf = malloc(c->icap)) == NULL) {
+	if (c->req.spfd == -1 && c->req.ilen + n <= c->req.icap) {
+		if (c->req.ibuf == NULL && (c->req.ibuf = malloc(c->req.icap)) == NULL) {
 			*msg = "out of memory";
 			return 503;
 		}
-		memcpy(c->ibuf + c->ilen, p, n);
-		c->ilen += n;
+		memcpy(c->req.ibuf + c->req.ilen, p, n);
+		c->req.ilen += n;
 		return 0;
 	}
-	if (c->spfd == -1 && spool_start(c, msg) == -1)
+	if (c->req.spfd == -1 && spool_start(c, msg) == -1)
 		return 503;
-	if (c->chunked_req && spool_charge(c, (int64_t)n) == -1) {
+	if (c->req.chunked && spool_charge(c, (int64_t)n) == -1) {
 		*msg = "the gateway's request spool is full, retry later";
 		return 503;
 	}
-	if (kv_spool_append(c->spfd, p, n) == -1) {
+	if (kv_spool_append(c->req.spfd, p, n) == -1) {
 		kv_log_warn("KV0505", "writing the request spool");
 		*msg = "the gateway cannot spool the request body, retry later";
 		return 503;
@@ -101,23 +101,23 @@ body_consume(struct kv_conn *c, const char **msg)
 	ssize_t n;
 	int st;
 
-	while (c->cpos < c->clen && !c->body_done) {
-		if (!c->chunked_req) {
+	while (c->cpos < c->clen && !c->req.body_done) {
+		if (!c->req.chunked) {
 			n = (ssize_t)(c->clen - c->cpos);
-			if ((int64_t)n > c->body_left)
-				n = (ssize_t)c->body_left;
+			if ((int64_t)n > c->req.body_left)
+				n = (ssize_t)c->req.body_left;
 			data = c->cbuf + c->cpos;
 			dlen = (size_t)n;
-			c->body_left -= n;
-			c->body_done = c->body_left == 0;
+			c->req.body_left -= n;
+			c->req.body_done = c->req.body_left == 0;
 		} else {
-			n = kv_chunked_feed(&c->req_dec, c->cbuf + c->cpos, c->clen - c->cpos,
+			n = kv_chunked_feed(&c->req.dec, c->cbuf + c->cpos, c->clen - c->cpos,
 			    &data, &dlen);
 			if (n == -1) {
 				*msg = "malformed chunked request body";
 				return 400;
 			}
-			c->body_done = c->req_dec.done;
+			c->req.body_done = c->req.dec.done;
 		}
 		c->cpos += (size_t)n;
 		if ((st = body_take(c, data, dlen, msg)) != 0)
@@ -138,10 +138,10 @@ body_read_into(struct kv_conn *c, char **buf, size_t *want)
 {
 	struct kv_worker *w = c->w;
 
-	if (c->spfd != -1 && !c->chunked_req && c->cpos == c->clen &&
+	if (c->req.spfd != -1 && !c->req.chunked && c->cpos == c->clen &&
 	    (w->spool_io != NULL || (w->spool_io = malloc(KV_SPOOL_IO)) != NULL)) {
 		*buf = w->spool_io;
-		*want = c->body_left < KV_SPOOL_IO ? (size_t)c->body_left : KV_SPOOL_IO;
+		*want = c->req.body_left < KV_SPOOL_IO ? (size_t)c->req.body_left : KV_SPOOL_IO;
 		return 1;
 	}
 	if (c->cpos == c->clen)		/* keep the head, reuse the rest */
@@ -152,8 +152,8 @@ body_read_into(struct kv_conn *c, char **buf, size_t *want)
 	    c->head_len + KV_BODY_WINDOW - c->clen : 0;
 	if (*want == 0 || *want > KV_CBUF_SIZE - c->clen)
 		*want = KV_CBUF_SIZE - c->clen;
-	if (!c->chunked_req && (int64_t)*want > c->body_left)
-		*want = (size_t)c->body_left;
+	if (!c->req.chunked && (int64_t)*want > c->req.body_left)
+		*want = (size_t)c->req.body_left;
 	*buf = c->cbuf + c->clen;
 	return 0;
 }
@@ -177,7 +177,7 @@ request_body(struct kv_conn *c)
 	for (;;) {
 		if ((st = body_consume(c, &msg)) != 0)
 			return body_refuse(c, st, msg);
-		if (c->body_done)
+		if (c->req.body_done)
 			return KV_NEXT;
 		direct = body_read_into(c, &buf, &want);
 		n = conn_client_read(c, buf, want, 0);
@@ -191,8 +191,8 @@ request_body(struct kv_conn *c)
 			c->clen += (size_t)n;
 			continue;
 		}
-		c->body_left -= n;
-		c->body_done = c->body_left == 0;
+		c->req.body_left -= n;
+		c->req.body_done = c->req.body_left == 0;
 		if ((st = body_take(c, buf, (size_t)n, &msg)) != 0)
 			return body_refuse(c, st, msg);
 	}

@@ -6,7 +6,7 @@
 #include "worker/conn-t.h"
 
 /* CS_BODY: read, decode (chunked) and scan the body, keeping it in the
- * window (c->ibuf) or the spool (c->spfd); KV_NEXT once it is whole.
+ * window (c->req.ibuf) or the spool (c->req.spfd); KV_NEXT once it is whole.
  * Refuses a body past max_body (413), a malformed one (400) or one the
  * spool cannot take (503, retry-after 5): KV_REPLY. */
 enum kv_rc request_body(struct kv_conn *c);

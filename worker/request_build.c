@@ -52,11 +52,11 @@ want_header(const struct kv_conn *c, const struct kv_http_header *h)
 static int
 overwrite_body(struct kv_conn *c, const char *t, size_t n, uint64_t off, const char **msg)
 {
-	if (c->spfd == -1) {
-		memcpy(c->ibuf + off, t, n);
+	if (c->req.spfd == -1) {
+		memcpy(c->req.ibuf + off, t, n);
 		return 0;
 	}
-	if (pwrite(c->spfd, t, n, (off_t)off) != (ssize_t)n) {
+	if (pwrite(c->req.spfd, t, n, (off_t)off) != (ssize_t)n) {
 		kv_log_warn("KV0547", "writing the request spool");
 		*msg = "the gateway cannot write the spooled request body";
 		return 503;
@@ -69,8 +69,8 @@ overwrite_body(struct kv_conn *c, const char *t, size_t n, uint64_t off, const c
 static int
 overwrite_iu(struct kv_conn *c, const char **msg)
 {
-	return overwrite_body(c, c->ri.so_iu_len == 5 ? "true " : "true",
-	    (size_t)c->ri.so_iu_len, c->ri.so_iu_off, msg);
+	return overwrite_body(c, c->req.ri.so_iu_len == 5 ? "true " : "true",
+	    (size_t)c->req.ri.so_iu_len, c->req.ri.so_iu_off, msg);
 }
 
 /* Usage is always asked for (issue 11): a streamed chat or legacy
@@ -89,7 +89,7 @@ build_inject(struct kv_conn *c, const char **msg)
 {
 	static const char member[] = "\"stream_options\":{\"include_usage\":true}",
 	    iu[] = ",\"include_usage\":true";
-	const struct kv_request_info *ri = &c->ri;
+	const struct kv_request_info *ri = &c->req.ri;
 	int merge = ri->has_stream_options, first, s;
 	size_t at = 0;
 
@@ -101,9 +101,9 @@ build_inject(struct kv_conn *c, const char **msg)
 	if (merge && ri->so_start == 0 && ri->so_null_off > 0) {
 		if ((s = overwrite_body(c, "{}  ", 4, ri->so_null_off, msg)) != 0)
 			return s;
-		c->ri.so_start = ri->so_null_off;
-		c->ri.so_end = ri->so_null_off + 1;
-		c->ri.so_members = 0;
+		c->req.ri.so_start = ri->so_null_off;
+		c->req.ri.so_end = ri->so_null_off + 1;
+		c->req.ri.so_members = 0;
 	}
 	if (merge && ri->so_start == 0) {
 		*msg = "a streamed request needs usage to be metered: send stream_options "
@@ -113,20 +113,20 @@ build_inject(struct kv_conn *c, const char **msg)
 	if (merge && ri->so_has_iu)
 		return overwrite_iu(c, msg);
 	first = merge && ri->so_members == 0;
-	c->injlen = merge ? sizeof(iu) - 1 - (size_t)first : (ri->members > 0) + sizeof(member) - 1;
-	if ((c->inj = malloc(c->injlen)) == NULL) {
+	c->req.injlen = merge ? sizeof(iu) - 1 - (size_t)first : (ri->members > 0) + sizeof(member) - 1;
+	if ((c->req.inj = malloc(c->req.injlen)) == NULL) {
 		*msg = "out of memory";
 		return 503;
 	}
 	if (merge) {
-		memcpy(c->inj, iu + first, c->injlen);
-		c->inj_at = (int64_t)ri->so_end;
+		memcpy(c->req.inj, iu + first, c->req.injlen);
+		c->req.inj_at = (int64_t)ri->so_end;
 		return 0;
 	}
 	if (ri->members > 0)
-		c->inj[at++] = ',';
-	memcpy(c->inj + at, member, sizeof(member) - 1);
-	c->inj_at = (int64_t)ri->obj_end;
+		c->req.inj[at++] = ',';
+	memcpy(c->req.inj + at, member, sizeof(member) - 1);
+	c->req.inj_at = (int64_t)ri->obj_end;
 	return 0;
 }
 
@@ -139,7 +139,7 @@ own_lines(struct kv_conn *c, const struct kv_http_request *req, size_t kl)
 	const struct kv_upstream *up = c->rt->cf;
 
 	if (up->api_key != NULL) {
-		if (c->auth_x_api_key)
+		if (c->req.auth_x_api_key)
 			CONN_OBUF_LIT(c, "x-api-key: ");
 		else
 			CONN_OBUF_LIT(c, "Authorization: Bearer ");
@@ -147,10 +147,10 @@ own_lines(struct kv_conn *c, const struct kv_http_request *req, size_t kl)
 		CONN_OBUF_LIT(c, "\r\n");
 	}
 	/* The whole body was read: always our own Content-Length framing. */
-	if (c->body_bytes > 0 || c->chunked_req ||
+	if (c->req.body_bytes > 0 || c->req.chunked ||
 	    kv_http_find(req->headers, req->nheaders, "content-length") != NULL) {
 		CONN_OBUF_LIT(c, "Content-Length: ");
-		c->olen += kv_fmt_i64(c->obuf + c->olen, c->body_bytes + (int64_t)c->injlen);
+		c->olen += kv_fmt_i64(c->obuf + c->olen, c->req.body_bytes + (int64_t)c->req.injlen);
 		CONN_OBUF_LIT(c, "\r\n");
 	}
 	CONN_OBUF_LIT(c, "Connection: keep-alive\r\n\r\n");
@@ -174,23 +174,23 @@ build_request(struct kv_conn *c)
 			return -1;
 		c->head_parse = ++c->w->req_parse;
 	}
-	ml = strlen(c->method);
+	ml = strlen(c->req.method);
 	bl = strlen(up->base_path);
-	tl = strlen(c->target);
+	tl = strlen(c->req.target);
 	hl = strlen(up->host_header);
 	kl = up->api_key != NULL ? strlen(up->api_key) : 0;
 	/* Room for the whole head, written without a check per piece: each
 	 * forwarded line takes at most one byte more than in the client's
 	 * head (": "), and 256 covers the request line's and our own lines. */
 	need = c->head_len + req->nheaders + bl + hl + kl + 256;
-	if (c->spfd == -1)
-		need += c->ilen + c->injlen;
+	if (c->req.spfd == -1)
+		need += c->req.ilen + c->req.injlen;
 	if (conn_obuf_reserve(c, need) == -1)
 		return -1;
-	conn_obuf_add(c, c->method, ml);
+	conn_obuf_add(c, c->req.method, ml);
 	CONN_OBUF_LIT(c, " ");
 	conn_obuf_add(c, up->base_path, bl);
-	conn_obuf_add(c, c->target, tl);
+	conn_obuf_add(c, c->req.target, tl);
 	CONN_OBUF_LIT(c, " HTTP/1.1\r\nHost: ");
 	conn_obuf_add(c, up->host_header, hl);
 	CONN_OBUF_LIT(c, "\r\n");
@@ -198,13 +198,13 @@ build_request(struct kv_conn *c)
 		if (want_header(c, &req->headers[i]))
 			conn_obuf_add_header(c, &req->headers[i]);
 	own_lines(c, req, kl);
-	if (c->spfd != -1)
+	if (c->req.spfd != -1)
 		return 0;	/* the body follows from the spool */
-	if (c->inj != NULL)
-		return conn_obuf_put(c, c->ibuf, (size_t)c->inj_at) == -1 ||
-		    conn_obuf_put(c, c->inj, c->injlen) == -1 ||
-		    conn_obuf_put(c, c->ibuf + c->inj_at, c->ilen - (size_t)c->inj_at) == -1 ? -1 : 0;
-	return conn_obuf_put(c, c->ibuf, c->ilen);
+	if (c->req.inj != NULL)
+		return conn_obuf_put(c, c->req.ibuf, (size_t)c->req.inj_at) == -1 ||
+		    conn_obuf_put(c, c->req.inj, c->req.injlen) == -1 ||
+		    conn_obuf_put(c, c->req.ibuf + c->req.inj_at, c->req.ilen - (size_t)c->req.inj_at) == -1 ? -1 : 0;
+	return conn_obuf_put(c, c->req.ibuf, c->req.ilen);
 }
 
 /* Requests in flight in this worker up to which a request keeps its whole
@@ -221,7 +221,7 @@ build_first(struct kv_conn *c)
 	const char *msg;
 	int s;
 
-	if (c->force_usage && (s = build_inject(c, &msg)) != 0)
+	if (c->req.force_usage && (s = build_inject(c, &msg)) != 0)
 		return reply_error(c, s, msg);
 	if (build_request(c) == -1)
 		return reply_error(c, 502, "cannot build the upstream request");
@@ -239,9 +239,9 @@ build_first(struct kv_conn *c)
 			c->ocap = c->olen;
 		}
 	}
-	free(c->ibuf);
-	c->ibuf = NULL;
-	c->ilen = c->icap = 0;
+	free(c->req.ibuf);
+	c->req.ibuf = NULL;
+	c->req.ilen = c->req.icap = 0;
 	if (c->cpos == c->clen) {
 		/* The head was rebuilt into obuf: a stream waiting for its
 		 * upstream connection must not hold the 20 KB head buffer too. */

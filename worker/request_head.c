@@ -24,12 +24,12 @@ note_anthropic_client(struct kv_conn *c, const struct kv_http_request *req)
 {
 	size_t i;
 
-	c->anthropic_client = c->auth_x_api_key;
-	for (i = 0; i < req->nheaders && !c->anthropic_client; i++)
-		c->anthropic_client = req->headers[i].name_len == 17 &&
+	c->req.anthropic_client = c->req.auth_x_api_key;
+	for (i = 0; i < req->nheaders && !c->req.anthropic_client; i++)
+		c->req.anthropic_client = req->headers[i].name_len == 17 &&
 		    kv_http_lit_eq(req->headers[i].name, "anthropic-version", 17);
-	if (c->anthropic_client && kv_config_shared_path(c->target))
-		c->anthropic = 1;
+	if (c->req.anthropic_client && kv_config_shared_path(c->req.target))
+		c->req.anthropic = 1;
 }
 
 /* A metered body is scanned, and a scanner cannot read a coded body. */
@@ -81,56 +81,56 @@ on_head(struct kv_conn *c, size_t hl)
 	c->t_start_ms = c->w->now_ms;
 	c->head_len = hl;
 	c->cpos = hl;
-	/* the parser bounds a method to KV_HTTP_MAX_METHOD bytes, c->method's
+	/* the parser bounds a method to KV_HTTP_MAX_METHOD bytes, c->req.method's
 	 * size less its NUL; a copy, not a format, on every request */
-	_Static_assert(sizeof(c->method) == KV_HTTP_MAX_METHOD + 1, "a method fits");
-	memcpy(c->method, req->method, req->method_len);
-	c->method[req->method_len] = '\0';
-	if ((c->target = strndup(req->target, req->target_len)) == NULL)
+	_Static_assert(sizeof(c->req.method) == KV_HTTP_MAX_METHOD + 1, "a method fits");
+	memcpy(c->req.method, req->method, req->method_len);
+	c->req.method[req->method_len] = '\0';
+	if ((c->req.target = strndup(req->target, req->target_len)) == NULL)
 		return reply_error(c, 503, "out of memory");
-	c->minor = req->minor;
-	c->keep_alive = req->keep_alive;
-	c->is_head = strcmp(c->method, "HEAD") == 0;
-	c->api = kv_endpoint_api(c->method, req->target, req->target_len);
-	c->anthropic = kv_endpoint_anthropic(req->target, req->target_len);
-	c->chunked_req = req->chunked;
-	c->body_left = req->chunked ? 0 : (req->content_length > 0 ? req->content_length : 0);
-	c->body_done = !req->chunked && c->body_left == 0;
+	c->req.minor = req->minor;
+	c->req.keep_alive = req->keep_alive;
+	c->req.is_head = strcmp(c->req.method, "HEAD") == 0;
+	c->req.api = kv_endpoint_api(c->req.method, req->target, req->target_len);
+	c->req.anthropic = kv_endpoint_anthropic(req->target, req->target_len);
+	c->req.chunked = req->chunked;
+	c->req.body_left = req->chunked ? 0 : (req->content_length > 0 ? req->content_length : 0);
+	c->req.body_done = !req->chunked && c->req.body_left == 0;
 	/* Before anything else: a target a provider might read differently
 	 * from how we classify it is never forwarded. */
 	if (kv_target_check(req->target, req->target_len, &why) == -1)
 		return reply_error(c, 400, why);
 	/* CORS: a preflight is answered here, before any credential. */
-	kv_cors_origin(cf->cors_origins, req, c->cors_origin);
-	if (kv_cors_is_preflight(c->method, req))
+	kv_cors_origin(cf->cors_origins, req, c->req.cors_origin);
+	if (kv_cors_is_preflight(c->req.method, req))
 		return reply_preflight(c, req);
-	if ((r = kv_cred_find(req, c->target, &key, &klen, &c->auth_x_api_key, &why)) == -2)
+	if ((r = kv_cred_find(req, c->req.target, &key, &klen, &c->req.auth_x_api_key, &why)) == -2)
 		return reply_error(c, 400, why);
 	if (r == -1)
 		return reply_error(c, 401, "missing API key: send Authorization: Bearer KEY or x-api-key: KEY");
-	key_hash(key, klen, c->keyhash);
-	kv_key_id(c->keyhash, c->keyid);
+	key_hash(key, klen, c->req.keyhash);
+	kv_key_id(c->req.keyhash, c->req.keyid);
 	note_anthropic_client(c, req);
 	if (cf->max_body > 0 && req->content_length > (int64_t)cf->max_body)
 		return reply_error(c, 413, "request body exceeds max_body");
-	if (c->body_done)
+	if (c->req.body_done)
 		return KV_NEXT;
-	if (c->api != KV_API_OTHER && coded_body(req))
+	if (c->req.api != KV_API_OTHER && coded_body(req))
 		return reply_error(c, 415, "a Content-Encoding other than identity: send the body "
 		    "uncompressed, kilovolt reads it to admit the request");
-	if (c->api != KV_API_OTHER) {
-		if ((c->rs = malloc(sizeof(*c->rs))) == NULL)
+	if (c->req.api != KV_API_OTHER) {
+		if ((c->req.rs = malloc(sizeof(*c->req.rs))) == NULL)
 			return reply_error(c, 503, "out of memory");
-		kv_reqscan_init(c->rs, c->api);
+		kv_reqscan_init(c->req.rs, c->req.api);
 	}
 	if (req->expect_continue) {
 		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
 		/* A fresh socket takes 25 bytes; if not, the client sends anyway. */
 		(void)send(c->cfd, cont, sizeof(cont) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 	}
-	kv_chunked_init(&c->req_dec);
-	c->icap = c->chunked_req || c->body_left > KV_BODY_WINDOW ? KV_BODY_WINDOW :
-	    (size_t)c->body_left;
+	kv_chunked_init(&c->req.dec);
+	c->req.icap = c->req.chunked || c->req.body_left > KV_BODY_WINDOW ? KV_BODY_WINDOW :
+	    (size_t)c->req.body_left;
 	return KV_NEXT;
 }
 
@@ -158,7 +158,7 @@ request_head(struct kv_conn *c)
 					kv_log_warnx("KV0804", "a client spoke HTTP/2 (prior "
 					    "knowledge): HTTP/1.1 is required; answered 505");
 				c->t_start_ms = c->w->now_ms;
-				snprintf(c->method, sizeof(c->method), "-");
+				snprintf(c->req.method, sizeof(c->req.method), "-");
 				return reply_error(c, status, reason);
 			}
 			if (c->clen >= KV_CBUF_SIZE)

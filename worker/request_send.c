@@ -108,7 +108,7 @@ send_head(struct kv_conn *c)
 		c->cpos = c->clen = 0;
 		c->head_parse = 0;
 	}
-	if (c->spfd == -1)
+	if (c->req.spfd == -1)
 		return KV_DONE;
 	c->att.send_step = SEND_SPOOL;
 	return KV_NEXT;
@@ -135,25 +135,25 @@ spool_sent(struct kv_conn *c)
 static int
 spool_piece(struct kv_conn *c)
 {
-	int64_t total = c->body_bytes + (int64_t)c->injlen, at = c->inj != NULL ? c->inj_at : total;
+	int64_t total = c->req.body_bytes + (int64_t)c->req.injlen, at = c->req.inj != NULL ? c->req.inj_at : total;
 	int64_t fpos, end;
 	size_t want;
 	ssize_t n;
 
-	if (c->inj != NULL && c->att.sp_off >= at && c->att.sp_off < at + (int64_t)c->injlen) {
-		want = (size_t)(at + (int64_t)c->injlen - c->att.sp_off);
-		memcpy(c->att.sbuf, c->inj + (c->att.sp_off - at), want);
+	if (c->req.inj != NULL && c->att.sp_off >= at && c->att.sp_off < at + (int64_t)c->req.injlen) {
+		want = (size_t)(at + (int64_t)c->req.injlen - c->att.sp_off);
+		memcpy(c->att.sbuf, c->req.inj + (c->att.sp_off - at), want);
 		c->att.slen = want;
 		c->att.spos = 0;
 		c->att.sp_off += (int64_t)want;
 		return 1;
 	}
-	fpos = c->att.sp_off < at ? c->att.sp_off : c->att.sp_off - (int64_t)c->injlen;
-	end = c->att.sp_off < at ? at : c->body_bytes;
+	fpos = c->att.sp_off < at ? c->att.sp_off : c->att.sp_off - (int64_t)c->req.injlen;
+	end = c->att.sp_off < at ? at : c->req.body_bytes;
 	if (!kv_stream_tls(&c->att.uc->s) && c->w->splice_ok) {
 		off_t o = (off_t)fpos;
 
-		n = sendfile(c->att.uc->s.fd, c->spfd, &o, (size_t)(end - fpos < (1 << 20) ?
+		n = sendfile(c->att.uc->s.fd, c->req.spfd, &o, (size_t)(end - fpos < (1 << 20) ?
 		    end - fpos : (1 << 20)));
 		if (n > 0) {
 			c->att.sp_off += n;
@@ -167,7 +167,7 @@ spool_piece(struct kv_conn *c)
 			return -1;
 	}
 	want = (size_t)(end - fpos < KV_SPOOL_STAGE ? end - fpos : KV_SPOOL_STAGE);
-	if ((n = kv_spool_pread(c->spfd, c->att.sbuf, want, fpos)) != (ssize_t)want) {
+	if ((n = kv_spool_pread(c->req.spfd, c->att.sbuf, want, fpos)) != (ssize_t)want) {
 		kv_log_warn("KV0507", "reading the request spool");
 		return -1;
 	}
@@ -198,7 +198,7 @@ send_spool(struct kv_conn *c)
 			continue;
 		}
 		c->att.slen = c->att.spos = 0;
-		if (c->att.sp_off == c->body_bytes + (int64_t)c->injlen)
+		if (c->att.sp_off == c->req.body_bytes + (int64_t)c->req.injlen)
 			return spool_sent(c);
 		if ((r = spool_piece(c)) == 0) {
 			return conn_wait_upstream(c, EPOLLOUT);

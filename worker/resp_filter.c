@@ -73,7 +73,7 @@ payload(struct kv_conn *c, const char *p, size_t len)
 		kv_usage_feed(&c->resp.scan, p, len);
 	if (!c->resp.reframe)
 		return 0;
-	return c->inject && c->resp.scan_on ? kv_sse_filter_feed(&c->resp.sse, p, len) : emit(c, p, len);
+	return c->req.inject && c->resp.scan_on ? kv_sse_filter_feed(&c->resp.sse, p, len) : emit(c, p, len);
 }
 
 ssize_t
@@ -139,7 +139,7 @@ resp_filter_start(struct kv_conn *c, const struct kv_http_response *res)
 
 	c->status = res->status;
 	c->resp.left = -1;
-	if (res->no_body || c->is_head) {
+	if (res->no_body || c->req.is_head) {
 		c->resp.left = 0;
 		c->resp.done = 1;
 	} else if (res->chunked) {
@@ -151,15 +151,15 @@ resp_filter_start(struct kv_conn *c, const struct kv_http_response *res)
 	} else
 		c->resp.until_close = 1;
 	c->resp.up_keepalive = res->keep_alive && !c->resp.until_close;
-	c->resp.scan_on = c->status >= 200 && c->status < 300 && c->api != KV_API_OTHER && !c->resp.done;
+	c->resp.scan_on = c->status >= 200 && c->status < 300 && c->req.api != KV_API_OTHER && !c->resp.done;
 	sse = c->resp.scan_on && is_sse(res);
 	if (c->resp.scan_on)
-		kv_usage_init(&c->resp.scan, c->api, sse);
+		kv_usage_init(&c->resp.scan, c->req.api, sse);
 	/* We rewrite the framing when we drop the injected usage event, and
 	 * for HTTP/1.0 clients, which cannot read chunked. */
-	c->resp.reframe = (c->inject && sse) || (c->minor == 0 && c->resp.chunked);
+	c->resp.reframe = (c->req.inject && sse) || (c->req.minor == 0 && c->resp.chunked);
 	kv_sse_filter_init(&c->resp.sse, sse_out, c);
-	c->resp.out_chunked = c->resp.reframe && c->minor == 1;
-	c->client_keep = c->keep_alive && !c->drain && !c->w->draining &&
+	c->resp.out_chunked = c->resp.reframe && c->req.minor == 1;
+	c->client_keep = c->req.keep_alive && !c->drain && !c->w->draining &&
 	    !(c->resp.until_close && !c->resp.out_chunked) && !(c->resp.reframe && !c->resp.out_chunked);
 }

@@ -23,14 +23,14 @@
 static int64_t
 sent_estimate_nusd(struct kv_conn *c)
 {
-	const struct kv_price *p = c->price;
-	struct kv_usage u = { .input = c->body_bytes / 4,
-	    .output = kv_charge_cut_output(c->out_bound, 0) };
+	const struct kv_price *p = c->adm.price;
+	struct kv_usage u = { .input = c->req.body_bytes / 4,
+	    .output = kv_charge_cut_output(c->adm.out_bound, 0) };
 	int64_t cost;
 
 	/* the multipliers it asked for: no usage will say otherwise */
-	kv_dims_charge(&c->ri, kv_dims_region(c->rt != NULL ? c->rt->cf : NULL), 0, 0, &u);
-	if (p == NULL || c->api == KV_API_OTHER || kv_cost(p, &u, &cost) == -1)
+	kv_dims_charge(&c->req.ri, kv_dims_region(c->rt != NULL ? c->rt->cf : NULL), 0, 0, &u);
+	if (p == NULL || c->req.api == KV_API_OTHER || kv_cost(p, &u, &cost) == -1)
 		return 0;
 	return cost;
 }
@@ -44,11 +44,11 @@ static void
 traffic_settle(struct kv_conn *c, const struct kv_usage *u)
 {
 	peer_finish(c);
-	if (c->resv < 0)
+	if (c->adm.resv < 0)
 		return;
 	kv_ledger_op_begin(c->w->ledger);
-	kv_ratelimit_settle(c->w->ledger, c->w->slot, c->resv,
-	    kv_ratelimit_tokens(u, c->anthropic), c->rl_sent);
+	kv_ratelimit_settle(c->w->ledger, c->w->slot, c->adm.resv,
+	    kv_ratelimit_tokens(u, c->req.anthropic), c->adm.rl_sent);
 	kv_ledger_op_end(c->w->ledger);
 }
 
@@ -57,10 +57,10 @@ traffic_settle(struct kv_conn *c, const struct kv_usage *u)
 static void
 traffic_sent(struct kv_conn *c)
 {
-	if (c->resv >= 0 && c->rl_on && c->rl_sent == 0) {
+	if (c->adm.resv >= 0 && c->adm.rl_on && c->adm.rl_sent == 0) {
 		kv_ledger_op_begin(c->w->ledger);
-		c->rl_sent = kv_ratelimit_sent(c->w->slot, c->resv, c->body_bytes / 4);
-		kv_ratelimit_lease_sent(c->w->ledger, c->acct, c->rl_sent);
+		c->adm.rl_sent = kv_ratelimit_sent(c->w->slot, c->adm.resv, c->req.body_bytes / 4);
+		kv_ratelimit_lease_sent(c->w->ledger, c->adm.acct, c->adm.rl_sent);
 		kv_ledger_op_end(c->w->ledger);
 	}
 }
@@ -69,9 +69,9 @@ void
 settle_mark_sent(struct kv_conn *c)
 {
 	c->req_sent = 1;
-	if (c->resv >= 0 && c->api != KV_API_OTHER)
-		kv_ledger_resv_sent(c->w->slot, c->resv, sent_estimate_nusd(c));
-	if (c->api != KV_API_OTHER)
+	if (c->adm.resv >= 0 && c->req.api != KV_API_OTHER)
+		kv_ledger_resv_sent(c->w->slot, c->adm.resv, sent_estimate_nusd(c));
+	if (c->req.api != KV_API_OTHER)
 		traffic_sent(c);
 }
 
@@ -90,15 +90,15 @@ charge_usage(struct kv_conn *c, struct kv_usage *u)
 	int64_t out;
 
 	memset(u, 0, sizeof(*u));
-	if (c->api == KV_API_OTHER)
+	if (c->req.api == KV_API_OTHER)
 		return 0;
 	if (c->t_first_ms == 0) {
 		/* no response head: ours (504, 502, 499) or nothing; the
 		 * provider got it whole and may have generated it all */
 		if (!c->req_sent)
 			return 0;
-		u->input = c->body_bytes / 4;
-		u->output = kv_charge_cut_output(c->out_bound, 0);
+		u->input = c->req.body_bytes / 4;
+		u->output = kv_charge_cut_output(c->adm.out_bound, 0);
 		u->estimated = 1;
 		return 1;
 	}
@@ -107,8 +107,8 @@ charge_usage(struct kv_conn *c, struct kv_usage *u)
 		 * reached it: the backend may have read it all and generated to
 		 * the limit (and billed it) before that. Charged as reserved:
 		 * the input estimate and all the output it may have made. */
-		u->input = c->body_bytes / 4;
-		u->output = c->out_bound;
+		u->input = c->req.body_bytes / 4;
+		u->output = c->adm.out_bound;
 		u->estimated = 1;
 		return 1;
 	}
@@ -121,13 +121,13 @@ charge_usage(struct kv_conn *c, struct kv_usage *u)
 	if (found != NULL && found->found)
 		*u = *found;	/* exact input and cache fields, output so far */
 	else
-		u->input = c->body_bytes / 4;
+		u->input = c->req.body_bytes / 4;
 	/* cut before the final usage (client gone, upstream broken off, an
 	 * Anthropic error event): hidden tokens may have been billed */
 	out = c->resp.scan_on ? kv_usage_output_estimate(&c->resp.scan) : 0;
 	if (u->output < out)
 		u->output = out;
-	u->output = kv_charge_cut_output(c->out_bound, u->output);
+	u->output = kv_charge_cut_output(c->adm.out_bound, u->output);
 	u->found = 0;
 	u->estimated = 1;
 	return 1;
@@ -145,18 +145,18 @@ charge_notes(struct kv_conn *c, const char *model, int flags, const struct kv_pr
 		kv_log_warnx("KV0440", "no price for model '%s' and no [price default]: charged 0",
 		    esc);
 	if (flags & KV_CHARGE_OVERFLOW)
-		kv_log_warnx("KV0441", "cost overflow for key %s model %s", c->keyid, esc);
+		kv_log_warnx("KV0441", "cost overflow for key %s model %s", c->req.keyid, esc);
 	if (flags & KV_CHARGE_RESP_UNPRICED) {
 		c->unpriced_model = 1;
 		kv_log_warnx("KV0445", "key %s: the response's model '%s' (asked for '%s') has "
 		    "no [price] section: charged the dearer of [price default] and the asked "
-		    "model's price", c->keyid, esc,
-		    kv_log_escape(c->ri.model, (size_t)-1, asked, sizeof(asked)));
+		    "model's price", c->req.keyid, esc,
+		    kv_log_escape(c->req.ri.model, (size_t)-1, asked, sizeof(asked)));
 	}
 	if ((flags & KV_CHARGE_FEES_UNPRICED) && p != NULL)
 		kv_log_warnx("KV0446", "key %s model %s: the response reports server-tool calls "
 		    "(web search or fetch, code execution) that [price %s] sets no fee for: "
-		    "charged 0 for them", c->keyid, esc, p->model);
+		    "charged 0 for them", c->req.keyid, esc, p->model);
 }
 
 /* The charge of the request, the model it counts under (*model: the
@@ -171,15 +171,15 @@ charge(struct kv_conn *c, struct kv_usage *u, const char **model,
 	int64_t cost;
 	int flags, named;
 
-	*model = c->resp.scan_on && c->resp.scan.model[0] ? c->resp.scan.model : c->ri.model;
-	named = kv_charge_resp_named(*model, c->ri.model);
-	*mprice = named ? kv_charge_price(c->w->cf, *model, NULL) : c->price;
+	*model = c->resp.scan_on && c->resp.scan.model[0] ? c->resp.scan.model : c->req.ri.model;
+	named = kv_charge_resp_named(*model, c->req.ri.model);
+	*mprice = named ? kv_charge_price(c->w->cf, *model, NULL) : c->adm.price;
 	if (!charge_usage(c, u))
 		return 0;
-	kv_charge_implied_calls(c->api, *model, u);
-	kv_dims_charge(&c->ri, kv_dims_region(c->rt != NULL ? c->rt->cf : NULL),
+	kv_charge_implied_calls(c->req.api, *model, u);
+	kv_dims_charge(&c->req.ri, kv_dims_region(c->rt != NULL ? c->rt->cf : NULL),
 	    c->resp.scan_on && c->resp.scan.speed_seen, c->resp.scan_on && c->resp.scan.geo_seen, u);
-	cost = kv_charge_cost(c->w->cf, c->ri.model[0] != '\0' ? c->price : NULL, named,
+	cost = kv_charge_cost(c->w->cf, c->req.ri.model[0] != '\0' ? c->adm.price : NULL, named,
 	    *mprice, u, &flags, &p);
 	if (flags != 0)
 		charge_notes(c, *model, flags, p);
@@ -209,7 +209,7 @@ count(struct kv_conn *c, const struct kv_usage *u, int64_t cost)
 	atomic_fetch_add(&k->cached_input_tokens_total, (uint64_t)u->cached_input);
 	atomic_fetch_add(&k->cost_nusd_total, (uint64_t)cost);
 	atomic_fetch_add(&k->estimated_requests_total, (uint64_t)u->estimated);
-	if (c->free_ep && c->t_first_ms > 0)
+	if (c->adm.free_ep && c->t_first_ms > 0)
 		atomic_fetch_add(&k->free_requests_total, 1);
 	atomic_fetch_add(&c->w->slot->requests, 1);
 	if (c->t_first_ms > 0)
@@ -238,19 +238,19 @@ log_request(struct kv_conn *c, const struct kv_usage *u, const char *model,
 
 	if (!kv_reqlog_enabled())
 		return;
-	if (c->acct != NULL) {
-		memcpy(label, c->acct->label, sizeof(label));
+	if (c->adm.acct != NULL) {
+		memcpy(label, c->adm.acct->label, sizeof(label));
 		label[sizeof(label) - 1] = '\0';
 	}
 	/* The query string may carry secrets (?key=): the path only. */
-	snprintf(path, sizeof(path), "%.*s", c->target ? (int)strcspn(c->target, "?") : 0,
-	    c->target ? c->target : "");
+	snprintf(path, sizeof(path), "%.*s", c->req.target ? (int)strcspn(c->req.target, "?") : 0,
+	    c->req.target ? c->req.target : "");
 	memset(&r, 0, sizeof(r));
 	r.time_ms = wall_ms() - dur;
 	r.request_id = conn_request_id(c);
-	r.key_id = c->keyid;
+	r.key_id = c->req.keyid;
 	r.label = label;
-	r.method = strcmp(c->method, "-") == 0 ? "" : c->method;
+	r.method = strcmp(c->req.method, "-") == 0 ? "" : c->req.method;
 	r.path = path;
 	r.model = model;
 	r.upstream = c->upstream_name;
@@ -281,7 +281,7 @@ model_row(const struct kv_conn *c, const char *model, const struct kv_price *mpr
 		return model;
 	p = mprice;
 	if (p == NULL || p == &c->w->cf->default_price)	/* priced as asked? (charge) */
-		p = c->ri.model[0] != '\0' ? c->price : NULL;
+		p = c->req.ri.model[0] != '\0' ? c->adm.price : NULL;
 	return p != NULL && p != &c->w->cf->default_price ? model : "other";
 }
 
@@ -316,11 +316,11 @@ access_line(const struct kv_conn *c, const struct kv_usage *u, const char *model
 
 	b.p = kv_log_access_begin(buf, &b.len);
 	kv_sb_str(&b, "key=");
-	kv_sb_str(&b, c->keyid[0] ? c->keyid : "-");
+	kv_sb_str(&b, c->req.keyid[0] ? c->req.keyid : "-");
 	kv_sb_put(&b, " ", 1);
-	sb_escaped(&b, c->method[0] ? c->method : "-", (size_t)-1, 4 * KV_HTTP_MAX_METHOD + 4);
+	sb_escaped(&b, c->req.method[0] ? c->req.method : "-", (size_t)-1, 4 * KV_HTTP_MAX_METHOD + 4);
 	kv_sb_put(&b, " ", 1);
-	sb_escaped(&b, c->target ? c->target : "-", c->target ? strcspn(c->target, "?") : 1,
+	sb_escaped(&b, c->req.target ? c->req.target : "-", c->req.target ? strcspn(c->req.target, "?") : 1,
 	    1024);
 	kv_sb_str(&b, " model=");
 	sb_escaped(&b, model[0] ? model : "-", (size_t)-1, 512);
@@ -365,23 +365,23 @@ settle_request(struct kv_conn *c)
 	c->logged = 1;
 	cost = charge(c, &u, &model, &mprice);
 	traffic_settle(c, &u);
-	if (c->resv >= 0) {
-		kv_ledger_settle(c->w->ledger, c->w->slot, c->resv, cost,
+	if (c->adm.resv >= 0) {
+		kv_ledger_settle(c->w->ledger, c->w->slot, c->adm.resv, cost,
 		    u.input || u.output ? &u : NULL, model_row(c, model, mprice));
-		c->resv = -1;
+		c->adm.resv = -1;
 	}
 	/* A key the provider accepted is kept even when it cost nothing; one
 	 * never charged nor answered 2xx may be reclaimed (shm/repair.h). */
-	if (c->acct != NULL && c->status >= 200 && c->status < 300)
-		atomic_fetch_or(&c->acct->aflags, KV_AF_KEPT);
+	if (c->adm.acct != NULL && c->status >= 200 && c->status < 300)
+		atomic_fetch_or(&c->adm.acct->aflags, KV_AF_KEPT);
 	/* Per key: how many charges were estimates, how many relayed free. */
-	if (c->acct != NULL && u.estimated)
-		atomic_fetch_add(&c->acct->estimated_requests, 1);
-	if (c->acct != NULL && c->free_ep && c->t_first_ms > 0)
-		atomic_fetch_add(&c->acct->free_requests, 1);
-	if (c->counted_stream) {
+	if (c->adm.acct != NULL && u.estimated)
+		atomic_fetch_add(&c->adm.acct->estimated_requests, 1);
+	if (c->adm.acct != NULL && c->adm.free_ep && c->t_first_ms > 0)
+		atomic_fetch_add(&c->adm.acct->free_requests, 1);
+	if (c->adm.counted_stream) {
 		atomic_fetch_sub(&c->w->slot->active_streams, 1);
-		c->counted_stream = 0;
+		c->adm.counted_stream = 0;
 	}
 	count(c, &u, cost);
 	access_line(c, &u, model, cost);

@@ -72,11 +72,11 @@ own_lines(const struct kv_conn *c, const struct kv_http_request *req, char *nb, 
 	int n = 0;
 
 	if (to->api_key != NULL)
-		n += snprintf(nb + n, cap - (size_t)n, c->auth_x_api_key ? "x-api-key: %s\r\n" :
+		n += snprintf(nb + n, cap - (size_t)n, c->req.auth_x_api_key ? "x-api-key: %s\r\n" :
 		    "Authorization: Bearer %s\r\n", to->api_key);
-	if (c->spfd != -1)	/* the body follows from the spool */
+	if (c->req.spfd != -1)	/* the body follows from the spool */
 		n += snprintf(nb + n, cap - (size_t)n, "Content-Length: %lld\r\n",
-		    (long long)(c->body_bytes + (int64_t)c->injlen));
+		    (long long)(c->req.body_bytes + (int64_t)c->req.injlen));
 	else if (blen > 0 || kv_http_find(req->headers, req->nheaders, "content-length") != NULL)
 		n += snprintf(nb + n, cap - (size_t)n, "Content-Length: %zu\r\n", blen);
 	n += snprintf(nb + n, cap - (size_t)n, "Connection: keep-alive\r\n\r\n");
@@ -100,14 +100,14 @@ kv_upset_rewrite(struct kv_conn *c, const struct kv_upstream *from)
 		return -1;
 	body = c->obuf + hl;
 	blen = c->olen - (size_t)hl;
-	if (c->fell_back && c->ri.model[0] != '\0' &&
-	    (mapped = kv_model_map(c->ugroup, c->ri.model, &mlen)) != NULL &&
-	    (at = find_model(body, blen, c->ri.model)) < 0)
+	if (c->fell_back && c->req.ri.model[0] != '\0' &&
+	    (mapped = kv_model_map(c->ugroup, c->req.ri.model, &mlen)) != NULL &&
+	    (at = find_model(body, blen, c->req.ri.model)) < 0)
 		mapped = NULL;
 	/* A spooled body is sent from its file as it is: a model name to
 	 * map in it cannot be, so such a request does not fall back. */
-	if (c->spfd != -1 && c->fell_back && c->ri.model[0] != '\0' &&
-	    kv_model_map(c->ugroup, c->ri.model, &mlen) != NULL)
+	if (c->req.spfd != -1 && c->fell_back && c->req.ri.model[0] != '\0' &&
+	    kv_model_map(c->ugroup, c->req.ri.model, &mlen) != NULL)
 		return -1;
 	/* A provider key of ours never goes to another provider. */
 	creds = from->api_key != NULL || to->api_key != NULL;
@@ -115,8 +115,8 @@ kv_upset_rewrite(struct kv_conn *c, const struct kv_upstream *from)
 	    (to->api_key ? strlen(to->api_key) : 0) + 2 * req->nheaders + 256;
 	if ((nb = malloc(cap)) == NULL)
 		return -1;
-	n = snprintf(nb, cap, "%s %s%s HTTP/1.1\r\nHost: %s\r\n", c->method, to->base_path,
-	    c->target, to->host_header);
+	n = snprintf(nb, cap, "%s %s%s HTTP/1.1\r\nHost: %s\r\n", c->req.method, to->base_path,
+	    c->req.target, to->host_header);
 	for (i = 0; i < req->nheaders; i++) {
 		const struct kv_http_header *h = &req->headers[i];
 
@@ -126,13 +126,13 @@ kv_upset_rewrite(struct kv_conn *c, const struct kv_upstream *from)
 		    (int)h->value_len, h->value);
 	}
 	n += own_lines(c, req, nb + n, cap - (size_t)n,
-	    mapped ? blen - strlen(c->ri.model) + mlen : blen);
+	    mapped ? blen - strlen(c->req.ri.model) + mlen : blen);
 	if (mapped != NULL) {
 		memcpy(nb + n, body, (size_t)at);
 		memcpy(nb + n + at, mapped, mlen);
-		memcpy(nb + n + at + mlen, body + at + strlen(c->ri.model),
-		    blen - (size_t)at - strlen(c->ri.model));
-		n += (int)(blen - strlen(c->ri.model) + mlen);
+		memcpy(nb + n + at + mlen, body + at + strlen(c->req.ri.model),
+		    blen - (size_t)at - strlen(c->req.ri.model));
+		n += (int)(blen - strlen(c->req.ri.model) + mlen);
 	} else {
 		memcpy(nb + n, body, blen);
 		n += (int)blen;
