@@ -1,6 +1,6 @@
 /* What kvctl prices (kvctl_prices.c) and its --check (kvctl_prices_check.c)
- * share: the figures of a price, one lookup's result, and how each is
- * said. Private to kvctl. */
+ * share, from kvctl_price_fields.c: the figures of a price, one lookup's
+ * result, and how each is said. Private to kvctl. */
 #ifndef KVCTL_PRICES_H
 #define KVCTL_PRICES_H
 
@@ -35,6 +35,9 @@ extern const struct pfield kvctl_price_fields[];
 extern const size_t kvctl_price_nfields;
 #define NFIELDS	kvctl_price_nfields
 
+/* Nano-dollars NUSD as "$5.00", "$0.075", "$0.0000375" into BUF: every
+ * digit the price has, at least two decimals. */
+void	kvctl_price_format(int64_t nusd, char *buf, size_t len);
 /* The figure F of P (nano-dollars, tokens, or a multiplier x 10^9). */
 int64_t	kvctl_price_field_value(const struct kv_price *p, const struct pfield *f);
 /* V of F into BUF, with its unit unless BARE ("$5.00" against "$5.00 / 1M
