@@ -565,26 +565,36 @@ kv_curl() {
 # (with the reason) when node or npm is missing or npm ci fails; callers
 # decide whether that skips them: kv_sdk_setup || skip "no Node SDKs".
 kv_sdk_setup() {
-	local src=$top_srcdir/tests/sdk dst=$top_builddir/tests/sdk f
+	local src=$top_srcdir/tests/sdk dst=$top_builddir/tests/sdk
 	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 		echo "lib.sh: node/npm not installed"
 		return 1
 	fi
-	mkdir -p "$dst"
-	for f in package.json package-lock.json check.mjs openai_test.mjs anthropic_test.mjs \
-	    ratelimit_test.mjs frameworks_test.mjs eventstream_frames.mjs sigv4_check.mjs rand.mjs; do
-		[ "$src/$f" -ef "$dst/$f" ] || cp "$src/$f" "$dst/$f"
-	done
-	if ! cmp -s "$dst/package-lock.json" "$dst/node_modules/.kv-lock"; then
-		if ! (cd "$dst" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) \
-			>"$T/npm.log" 2>&1; then
-			cat "$T/npm.log"
-			echo "lib.sh: npm ci failed"
-			return 1
-		fi
-		cp "$dst/package-lock.json" "$dst/node_modules/.kv-lock"
+	mkdir -p "$dst" || return 1
+	# One at a time: tests run side by side (make -j), and an npm ci
+	# empties node_modules while another test's node reads from it.
+	if ! (flock -w 600 9 || exit 1; kv__sdk_install "$src" "$dst") 9>"$dst/.setup.lock"; then
+		echo "lib.sh: npm ci failed"
+		return 1
 	fi
 	KV_SDK=$dst
+}
+
+# kv__sdk_install SRC DST: the scripts copied, and npm ci run when the lock
+# file changed since the last install (under kv_sdk_setup's lock).
+kv__sdk_install() {
+	local src=$1 dst=$2 f
+	for f in package.json package-lock.json check.mjs openai_test.mjs anthropic_test.mjs \
+	    ratelimit_test.mjs frameworks_test.mjs eventstream_frames.mjs sigv4_check.mjs rand.mjs; do
+		[ "$src/$f" -ef "$dst/$f" ] || cp "$src/$f" "$dst/$f" || return 1
+	done
+	cmp -s "$dst/package-lock.json" "$dst/node_modules/.kv-lock" && return 0
+	if ! (cd "$dst" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) \
+		>"$T/npm.log" 2>&1; then
+		cat "$T/npm.log"
+		return 1
+	fi
+	cp "$dst/package-lock.json" "$dst/node_modules/.kv-lock"
 }
 
 # ---- measurements shared by several tests ---------------------------------------
