@@ -127,6 +127,38 @@ cfg_handler(void *user, const char *section, const char *name, const char *value
 
 /* ---- sections ------------------------------------------------------------ */
 
+/* A Bedrock upstream names its AWS region, which gives its url and paths
+ * when they are not written; an AWS region on any other is a mistake. */
+static int
+end_bedrock(struct cfg_parse *p, struct kv_upstream *u)
+{
+	char url[sizeof(u->url)];
+
+	if (u->provider != KV_PROVIDER_BEDROCK) {
+		if (u->aws_region[0] != '\0')
+			return cfg_err(p, p->sect_line, "%s: region = %s is an AWS region, for "
+			    "provider = bedrock only", p->sect_text, u->aws_region);
+		return 0;
+	}
+	if (u->aws_region[0] == '\0')
+		return cfg_err(p, p->sect_line, "%s: provider = bedrock needs region = "
+		    "AWS_REGION (us-east-1)", p->sect_text);
+	if (u->url[0] == '\0') {
+		snprintf(url, sizeof(url), "https://bedrock-runtime.%s.amazonaws.com",
+		    u->aws_region);
+		if (cfg_parse_url(url, u) == -1)
+			return cfg_err(p, p->sect_line, "%s: bad region for a url", p->sect_text);
+		strcpy(u->url, url);
+	}
+	if (u->npaths == 0 && u->nmodels == 0) {
+		if ((u->paths = calloc(1, sizeof(char *))) == NULL ||
+		    (u->paths[0] = strdup("/model/")) == NULL)
+			return cfg_err(p, 0, "out of memory");
+		u->npaths = 1;
+	}
+	return 0;
+}
+
 /* Checks that need the whole section, reported at its header line. */
 static int
 end_section(struct cfg_parse *p)
@@ -139,6 +171,8 @@ end_section(struct cfg_parse *p)
 	switch (p->sect) {
 	case SECT_UPSTREAM:
 		u = cfg_base(p, CFG_B_UPSTREAM);
+		if (end_bedrock(p, u) == -1)
+			return -1;
 		if (u->url[0] == '\0')
 			return cfg_err(p, p->sect_line, "%s: url is required", p->sect_text);
 		/* With neither, it must be another's fallback (expand_targets). */
@@ -548,6 +582,8 @@ add_target(struct cfg_parse *p, size_t i, const char *url)
 	t->target_of = i + 1;
 	t->shared_stored_objects = u->shared_stored_objects;
 	t->region = u->region;
+	t->provider = u->provider;
+	memcpy(t->aws_region, u->aws_region, sizeof(t->aws_region));
 	t->tls_record_layer = u->tls_record_layer;
 	if ((u->api_key != NULL && (t->api_key = strdup(u->api_key)) == NULL) ||
 	    (u->ca_file != NULL && (t->ca_file = strdup(u->ca_file)) == NULL))

@@ -43,6 +43,12 @@ struct kv_upstream {
 	 * (OpenAI regional processing: us.api.openai.com, eu.api...), whose
 	 * uplift the models' prices name: KV_REGION_* (auto: by the host) */
 	int	  region;
+	/* Which provider's wire and credentials it speaks: KV_PROVIDER_*
+	 * (auto: by the request's path, OpenAI's or Anthropic's) */
+	int	  provider;
+	/* provider = bedrock: the AWS region (region = us-east-1), which names
+	 * the default url and is part of every request's signature */
+	char	  aws_region[32];
 	/* Several targets and failover (worker/peer.c). `url = A B C`:
 	 * this entry is target A; B and C become entries of their own appended
 	 * after every section (own pool, TLS context and DNS), with no paths
@@ -64,6 +70,9 @@ struct kv_upstream {
 	int	  health_interval;	/* seconds (10) */
 	int	  sect_line;	/* line of its section header, for errors */
 };
+
+enum kv_provider { KV_PROVIDER_AUTO = 0, KV_PROVIDER_OPENAI, KV_PROVIDER_ANTHROPIC,
+	KV_PROVIDER_BEDROCK, KV_PROVIDER_GEMINI, KV_PROVIDER_VERTEX, KV_PROVIDER_AZURE };
 
 enum kv_region { KV_REGION_AUTO = 0, KV_REGION_NONE, KV_REGION_US, KV_REGION_EU };
 

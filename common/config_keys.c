@@ -356,6 +356,70 @@ set_health_check(struct cfg_parse *p, const struct cfg_key *k, const char *v)
 	return 0;
 }
 
+static const struct cfg_word regions[] = { { "auto", KV_REGION_AUTO },
+	{ "none", KV_REGION_NONE }, { "us", KV_REGION_US }, { "eu", KV_REGION_EU }, { NULL, 0 } };
+
+/* An AWS region name: two letters, words, a number (us-east-1,
+ * us-gov-west-1, ap-southeast-2); it goes into a host name and a
+ * signature, so nothing else passes. */
+static int
+aws_region_name(const char *v)
+{
+	size_t n = strlen(v), i, dashes = 0;
+
+	if (n < 4 || n >= sizeof(((struct kv_upstream *)0)->aws_region) ||
+	    v[0] < 'a' || v[0] > 'z' || v[1] < 'a' || v[1] > 'z' || v[2] != '-' ||
+	    v[n - 1] < '0' || v[n - 1] > '9')
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (v[i] == '-' && (v[i + 1] == '-' || v[i + 1] == '\0'))
+			return 0;
+		dashes += v[i] == '-';
+		if (v[i] != '-' && !(v[i] >= 'a' && v[i] <= 'z') && !(v[i] >= '0' && v[i] <= '9'))
+			return 0;
+	}
+	return dashes >= 2;
+}
+
+/* region = auto|none|us|eu is OpenAI's data residency (its prices'
+ * uplift); an AWS region name is a Bedrock upstream's region, for which
+ * no residency uplift applies. */
+static int
+set_region(struct cfg_parse *p, const struct cfg_key *k, const char *v)
+{
+	struct kv_upstream *u = cfg_base(p, k->base);
+	size_t i;
+
+	for (i = 0; regions[i].word != NULL; i++)
+		if (strcmp(v, regions[i].word) == 0) {
+			u->region = regions[i].value;
+			u->aws_region[0] = '\0';
+			return 0;
+		}
+	if (!aws_region_name(v))
+		return cfg_err(p, p->lineno, "region: '%s' is neither auto, none, us, eu nor "
+		    "an AWS region name (us-east-1)", v);
+	strcpy(u->aws_region, v);
+	u->region = KV_REGION_NONE;
+	return 0;
+}
+
+static void
+show_region(FILE *f, const struct kv_config *cf, const void *obj, const struct cfg_key *k)
+{
+	const struct kv_upstream *u = obj;
+	size_t i;
+
+	(void)cf;
+	if (u->aws_region[0] != '\0') {
+		fprintf(f, "%s = %s\n", k->name, u->aws_region);
+		return;
+	}
+	for (i = 0; regions[i].word != NULL; i++)
+		if (regions[i].value == u->region)
+			fprintf(f, "%s = %s\n", k->name, regions[i].word);
+}
+
 /* Checked here so that `kilovoltd -t` catches a typo before a reload. */
 static int
 set_ca_file(struct cfg_parse *p, const struct cfg_key *k, const char *v)
@@ -569,8 +633,10 @@ static const struct cfg_word on_cut[] = { { "charge_reserved", 0 }, { "drain", 1
 static const struct cfg_word record_layers[] = { { "own", KV_TLS_RECORDS_OWN },
 	{ "openssl", KV_TLS_RECORDS_OPENSSL }, { "kernel", KV_TLS_RECORDS_KERNEL }, { NULL, 0 } };
 static const struct cfg_word closed_open[] = { { "closed", 0 }, { "open", 1 }, { NULL, 0 } };
-static const struct cfg_word regions[] = { { "auto", KV_REGION_AUTO },
-	{ "none", KV_REGION_NONE }, { "us", KV_REGION_US }, { "eu", KV_REGION_EU }, { NULL, 0 } };
+static const struct cfg_word providers[] = { { "auto", KV_PROVIDER_AUTO },
+	{ "openai", KV_PROVIDER_OPENAI }, { "anthropic", KV_PROVIDER_ANTHROPIC },
+	{ "bedrock", KV_PROVIDER_BEDROCK }, { "gemini", KV_PROVIDER_GEMINI },
+	{ "vertex", KV_PROVIDER_VERTEX }, { "azure", KV_PROVIDER_AZURE }, { NULL, 0 } };
 static const struct cfg_word formats[] = { { "json", 0 }, { "slack", 1 }, { NULL, 0 } };
 
 static const struct cfg_key server_keys[] = {
@@ -638,7 +704,8 @@ static const struct cfg_key upstream_keys[] = {
 	{ "health_check", .type = CFG_T_STR, UPS(health_path), .set = set_health_check },
 	{ "health_interval", SECS(1, 3600), UPS(health_interval) },
 	{ "shared_stored_objects", ENUM(yes_no), UPS(shared_stored_objects) },
-	{ "region", ENUM(regions), UPS(region) },
+	{ "region", SPECIAL(set_region, show_region), .base = CFG_B_UPSTREAM },
+	{ "provider", ENUM(providers), UPS(provider) },
 	{ NULL }
 };
 

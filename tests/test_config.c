@@ -1185,6 +1185,54 @@ test_control_bytes(void)
 	    "redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER");
 }
 
+/* provider = bedrock: the region gives the url and paths; an AWS region
+ * is for Bedrock only; the data-residency words keep their meaning. */
+static void
+test_bedrock(void)
+{
+	struct kv_config cf;
+	const struct kv_upstream *u;
+
+	CHECK_INT(load_text(&cf, "[upstream b]\nprovider = bedrock\nregion = eu-central-1\n"
+	    "[upstream o]\nurl = https://eu.api.openai.com\npaths = /v1/\nregion = eu\n"), 0);
+	if (cf.nupstreams == 2) {
+		u = &cf.upstreams[0];
+		CHECK_INT(u->provider, KV_PROVIDER_BEDROCK);
+		CHECK_STR(u->aws_region, "eu-central-1");
+		CHECK_STR(u->url, "https://bedrock-runtime.eu-central-1.amazonaws.com");
+		CHECK_STR(u->host, "bedrock-runtime.eu-central-1.amazonaws.com");
+		CHECK_INT(u->tls, 1);
+		CHECK_INT(u->npaths, 1);
+		CHECK_STR(u->paths[0], "/model/");
+		CHECK_INT(u->region, KV_REGION_NONE);
+		CHECK_INT(cf.upstreams[1].provider, KV_PROVIDER_AUTO);
+		CHECK_INT(cf.upstreams[1].region, KV_REGION_EU);
+		CHECK_STR(cf.upstreams[1].aws_region, "");
+		kv_config_free(&cf);
+	}
+	/* written url and paths win; extra targets inherit the kind */
+	CHECK_INT(load_text(&cf, "[upstream b]\nprovider = bedrock\nregion = us-gov-west-1\n"
+	    "url = http://127.0.0.1:9 http://127.0.0.1:10\npaths = /model/ /openai/v1/\n"), 0);
+	if (cf.nupstreams == 2) {
+		CHECK_STR(cf.upstreams[0].url, "http://127.0.0.1:9");
+		CHECK_INT(cf.upstreams[0].npaths, 2);
+		CHECK_INT(cf.upstreams[1].provider, KV_PROVIDER_BEDROCK);
+		CHECK_STR(cf.upstreams[1].aws_region, "us-gov-west-1");
+		kv_config_free(&cf);
+	}
+	EXPECT_ERR("[upstream b]\nprovider = bedrock\n",
+	    ":1: [upstream b]: provider = bedrock needs region = AWS_REGION (us-east-1)");
+	EXPECT_ERR(UP "region = us-east-1\n",
+	    ":1: [upstream o]: region = us-east-1 is an AWS region, for provider = bedrock only");
+	EXPECT_ERR("[upstream b]\nprovider = bedrock\nregion = us-east-1.evil.com\n",
+	    ":3: region: 'us-east-1.evil.com' is neither auto, none, us, eu nor an AWS region "
+	    "name (us-east-1)");
+	EXPECT_ERR("[upstream b]\nprovider = bedrock\nregion = us--1\n",
+	    ":3: region: 'us--1' is neither auto, none, us, eu nor an AWS region name (us-east-1)");
+	EXPECT_ERR("[upstream b]\nprovider = aws\nregion = us-east-1\n",
+	    ":2: provider: 'aws' is not auto, openai, anthropic, bedrock, gemini, vertex or azure");
+}
+
 int
 main(void)
 {
@@ -1212,6 +1260,7 @@ main(void)
 	test_health();
 	test_units();
 	test_control_bytes();
+	test_bedrock();
 	unlink(tmpfile_path);
 	rmdir(tmpdir);
 	return unit_done();

@@ -97,6 +97,10 @@ struct kv_request {
 	char			*target;
 	int			 minor, keep_alive, anthropic, is_head;
 	int			 anthropic_client;	/* sent anthropic-version or x-api-key */
+	int			 bedrock;	/* a Bedrock path of a bedrock upstream */
+	int			 aws_stream;	/* its answer is an AWS event stream
+						   (/invoke-with-response-stream,
+						   /converse-stream) */
 	char			 cors_origin[KV_CORS_ORIGIN_MAX];	/* a listed Origin, or "" */
 	enum kv_api		 api;
 	int			 chunked;

@@ -17,7 +17,10 @@ enum kv_api {
 	KV_API_OPENAI_COMPLETIONS,	/* /v1/completions */
 	KV_API_OPENAI_EMBEDDINGS,	/* /v1/embeddings */
 	KV_API_OPENAI_RESPONSES,	/* /v1/responses */
-	KV_API_ANTHROPIC_MESSAGES,	/* /v1/messages */
+	KV_API_ANTHROPIC_MESSAGES,	/* /v1/messages; Bedrock's InvokeModel of
+					   an Anthropic model (its body) */
+	KV_API_BEDROCK_CONVERSE,	/* Bedrock /model/{id}/converse and
+					   /converse-stream: its body and usage */
 	KV_API_OTHER,			/* no usage expected */
 };
 
