@@ -215,14 +215,6 @@ kv_conn_reap(struct kv_worker *w)
 	}
 }
 
-/* A request is over (its response whole, our answer written, or the
- * connection closing): charged, settled and logged, once (c->logged). */
-static void
-conn_finish(struct kv_conn *c)
-{
-	settle_request(c);
-}
-
 /* A response refused a request whose body is still arriving (413, 503,
  * 402...). Closing at once with unread bytes makes the kernel send a reset,
  * which can destroy the response before the client reads it (curl then
@@ -312,7 +304,7 @@ conn_errwrite(struct kv_conn *c)
 		c->bytes_out += (uint64_t)n;
 	}
 	if (c->req.method[0] != '\0' || c->status != 0)
-		conn_finish(c);
+		settle_request(c);
 	if (!c->client_keep && !c->req.body_done && shutdown(c->cfd, SHUT_WR) == 0) {
 		c->state = CS_LINGER;
 		conn_deadline(c, c->w->now_ms + KV_LINGER_MS);
@@ -385,7 +377,7 @@ conn_apply(struct kv_conn *c, enum kv_rc rc)
 	case KV_RETRY:
 		return conn_retry(c);
 	case KV_DONE:
-		conn_finish(c);
+		settle_request(c);
 		if (c->client_keep)
 			return conn_next_request(c);
 		conn_close(c);
