@@ -19,6 +19,8 @@
 #	kv_write_config <<EOF     $T/kilovolt.ini, overlaid with stdin
 #	kv_start [ARGS]           KV_PORT, KV_PID, KV_STATUS_PORT, KV_URL, KV_LOG
 #	kv_stop, kv_ctl, kv_curl, kv_mock_stat, kv_wait_for, kv_sdk_setup
+#	kv_start_standin [ARGS]   STANDIN_PORT, STANDIN_PID, STANDIN_URL, STANDIN_LOG
+#	kv_node_checks NAME OUT CMD...
 #	kv_memcg BYTES            CG, cg_remove, oom_kills, kv_start_in_cg [ARGS],
 #	                          kv_real_clients OUT
 #	kv_redis_start [ARGS]     RSOCK, rcli; kv_host_config NAME (a cluster host)
@@ -584,8 +586,8 @@ kv_sdk_setup() {
 # file changed since the last install (under kv_sdk_setup's lock).
 kv__sdk_install() {
 	local src=$1 dst=$2 f
-	for f in package.json package-lock.json check.mjs openai_test.mjs anthropic_test.mjs \
-	    ratelimit_test.mjs frameworks_test.mjs eventstream_frames.mjs sigv4_check.mjs rand.mjs; do
+	for f in package.json package-lock.json "$src"/*.mjs; do
+		f=${f##*/}
 		[ "$src/$f" -ef "$dst/$f" ] || cp "$src/$f" "$dst/$f" || return 1
 	done
 	cmp -s "$dst/package-lock.json" "$dst/node_modules/.kv-lock" && return 0
@@ -595,6 +597,58 @@ kv__sdk_install() {
 		return 1
 	fi
 	cp "$dst/package-lock.json" "$dst/node_modules/.kv-lock"
+}
+
+# ---- the Bedrock stand-in -------------------------------------------------------
+
+# Its static credentials (what kilovoltd gets as AWS_ACCESS_KEY_ID and
+# AWS_SECRET_ACCESS_KEY) and the Bedrock API key it accepts as a bearer token.
+STANDIN_AK=AKIAKVSTANDIN0000001
+STANDIN_SK=kvStandinSecretKey/0000000000000000000001
+STANDIN_API_KEY=kv-standin-bedrock-api-key
+
+# kv_start_standin [ARGS]: tests/sdk/bedrock_standin.mjs (after kv_sdk_setup)
+# on a free port with those credentials and ARGS. Sets STANDIN_PORT,
+# STANDIN_PID, STANDIN_URL and STANDIN_LOG (a JSON line per request it
+# received: method, target, headers, body_sha256, auth, status, model, op,
+# usage, outcome).
+kv_start_standin() {
+	STANDIN_LOG=$T/standin.jsonl
+	rm -f "$T/standin.port"
+	node "$KV_SDK/bedrock_standin.mjs" --port-file "$T/standin.port" --log "$STANDIN_LOG" \
+		--access-key "$STANDIN_AK" --secret-key "$STANDIN_SK" --api-key "$STANDIN_API_KEY" "$@" \
+		</dev/null >>"$T/standin.out" 2>>"$T/standin.err" &
+	STANDIN_PID=$!
+	kv_track "$STANDIN_PID"
+	if ! kv_wait_for 20 test -s "$T/standin.port"; then
+		cat "$T/standin.err"
+		fail "start the Bedrock stand-in"
+		kv_finish
+	fi
+	STANDIN_PORT=$(cat "$T/standin.port")
+	STANDIN_URL=http://127.0.0.1:$STANDIN_PORT
+}
+
+# kv_node_checks NAME OUT CMD...: run a node check script (timeout 300 s),
+# its output in OUT; each "ok"/"FAIL" line becomes one of ours and it must
+# end "N passed, 0 failed".
+kv_node_checks() {
+	local name=$1 out=$2 rc line summary
+	shift 2
+	timeout 300 "$@" >"$out" 2>"$out.err"
+	rc=$?
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) pass "$name: ${line#ok - }" ;;
+		"FAIL - "*) fail "$name: ${line#FAIL - }" ;;
+		esac
+	done <"$out"
+	summary=$(tail -n 1 "$out")
+	if [ $rc != 0 ] || ! [[ $summary =~ ^[1-9][0-9]*\ passed,\ 0\ failed$ ]]; then
+		sed 's/^/    /' "$out"
+		grep -v -e NodeVersionSupportWarning -e '^$' "$out.err" | head -n 20 | sed 's/^/    stderr: /'
+		fail "$name: exits 0 with all its checks passed (exit $rc: $summary)"
+	fi
 }
 
 # ---- measurements shared by several tests ---------------------------------------

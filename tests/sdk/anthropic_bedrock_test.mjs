@@ -1,0 +1,93 @@
+// anthropic_bedrock_test.mjs: Anthropic's Bedrock client
+// (@anthropic-ai/bedrock-sdk, AnthropicBedrock) against BASEURL (kilovolt, or
+// the Bedrock stand-in directly):
+//
+//   node anthropic_bedrock_test.mjs BASEURL KEY [--sigv4 AK SK] [--refused]
+//
+// KEY goes as a Bedrock API key: the client's `apiKey` option (or
+// AWS_BEARER_TOKEN_BEDROCK) makes it send "Authorization: Bearer KEY" and
+// skip SigV4. With --sigv4 it signs with awsAccessKey/awsSecretKey instead.
+// `baseURL` (or ANTHROPIC_BEDROCK_BASE_URL) points it at BASEURL. It turns
+// messages.create into POST /model/{model}/invoke and a stream into
+// /invoke-with-response-stream (the model percent-encoded into the path) and
+// decodes the event stream back into Anthropic events. Calls: create, a raw
+// stream, the stream helper, create on an inference-profile ARN; the system
+// prompt marked for caching. Prints "ok"/"FAIL" lines, a "usage {json}" line
+// per call, "N passed, N failed". With --refused every call must fail with a
+// 401 or 403.
+import { AnthropicBedrock } from '@anthropic-ai/bedrock-sdk';
+import { check, finish, run } from './check.mjs';
+
+const args = process.argv.slice(2);
+const [base, key] = args;
+if (!base || !key) {
+	console.error('usage: node anthropic_bedrock_test.mjs BASEURL KEY [--sigv4 AK SK] [--refused]');
+	process.exit(2);
+}
+const sig = args.indexOf('--sigv4');
+const refused = args.includes('--refused');
+const MODEL = process.env.KV_BEDROCK_MODEL ?? 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
+const ARN = `arn:aws:bedrock:us-east-1:123456789012:inference-profile/${MODEL}`;
+const SYSTEM = 'You answer for the Anthropic Bedrock SDK test, briefly. '.repeat(40);
+
+const client = new AnthropicBedrock({
+	baseURL: base, awsRegion: 'us-east-1', maxRetries: 0, timeout: 60000,
+	...(sig >= 0 ? { apiKey: null, awsAccessKey: args[sig + 1], awsSecretKey: args[sig + 2] } : { apiKey: key }),
+});
+
+const params = (model, text) => ({ model, max_tokens: 100,
+	system: [{ type: 'text', text: SYSTEM, cache_control: { type: 'ephemeral' } }],
+	messages: [{ role: 'user', content: text }] });
+const usage = (call, u) => console.log(`usage ${JSON.stringify({ call, input: u.input_tokens,
+	output: u.output_tokens, cacheRead: u.cache_read_input_tokens ?? 0, cacheWrite: u.cache_creation_input_tokens ?? 0 })}`);
+
+async function create(name, model) {
+	const m = await client.messages.create(params(model, 'Say hello.'));
+	check(`${name}: text content`, m.content[0]?.type === 'text' && m.content[0].text.length > 0);
+	check(`${name}: usage input/output`, m.usage?.input_tokens > 0 && m.usage?.output_tokens > 0, JSON.stringify(m.usage));
+	usage(name, m.usage);
+}
+
+async function rawStream() {
+	const stream = await client.messages.create({ ...params(MODEL, 'Stream hello.'), stream: true });
+	const types = [];
+	let u = {}, text = '';
+	for await (const ev of stream) {
+		types.push(ev.type);
+		if (ev.type === 'message_start')
+			u = { ...ev.message.usage };
+		if (ev.type === 'message_delta')
+			u.output_tokens = ev.usage.output_tokens;
+		if (ev.type === 'content_block_delta' && ev.delta.type === 'text_delta')
+			text += ev.delta.text;
+	}
+	check('stream: message_start first, message_stop last',
+		types[0] === 'message_start' && types.at(-1) === 'message_stop', types.join(','));
+	check('stream: text deltas', text.length > 0);
+	usage('stream', u);
+}
+
+async function helperStream() {
+	const m = await client.messages.stream(params(MODEL, 'Helper stream hello.')).finalMessage();
+	check('stream helper: final text', m.content[0]?.text?.length > 0);
+	check('stream helper: usage input/output', m.usage?.input_tokens > 0 && m.usage?.output_tokens > 0,
+		JSON.stringify(m.usage));
+	usage('stream-helper', m.usage);
+}
+
+const calls = [['create', () => create('create', MODEL)], ['stream', rawStream], ['stream helper', helperStream],
+	['create arn', () => create('create-arn', ARN)]];
+for (const [name, fn] of calls) {
+	if (!refused) {
+		await run(name, fn);
+		continue;
+	}
+	try {
+		await fn();
+		check(`${name}: refused`, false, 'it succeeded');
+	} catch (e) {
+		check(`${name}: refused with 401 or 403`, e.status === 401 || e.status === 403, `${e.status} ${e.message}`);
+		console.log(`refusal ${JSON.stringify({ call: name, status: e.status, message: e.message })}`);
+	}
+}
+finish();
