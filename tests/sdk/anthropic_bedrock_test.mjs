@@ -16,30 +16,22 @@
 // per call, "N passed, N failed". With --refused every call must fail with a
 // 401 or 403.
 import { AnthropicBedrock } from '@anthropic-ai/bedrock-sdk';
-import { check, finish, run } from './check.mjs';
+import { check, finish } from './check.mjs';
+import { clientArgs, runCalls, usage as printUsage } from './bedrock_client.mjs';
 
-const args = process.argv.slice(2);
-const [base, key] = args;
-if (!base || !key) {
-	console.error('usage: node anthropic_bedrock_test.mjs BASEURL KEY [--sigv4 AK SK] [--refused]');
-	process.exit(2);
-}
-const sig = args.indexOf('--sigv4');
-const refused = args.includes('--refused');
-const MODEL = process.env.KV_BEDROCK_MODEL ?? 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
-const ARN = `arn:aws:bedrock:us-east-1:123456789012:inference-profile/${MODEL}`;
+const { base, key, refused, sigv4, model: MODEL, arn: ARN } = clientArgs('anthropic_bedrock_test.mjs');
 const SYSTEM = 'You answer for the Anthropic Bedrock SDK test, briefly. '.repeat(40);
 
 const client = new AnthropicBedrock({
 	baseURL: base, awsRegion: 'us-east-1', maxRetries: 0, timeout: 60000,
-	...(sig >= 0 ? { apiKey: null, awsAccessKey: args[sig + 1], awsSecretKey: args[sig + 2] } : { apiKey: key }),
+	...(sigv4 ? { apiKey: null, awsAccessKey: sigv4.accessKeyId, awsSecretKey: sigv4.secretAccessKey } : { apiKey: key }),
 });
 
 const params = (model, text) => ({ model, max_tokens: 100,
 	system: [{ type: 'text', text: SYSTEM, cache_control: { type: 'ephemeral' } }],
 	messages: [{ role: 'user', content: text }] });
-const usage = (call, u) => console.log(`usage ${JSON.stringify({ call, input: u.input_tokens,
-	output: u.output_tokens, cacheRead: u.cache_read_input_tokens ?? 0, cacheWrite: u.cache_creation_input_tokens ?? 0 })}`);
+const usage = (call, u) => printUsage(call, { input: u.input_tokens, output: u.output_tokens,
+	cacheRead: u.cache_read_input_tokens ?? 0, cacheWrite: u.cache_creation_input_tokens ?? 0 });
 
 async function create(name, model) {
 	const m = await client.messages.create(params(model, 'Say hello.'));
@@ -77,17 +69,5 @@ async function helperStream() {
 
 const calls = [['create', () => create('create', MODEL)], ['stream', rawStream], ['stream helper', helperStream],
 	['create arn', () => create('create-arn', ARN)]];
-for (const [name, fn] of calls) {
-	if (!refused) {
-		await run(name, fn);
-		continue;
-	}
-	try {
-		await fn();
-		check(`${name}: refused`, false, 'it succeeded');
-	} catch (e) {
-		check(`${name}: refused with 401 or 403`, e.status === 401 || e.status === 403, `${e.status} ${e.message}`);
-		console.log(`refusal ${JSON.stringify({ call: name, status: e.status, message: e.message })}`);
-	}
-}
+await runCalls(calls, refused, (e) => e.status);
 finish();

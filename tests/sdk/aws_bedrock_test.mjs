@@ -20,29 +20,18 @@ import {
 	ConverseCommand, ConverseStreamCommand,
 } from '@aws-sdk/client-bedrock-runtime';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { check, finish, run } from './check.mjs';
+import { check, finish } from './check.mjs';
+import { clientArgs, runCalls, usage } from './bedrock_client.mjs';
 
-const args = process.argv.slice(2);
-const [base, key] = args;
-if (!base || !key) {
-	console.error('usage: node aws_bedrock_test.mjs BASEURL KEY [--sigv4 AK SK] [--refused]');
-	process.exit(2);
-}
-const sig = args.indexOf('--sigv4');
-const refused = args.includes('--refused');
-const MODEL = process.env.KV_BEDROCK_MODEL ?? 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
-const ARN = `arn:aws:bedrock:us-east-1:123456789012:inference-profile/${MODEL}`;
+const { base, key, refused, sigv4, model: MODEL, arn: ARN } = clientArgs('aws_bedrock_test.mjs');
 const SYSTEM = 'You are a terse assistant for the kilovolt Bedrock test. '.repeat(40);
 
 const client = new BedrockRuntimeClient({
 	region: 'us-east-1', endpoint: base, maxAttempts: 1,
 	requestHandler: new NodeHttpHandler({ requestTimeout: 60000 }),
-	...(sig >= 0
-		? { credentials: { accessKeyId: args[sig + 1], secretAccessKey: args[sig + 2] } }
-		: { token: { token: key }, authSchemePreference: ['httpBearerAuth'] }),
+	...(sigv4 ? { credentials: sigv4 } : { token: { token: key }, authSchemePreference: ['httpBearerAuth'] }),
 });
 
-const usage = (call, u) => console.log(`usage ${JSON.stringify({ call, ...u })}`);
 const anthropicBody = (text) => JSON.stringify({
 	anthropic_version: 'bedrock-2023-05-31', max_tokens: 100,
 	system: [{ type: 'text', text: SYSTEM, cache_control: { type: 'ephemeral' } }],
@@ -123,18 +112,5 @@ async function converseStream() {
 
 const calls = [['invoke', () => invokeModel('invoke', MODEL)], ['invoke stream', invokeStream],
 	['converse', converse], ['converse stream', converseStream], ['invoke arn', () => invokeModel('invoke-arn', ARN)]];
-for (const [name, fn] of calls) {
-	if (!refused) {
-		await run(name, fn);
-		continue;
-	}
-	try {
-		await fn();
-		check(`${name}: refused`, false, 'it succeeded');
-	} catch (e) {
-		const status = e.$metadata?.httpStatusCode;
-		check(`${name}: refused with 401 or 403`, status === 401 || status === 403, `${status} ${e.name}: ${e.message}`);
-		console.log(`refusal ${JSON.stringify({ call: name, status, name: e.name, message: e.message })}`);
-	}
-}
+await runCalls(calls, refused, (e) => e.$metadata?.httpStatusCode);
 finish();
