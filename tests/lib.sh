@@ -630,8 +630,8 @@ kv_start_standin() {
 }
 
 # kv_node_checks NAME OUT CMD...: run a node check script (timeout 300 s),
-# its output in OUT; each "ok"/"FAIL" line becomes one of ours and it must
-# end "N passed, 0 failed".
+# its output in OUT (stderr in OUT.err); each of its "ok"/"FAIL" lines
+# becomes one of ours and it must exit 0 ending "N passed, 0 failed".
 kv_node_checks() {
 	local name=$1 out=$2 rc line summary
 	shift 2
@@ -648,6 +648,8 @@ kv_node_checks() {
 		sed 's/^/    /' "$out"
 		grep -v -e NodeVersionSupportWarning -e '^$' "$out.err" | head -n 20 | sed 's/^/    stderr: /'
 		fail "$name: exits 0 with all its checks passed (exit $rc: $summary)"
+	else
+		pass "$name: exits 0 ($summary)"
 	fi
 }
 

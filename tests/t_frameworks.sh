@@ -18,16 +18,7 @@ kv_start
 P=sk-fw-$$
 
 cp "$top_srcdir/tests/sdk/frameworks_test.mjs" "$KV_SDK/" 2>/dev/null || true
-timeout 180 node "$KV_SDK/frameworks_test.mjs" "$KV_URL" "$P" >"$T/fw.out" 2>&1
-rc=$?
-while IFS= read -r line; do
-	case $line in
-	"ok - "*) pass "${line#ok - }" ;;
-	"FAIL - "*) fail "${line#FAIL - }" ;;
-	esac
-done <"$T/fw.out"
-check_eq "the framework script exits 0" "$rc" 0
-[ $rc = 0 ] || sed 's/^/    /' "$T/fw.out" | tail -40
+kv_node_checks frameworks "$T/fw.out" node "$KV_SDK/frameworks_test.mjs" "$KV_URL" "$P"
 
 # Prices of kv_write_config, nano-dollars per token (integers: no rounding).
 price_in() { case $1 in gpt-4o-mini) echo 150 ;; claude-sonnet-4) echo 3000 ;; *) echo 1000 ;; esac; }

@@ -17,27 +17,9 @@ kv_sdk_setup || skip "the Node SDKs are not available (node/npm missing or npm u
 OAI_KEY=sk-sdk-openai-$$
 ANT_KEY=sk-sdk-anthropic-$$
 
-# sdk NAME SCRIPT KEY: run one SDK script through the gateway; each of its
-# "ok"/"FAIL" lines becomes one of ours, and it must end "N passed, 0 failed".
-sdk() {
-	local name=$1 script=$2 key=$3 rc line summary
-	KV_EXPECT_GATEWAY=1 timeout 120 node "$KV_SDK/$script" "$KV_URL" "$key" \
-		>"$T/$name.out" 2>&1
-	rc=$?
-	while IFS= read -r line; do
-		case $line in
-		"ok - "*) pass "$name: ${line#ok - }" ;;
-		"FAIL - "*) fail "$name: ${line#FAIL - }" ;;
-		esac
-	done <"$T/$name.out"
-	summary=$(tail -n 1 "$T/$name.out")
-	if [ $rc != 0 ] || ! [[ $summary =~ ^[1-9][0-9]*\ passed,\ 0\ failed$ ]]; then
-		sed 's/^/    /' "$T/$name.out"
-		fail "$name: the SDK script exits 0 with all its checks passed (exit $rc: $summary)"
-	else
-		pass "$name: the SDK script exits 0 ($summary)"
-	fi
-}
+# sdk NAME SCRIPT KEY: run one SDK script through the gateway (see
+# kv_node_checks).
+sdk() { KV_EXPECT_GATEWAY=1 kv_node_checks "$1" "$T/$1.out" node "$KV_SDK/$2" "$KV_URL" "$3"; }
 
 kv_start_mock
 kv_write_config </dev/null
