@@ -37,6 +37,10 @@ client() {
 
 kv_node_checks standin "$T/check.out" node "$KV_SDK/standin_check.mjs" "$STANDIN_URL" \
 	"$STANDIN_API_KEY" "$STANDIN_AK" "$STANDIN_SK"
+check_eq "the log names the credentials IMDS and STS vended, and the requests signed with them" \
+	"$(jq -r 'select(.vended) | .vended.via' "$STANDIN_LOG" | tr '\n' ' ')|$(jq -r 'select(.vended) | .vended.accessKeyId' "$STANDIN_LOG" |
+		while read -r ak; do jq -r --arg a "sigv4:$ak" 'select(.auth == $a) | .status' "$STANDIN_LOG"; done | tr '\n' ' ')" \
+	"imds sts |200 200 "
 
 client aws-bearer aws_bedrock_test.mjs "$STANDIN_API_KEY"
 client aws-sigv4 aws_bedrock_test.mjs x --sigv4 "$STANDIN_AK" "$STANDIN_SK"

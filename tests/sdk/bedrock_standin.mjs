@@ -16,7 +16,9 @@
 //
 // Each request is one JSON line in the log: method, target, headers, the
 // body's SHA-256 and length, who authenticated, status, model, op, usage,
-// outcome (complete, cut, malformed, throttled, refused). The port is printed
+// outcome (complete, cut, malformed, throttled, refused, imds, sts, control)
+// and, for IMDS and STS, the credentials vended ({via, accessKeyId,
+// expiration}). The port is printed
 // on stdout ("port N") and written to --port-file.
 import http from 'node:http';
 import { appendFileSync, writeFileSync } from 'node:fs';
@@ -104,11 +106,17 @@ async function serveModel(req, res, m, body, rec) {
 
 async function route(req, res, raw, rec) {
 	const [path, query] = splitTarget(req.url);
+	const vends = st.vended.length;
+	const vended = (outcome) => {
+		if (st.vended.length > vends)
+			rec.vended = st.vended.at(-1);	// {via, accessKeyId, expiration}
+		return outcome;
+	};
 	if (imds(req, res, st))
-		return 'imds';
+		return vended('imds');
 	if (path === '/' && (req.method === 'POST' || query)) {
 		sts(res, new URLSearchParams(req.method === 'POST' ? raw.toString() : query), st);
-		return 'sts';
+		return vended('sts');
 	}
 	const a = await authenticate(req, raw, { region: st.region, apiKeys: st.apiKeys, credentials: st.credentials, now: st.now });
 	rec.auth = a.ok ? a.who : `refused:${a.type}`;
