@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "worker/reqscan.h"
+#include "worker/tool_prompts.h"
 #include "tests/unit.h"
 
 /* b must agree with r: the verdict, the reason, what the body says. */
@@ -19,30 +20,46 @@ agree(const struct kv_reqscan *r, int ok1, const struct kv_reqscan *b, int ok2)
 		CHECK(memcmp(&b->ri, &r->ri, sizeof(r->ri)) == 0);
 }
 
+/* A scan of a body to API; for a Bedrock path, MODEL is its model. */
+static void
+start(struct kv_reqscan *r, enum kv_api api, const char *model)
+{
+	kv_reqscan_init(r, api);
+	if (model != NULL)
+		CHECK_INT(kv_reqscan_model(r, model, strlen(model)), 0);
+}
+
 /* Scan body whole, then in two pieces cut at every offset, then a byte at
  * a time (the validator's whole-token fast paths against its byte-wise
  * path): all must agree. Returns 0/-1. */
 static int
-scan(const char *body, size_t len, enum kv_api api, struct kv_reqscan *r)
+scan_model(const char *body, size_t len, enum kv_api api, const char *model,
+    struct kv_reqscan *r)
 {
 	static struct kv_reqscan b;
 	size_t i;
 	int ok1, ok2;
 
-	kv_reqscan_init(r, api);
+	start(r, api, model);
 	ok1 = kv_reqscan_feed(r, body, len) == 0 && kv_reqscan_finish(r) == 0;
 	for (i = 0; i <= len; i++) {
-		kv_reqscan_init(&b, api);
+		start(&b, api, model);
 		ok2 = kv_reqscan_feed(&b, body, i) == 0 &&
 		    kv_reqscan_feed(&b, body + i, len - i) == 0 && kv_reqscan_finish(&b) == 0;
 		agree(r, ok1, &b, ok2);
 	}
-	kv_reqscan_init(&b, api);
+	start(&b, api, model);
 	for (ok2 = 1, i = 0; i < len && ok2; i++)
 		ok2 = kv_reqscan_feed(&b, body + i, 1) == 0;
 	ok2 = ok2 && kv_reqscan_finish(&b) == 0;
 	agree(r, ok1, &b, ok2);
 	return ok1 ? 0 : -1;
+}
+
+static int
+scan(const char *body, size_t len, enum kv_api api, struct kv_reqscan *r)
+{
+	return scan_model(body, len, api, NULL, r);
 }
 
 static const struct { const char *body; const char *why; } bad[] = {
@@ -337,6 +354,281 @@ test_runs(void)
 	CHECK_INT(r.ri.max_output, 12345678);
 }
 
+/* Image headers as base64: a 1000 x 500 PNG, a 400 x 300 JPEG. */
+#define PNG_B64		"iVBORw0KGgoAAAANSUhEUgAAA+gAAAH0CAIAAAAAAAAA"
+#define JPEG_B64	"/9j/4AAQSkZJRgABAQAAAQABAAD/wAARCAEsAZADASIA"
+#define CLAUDE		"us.anthropic.claude-sonnet-4-20250514-v1:0"
+
+/* Bedrock's InvokeModel of Claude: the Messages body without a model (the
+ * path names it) and with anthropic_version and anthropic_beta, read by
+ * the Messages rules: every bound as on Anthropic's own API. */
+static void
+test_bedrock_invoke(void)
+{
+	static const char body[] = "{\"anthropic_version\":\"bedrock-2023-05-31\","
+	    "\"anthropic_beta\":[\"computer-use-2025-01-24\"],\"max_tokens\":2048,"
+	    "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024},"
+	    "\"system\":[{\"type\":\"text\",\"text\":\"s\",\"cache_control\":"
+	    "{\"type\":\"ephemeral\",\"ttl\":\"1h\"}}],"
+	    "\"tools\":[{\"type\":\"computer_20250124\",\"name\":\"computer\","
+	    "\"display_width_px\":1024,\"display_height_px\":768},"
+	    "{\"name\":\"f\",\"input_schema\":{\"type\":\"object\"}}],"
+	    "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image\",\"source\":"
+	    "{\"type\":\"base64\",\"media_type\":\"image/png\",\"data\":\"" PNG_B64 "\"}},"
+	    "{\"type\":\"text\",\"text\":\"hi\"}]}]}";
+	static const char named[] = "{\"model\":\"claude-x\",\"max_tokens\":5}";
+	struct kv_reqscan r;
+	const struct kv_request_info *ri = &r.ri;
+
+	CHECK_INT(scan_model(body, strlen(body), KV_API_ANTHROPIC_MESSAGES, CLAUDE, &r), 0);
+	CHECK_STR(ri->model, CLAUDE);
+	CHECK_INT(ri->stream, 0);		/* the path says it */
+	CHECK_INT(ri->max_output, 2048);
+	CHECK_INT(ri->thinking, 1024);
+	CHECK_INT(ri->images, 1);
+	CHECK_INT(ri->img_tok[KV_IMG_ANTHROPIC], kv_media_image_tokens(KV_IMG_ANTHROPIC, 1000, 500));
+	CHECK_INT(ri->img_tok[KV_IMG_ANTHROPIC], 667);
+	CHECK_INT(ri->hidden, 735 + 499 + KV_TOOL_PROMPT_BASE);
+	CHECK_INT(ri->cache_ctl, 1);
+	CHECK_INT(ri->cache_1h, 1);
+	CHECK_STR(ri->fetches, "");
+	/* Bedrock refuses a model in the body; so does kilovolt, rather than
+	 * price a name that is not the one served */
+	CHECK_INT(scan_model(named, strlen(named), KV_API_ANTHROPIC_MESSAGES, CLAUDE, &r), -1);
+	CHECK(strstr(r.err, "the path names the model") != NULL);
+	CHECK_INT(scan(named, strlen(named), KV_API_ANTHROPIC_MESSAGES, &r), 0);
+	CHECK_STR(ri->model, "claude-x");
+}
+
+/* A Converse body with every kind of block: what it asks for. The client's
+ * own JSON (a tool's input and schema, a json result) is not read as
+ * blocks, whatever names it uses. */
+static void
+test_converse_fields(void)
+{
+	static const char body[] = "{\"system\":[{\"text\":\"be brief\"},"
+	    "{\"cachePoint\":{\"type\":\"default\",\"ttl\":\"1h\"}}],"
+	    "\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":\"look\"},"
+	    "{\"image\":{\"format\":\"png\",\"source\":{\"bytes\":\"" PNG_B64 "\"}}},"
+	    "{\"cachePoint\":{\"type\":\"default\"}}]},"
+	    "{\"role\":\"assistant\",\"content\":[{\"reasoningContent\":{\"reasoningText\":"
+	    "{\"text\":\"hm\",\"signature\":\"c2ln\"}}},{\"toolUse\":{\"toolUseId\":\"t1\","
+	    "\"name\":\"f\",\"input\":{\"content\":[{\"document\":{\"source\":{\"s3Location\":"
+	    "{\"uri\":\"s3://b/k\"}}}}],\"cachePoint\":{}}}}]},"
+	    "{\"role\":\"user\",\"content\":[{\"toolResult\":{\"toolUseId\":\"t1\",\"content\":"
+	    "[{\"json\":{\"video\":1,\"s3Location\":2}},{\"text\":\"ok\"},{\"image\":{\"format\":"
+	    "\"jpeg\",\"source\":{\"bytes\":\"" JPEG_B64 "\"}}}]}}]}],"
+	    "\"inferenceConfig\":{\"maxTokens\":4096,\"temperature\":0.5,\"topP\":0.9,"
+	    "\"stopSequences\":[\"x\"]},"
+	    "\"toolConfig\":{\"tools\":[{\"toolSpec\":{\"name\":\"f\",\"description\":\"d\","
+	    "\"inputSchema\":{\"json\":{\"type\":\"object\",\"properties\":{\"document\":"
+	    "{\"type\":\"web_search_20250305\"}}}}}},{\"cachePoint\":{\"type\":\"default\"}}],"
+	    "\"toolChoice\":{\"auto\":{}}},"
+	    "\"additionalModelRequestFields\":{\"thinking\":{\"type\":\"enabled\","
+	    "\"budget_tokens\":2048},\"anthropic_beta\":[\"interleaved-thinking-2025-05-14\"]},"
+	    "\"additionalModelResponseFieldPaths\":[\"/stop_sequence\"],"
+	    "\"requestMetadata\":{\"team\":\"a\"},\"serviceTier\":{\"type\":\"default\"},"
+	    "\"performanceConfig\":{\"latency\":\"standard\"},\"outputConfig\":null}";
+	struct kv_reqscan r;
+	const struct kv_request_info *ri = &r.ri;
+	int i;
+
+	CHECK_INT(scan_model(body, strlen(body), KV_API_BEDROCK_CONVERSE, CLAUDE, &r), 0);
+	CHECK_STR(ri->model, CLAUDE);
+	CHECK_INT(ri->max_output, 4096);
+	CHECK_INT(ri->thinking, 2048);
+	CHECK_INT(ri->images, 2);
+	for (i = 0; i < KV_IMG_NRULES; i++)
+		CHECK_INT(ri->img_tok[i], kv_media_image_tokens(i, 1000, 500) +
+		    kv_media_image_tokens(i, 400, 300));
+	CHECK_INT(ri->img_tok[KV_IMG_ANTHROPIC], 667 + 160);
+	CHECK_INT(ri->cache_ctl, 1);
+	CHECK_INT(ri->cache_1h, 1);
+	CHECK_INT(ri->hidden, KV_TOOL_PROMPT_BASE);	/* one toolSpec */
+	CHECK_INT(ri->tools_unbounded, 0);
+	CHECK_INT(ri->tier, KV_TIER_STANDARD);
+	CHECK_STR(ri->dim_other, "");
+	CHECK_STR(ri->fetches, "");
+	CHECK_INT(ri->mult, 1);
+	CHECK_INT(ri->members, 10);
+}
+
+/* What is absent: no output limit (the model's own applies), no cache
+ * write, no image; bytes that are no image header are the dearest image;
+ * a max_tokens among the model's own fields raises the bound. */
+static void
+test_converse_absent(void)
+{
+	static const char *const bodies[] = {
+		"{\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":\"hi\"}]}]}",
+		"{\"messages\":null,\"inferenceConfig\":{\"maxTokens\":null},\"system\":[],"
+		"\"toolConfig\":{\"tools\":[]},\"serviceTier\":null}",
+		"{\"inferenceConfig\":{\"temperature\":1},\"additionalModelRequestFields\":"
+		"{\"thinking\":{\"type\":\"disabled\"},\"top_k\":5}}",
+	};
+	static const char odd[] = "{\"messages\":[{\"role\":\"user\",\"content\":[{\"image\":"
+	    "{\"format\":\"png\",\"source\":{\"bytes\":\"AAAAAAAA\"}}}]}]}";
+	static const char both[] = "{\"inferenceConfig\":{\"maxTokens\":100},"
+	    "\"additionalModelRequestFields\":{\"max_tokens\":300,\"reasoning_config\":"
+	    "{\"type\":\"enabled\",\"budget_tokens\":200}}}";
+	struct kv_reqscan r;
+	size_t i;
+
+	for (i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		CHECK_INT(scan(bodies[i], strlen(bodies[i]), KV_API_BEDROCK_CONVERSE, &r), 0);
+		CHECK_INT(r.ri.max_output, -1);
+		CHECK_INT(r.ri.thinking, -1);
+		CHECK_INT(r.ri.cache_ctl, 0);
+		CHECK_INT(r.ri.images, 0);
+		CHECK_INT(r.ri.hidden, 0);
+		CHECK_STR(r.ri.fetches, "");
+		CHECK_STR(r.ri.model, "");
+	}
+	CHECK_INT(scan(odd, strlen(odd), KV_API_BEDROCK_CONVERSE, &r), 0);
+	CHECK_INT(r.ri.images, 1);
+	CHECK_INT(r.ri.img_tok[KV_IMG_ANTHROPIC], kv_media_image_tokens(KV_IMG_ANTHROPIC, 0, 0));
+	CHECK_INT(scan(both, strlen(both), KV_API_BEDROCK_CONVERSE, &r), 0);
+	CHECK_INT(r.ri.max_output, 300);
+	CHECK_INT(r.ri.thinking, 200);
+}
+
+#define MSG(blocks) "{\"messages\":[{\"role\":\"user\",\"content\":[" blocks "]}]}"
+
+static const struct { const char *body; const char *fetches; } cv_refs[] = {
+	{ MSG("{\"document\":{\"format\":\"pdf\",\"name\":\"a\",\"source\":{\"bytes\":\"JVBE\"}}}"),
+	  "a document block" },
+	{ MSG("{\"document\":{\"format\":\"txt\",\"name\":\"a\",\"source\":{\"text\":\"x\"}}}"),
+	  "a document block" },
+	{ MSG("{\"video\":{\"format\":\"mp4\",\"source\":{\"bytes\":\"AAAA\"}}}"), "a video block" },
+	{ MSG("{\"audio\":{\"format\":\"mp3\",\"source\":{\"bytes\":\"AAAA\"}}}"), "an audio block" },
+	{ MSG("{\"image\":{\"format\":\"png\",\"source\":{\"s3Location\":{\"uri\":\"s3://b/k\"}}}}"),
+	  "an s3Location (an object in S3)" },
+	{ MSG("{\"toolResult\":{\"toolUseId\":\"t\",\"content\":[{\"image\":{\"format\":\"png\","
+	  "\"source\":{\"s3Location\":{\"uri\":\"s3://b/k\"}}}}]}}"), "an s3Location (an object in S3)" },
+	{ MSG("{\"toolResult\":{\"toolUseId\":\"t\",\"content\":[{\"document\":{}}]}}"),
+	  "a document block" },
+	{ "{\"promptVariables\":{\"topic\":{\"text\":\"x\"}}}", "promptVariables (a managed prompt)" },
+	{ "{\"promptVariables\":null}", "" },
+	{ "{\"additionalModelRequestFields\":{\"tools\":[{\"type\":\"web_search_20250305\","
+	  "\"name\":\"web_search\",\"max_uses\":3}]}}", "a web_search_20250305 block or tool" },
+	{ MSG("{\"toolUse\":{\"toolUseId\":\"t\",\"name\":\"f\",\"input\":{\"video\":{}}}}"), "" },
+};
+
+static void
+test_converse_fetches(void)
+{
+	static const char arn[] = "arn:aws:bedrock:us-east-1:123456789012:prompt/PROMPT12345:1";
+	static const char tools[] = "{\"additionalModelRequestFields\":{\"tools\":["
+	    "{\"type\":\"computer_20250124\",\"name\":\"computer\"},{\"type\":\"web_search_20250305\","
+	    "\"name\":\"web_search\",\"max_uses\":3},{\"type\":\"web_fetch_20250910\","
+	    "\"name\":\"web_fetch\"}],\"anthropic_beta\":[\"computer-use-2025-01-24\"]}}";
+	struct kv_reqscan r;
+	size_t i;
+
+	for (i = 0; i < sizeof(cv_refs) / sizeof(cv_refs[0]); i++) {
+		int before = unit_fail;
+
+		CHECK_INT(scan(cv_refs[i].body, strlen(cv_refs[i].body), KV_API_BEDROCK_CONVERSE,
+		    &r), 0);
+		CHECK_STR(r.ri.fetches, cv_refs[i].fetches);
+		if (unit_fail != before)
+			fprintf(stderr, "  ^ body %zu: %s\n", i, cv_refs[i].body);
+	}
+	CHECK_INT(scan(cv_refs[3].body, strlen(cv_refs[3].body), KV_API_BEDROCK_CONVERSE, &r), 0);
+	CHECK_INT(r.ri.audio_in, 1);
+	/* a prompt from Prompt management as the model */
+	CHECK_INT(scan_model("{}", 2, KV_API_BEDROCK_CONVERSE, arn, &r), 0);
+	CHECK_STR(r.ri.fetches, "a managed prompt (the model ARN)");
+	CHECK_STR(r.ri.model, arn);
+	/* Anthropic's own tools among the model's fields: as on its API */
+	CHECK_INT(scan(tools, strlen(tools), KV_API_BEDROCK_CONVERSE, &r), 0);
+	CHECK_INT(r.ri.hidden, 735 + 499 + KV_TOOL_PROMPT_BASE);
+	CHECK_INT(r.ri.tool_uses, 3);
+	CHECK_INT(r.ri.ws_uses, 3);
+	CHECK_INT(r.ri.tools_unbounded, 1);
+	CHECK_INT(r.ri.wf_unbounded, 1);
+}
+
+/* The price dimensions a Converse body asks for. */
+static void
+test_converse_dims(void)
+{
+	static const struct { const char *body; int tier; const char *other; } d[] = {
+		{ "{\"serviceTier\":{\"type\":\"priority\"}}", KV_TIER_PRIORITY, "" },
+		{ "{\"serviceTier\":{\"type\":\"flex\"}}", KV_TIER_FLEX, "" },
+		{ "{\"serviceTier\":{\"type\":\"reserved\"}}", KV_TIER_OTHER,
+		  "serviceTier \"reserved\"" },
+		{ "{\"performanceConfig\":{\"latency\":\"optimized\"}}", KV_TIER_STANDARD,
+		  "performanceConfig.latency \"optimized\"" },
+		{ "{\"guardrailConfig\":{\"guardrailIdentifier\":\"g\",\"guardrailVersion\":\"1\"}}",
+		  KV_TIER_STANDARD, "guardrailConfig" },
+		{ "{\"guardrailConfig\":null}", KV_TIER_STANDARD, "" },
+	};
+	struct kv_reqscan r;
+	size_t i;
+
+	for (i = 0; i < sizeof(d) / sizeof(d[0]); i++) {
+		CHECK_INT(scan(d[i].body, strlen(d[i].body), KV_API_BEDROCK_CONVERSE, &r), 0);
+		CHECK_INT(r.ri.tier, d[i].tier);
+		CHECK_STR(r.ri.dim_other, d[i].other);
+	}
+}
+
+static const struct { const char *body; const char *why; } cv_bad[] = {
+	{ "{\"model\":\"m\"}", "top-level member the Converse API does not define" },
+	{ "{\"stream\":true}", "top-level member the Converse API does not define" },
+	{ "{\"messages\":{}}", "messages must be an array" },
+	{ "{\"inferenceConfig\":[]}", "inferenceConfig must be an object" },
+	{ "{\"inferenceConfig\":{\"maxTokens\":\"5\"}}", "inferenceConfig.maxTokens must be an integer" },
+	{ "{\"inferenceConfig\":{\"maxTokens\":-1}}", "inferenceConfig.maxTokens is negative" },
+	{ "{\"inferenceConfig\":{\"maxTokens\":1e12}}", "inferenceConfig.maxTokens is out of range" },
+	{ "{\"additionalModelRequestFields\":{\"thinking\":{\"budget_tokens\":1.5}}}",
+	  "thinking.budget_tokens is not an integer" },
+	{ "{\"additionalModelRequestFields\":{\"max_tokens\":true}}",
+	  "additionalModelRequestFields.max_tokens must be an integer" },
+	{ "{\"additionalModelRequestFields\":{\"anthropic_beta\":\"x\"}}",
+	  "anthropic_beta must be an array" },
+	{ "{\"additionalModelRequestFields\":{\"anthropic_beta\":[1]}}",
+	  "anthropic_beta must hold strings" },
+	{ "{\"additionalModelRequestFields\":{\"tools\":[{\"type\":\"advisor_20260301\"}]}}",
+	  "cannot price what \"advisor_20260301\"" },
+	{ MSG("{\"hologram\":{}}"), "a content block the Converse API does not define" },
+	{ "{\"system\":[{\"text\":\"a\"},{\"prompt\":\"b\"}]}",
+	  "a content block the Converse API does not define" },
+	{ "{\"toolConfig\":{\"tools\":[{\"systemTool\":{\"name\":\"nova_grounding\"}}]}}",
+	  "a systemTool" },
+	{ "{\"toolConfig\":{\"tools\":[{\"function\":{}}]}}", "a tool the Converse API" },
+	{ "{\"toolConfig\":{\"tools\":[5]}}", "an element is not an object" },
+	{ "{\"serviceTier\":{\"type\":1}}", "serviceTier.type must be a string" },
+	{ "{\"performanceConfig\":{\"latency\":true}}", "performanceConfig.latency must be" },
+	{ "[]", "not a JSON object" },
+	{ "{\"messages\":[}", "not valid JSON" },
+};
+
+static void
+test_converse_refused(void)
+{
+	static const char longarn[] = "arn:aws:bedrock:us-east-1:123456789012:"
+	    "application-inference-profile/us.anthropic.claude-sonnet-4-20250514-v1:0-long";
+	struct kv_reqscan r;
+	size_t i;
+
+	for (i = 0; i < sizeof(cv_bad) / sizeof(cv_bad[0]); i++) {
+		int before = unit_fail;
+
+		CHECK_INT(scan(cv_bad[i].body, strlen(cv_bad[i].body), KV_API_BEDROCK_CONVERSE, &r),
+		    -1);
+		CHECK(strstr(r.err, cv_bad[i].why) != NULL);
+		if (unit_fail != before)
+			fprintf(stderr, "  ^ body %zu: %s -> %s\n", i, cv_bad[i].body, r.err);
+	}
+	/* a path model past the name's room: refused, and the body after it */
+	kv_reqscan_init(&r, KV_API_BEDROCK_CONVERSE);
+	CHECK_INT(kv_reqscan_model(&r, longarn, strlen(longarn)), -1);
+	CHECK(strstr(r.err, "not a model name") != NULL);
+	CHECK_INT(kv_reqscan_feed(&r, "{}", 2), -1);
+}
+
 int
 main(void)
 {
@@ -348,5 +640,11 @@ main(void)
 	test_intval();
 	test_large();
 	test_runs();
+	test_bedrock_invoke();
+	test_converse_fields();
+	test_converse_absent();
+	test_converse_fetches();
+	test_converse_dims();
+	test_converse_refused();
 	return unit_done();
 }

@@ -1,5 +1,5 @@
 /* The request scanner on top of the strict validator. See reqscan.h. */
-#include "worker/reqscan.h"
+#include "worker/reqscan_int.h"
 #include "worker/tool_prompts.h"
 
 /* The validator's scan loop with on_event (below) inlined at its events. */
@@ -13,16 +13,6 @@ static inline __attribute__((always_inline)) void on_event(void *arg, enum kv_jv
 #include <string.h>
 
 #include "common/base64.h"
-
-enum {
-	K_NONE, K_OTHER, K_MODEL, K_STREAM, K_STREAM_OPTIONS, K_INCLUDE_USAGE,
-	K_MAX_TOKENS, K_MAX_COMPLETION_TOKENS, K_MAX_OUTPUT_TOKENS, K_N, K_BEST_OF,
-	K_TYPE, K_URL, K_IMAGE_URL, K_FILE_URL, K_FILE_ID, K_PREVIOUS_RESPONSE_ID,
-	K_CONVERSATION, K_PROMPT, K_WEB_SEARCH_OPTIONS, K_MCP_SERVERS,
-	K_BACKGROUND, K_STORE, K_DATA, K_FILE_DATA, K_TOOLS, K_MAX_USES, K_MAX_TOOL_CALLS,
-	K_SPEED, K_INFERENCE_GEO, K_SERVICE_TIER, K_MODALITIES, K_AUDIO, K_ID,
-	K_CACHE_CONTROL, K_TTL,
-};
 
 /* With their lengths: key_id runs for every member of every request body,
  * and a strlen per name per member was a tenth of the body scan. */
@@ -46,104 +36,31 @@ static const struct {
 	[K_SPEED] = KEY("speed"), [K_INFERENCE_GEO] = KEY("inference_geo"),
 	[K_SERVICE_TIER] = KEY("service_tier"), [K_MODALITIES] = KEY("modalities"),
 	[K_AUDIO] = KEY("audio"), [K_ID] = KEY("id"), [K_CACHE_CONTROL] = KEY("cache_control"),
-	[K_TTL] = KEY("ttl"),
+	[K_TTL] = KEY("ttl"), [K_THINKING] = KEY("thinking"),
+	[K_BUDGET_TOKENS] = KEY("budget_tokens"),
+	/* Bedrock's Converse body */
+	[K_MESSAGES] = KEY("messages"), [K_SYSTEM] = KEY("system"),
+	[K_INFERENCE_CONFIG] = KEY("inferenceConfig"), [K_TOOL_CONFIG] = KEY("toolConfig"),
+	[K_GUARDRAIL_CONFIG] = KEY("guardrailConfig"),
+	[K_AMRF] = KEY("additionalModelRequestFields"),
+	[K_AMRF_PATHS] = KEY("additionalModelResponseFieldPaths"),
+	[K_PROMPT_VARIABLES] = KEY("promptVariables"),
+	[K_REQUEST_METADATA] = KEY("requestMetadata"),
+	[K_PERFORMANCE_CONFIG] = KEY("performanceConfig"), [K_SERVICE_TIER_CV] = KEY("serviceTier"),
+	[K_OUTPUT_CONFIG] = KEY("outputConfig"), [K_MAX_TOKENS_CV] = KEY("maxTokens"),
+	[K_CONTENT] = KEY("content"), [K_TEXT] = KEY("text"), [K_IMAGE] = KEY("image"),
+	[K_DOCUMENT] = KEY("document"), [K_VIDEO] = KEY("video"), [K_TOOL_USE] = KEY("toolUse"),
+	[K_TOOL_RESULT] = KEY("toolResult"), [K_REASONING_CONTENT] = KEY("reasoningContent"),
+	[K_CACHE_POINT] = KEY("cachePoint"), [K_GUARD_CONTENT] = KEY("guardContent"),
+	[K_CITATIONS_CONTENT] = KEY("citationsContent"), [K_SEARCH_RESULT] = KEY("searchResult"),
+	[K_JSON] = KEY("json"), [K_SOURCE] = KEY("source"), [K_BYTES] = KEY("bytes"),
+	[K_S3_LOCATION] = KEY("s3Location"), [K_TOOL_SPEC] = KEY("toolSpec"),
+	[K_SYSTEM_TOOL] = KEY("systemTool"), [K_TOOL_CHOICE] = KEY("toolChoice"),
+	[K_LATENCY] = KEY("latency"), [K_REASONING_CONFIG] = KEY("reasoning_config"),
+	[K_ANTHROPIC_BETA] = KEY("anthropic_beta"),
 };
 #undef KEY
 #define NKEYS ((int)(sizeof(key_names) / sizeof(key_names[0])))
-
-/* "type" values of content blocks and tools whose cost the body's bytes do
- * not bound: server tools bill what they fetch as input, and files and
- * documents expand (a PDF page is an image). A trailing '*' is a prefix. */
-static const char *const fetch_types[] = {
-	"web_search*", "web_fetch*", "file_search*", "mcp", "code_interpreter*",
-	"code_execution*", "image_generation*", "computer_use*", "local_shell*",
-	"input_file", "document", "input_audio", "item_reference", "container_upload",
-	NULL,
-};
-
-enum { CAP_NONE, CAP_MODEL, CAP_TYPE, CAP_URL, CAP_USES, CAP_TOOL_CALLS, CAP_DIM,
-	CAP_MODALITY, CAP_TTL, CAP_LIMIT };
-enum { T_NONE, T_SERVER, T_WEB_SEARCH, T_WEB_FETCH };
-
-/* Tools the provider runs itself, calling the model again after each call. */
-static int
-server_tool(const char *v, size_t n)
-{
-	static const char *const server[] = { "web_search", "web_fetch", "code_execution",
-	    "file_search", "code_interpreter", "mcp", "image_generation", "computer_use",
-	    "local_shell", NULL };
-	const char *const *s;
-
-	for (s = server; *s != NULL; s++)
-		if (n >= strlen(*s) && memcmp(v, *s, strlen(*s)) == 0)
-			return s == server ? T_WEB_SEARCH : s == server + 1 ? T_WEB_FETCH : T_SERVER;
-	return T_NONE;
-}
-
-/* A dated tool type ("web_search_20250305", "advisor_20260301"): one the
- * provider versions, and may run itself. Those kilovolt knows are the
- * server tools above and Anthropic's client-run ones; any other may bill
- * what no price names (Anthropic's advisor tool runs another model inside
- * the request, reported only in usage.iterations): refused (issue 33). */
-static int
-unknown_dated_tool(const char *v, size_t n)
-{
-	static const char *const known[] = { "bash_", "text_editor_", "computer_", "memory_",
-	    "tool_search_tool_", NULL };
-	const char *const *k;
-	size_t i;
-
-	if (n < 10 || v[n - 9] != '_')
-		return 0;
-	for (i = n - 8; i < n; i++)
-		if (v[i] < '0' || v[i] > '9')
-			return 0;
-	if (server_tool(v, n) != T_NONE)
-		return 0;
-	for (k = known; *k != NULL; k++)
-		if (n >= strlen(*k) && memcmp(v, *k, strlen(*k)) == 0)
-			return 0;
-	return 1;
-}
-
-/* A tools element ended: its calls bound the loop. */
-static void
-tool_end(struct kv_reqscan *r)
-{
-	struct kv_request_info *ri = &r->ri;
-
-	if (r->tkind == T_NONE)
-		return;
-	if (r->tuses >= 0)
-		ri->tool_uses += r->tuses;
-	else
-		ri->tools_unbounded++;
-	if (r->tkind == T_WEB_SEARCH && r->tuses >= 0)
-		ri->ws_uses += r->tuses;
-	else if (r->tkind == T_WEB_SEARCH)
-		ri->ws_unbounded++;
-	if (r->tkind == T_WEB_FETCH && r->tuses >= 0)
-		ri->wf_uses += r->tuses;
-	else if (r->tkind == T_WEB_FETCH)
-		ri->wf_unbounded++;
-	r->tkind = T_NONE;
-}
-
-static void
-refuse(struct kv_reqscan *r, const char *fmt, const char *a, const char *b)
-{
-	if (r->bad)
-		return;
-	r->bad = 1;
-	snprintf(r->err, sizeof(r->err), fmt, a, b);
-}
-
-static void
-fetches(struct kv_reqscan *r, const char *what)
-{
-	if (r->ri.fetches[0] == '\0')
-		snprintf(r->ri.fetches, sizeof(r->ri.fetches), "%s", what);
-}
 
 void
 kv_reqscan_init(struct kv_reqscan *r, enum kv_api api)
@@ -154,18 +71,38 @@ kv_reqscan_init(struct kv_reqscan *r, enum kv_api api)
 	r->err[0] = '\0';
 	kv_jv_init(&r->jv);
 	r->api = api;
-	for (i = 0; i < 5; i++)
+	for (i = 0; i < LIM_COUNT; i++)
 		r->lim[i] = -1;
 	r->ri.max_output = -1;
+	r->ri.thinking = -1;
 	r->ri.mult = 1;
 	r->ri.max_tool_calls = -1;
+}
+
+int
+kv_reqscan_model(struct kv_reqscan *r, const char *model, size_t n)
+{
+	if (n >= sizeof(r->ri.model) || memchr(model, '\0', n) != NULL) {
+		refuse(r, "the model in the path is not a model name (longer than 95 bytes "
+		    "or with a NUL)%s%s", "", "");
+		return -1;
+	}
+	memcpy(r->ri.model, model, n);
+	r->ri.model[n] = '\0';
+	r->path_model = 1;
+	/* Prompt management: the prompt's messages are the provider's */
+	if (strstr(r->ri.model, ":prompt/") != NULL)
+		fetches(r, "a managed prompt (the model ARN)");
+	return 0;
 }
 
 /* The names by length and first letter (all are lower case), made on first
  * use, those sharing both chained: a name is one table look-up, and a
  * compare only for a name whose second byte matches too (a walk over the
  * names of its length, a memcmp each, cost ~65 instructions a member). */
-#define KEY_LEN_MAX	24	/* longer than any name */
+#define KEY_LEN_MAX	40	/* longer than any name, and no longer than kbuf:
+				   a name cut there matches none */
+_Static_assert(sizeof(((struct kv_reqscan *)0)->kbuf) >= KEY_LEN_MAX, "kbuf");
 
 static uint8_t key_slot[KEY_LEN_MAX][26], key_next[NKEYS];
 
@@ -247,6 +184,18 @@ stream_options(struct kv_reqscan *r, enum kv_jv_ev ev, uint64_t off)
 	r->ri.so_null_off = isnull ? off - 3 : 0;
 }
 
+/* "model": kept, unless a Bedrock path named it (Bedrock refuses it). */
+static void
+model_value(struct kv_reqscan *r, enum kv_jv_ev ev)
+{
+	if (ev != KV_JV_STR)
+		refuse(r, "%s must be a string", "model", "");
+	if (r->path_model)
+		refuse(r, "model: the path names the model on Bedrock; send the body "
+		    "without a \"model\"%s%s", "", "");
+	r->cap = CAP_MODEL;
+}
+
 /* A value of a top-level member. */
 static void
 top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
@@ -255,9 +204,7 @@ top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
 
 	switch (key) {
 	case K_MODEL:
-		if (ev != KV_JV_STR)
-			refuse(r, "%s must be a string", "model", "");
-		r->cap = CAP_MODEL;
+		model_value(r, ev);
 		break;
 	case K_STREAM:
 		if (ev != KV_JV_TRUE && ev != KV_JV_FALSE && !isnull)
@@ -313,20 +260,6 @@ top_value(struct kv_reqscan *r, enum kv_jv_ev ev, int key, uint64_t off)
 }
 
 /* ---- inline media: a data: URL or base64 string, decoded as it comes ---- */
-
-enum { M_OFF, M_PREFIX, M_META, M_B64, M_FULL };
-
-static void
-media_start(struct kv_reqscan *r, int ph)
-{
-	r->mph = ph;
-	r->mdata = ph == M_PREFIX;
-	r->mimage = 0;
-	r->mmlen = 0;
-	r->macc = 0;
-	r->mbits = 0;
-	r->mlen = 0;
-}
 
 /* A digit of either alphabet (standard or URL-safe), -2 for white space
  * (a data: URL may wrap), -1 for anything else. */
@@ -429,28 +362,21 @@ nested_value(struct kv_reqscan *r, enum kv_jv_ev ev, int level, int key)
 		r->cap = CAP_TTL;
 }
 
+/* A value below the top level of an OpenAI or Anthropic body. */
 static void
-value_begin(struct kv_reqscan *r, enum kv_jv_ev ev, int level, uint64_t off)
+inner_value(struct kv_reqscan *r, enum kv_jv_ev ev, int level, int key, uint64_t off)
 {
-	int key = r->key;
-
-	r->key = K_NONE;
-	r->cap = CAP_NONE;
-	r->vlen = 0;
-	r->vlong = 0;
-	if (level == 0) {
-		if (ev != KV_JV_OBJ_OPEN)
-			refuse(r, "the body is not a JSON object", "", "");
-		return;
-	}
-	if (level == 1)
-		top_value(r, ev, r->top = key, off);
-	else if (level == 2 && r->top == K_TOOLS) {
-		r->ntools++;
-		r->tkind = T_NONE;
-		r->tuses = -1;
-	} else if (level == 3 && r->top == K_TOOLS && key == K_MAX_USES && ev == KV_JV_NUM)
+	r->intools = r->top == K_TOOLS;
+	if (level == 2 && r->top == K_TOOLS)
+		tool_begin(r);
+	else if (level == 3 && r->top == K_TOOLS && key == K_MAX_USES && ev == KV_JV_NUM)
 		r->cap = CAP_USES;
+	else if (level == 2 && r->top == K_THINKING && key == K_BUDGET_TOKENS) {
+		if (ev != KV_JV_NUM && ev != KV_JV_NULL)
+			refuse(r, "%s must be an integer", "thinking.budget_tokens", "");
+		r->lim[LIM_THINKING] = -1;
+		r->cap = ev == KV_JV_NUM ? CAP_LIMIT + LIM_THINKING : CAP_NONE;
+	}
 	else if (level == 2 && r->top == K_PROMPT) {
 		/* each string or token array is a prompt, n completions each */
 		if (ev == KV_JV_NUM)
@@ -467,41 +393,73 @@ value_begin(struct kv_reqscan *r, enum kv_jv_ev ev, int level, uint64_t off)
 		r->ri.so_iu_len = ev == KV_JV_FALSE ? 5 : 4;
 		r->ri.so_iu_off = off - (uint64_t)(r->ri.so_iu_len - 1);
 	}
-	if (level >= 2)
-		nested_value(r, ev, level, key);
+	nested_value(r, ev, level, key);
+}
+
+static void
+value_begin(struct kv_reqscan *r, enum kv_jv_ev ev, int level, uint64_t off)
+{
+	int key = r->key;
+
+	r->key = K_NONE;
+	r->cap = CAP_NONE;
+	r->vlen = 0;
+	r->vlong = 0;
+	r->mph = M_OFF;
+	if (level == 0) {
+		if (ev != KV_JV_OBJ_OPEN)
+			refuse(r, "the body is not a JSON object", "", "");
+		return;
+	}
+	if (r->api == KV_API_BEDROCK_CONVERSE) {
+		kv_rsc_value(r, ev, level, key);
+		return;
+	}
+	if (level == 1)
+		top_value(r, ev, r->top = key, off);
+	else
+		inner_value(r, ev, level, key, off);
 	if (ev == KV_JV_STR && key == K_TYPE)
 		r->cap = CAP_TYPE;
 	if (ev == KV_JV_STR && (key == K_URL || key == K_IMAGE_URL || key == K_FILE_URL))
 		r->cap = CAP_URL;
 	if (key == K_FILE_ID && ev != KV_JV_NULL)
 		fetches(r, "file_id");
-	r->mph = M_OFF;
 	if (ev == KV_JV_STR && (key == K_URL || key == K_IMAGE_URL || key == K_FILE_DATA))
 		media_start(r, M_PREFIX);
 	else if (ev == KV_JV_STR && key == K_DATA)
 		media_start(r, M_B64);
 }
 
-static int
-type_fetches(const char *v, size_t n)
+/* A "type" value ended: a tool's kind and hidden prompt, a block or tool
+ * that makes the provider fetch content, or one kilovolt cannot price. */
+static void
+type_value(struct kv_reqscan *r)
 {
-	const char *const *t;
-	size_t l;
+	char what[48];
 
-	for (t = fetch_types; *t != NULL; t++) {
-		l = strlen(*t);
-		if ((*t)[l - 1] == '*' ? n >= l - 1 && memcmp(*t, v, l - 1) == 0 :
-		    n == l && memcmp(*t, v, n) == 0)
-			return 1;
+	if (r->intools && (r->api == KV_API_ANTHROPIC_MESSAGES ||
+	    r->api == KV_API_BEDROCK_CONVERSE) && !r->vlong)
+		r->ri.hidden += kv_tool_prompt_tokens(r->vbuf, r->vlen);
+	if (r->intools && !r->vlong && kv_rs_server_tool(r->vbuf, r->vlen) > r->tkind)
+		r->tkind = kv_rs_server_tool(r->vbuf, r->vlen);
+	if (r->intools && kv_rs_unknown_dated_tool(r->vbuf, r->vlen)) {
+		r->vbuf[r->vlen] = '\0';
+		refuse(r, "tools: kilovolt cannot price what \"%.32s\" makes the "
+		    "provider run; send it without that tool%s", r->vbuf, "");
 	}
-	return 0;
+	if (r->vlen == 11 && memcmp(r->vbuf, "input_audio", 11) == 0)
+		r->ri.audio_in = 1;
+	if (!r->vlong && kv_rs_type_fetches(r->vbuf, r->vlen)) {
+		snprintf(what, sizeof(what), "a %.*s block or tool",
+		    (int)(r->vlen < 24 ? r->vlen : 24), r->vbuf);
+		fetches(r, what);
+	}
 }
 
 static void
 string_end(struct kv_reqscan *r)
 {
-	char what[48];
-
 	switch (r->cap) {
 	case CAP_MODEL:
 		if (r->vlong || memchr(r->vbuf, '\0', r->vlen) != NULL)
@@ -513,22 +471,7 @@ string_end(struct kv_reqscan *r)
 		}
 		break;
 	case CAP_TYPE:
-		if (r->top == K_TOOLS && r->api == KV_API_ANTHROPIC_MESSAGES && !r->vlong)
-			r->ri.hidden += kv_tool_prompt_tokens(r->vbuf, r->vlen);
-		if (r->top == K_TOOLS && !r->vlong && server_tool(r->vbuf, r->vlen) > r->tkind)
-			r->tkind = server_tool(r->vbuf, r->vlen);
-		if (r->top == K_TOOLS && unknown_dated_tool(r->vbuf, r->vlen)) {
-			r->vbuf[r->vlen] = '\0';
-			refuse(r, "tools: kilovolt cannot price what \"%.32s\" makes the "
-			    "provider run; send it without that tool%s", r->vbuf, "");
-		}
-		if (r->vlen == 11 && memcmp(r->vbuf, "input_audio", 11) == 0)
-			r->ri.audio_in = 1;
-		if (!r->vlong && type_fetches(r->vbuf, r->vlen)) {
-			snprintf(what, sizeof(what), "a %.*s block or tool",
-			    (int)(r->vlen < 24 ? r->vlen : 24), r->vbuf);
-			fetches(r, what);
-		}
+		type_value(r);
 		break;
 	case CAP_DIM:
 		dim_value(r, r->top, r->vbuf, r->vlen);
@@ -545,6 +488,9 @@ string_end(struct kv_reqscan *r)
 		if (r->vlen < 5 || memcmp(r->vbuf, "data:", 5) != 0)
 			fetches(r, "a URL to fetch");
 		break;
+	case CAP_CV_TIER: case CAP_CV_LATENCY:
+		kv_rsc_string(r);
+		break;
 	}
 	r->cap = CAP_NONE;
 }
@@ -552,6 +498,9 @@ string_end(struct kv_reqscan *r)
 static void
 number_end(struct kv_reqscan *r)
 {
+	static const char *const lim_names[LIM_COUNT] = { "max_tokens",
+	    "max_completion_tokens", "max_output_tokens", "n", "best_of",
+	    "thinking.budget_tokens", "inferenceConfig.maxTokens" };
 	const char *why = "is out of range";
 	int i = r->cap - CAP_LIMIT;
 	int64_t v;
@@ -569,7 +518,7 @@ number_end(struct kv_reqscan *r)
 	if (r->cap < CAP_LIMIT)
 		return;
 	if (r->vlong || kv_reqscan_intval(r->vbuf, r->vlen, KV_REQ_LIMIT_MAX, &v, &why) == -1)
-		refuse(r, "%s %s", key_names[K_MAX_TOKENS + i].name, why);
+		refuse(r, "%s %s", lim_names[i], why);
 	else
 		r->lim[i] = v;
 	r->cap = CAP_NONE;
@@ -629,8 +578,10 @@ value_event(struct kv_reqscan *r, enum kv_jv_ev ev, int level, uint64_t off)
 		r->ri.obj_end = off;
 	if (level == 1 && r->top == K_STREAM_OPTIONS)
 		r->ri.so_end = off;
-	if (level == 2 && r->top == K_TOOLS)
-		tool_end(r);
+	if (r->api == KV_API_BEDROCK_CONVERSE)
+		kv_rsc_close(r, level);
+	else if (level == 2 && r->top == K_TOOLS)
+		kv_rs_tool_end(r);
 	if (level == r->audio_lvl)
 		r->audio_lvl = 0;
 }
@@ -701,13 +652,19 @@ kv_reqscan_finish(struct kv_reqscan *r)
 		refuse(r, "the body is not valid JSON: %s%s", r->jv.err, "");
 		return -1;
 	}
-	for (i = 0; i < 3; i++)
-		if (r->lim[i] > r->ri.max_output)
+	for (i = 0; i < LIM_COUNT; i++)
+		if (i != LIM_N && i != LIM_BEST_OF && i != LIM_THINKING &&
+		    r->lim[i] > r->ri.max_output)
 			r->ri.max_output = r->lim[i];
-	for (i = 3; i < 5; i++)
+	for (i = LIM_N; i <= LIM_BEST_OF; i++)
 		if (r->lim[i] > r->ri.mult)
 			r->ri.mult = r->lim[i];
-	if (r->api == KV_API_ANTHROPIC_MESSAGES && r->ntools > 0)
+	r->ri.thinking = r->lim[LIM_THINKING];
+	/* Claude's tool-use system prompt (Bedrock's Converse renders
+	 * toolConfig as Anthropic tools for Claude; for another model its
+	 * prompt is undocumented, and Claude's largest is the bound taken) */
+	if ((r->api == KV_API_ANTHROPIC_MESSAGES || r->api == KV_API_BEDROCK_CONVERSE) &&
+	    r->ntools > 0)
 		r->ri.hidden += KV_TOOL_PROMPT_BASE;
 	/* the provider answers every prompt of the array n (best_of) times */
 	if (r->api == KV_API_OPENAI_COMPLETIONS && r->prompts + r->prompt_ints > 1)

@@ -2,7 +2,9 @@
  * validates it strictly (jsonv.h: one JSON object) and takes what admission
  * needs: the model, whether it streams, its output limits and n, where
  * stream_options lies, and whether it makes the provider fetch or recall
- * content its bytes do not show. Holds no body bytes. */
+ * content its bytes do not show. Holds no body bytes. The bodies: OpenAI's
+ * and Anthropic's (Bedrock's InvokeModel of an Anthropic model too: the
+ * Messages body, its model in the path) and Bedrock's Converse. */
 #ifndef KV_REQSCAN_H
 #define KV_REQSCAN_H
 
@@ -29,7 +31,15 @@ struct kv_request_info {
 						   stream_options.include_usage is true */
 	int64_t		 max_output;	/* largest of max_tokens,
 					   max_completion_tokens,
-					   max_output_tokens; -1 when none */
+					   max_output_tokens (Converse:
+					   inferenceConfig.maxTokens, and a
+					   max_tokens in additionalModelRequest-
+					   Fields); -1 when none */
+	int64_t		 thinking;	/* thinking.budget_tokens (Converse: in
+					   additionalModelRequestFields, or its
+					   reasoning_config); -1 none. The output
+					   limit bounds it: Anthropic counts the
+					   thinking in max_tokens */
 	int64_t		 mult;		/* max(n, best_of, 1) x the prompts of a
 					   legacy completions "prompt" array */
 	int64_t		 images;	/* inline images (data: URLs, base64) */
@@ -55,7 +65,7 @@ struct kv_request_info {
 	int		 audio_in;	/* it carries or recalls audio input:
 					   an input_audio part, an audio.id */
 	int		 cache_ctl;	/* a "cache_control" anywhere (Anthropic
-					   cache writes), */
+					   cache writes; Converse: a cachePoint), */
 	int		 cache_1h;	/* ... and a "ttl": "1h" */
 	int64_t		 img_tok[KV_IMG_NRULES];	/* their tokens at most,
 					   summed under each rule (media_bound.h) */
@@ -87,7 +97,9 @@ struct kv_reqscan {
 	int		 cap;		/* what the current string/number is kept for */
 	size_t		 vlen;		/* vbuf's bytes */
 	int		 vlong;		/* it did not fit */
-	int64_t		 lim[5];	/* the three limits, n, best_of; -1 absent */
+	int64_t		 lim[7];	/* the three limits, n, best_of, the
+					   thinking budget, Converse's maxTokens
+					   (LIM_*, reqscan_int.h); -1 absent */
 	int64_t		 prompts;	/* strings or token arrays in "prompt" */
 	int		 ntools;	/* elements of the top-level "tools" */
 	int		 tkind;		/* the tool being read: 0, or T_* */
@@ -95,6 +107,13 @@ struct kv_reqscan {
 	int		 prompt_ints;	/* "prompt" is one array of token ids */
 	int		 audio_lvl;	/* level of the "audio" object being read
 					   below the top, 0 none */
+	int		 intools;	/* the value is inside a tools element */
+	int		 path_model;	/* the path named the model (Bedrock) */
+	/* Converse (reqscan_converse.c): the member id of each level's
+	 * value (K_NONE: an array element), and the level below which the
+	 * values are the client's own JSON (a tool's input), 0 none */
+	uint8_t		 cpath[16];
+	int		 cv_skip;
 	/* an inline data: URL or base64 string, decoded as it arrives: its
 	 * first bytes are the file's header (media_bound.h) */
 	int		 mph;		/* M_* phase */
@@ -109,7 +128,7 @@ struct kv_reqscan {
 	 * byte on): kv_reqscan_init leaves their bytes as they were, a
 	 * memset of them per request being most of its cost. */
 	char		 err[128];	/* why the body is refused */
-	char		 kbuf[32];	/* the name being read */
+	char		 kbuf[40];	/* the name being read */
 	char		 vbuf[KV_REQ_MODEL];	/* the value kept (cap) */
 	char		 mmeta[16];	/* the start of the data: URL's media type */
 	uint8_t		 mbuf[512];
@@ -117,6 +136,13 @@ struct kv_reqscan {
 
 /* Start scanning a body for a request to API. */
 void	kv_reqscan_init(struct kv_reqscan *r, enum kv_api api);
+
+/* The model a Bedrock path names (N bytes, decoded): the body names none,
+ * and a "model" member in it is refused. A Prompt management ARN
+ * (arn:...:prompt/...) runs a prompt the body does not show (ri.fetches).
+ * Call after kv_reqscan_init, before the body. Returns 0, or -1 when it is
+ * longer than KV_REQ_MODEL - 1 bytes or holds a NUL (r->err). */
+int	kv_reqscan_model(struct kv_reqscan *r, const char *model, size_t n);
 
 /* Feed decoded body bytes. Returns 0, or -1 once the body is refused
  * (r->err says why, fit for the client); later calls return -1. */
