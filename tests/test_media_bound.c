@@ -80,6 +80,11 @@ test_rules(void)
 	CHECK_INT(kv_media_rule_for("gpt-5-nano", 0), KV_IMG_PATCH_246);
 	CHECK_INT(kv_media_rule_for("llama-3", 0), -1);
 	CHECK_INT(kv_media_rule_for("claude-sonnet-4-5", 1), KV_IMG_ANTHROPIC);
+	CHECK_INT(kv_media_rule_for("us.anthropic.claude-sonnet-4-20250514-v1:0", 0),
+	    KV_IMG_ANTHROPIC);
+	CHECK_INT(kv_media_rule_for("arn:aws:bedrock:us-east-1::foundation-model/"
+	    "anthropic.claude-3-5-haiku-20241022-v1:0", 0), KV_IMG_ANTHROPIC);
+	CHECK_INT(kv_media_rule_for("amazon.nova-pro-v1:0", 0), -1);
 }
 
 /* 2048 x 2048 PNG header, and an 800 x 600 JPEG, base64 */

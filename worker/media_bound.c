@@ -240,7 +240,9 @@ kv_media_rule_for(const char *model, int anthropic)
 {
 	size_t i;
 
-	if (anthropic)
+	/* Bedrock's ids for Claude, on any of its APIs: anthropic.claude-...,
+	 * us.anthropic.claude-..., an ARN ending in either */
+	if (anthropic || strstr(model, "anthropic.claude") != NULL)
 		return KV_IMG_ANTHROPIC;
 	for (i = 0; i < sizeof(families) / sizeof(families[0]); i++)
 		if (strncmp(model, families[i].prefix, strlen(families[i].prefix)) == 0)

@@ -33,8 +33,9 @@ int	kv_media_is_image(const uint8_t *p, size_t n);
  * the size is unknown: the most RULE bills for any image. */
 int64_t	kv_media_image_tokens(enum kv_img_rule rule, uint32_t w, uint32_t h);
 
-/* The rule for MODEL (an OpenAI name unless anthropic), or -1 when no
- * published rule is known for it (then the dearest of all applies). */
+/* The rule for MODEL (an OpenAI name unless anthropic; a Bedrock id of a
+ * Claude model is Anthropic's on any API), or -1 when no published rule is
+ * known for it (then the dearest of all applies). */
 int	kv_media_rule_for(const char *model, int anthropic);
 
 #endif
