@@ -256,6 +256,14 @@ sse_feed(struct kv_usage_scanner *s, const unsigned char *p, size_t n)
 	}
 }
 
+static void
+text_counts(struct kv_usage_scanner *s)
+{
+	s->output_bytes = s->json.nbytes;
+	s->output_high = s->json.nhigh;
+	s->output_chars = s->json.nchars;
+}
+
 void
 kv_usage_feed(struct kv_usage_scanner *s, const char *buf, size_t len)
 {
@@ -265,9 +273,20 @@ kv_usage_feed(struct kv_usage_scanner *s, const char *buf, size_t len)
 		sse_feed(s, p, len);
 	else
 		usage_scan_json(s, p, len);
-	s->output_bytes = s->json.nbytes;
-	s->output_high = s->json.nhigh;
-	s->output_chars = s->json.nchars;
+	text_counts(s);
+}
+
+void
+kv_usage_feed_event(struct kv_usage_scanner *s, const char *buf, size_t len)
+{
+	usage_scan_json(s, (const unsigned char *)buf, len);
+	text_counts(s);
+}
+
+void
+kv_usage_end_event(struct kv_usage_scanner *s)
+{
+	sse_event_end(s);
 }
 
 int64_t

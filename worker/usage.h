@@ -67,6 +67,7 @@ struct kv_usage_scanner {
 	int		 cand_done;	/* a complete usage object was read */
 	int64_t		 cand[15];	/* its numbers, -1 when absent */
 	int64_t		 anth[8];	/* Anthropic fields so far, -1 unseen */
+	int64_t		 bedrock[4];	/* Bedrock's own input, output, cache read, write */
 	int		 ev_counted;	/* this event carried counted text */
 	int64_t		 str_bytes0;	/* nbytes when the current string began */
 	int		 ev_ws_item;	/* this event's "item" is a web_search_call */
@@ -97,6 +98,28 @@ void	kv_usage_init(struct kv_usage_scanner *s, enum kv_api api, int sse);
  * resumes at the next event; outside SSE the body may hold several
  * concatenated JSON values. */
 void	kv_usage_feed(struct kv_usage_scanner *s, const char *buf, size_t len);
+
+/* Bedrock's counts of a response given apart from its body (InvokeModel's
+ * X-Amzn-Bedrock-Input-Token-Count, -Output-, -Cache-Read-Input-, and
+ * -Cache-Write-Input-Token-Count headers): COUNTS[0..3] are the input
+ * (without the cache's, as Anthropic's input_tokens), output, cache read
+ * and cache write tokens, -1 each when not given. Like the invocation
+ * metrics of a stream's last chunk, they are what AWS bills: they replace
+ * what the body names, and the usage is final. Only for the Anthropic and
+ * Converse APIs. */
+void	kv_usage_bedrock_counts(struct kv_usage_scanner *s, const int64_t counts[4]);
+
+/* One event's JSON fed outside SSE framing (an AWS event-stream message's
+ * payload, or the Anthropic event a Bedrock chunk carries), on a scanner
+ * started with sse = 1: the pieces of one event through feed_event (any
+ * split), then end_event, as an SSE event's data and its blank line. */
+void	kv_usage_feed_event(struct kv_usage_scanner *s, const char *buf, size_t len);
+void	kv_usage_end_event(struct kv_usage_scanner *s);
+
+/* The stream broke off (an AWS exception message, a malformed event
+ * stream): its usage is not final, and nothing later is taken, as after an
+ * Anthropic stream's error event. */
+void	kv_usage_cut(struct kv_usage_scanner *s);
 
 /* The usage found so far (normalised per SPEC: input counts all billed input
  * tokens; Anthropic's cache reads and writes are added to input). usage.found

@@ -76,6 +76,7 @@ key_intern(const char *k, size_t len)
 		break;
 	case 5:
 		KW("usage", K_USAGE); KW("model", K_MODEL); KW("delta", K_DELTA); KW("speed", K_SPEED);
+		KW("input", K_INPUT);
 		break;
 	case 6:
 		KW("stream", K_STREAM); KW("output", K_OUTPUT);
@@ -92,8 +93,12 @@ key_intern(const char *k, size_t len)
 	case 10:
 		KW("max_tokens", K_MAX_TOKENS);
 		break;
+	case 11:
+		KW("inputTokens", K_BR_INPUT);
+		break;
 	case 12:
 		KW("input_tokens", K_INPUT_TOKENS); KW("partial_json", K_PARTIAL_JSON); KW("service_tier", K_SERVICE_TIER); KW("audio_tokens", K_AUDIO_TOKENS);
+		KW("outputTokens", K_BR_OUTPUT);
 		break;
 	case 13:
 		KW("prompt_tokens", K_PROMPT_TOKENS); KW("output_tokens", K_OUTPUT_TOKENS); KW("cached_tokens", K_CACHED_TOKENS); KW("include_usage", K_INCLUDE_USAGE); KW("inference_geo", K_INFERENCE_GEO);
@@ -102,10 +107,10 @@ key_intern(const char *k, size_t len)
 		KW("stream_options", K_STREAM_OPTIONS); KW("cache_creation", K_CACHE_CREATION_OBJ);
 		break;
 	case 15:
-		KW("server_tool_use", K_SERVER_TOOL_USE);
+		KW("server_tool_use", K_SERVER_TOOL_USE); KW("inputTokenCount", K_BR_INPUT_COUNT);
 		break;
 	case 16:
-		KW("reasoning_tokens", K_REASONING_TOKENS);
+		KW("reasoning_tokens", K_REASONING_TOKENS); KW("outputTokenCount", K_BR_OUTPUT_COUNT);
 		break;
 	case 17:
 		KW("completion_tokens", K_COMPLETION_TOKENS); KW("max_output_tokens", K_MAX_OUTPUT_TOKENS); KW("reasoning_content", K_REASONING_CONTENT);
@@ -117,19 +122,27 @@ key_intern(const char *k, size_t len)
 		KW("web_search_requests", K_WEB_SEARCH_REQ);
 		break;
 	case 20:
-		KW("input_tokens_details", K_INPUT_DETAILS);
+		KW("input_tokens_details", K_INPUT_DETAILS); KW("cacheReadInputTokens", K_BR_READ);
 		break;
 	case 21:
 		KW("prompt_tokens_details", K_PROMPT_DETAILS); KW("max_completion_tokens", K_MAX_COMPLETION_TOKENS); KW("output_tokens_details", K_OUTPUT_DETAILS);
+		KW("cacheWriteInputTokens", K_BR_WRITE);
 		break;
 	case 23:
 		KW("cache_read_input_tokens", K_CACHE_READ);
 		break;
+	case 24:
+		KW("cacheReadInputTokenCount", K_BR_READ_COUNT);
+		break;
 	case 25:
 		KW("ephemeral_1h_input_tokens", K_EPHEMERAL_1H); KW("completion_tokens_details", K_COMPLETION_DETAILS);
+		KW("cacheWriteInputTokenCount", K_BR_WRITE_COUNT);
 		break;
 	case 27:
 		KW("cache_creation_input_tokens", K_CACHE_CREATION);
+		break;
+	case 32:
+		KW("amazon-bedrock-invocationMetrics", K_BR_METRICS);
 		break;
 	}
 #undef KW

@@ -14,7 +14,7 @@ enum {
 	T_NONE, T_OTHER, T_MESSAGE_START, T_MESSAGE_STOP, T_RESPONSE_START, T_RESPONSE_DONE,
 	T_ITEM_ADDED, T_ERROR
 };
-enum { SRC_TOP = 1, SRC_NESTED };
+enum { SRC_TOP = 1, SRC_NESTED, SRC_METRICS };
 enum {
 	C_PROMPT, C_COMPLETION, C_INPUT, C_OUTPUT, C_CACHED_P, C_CACHED_I,
 	C_CACHE_WRITE, C_CACHE_READ, C_CACHE_1H, C_WEB_SEARCH, C_WEB_FETCH,
@@ -45,7 +45,8 @@ usage_scan_event_reset(struct kv_usage_scanner *s)
 #define W(k)	USAGE_WANT_KEY(k)
 #define SCAN_WANT (USAGE_WANT_QUIET | W(K_MODEL) | W(K_TYPE) | W(K_SERVICE_TIER) | \
 	W(K_DELTA) | W(K_CONTENT) | W(K_TEXT) | W(K_ARGUMENTS) | W(K_PARTIAL_JSON) | \
-	W(K_THINKING) | W(K_REFUSAL) | W(K_REASONING_CONTENT) | W(K_SPEED) | W(K_INFERENCE_GEO))
+	W(K_THINKING) | W(K_REFUSAL) | W(K_REASONING_CONTENT) | W(K_SPEED) | W(K_INFERENCE_GEO) | \
+	W(K_INPUT))
 
 void
 kv_usage_init(struct kv_usage_scanner *s, enum kv_api api, int sse)
@@ -59,6 +60,8 @@ kv_usage_init(struct kv_usage_scanner *s, enum kv_api api, int sse)
 	s->run_want = SCAN_WANT;
 	for (i = 0; i < A_N; i++)
 		s->anth[i] = -1;
+	for (i = 0; i < 4; i++)
+		s->bedrock[i] = -1;
 	usage_scan_event_reset(s);
 }
 
@@ -94,6 +97,8 @@ cand_begin(struct kv_usage_scanner *s)
 	else if (d == 3 && key_at(j, 1) == K_USAGE &&
 	    key_at(j, 0) == nested_parent(s->api))
 		src = SRC_NESTED;
+	else if (d == 2 && key_at(j, 0) == K_BR_METRICS && s->api == KV_API_ANTHROPIC_MESSAGES)
+		src = SRC_METRICS;	/* Bedrock's own count, in an InvokeModel stream's last chunk */
 	if (src == 0)
 		return;
 	s->cand_depth = d;
@@ -117,6 +122,23 @@ usage_field(int key)
 	}
 }
 
+/* Bedrock's names: Converse's usage, InvokeModel's invocation metrics. */
+static int
+bedrock_field(int key)
+{
+	switch (key) {
+	case K_BR_INPUT:
+	case K_BR_INPUT_COUNT:		return C_INPUT;
+	case K_BR_OUTPUT:
+	case K_BR_OUTPUT_COUNT:		return C_OUTPUT;
+	case K_BR_READ:
+	case K_BR_READ_COUNT:		return C_CACHE_READ;
+	case K_BR_WRITE:
+	case K_BR_WRITE_COUNT:		return C_CACHE_WRITE;
+	default:			return -1;
+	}
+}
+
 static void
 cand_number(struct kv_usage_scanner *s)
 {
@@ -126,7 +148,8 @@ cand_number(struct kv_usage_scanner *s)
 	if (s->cand_depth == 0 || !j->num_ok)
 		return;
 	if (d == s->cand_depth) {
-		f = usage_field(key_at(j, d - 1));
+		f = s->cand_src == SRC_METRICS || s->api == KV_API_BEDROCK_CONVERSE ?
+		    bedrock_field(key_at(j, d - 1)) : usage_field(key_at(j, d - 1));
 	} else if (d == s->cand_depth + 1 && key_at(j, d - 1) == K_CACHED_TOKENS) {
 		if (key_at(j, d - 2) == K_PROMPT_DETAILS)
 			f = C_CACHED_P;
@@ -206,12 +229,16 @@ sat_add(int64_t a, int64_t b)
 }
 
 /* Anthropic: message_start has every field, message_delta's counts are
- * cumulative; whatever a later event names replaces the earlier value. */
+ * cumulative; whatever a later event names replaces the earlier value.
+ * Bedrock's Converse usage reads the same (its input excludes the cache
+ * reads and writes too). Bedrock's own counts (s->bedrock) replace the
+ * message's: they are what AWS bills. */
 static void
 commit_anthropic(struct kv_usage_scanner *s)
 {
 	static const int from[A_N] = { C_INPUT, C_CACHE_WRITE, C_CACHE_READ, C_OUTPUT,
 	    C_CACHE_1H, C_WEB_SEARCH, C_WEB_FETCH };
+	static const int br[4] = { A_INPUT, A_OUTPUT, A_READ, A_WRITE };
 	int64_t *a = s->anth;
 	struct kv_usage *u = &s->usage;
 	int i, any = 0;
@@ -219,6 +246,12 @@ commit_anthropic(struct kv_usage_scanner *s)
 	for (i = 0; i < A_N; i++) {
 		if (s->cand[from[i]] >= 0) {
 			a[i] = s->cand[from[i]];
+			any = 1;
+		}
+	}
+	for (i = 0; i < 4; i++) {
+		if (s->bedrock[i] >= 0) {
+			a[br[i]] = s->bedrock[i];
 			any = 1;
 		}
 	}
@@ -236,6 +269,48 @@ commit_anthropic(struct kv_usage_scanner *s)
 	u->web_search = a[A_SEARCH] > 0 ? a[A_SEARCH] : 0;
 	u->web_fetch = a[A_FETCH] > 0 ? a[A_FETCH] : 0;
 	u->found = 1;
+}
+
+/* Bedrock's own counts, in the candidate's input, output, cache read and
+ * write (an InvokeModel stream's amazon-bedrock-invocationMetrics, its
+ * inputTokenCount without the cache's, as Anthropic's input_tokens):
+ * kept, to replace whatever the message names, and final. */
+static void
+bedrock_take(struct kv_usage_scanner *s)
+{
+	static const int c[4] = { C_INPUT, C_OUTPUT, C_CACHE_READ, C_CACHE_WRITE };
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		if (s->cand[c[i]] >= 0)
+			s->bedrock[i] = s->cand[c[i]];
+		s->cand[c[i]] = -1;
+	}
+	commit_anthropic(s);
+	if (s->usage.found)
+		s->final = 1;
+}
+
+void
+kv_usage_bedrock_counts(struct kv_usage_scanner *s, const int64_t counts[4])
+{
+	static const int c[4] = { C_INPUT, C_OUTPUT, C_CACHE_READ, C_CACHE_WRITE };
+	int i;
+
+	if (s->api != KV_API_ANTHROPIC_MESSAGES && s->api != KV_API_BEDROCK_CONVERSE)
+		return;
+	for (i = 0; i < C_N; i++)
+		s->cand[i] = -1;
+	for (i = 0; i < 4; i++)
+		s->cand[c[i]] = counts[i];
+	bedrock_take(s);
+}
+
+void
+kv_usage_cut(struct kv_usage_scanner *s)
+{
+	s->error_event = 1;
+	s->final = 0;
 }
 
 /* Responses API searches: each web_search_call output item is a billed
@@ -275,6 +350,10 @@ commit(struct kv_usage_scanner *s)
 		s->final = 1;	/* the last message_delta was the last */
 	if (!s->cand_done)
 		return;
+	if (s->cand_src == SRC_METRICS) {
+		bedrock_take(s);
+		return;
+	}
 	if (s->cand_src == SRC_NESTED) {
 		if (s->api == KV_API_ANTHROPIC_MESSAGES && s->ev_type != T_MESSAGE_START)
 			return;
@@ -288,7 +367,7 @@ commit(struct kv_usage_scanner *s)
 		final = 0;
 	if (!final && s->final)
 		return;
-	if (s->api == KV_API_ANTHROPIC_MESSAGES)
+	if (s->api == KV_API_ANTHROPIC_MESSAGES || s->api == KV_API_BEDROCK_CONVERSE)
 		commit_anthropic(s);
 	else if (is_openai(s->api))
 		commit_openai(s);
@@ -337,6 +416,9 @@ counted_key(const struct kv_usage_scanner *s, int d, int key)
 	 * in response.completed; only the deltas are new output */
 	if (s->api == KV_API_OPENAI_RESPONSES && s->sse)
 		return d == 1 && key == K_DELTA;
+	/* a Converse toolUse delta's arguments, as a string */
+	if (key == K_INPUT)
+		return s->api == KV_API_BEDROCK_CONVERSE;
 	return usage_counted_key(key);
 }
 
