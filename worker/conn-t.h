@@ -176,6 +176,7 @@ struct kv_response {
 	int			 reframe, out_chunked;
 	struct kv_sse_filter	 sse;		/* drops the usage event we injected */
 	struct kv_usage_scanner	 scan;
+	struct kv_aws_stream	*aws;		/* an AWS event stream's decoders, NULL none */
 	int64_t			 drain_until_ms;	/* on_cut = drain: read on until then */
 	uint64_t		 drain_left;	/* and for at most these bytes */
 	int			 pipefd[2];

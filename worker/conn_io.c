@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "worker/aws_stream_filter.h"
 #include "worker/drops.h"
 
 /* ---- the connections' memory (the memory guard's count) -------------- */
@@ -370,6 +371,8 @@ conn_free_buf(struct kv_conn *c)
 	c->att.ubuf = NULL;
 	c->att.ulen = c->att.upos = 0;
 	kv_sse_filter_free(&c->resp.sse);
+	kv_aws_stream_free(c->resp.aws);
+	c->resp.aws = NULL;
 	free(c->req.target);
 	c->req.target = NULL;
 	if (c->resp.pipefd[0] != -1) {

@@ -4,8 +4,11 @@
  * for the client. A new framing joins here as one more filter. */
 #include "worker/resp_filter.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
+#include "worker/aws_stream_filter.h"
 #include "worker/sse_filter.h"
 
 /* Write "LEN-in-hex\r\n" at p; returns its length. sprintf cost ~300
@@ -66,10 +69,43 @@ sse_out(void *arg, const char *a, size_t alen, const char *b, size_t blen)
 }
 
 
+/* An AWS event stream broke off (aws_stream_filter.h): said once. */
+static void
+aws_cut_note(struct kv_conn *c)
+{
+	const struct kv_aws_stream *a = c->resp.aws;
+
+	kv_log_warnx("KV0436", "upstream %s: event stream cut by %s%s%s: charged as a cut",
+	    c->upstream_name ? c->upstream_name : "-", kv_aws_stream_why(a),
+	    a->exception[0] ? " " : "", a->exception);
+}
+
+static void
+aws_feed(struct kv_conn *c, const char *p, size_t len)
+{
+	int was = c->resp.aws->cut;
+
+	kv_aws_stream_feed(c->resp.aws, p, len);
+	if (was == KV_AWS_OK && c->resp.aws->cut != KV_AWS_OK)
+		aws_cut_note(c);
+}
+
+static void
+aws_end(struct kv_conn *c)
+{
+	int was = c->resp.aws->cut;
+
+	kv_aws_stream_end(c->resp.aws);
+	if (was == KV_AWS_OK && c->resp.aws->cut != KV_AWS_OK)
+		aws_cut_note(c);
+}
+
 static int
 payload(struct kv_conn *c, const char *p, size_t len)
 {
-	if (c->resp.scan_on)
+	if (c->resp.aws != NULL)
+		aws_feed(c, p, len);
+	else if (c->resp.scan_on)
 		kv_usage_feed(&c->resp.scan, p, len);
 	if (!c->resp.reframe)
 		return 0;
@@ -104,6 +140,8 @@ resp_filter_consume(struct kv_conn *c, const char *p, size_t len)
 	}
 	if (used < len)
 		c->resp.up_keepalive = 0;	/* bytes past the response: do not reuse */
+	if (c->resp.done && c->resp.aws != NULL)
+		aws_end(c);
 	if (c->resp.done && c->resp.reframe) {
 		if (kv_sse_filter_flush(&c->resp.sse) == -1)
 			return -1;
@@ -115,10 +153,10 @@ resp_filter_consume(struct kv_conn *c, const char *p, size_t len)
 	return (ssize_t)used;
 }
 
-/* Content-Type: text/event-stream (a parameter may follow). The first
+/* Content-Type: TYPE (TLEN bytes; a parameter may follow). The first
  * Content-Type, as kv_http_find found it, by its length first. */
 static int
-is_sse(const struct kv_http_response *res)
+content_type_is(const struct kv_http_response *res, const char *type, size_t tlen)
 {
 	size_t i;
 
@@ -126,10 +164,71 @@ is_sse(const struct kv_http_response *res)
 		const struct kv_http_header *h = &res->headers[i];
 
 		if (h->name_len == 12 && kv_http_lit_eq(h->name, "content-type", 12))
-			return h->value_len >= 17 &&
-			    kv_http_lit_eq(h->value, "text/event-stream", 17);
+			return h->value_len >= tlen && kv_http_lit_eq(h->value, type, tlen);
 	}
 	return 0;
+}
+
+#define CT_IS(res, lit)	content_type_is(res, lit, sizeof(lit) - 1)
+
+/* A count header's value: digits only, else -1. */
+static int64_t
+count_value(const struct kv_http_header *h)
+{
+	int64_t v = 0;
+	size_t i;
+
+	if (h->value_len == 0 || h->value_len > 18)
+		return -1;
+	for (i = 0; i < h->value_len; i++) {
+		if (h->value[i] < '0' || h->value[i] > '9')
+			return -1;
+		v = v * 10 + (h->value[i] - '0');
+	}
+	return v;
+}
+
+/* A Bedrock InvokeModel or Converse answer's X-Amzn-Bedrock-*-Token-Count
+ * headers: AWS's own count of what it bills (kv_usage_bedrock_counts). */
+static void
+bedrock_counts(struct kv_conn *c, const struct kv_http_response *res)
+{
+	static const char *const names[4] = {
+		"x-amzn-bedrock-input-token-count", "x-amzn-bedrock-output-token-count",
+		"x-amzn-bedrock-cache-read-input-token-count",
+		"x-amzn-bedrock-cache-write-input-token-count",
+	};
+	int64_t counts[4] = { -1, -1, -1, -1 };
+	size_t i, k;
+
+	for (i = 0; i < res->nheaders; i++) {
+		const struct kv_http_header *h = &res->headers[i];
+
+		for (k = 0; k < 4; k++)
+			if (h->name_len == strlen(names[k]) &&
+			    kv_http_lit_eq(h->name, names[k], h->name_len))
+				counts[k] = count_value(h);
+	}
+	kv_usage_bedrock_counts(&c->resp.scan, counts);
+}
+
+/* The usage scanner for a metered 2xx body: an AWS event stream's goes
+ * behind its decoder (aws_stream_filter.h), allocated for it alone; a
+ * Bedrock body's head may carry AWS's counts. Returns 1 for SSE. */
+static int
+scan_start(struct kv_conn *c, const struct kv_http_response *res)
+{
+	int sse = CT_IS(res, "text/event-stream");
+	int aws = c->req.aws_stream && CT_IS(res, "application/vnd.amazon.eventstream");
+
+	kv_usage_init(&c->resp.scan, c->req.api, sse || aws);
+	kv_aws_stream_free(c->resp.aws);
+	c->resp.aws = NULL;
+	if (aws && (c->resp.aws = kv_aws_stream_new(&c->resp.scan)) == NULL)
+		c->resp.scan_on = 0;	/* no memory: charged as a cut, by estimate */
+	else if (c->req.bedrock && !aws)
+		bedrock_counts(c, res);
+	return sse;
 }
 
 void
@@ -152,9 +251,7 @@ resp_filter_start(struct kv_conn *c, const struct kv_http_response *res)
 		c->resp.until_close = 1;
 	c->resp.up_keepalive = res->keep_alive && !c->resp.until_close;
 	c->resp.scan_on = c->status >= 200 && c->status < 300 && c->req.api != KV_API_OTHER && !c->resp.done;
-	sse = c->resp.scan_on && is_sse(res);
-	if (c->resp.scan_on)
-		kv_usage_init(&c->resp.scan, c->req.api, sse);
+	sse = c->resp.scan_on && scan_start(c, res);
 	/* We rewrite the framing when we drop the injected usage event, and
 	 * for HTTP/1.0 clients, which cannot read chunked. */
 	c->resp.reframe = (c->req.inject && sse) || (c->req.minor == 0 && c->resp.chunked);

@@ -12,6 +12,7 @@
 #include "common/fmt.h"
 #include "common/log.h"
 #include "common/money.h"
+#include "worker/aws_stream_filter.h"
 #include "worker/charge_rules.h"
 #include "worker/peer.h"
 #include "worker/price_dims.h"
@@ -363,6 +364,8 @@ settle_request(struct kv_conn *c)
 	if (c->logged)
 		return;
 	c->logged = 1;
+	if (c->resp.aws != NULL)
+		kv_aws_stream_end(c->resp.aws);	/* a message left open is void */
 	cost = charge(c, &u, &model, &mprice);
 	traffic_settle(c, &u);
 	if (c->adm.resv >= 0) {
