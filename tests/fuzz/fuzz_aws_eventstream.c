@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/crc32.h"
+#include "tests/fuzz/aes_crcs.h"
 #include "worker/aws_chunk.h"
 #include "worker/aws_eventstream.h"
 
@@ -141,33 +142,6 @@ same(const struct trace *a, const struct trace *b)
 	if (a->events != b->events || a->rc != b->rc || a->err != b->err ||
 	    a->offset != b->offset || a->nmsg != b->nmsg)
 		abort();
-}
-
-static void
-put32(uint8_t *b, uint32_t v)
-{
-	b[0] = (uint8_t)(v >> 24);
-	b[1] = (uint8_t)(v >> 16);
-	b[2] = (uint8_t)(v >> 8);
-	b[3] = (uint8_t)v;
-}
-
-/* Make each message's CRCs right, as far as the lengths allow. */
-static void
-fix_crcs(uint8_t *b, size_t size)
-{
-	size_t pos = 0;
-	uint32_t total;
-
-	while (size - pos >= 12) {
-		put32(b + pos + 8, kv_crc32(0, b + pos, 8));
-		total = (uint32_t)b[pos] << 24 | (uint32_t)b[pos + 1] << 16 |
-		    (uint32_t)b[pos + 2] << 8 | b[pos + 3];
-		if (total < 16 || total > size - pos)
-			return;
-		put32(b + pos + total - 4, kv_crc32(0, b + pos, total - 4));
-		pos += total;
-	}
 }
 
 int
