@@ -163,7 +163,10 @@ charge_notes(struct kv_conn *c, const char *model, int flags, const struct kv_pr
 /* The charge of the request, the model it counts under (*model: the
  * response's, else the body's) and that model's price (*mprice): the one
  * admission resolved, unless the response names a model of its own, whose
- * price is then looked up, once. */
+ * price is then looked up, once. On Bedrock the model is the path's: AWS
+ * bills the model id (or inference profile) the request named, and the
+ * Anthropic events an InvokeModel answer carries name Anthropic's model,
+ * priced as Anthropic's own API. */
 static int64_t
 charge(struct kv_conn *c, struct kv_usage *u, const char **model,
     const struct kv_price **mprice)
@@ -172,7 +175,8 @@ charge(struct kv_conn *c, struct kv_usage *u, const char **model,
 	int64_t cost;
 	int flags, named;
 
-	*model = c->resp.scan_on && c->resp.scan.model[0] ? c->resp.scan.model : c->req.ri.model;
+	*model = c->resp.scan_on && c->resp.scan.model[0] && !c->req.bedrock ?
+	    c->resp.scan.model : c->req.ri.model;
 	named = kv_charge_resp_named(*model, c->req.ri.model);
 	*mprice = named ? kv_charge_price(c->w->cf, *model, NULL) : c->adm.price;
 	if (!charge_usage(c, u))
