@@ -31,6 +31,11 @@
  *   POST /sink           reads the body streaming: {"bytes":N,"sha256":"hex"}
  *   GET  /blob?bytes=N&seed=S[&chunked=1|&close=1]   N deterministic bytes,
  *        header x-body-sha256 holds their digest
+ *   POST /model/{id}/invoke-with-response-stream, /model/{id}/converse-stream
+ *        Bedrock's event stream: the bytes of the file x-mock-eventstream
+ *        names (tests/data/bedrock_*.bin), chunked in pieces of 97 bytes, as
+ *        application/vnd.amazon.eventstream; x-mock-eventstream-cut N ends
+ *        the body (cleanly) after N of them
  *   GET  /health         under -H FILE: the status FILE holds (see -H below)
  *   GET  /mock/stats     {"open_connections","requests","aborted_streams",
  *        "last_abort_ms","tls_full","tls_resumed"}: an abort is a peer
@@ -1578,6 +1583,58 @@ blob(struct conn *c)
 	return 0;
 }
 
+/* A Bedrock streaming path: /model/{id}/invoke-with-response-stream or
+ * /model/{id}/converse-stream. */
+static int
+bedrock_stream_path(const char *path)
+{
+	size_t n = strlen(path);
+
+	return strncmp(path, "/model/", 7) == 0 &&
+	    ((n > 35 && strcmp(path + n - 28, "/invoke-with-response-stream") == 0) ||
+	    (n > 23 && strcmp(path + n - 16, "/converse-stream") == 0));
+}
+
+/* The file x-mock-eventstream names, as Bedrock sends an event stream:
+ * chunked, in pieces of 97 bytes (a read of kilovolt's cuts messages
+ * anywhere), the first x-mock-eventstream-cut bytes of it when given. */
+static int
+eventstream(struct conn *c)
+{
+	const char *path = hdr(&c->rq, "x-mock-eventstream");
+	long cut = hdr_long(&c->rq, "x-mock-eventstream-cut", -1, LONG_MAX);
+	char buf[97], sz[24];
+	FILE *f;
+	size_t k;
+	long sent = 0;
+
+	if (path == NULL || (f = fopen(path, "rb")) == NULL)
+		return send_error(c, 400, "ValidationException", "x-mock-eventstream: no such file");
+	c->in_response = 1;
+	if (out_str(c, "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.amazon.eventstream\r\n"
+	    "x-amzn-requestid: 5f7c1d1e-mock\r\nTransfer-Encoding: chunked\r\n\r\n") == -1)
+		goto fail;
+	while ((k = fread(buf, 1, sizeof(buf), f)) > 0) {
+		if (cut >= 0 && sent + (long)k > cut)
+			k = (size_t)(cut - sent);
+		if (k == 0)
+			break;
+		snprintf(sz, sizeof(sz), "%zx\r\n", k);
+		if (out_str(c, sz) == -1 || out_put(c, buf, k) == -1 || out_str(c, "\r\n") == -1 ||
+		    out_flush(c) == -1)
+			goto fail;
+		sent += (long)k;
+	}
+	fclose(f);
+	if (out_str(c, "0\r\n\r\n") == -1 || out_flush(c) == -1)
+		return -1;
+	c->in_response = 0;
+	return 0;
+fail:
+	fclose(f);
+	return -1;
+}
+
 static int
 stats(struct conn *c)
 {
@@ -1781,6 +1838,8 @@ route(struct conn *c)
 		return sink(c);
 	if (get && strcmp(rq->path, "/blob") == 0)
 		return blob(c);
+	if (post && bedrock_stream_path(rq->path))
+		return eventstream(c);
 	if (get && strcmp(rq->path, "/mock/stats") == 0)
 		return stats(c);
 	return send_error(c, 404, is_anthropic(rq) ? "not_found_error" : "invalid_request_error",
