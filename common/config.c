@@ -30,6 +30,7 @@
 
 #include "common/money.h"
 #include "common/catalog.h"
+#include "common/jwks.h"
 #include "common/key_label.h"
 #include "common/pricetab.h"
 #include "common/ledger_sizes.h"
@@ -200,6 +201,8 @@ end_section(struct cfg_parse *p)
 			cf->alerts.nthresholds = 3;
 		}
 		break;
+	case SECT_AUTH_JWT:
+		return cfg_end_auth_jwt(p);
 	case SECT_KEY:
 		if (!(p->seen & 1u))
 			return cfg_err(p, p->sect_line, "%s: key is required", p->sect_text);
@@ -332,6 +335,10 @@ begin_section(struct cfg_parse *p, const char *text)
 	if (strcmp(kind, "cluster") == 0 && *name == '\0') {
 		p->cf->cluster.enabled = 1;
 		return begin_plain(p, SECT_CLUSTER, &p->seen_cluster);
+	}
+	if (strcmp(kind, "auth") == 0 && strcmp(name, "jwt") == 0) {
+		p->cf->auth_jwt.enabled = 1;
+		return begin_plain(p, SECT_AUTH_JWT, &p->seen_auth_jwt);
 	}
 	if (*name == '\0')
 		return cfg_err(p, p->lineno, "unknown section %s", p->sect_text);
@@ -508,6 +515,10 @@ cfg_defaults(struct kv_config *cf)
 	cf->cluster.lease_share = 25;
 	cf->cluster.lease_ttl = 10;
 	cf->cluster.departed_after = 300;
+	cf->auth_jwt.algorithms = KV_JWT_ALGS_ALL;
+	cf->auth_jwt.clock_skew = 60;
+	strcpy(cf->auth_jwt.team_claim, "groups");
+	cf->auth_jwt.user_budget_nusd = -1;
 }
 
 /* The machine id (/etc/machine-id, 32 hex digits) into OUT; 0 or -1. */

@@ -185,6 +185,23 @@ struct kv_alerts {
 	char	  ca_file[256];		/* trust anchors for an https:// webhook; "": the system's */
 };
 
+/* [auth jwt]: clients identified by the tokens of an OpenID provider,
+ * verified by common/jwt.c (docs/identity.md). Absent section: enabled == 0. */
+enum { KV_JWT_USER_SUB = 0, KV_JWT_USER_EMAIL };
+struct kv_auth_jwt {
+	int	  enabled;
+	char	  issuer[512];		/* iss, exactly */
+	char	  audience[256];	/* in aud */
+	char	  jwks_url[1024];	/* fetched by the master; "" when jwks_file */
+	char	  jwks_file[4096];	/* resolved path; "" when jwks_url */
+	int	  algorithms;		/* KV_JWT_* (common/jwks.h) accepted */
+	int	  clock_skew;		/* seconds, either way on exp, nbf, iat */
+	int	  user_claim;		/* KV_JWT_USER_* */
+	char	  team_claim[128];	/* "" none */
+	int64_t	  user_budget_nusd;	/* a user first seen; -1: [budget] default */
+	char	  header[64];		/* lower case; "": Authorization: Bearer */
+};
+
 /* A model's version after a glob's prefix (pricetab.c): up to 4 numeric
  * components of 1-3 digits ("-4-1" is 4.1; "-20250514" is a date, not one). */
 struct kv_pver {
@@ -276,6 +293,7 @@ struct kv_config {
 
 	struct kv_cluster cluster;
 	struct kv_alerts alerts;
+	struct kv_auth_jwt auth_jwt;
 };
 
 /* Read and validate FILE, apply KILOVOLT_* environment overrides and resolve

@@ -216,5 +216,9 @@ kv_config_dump(const struct kv_config *cf, FILE *f)
 		fprintf(f, "\n[alerts]\n");
 		show_section(f, cf, SECT_ALERTS, cf);
 	}
+	if (cf->auth_jwt.enabled) {
+		fprintf(f, "\n[auth jwt]\n");
+		show_section(f, cf, SECT_AUTH_JWT, cf);
+	}
 	return fflush(f) == EOF || ferror(f) ? -1 : 0;
 }

@@ -26,7 +26,7 @@
 #define CFG_MAX_KEYS		(1u << 20)
 
 enum cfg_sect { SECT_NONE, SECT_SERVER, SECT_BUDGET, SECT_UPSTREAM, SECT_PRICE, SECT_KEY,
-    SECT_CLUSTER, SECT_ALERTS, SECT_COUNT };
+    SECT_CLUSTER, SECT_ALERTS, SECT_AUTH_JWT, SECT_COUNT };
 
 struct cfg_parse {
 	struct kv_config *cf;
@@ -46,6 +46,7 @@ struct cfg_parse {
 	int		 seen_budget;
 	int		 seen_cluster;
 	int		 seen_alerts;
+	int		 seen_auth_jwt;
 	int		 workers_auto;
 	int		 failed;
 	char		*err;
@@ -130,6 +131,11 @@ void	cfg_show_cpu_affinity(FILE *f, const struct kv_config *cf, const void *obj,
 int	cfg_set_redis(struct cfg_parse *p, const struct cfg_key *k, const char *v);
 void	cfg_show_redis(FILE *f, const struct kv_config *cf, const void *obj,
 	    const struct cfg_key *k);
+
+/* [auth jwt] (config_auth.c): its keys, and the checks of the whole
+ * section (issuer, audience, one JWKS source that loads), at its end. */
+extern const struct cfg_key kv_cfg_auth_jwt_keys[];
+int	cfg_end_auth_jwt(struct cfg_parse *p);
 
 /* ---- value parsers (config_value.c): 0 / -1, no messages -------------- */
 

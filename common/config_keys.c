@@ -783,4 +783,5 @@ const struct cfg_key *const kv_cfg_sect_keys[SECT_COUNT] = {
 	[SECT_KEY] = key_keys,
 	[SECT_CLUSTER] = cluster_keys,
 	[SECT_ALERTS] = alerts_keys,
+	[SECT_AUTH_JWT] = kv_cfg_auth_jwt_keys,
 };
