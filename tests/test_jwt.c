@@ -282,7 +282,7 @@ static void
 test_keys_and_signatures(void)
 {
 	struct kv_jwks one;
-	char doc[256], b[256], *t;
+	char doc[512], b[256], *t;
 
 	/* signed by a key not in the set, under a kid that is */
 	CHECK_INT(verify_p(mint(rsa2, "RS256", "{\"alg\":\"RS256\",\"kid\":\"r1\"}",
