@@ -1,18 +1,39 @@
-/* base64url decoding, strict (b64url.h). */
+/* base64url, unpadded; decoding strict (b64url.h). */
 #include "common/b64url.h"
 
+#include "common/base64.h"
+
+/* The URL-safe alphabet: '-' and '_' where the standard one has '+', '/'. */
 static int
 b64url_val(unsigned char c)
 {
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
 	if (c == '-')
 		return 62;
-	return c == '_' ? 63 : -1;
+	if (c == '_')
+		return 63;
+	return c == '+' || c == '/' ? -1 : kv_b64val(c);
+}
+
+size_t
+kv_b64url_encode(const unsigned char *in, size_t n, char *out)
+{
+	static const char d[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	size_t i, o = 0;
+	unsigned long v;
+
+	for (i = 0; i < n; i += 3) {
+		v = (unsigned long)in[i] << 16 | (i + 1 < n ? (unsigned long)in[i + 1] << 8 : 0) |
+		    (i + 2 < n ? in[i + 2] : 0);
+		out[o++] = d[v >> 18 & 63];
+		out[o++] = d[v >> 12 & 63];
+		if (i + 1 < n)
+			out[o++] = d[v >> 6 & 63];
+		if (i + 2 < n)
+			out[o++] = d[v & 63];
+	}
+	out[o] = '\0';
+	return o;
 }
 
 long

@@ -11,6 +11,11 @@
  * Returns the decoded length, or -1 (bad input, or it does not fit). */
 long	kv_b64url_decode(const char *s, size_t len, unsigned char *out, size_t cap);
 
+/* N bytes of IN as base64url digits into OUT (room for 4 * ceil(N / 3) + 1),
+ * NUL-terminated, without padding; the number of digits. For the tests
+ * and the fuzz target that make tokens, and a JWKS cache to come. */
+size_t	kv_b64url_encode(const unsigned char *in, size_t n, char *out);
+
 /* The decoded length of LEN digits (LEN not 4k+1). */
 static inline size_t
 kv_b64url_decoded_len(size_t len)

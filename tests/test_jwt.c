@@ -15,6 +15,7 @@
 #include <openssl/hmac.h>
 #include <openssl/pem.h>
 
+#include "common/b64url.h"
 #include "common/jwt.h"
 #include "tests/unit.h"
 
@@ -25,27 +26,6 @@ static struct kv_jwks set;
 
 static const struct kv_jwt_policy pol = { "https://idp.example", "kilovolt", KV_JWT_ALGS_ALL,
 	60, "sub", "groups" };
-
-static void
-b64url(const unsigned char *in, size_t n, char *out)
-{
-	static const char d[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-	size_t i, o = 0;
-	unsigned long v;
-
-	for (i = 0; i < n; i += 3) {
-		v = (unsigned long)in[i] << 16 | (i + 1 < n ? (unsigned long)in[i + 1] << 8 : 0) |
-		    (i + 2 < n ? in[i + 2] : 0);
-		out[o++] = d[v >> 18 & 63];
-		out[o++] = d[v >> 12 & 63];
-		if (i + 1 < n)
-			out[o++] = d[v >> 6 & 63];
-		if (i + 2 < n)
-			out[o++] = d[v & 63];
-	}
-	out[o] = '\0';
-}
 
 /* The signature of MSG by KEY in ALG's JOSE form into SIG; its length. */
 static size_t
@@ -83,12 +63,12 @@ mint(EVP_PKEY *key, const char *alg, const char *header, const char *claims)
 	unsigned char sig[1024];
 	size_t n;
 
-	b64url((const unsigned char *)header, strlen(header), tok);
+	kv_b64url_encode((const unsigned char *)header, strlen(header), tok);
 	strcat(tok, ".");
-	b64url((const unsigned char *)claims, strlen(claims), tok + strlen(tok));
+	kv_b64url_encode((const unsigned char *)claims, strlen(claims), tok + strlen(tok));
 	n = key != NULL ? sign(key, alg, tok, sig) : 0;
 	strcat(tok, ".");
-	b64url(sig, n, tok + strlen(tok));
+	kv_b64url_encode(sig, n, tok + strlen(tok));
 	return tok;
 }
 
@@ -136,7 +116,7 @@ bn_member(EVP_PKEY *k, const char *param, const char *name, char *out)
 	n = BN_bn2bin(bn, b);
 	BN_free(bn);
 	out += sprintf(out, "\"%s\":\"", name);
-	b64url(b, (size_t)n, out);
+	kv_b64url_encode(b, (size_t)n, out);
 	strcat(out, "\"");
 }
 
@@ -160,8 +140,8 @@ jwk_ec(EVP_PKEY *k, const char *kid, char *out)
 	size_t n;
 
 	EVP_PKEY_get_octet_string_param(k, OSSL_PKEY_PARAM_PUB_KEY, pt, sizeof(pt), &n);
-	b64url(pt + 1, 32, x);
-	b64url(pt + 33, 32, y);
+	kv_b64url_encode(pt + 1, 32, x);
+	kv_b64url_encode(pt + 33, 32, y);
 	sprintf(out, "{\"kty\":\"EC\",\"kid\":\"%s\",\"crv\":\"P-256\",\"x\":\"%s\",\"y\":\"%s\"}",
 	    kid, x, y);
 	return out;
@@ -175,7 +155,7 @@ jwk_ed(EVP_PKEY *k, const char *kid, char *out)
 	char x[64];
 
 	EVP_PKEY_get_raw_public_key(k, raw, &n);
-	b64url(raw, n, x);
+	kv_b64url_encode(raw, n, x);
 	sprintf(out, "{\"kty\":\"OKP\",\"kid\":\"%s\",\"crv\":\"Ed25519\",\"x\":\"%s\"}", kid, x);
 	return out;
 }
@@ -261,7 +241,7 @@ test_algorithms(void)
 	*strrchr(p, '.') = '\0';
 	HMAC(EVP_sha256(), pem, (int)n, (unsigned char *)p, strlen(p), mac, &ml);
 	snprintf(tok, sizeof(tok), "%s.", p);
-	b64url(mac, ml, tok + strlen(tok));
+	kv_b64url_encode(mac, ml, tok + strlen(tok));
 	CHECK_INT(verify_p(tok), KV_JWT_ALG_REFUSED);
 	BIO_free(bio);
 	/* not in the accepted list; a kid of a key of another kind */
@@ -348,6 +328,27 @@ test_claims(void)
 	CHECK_INT(verify(mint(rsa, "RS256", h, claims_at(NOW + 600, ",\"email\":\"b@x.io\","
 	    "\"email_verified\":false")), &by_email, &id), KV_JWT_NO_USER);
 	CHECK_INT(id.user[0], 0);
+}
+
+/* base64url both ways, and the decoder's strictness */
+static void
+test_b64url(void)
+{
+	unsigned char in[5] = { 0xfb, 0xff, 0x00, 0x3e, 0x7f }, out[8];
+	char enc[16];
+	size_t i;
+
+	for (i = 0; i <= sizeof(in); i++) {
+		CHECK_INT(kv_b64url_encode(in, i, enc), (i * 4 + 2) / 3);
+		CHECK_INT(kv_b64url_decode(enc, strlen(enc), out, sizeof(out)), i);
+		CHECK(memcmp(in, out, i) == 0);
+	}
+	CHECK_STR(enc, "-_8APn8");
+	CHECK_INT(kv_b64url_decode("-_8APn9", 7, out, sizeof(out)), -1);	/* bits left */
+	CHECK_INT(kv_b64url_decode("+/8A", 4, out, sizeof(out)), -1);
+	CHECK_INT(kv_b64url_decode("AAA=", 4, out, sizeof(out)), -1);
+	CHECK_INT(kv_b64url_decode("AAAAA", 5, out, sizeof(out)), -1);
+	CHECK_INT(kv_b64url_decode("AAAAAAAAAAAA", 12, out, sizeof(out)), -1);	/* 9 > 8 */
 }
 
 static void
@@ -580,6 +581,7 @@ main(void)
 	test_keys_and_signatures();
 	test_claims();
 	test_malformed();
+	test_b64url();
 	test_jwks();
 	test_config_section();
 	kv_jwks_free(&set);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/b64url.h"
 #include "common/jwt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -21,28 +22,6 @@ static EVP_PKEY *priv;
 static struct kv_jwks own;
 static const struct kv_jwt_policy pol = { "https://idp.example", "kilovolt", KV_JWT_ALGS_ALL,
 	60, "sub", "groups" };
-
-static size_t
-b64url(const unsigned char *in, size_t n, char *out)
-{
-	static const char d[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-	size_t i, o = 0;
-	unsigned long v;
-
-	for (i = 0; i < n; i += 3) {
-		v = (unsigned long)in[i] << 16 | (i + 1 < n ? (unsigned long)in[i + 1] << 8 : 0) |
-		    (i + 2 < n ? in[i + 2] : 0);
-		out[o++] = d[v >> 18 & 63];
-		out[o++] = d[v >> 12 & 63];
-		if (i + 1 < n)
-			out[o++] = d[v >> 6 & 63];
-		if (i + 2 < n)
-			out[o++] = d[v & 63];
-	}
-	out[o] = '\0';
-	return o;
-}
 
 /* The target's key pair, and a set holding its public half (kid "f"). */
 static void
@@ -55,7 +34,7 @@ init(void)
 	priv = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, seed, sizeof(seed));
 	if (priv == NULL || EVP_PKEY_get_raw_public_key(priv, pub, &n) != 1)
 		abort();
-	b64url(pub, n, x);
+	kv_b64url_encode(pub, n, x);
 	snprintf(doc, sizeof(doc), "{\"keys\":[{\"kty\":\"OKP\",\"crv\":\"Ed25519\","
 	    "\"kid\":\"f\",\"x\":\"%s\"}]}", x);
 	if (kv_jwks_parse(&own, doc, strlen(doc), err, sizeof(err)) == -1)
@@ -89,16 +68,17 @@ signed_claims(const char *in, size_t size)
 
 	if (size > 8000)
 		return;
-	n = b64url((const unsigned char *)in, hl, tok);
+	n = kv_b64url_encode((const unsigned char *)in, hl, tok);
 	tok[n++] = '.';
-	n += b64url((const unsigned char *)(nl ? nl + 1 : ""), nl ? size - hl - 1 : 0, tok + n);
+	n += kv_b64url_encode((const unsigned char *)(nl ? nl + 1 : ""),
+	    nl ? size - hl - 1 : 0, tok + n);
 	if ((md = EVP_MD_CTX_new()) == NULL ||
 	    EVP_DigestSignInit(md, NULL, NULL, NULL, priv) != 1 ||
 	    EVP_DigestSign(md, sig, &sl, (unsigned char *)tok, n) != 1)
 		abort();
 	EVP_MD_CTX_free(md);
 	tok[n++] = '.';
-	n += b64url(sig, sl, tok + n);
+	n += kv_b64url_encode(sig, sl, tok + n);
 	check(tok, n, &own);
 }
 
