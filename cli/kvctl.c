@@ -75,6 +75,7 @@ static const char usage_text[] =
 "  models [--json]              per-model requests, tokens and cost\n"
 "  cluster [--json]             hosts, leases and shared spend, from Redis\n"
 "  prices [MODEL...] [--json]   the prices in effect and the rule giving each\n"
+"    [--provider KIND [--region R]]  ... for an upstream of that kind (bedrock, ...)\n"
 "  prices --check FILE [--json] validate a catalogue; list what it would change\n"
 "  requests [--key KEY] [--since T] [--file LOG] [--json]\n"
 "                               the request log ([server] request_log); T is\n"

@@ -15,6 +15,7 @@
 
 #include "common/catalog.h"
 #include "common/jsonline.h"
+#include "common/pricetab.h"
 
 #define P(f)	offsetof(struct kv_price, f)
 const struct pfield kvctl_price_fields[] = {
@@ -235,8 +236,23 @@ kvctl_price_rule_source(const struct kv_config *cf, const struct priced *m, char
 void
 kvctl_price_lookup(const struct kv_config *cf, const char *model, struct priced *m)
 {
+	kvctl_price_lookup_for(cf, KV_PROVIDER_AUTO, NULL, model, m);
+}
+
+void
+kvctl_price_lookup_for(const struct kv_config *cf, int provider, const char *region,
+    const char *model, struct priced *m)
+{
 	m->model = model;
-	m->p = kv_price_lookup(cf, model, &m->rule, &m->older);
+	m->p = kv_price_find_in(cf, provider, region, model, &m->rule, &m->older);
+}
+
+const char *
+kvctl_price_provider(const struct kv_config *cf, const struct kv_price *p)
+{
+	if (p == NULL || p->prov == 0 || p->prov > cf->nprice_prov)
+		return NULL;
+	return cf->price_prov[p->prov - 1];
 }
 
 void
@@ -258,6 +274,10 @@ kvctl_price_json(FILE *f, const struct kv_config *cf, const struct priced *m)
 	if (m->p != NULL && m->p->model[0] != '\0' && strcmp(m->p->model, m->model) != 0) {
 		fputs(",\"section\":", f);
 		kv_json_write_string(f, m->p->model);
+	}
+	if (kvctl_price_provider(cf, m->p) != NULL) {
+		fputs(",\"provider\":", f);
+		kv_json_write_string(f, kvctl_price_provider(cf, m->p));
 	}
 	if (m->older != NULL) {
 		fputs(",\"older_family\":", f);

@@ -33,6 +33,8 @@ print_detail(FILE *f, const struct kv_config *cf, const struct priced *m)
 
 	kvctl_price_rule_source(cf, m, src, sizeof(src));
 	fprintf(f, "%s: %s (%s)\n", m->model, kvctl_price_rule_name(m->rule), src);
+	if (kvctl_price_provider(cf, m->p) != NULL)
+		fprintf(f, "  %-22s %s\n", "provider", kvctl_price_provider(cf, m->p));
 	for (i = 0; m->p != NULL && i < NFIELDS; i++)
 		if (kvctl_price_field_value(m->p, &kvctl_price_fields[i]) >= 0) {
 			kvctl_price_format_field(&kvctl_price_fields[i], kvctl_price_field_value(m->p, &kvctl_price_fields[i]), 0, v, sizeof(v));
@@ -96,8 +98,8 @@ print_table(FILE *f, const struct kv_config *cf, const struct priced *ms, size_t
 	for (i = 0; i < n; i++)
 		if (strlen(ms[i].model) > w)
 			w = strlen(ms[i].model);
-	fprintf(f, "%-*s  %-8s  %12s  %12s  %12s  %12s\n", (int)w, "MODEL", "RULE", "INPUT",
-	    "OUTPUT", "CACHED", "CACHE WRITE");
+	fprintf(f, "%-*s  %-8s  %12s  %12s  %12s  %12s  %s\n", (int)w, "MODEL", "RULE", "INPUT",
+	    "OUTPUT", "CACHED", "CACHE WRITE", "PROVIDER");
 	for (i = 0; i < n; i++) {
 		fprintf(f, "%-*s  %-8s", (int)w, ms[i].model, kvctl_price_rule_name(ms[i].rule));
 		for (c = 0; c < sizeof(cols) / sizeof(cols[0]); c++) {
@@ -108,12 +110,20 @@ print_table(FILE *f, const struct kv_config *cf, const struct priced *ms, size_t
 				kvctl_price_format(x, v, sizeof(v));
 			fprintf(f, "  %12s", v);
 		}
-		fputc('\n', f);
+		fprintf(f, "  %s\n", kvctl_price_provider(cf, ms[i].p) != NULL ?
+		    kvctl_price_provider(cf, ms[i].p) : "-");
 	}
 }
 
+/* The ---provider and --region of a lookup. */
+struct lookup_as {
+	int		 provider;	/* enum kv_provider */
+	const char	*region;
+};
+
 static int
-show_prices(const struct kv_config *cf, char **models, int nmodels, int json)
+show_prices(const struct kv_config *cf, char **models, int nmodels, int json,
+    const struct lookup_as *as)
 {
 	struct priced *ms;
 	size_t n, i;
@@ -131,7 +141,7 @@ show_prices(const struct kv_config *cf, char **models, int nmodels, int json)
 			return KVCTL_EXIT_USAGE;
 		}
 		for (i = 0; i < n; i++) {
-			kvctl_price_lookup(cf, models[i], &ms[i]);
+			kvctl_price_lookup_for(cf, as->provider, as->region, models[i], &ms[i]);
 			if (ms[i].p == NULL)
 				rc = KVCTL_EXIT_NOTFOUND;	/* refused: a script's "not found" */
 		}
@@ -157,6 +167,7 @@ show_prices(const struct kv_config *cf, char **models, int nmodels, int json)
 
 struct prices_args {
 	int		 json;
+	struct lookup_as as;
 	const char	*check;
 	char		**models;
 	int		 nmodels;
@@ -179,10 +190,17 @@ parse_args(int argc, char **argv, struct prices_args *a)
 			a->json = 1;
 		else if (!dashdash && strcmp(argv[i], "--check") == 0 && i + 1 < argc)
 			a->check = argv[++i];
+		else if (!dashdash && strcmp(argv[i], "--region") == 0 && i + 1 < argc)
+			a->as.region = argv[++i];
+		else if (!dashdash && strcmp(argv[i], "--provider") == 0 && i + 1 < argc &&
+		    (a->as.provider = kv_catalog_kind(argv[i + 1])) != KV_PROVIDER_AUTO)
+			i++;
 		else if (!dashdash && strncmp(argv[i], "--", 2) == 0) {
 			fprintf(stderr, "kvctl: prices: %s '%s'\n(kvctl --help for usage)\n",
-			    strcmp(argv[i], "--check") == 0 ? "a file is needed after" :
-			    "unknown option", argv[i]);
+			    strcmp(argv[i], "--provider") == 0 ? "openai, anthropic, bedrock, "
+			    "gemini, vertex or azure is needed after" :
+			    strcmp(argv[i], "--check") == 0 || strcmp(argv[i], "--region") == 0 ?
+			    "a value is needed after" : "unknown option", argv[i]);
 			return KVCTL_EXIT_USAGE;
 		} else
 			a->models[a->nmodels++] = argv[i];
@@ -247,7 +265,7 @@ kvctl_prices(const char *config, const char *ledger, int argc, char **argv)
 	if (a.check != NULL)
 		rc = kvctl_prices_check(cf, path, a.check, a.json);
 	else
-		rc = show_prices(cf, a.models, a.nmodels, a.json);
+		rc = show_prices(cf, a.models, a.nmodels, a.json, &a.as);
 	if (cf != NULL) {
 		kv_config_free(cf);
 		free(cf);

@@ -52,6 +52,12 @@ void	kvctl_price_rule_source(const struct kv_config *cf, const struct priced *m,
 	    size_t len);
 /* MODEL's price in CF, as the daemon finds it, into M. */
 void	kvctl_price_lookup(const struct kv_config *cf, const char *model, struct priced *m);
+/* ... for a request to an upstream of PROVIDER (enum kv_provider) in
+ * REGION (may be NULL): kv_price_find_in. */
+void	kvctl_price_lookup_for(const struct kv_config *cf, int provider, const char *region,
+	    const char *model, struct priced *m);
+/* The litellm_provider of P's catalogue entry, or NULL (a section alone). */
+const char *kvctl_price_provider(const struct kv_config *cf, const struct kv_price *p);
 /* M as a JSON object on F. */
 void	kvctl_price_json(FILE *f, const struct kv_config *cf, const struct priced *m);
 

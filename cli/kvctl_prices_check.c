@@ -77,18 +77,23 @@ static size_t
 diff_tables(const struct kv_config *was, const struct kv_config *now, int json)
 {
 	struct priced a, b;
+	const struct kv_price *e;
 	size_t i = 0, j = 0, ndiff = 0;
 	const char *name;
-	int c;
+	int c, provider;
 
 	while (i < was->nprice_exact || j < now->nprice_exact) {
 		c = i == was->nprice_exact ? 1 : j == now->nprice_exact ? -1 :
 		    strcmp(was->price_exact[i]->model, now->price_exact[j]->model);
-		name = c <= 0 ? was->price_exact[i]->model : now->price_exact[j]->model;
+		e = c <= 0 ? was->price_exact[i] : now->price_exact[j];
+		name = e->model;
 		i += c <= 0;
 		j += c >= 0;
-		kvctl_price_lookup(was, name, &a);
-		kvctl_price_lookup(now, name, &b);
+		/* as the requests it prices look it up: by its provider's rules */
+		if ((provider = kv_price_reached_by(e)) == -1)
+			continue;
+		kvctl_price_lookup_for(was, provider, NULL, name, &a);
+		kvctl_price_lookup_for(now, provider, NULL, name, &b);
 		if (same_price(&a, &b))
 			continue;
 		if (json) {
@@ -130,7 +135,8 @@ load_raw(const struct kv_config *cf, const char *file, struct raw *raw, char *su
 	int r;
 
 	kv_catalog_providers(cf, prov);
-	r = kv_catalog_load(file, prov, &out, &n, &st, err, sizeof(err));
+	r = kv_catalog_load(file, prov, cf != NULL ? cf->prices_ignore : "", &out, &n, &st, err,
+	    sizeof(err));
 	if (r == -1 || raw == NULL)
 		free(out);
 	if (r == -1) {
@@ -239,7 +245,7 @@ diff_overrides(const struct kv_config *was, const struct kv_config *now,
 static int
 check_alone(const char *file, int json)
 {
-	char summary[512];
+	char summary[4096];
 
 	if (load_raw(NULL, file, NULL, summary, sizeof(summary)) == -1)
 		return KVCTL_EXIT_NOTFOUND;
@@ -295,7 +301,7 @@ kvctl_prices_check(const struct kv_config *cf, const char *config, const char *f
 {
 	struct raw ra = { NULL, 0 }, rb = { NULL, 0 };
 	struct kv_config *now = NULL;
-	char summary[512], err[4400];
+	char summary[4096], err[4400];
 	int rc = KVCTL_EXIT_USAGE;
 
 	if (cf == NULL)

@@ -78,6 +78,9 @@ informational(const char *k)
 		/* the hidden tool prompt: reserved by kilovolt's own table
 		 * (worker/tool_prompts.c), billed as input tokens */
 		"tool_use_system_prompt_tokens",
+		/* Databricks' DBU figures: input/output_cost_per_token are
+		 * the same prices in USD (DBUs x $0.070) */
+		"input_dbu_cost_per_token", "output_dbu_cost_per_token",
 	};
 	size_t i;
 
@@ -93,6 +96,11 @@ informational(const char *k)
 /* One entry while it is read: its provider is known only at its end. */
 struct entry {
 	struct kv_price	 p;
+	/* figures kilovolt derives from others, checked at the end */
+	int64_t		 hit;		/* input_cost_per_token_cache_hit */
+	int64_t		 lcp[3];	/* BASE_above_NNNk_tokens_priority: in, out, cached */
+	int64_t		 lcp_threshold;
+	char		 lcp_name[64];	/* the first one's name */
 	char		 provider[64];
 	char		 mode[32];	/* "mode": what the model is for */
 	char		 unknown[ENTRY_UNKNOWN][64];
@@ -221,6 +229,12 @@ read_pse(struct kv_jr *jr, struct entry *e, const char *k)
 	while ((r = kv_jr_member(jr, name, sizeof(name))) == 1) {
 		dst = strcmp(name, "fast") == 0 ? &e->p.fast_mult :
 		    strcmp(name, "us") == 0 ? &e->p.geo_us_mult : NULL;
+		/* the name of the body Bedrock's InvokeModel takes: no price */
+		if (strcmp(name, "bedrock_invocation_schema") == 0) {
+			if (kv_jr_skip(jr) == -1)
+				return -1;
+			continue;
+		}
 		if (dst == NULL) {
 			if (snprintf(full, sizeof(full), "%.100s.%s", k, name) < 0)
 				full[0] = '\0';
@@ -276,6 +290,35 @@ field_of(const char *k, int64_t *threshold)
 	return NULL;
 }
 
+/* BASE_above_NNNk_tokens_priority, BASE the input, output or cache read
+ * price: where it goes in E, or NULL when K is none of those or names
+ * another threshold than the entry's first. */
+static int64_t *
+lcp_field(struct entry *e, const char *k)
+{
+	static const char *const bases[] = { "input_cost_per_token", "output_cost_per_token",
+		"cache_read_input_token_cost" };
+	char base[128];
+	size_t n = strlen(k), baselen, i;
+	int64_t th;
+
+	if (n <= 9 || n - 9 >= sizeof(base) || strcmp(k + n - 9, "_priority") != 0)
+		return NULL;
+	memcpy(base, k, n - 9);
+	base[n - 9] = '\0';
+	if (long_context_name(base, &baselen, &th) == -1 ||
+	    (e->lcp_threshold > 0 && th != e->lcp_threshold))
+		return NULL;
+	for (i = 0; i < sizeof(bases) / sizeof(bases[0]); i++)
+		if (strlen(bases[i]) == baselen && strncmp(bases[i], base, baselen) == 0) {
+			e->lcp_threshold = th;
+			if (e->lcp_name[0] == '\0')
+				snprintf(e->lcp_name, sizeof(e->lcp_name), "%.63s", k);
+			return &e->lcp[i];
+		}
+	return NULL;
+}
+
 static int
 read_field(struct kv_jr *jr, struct entry *e, const char *k)
 {
@@ -288,6 +331,11 @@ read_field(struct kv_jr *jr, struct entry *e, const char *k)
 			    kv_jr_string(jr, e->provider, sizeof(e->provider));
 		return kv_jr_skip(jr);
 	}
+	/* DeepSeek's name for the cache-read price */
+	if (strcmp(k, "input_cost_per_token_cache_hit") == 0)
+		return read_scaled(jr, e, k, SCALE_PER_TOKEN, &e->hit);
+	if ((dst = lcp_field(e, k)) != NULL)
+		return read_scaled(jr, e, k, SCALE_PER_TOKEN, dst);
 	f = field_of(k, &th);
 	/* one long-context threshold per entry: a second one is not understood */
 	if (f != NULL && f->kind == F_LONG && e->p.long_context_threshold > 0 &&
@@ -335,7 +383,8 @@ keep_provider(const char *const *providers, const char *name)
 	return 0;
 }
 
-static void
+/* Count NAME in TAB: 1 + its index, or 0 when the table is full. */
+static size_t
 count_name(struct kv_catalog_count *tab, size_t *n, size_t max, size_t *more,
     const char *name)
 {
@@ -344,15 +393,16 @@ count_name(struct kv_catalog_count *tab, size_t *n, size_t max, size_t *more,
 	for (i = 0; i < *n; i++)
 		if (strcmp(tab[i].name, name) == 0) {
 			tab[i].n++;
-			return;
+			return i + 1;
 		}
 	if (*n == max) {
 		if (more != NULL)
 			(*more)++;
-		return;
+		return 0;
 	}
 	snprintf(tab[*n].name, sizeof(tab[0].name), "%s", name);
 	tab[(*n)++].n = 1;
+	return *n;
 }
 
 /* A tier the catalogue gives only one side of costs the standard price on
@@ -381,9 +431,63 @@ entry_complete(struct kv_price *p)
 	p->src = KV_PRICE_FILE;
 }
 
+/* V x NUM / DEN rounded up: how money.c scales a price by a tier. */
+static int64_t
+scaled_up(int64_t v, int64_t num, int64_t den)
+{
+	__int128 q;
+
+	if (den <= 0)
+		return num;
+	q = ((__int128)v * num + den - 1) / den;
+	return q > INT64_MAX ? INT64_MAX : (int64_t)q;
+}
+
+/* The long-context priority prices: kilovolt charges a priority request
+ * past the threshold the long-context prices scaled by the priority tier
+ * (money.c rates_for, which needs the long-context input price to differ
+ * from the standard one); the catalogue's own figures are understood when
+ * they are exactly that. */
+static int
+lcp_exact(const struct entry *e)
+{
+	const struct kv_price *p = &e->p;
+	int64_t lin = p->long_context_input >= 0 ? p->long_context_input : p->input;
+	int64_t lout = p->long_context_output >= 0 ? p->long_context_output : p->output;
+	int64_t cached = p->cached_input >= 0 ? p->cached_input : p->input;
+	int64_t pin, pout, lcached;
+
+	if (e->lcp_threshold != p->long_context_threshold || p->priority_input < 0 ||
+	    lin == p->input)
+		return 0;
+	pin = scaled_up(lin, p->priority_input, p->input);
+	pout = scaled_up(lout, p->priority_output >= 0 ? p->priority_output : p->output,
+	    p->output);
+	lcached = p->long_context_cached >= 0 ? p->long_context_cached :
+	    scaled_up(cached, lin, p->input);
+	return (e->lcp[0] < 0 || e->lcp[0] == pin) && (e->lcp[1] < 0 || e->lcp[1] == pout) &&
+	    (e->lcp[2] < 0 || e->lcp[2] == scaled_up(lcached, pin, lin));
+}
+
+/* Figures kilovolt derives from others: understood when they are what it
+ * would charge, else named as not understood. */
+static void
+entry_derived(struct entry *e)
+{
+	if (e->hit >= 0) {
+		if (e->p.cached_input < 0)
+			e->p.cached_input = e->hit;
+		else if (e->p.cached_input != e->hit)
+			entry_unknown(e, "input_cost_per_token_cache_hit");
+	}
+	if (e->lcp_name[0] != '\0' && !lcp_exact(e))
+		entry_unknown(e, e->lcp_name);
+}
+
 struct parse {
 	struct kv_jr	 jr;
 	const char *const *providers;
+	const char	*ignore;
 	struct kv_price	**out;
 	size_t		*nout;
 	size_t		 cap;
@@ -394,6 +498,22 @@ static int
 parse_fail(struct parse *ps, const char *what)
 {
 	return kv_jr_fail(&ps->jr, what);
+}
+
+/* Is W one of LIST's blank-separated words? */
+static int
+word_in(const char *list, const char *w)
+{
+	size_t n = strlen(w), k;
+	const char *s = list;
+
+	while (*(s += strspn(s, " \t")) != '\0') {
+		k = strcspn(s, " \t");
+		if (k == n && memcmp(s, w, n) == 0)
+			return 1;
+		s += k;
+	}
+	return 0;
 }
 
 /* Is MODE ("" when the entry has none) one kilovolt meters? Realtime,
@@ -425,28 +545,57 @@ count_served(struct kv_catalog_stats *st, const char *field, const char *model)
 	st->served[st->nserved++].n = 1;
 }
 
-/* The entry is complete: keep it or count why not. */
+/* An entry of a provider not priced by bare name that prices what
+ * kilovolt would not charge (a field it does not understand, on a model
+ * it serves, that IGNORE does not name; or a malformed value): not kept,
+ * counted by field. 1 when refused. */
+static int
+entry_refused(struct parse *ps, const struct entry *e, const char *name)
+{
+	struct kv_catalog_stats *st = ps->st;
+	size_t i;
+	int bad = e->bad[0] != '\0', refused = bad;
+
+	if (bad)
+		count_name(st->refused_field, &st->nrefused_field, KV_CATALOG_FIELDS, NULL,
+		    "(a malformed value)");
+	for (i = 0; !bad && served_mode(e->mode) && i < e->nunknown; i++)
+		if (!word_in(ps->ignore, e->unknown[i])) {
+			count_name(st->refused_field, &st->nrefused_field, KV_CATALOG_FIELDS,
+			    NULL, e->unknown[i]);
+			refused = 1;
+		}
+	if (refused && st->refused++ == 0 &&
+	    snprintf(st->refused_model, sizeof(st->refused_model), "%s", name) < 0)
+		st->refused_model[0] = '\0';
+	return refused;
+}
+
+/* The entry is complete: keep it or count why not. An entry of a
+ * provider priced by bare name (PROVIDERS) is held to issue 33's rule: a
+ * malformed value fails the load, a field not understood is counted for
+ * kv_catalog_unserved; another provider's entry is refused alone. */
 static int
 entry_done(struct parse *ps, struct entry *e, const char *name)
 {
 	struct kv_catalog_stats *st = ps->st;
 	struct kv_price *grown;
 	size_t i;
+	int bare;
 
 	if (e->provider[0] == '\0') {
 		st->not_models++;
 		return 0;
 	}
-	if (!keep_provider(ps->providers, e->provider)) {
-		st->other++;
-		return 0;
-	}
-	if (e->bad[0] != '\0') {
+	bare = keep_provider(ps->providers, e->provider);
+	if (bare && e->bad[0] != '\0') {
 		if (snprintf(ps->jr.err, sizeof(ps->jr.err), "%s (model %.40s)", e->bad, name) < 0)
 			ps->jr.err[0] = '\0';	/* a long message is cut */
 		ps->jr.failed = 1;
 		return -1;
 	}
+	if (e->bad[0] != '\0')
+		return entry_refused(ps, e, name) ? 0 : -1;
 	if (e->p.input < 0 || e->p.output < 0) {
 		st->unpriced++;
 		return 0;
@@ -455,6 +604,9 @@ entry_done(struct parse *ps, struct entry *e, const char *name)
 		st->long_names++;
 		return 0;
 	}
+	entry_derived(e);
+	if (!bare && entry_refused(ps, e, name))
+		return 0;
 	for (i = 0; i < e->nunknown; i++) {
 		count_name(st->unknown, &st->nunknown, KV_CATALOG_FIELDS, &st->unknown_more,
 		    e->unknown[i]);
@@ -465,7 +617,10 @@ entry_done(struct parse *ps, struct entry *e, const char *name)
 	/* the reservation's input bound for fetched content is context_window */
 	if (e->p.context_window < 0 && e->p.max_input > 0)
 		e->p.context_window = e->p.max_input;
-	count_name(st->prov, &st->nprov, KV_CATALOG_PROVIDERS, NULL, e->provider);
+	i = count_name(st->prov, &st->nprov, KV_CATALOG_PROVIDERS, NULL, e->provider);
+	e->p.prov = (unsigned short)i;
+	e->p.kind = (unsigned char)kv_catalog_kind(e->provider);
+	e->p.bare = (unsigned char)bare;
 	if (*ps->nout == ps->cap) {
 		ps->cap = ps->cap ? ps->cap * 2 : 256;
 		grown = realloc(*ps->out, ps->cap * sizeof(**ps->out));
@@ -494,6 +649,7 @@ parse_entry(struct parse *ps, const char *name)
 	}
 	memset(&e, 0, sizeof(e));
 	kv_price_unset(&e.p, "");
+	e.hit = e.lcp[0] = e.lcp[1] = e.lcp[2] = -1;
 	if (kv_jr_enter(&ps->jr, KV_JR_OBJECT) == -1)
 		return -1;
 	while ((r = kv_jr_member(&ps->jr, k, sizeof(k))) == 1)
@@ -514,7 +670,7 @@ cmp_model(const void *a, const void *b)
 
 int
 kv_catalog_parse(const char *buf, size_t len, const char *const *providers,
-    struct kv_price **out, size_t *nout, struct kv_catalog_stats *st,
+    const char *ignore, struct kv_price **out, size_t *nout, struct kv_catalog_stats *st,
     char *err, size_t errlen)
 {
 	struct parse ps;
@@ -526,6 +682,7 @@ kv_catalog_parse(const char *buf, size_t len, const char *const *providers,
 	memset(st, 0, sizeof(*st));
 	kv_jr_init(&ps.jr, buf, len);
 	ps.providers = providers;
+	ps.ignore = ignore != NULL ? ignore : "";
 	ps.out = out;
 	ps.nout = nout;
 	ps.cap = *nout;
@@ -596,7 +753,7 @@ fail:
 }
 
 int
-kv_catalog_load(const char *file, const char *const *providers,
+kv_catalog_load(const char *file, const char *const *providers, const char *ignore,
     struct kv_price **out, size_t *nout, struct kv_catalog_stats *st,
     char *err, size_t errlen)
 {
@@ -607,44 +764,90 @@ kv_catalog_load(const char *file, const char *const *providers,
 
 	if (buf == NULL)
 		return -1;
-	r = kv_catalog_parse(buf, len, providers, out, nout, st, why, sizeof(why));
+	r = kv_catalog_parse(buf, len, providers, ignore, out, nout, st, why, sizeof(why));
 	free(buf);
 	if (r == -1)
 		snprintf(err, errlen, "%s: %s", file, why);
 	return r;
 }
 
+/* Most entries first, then by name. */
+static int
+cmp_count(const void *a, const void *b)
+{
+	const struct kv_catalog_count *x = *(const struct kv_catalog_count *const *)a;
+	const struct kv_catalog_count *y = *(const struct kv_catalog_count *const *)b;
+
+	return x->n != y->n ? (x->n < y->n ? 1 : -1) : strcmp(x->name, y->name);
+}
+
 void
 kv_catalog_summary(const struct kv_catalog_stats *st, char *buf, size_t len)
 {
+	const struct kv_catalog_count *by[KV_CATALOG_PROVIDERS];
 	size_t i, pos;
 	int n;
 
-	n = snprintf(buf, len, "%zu models (", st->kept);
+	for (i = 0; i < st->nprov; i++)
+		by[i] = &st->prov[i];
+	qsort(by, st->nprov, sizeof(by[0]), cmp_count);
+	n = snprintf(buf, len, "%zu models of %zu providers (", st->kept, st->nprov);
 	for (i = 0; n >= 0 && (size_t)n < len && i < st->nprov; i++)
-		n += snprintf(buf + n, len - n, "%s%s %zu", i ? ", " : "", st->prov[i].name,
-		    st->prov[i].n);
+		n += snprintf(buf + n, len - n, "%s%s %zu", i ? ", " : "", by[i]->name, by[i]->n);
 	if (n < 0 || (size_t)n >= len)
 		return;
 	pos = (size_t)n;
-	snprintf(buf + pos, len - pos, "); skipped: %zu of other providers, %zu not "
-	    "priced per token, %zu not models%s", st->other, st->unpriced, st->not_models,
-	    st->long_names ? ", some names too long" : "");
+	snprintf(buf + pos, len - pos, "); skipped: %zu pricing what kilovolt would not "
+	    "charge, %zu not priced per token, %zu not models%s", st->refused, st->unpriced,
+	    st->not_models, st->long_names ? ", some names too long" : "");
 }
 
-static int
-word_in(const char *list, const char *w)
+void
+kv_catalog_refused(const struct kv_catalog_stats *st, char *buf, size_t len)
 {
-	size_t n = strlen(w), k;
-	const char *s = list;
+	size_t i;
+	int n;
 
-	while (*(s += strspn(s, " \t")) != '\0') {
-		k = strcspn(s, " \t");
-		if (k == n && memcmp(s, w, n) == 0)
-			return 1;
-		s += k;
+	buf[0] = '\0';
+	if (st->refused == 0)
+		return;
+	n = snprintf(buf, len, "%zu entr%s (%s%s) not kept, pricing what kilovolt would not "
+	    "charge:", st->refused, st->refused == 1 ? "y" : "ies", st->refused_model,
+	    st->refused > 1 ? " and others" : "");
+	for (i = 0; n >= 0 && (size_t)n < len && i < st->nrefused_field; i++)
+		n += snprintf(buf + n, len - n, "%s %s (%zu)", i ? "," : "",
+		    st->refused_field[i].name, st->refused_field[i].n);
+}
+
+/* litellm_provider names by the kind of upstream whose requests they
+ * price (LiteLLM's own families: bedrock_converse is Bedrock's Converse
+ * API, vertex_ai-anthropic_models Claude on Vertex); a prefix ending in
+ * '-' also takes the names it starts. */
+int
+kv_catalog_kind(const char *provider)
+{
+	static const struct {
+		const char	*name;
+		int		 kind;
+	} kinds[] = {
+		{ "openai", KV_PROVIDER_OPENAI }, { "text-completion-openai", KV_PROVIDER_OPENAI },
+		{ "anthropic", KV_PROVIDER_ANTHROPIC },
+		{ "bedrock", KV_PROVIDER_BEDROCK }, { "bedrock_converse", KV_PROVIDER_BEDROCK },
+		{ "bedrock_mantle", KV_PROVIDER_BEDROCK },
+		{ "gemini", KV_PROVIDER_GEMINI },
+		{ "vertex_ai", KV_PROVIDER_VERTEX }, { "vertex_ai-", KV_PROVIDER_VERTEX },
+		{ "vertex", KV_PROVIDER_VERTEX },
+		{ "azure", KV_PROVIDER_AZURE }, { "azure_text", KV_PROVIDER_AZURE },
+	};
+	size_t i, n;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		n = strlen(kinds[i].name);
+		if (kinds[i].name[n - 1] == '-' ? strncmp(provider, kinds[i].name, n) == 0 :
+		    strcmp(provider, kinds[i].name) == 0)
+			return kinds[i].kind;
 	}
-	return 0;
+	return KV_PROVIDER_AUTO;
 }
 
 int

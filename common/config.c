@@ -692,8 +692,27 @@ cfg_merge_prices(struct cfg_parse *p, struct kv_price *file, size_t n)
 	return 0;
 }
 
-/* [budget] prices: the catalogue's entries of the providers kilovolt
- * routes to (openai, anthropic, and any upstream's name), merged under the
+/* The catalogue's provider names, which kv_price.prov indexes. */
+static int
+cfg_price_providers(struct kv_config *cf, const struct kv_catalog_stats *st)
+{
+	size_t i;
+
+	free(cf->price_prov);
+	cf->nprice_prov = 0;
+	cf->price_prov = malloc((st->nprov + 1) * sizeof(*cf->price_prov));
+	if (cf->price_prov == NULL)
+		return -1;
+	for (i = 0; i < st->nprov; i++)
+		snprintf(cf->price_prov[i], sizeof(cf->price_prov[0]), "%.39s",
+		    st->prov[i].name);
+	cf->nprice_prov = st->nprov;
+	return 0;
+}
+
+/* [budget] prices: the catalogue's entries of every provider (those of
+ * openai, anthropic and any upstream's name priced by their bare names,
+ * the others by a provider kind's rules: pricetab.c), merged under the
  * [price] sections. Without a file the index is built over the sections. */
 static int
 cfg_load_prices(struct cfg_parse *p)
@@ -716,12 +735,18 @@ cfg_load_prices(struct cfg_parse *p)
 	if (cf->prices_file[0] == '\0')
 		return cfg_merge_prices(p, NULL, 0);
 	kv_catalog_providers(cf, prov);
-	if (kv_catalog_load(cf->prices_file, prov, &file, &n, &st, why, sizeof(why)) == -1) {
+	if (kv_catalog_load(cf->prices_file, prov, cf->prices_ignore, &file, &n, &st, why,
+	    sizeof(why)) == -1) {
 		free(file);
 		return cfg_err(p, p->prices_line, "prices: %s", why);
 	}
 	kv_catalog_summary(&st, cf->prices_summary, sizeof(cf->prices_summary));
 	kv_catalog_unknown(&st, cf->prices_unknown, sizeof(cf->prices_unknown));
+	kv_catalog_refused(&st, cf->prices_refused, sizeof(cf->prices_refused));
+	if (cfg_price_providers(cf, &st) == -1) {
+		free(file);
+		return cfg_err(p, 0, "out of memory");
+	}
 	/* fail closed (issue 33): a price kilovolt would not charge */
 	if (kv_catalog_unserved(&st, cf->prices_ignore, why, sizeof(why)) == -1) {
 		free(file);
@@ -805,6 +830,9 @@ kv_config_free(struct kv_config *cf)
 	free(cf->prices);
 	cf->prices = NULL;
 	cf->nprices = 0;
+	free(cf->price_prov);
+	cf->price_prov = NULL;
+	cf->nprice_prov = 0;
 	free(cf->keys);
 	cf->keys = NULL;
 	cf->nkeys = 0;

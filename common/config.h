@@ -131,6 +131,17 @@ struct kv_price {
 	 * and 1 + the cf->prices index of the longest that gave any (0: none) */
 	uint64_t  globbed;
 	int	  glob_from;
+	/* a catalogue entry's provider (catalog.c; all 0 for a [price]
+	 * section alone, which prices its name for every provider): KIND,
+	 * the enum kv_provider whose requests find it by its name as
+	 * written (bedrock, bedrock_converse: KV_PROVIDER_BEDROCK; 0: none
+	 * of them); BARE, whether a request to an upstream of no provider
+	 * kind does (entries of openai, anthropic and providers named like
+	 * an [upstream]); PROV, 1 + the index of its litellm_provider in
+	 * kv_config.price_prov (0: none) */
+	unsigned char	kind;
+	unsigned char	bare;
+	unsigned short	prov;
 };
 
 /* Where a price came from (kvctl prices): a [price] section alone, a
@@ -272,7 +283,10 @@ struct kv_config {
 	size_t	  nprices_file;		/* entries kept from it */
 	size_t	  nprices_ini;		/* [price] sections (besides default) */
 	size_t	  nprices_overridden;	/* file entries a [price] section overrides */
-	char	  prices_summary[512];	/* what the file gave, by provider */
+	char	  prices_summary[4096];	/* what the file gave, by provider */
+	char	  prices_refused[1024];	/* entries not kept for fields not charged */
+	char	(*price_prov)[40];	/* the file's litellm_provider names (kv_price.prov) */
+	size_t	  nprice_prov;
 	char	  prices_unknown[2048];	/* its fields kilovolt does not understand */
 	size_t	  prices_inexact;	/* entries with prices below 1 nUSD/1M, rounded up */
 	char	  prices_dead[1024];	/* [price GLOB]s matching no catalogue entry, "" none */

@@ -46,6 +46,21 @@ figure_set(const struct kv_price *p, unsigned i)
 	    v >= 0;
 }
 
+/* Does the entry P price a request to an upstream of PROVIDER that names
+ * it as written? A [price] section (alone or over an entry of its name)
+ * prices its name everywhere; a catalogue entry prices it for its
+ * provider's kind, and without a kind when its provider is priced by bare
+ * name or its name says its provider ("azure/gpt-4o": LiteLLM's rule). */
+static int
+priced_for(const struct kv_price *p, int provider)
+{
+	if (p->src != KV_PRICE_FILE)
+		return 1;
+	if (provider != KV_PROVIDER_AUTO)
+		return p->kind == provider;
+	return p->bare || strchr(p->model, '/') != NULL;
+}
+
 /* INI over the catalogue's entry FILE, as LiteLLM merges custom pricing:
  * each figure the section sets wins, each it leaves unset is the file's
  * (its limits, cache and audio prices, tiers). The section's name, line
@@ -121,7 +136,7 @@ compose(struct kv_config *cf)
 		used = 0;
 		for (i = 0; i < cf->nprices; i++) {
 			e = &cf->prices[i];
-			if (e->src == KV_PRICE_INI || is_glob(e) ||
+			if (e->src == KV_PRICE_INI || is_glob(e) || !priced_for(e, KV_PROVIDER_AUTO) ||
 			    !kv_glob_match(cf->price_glob[g]->model, e->model))
 				continue;
 			used++;
@@ -269,7 +284,7 @@ family_version(const struct kv_price *const *exact, size_t n, const char *glob)
 	size_t i, plen = glob_prefix(glob);
 
 	for (i = 0; i < n; i++) {
-		if (!kv_glob_match(glob, exact[i]->model))
+		if (!priced_for(exact[i], KV_PROVIDER_AUTO) || !kv_glob_match(glob, exact[i]->model))
 			continue;
 		v = version_after(exact[i]->model, plen);
 		if (!best.known || version_cmp(&v, &best) > 0)
@@ -350,11 +365,86 @@ exact_find(const struct kv_config *cf, const char *model)
 	return NULL;
 }
 
-/* Only the longest matching glob is asked: a model newer than its family
- * is newer than the shorter globs' too, and goes to unknown_models. */
+int
+kv_price_reached_by(const struct kv_price *p)
+{
+	if (priced_for(p, KV_PROVIDER_AUTO))
+		return KV_PROVIDER_AUTO;
+	return p->kind != KV_PROVIDER_AUTO ? p->kind : -1;
+}
+
+/* LiteLLM's provider prefixes, by kind: "bedrock/..." and the others. */
+static const char *
+prefix_of(int provider)
+{
+	switch (provider) {
+	case KV_PROVIDER_BEDROCK:	return "bedrock/";
+	case KV_PROVIDER_VERTEX:	return "vertex_ai/";
+	case KV_PROVIDER_GEMINI:	return "gemini/";
+	case KV_PROVIDER_AZURE:		return "azure/";
+	case KV_PROVIDER_OPENAI:	return "openai/";
+	default:			return NULL;
+	}
+}
+
+/* A Bedrock model ARN names the model or inference profile after its
+ * last '/' (arn:aws:bedrock:us-east-1:123:inference-profile/us.anthropic...):
+ * that is the name the catalogue knows. */
+static const char *
+bedrock_id(const char *model)
+{
+	const char *slash;
+
+	if (strncmp(model, "arn:", 4) != 0 || (slash = strrchr(model, '/')) == NULL)
+		return model;
+	return slash + 1;
+}
+
+/* The catalogue entry (or section) of MODEL for PROVIDER, by LiteLLM's
+ * names: "bedrock/REGION/ID", then "PREFIX/MODEL", then MODEL as given;
+ * NULL when none prices it for PROVIDER. */
+static const struct kv_price *
+named_find(const struct kv_config *cf, int provider, const char *region, const char *model)
+{
+	const struct kv_price *hit;
+	const char *pre = prefix_of(provider);
+	char name[KV_NAME_MAX];
+	int n;
+
+	if (provider == KV_PROVIDER_BEDROCK && region != NULL && region[0] != '\0') {
+		n = snprintf(name, sizeof(name), "bedrock/%s/%s", region, model);
+		if (n > 0 && (size_t)n < sizeof(name) && (hit = exact_find(cf, name)) != NULL &&
+		    priced_for(hit, provider))
+			return hit;
+	}
+	if (pre != NULL) {
+		n = snprintf(name, sizeof(name), "%s%s", pre, model);
+		if (n > 0 && (size_t)n < sizeof(name) && (hit = exact_find(cf, name)) != NULL &&
+		    priced_for(hit, provider))
+			return hit;
+	}
+	hit = exact_find(cf, model);
+	return hit != NULL && priced_for(hit, provider) ? hit : NULL;
+}
+
 const struct kv_price *
 kv_price_lookup(const struct kv_config *cf, const char *model,
     enum kv_price_rule *rule, const struct kv_price **older)
+{
+	return kv_price_find_in(cf, KV_PROVIDER_AUTO, NULL, model, rule, older);
+}
+
+const struct kv_price *
+kv_price_find_for(const struct kv_config *cf, int provider, const char *model)
+{
+	return kv_price_find_in(cf, provider, NULL, model, NULL, NULL);
+}
+
+/* Only the longest matching glob is asked: a model newer than its family
+ * is newer than the shorter globs' too, and goes to unknown_models. */
+const struct kv_price *
+kv_price_find_in(const struct kv_config *cf, int provider, const char *region,
+    const char *model, enum kv_price_rule *rule, const struct kv_price **older)
 {
 	const struct kv_price *hit, *dummy_older;
 	enum kv_price_rule dummy;
@@ -365,7 +455,9 @@ kv_price_lookup(const struct kv_config *cf, const char *model,
 	if (older == NULL)
 		older = &dummy_older;
 	*older = NULL;
-	if (model != NULL && (hit = exact_find(cf, model)) != NULL) {
+	if (model != NULL && provider == KV_PROVIDER_BEDROCK)
+		model = bedrock_id(model);
+	if (model != NULL && (hit = named_find(cf, provider, region, model)) != NULL) {
 		*rule = hit->src == KV_PRICE_FILE ? KV_RULE_FILE :
 		    hit->src == KV_PRICE_OVERRIDE ? KV_RULE_OVERRIDE : KV_RULE_INI;
 		return hit;

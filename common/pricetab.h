@@ -67,5 +67,31 @@ void	kv_pricetab_sources(const struct kv_config *cf, char *buf, size_t len);
 const struct kv_price *kv_price_lookup(const struct kv_config *cf, const char *model,
 	    enum kv_price_rule *rule, const struct kv_price **older);
 
+/* kv_price_lookup for a request to an upstream of PROVIDER (enum
+ * kv_provider) in REGION (Bedrock's AWS region; may be NULL), by
+ * LiteLLM's provider rules, where the same model is priced differently
+ * by provider: the exact names tried are, for Bedrock, "bedrock/REGION/ID"
+ * then "bedrock/ID" then ID (a model ARN's ID is what follows its last
+ * '/'); for Vertex, Gemini, Azure and OpenAI "vertex_ai/M", "gemini/M",
+ * "azure/M", "openai/M" then M; and each is taken only from an entry of
+ * that provider's kind (kv_price.kind: us.anthropic.claude-... is
+ * Bedrock's, claude-... the Anthropic API's) or a [price] section alone.
+ * KV_PROVIDER_AUTO (kv_price_lookup) takes the entries of the providers
+ * priced by bare name (kv_price.bare) and those whose name carries its
+ * provider ("azure/gpt-4o"). Then the globs and the default, as above. */
+const struct kv_price *kv_price_find_in(const struct kv_config *cf, int provider,
+	    const char *region, const char *model, enum kv_price_rule *rule,
+	    const struct kv_price **older);
+
+/* The enum kv_provider whose lookups find P by its own name
+ * (KV_PROVIDER_AUTO for a section, a bare-name provider's entry or a
+ * name with its provider's prefix; else its kind), or -1 when none does
+ * (an entry of a provider of no kind, not priced by bare name). */
+int	kv_price_reached_by(const struct kv_price *p);
+
+/* kv_price_find_in without a region, rule or older family. */
+const struct kv_price *kv_price_find_for(const struct kv_config *cf, int provider,
+	    const char *model);
+
 
 #endif

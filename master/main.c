@@ -69,6 +69,8 @@ print_prices(FILE *say, const char *path, const struct kv_config *cf)
 	if (cf->prices_unknown[0] != '\0')
 		fprintf(say, "%s: prices: fields not understood (ignored): %s\n", path,
 		    cf->prices_unknown);
+	if (cf->prices_refused[0] != '\0')
+		fprintf(say, "%s: prices: %s\n", path, cf->prices_refused);
 	if (cf->prices_dead[0] != '\0')
 		fprintf(say, "%s: prices: warning: matching no catalogue entry (pricing only the "
 		    "models the catalogue lacks): %s\n", path, cf->prices_dead);

@@ -30,13 +30,22 @@ in_out(const struct kv_price *p, char *buf, size_t len)
 	snprintf(buf, len, "%s / %s per 1M", in, out);
 }
 
+/* WAS is looked up in NEW as the requests it priced were: by its own
+ * provider's rules. An entry no lookup reached priced none; one another
+ * entry shadowed for its provider ("vertex_ai/M" over Vertex's M) is the
+ * other's to report. */
 static void
-one_model(const struct kv_config *new, const struct kv_price *was)
+one_model(const struct kv_config *old, const struct kv_config *new,
+    const struct kv_price *was)
 {
 	enum kv_price_rule rule;
-	const struct kv_price *now = kv_price_lookup(new, was->model, &rule, NULL);
+	const struct kv_price *now;
 	char a[80], b[80];
-	int more;
+	int more, provider = kv_price_reached_by(was);
+
+	if (provider == -1 || kv_price_find_for(old, provider, was->model) != was)
+		return;
+	now = kv_price_find_in(new, provider, NULL, was->model, &rule, NULL);
 
 	in_out(was, a, sizeof(a));
 	if (now == NULL || rule == KV_RULE_GLOB || rule == KV_RULE_DEFAULT) {
@@ -62,5 +71,5 @@ kv_price_changes_log(const struct kv_config *old, const struct kv_config *new)
 	size_t i;
 
 	for (i = 0; i < old->nprice_exact; i++)
-		one_model(new, old->price_exact[i]);
+		one_model(old, new, old->price_exact[i]);
 }

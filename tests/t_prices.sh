@@ -57,10 +57,15 @@ output = 3
 EOF
 "$KV_DAEMON_BIN" -t -c "$T/kilovolt.ini" >"$T/t.out" 2>/dev/null
 check_eq "kilovoltd -t accepts the shipped copy" "$?" 0
-check "... and says how many models each provider gave (171: openai 147, anthropic 24)" \
-	grep -q 'prices: 171 models (openai 147, anthropic 24)' "$T/t.out"
+check "... and says how many models each provider gave (2,355 of 89 providers, most first)" \
+	grep -q 'prices: 2355 models of 89 providers (fireworks_ai 279, bedrock 199, azure 161, openai 147, bedrock_converse 140, ' "$T/t.out"
+for pc in 'anthropic 24' 'vertex_ai-anthropic_models 37' 'gemini 40' 'mistral 51' 'groq 11' 'deepseek 12' 'xai 36' 'openrouter 82'; do
+	check "... $pc of them" grep -q "prices: 2355 models of .*[(,] $pc[,)]" "$T/t.out"
+done
 check "... and where the prices come from: the file, the entries under an override, the sections alone, the globs, the default" \
-	grep -q 'prices: 171 models priced: 169 from .*prices.json, 2 from its entry with a \[price\] override, 0 from \[price\] sections alone; 2 \[price\] globs; any other model: \[price default\]$' "$T/t.out"
+	grep -q 'prices: 2355 models priced: 2353 from .*prices.json, 2 from its entry with a \[price\] override, 0 from \[price\] sections alone; 2 \[price\] globs; any other model: \[price default\]$' "$T/t.out"
+check "... and names the entries it did not keep, for prices it would not charge (per image, per second ...)" \
+	grep -q 'prices: 62 entries (amazon.nova-2-multimodal-embeddings-v1:0 and others) not kept, pricing what kilovolt would not charge: .*input_cost_per_image (33)' "$T/t.out"
 check "... and names the fields it does not understand" \
 	grep -q 'fields not understood (ignored):.*output_cost_per_second' "$T/t.out"
 
@@ -92,11 +97,48 @@ check_eq "gpt-4o-audio-preview shows its audio input price (40 USD)" \
 	"$(kv_ctl prices --json gpt-4o-audio-preview | jq '.prices[0].prices.audio_input_per_1m_nusd')" 40000000000
 check_eq "a model only lib.sh's [price default] prices: rule default" \
 	"$(kv_ctl prices --json no-such-model | jq -r '.prices[0].rule')" default
-# 171 file entries, gpt-4o-mini and gpt-4.1-nano among them under their sections, plus
+# 2,355 file entries, gpt-4o-mini and gpt-4.1-nano among them under their sections, plus
 # lib.sh's gpt-4o-mini*, claude-sonnet-4* and default
 check_eq "kvctl prices lists every entry and section" \
 	"$(kv_ctl prices --json | jq -c '[(.prices | length), ([.prices[] | select(.rule == "glob")] | length)]')" \
-	'[174,2]'
+	'[2358,2]'
+
+# issue 35: a model name resolves to its provider's price (kvctl prices
+# --provider KIND [--region R]), each figure exactly as the JSON has it
+# (USD per token x 10^15 = nano-USD per 1M tokens)
+pr() {	# pr [--provider K [--region R]] MODEL: [entry, provider, input, output, cached]
+	kv_ctl prices --json "$@" | jq -c '.prices[0] | [(.section // .model), .provider, .prices.input_per_1m_nusd, .prices.output_per_1m_nusd, .prices.cached_input_per_1m_nusd]'
+}
+check_eq "a Bedrock id: Bedrock's price (bedrock_converse: 3e-06 / 1.5e-05 / 3e-07)" \
+	"$(pr --provider bedrock anthropic.claude-sonnet-4-20250514-v1:0)" \
+	'["anthropic.claude-sonnet-4-20250514-v1:0","bedrock_converse",3000000000,15000000000,300000000]'
+check_eq "a us. inference profile: its own (3.3e-06 / 1.65e-05 / 3.3e-07, 10% over the id)" \
+	"$(pr --provider bedrock us.anthropic.claude-sonnet-4-5-20250929-v1:0)" \
+	'["us.anthropic.claude-sonnet-4-5-20250929-v1:0","bedrock_converse",3300000000,16500000000,330000000]'
+check_eq "... and as a URL-decoded inference-profile ARN" \
+	"$(pr --provider bedrock arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-sonnet-4-5-20250929-v1:0)" \
+	'["us.anthropic.claude-sonnet-4-5-20250929-v1:0","bedrock_converse",3300000000,16500000000,330000000]'
+check_eq "a region's own entry first (bedrock/eu-central-1/...: 2.48e-06 / 8.38e-06)" \
+	"$(pr --provider bedrock --region eu-central-1 anthropic.claude-instant-v1)" \
+	'["bedrock/eu-central-1/anthropic.claude-instant-v1","bedrock",2480000000,8380000000,null]'
+check_eq "Vertex: vertex_ai/ + the model (3e-06 / 1.5e-05 / 3e-07)" \
+	"$(pr --provider vertex claude-sonnet-4-5@20250929)" \
+	'["vertex_ai/claude-sonnet-4-5@20250929","vertex_ai-anthropic_models",3000000000,15000000000,300000000]'
+check_eq "Azure: azure/ + the model (2.5e-06 / 1e-05 / 1.25e-06)" \
+	"$(pr --provider azure gpt-4o)" '["azure/gpt-4o","azure",2500000000,10000000000,1250000000]'
+check_eq "the Anthropic API's name: the Anthropic price, with no provider named" \
+	"$(pr claude-sonnet-4-5)" '["claude-sonnet-4-5","anthropic",3000000000,15000000000,300000000]'
+check_eq "... and with --provider anthropic" \
+	"$(pr --provider anthropic claude-sonnet-4-5)" '["claude-sonnet-4-5","anthropic",3000000000,15000000000,300000000]'
+check_eq "a Bedrock id with no provider named: not the catalogue's (lib.sh's default)" \
+	"$(kv_ctl prices --json us.anthropic.claude-sonnet-4-5-20250929-v1:0 | jq -r '.prices[0].rule')" default
+check "kvctl prices MODEL says the entry's provider" \
+	grep -qx '  provider  *bedrock_converse' <(kv_ctl prices --provider bedrock anthropic.claude-sonnet-4-20250514-v1:0)
+check "... and the table a PROVIDER column" \
+	grep -q '^us.anthropic.claude-sonnet-4-5-20250929-v1:0  *file .* bedrock_converse$' <(kv_ctl prices)
+kv_ctl prices --provider nosuch gpt-4o >/dev/null 2>"$T/prov.err"
+check_eq "kvctl prices --provider of an unknown kind is a usage error" "$?" 2
+check "... naming the kinds" grep -q "openai, anthropic, bedrock, gemini, vertex or azure is needed after '--provider'" "$T/prov.err"
 
 # kvctl prices --check: a truncated file is refused with FILE: line:col ...
 kv_ctl prices --check "$T/trunc.json" >/dev/null 2>"$T/chk.err"

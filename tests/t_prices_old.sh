@@ -26,7 +26,7 @@ EOF
 "$KV_DAEMON_BIN" -t -c "$T/kilovolt.ini" >"$T/t.out" 2>/dev/null
 check_eq "kilovoltd -t accepts the older copy" "$?" 0
 check "... six models from it (anthropic 3, openai 3)" \
-	grep -q 'prices: 6 models (anthropic 3, openai 3)' "$T/t.out"
+	grep -q 'prices: 6 models of 2 providers (anthropic 3, openai 3)' "$T/t.out"
 check "... all six priced from old.json, lib.sh's two globs beside them, other models refused" \
 	grep -q 'prices: 6 models priced: 6 from .*old.json, 0 from its entry with a \[price\] override, 0 from \[price\] sections alone; 2 \[price\] globs; any other model: refused (unknown_models = deny)$' "$T/t.out"
 
@@ -53,10 +53,15 @@ check "... claude-sonnet-4 (priced by lib.sh's [price claude-sonnet-4*]) moves t
 	grep -q '^claude-sonnet-4-20250514: changed; glob (\[price claude-sonnet-4\*\]) -> file (.*new.json)' "$T/chk.out"
 check "... claude-opus-4-6 goes from refused to the file's \$5 / \$25" \
 	grep -q '^claude-opus-4-6: now priced; refused (unknown_models = deny) -> file (.*new.json); input - -> \$5.00, output - -> \$25.00' "$T/chk.out"
-# 168 = the 3 entries that moved + 15 models lib.sh's two globs priced, which
-# now have entries of their own + 150 newly priced (refused before)
-check_eq "... 150 models are newly priced, 15 leave a glob for an entry, 168 differ in all" \
-	"$(grep -c ': now priced;' "$T/chk.out") $(grep -c ': changed; glob' "$T/chk.out") $(sed -n 's/^\([0-9]*\) models priced differently.*/\1/p' "$T/chk.out")" "150 15 168"
+# 2,295 = the 3 entries that moved + 16 models lib.sh's two globs priced,
+# which now have entries of their own (15 OpenAI and Anthropic ones, and
+# Bedrock's bare claude-sonnet-4-5-20250929-v1:0) + 2,276 newly priced
+# (refused before): 150 of OpenAI and Anthropic, the rest every other
+# provider's, each looked up by its provider's rules
+check_eq "... 2,276 models are newly priced, 16 leave a glob for an entry, 2,295 differ in all" \
+	"$(grep -c ': now priced;' "$T/chk.out") $(grep -c ': changed; glob' "$T/chk.out") $(sed -n 's/^\([0-9]*\) models priced differently.*/\1/p' "$T/chk.out")" "2276 16 2295"
+check_eq "... of which 150 are OpenAI's and Anthropic's" "$(kv_ctl prices --check "$T/new.json" --json |
+	jq '[.differences[] | select(.before.rule == "refused" and (.after.provider == "openai" or .after.provider == "anthropic"))] | length')" 150
 check_eq "... and of the six entries in both, exactly those three changed (JSON)" "$(kv_ctl prices --check "$T/new.json" --json |
 	jq -c '[.differences[] | select(.before.rule == "file") | .model]')" \
 	'["claude-sonnet-4-5","gpt-4o-audio-preview","gpt-5-pro"]'

@@ -79,6 +79,7 @@ unset_env(void)
 }
 
 static void check_bundled_prices(const struct kv_config *cf);
+static void check_bundled_providers(const struct kv_config *cf);
 
 static void
 test_bundled(void)
@@ -121,10 +122,11 @@ test_bundled(void)
 	CHECK_INT(cf.reserve_output_tokens, 1024);
 	CHECK_INT(cf.nupstreams, 3);
 	/* the 60 sections (overrides: globs, models the catalogue lacks or
-	 * prices otherwise), and the shipped catalogue's 171 entries less those
-	 * a section of the same name replaces */
+	 * prices otherwise), and the shipped catalogue's 2,355 entries (every
+	 * provider's) less those a section of the same name replaces */
 	CHECK_INT(cf.nprices_ini, 60);
-	CHECK_INT(cf.nprices_file, 171);
+	CHECK_INT(cf.nprices_file, 2355);
+	CHECK_INT(cf.nprices_overridden, 22);
 	CHECK_INT(cf.nprices, cf.nprices_ini + cf.nprices_file - cf.nprices_overridden);
 	CHECK(kv_price_lookup(&cf, "claude-opus-4-6", NULL, NULL) != NULL &&
 	    kv_price_lookup(&cf, "claude-opus-4-6", NULL, NULL)->input == 5000000000);
@@ -220,7 +222,88 @@ test_bundled(void)
 	CHECK_INT(kv_config_price(&cf, "gpt-5-2099-01-01")->max_input, -1);
 	CHECK_INT(kv_config_price(&cf, "claude-sonnet-4-5-20250929")->long_context_threshold, 200000);
 	CHECK_INT(kv_config_price(&cf, "claude-haiku-4-5")->cache_write_1h, 2000000000);
+	check_bundled_providers(&cf);
 	kv_config_free(&cf);
+}
+
+/* The input and output prices kv_price_find_in gives MODEL for PROVIDER
+ * in REGION (NULL: none), and the name of the entry that gave them. */
+static void
+check_for(const struct kv_config *cf, int provider, const char *region, const char *model,
+    const char *entry, int64_t in, int64_t out)
+{
+	const struct kv_price *p = kv_price_find_in(cf, provider, region, model, NULL, NULL);
+
+	if (p == NULL) {
+		fprintf(stderr, "%s (provider %d): no price\n", model, provider);
+		CHECK(0);
+		return;
+	}
+	CHECK_STR(p->model, entry);
+	CHECK_INT(p->input, in);
+	CHECK_INT(p->output, out);
+}
+
+/* Issue 35: one model name, each provider's own price, by LiteLLM's
+ * prefix rules, exactly as the shipped JSON has them (USD per token x
+ * 10^15: 3.3e-06 is 3,300,000,000 nano-USD per 1M tokens). */
+static void
+check_bundled_providers(const struct kv_config *cf)
+{
+	/* a Bedrock id, a us. inference profile (10% over the id), a global.
+	 * one, and an ARN of one, at Bedrock's prices */
+	check_for(cf, KV_PROVIDER_BEDROCK, NULL, "anthropic.claude-sonnet-4-20250514-v1:0",
+	    "anthropic.claude-sonnet-4-20250514-v1:0", 3000000000, 15000000000);
+	check_for(cf, KV_PROVIDER_BEDROCK, "us-east-1",
+	    "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+	    "us.anthropic.claude-sonnet-4-5-20250929-v1:0", 3300000000, 16500000000);
+	check_for(cf, KV_PROVIDER_BEDROCK, NULL, "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+	    "global.anthropic.claude-sonnet-4-5-20250929-v1:0", 3000000000, 15000000000);
+	check_for(cf, KV_PROVIDER_BEDROCK, NULL, "arn:aws:bedrock:us-east-1:123456789012:"
+	    "inference-profile/us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+	    "us.anthropic.claude-sonnet-4-5-20250929-v1:0", 3300000000, 16500000000);
+	/* a region's own entry (bedrock/REGION/ID) before the id's */
+	check_for(cf, KV_PROVIDER_BEDROCK, "eu-central-1", "anthropic.claude-instant-v1",
+	    "bedrock/eu-central-1/anthropic.claude-instant-v1", 2480000000, 8380000000);
+	check_for(cf, KV_PROVIDER_BEDROCK, "us-east-1", "anthropic.claude-instant-v1",
+	    "bedrock/us-east-1/anthropic.claude-instant-v1", 800000000, 2400000000);
+	check_for(cf, KV_PROVIDER_BEDROCK, "ca-central-1", "anthropic.claude-instant-v1",
+	    "anthropic.claude-instant-v1", 800000000, 2400000000);
+	/* Vertex and Azure by their prefixes; Gemini's API against Vertex's
+	 * bare name */
+	check_for(cf, KV_PROVIDER_VERTEX, NULL, "claude-sonnet-4-5@20250929",
+	    "vertex_ai/claude-sonnet-4-5@20250929", 3000000000, 15000000000);
+	check_for(cf, KV_PROVIDER_AZURE, NULL, "gpt-4o", "azure/gpt-4o", 2500000000,
+	    10000000000);
+	check_for(cf, KV_PROVIDER_GEMINI, NULL, "gemini-2.5-pro", "gemini/gemini-2.5-pro",
+	    1250000000, 10000000000);
+	check_for(cf, KV_PROVIDER_VERTEX, NULL, "gemini-2.5-pro", "gemini-2.5-pro", 1250000000,
+	    10000000000);
+	/* the Anthropic API's name stays the Anthropic API's price, with or
+	 * without a provider kind */
+	check_for(cf, KV_PROVIDER_ANTHROPIC, NULL, "claude-sonnet-4-5", "claude-sonnet-4-5",
+	    3000000000, 15000000000);
+	check_for(cf, KV_PROVIDER_AUTO, NULL, "claude-sonnet-4-5", "claude-sonnet-4-5",
+	    3000000000, 15000000000);
+	/* a Bedrock id is not priced for the Anthropic API nor without a
+	 * kind (unknown_models = deny: refused), nor an Anthropic name for Bedrock */
+	CHECK(kv_price_find_for(cf, KV_PROVIDER_ANTHROPIC,
+	    "us.anthropic.claude-sonnet-4-5-20250929-v1:0") == NULL);
+	CHECK(kv_price_find_for(cf, KV_PROVIDER_AUTO,
+	    "anthropic.claude-sonnet-4-20250514-v1:0") == NULL);
+	{
+		enum kv_price_rule rule;
+
+		/* the [price] globs are the operator's, for every provider */
+		CHECK(kv_price_find_in(cf, KV_PROVIDER_BEDROCK, NULL, "claude-sonnet-4-5-20250929",
+		    &rule, NULL) != NULL && rule == KV_RULE_GLOB);
+	}
+	/* Azure's bare computer-use-preview is not OpenAI's: the glob prices it */
+	CHECK(kv_price_find_for(cf, KV_PROVIDER_AUTO, "computer-use-preview") ==
+	    kv_price_find_for(cf, KV_PROVIDER_AUTO, "computer-use-preview-2099"));
+	/* a name that carries its provider prices without a kind */
+	check_for(cf, KV_PROVIDER_AUTO, NULL, "azure/gpt-4o", "azure/gpt-4o", 2500000000,
+	    10000000000);
 }
 
 /* Every section of the bundled table is whole: max_output (but for
@@ -235,6 +318,11 @@ check_bundled_prices(const struct kv_config *cf)
 
 	for (i = 0; i < cf->nprices; i++) {
 		p = &cf->prices[i];
+		/* the default stands for what a provider kind or a bare name
+		 * would price: LiteLLM lists wandb's prices per 1M tokens as
+		 * per token ($135,000 per 1M), and others of no kind as dear */
+		if (p->src == KV_PRICE_FILE && !p->bare && p->kind == KV_PROVIDER_AUTO)
+			continue;
 		if (p->output > 0 && p->src == KV_PRICE_INI)
 			CHECK(p->max_output > 0);
 		if (p->src == KV_PRICE_INI)

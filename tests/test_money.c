@@ -479,7 +479,7 @@ test_cost_catalogue(void)
 	size_t n = 0;
 	char err[256];
 
-	CHECK_INT(kv_catalog_parse(catalogue, sizeof(catalogue) - 1, NULL, &all, &n, &st, err,
+	CHECK_INT(kv_catalog_parse(catalogue, sizeof(catalogue) - 1, NULL, "", &all, &n, &st, err,
 	    sizeof(err)), 0);
 	CHECK_INT(st.nunknown, 0);	/* the 1-hour long-context write is understood */
 	a = entry(all, n, "gpt-4o-audio-preview");

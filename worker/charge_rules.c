@@ -91,6 +91,8 @@ kv_charge_cut_output(int64_t reserved, int64_t seen)
 
 static struct {
 	const struct kv_config	*cf;	/* NULL: an empty entry */
+	int			 provider;
+	const char		*region;	/* the upstream's, in cf: compared by address */
 	const struct kv_price	*p, *older;
 	char			 name[PRICE_NAME];	/* NUL-terminated */
 } memo[PRICE_MEMO];
@@ -99,25 +101,35 @@ static unsigned memo_next;
 const struct kv_price *
 kv_charge_price(const struct kv_config *cf, const char *model, const struct kv_price **older)
 {
+	return kv_charge_price_for(cf, KV_PROVIDER_AUTO, NULL, model, older);
+}
+
+const struct kv_price *
+kv_charge_price_for(const struct kv_config *cf, int provider, const char *region,
+    const char *model, const struct kv_price **older)
+{
 	const struct kv_price *p, *o;
 	size_t len, i;
 
 	if (model == NULL)
-		return kv_price_lookup(cf, model, NULL, older);
+		return kv_price_find_in(cf, provider, region, model, NULL, older);
 	/* a kept name is shorter than PRICE_NAME: strcmp equal means the
 	 * same name, and a longer one never matches */
 	for (i = 0; i < PRICE_MEMO; i++) {
-		if (memo[i].cf != cf || memo[i].name[0] != model[0] ||
+		if (memo[i].cf != cf || memo[i].provider != provider ||
+		    memo[i].region != region || memo[i].name[0] != model[0] ||
 		    strcmp(memo[i].name, model) != 0)
 			continue;
 		if (older != NULL)
 			*older = memo[i].older;
 		return memo[i].p;
 	}
-	p = kv_price_lookup(cf, model, NULL, &o);
+	p = kv_price_find_in(cf, provider, region, model, NULL, &o);
 	if ((len = strnlen(model, PRICE_NAME)) < PRICE_NAME) {
 		i = memo_next++ % PRICE_MEMO;
 		memo[i].cf = cf;
+		memo[i].provider = provider;
+		memo[i].region = region;
 		memo[i].p = p;
 		memo[i].older = o;
 		memcpy(memo[i].name, model, len + 1);

@@ -47,6 +47,13 @@ void	kv_charge_implied_calls(enum kv_api api, const char *model, struct kv_usage
 const struct kv_price *kv_charge_price(const struct kv_config *cf, const char *model,
 	    const struct kv_price **older);
 
+/* kv_charge_price for a request to an upstream of PROVIDER (enum
+ * kv_provider; its kv_upstream.provider) in REGION (its AWS region, a
+ * string of CF, or NULL): kv_price_find_in, remembered the same way, so
+ * that a Bedrock id resolves to Bedrock's price (pricetab.h). */
+const struct kv_price *kv_charge_price_for(const struct kv_config *cf, int provider,
+	    const char *region, const char *model, const struct kv_price **older);
+
 /* The output tokens a response whose final usage never arrived is charged
  * (a cut stream, an Anthropic stream that ended in an error event, a
  * request the provider got whole and never answered): the provider may
