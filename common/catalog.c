@@ -364,8 +364,11 @@ kv_catalog_providers(const struct kv_config *cf, const char **prov)
 
 	prov[np++] = "openai";
 	prov[np++] = "anthropic";
+	/* an upstream of a provider kind is priced by its kind's rules
+	 * (pricetab.c), whatever its name */
 	for (i = 0; cf != NULL && i < cf->nupstreams && np < KV_CATALOG_PROVIDERS_MAX - 1; i++)
-		if (cf->upstreams[i].target_of == 0)
+		if (cf->upstreams[i].target_of == 0 &&
+		    cf->upstreams[i].provider == KV_PROVIDER_AUTO)
 			prov[np++] = cf->upstreams[i].name;
 	prov[np] = NULL;
 }

@@ -233,10 +233,13 @@ static int
 price_of(struct kv_conn *c, enum kv_rc *st)
 {
 	const struct kv_config *cf = c->w->cf;
+	const struct kv_upstream *up = c->rt != NULL ? c->rt->cf : NULL;
 	const struct kv_price *p, *older;
 	char msg[512];
 
-	p = c->adm.price = kv_charge_price(cf, c->req.ri.model, &older);
+	/* by the provider it goes to: a Bedrock id at Bedrock's price */
+	p = c->adm.price = kv_charge_price_for(cf, up != NULL ? up->provider : KV_PROVIDER_AUTO,
+	    up != NULL ? up->aws_region : NULL, c->req.ri.model, &older);
 	if (older != NULL)
 		note_older_family(c->req.ri.model, older);
 	if (older != NULL && p != NULL)

@@ -178,7 +178,8 @@ charge(struct kv_conn *c, struct kv_usage *u, const char **model,
 	*model = c->resp.scan_on && c->resp.scan.model[0] && !c->req.bedrock ?
 	    c->resp.scan.model : c->req.ri.model;
 	named = kv_charge_resp_named(*model, c->req.ri.model);
-	*mprice = named ? kv_charge_price(c->w->cf, *model, NULL) : c->adm.price;
+	*mprice = !named ? c->adm.price : c->rt == NULL ? kv_charge_price(c->w->cf, *model, NULL) :
+	    kv_charge_price_for(c->w->cf, c->rt->cf->provider, c->rt->cf->aws_region, *model, NULL);
 	if (!charge_usage(c, u))
 		return 0;
 	kv_charge_implied_calls(c->req.api, *model, u);
