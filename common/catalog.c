@@ -16,6 +16,7 @@
 
 #include "common/catalog.h"
 #include "common/jsonread.h"
+#include "common/money.h"
 
 #define SCALE_PER_TOKEN	15	/* USD/token -> nano-USD per 1M tokens */
 #define SCALE_USD	9	/* USD -> nano-USD */
@@ -434,18 +435,6 @@ entry_complete(struct kv_price *p)
 	p->src = KV_PRICE_FILE;
 }
 
-/* V x NUM / DEN rounded up: how money.c scales a price by a tier. */
-static int64_t
-scaled_up(int64_t v, int64_t num, int64_t den)
-{
-	__int128 q;
-
-	if (den <= 0)
-		return num;
-	q = ((__int128)v * num + den - 1) / den;
-	return q > INT64_MAX ? INT64_MAX : (int64_t)q;
-}
-
 /* The long-context priority prices: kilovolt charges a priority request
  * past the threshold the long-context prices scaled by the priority tier
  * (money.c rates_for, which needs the long-context input price to differ
@@ -463,13 +452,13 @@ lcp_exact(const struct entry *e)
 	if (e->lcp_threshold != p->long_context_threshold || p->priority_input < 0 ||
 	    lin == p->input)
 		return 0;
-	pin = scaled_up(lin, p->priority_input, p->input);
-	pout = scaled_up(lout, p->priority_output >= 0 ? p->priority_output : p->output,
+	pin = kv_price_scaled(lin, p->priority_input, p->input);
+	pout = kv_price_scaled(lout, p->priority_output >= 0 ? p->priority_output : p->output,
 	    p->output);
 	lcached = p->long_context_cached >= 0 ? p->long_context_cached :
-	    scaled_up(cached, lin, p->input);
+	    kv_price_scaled(cached, lin, p->input);
 	return (e->lcp[0] < 0 || e->lcp[0] == pin) && (e->lcp[1] < 0 || e->lcp[1] == pout) &&
-	    (e->lcp[2] < 0 || e->lcp[2] == scaled_up(lcached, pin, lin));
+	    (e->lcp[2] < 0 || e->lcp[2] == kv_price_scaled(lcached, pin, lin));
 }
 
 /* Figures kilovolt derives from others: understood when they are what it

@@ -79,9 +79,8 @@ struct rates {
 	int64_t	audio_in, audio_out, reasoning;
 };
 
-/* v x num / den, rounded up; num when den is 0 (a free base price). */
-static int64_t
-scaled(int64_t v, int64_t num, int64_t den)
+int64_t
+kv_price_scaled(int64_t v, int64_t num, int64_t den)
 {
 	i128 q;
 
@@ -98,10 +97,10 @@ static void
 rates_rebase(struct rates *r, int64_t in, int64_t out, int64_t cached, int64_t write,
     int64_t write1h)
 {
-	r->cached = cached >= 0 ? cached : scaled(r->cached, in, r->in);
-	r->write = write >= 0 ? write : scaled(r->write, in, r->in);
-	r->write1h = write1h >= 0 ? write1h : scaled(r->write1h, in, r->in);
-	r->reasoning = scaled(r->reasoning, out, r->out);
+	r->cached = cached >= 0 ? cached : kv_price_scaled(r->cached, in, r->in);
+	r->write = write >= 0 ? write : kv_price_scaled(r->write, in, r->in);
+	r->write1h = write1h >= 0 ? write1h : kv_price_scaled(r->write1h, in, r->in);
+	r->reasoning = kv_price_scaled(r->reasoning, out, r->out);
 	r->in = in;
 	r->out = out;
 }
@@ -136,7 +135,8 @@ rates_tier(struct rates *r, const struct kv_price *p, int64_t in, int64_t out,
 {
 	int base = r->in == p->input;
 
-	rates_rebase(r, scaled(r->in, in, p->input), scaled(r->out, out, p->output),
+	rates_rebase(r, kv_price_scaled(r->in, in, p->input),
+	    kv_price_scaled(r->out, out, p->output),
 	    base ? cached : -1, base ? write : -1, -1);
 }
 

@@ -72,6 +72,11 @@ struct kv_usage {
  * inconsistent counts (then *cost is INT64_MAX). */
 int	kv_cost(const struct kv_price *p, const struct kv_usage *u, int64_t *cost);
 
+/* V x NUM / DEN rounded up (INT64_MAX past it), NUM when DEN <= 0 (a free
+ * base price): how kv_cost moves a price with a tier's (the catalogue
+ * reader checks a tier price it is given against it). */
+int64_t	kv_price_scaled(int64_t v, int64_t num, int64_t den);
+
 /* The per-call fees of U at P: web_search x web_search_call + web_fetch x
  * web_fetch_call + code_exec_ms x code_exec_hour / 3,600,000 (rounded up);
  * an unset fee (-1) costs 0. kv_cost already adds this to the token cost.

@@ -21,18 +21,26 @@ find(const struct kv_price *v, size_t n, const char *model)
 	return NULL;
 }
 
+/* The shipped copy, as the daemon reads it without upstreams of its own. */
 static void
-test_shipped(void)
+load_shipped(struct kv_price **v, size_t *n, struct kv_catalog_stats *st)
 {
 	const char *top = getenv("top_srcdir");
 	char path[4096], err[512];
+
+	snprintf(path, sizeof(path), "%s/data/prices-2026-07-24.json", top ? top : "..");
+	CHECK_INT(kv_catalog_load(path, provs, "", v, n, st, err, sizeof(err)), 0);
+}
+
+static void
+test_shipped(void)
+{
 	struct kv_catalog_stats st;
 	struct kv_price *v = NULL;
 	const struct kv_price *p;
 	size_t n = 0;
 
-	snprintf(path, sizeof(path), "%s/data/prices-2026-07-24.json", top ? top : "..");
-	CHECK_INT(kv_catalog_load(path, provs, "", &v, &n, &st, err, sizeof(err)), 0);
+	load_shipped(&v, &n, &st);
 	printf("shipped copy: %zu kept, %zu unpriced\n", n, st.unpriced);
 	CHECK(n > 150);
 	CHECK(find(v, n, "sample_spec") == NULL);
@@ -161,15 +169,13 @@ kept_of(const struct kv_catalog_stats *st, const char *provider)
 static void
 test_providers(void)
 {
-	const char *top = getenv("top_srcdir");
-	char path[4096], err[512], line[1024];
+	char line[1024];
 	struct kv_catalog_stats st;
 	struct kv_price *v = NULL;
 	const struct kv_price *p;
 	size_t n = 0;
 
-	snprintf(path, sizeof(path), "%s/data/prices-2026-07-24.json", top ? top : "..");
-	CHECK_INT(kv_catalog_load(path, provs, "", &v, &n, &st, err, sizeof(err)), 0);
+	load_shipped(&v, &n, &st);
 	CHECK_INT(n, 2355);
 	CHECK_INT(st.nprov, 89);
 	CHECK_INT(kept_of(&st, "openai"), 147);
