@@ -139,6 +139,9 @@ end_bedrock(struct cfg_parse *p, struct kv_upstream *u)
 		if (u->aws_region[0] != '\0')
 			return cfg_err(p, p->sect_line, "%s: region = %s is an AWS region, for "
 			    "provider = bedrock only", p->sect_text, u->aws_region);
+		if (u->control_url[0] != '\0')
+			return cfg_err(p, p->sect_line, "%s: control_url is for provider = "
+			    "bedrock only", p->sect_text);
 		return 0;
 	}
 	if (u->aws_region[0] == '\0')
@@ -151,6 +154,9 @@ end_bedrock(struct cfg_parse *p, struct kv_upstream *u)
 			return cfg_err(p, p->sect_line, "%s: bad region for a url", p->sect_text);
 		strcpy(u->url, url);
 	}
+	if (u->control_url[0] == '\0')
+		snprintf(u->control_url, sizeof(u->control_url),
+		    "https://bedrock.%s.amazonaws.com", u->aws_region);
 	if (u->npaths == 0 && u->nmodels == 0) {
 		if ((u->paths = calloc(1, sizeof(char *))) == NULL ||
 		    (u->paths[0] = strdup("/model/")) == NULL)
@@ -602,6 +608,23 @@ add_target(struct cfg_parse *p, size_t i, const char *url)
 	return 0;
 }
 
+/* A bedrock upstream I's control plane: a hidden entry (target_of set, so
+ * neither routing, failover, health checks nor -T see it) with the
+ * upstream's provider, region and credential, so it is signed as the
+ * runtime is. */
+static int
+add_control(struct cfg_parse *p, size_t i)
+{
+	struct kv_config *cf = p->cf;
+	char url[sizeof(cf->upstreams->control_url)];
+
+	memcpy(url, cf->upstreams[i].control_url, sizeof(url));
+	if (add_target(p, i, url) == -1)	/* cf->upstreams may move */
+		return -1;
+	cf->upstreams[i].control_idx = cf->nupstreams;
+	return 0;
+}
+
 /* Every upstream is reached by its paths or models, or as a fallback. */
 static int
 check_reachable(struct cfg_parse *p, size_t n0)
@@ -639,6 +662,10 @@ expand_targets(struct cfg_parse *p)
 		cfg_free_strs(cf->upstreams[i].extra_urls, cf->upstreams[i].nextra);
 		cf->upstreams[i].extra_urls = NULL;
 	}
+	/* after every extra target: those stay contiguous */
+	for (i = 0; i < n0; i++)
+		if (cf->upstreams[i].provider == KV_PROVIDER_BEDROCK && add_control(p, i) == -1)
+			return -1;
 	for (i = 0; i < n0; i++) {
 		struct kv_upstream *u = &cf->upstreams[i];
 

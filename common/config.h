@@ -49,6 +49,12 @@ struct kv_upstream {
 	/* provider = bedrock: the AWS region (region = us-east-1), which names
 	 * the default url and is part of every request's signature */
 	char	  aws_region[32];
+	/* provider = bedrock: Bedrock's control plane (control_url, default
+	 * https://bedrock.REGION.amazonaws.com), where GET /inference-profiles
+	 * and /foundation-models are relayed; served by a hidden entry of its
+	 * own (expand_targets: 1 + its index, 0 none), signed as the runtime */
+	char	  control_url[512];
+	size_t	  control_idx;
 	/* Several targets and failover (worker/peer.c). `url = A B C`:
 	 * this entry is target A; B and C become entries of their own appended
 	 * after every section (own pool, TLS context and DNS), with no paths
@@ -342,7 +348,10 @@ int	kv_config_dump(const struct kv_config *cf, FILE *f);
 
 /* The upstream for a request: the first whose model globs match MODEL
  * (may be NULL), else the first whose free_paths prefixes match PATH, else
- * the first whose paths do. NULL if none. */
+ * the first whose paths do. NULL if none. A Bedrock path (bedrock_path.h)
+ * goes to a provider = bedrock upstream only (the control plane's reads:
+ * the first one), and a bedrock upstream's models take only paths it
+ * serves. */
 const struct kv_upstream *kv_config_route(const struct kv_config *cf,
 	    const char *path, const char *model);
 

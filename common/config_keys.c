@@ -356,6 +356,21 @@ set_health_check(struct cfg_parse *p, const struct cfg_key *k, const char *v)
 	return 0;
 }
 
+/* control_url = URL: one http[s]:// URL, checked now (the entry is made
+ * after the file, expand_targets). */
+static int
+set_control_url(struct cfg_parse *p, const struct cfg_key *k, const char *v)
+{
+	struct kv_upstream *u = cfg_base(p, k->base), tmp;
+
+	memset(&tmp, 0, sizeof(tmp));
+	if (strlen(v) >= sizeof(u->control_url) || cfg_parse_url(v, &tmp) == -1)
+		return cfg_err(p, p->lineno, "control_url: bad URL '%s' "
+		    "(want http[s]://HOST[:PORT][/PATH])", v);
+	strcpy(u->control_url, v);
+	return 0;
+}
+
 static const struct cfg_word regions[] = { { "auto", KV_REGION_AUTO },
 	{ "none", KV_REGION_NONE }, { "us", KV_REGION_US }, { "eu", KV_REGION_EU }, { NULL, 0 } };
 
@@ -706,6 +721,7 @@ static const struct cfg_key upstream_keys[] = {
 	{ "shared_stored_objects", ENUM(yes_no), UPS(shared_stored_objects) },
 	{ "region", SPECIAL(set_region, show_region), .base = CFG_B_UPSTREAM },
 	{ "provider", ENUM(providers), UPS(provider) },
+	{ "control_url", .type = CFG_T_STR, UPS(control_url), .set = set_control_url },
 	{ NULL }
 };
 

@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "common/bedrock_path.h"
 #include "common/config.h"
 #include "common/glob.h"
 #include "common/pricetab.h"
@@ -22,14 +23,62 @@ kv_path_match(const char *prefix, const char *path)
 	    (len > 0 && prefix[len - 1] == '/');
 }
 
-const struct kv_upstream *
-kv_config_route(const struct kv_config *cf, const char *path, const char *model)
+static int
+is_bedrock(const struct kv_upstream *u)
+{
+	return u->provider == KV_PROVIDER_BEDROCK;
+}
+
+/* PATH is under one of U's paths or free_paths. */
+static int
+serves_path(const struct kv_upstream *u, const char *path)
+{
+	size_t j;
+
+	for (j = 0; j < u->nfree_paths; j++)
+		if (kv_path_match(u->free_paths[j], path))
+			return 1;
+	for (j = 0; j < u->npaths; j++)
+		if (kv_path_match(u->paths[j], path))
+			return 1;
+	return 0;
+}
+
+/* A Bedrock path (bedrock_path.h) goes to a bedrock upstream only: the
+ * first whose models match the path's model id, else the first that
+ * serves the path; the control plane's reads to the first bedrock one. */
+static const struct kv_upstream *
+route_bedrock(const struct kv_config *cf, const char *path, const char *model,
+    enum kv_br_kind kind)
 {
 	size_t i, j;
 
 	for (i = 0; model != NULL && *model != '\0' && i < cf->nupstreams; i++)
-		for (j = 0; j < cf->upstreams[i].nmodels; j++)
+		for (j = 0; is_bedrock(&cf->upstreams[i]) && j < cf->upstreams[i].nmodels; j++)
 			if (kv_glob_match(cf->upstreams[i].models[j], model))
+				return &cf->upstreams[i];
+	for (i = 0; i < cf->nupstreams; i++)
+		if (is_bedrock(&cf->upstreams[i]) && cf->upstreams[i].target_of == 0 &&
+		    (kind == KV_BR_CONTROL || serves_path(&cf->upstreams[i], path)))
+			return &cf->upstreams[i];
+	return NULL;
+}
+
+const struct kv_upstream *
+kv_config_route(const struct kv_config *cf, const char *path, const char *model)
+{
+	enum kv_br_kind kind;
+	size_t i, j;
+
+	if (path != NULL && (kind = kv_br_path(path, strlen(path), NULL, NULL)) != KV_BR_NONE)
+		return route_bedrock(cf, path, model, kind);
+	/* a bedrock upstream's models take only the paths it serves (its
+	 * OpenAI-compatible /openai/v1): Bedrock serves no other wire */
+	for (i = 0; model != NULL && *model != '\0' && i < cf->nupstreams; i++)
+		for (j = 0; j < cf->upstreams[i].nmodels; j++)
+			if (kv_glob_match(cf->upstreams[i].models[j], model) &&
+			    (!is_bedrock(&cf->upstreams[i]) ||
+			    (path != NULL && serves_path(&cf->upstreams[i], path))))
 				return &cf->upstreams[i];
 	/* free_paths first: an upstream that lists a path serves it, even
 	 * when another upstream's paths (a /v1 catch-all) cover it too */

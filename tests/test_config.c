@@ -1283,7 +1283,8 @@ test_bedrock(void)
 
 	CHECK_INT(load_text(&cf, "[upstream b]\nprovider = bedrock\nregion = eu-central-1\n"
 	    "[upstream o]\nurl = https://eu.api.openai.com\npaths = /v1/\nregion = eu\n"), 0);
-	if (cf.nupstreams == 2) {
+	CHECK_INT(cf.nupstreams, 3);	/* and b's control plane */
+	if (cf.nupstreams == 3) {
 		u = &cf.upstreams[0];
 		CHECK_INT(u->provider, KV_PROVIDER_BEDROCK);
 		CHECK_STR(u->aws_region, "eu-central-1");
@@ -1296,18 +1297,40 @@ test_bedrock(void)
 		CHECK_INT(cf.upstreams[1].provider, KV_PROVIDER_AUTO);
 		CHECK_INT(cf.upstreams[1].region, KV_REGION_EU);
 		CHECK_STR(cf.upstreams[1].aws_region, "");
+		/* the control plane: a hidden entry, signed as the runtime */
+		CHECK_STR(u->control_url, "https://bedrock.eu-central-1.amazonaws.com");
+		CHECK_INT((int)u->control_idx, 3);
+		CHECK_STR(cf.upstreams[2].host, "bedrock.eu-central-1.amazonaws.com");
+		CHECK_INT((int)cf.upstreams[2].target_of, 1);
+		CHECK_INT(cf.upstreams[2].provider, KV_PROVIDER_BEDROCK);
+		CHECK_STR(cf.upstreams[2].aws_region, "eu-central-1");
+		CHECK_INT((int)cf.upstreams[2].npaths + (int)cf.upstreams[2].nmodels, 0);
+		CHECK_INT((int)cf.upstreams[1].control_idx, 0);
 		kv_config_free(&cf);
 	}
 	/* written url and paths win; extra targets inherit the kind */
 	CHECK_INT(load_text(&cf, "[upstream b]\nprovider = bedrock\nregion = us-gov-west-1\n"
-	    "url = http://127.0.0.1:9 http://127.0.0.1:10\npaths = /model/ /openai/v1/\n"), 0);
-	if (cf.nupstreams == 2) {
+	    "url = http://127.0.0.1:9 http://127.0.0.1:10\npaths = /model/ /openai/v1/\n"
+	    "control_url = http://127.0.0.1:11/c\n"), 0);
+	CHECK_INT(cf.nupstreams, 3);
+	if (cf.nupstreams == 3) {
 		CHECK_STR(cf.upstreams[0].url, "http://127.0.0.1:9");
 		CHECK_INT(cf.upstreams[0].npaths, 2);
 		CHECK_INT(cf.upstreams[1].provider, KV_PROVIDER_BEDROCK);
 		CHECK_STR(cf.upstreams[1].aws_region, "us-gov-west-1");
+		/* the extra target stays next to its upstream, the control after */
+		CHECK_INT((int)cf.upstreams[0].first_extra, 1);
+		CHECK_INT((int)cf.upstreams[0].nextra, 1);
+		CHECK_INT((int)cf.upstreams[0].control_idx, 3);
+		CHECK_STR(cf.upstreams[2].url, "http://127.0.0.1:11/c");
+		CHECK_STR(cf.upstreams[2].base_path, "/c");
+		CHECK_INT(cf.upstreams[2].tls, 0);
 		kv_config_free(&cf);
 	}
+	EXPECT_ERR(UP "control_url = http://127.0.0.1:11\n",
+	    ":1: [upstream o]: control_url is for provider = bedrock only");
+	EXPECT_ERR("[upstream b]\nprovider = bedrock\nregion = us-east-1\ncontrol_url = ftp://x\n",
+	    ":4: control_url: bad URL 'ftp://x' (want http[s]://HOST[:PORT][/PATH])");
 	EXPECT_ERR("[upstream b]\nprovider = bedrock\n",
 	    ":1: [upstream b]: provider = bedrock needs region = AWS_REGION (us-east-1)");
 	EXPECT_ERR(UP "region = us-east-1\n",
@@ -1319,6 +1342,51 @@ test_bedrock(void)
 	    ":3: region: 'us--1' is neither auto, none, us, eu nor an AWS region name (us-east-1)");
 	EXPECT_ERR("[upstream b]\nprovider = aws\nregion = us-east-1\n",
 	    ":2: provider: 'aws' is not auto, openai, anthropic, bedrock, gemini, vertex or azure");
+}
+
+/* A Bedrock path goes to a bedrock upstream only, by its decoded model
+ * id, then its paths; the control plane's reads to the first bedrock
+ * upstream; a bedrock upstream's models take only the paths it serves. */
+static void
+test_bedrock_route(void)
+{
+	struct kv_config cf;
+	const struct kv_upstream *u;
+
+	CHECK_INT(load_text(&cf,
+	    "[upstream all]\nurl = http://a\nmodels = *\npaths = /\n"
+	    "[upstream east]\nprovider = bedrock\nregion = us-east-1\n"
+	    "paths = /model/ /openai/v1/\n"
+	    "[upstream eu]\nprovider = bedrock\nregion = eu-west-1\nmodels = eu.*\n"), 0);
+	if (cf.nupstreams != 5) {
+		fprintf(stderr, "bedrock route: %s (%zu)\n", err, cf.nupstreams);
+		CHECK(0);
+		return;
+	}
+#define ROUTE(path, model) ((u = kv_config_route(&cf, path, model)) ? u->name : "(none)")
+	CHECK_STR(ROUTE("/model/us.anthropic.claude-x/invoke", "us.anthropic.claude-x"), "east");
+	CHECK_STR(ROUTE("/model/eu.anthropic.claude-x/converse", "eu.anthropic.claude-x"), "eu");
+	CHECK_STR(ROUTE("/model/arn%3Aaws%3Ab%2Feu.m/converse-stream", "eu.m"), "eu");
+	CHECK_STR(ROUTE("/inference-profiles?type=SYSTEM_DEFINED", NULL), "east");
+	CHECK_STR(ROUTE("/foundation-models/anthropic.claude-x", NULL), "east");
+	/* not a Bedrock path: the catch-all's, whatever the model */
+	CHECK_STR(ROUTE("/v1/chat/completions", "eu.m"), "all");
+	CHECK_STR(ROUTE("/model/x/invoke/more", "x"), "all");
+	CHECK_STR(ROUTE("/openai/v1/chat/completions", "eu.m"), "all");
+	kv_config_free(&cf);
+	/* no bedrock upstream: a Bedrock path goes nowhere */
+	CHECK_INT(load_text(&cf, "[upstream all]\nurl = http://a\nmodels = *\npaths = /\n"), 0);
+	CHECK_STR(ROUTE("/model/m/invoke", "m"), "(none)");
+	CHECK_STR(ROUTE("/inference-profiles", NULL), "(none)");
+	kv_config_free(&cf);
+	/* a bedrock upstream's OpenAI-compatible paths, by path or model */
+	CHECK_INT(load_text(&cf, "[upstream b]\nprovider = bedrock\nregion = us-east-1\n"
+	    "paths = /model/ /openai/v1/\nmodels = openai.*\n"
+	    "[upstream o]\nurl = http://o\npaths = /v1/\n"), 0);
+	CHECK_STR(ROUTE("/openai/v1/chat/completions", "openai.gpt-oss-120b-1:0"), "b");
+	CHECK_STR(ROUTE("/v1/chat/completions", "openai.gpt-oss-120b-1:0"), "o");
+#undef ROUTE
+	kv_config_free(&cf);
 }
 
 int
@@ -1349,6 +1417,7 @@ main(void)
 	test_units();
 	test_control_bytes();
 	test_bedrock();
+	test_bedrock_route();
 	unlink(tmpfile_path);
 	rmdir(tmpdir);
 	return unit_done();
