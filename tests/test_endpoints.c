@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bedrock_path.h"
 #include "common/hex.h"
 #include "tests/unit.h"
 #include "worker/endpoints.h"
@@ -246,6 +247,144 @@ test_anthropic_shape(void)
 	CHECK(!kv_endpoint_anthropic("/v1/messagesX", 13));
 }
 
+/* A percent-encoded '/' passes inside the model id of a Bedrock runtime
+ * path (or the id of a control-plane read) only; everywhere else the
+ * smuggling guard stands. */
+static void
+test_bedrock_target(void)
+{
+	static const struct { const char *t; int ok; } v[] = {
+		{ "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123%3Ainference-profile%2F"
+		    "us.anthropic.claude-x/invoke", 0 },
+		{ "/model/arn%3Aaws%3Ab%2Fx/invoke-with-response-stream?a=b", 0 },
+		{ "/model/arn%3Aaws%3Ab%2fx/converse", 0 },
+		{ "/model/a%2Fb/converse-stream", 0 },
+		{ "/inference-profiles/arn%3Aaws%3Ab%2Fp", 0 },
+		{ "/foundation-models/arn%3Aaws%3Ab%2Fm", 0 },
+		/* not exactly /model/{segment}/{action} */
+		{ "/model/a%2Fb/invoke/", -1 },
+		{ "/model/a%2Fb/invoke/x", -1 },
+		{ "/model/a%2Fb/chat/completions", -1 },
+		{ "/model/a%2Fb", -1 },
+		{ "/model/a/b%2Fc/invoke", -1 },
+		{ "/model/a/invoke%2Fx", -1 },
+		{ "/v1/model/a%2Fb/invoke", -1 },
+		{ "/models/a%2Fb/invoke", -1 },
+		{ "/model%2Fa/invoke", -1 },
+		{ "/inference-profiles/a%2Fb/x", -1 },
+		{ "/inference-profiles%2Fa", -1 },
+		/* still no dot or backslash, there too */
+		{ "/model/%2E%2E/invoke", -1 },
+		{ "/model/a%5Cb/invoke", -1 },
+		{ "/model/../invoke", -1 },
+	};
+	const char *why;
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		why = NULL;
+		int got = kv_target_check(v[i].t, strlen(v[i].t), &why);
+		if (got != v[i].ok)
+			fprintf(stderr, "bedrock target: %s\n", v[i].t);
+		CHECK_INT(got, v[i].ok);
+	}
+}
+
+static void
+test_bedrock_path(void)
+{
+	static const char arn[] = "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3A"
+	    "inference-profile%2Fus.anthropic.claude-sonnet-4-5-20250929-v1%3A0/invoke";
+	char m[KV_BR_MODEL_MAX], big[300];
+	const char *why;
+	size_t off, n;
+
+	CHECK_INT(kv_br_path(arn, strlen(arn), &off, &n), KV_BR_INVOKE);
+	CHECK_INT((int)off, 7);
+	CHECK_INT(kv_br_model(arn + off, n, m, sizeof(m), &why), 0);
+	/* an ARN prices as the profile it names */
+	CHECK_STR(m, "us.anthropic.claude-sonnet-4-5-20250929-v1:0");
+	CHECK_INT(kv_br_path("/model/m/invoke-with-response-stream", 36, NULL, NULL),
+	    KV_BR_INVOKE_STREAM);
+	CHECK_INT(kv_br_path("/model/m/converse?x", 19, NULL, NULL), KV_BR_CONVERSE);
+	CHECK_INT(kv_br_path("/model/m/converse-stream", 24, NULL, NULL), KV_BR_CONVERSE_STREAM);
+	CHECK_INT(kv_br_path("/model//invoke", 14, NULL, NULL), KV_BR_NONE);
+	CHECK_INT(kv_br_path("/model/m/invokes", 16, NULL, NULL), KV_BR_NONE);
+	CHECK_INT(kv_br_path("/model/m", 8, NULL, NULL), KV_BR_NONE);
+	CHECK_INT(kv_br_path("/inference-profiles", 19, &off, &n), KV_BR_CONTROL);
+	CHECK_INT((int)n, 0);
+	CHECK_INT(kv_br_path("/inference-profiles?type=SYSTEM_DEFINED", 39, NULL, NULL),
+	    KV_BR_CONTROL);
+	CHECK_INT(kv_br_path("/foundation-models/x", 20, &off, &n), KV_BR_CONTROL);
+	CHECK_INT((int)off, 19);
+	CHECK_INT(kv_br_path("/foundation-models/", 19, NULL, NULL), KV_BR_NONE);
+	CHECK_INT(kv_br_path("/foundation-modelsx", 19, NULL, NULL), KV_BR_NONE);
+	CHECK_INT(kv_br_path("/foundation-models/x/y", 22, NULL, NULL), KV_BR_NONE);
+	CHECK(kv_br_streams(KV_BR_CONVERSE_STREAM) && !kv_br_streams(KV_BR_CONVERSE));
+	/* decoded once: %25 is a '%', not the start of another escape */
+	CHECK_INT(kv_br_model("a%252F", 6, m, sizeof(m), &why), 0);
+	CHECK_STR(m, "a%2F");
+	CHECK_INT(kv_br_model("anthropic.claude-v2%3A1", 23, m, sizeof(m), &why), 0);
+	CHECK_STR(m, "anthropic.claude-v2:1");
+	/* refusals: bad escapes, control bytes, '/' outside an ARN, empty, long */
+	CHECK_INT(kv_br_model("a%2", 3, m, sizeof(m), &why), -1);
+	CHECK_INT(kv_br_model("a%zz", 4, m, sizeof(m), &why), -1);
+	CHECK_INT(kv_br_model("a%00", 4, m, sizeof(m), &why), -1);
+	CHECK_INT(kv_br_model("a%0A", 4, m, sizeof(m), &why), -1);
+	CHECK_INT(kv_br_model("anthropic.x%2Fcheap", 19, m, sizeof(m), &why), -1);
+	CHECK(strstr(why, "not an ARN") != NULL);
+	CHECK_INT(kv_br_model("arn%3Ax%2F", 10, m, sizeof(m), &why), -1);
+	memset(big, 'a', sizeof(big));
+	CHECK_INT(kv_br_model(big, KV_BR_MODEL_MAX - 1, m, sizeof(m), &why), 0);
+	CHECK_INT(kv_br_model(big, KV_BR_MODEL_MAX, m, sizeof(m), &why), -1);
+	CHECK(strstr(why, "too long") != NULL);
+	CHECK(kv_br_anthropic("us.anthropic.claude-x") && !kv_br_anthropic("amazon.nova-pro"));
+}
+
+static void
+test_bedrock_classify(void)
+{
+	struct kv_upstream up;
+	struct kv_endpoint ep;
+
+	CHECK_INT(kv_endpoint_api("POST", "/model/anthropic.claude-x/invoke", 32),
+	    KV_API_ANTHROPIC_MESSAGES);
+	CHECK_INT(kv_endpoint_api("POST", "/model/us.anthropic.claude-x/invoke-with-response-stream",
+	    56), KV_API_ANTHROPIC_MESSAGES);
+	CHECK_INT(kv_endpoint_api("POST", "/model/amazon.nova-pro-v1%3A0/invoke", 36), KV_API_OTHER);
+	CHECK_INT(kv_endpoint_api("POST", "/model/amazon.nova-pro-v1%3A0/converse", 38),
+	    KV_API_BEDROCK_CONVERSE);
+	CHECK_INT(kv_endpoint_api("POST", "/model/m/converse-stream", 24), KV_API_BEDROCK_CONVERSE);
+	CHECK_INT(kv_endpoint_api("GET", "/model/m/converse", 17), KV_API_OTHER);
+	/* Bedrock's OpenAI-compatible endpoints by their suffix, as OpenAI's */
+	CHECK_INT(kv_endpoint_api("POST", "/openai/v1/chat/completions", 27), KV_API_OPENAI_CHAT);
+	CHECK_INT(kv_endpoint_api("POST", "/openai/v1/responses", 20), KV_API_OPENAI_RESPONSES);
+
+	memset(&up, 0, sizeof(up));
+	strcpy(up.name, "br");
+	up.provider = KV_PROVIDER_BEDROCK;
+	CHECK_INT(kind(&up, "POST", "/model/anthropic.claude-x/invoke", &ep), KV_EP_METERED);
+	CHECK_INT(ep.api, KV_API_ANTHROPIC_MESSAGES);
+	CHECK_INT(kind(&up, "POST", "/model/meta.llama3/converse", &ep), KV_EP_METERED);
+	CHECK_INT(ep.api, KV_API_BEDROCK_CONVERSE);
+	CHECK_INT(kind(&up, "POST", "/model/meta.llama3/invoke", &ep), KV_EP_REFUSED);
+	CHECK_INT(ep.status, 404);
+	CHECK(strstr(ep.msg, "InvokeModel is metered") != NULL && strstr(ep.msg, "Converse") != NULL);
+	CHECK_INT(kind(&up, "GET", "/model/anthropic.claude-x/invoke", &ep), KV_EP_REFUSED);
+	CHECK_INT(kind(&up, "GET", "/inference-profiles?type=SYSTEM_DEFINED", &ep), KV_EP_FREE);
+	CHECK_INT(kind(&up, "GET", "/inference-profiles/us.anthropic.claude-x", &ep), KV_EP_FREE);
+	CHECK_INT(kind(&up, "HEAD", "/foundation-models", &ep), KV_EP_FREE);
+	CHECK_INT(kind(&up, "GET", "/foundation-models/anthropic.claude-x", &ep), KV_EP_FREE);
+	CHECK_INT(kind(&up, "POST", "/inference-profiles", &ep), KV_EP_REFUSED);
+	CHECK_INT(kind(&up, "DELETE", "/inference-profiles/p", &ep), KV_EP_REFUSED);
+	CHECK_INT(kind(&up, "POST", "/openai/v1/chat/completions", &ep), KV_EP_METERED);
+	/* virtual keys without api_key: stored objects stay refused */
+	CHECK_INT(kind(&up, "GET", "/openai/v1/responses/resp_1", &ep), KV_EP_REFUSED);
+	/* the control plane is not built in on another kind */
+	up.provider = KV_PROVIDER_AUTO;
+	CHECK_INT(kind(&up, "GET", "/inference-profiles", &ep), KV_EP_REFUSED);
+}
+
 int
 main(void)
 {
@@ -254,5 +393,8 @@ main(void)
 	test_api();
 	test_classify();
 	test_anthropic_shape();
+	test_bedrock_target();
+	test_bedrock_path();
+	test_bedrock_classify();
 	return unit_done();
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/bedrock_path.h"
 #include "common/log.h"
 #include "common/money.h"
 #include "common/pricetab.h"
@@ -24,6 +25,14 @@
 #include "worker/reply.h"
 #include "worker/route_hint.h"
 #include "shm/keys.h"
+
+/* A bedrock upstream spends the operator's AWS account: virtual keys, as
+ * with api_key set. */
+static int
+virtual_keys(const struct kv_upstream *up)
+{
+	return up->api_key != NULL || up->provider == KV_PROVIDER_BEDROCK;
+}
 
 /* Inline images bill by their size, not their bytes (media_bound.h): the
  * rule of the model's family, or the dearest rule for a model it does not
@@ -192,7 +201,7 @@ account_of(struct kv_conn *c, enum kv_rc *st)
 	/* Virtual keys fail closed: an upstream that spends the operator's
 	 * provider key (api_key) admits only the configured keys, whatever
 	 * unknown_keys says, or any invented bearer string would spend it. */
-	if (c->rt != NULL && c->rt->cf->api_key != NULL)
+	if (c->rt != NULL && virtual_keys(c->rt->cf))
 		deny = 1;
 	c->adm.acct = kv_ledger_account(l, c->req.keyhash, !deny, NULL,
 	    cf->default_budget_nusd);
@@ -399,6 +408,29 @@ scan_done(struct kv_conn *c, const char **msg)
 	return 0;
 }
 
+/* A Bedrock runtime path names its model in the path, not the body (a
+ * "model" member there is not what Bedrock runs), and whether it streams
+ * (the body's "stream" means nothing to Bedrock). */
+static void
+bedrock_facts(struct kv_conn *c)
+{
+	if (c->req.path_model[0] == '\0')
+		return;
+	memcpy(c->req.ri.model, c->req.path_model, sizeof(c->req.ri.model));
+	c->req.ri.stream = c->req.aws_stream;
+}
+
+/* The upstream entry a routed request goes to: the control plane's own
+ * (config.h control_idx) for a read of Bedrock's control plane. */
+static const struct kv_upstream *
+entry_of(const struct kv_config *cf, const struct kv_conn *c, const struct kv_upstream *up)
+{
+	if (up->control_idx == 0 ||
+	    kv_br_path(c->req.target, strlen(c->req.target), NULL, NULL) != KV_BR_CONTROL)
+		return up;
+	return &cf->upstreams[up->control_idx - 1];
+}
+
 /* The endpoint policy: metered, free, or refused before anything is
  * reserved or sent. */
 static enum kv_rc
@@ -450,6 +482,7 @@ request_admit(struct kv_conn *c)
 		return lease_retry(c);
 	if ((s = scan_done(c, &msg)) != 0)
 		return reply_error(c, s, msg);
+	bedrock_facts(c);
 	up = kv_config_route_client(cf, c->req.target, c->req.ri.model[0] ? c->req.ri.model : NULL,
 	    c->req.anthropic_client);
 	if (up == NULL) {
@@ -457,10 +490,11 @@ request_admit(struct kv_conn *c)
 		    c->req.anthropic_client, msg404, sizeof(msg404));
 		return reply_error(c, 404, msg404);
 	}
+	up = entry_of(cf, c, up);
 	c->rt = kv_upstreams_find(c->w->ups, cf->nupstreams, up);
 	c->upstream_name = up->name;
 	/* Virtual keys strip every credential; one in the query cannot be. */
-	if (up->api_key != NULL && kv_cred_query_key(c->req.target, &qlen) != NULL)
+	if (virtual_keys(up) && kv_cred_query_key(c->req.target, &qlen) != NULL)
 		return reply_error(c, 400, "this upstream uses its own provider key: send the "
 		    "kilovolt key in a header (Authorization: Bearer KEY), not as ?key=");
 	if ((st = admit_endpoint(c, up)) != KV_NEXT)

@@ -101,6 +101,8 @@ struct kv_request {
 	int			 aws_stream;	/* its answer is an AWS event stream
 						   (/invoke-with-response-stream,
 						   /converse-stream) */
+	char			 path_model[KV_REQ_MODEL];	/* a Bedrock runtime path's
+						   model id, decoded (bedrock_path.h) */
 	char			 cors_origin[KV_CORS_ORIGIN_MAX];	/* a listed Origin, or "" */
 	enum kv_api		 api;
 	int			 chunked;

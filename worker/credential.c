@@ -186,3 +186,33 @@ kv_cred_find(const struct kv_http_request *req, const char *target, const char *
 	return *key != NULL ? 0 : -1;
 }
 
+
+/* Query parameter NAME (LEN bytes, lower case) in TARGET's query, any case. */
+static int
+query_has(const char *target, const char *name, size_t len)
+{
+	const char *q = strchr(target, '?');
+
+	while (q != NULL) {
+		q++;
+		if (strncasecmp(q, name, len) == 0 && q[len] == '=')
+			return 1;
+		q = strchr(q, '&');
+	}
+	return 0;
+}
+
+int
+kv_cred_sigv4(const struct kv_http_request *req, const char *target)
+{
+	size_t i;
+
+	for (i = 0; i < req->nheaders; i++) {
+		const struct kv_http_header *h = &req->headers[i];
+
+		if (IS_NAME(h, "authorization") && h->value_len >= 16 &&
+		    kv_http_lit_eq(h->value, "aws4-hmac-sha256", 16))
+			return 1;
+	}
+	return query_has(target, "x-amz-signature", 15);
+}

@@ -23,4 +23,10 @@ int	kv_cred_find(const struct kv_http_request *req, const char *target, const ch
  * length in *LEN; NULL when there is none. */
 const char *kv_cred_query_key(const char *target, size_t *len);
 
+/* Whether REQ was signed by the client with AWS SigV4: an Authorization
+ * header of the AWS4-HMAC-SHA256 scheme, or X-Amz-Signature in TARGET's
+ * query (a presigned URL), in any case. kilovolt never takes an AWS
+ * signature for a key: on a Bedrock path such a request is refused. */
+int	kv_cred_sigv4(const struct kv_http_request *req, const char *target);
+
 #endif

@@ -3,6 +3,7 @@
  * rather than relayed uncharged. */
 #include "worker/endpoints.h"
 
+#include "common/bedrock_path.h"
 #include "common/hex.h"
 
 #include <stdio.h>
@@ -35,10 +36,29 @@ segment_end_ok(const char *s, size_t len, const char **why)
 	return 0;
 }
 
-/* The '%' at P[i] of a path of PLEN bytes: two hex digits (a '/' is not
- * one, so they are in the same segment) not encoding '/', '.' or '\\'. */
+/* Where a percent-encoded '/' may stand: the id segment of a Bedrock
+ * path (the AWS SDK sends an ARN's '/' as %2F), found at the first %2F. */
+struct id_seg {
+	int	 known;
+	size_t	 off, len;
+};
+
 static int
-percent_ok(const char *p, size_t plen, size_t i, const char **why)
+in_id_segment(const char *p, size_t plen, size_t i, struct id_seg *seg)
+{
+	if (!seg->known) {
+		seg->known = 1;
+		if (kv_br_path(p, plen, &seg->off, &seg->len) == KV_BR_NONE)
+			seg->len = 0;
+	}
+	return i >= seg->off && i < seg->off + seg->len;
+}
+
+/* The '%' at P[i] of a path of PLEN bytes: two hex digits (a '/' is not
+ * one, so they are in the same segment) not encoding '/', '.' or '\\';
+ * '/' only inside a Bedrock path's id segment. */
+static int
+percent_ok(const char *p, size_t plen, size_t i, struct id_seg *seg, const char **why)
 {
 	int hi = i + 2 < plen ? kv_hexval((unsigned char)p[i + 1]) : -1;
 	int lo = i + 2 < plen ? kv_hexval((unsigned char)p[i + 2]) : -1, v;
@@ -48,6 +68,8 @@ percent_ok(const char *p, size_t plen, size_t i, const char **why)
 		return -1;
 	}
 	v = hi * 16 + lo;
+	if (v == '/' && in_id_segment(p, plen, i, seg))
+		return 0;
 	if (v == '/' || v == '.' || v == '\\') {
 		*why = "percent-encoded '/', '.' or '\\' in the request target";
 		return -1;
@@ -62,6 +84,7 @@ kv_target_check(const char *target, size_t len, const char **why)
 {
 	static const unsigned char special[256] = { ['/'] = 1, ['\\'] = 1, ['%'] = 1 };
 	size_t plen = path_len(target, len), i, start = 1;
+	struct id_seg seg = { 0, 0, 0 };
 
 	if (plen == 0 || target[0] != '/') {
 		*why = "the request target must be a path starting with /";
@@ -79,7 +102,7 @@ kv_target_check(const char *target, size_t len, const char **why)
 		} else if (ch == '\\') {
 			*why = "backslash in the request target";
 			return -1;
-		} else if (ch == '%' && percent_ok(target, plen, i, why) == -1)
+		} else if (ch == '%' && percent_ok(target, plen, i, &seg, why) == -1)
 			return -1;
 	}
 	/* a single trailing slash ends the last segment (such a path simply
@@ -127,6 +150,29 @@ static const struct {
 	{ LIT("/v1/messages"),		KV_API_ANTHROPIC_MESSAGES },
 };
 
+/* A Bedrock runtime path's API: Converse's, or InvokeModel of an
+ * Anthropic model (the Messages body); InvokeModel of another family's
+ * body is not one kilovolt reads. */
+static enum kv_api
+bedrock_api(const char *target, size_t len)
+{
+	char model[KV_BR_MODEL_MAX];
+	const char *why;
+	size_t off, n;
+
+	switch (kv_br_path(target, len, &off, &n)) {
+	case KV_BR_CONVERSE:
+	case KV_BR_CONVERSE_STREAM:
+		return KV_API_BEDROCK_CONVERSE;
+	case KV_BR_INVOKE:
+	case KV_BR_INVOKE_STREAM:
+		return kv_br_model(target + off, n, model, sizeof(model), &why) == 0 &&
+		    kv_br_anthropic(model) ? KV_API_ANTHROPIC_MESSAGES : KV_API_OTHER;
+	default:
+		return KV_API_OTHER;
+	}
+}
+
 enum kv_api
 kv_endpoint_api(const char *method, const char *target, size_t len)
 {
@@ -134,6 +180,8 @@ kv_endpoint_api(const char *method, const char *target, size_t len)
 
 	if (!method_is(method, "POST"))
 		return KV_API_OTHER;
+	if (plen > 7 && memcmp(target, "/model/", 7) == 0)
+		return bedrock_api(target, len);
 	for (i = 0; i < sizeof(metered) / sizeof(metered[0]); i++)
 		if (ends_with(target, plen, metered[i].suffix, metered[i].len))
 			return metered[i].api;
@@ -241,6 +289,38 @@ refuse(struct kv_endpoint *ep, const char *method, const char *path, size_t plen
 	    "then shares the stored objects of the provider account behind api_key)" : "");
 }
 
+/* A Bedrock path on a bedrock upstream: the runtime's metered (InvokeModel
+ * for Anthropic models only), the control plane's reads free. Returns 1
+ * when it decided *EP. */
+static int
+bedrock_classify(const char *method, const char *target, size_t len,
+    const struct kv_upstream *up, struct kv_endpoint *ep)
+{
+	size_t plen = path_len(target, len), off, n;
+	enum kv_br_kind k = kv_br_path(target, len, &off, &n);
+
+	if (up->provider != KV_PROVIDER_BEDROCK || k == KV_BR_NONE)
+		return 0;
+	if (k == KV_BR_CONTROL && (method_is(method, "GET") || method_is(method, "HEAD"))) {
+		ep->kind = KV_EP_FREE;
+		return 1;
+	}
+	ep->kind = KV_EP_REFUSED;
+	ep->status = 404;
+	if (k == KV_BR_CONTROL || !method_is(method, "POST"))
+		snprintf(ep->msg, sizeof(ep->msg), "%s %.*s%s: kilovolt relays POST to "
+		    "Bedrock's runtime paths and GET of /inference-profiles and "
+		    "/foundation-models only", method, (int)(plen > 96 ? 96 : plen), target,
+		    plen > 96 ? "..." : "");
+	else
+		snprintf(ep->msg, sizeof(ep->msg), "InvokeModel is metered by kilovolt for "
+		    "Anthropic models only (their Messages body), and model '%.*s' is not "
+		    "one: use Converse (POST /model/{modelId}/converse or /converse-stream), "
+		    "which kilovolt meters for every model", (int)(n > 128 ? 128 : n),
+		    target + off);
+	return 1;
+}
+
 void
 kv_endpoint_classify(const char *method, const char *target, size_t len,
     const struct kv_upstream *up, struct kv_endpoint *ep)
@@ -248,7 +328,9 @@ kv_endpoint_classify(const char *method, const char *target, size_t len,
 	size_t plen = path_len(target, len), rlen = 0;
 	const char *r = v1_part(target, plen, &rlen);
 	int stored = r != NULL && is_stored_object(method, r, rlen);
-	int vk = up->api_key != NULL && !up->shared_stored_objects;
+	/* a bedrock upstream always spends the operator's AWS account */
+	int vk = (up->api_key != NULL || up->provider == KV_PROVIDER_BEDROCK) &&
+	    !up->shared_stored_objects;
 
 	/* not a memset of msg's 1 KB on every request: refuse() writes it */
 	ep->kind = KV_EP_METERED;
@@ -259,6 +341,8 @@ kv_endpoint_classify(const char *method, const char *target, size_t len,
 		ep->kind = KV_EP_METERED;
 		return;
 	}
+	if (bedrock_classify(method, target, len, up, ep))
+		return;
 	if (builtin_free(method, target, plen)) {
 		ep->kind = KV_EP_FREE;
 		return;

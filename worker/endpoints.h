@@ -31,13 +31,18 @@ struct kv_endpoint {
  * an empty segment ("//"), a backslash, or a percent-encoded '/', '.' or
  * '\' (%2F %2E %5C in either case): providers and proxies on the way may
  * normalise those, so the path kilovolt classified would not be the path
- * that is served. */
+ * that is served. The one exception: %2F inside the id segment of a
+ * Bedrock path (common/bedrock_path.h), where the AWS SDKs put an ARN. */
 int	kv_target_check(const char *target, size_t len, const char **why);
 
 /* The API a metered METHOD TARGET speaks, or KV_API_OTHER: POST to a path
  * ending in /chat/completions, /completions, /embeddings, /responses (so
- * a base path such as Azure's /openai/deployments/{name} still matches)
- * or /v1/messages; the query is ignored, a trailing slash is not. */
+ * a base path such as Azure's /openai/deployments/{name} or Bedrock's
+ * /openai/v1 still matches) or /v1/messages; the query is ignored, a
+ * trailing slash is not. A Bedrock runtime path: /converse and
+ * /converse-stream are KV_API_BEDROCK_CONVERSE, /invoke and
+ * /invoke-with-response-stream KV_API_ANTHROPIC_MESSAGES for an
+ * Anthropic model (kv_br_anthropic), else KV_API_OTHER. */
 enum kv_api kv_endpoint_api(const char *method, const char *target, size_t len);
 
 /* Whether a request to TARGET gets Anthropic's error shape: its path is
@@ -47,11 +52,14 @@ int	kv_endpoint_anthropic(const char *target, size_t len);
 /* Classify METHOD TARGET routed to upstream UP into *ep. Metered: the
  * list above. Free: GET/HEAD /v1/models and /v1/models/{id}, POST
  * /v1/messages/count_tokens, and whatever UP's free_paths list; except
- * that with UP's api_key set (virtual keys) a stored-object endpoint
- * (stored chat completions and responses, files, batches, vector stores,
- * assistants, threads, conversations, ...) listed there stays refused
- * unless UP says shared_stored_objects = yes. Refused: anything else,
- * with 404 and a message naming the setting that would allow it. */
+ * that with UP's api_key set or a bedrock UP (virtual keys) a
+ * stored-object endpoint (stored chat completions and responses, files,
+ * batches, vector stores, assistants, threads, conversations, ...) listed
+ * there stays refused unless UP says shared_stored_objects = yes. On a
+ * bedrock UP, GET/HEAD of the control plane's reads are free, and any
+ * other method on a Bedrock path, or InvokeModel of a model not
+ * Anthropic's, is refused. Refused: anything else, with 404 and a message
+ * naming the setting (or the endpoint) that would allow it. */
 void	kv_endpoint_classify(const char *method, const char *target, size_t len,
 	    const struct kv_upstream *up, struct kv_endpoint *ep);
 

@@ -1,5 +1,5 @@
 /* The responses the gateway makes itself, in the provider's own error
- * shape (OpenAI or Anthropic) so SDKs surface them; see errors.h. */
+ * shape (OpenAI, Anthropic or Bedrock) so SDKs surface them; see errors.h. */
 
 #include "worker/errors.h"
 
@@ -14,25 +14,40 @@ struct err_shape {
 	const char	*openai_type;
 	const char	*openai_code;
 	const char	*anthropic_type;
+	const char	*bedrock_type;	/* x-amzn-ErrorType: what AWS's SDKs read */
 };
 
 /* Types follow what each provider sends for the same condition; 402 uses
  * the codes SPEC.md names so clients can tell a budget refusal apart. */
 static const struct err_shape shapes[] = {
-	{ 400, "Bad Request", "invalid_request_error", "bad_request", "invalid_request_error" },
-	{ 401, "Unauthorized", "invalid_request_error", "invalid_api_key", "authentication_error" },
-	{ 402, "Payment Required", "insufficient_quota", "budget_exceeded", "budget_exceeded" },
-	{ 404, "Not Found", "invalid_request_error", "not_found", "not_found_error" },
-	{ 408, "Request Timeout", "invalid_request_error", "timeout", "timeout_error" },
-	{ 413, "Payload Too Large", "invalid_request_error", "request_too_large", "request_too_large" },
-	{ 414, "URI Too Long", "invalid_request_error", "uri_too_long", "invalid_request_error" },
-	{ 429, "Too Many Requests", "requests", "rate_limit_exceeded", "rate_limit_error" },
-	{ 431, "Request Header Fields Too Large", "invalid_request_error", "headers_too_large", "invalid_request_error" },
-	{ 501, "Not Implemented", "invalid_request_error", "not_implemented", "invalid_request_error" },
-	{ 502, "Bad Gateway", "upstream_error", "bad_gateway", "api_error" },
-	{ 503, "Service Unavailable", "service_unavailable", "gateway_overloaded", "overloaded_error" },
-	{ 504, "Gateway Timeout", "upstream_error", "gateway_timeout", "timeout_error" },
-	{ 505, "HTTP Version Not Supported", "invalid_request_error", "bad_version", "invalid_request_error" },
+	{ 400, "Bad Request", "invalid_request_error", "bad_request", "invalid_request_error",
+	    "ValidationException" },
+	{ 401, "Unauthorized", "invalid_request_error", "invalid_api_key", "authentication_error",
+	    "UnrecognizedClientException" },
+	{ 402, "Payment Required", "insufficient_quota", "budget_exceeded", "budget_exceeded",
+	    "ServiceQuotaExceededException" },
+	{ 404, "Not Found", "invalid_request_error", "not_found", "not_found_error",
+	    "ResourceNotFoundException" },
+	{ 408, "Request Timeout", "invalid_request_error", "timeout", "timeout_error",
+	    "ModelTimeoutException" },
+	{ 413, "Payload Too Large", "invalid_request_error", "request_too_large", "request_too_large",
+	    "ValidationException" },
+	{ 414, "URI Too Long", "invalid_request_error", "uri_too_long", "invalid_request_error",
+	    "ValidationException" },
+	{ 429, "Too Many Requests", "requests", "rate_limit_exceeded", "rate_limit_error",
+	    "ThrottlingException" },
+	{ 431, "Request Header Fields Too Large", "invalid_request_error", "headers_too_large", "invalid_request_error",
+	    "ValidationException" },
+	{ 501, "Not Implemented", "invalid_request_error", "not_implemented", "invalid_request_error",
+	    "ValidationException" },
+	{ 502, "Bad Gateway", "upstream_error", "bad_gateway", "api_error",
+	    "InternalServerException" },
+	{ 503, "Service Unavailable", "service_unavailable", "gateway_overloaded", "overloaded_error",
+	    "ServiceUnavailableException" },
+	{ 504, "Gateway Timeout", "upstream_error", "gateway_timeout", "timeout_error",
+	    "ModelTimeoutException" },
+	{ 505, "HTTP Version Not Supported", "invalid_request_error", "bad_version", "invalid_request_error",
+	    "ValidationException" },
 };
 
 static const struct err_shape *
@@ -77,23 +92,26 @@ json_message(char *dst, size_t len, const char *s)
 }
 
 int
-kv_error_response(char *buf, size_t len, int anthropic, int status,
+kv_error_response(char *buf, size_t len, int shape, int status,
     const char *message, int keep_alive, const char *extra)
 {
-	return kv_error_response_typed(buf, len, anthropic, status, NULL, message,
+	return kv_error_response_typed(buf, len, shape, status, NULL, message,
 	    keep_alive, extra);
 }
 
 int
-kv_error_response_typed(char *buf, size_t len, int anthropic, int status,
+kv_error_response_typed(char *buf, size_t len, int shape, int status,
     const char *openai_type, const char *message, int keep_alive, const char *extra)
 {
 	const struct err_shape *sh = shape_for(status);
-	char msg[512], body[1024];
+	char msg[512], body[1024], amzn[80] = "";
 	int blen, n;
 
 	json_message(msg, sizeof(msg), message);
-	if (anthropic)
+	if (shape == KV_ERR_BEDROCK) {
+		blen = snprintf(body, sizeof(body), "{\"message\":%s}", msg);
+		snprintf(amzn, sizeof(amzn), "x-amzn-ErrorType: %s\r\n", sh->bedrock_type);
+	} else if (shape == KV_ERR_ANTHROPIC)
 		blen = snprintf(body, sizeof(body),
 		    "{\"type\":\"error\",\"error\":{\"type\":\"%s\",\"message\":%s}}",
 		    sh->anthropic_type, msg);
@@ -105,9 +123,9 @@ kv_error_response_typed(char *buf, size_t len, int anthropic, int status,
 		return -1;
 	n = snprintf(buf, len,
 	    "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
-	    "Content-Length: %d\r\n%s%s\r\n%s",
+	    "Content-Length: %d\r\n%s%s%s\r\n%s",
 	    status, kv_http_reason(status), blen,
-	    keep_alive ? "" : "Connection: close\r\n", extra ? extra : "", body);
+	    keep_alive ? "" : "Connection: close\r\n", amzn, extra ? extra : "", body);
 	if (n < 0 || (size_t)n >= len)
 		return -1;
 	return n;

@@ -12,6 +12,7 @@
 
 #include <openssl/crypto.h>
 
+#include "common/bedrock_path.h"
 #include "common/log.h"
 #include "worker/credential.h"
 #include "worker/endpoints.h"
@@ -30,6 +31,33 @@ note_anthropic_client(struct kv_conn *c, const struct kv_http_request *req)
 		    kv_http_lit_eq(req->headers[i].name, "anthropic-version", 17);
 	if (c->req.anthropic_client && kv_config_shared_path(c->req.target))
 		c->req.anthropic = 1;
+}
+
+/* A Bedrock path (bedrock_path.h): answered in Bedrock's error shape
+ * (this first, so that the target check's refusal has it too),
+ * routed to a bedrock upstream only (config_route.c); a runtime path's
+ * model id decoded once, for routing and pricing, while the path goes on
+ * as sent (the signature covers it encoded). The body's "stream" means
+ * nothing there: the path says whether the answer is an event stream.
+ * -1 with *WHY for a model id kilovolt cannot read. */
+static int
+bedrock_head(struct kv_conn *c, const struct kv_http_request *req, const char **why)
+{
+	enum kv_br_kind k;
+	size_t off, n;
+
+	_Static_assert(sizeof(c->req.path_model) == KV_BR_MODEL_MAX, "a model id fits");
+	k = kv_br_path(req->target, req->target_len, &off, &n);
+	if (k == KV_BR_NONE)
+		return 0;
+	c->req.bedrock = 1;
+	c->req.aws_stream = kv_br_streams(k);
+	/* InvokeModel's body is Anthropic's, and so is its usage */
+	c->req.anthropic = c->req.api == KV_API_ANTHROPIC_MESSAGES;
+	if (k == KV_BR_CONTROL)
+		return 0;
+	return kv_br_model(req->target + off, n, c->req.path_model, sizeof(c->req.path_model),
+	    why);
 }
 
 /* A metered body is scanned, and a scanner cannot read a coded body. */
@@ -98,12 +126,18 @@ on_head(struct kv_conn *c, size_t hl)
 	c->req.body_done = !req->chunked && c->req.body_left == 0;
 	/* Before anything else: a target a provider might read differently
 	 * from how we classify it is never forwarded. */
-	if (kv_target_check(req->target, req->target_len, &why) == -1)
+	if (bedrock_head(c, req, &why) == -1 ||
+	    kv_target_check(req->target, req->target_len, &why) == -1)
 		return reply_error(c, 400, why);
 	/* CORS: a preflight is answered here, before any credential. */
 	kv_cors_origin(cf->cors_origins, req, c->req.cors_origin);
 	if (kv_cors_is_preflight(c->req.method, req))
 		return reply_preflight(c, req);
+	if (c->req.bedrock && kv_cred_sigv4(req, c->req.target))
+		return reply_error(c, 401, "this request is signed with AWS SigV4, and kilovolt "
+		    "takes no AWS credentials from clients (it signs for Bedrock itself): use "
+		    "your kilovolt key as a Bedrock API key (AWS_BEARER_TOKEN_BEDROCK=KEY, "
+		    "sent as Authorization: Bearer KEY) or send it in x-api-key");
 	if ((r = kv_cred_find(req, c->req.target, &key, &klen, &c->req.auth_x_api_key, &why)) == -2)
 		return reply_error(c, 400, why);
 	if (r == -1)

@@ -5,6 +5,8 @@
 
 #include "worker/route_hint.h"
 
+#include "common/bedrock_path.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -19,6 +21,13 @@ kv_route_hint(const struct kv_config *cf, const char *target, const char *model,
 
 	if (n > HINT_PATH_MAX)
 		n = HINT_PATH_MAX;
+	if (kv_br_path(target, strlen(target), NULL, NULL) != KV_BR_NONE) {
+		snprintf(msg, len, "no upstream with provider = bedrock serves the path %.*s%s%s "
+		    "(a Bedrock path goes to a bedrock upstream only: check its paths and "
+		    "models)", n, target, model != NULL ? " for model " : "",
+		    model != NULL ? model : "");
+		return;
+	}
 	v1 = n >= 4 && strncmp(target, "/v1/", 4) == 0;
 	/* With /v1 taken off (it was there) or put in front (it was not). */
 	if (v1)

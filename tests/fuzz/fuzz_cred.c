@@ -50,6 +50,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	q = kv_cred_query_key(target, &ql);
 	if (q != NULL && !inside(q, ql, target, strlen(target)))
 		abort();
+	/* the SigV4 test is a pure question: one answer, 0 or 1 */
+	if ((st = kv_cred_sigv4(&req, target)) != kv_cred_sigv4(&req, target) || (st & ~1) != 0)
+		abort();
 	free(target);
 	free(copy);
 	return 0;

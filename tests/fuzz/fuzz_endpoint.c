@@ -1,11 +1,13 @@
 /* libFuzzer target: the request-target check and the endpoint policy.
  * Properties: no crash; a target that passes kv_target_check has no "."
- * or ".." segment, no "//" and no '\' in its path; a metered
+ * or ".." segment, no "//" and no '\' in its path, and a %2F only in a
+ * Bedrock path's id segment, whose model id decodes bounded; a metered
  * classification always names an API; a refusal always has a message. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bedrock_path.h"
 #include "worker/endpoints.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -32,6 +34,32 @@ check_path(const char *t, size_t len)
 		abort();
 }
 
+/* A %2F that passed lies in a Bedrock path's id segment, and that id
+ * decodes to a bounded string without control bytes, or is refused. */
+static void
+check_bedrock(const char *t, size_t len)
+{
+	const char *q = memchr(t, '?', len), *why = NULL;
+	size_t plen = q ? (size_t)(q - t) : len, i, off = 0, n = 0;
+	enum kv_br_kind k = kv_br_path(t, len, &off, &n);
+	char m[KV_BR_MODEL_MAX];
+
+	for (i = 0; i + 2 < plen; i++)
+		if (t[i] == '%' && t[i + 1] == '2' && (t[i + 2] == 'F' || t[i + 2] == 'f') &&
+		    (k == KV_BR_NONE || i < off || i + 3 > off + n))
+			abort();
+	if (k == KV_BR_NONE || n == 0)
+		return;
+	if (kv_br_model(t + off, n, m, sizeof(m), &why) == 0) {
+		if (strlen(m) >= sizeof(m) || m[0] == '\0')
+			abort();
+		for (i = 0; m[i] != '\0'; i++)
+			if ((unsigned char)m[i] < 0x20 || m[i] == 0x7f)
+				abort();
+	} else if (why == NULL)
+		abort();
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -53,8 +81,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	up.nfree_paths = 3;
 	up.api_key = (data[0] & 4) ? "k" : NULL;
 	up.shared_stored_objects = (data[0] & 8) != 0;
+	up.provider = (data[0] & 16) ? KV_PROVIDER_BEDROCK : KV_PROVIDER_AUTO;
 	if (kv_target_check(t, size - 1, &why) == 0) {
 		check_path(t, size - 1);
+		check_bedrock(t, size - 1);
 		/* classification wants a NUL-terminated target, as admission.c has */
 		char *z = malloc(size);
 		if (z != NULL) {
