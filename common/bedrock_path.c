@@ -110,17 +110,13 @@ unit_at(const char *s, size_t len, size_t i, unsigned char *ch)
 	return 3;
 }
 
-/* One pass over the segment: every unit well-formed and no control byte;
- * where the id starts (after an ARN's last '/') into *FROM. */
-static int
-model_scan(const char *s, size_t len, size_t *from, const char **why)
+/* S decoded once into D (at most KV_BR_ID_MAX bytes); its length, or -1. */
+static long
+decode(const char *s, size_t len, char *d, const char **why)
 {
-	static const char arn[] = "arn:";
-	size_t i = 0, n, k = 0;
+	size_t i = 0, o = 0, n;
 	unsigned char ch;
-	int is_arn = 1, slash = 0;
 
-	*from = 0;
 	while (i < len) {
 		if ((n = unit_at(s, len, i, &ch)) == 0) {
 			*why = "bad percent-encoding in the model id";
@@ -130,43 +126,51 @@ model_scan(const char *s, size_t len, size_t *from, const char **why)
 			*why = "a control character in the model id";
 			return -1;
 		}
-		if (k < 4 && (unsigned char)arn[k] != ch)
-			is_arn = 0;
-		k++;
-		i += n;
-		if (ch == '/') {
-			slash = 1;
-			*from = i;
+		if (o == KV_BR_ID_MAX) {
+			*why = "the model id is too long";
+			return -1;
 		}
+		d[o++] = (char)ch;
+		i += n;
 	}
-	if (slash && (!is_arn || k < 4)) {
-		*why = "a '/' in a model id that is not an ARN";
-		return -1;
-	}
-	return 0;
+	return (long)o;
 }
 
 int
 kv_br_model(const char *s, size_t len, char *out, size_t outlen, const char **why)
 {
-	size_t i, o = 0, n;
-	unsigned char ch;
+	char d[KV_BR_ID_MAX];
+	const char *slash, *id;
+	long n = decode(s, len, d, why);
 
-	if (model_scan(s, len, &i, why) == -1)
+	if (n == -1)
 		return -1;
-	for (; i < len; i += n) {
-		n = unit_at(s, len, i, &ch);
-		if (o + 1 >= outlen) {
-			*why = "the model id is too long";
+	/* arn:PARTITION:SERVICE:REGION:ACCOUNT:TYPE/ID: the id after the last
+	 * '/' is what it names (an inference profile, a foundation model) */
+	if ((slash = memchr(d, '/', (size_t)n)) != NULL) {
+		if (n < 4 || memcmp(d, "arn:", 4) != 0) {
+			*why = "a '/' in a model id that is not an ARN";
 			return -1;
 		}
-		out[o++] = (char)ch;
+		if (slash - d >= 7 && memcmp(slash - 7, ":prompt", 7) == 0) {
+			*why = "a Prompt management ARN as the model: the model its prompt "
+			    "runs is not in the request, so kilovolt cannot price it";
+			return -1;
+		}
 	}
-	if (o == 0) {
+	id = d;
+	for (slash = d; (slash = memchr(slash, '/', (size_t)(d + n - slash))) != NULL; )
+		id = ++slash;
+	if (id == d + n) {
 		*why = "empty model id";
 		return -1;
 	}
-	out[o] = '\0';
+	if ((size_t)(d + n - id) >= outlen) {
+		*why = "the model id is too long";
+		return -1;
+	}
+	memcpy(out, id, (size_t)(d + n - id));
+	out[d + n - id] = '\0';
 	return 0;
 }
 

@@ -20,6 +20,9 @@ enum kv_br_kind {
 
 /* The model id's decoded form fits this (reqscan.h's KV_REQ_MODEL). */
 #define KV_BR_MODEL_MAX	96
+/* A model id segment decodes to at most this (Bedrock's own limit on a
+ * modelId, ARNs included). */
+#define KV_BR_ID_MAX	2048
 
 /* What TARGET (LEN bytes, query included) is. A runtime path is exactly
  * /model/{one non-empty segment}/{action} with nothing after it but a
@@ -37,7 +40,9 @@ int	kv_br_streams(enum kv_br_kind k);
  * For an ARN (arn:...:TYPE/ID: an inference profile, a foundation model)
  * that is the part after its last '/', the profile's own id
  * (us.anthropic.claude-...). 0, or -1 with a static reason in *WHY: a bad
- * escape, a control byte, an empty id, or one longer than OUTLEN - 1. */
+ * escape, a control byte, a '/' outside an ARN, a Prompt management ARN
+ * (its prompt names the model), an empty id, one longer than OUTLEN - 1
+ * or a segment decoding past KV_BR_ID_MAX. */
 int	kv_br_model(const char *s, size_t len, char *out, size_t outlen, const char **why);
 
 /* Whether the decoded MODEL is one of Anthropic's on Bedrock (it holds

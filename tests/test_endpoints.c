@@ -334,10 +334,29 @@ test_bedrock_path(void)
 	CHECK_INT(kv_br_model("anthropic.x%2Fcheap", 19, m, sizeof(m), &why), -1);
 	CHECK(strstr(why, "not an ARN") != NULL);
 	CHECK_INT(kv_br_model("arn%3Ax%2F", 10, m, sizeof(m), &why), -1);
+	CHECK_INT(kv_br_model("arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Aprompt%2FP1%3A1", 53, m,
+	    sizeof(m), &why), -1);
+	CHECK(strstr(why, "Prompt management") != NULL);
+	CHECK_INT(kv_br_model("arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Aapplication-inference-"
+	    "profile%2Fab12", 74, m, sizeof(m), &why), 0);
+	CHECK_STR(m, "ab12");
 	memset(big, 'a', sizeof(big));
 	CHECK_INT(kv_br_model(big, KV_BR_MODEL_MAX - 1, m, sizeof(m), &why), 0);
 	CHECK_INT(kv_br_model(big, KV_BR_MODEL_MAX, m, sizeof(m), &why), -1);
 	CHECK(strstr(why, "too long") != NULL);
+	/* a long ARN is fine when the id it names fits */
+	{
+		char arn2[KV_BR_ID_MAX + 16];
+
+		memcpy(arn2, "arn:", 4);
+		memset(arn2 + 4, 'x', 1000);
+		memcpy(arn2 + 1004, "%2Fid", 5);
+		CHECK_INT(kv_br_model(arn2, 1009, m, sizeof(m), &why), 0);
+		CHECK_STR(m, "id");
+		memset(arn2 + 4, 'x', KV_BR_ID_MAX);
+		memcpy(arn2 + 4 + KV_BR_ID_MAX, "%2Fid", 5);
+		CHECK_INT(kv_br_model(arn2, KV_BR_ID_MAX + 9, m, sizeof(m), &why), -1);
+	}
 	CHECK(kv_br_anthropic("us.anthropic.claude-x") && !kv_br_anthropic("amazon.nova-pro"));
 }
 

@@ -156,6 +156,10 @@ on_head(struct kv_conn *c, size_t hl)
 		if ((c->req.rs = malloc(sizeof(*c->req.rs))) == NULL)
 			return reply_error(c, 503, "out of memory");
 		kv_reqscan_init(c->req.rs, c->req.api);
+		/* the body names no model there: one in it is refused */
+		if (c->req.path_model[0] != '\0' && kv_reqscan_model(c->req.rs,
+		    c->req.path_model, strlen(c->req.path_model)) == -1)
+			return reply_error(c, 400, c->req.rs->err);
 	}
 	if (req->expect_continue) {
 		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
