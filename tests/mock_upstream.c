@@ -28,6 +28,9 @@
  *        GET /v1/responses/{id} completed with the usage; DELETE deletes
  *   GET  /v1/chat/completions (stored completions), /v1/batches[/{id}],
  *        POST /v1/batches, /v1/messages/batches, /v1/images/generations
+ *   POST /model/{id}/invoke                      Bedrock InvokeModel: Anthropic JSON,
+ *        the model the path's id as sent
+ *   GET  /inference-profiles, /foundation-models[/{id}]   Bedrock's control plane
  *   POST /sink           reads the body streaming: {"bytes":N,"sha256":"hex"}
  *   GET  /blob?bytes=N&seed=S[&chunked=1|&close=1]   N deterministic bytes,
  *        header x-body-sha256 holds their digest
@@ -1814,6 +1817,39 @@ health(struct conn *c)
 	return send_simple(c, (int)st, st < 300 ? "{\"status\":\"ok\"}" : "{\"status\":\"down\"}");
 }
 
+/* Bedrock (issue 35), as little as the gateway's routing tests need:
+ * POST /model/{id}/invoke answers Anthropic's Messages JSON, the model
+ * named by the path's id as sent (Bedrock's body has none); GET
+ * /inference-profiles and /foundation-models[/{id}] a short list. */
+static int
+bedrock(struct conn *c, int *rc)
+{
+	struct req *rq = &c->rq;
+	const char *id = rq->path + 7, *end;
+
+	if (strcmp(rq->method, "GET") == 0 && (prefixed(rq->path, "/inference-profiles") ||
+	    prefixed(rq->path, "/foundation-models"))) {
+		*rc = send_simple(c, 200, "{\"inferenceProfileSummaries\":[{\"inferenceProfileId\":"
+		    "\"us.anthropic.claude-sonnet-4-20250514-v1:0\",\"type\":\"SYSTEM_DEFINED\","
+		    "\"status\":\"ACTIVE\"}]}");
+		return 0;
+	}
+	if (strcmp(rq->method, "POST") != 0 || strncmp(rq->path, "/model/", 7) != 0 ||
+	    (end = strchr(id, '/')) == NULL || strcmp(end, "/invoke") != 0 ||
+	    (size_t)(end - id) >= sizeof(rq->model))
+		return 1;
+	memcpy(rq->model, id, (size_t)(end - id));
+	rq->model[end - id] = '\0';
+	rq->has_model = 1;
+	if (rq->max_tokens < 0) {
+		*rc = send_error(c, 400, "invalid_request_error", "max_tokens: Field required");
+		return 0;
+	}
+	rq->billable = 1;
+	*rc = messages_json(c, limit_tokens(rq, "end_turn", "max_tokens"));
+	return 0;
+}
+
 static int
 route(struct conn *c)
 {
@@ -1828,7 +1864,7 @@ route(struct conn *c)
 			log_billed(c);
 		return send_mock_error(c);
 	}
-	if (objects(c, &rc) == 0)
+	if (objects(c, &rc) == 0 || bedrock(c, &rc) == 0)
 		return rc;
 	if (post && is_provider_path(rq->path))
 		return provider(c);
