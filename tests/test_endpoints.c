@@ -7,10 +7,34 @@
 #include "tests/unit.h"
 #include "worker/endpoints.h"
 
+struct target_case {
+	const char	*t;
+	int		 ok;	/* kv_target_check's answer */
+};
+
+/* Each of the N cases V gets its answer, and a refusal says why. */
+static void
+check_targets(const struct target_case *v, size_t n)
+{
+	const char *why;
+	size_t i;
+	int got;
+
+	for (i = 0; i < n; i++) {
+		why = NULL;
+		got = kv_target_check(v[i].t, strlen(v[i].t), &why);
+		if (got != v[i].ok)
+			fprintf(stderr, "target: %s\n", v[i].t);
+		CHECK_INT(got, v[i].ok);
+		if (got == -1)
+			CHECK(why != NULL && why[0] != '\0');
+	}
+}
+
 static void
 test_target_check(void)
 {
-	static const struct { const char *t; int ok; } v[] = {
+	static const struct target_case v[] = {
 		{ "/v1/chat/completions", 0 },
 		{ "/v1/chat/completions?x=a%2Fb&y=..", 0 },	/* the query is not a path */
 		{ "/v1/models/", 0 },
@@ -37,18 +61,8 @@ test_target_check(void)
 		{ "/v1/.well", 0 },
 		{ "/v1/..x", 0 },
 	};
-	const char *why;
-	size_t i;
 
-	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-		why = NULL;
-		int got = kv_target_check(v[i].t, strlen(v[i].t), &why);
-		if (got != v[i].ok)
-			fprintf(stderr, "target: %s\n", v[i].t);
-		CHECK_INT(got, v[i].ok);
-		if (got == -1)
-			CHECK(why != NULL && why[0] != '\0');
-	}
+	check_targets(v, sizeof(v) / sizeof(v[0]));
 }
 
 /* The target check as it was before its one-pass rewrite (issue 26): the
@@ -253,7 +267,7 @@ test_anthropic_shape(void)
 static void
 test_bedrock_target(void)
 {
-	static const struct { const char *t; int ok; } v[] = {
+	static const struct target_case v[] = {
 		{ "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123%3Ainference-profile%2F"
 		    "us.anthropic.claude-x/invoke", 0 },
 		{ "/model/arn%3Aaws%3Ab%2Fx/invoke-with-response-stream?a=b", 0 },
@@ -278,16 +292,8 @@ test_bedrock_target(void)
 		{ "/model/a%5Cb/invoke", -1 },
 		{ "/model/../invoke", -1 },
 	};
-	const char *why;
-	size_t i;
 
-	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-		why = NULL;
-		int got = kv_target_check(v[i].t, strlen(v[i].t), &why);
-		if (got != v[i].ok)
-			fprintf(stderr, "bedrock target: %s\n", v[i].t);
-		CHECK_INT(got, v[i].ok);
-	}
+	check_targets(v, sizeof(v) / sizeof(v[0]));
 }
 
 static void

@@ -97,6 +97,35 @@ key_hash(const char *key, size_t len, uint8_t hash[32])
 	}
 }
 
+/* A body follows: its scan (a metered one, uncoded), the 100 Continue a
+ * client waits for, and the window it is read into (request_body.c). */
+static enum kv_rc
+body_intake(struct kv_conn *c, const struct kv_http_request *req)
+{
+	if (c->req.api != KV_API_OTHER && coded_body(req))
+		return reply_error(c, 415, "a Content-Encoding other than identity: send the body "
+		    "uncompressed, kilovolt reads it to admit the request");
+	if (c->req.api != KV_API_OTHER) {
+		if ((c->req.rs = malloc(sizeof(*c->req.rs))) == NULL)
+			return reply_error(c, 503, "out of memory");
+		kv_reqscan_init(c->req.rs, c->req.api);
+		/* the body names no model there: one in it is refused */
+		if (c->req.path_model[0] != '\0' && kv_reqscan_model(c->req.rs,
+		    c->req.path_model, strlen(c->req.path_model)) == -1)
+			return reply_error(c, 400, c->req.rs->err);
+	}
+	if (req->expect_continue) {
+		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+		/* A fresh socket takes 25 bytes; if not, the client sends anyway. */
+		(void)send(c->cfd, cont, sizeof(cont) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	}
+	kv_chunked_init(&c->req.dec);
+	c->req.icap = c->req.chunked || c->req.body_left > KV_BODY_WINDOW ? KV_BODY_WINDOW :
+	    (size_t)c->req.body_left;
+	return KV_NEXT;
+}
+
+
 static enum kv_rc
 on_head(struct kv_conn *c, size_t hl)
 {
@@ -149,27 +178,7 @@ on_head(struct kv_conn *c, size_t hl)
 		return reply_error(c, 413, "request body exceeds max_body");
 	if (c->req.body_done)
 		return KV_NEXT;
-	if (c->req.api != KV_API_OTHER && coded_body(req))
-		return reply_error(c, 415, "a Content-Encoding other than identity: send the body "
-		    "uncompressed, kilovolt reads it to admit the request");
-	if (c->req.api != KV_API_OTHER) {
-		if ((c->req.rs = malloc(sizeof(*c->req.rs))) == NULL)
-			return reply_error(c, 503, "out of memory");
-		kv_reqscan_init(c->req.rs, c->req.api);
-		/* the body names no model there: one in it is refused */
-		if (c->req.path_model[0] != '\0' && kv_reqscan_model(c->req.rs,
-		    c->req.path_model, strlen(c->req.path_model)) == -1)
-			return reply_error(c, 400, c->req.rs->err);
-	}
-	if (req->expect_continue) {
-		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-		/* A fresh socket takes 25 bytes; if not, the client sends anyway. */
-		(void)send(c->cfd, cont, sizeof(cont) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-	}
-	kv_chunked_init(&c->req.dec);
-	c->req.icap = c->req.chunked || c->req.body_left > KV_BODY_WINDOW ? KV_BODY_WINDOW :
-	    (size_t)c->req.body_left;
-	return KV_NEXT;
+	return body_intake(c, req);
 }
 
 enum kv_rc
