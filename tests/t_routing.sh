@@ -3,7 +3,8 @@
 # with prior knowledge gets 505 and a message, and the log says HTTP/1.1 is
 # required; a 404 for an unrouted path names the path; on a path both
 # providers serve (/v1/models), a client of the Anthropic API (it sends
-# anthropic-version or x-api-key) goes to the upstream serving /v1/messages.
+# anthropic-version or x-api-key) goes to the upstream serving /v1/messages;
+# a Bedrock path with no bedrock upstream gets a 404 that says so.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 command -v jq >/dev/null || skip "jq not installed"
 RAW=$top_builddir/tests/rawclient
@@ -36,6 +37,15 @@ code=$(kv_curl "/v1/nowhere/at-all?x=secret" -o "$T/404" -w '%{http_code}' -H "A
 	-H 'Content-Type: application/json' -d '{}')
 check_eq "an unrouted path: 404" "$code" 404
 check "the 404 names the path" jq -e '.error.message == "no upstream is configured for the path /v1/nowhere/at-all"' "$T/404"
+
+# A Bedrock path with no bedrock upstream: 404 in Bedrock's shape, saying
+# so (not "did you mean /v1/model/...").
+code=$(kv_curl "/model/anthropic.claude-x/invoke" -o "$T/br404" -D "$T/br404.h" -w '%{http_code}' \
+	-H "Authorization: Bearer sk-br" -H 'Content-Type: application/json' -d '{"max_tokens":1,"messages":[]}')
+check_eq "a Bedrock path, no bedrock upstream: 404" "$code" 404
+check "... saying a bedrock upstream serves it, in Bedrock's shape" \
+	jq -e '.message | test("no upstream with provider = bedrock serves the path /model/anthropic.claude-x/invoke")' "$T/br404"
+check "... x-amzn-ErrorType: ResourceNotFoundException" grep -qi '^x-amzn-ErrorType: ResourceNotFoundException' "$T/br404.h"
 
 # ---- /v1/models by client family -----------------------------------------------
 upstream_of() { grep "\"request_id\":\"$1\"" "$T/requests.log" | jq -r .upstream; }
