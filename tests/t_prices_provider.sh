@@ -10,7 +10,8 @@
 # compared with the tokens the mock billed. The upstream is named bedrock:
 # an upstream of a provider kind does not make its name's catalogue
 # entries priced by bare name (whose fields not understood, per image and
-# the like, would fail the load), its kind prices them.
+# the like, would fail the load), its kind prices them. A bedrock upstream
+# spends the operator's AWS account, so only configured keys get in.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 command -v jq >/dev/null || skip "jq not installed"
@@ -27,6 +28,9 @@ region = us-east-1
 url = http://127.0.0.1:$MOCK_PORT
 paths = /v1/chat/completions
 models = us.anthropic.* anthropic.*
+control_url = http://127.0.0.1:$MOCK_PORT
+[key br]
+key = sk-prov-br
 EOF
 kv_start
 
