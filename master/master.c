@@ -5,6 +5,7 @@
  * (master_start.c), the reload (master_reload.c), the process table
  * (master_procs.c) and the ledger's upkeep (master_ledger.c) sit below it. */
 #include "master/alerts.h"
+#include "master/aws_refresh.h"
 #include "master/master.h"
 #include "master/master_ledger.h"
 #include "master/master_procs.h"
@@ -273,6 +274,7 @@ master_loop(struct master *m)
 			m->stop_deadline_ms = kv_now_ms() + 5000;
 		}
 		kv_master_sync_health(m);
+		kv_aws_refresh_config(m->cf);
 		if (kv_mloop_turn(m->lp, 1000) == -1)
 			kv_log_warn("KV0119", "master loop: epoll_wait");
 	}

@@ -14,6 +14,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "master/aws_refresh.h"
 #include "master/cluster.h"
 #include "master/health_check.h"
 #include "worker/worker.h"
@@ -73,6 +74,7 @@ spawn(struct master *m)
 		close(m->sigpipe[1]);
 		kv_cluster_forget(m->cluster);
 		kv_health_forget(m->health);
+		kv_aws_refresh_forget();
 		kv_mloop_forget(m->lp);
 		kv_worker_main(m->cf, &m->ledger, slot, m->generation, m->lfd);
 	}

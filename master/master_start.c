@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "master/aws_refresh.h"
 #include "master/cluster.h"
 #include "master/key_sync.h"
 #include "master/master_ledger.h"
@@ -206,5 +207,9 @@ kv_master_start(struct master *m)
 	if (drop_privileges(m) == -1)
 		return 2;
 	kv_spool_prepare(m->cf);	/* as the user the workers run as */
+	/* As that user too, as its refreshes will be; before any worker,
+	 * which inherits the credentials' shared slot. */
+	if (kv_aws_refresh_start(m->lp, m->cf, &m->ledger) == -1)
+		return 2;
 	return 0;
 }

@@ -11,6 +11,7 @@
 
 #include "common/fmt.h"
 #include "common/log.h"
+#include "worker/aws_sign.h"
 #include "worker/reply.h"
 #include "worker/spool.h"
 #include "worker/upstream_rewrite.h"
@@ -26,6 +27,10 @@ want_header(const struct kv_conn *c, const struct kv_http_header *h)
 	int vk = c->rt->cf->api_key != NULL;
 
 	if (h->hop)
+		return 0;
+	/* A Bedrock upstream gets our credential (SigV4 or its API key), never
+	 * the client's nor a client's own signature. */
+	if (c->rt->cf->provider == KV_PROVIDER_BEDROCK && kv_aws_drop_header(n, h->name_len))
 		return 0;
 	switch (h->name_len) {
 	case 4:
@@ -139,7 +144,8 @@ own_lines(struct kv_conn *c, const struct kv_http_request *req, size_t kl)
 	const struct kv_upstream *up = c->rt->cf;
 
 	if (up->api_key != NULL) {
-		if (c->req.auth_x_api_key)
+		/* A Bedrock API key is a bearer token whatever the client sent. */
+		if (c->req.auth_x_api_key && up->provider != KV_PROVIDER_BEDROCK)
 			CONN_OBUF_LIT(c, "x-api-key: ");
 		else
 			CONN_OBUF_LIT(c, "Authorization: Bearer ");
@@ -156,14 +162,57 @@ own_lines(struct kv_conn *c, const struct kv_http_request *req, size_t kl)
 	CONN_OBUF_LIT(c, "Connection: keep-alive\r\n\r\n");
 }
 
+/* The body's SHA-256, as it goes: from the window (with the member added
+ * at inj_at) or from the spool. */
 static int
-build_request(struct kv_conn *c)
+body_hash(const struct kv_conn *c, char hex[65])
+{
+	const void *p[3];
+	size_t len[3];
+	size_t at = c->req.inj != NULL ? (size_t)c->req.inj_at : c->req.ilen;
+
+	if (c->req.spfd != -1)
+		return kv_aws_hash_spool(c->req.spfd, c->req.body_bytes, c->req.inj, c->req.injlen,
+		    c->req.inj_at, hex);
+	p[0] = c->req.ibuf;
+	len[0] = at;
+	p[1] = c->req.inj;
+	len[1] = c->req.inj != NULL ? c->req.injlen : 0;
+	p[2] = c->req.ibuf + at;
+	len[2] = c->req.ilen - at;
+	return kv_aws_hash_parts(p, len, 3, hex);
+}
+
+/* A Bedrock upstream without api_key: the SigV4 lines of the request
+ * whose target (TLEN bytes) is at obuf[TAT]. 0, or -1 with *MSG. */
+static int
+sign_lines(struct kv_conn *c, size_t tat, size_t tlen, const char **msg)
+{
+	char hex[65];
+	int n;
+
+	if (body_hash(c, hex) == -1) {
+		kv_log_warn("KV0478", "hashing the request body for SigV4");
+		*msg = "the gateway cannot read the request body to sign it";
+		return -1;
+	}
+	if ((n = kv_aws_sign_lines(c->rt->cf, c->req.method, c->obuf + tat, tlen, hex,
+	    c->obuf + c->olen, msg)) == -1)
+		return -1;
+	c->olen += (size_t)n;
+	return 0;
+}
+
+/* Into obuf: the upstream request's head (and the body when in memory).
+ * -1 when it cannot be built; -2 when it cannot be signed (*MSG). */
+static int
+build_request(struct kv_conn *c, const char **msg)
 {
 	const struct kv_upstream *up = c->rt->cf;
 	struct kv_http_request *req = &c->w->req;
 	const char *reason;
-	size_t i, need, ml, bl, tl, hl, kl;
-	int status;
+	size_t i, need, ml, bl, tl, hl, kl, tat;
+	int status, sigv4 = up->provider == KV_PROVIDER_BEDROCK && up->api_key == NULL;
 
 	/* The head is still in cbuf. w->req still holds its parse when nothing
 	 * was parsed into it since (a small request: head, body and this in
@@ -182,13 +231,14 @@ build_request(struct kv_conn *c)
 	/* Room for the whole head, written without a check per piece: each
 	 * forwarded line takes at most one byte more than in the client's
 	 * head (": "), and 256 covers the request line's and our own lines. */
-	need = c->head_len + req->nheaders + bl + hl + kl + 256;
+	need = c->head_len + req->nheaders + bl + hl + kl + 256 + (sigv4 ? KV_AWS_SIGN_ROOM : 0);
 	if (c->req.spfd == -1)
 		need += c->req.ilen + c->req.injlen;
 	if (conn_obuf_reserve(c, need) == -1)
 		return -1;
 	conn_obuf_add(c, c->req.method, ml);
 	CONN_OBUF_LIT(c, " ");
+	tat = c->olen;
 	conn_obuf_add(c, up->base_path, bl);
 	conn_obuf_add(c, c->req.target, tl);
 	CONN_OBUF_LIT(c, " HTTP/1.1\r\nHost: ");
@@ -197,6 +247,8 @@ build_request(struct kv_conn *c)
 	for (i = 0; i < req->nheaders; i++)
 		if (want_header(c, &req->headers[i]))
 			conn_obuf_add_header(c, &req->headers[i]);
+	if (sigv4 && sign_lines(c, tat, bl + tl, msg) == -1)
+		return -2;
 	own_lines(c, req, kl);
 	if (c->req.spfd != -1)
 		return 0;	/* the body follows from the spool */
@@ -223,8 +275,9 @@ build_first(struct kv_conn *c)
 
 	if (c->req.force_usage && (s = build_inject(c, &msg)) != 0)
 		return reply_error(c, s, msg);
-	if (build_request(c) == -1)
-		return reply_error(c, 502, "cannot build the upstream request");
+	if ((s = build_request(c, &msg)) < 0)
+		return s == -2 ? reply_error(c, 503, msg) :
+		    reply_error(c, 502, "cannot build the upstream request");
 	/* Kept until the response head, to go to another target if this one
 	 * provably gets nothing: all of the request is in obuf, or its head
 	 * (and the body stays in the spool). */

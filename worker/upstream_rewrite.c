@@ -6,6 +6,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "worker/aws_sign.h"
+
 const char *
 kv_model_map(const struct kv_upstream *u, const char *model, size_t *len)
 {
@@ -49,7 +51,7 @@ find_model(const char *b, size_t len, const char *model)
 }
 
 static int
-drop_header(const struct kv_http_header *h, int creds)
+drop_header(const struct kv_http_header *h, int creds, int aws)
 {
 	static const char *const drop[] = { "host", "content-length", "connection", NULL };
 	const char *const *d;
@@ -57,29 +59,66 @@ drop_header(const struct kv_http_header *h, int creds)
 	for (d = drop; *d != NULL; d++)
 		if (h->name_len == strlen(*d) && strncasecmp(h->name, *d, h->name_len) == 0)
 			return 1;
+	/* To or from a Bedrock upstream: no credential and no X-Amz-* (our
+	 * signature for the last target is re-made for this one, below). */
+	if (aws && kv_aws_drop_header(h->name, h->name_len))
+		return 1;
 	return creds && ((h->name_len == 13 && strncasecmp(h->name, "authorization", 13) == 0) ||
 	    (h->name_len == 9 && strncasecmp(h->name, "x-api-key", 9) == 0));
 }
 
+/* The body's SHA-256 as the new target gets it: the spool's, or BODY
+ * (BLEN bytes) with the model name at AT replaced by MAPPED (MLEN bytes)
+ * when MAPPED is not NULL. */
+static int
+body_hash(const struct kv_conn *c, const char *body, size_t blen, long at, const char *mapped,
+    size_t mlen, char hex[65])
+{
+	size_t ol = strlen(c->req.ri.model);
+	const void *p[3] = { body, mapped, NULL };
+	size_t len[3] = { blen, mlen, 0 };
+
+	if (c->req.spfd != -1)
+		return kv_aws_hash_spool(c->req.spfd, c->req.body_bytes, c->req.inj, c->req.injlen,
+		    c->req.inj_at, hex);
+	if (mapped == NULL)
+		return kv_aws_hash_parts(p, len, 1, hex);
+	len[0] = (size_t)at;
+	p[2] = body + at + (long)ol;
+	len[2] = blen - (size_t)at - ol;
+	return kv_aws_hash_parts(p, len, 3, hex);
+}
+
 /* The lines the rewritten head gets from us into NB (CAP bytes): the new
- * upstream's credential, the framing of a body of BLEN bytes (or the
- * spool's), the end of the head. Returns their length. */
+ * upstream's credential (its SigV4 signature when HEX, the body's hash, is
+ * given: the target is in NB's request line), the framing of a body of
+ * BLEN bytes (or the spool's), the end of the head. Returns their length,
+ * or -1 when it cannot be signed. */
 static int
 own_lines(const struct kv_conn *c, const struct kv_http_request *req, char *nb, size_t cap,
-    size_t blen)
+    size_t at, size_t blen, const char *hex)
 {
 	const struct kv_upstream *to = c->rt->cf;
-	int n = 0;
+	const char *msg;
+	int n = 0, k;
 
+	if (hex != NULL) {
+		k = kv_aws_sign_lines(to, c->req.method, nb + strlen(c->req.method) + 1,
+		    strlen(to->base_path) + strlen(c->req.target), hex, nb + at, &msg);
+		if (k == -1)
+			return -1;
+		n += k;
+	}
 	if (to->api_key != NULL)
-		n += snprintf(nb + n, cap - (size_t)n, c->req.auth_x_api_key ? "x-api-key: %s\r\n" :
+		n += snprintf(nb + at + n, cap - (size_t)n, c->req.auth_x_api_key &&
+		    to->provider != KV_PROVIDER_BEDROCK ? "x-api-key: %s\r\n" :
 		    "Authorization: Bearer %s\r\n", to->api_key);
 	if (c->req.spfd != -1)	/* the body follows from the spool */
-		n += snprintf(nb + n, cap - (size_t)n, "Content-Length: %lld\r\n",
+		n += snprintf(nb + at + n, cap - (size_t)n, "Content-Length: %lld\r\n",
 		    (long long)(c->req.body_bytes + (int64_t)c->req.injlen));
 	else if (blen > 0 || kv_http_find(req->headers, req->nheaders, "content-length") != NULL)
-		n += snprintf(nb + n, cap - (size_t)n, "Content-Length: %zu\r\n", blen);
-	n += snprintf(nb + n, cap - (size_t)n, "Connection: keep-alive\r\n\r\n");
+		n += snprintf(nb + at + n, cap - (size_t)n, "Content-Length: %zu\r\n", blen);
+	n += snprintf(nb + at + n, cap - (size_t)n, "Connection: keep-alive\r\n\r\n");
 	return n;
 }
 
@@ -91,8 +130,8 @@ kv_upset_rewrite(struct kv_conn *c, const struct kv_upstream *from)
 	const char *reason, *body, *mapped = NULL;
 	size_t blen, mlen = 0, i, cap;
 	long at = -1;
-	int status, hl, n, creds;
-	char *nb;
+	int status, hl, n, k, creds, aws;
+	char *nb, hex[65];
 
 	hl = kv_http_parse_request(c->obuf, c->olen, req, &status, &reason);
 	c->w->req_parse++;	/* w->req no longer holds a client's head */
@@ -111,8 +150,12 @@ kv_upset_rewrite(struct kv_conn *c, const struct kv_upstream *from)
 		return -1;
 	/* A provider key of ours never goes to another provider. */
 	creds = from->api_key != NULL || to->api_key != NULL;
+	aws = from->provider == KV_PROVIDER_BEDROCK || to->provider == KV_PROVIDER_BEDROCK;
+	if (to->provider == KV_PROVIDER_BEDROCK && to->api_key == NULL &&
+	    body_hash(c, body, blen, at, mapped, mlen, hex) == -1)
+		return -1;
 	cap = (size_t)hl + blen + mlen + strlen(to->base_path) + strlen(to->host_header) +
-	    (to->api_key ? strlen(to->api_key) : 0) + 2 * req->nheaders + 256;
+	    (to->api_key ? strlen(to->api_key) : 0) + 2 * req->nheaders + 256 + KV_AWS_SIGN_ROOM;
 	if ((nb = malloc(cap)) == NULL)
 		return -1;
 	n = snprintf(nb, cap, "%s %s%s HTTP/1.1\r\nHost: %s\r\n", c->req.method, to->base_path,
@@ -120,13 +163,19 @@ kv_upset_rewrite(struct kv_conn *c, const struct kv_upstream *from)
 	for (i = 0; i < req->nheaders; i++) {
 		const struct kv_http_header *h = &req->headers[i];
 
-		if (drop_header(h, creds))
+		if (drop_header(h, creds, aws))
 			continue;
 		n += snprintf(nb + n, cap - (size_t)n, "%.*s: %.*s\r\n", (int)h->name_len, h->name,
 		    (int)h->value_len, h->value);
 	}
-	n += own_lines(c, req, nb + n, cap - (size_t)n,
-	    mapped ? blen - strlen(c->req.ri.model) + mlen : blen);
+	k = own_lines(c, req, nb, cap - (size_t)n, (size_t)n,
+	    mapped ? blen - strlen(c->req.ri.model) + mlen : blen,
+	    to->provider == KV_PROVIDER_BEDROCK && to->api_key == NULL ? hex : NULL);
+	if (k == -1) {
+		free(nb);
+		return -1;
+	}
+	n += k;
 	if (mapped != NULL) {
 		memcpy(nb + n, body, (size_t)at);
 		memcpy(nb + n + at, mapped, mlen);
