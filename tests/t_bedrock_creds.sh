@@ -42,16 +42,25 @@ aws_env() {
 	return 0
 }
 
+# calls: the model calls the stand-in logged so far (it logs a request
+# once its answer is sent, maybe after the client has it).
+calls() { [ -f "$STANDIN_LOG" ] && jq -c 'select(.op != null)' "$STANDIN_LOG" | wc -l || echo 0; }
+more_calls() { [ "$(calls)" -gt "$1" ]; }
 # invoke: one chat completion through kilovolt with the client's own key
-# and signature headers; prints the HTTP status.
+# and signature headers; prints the HTTP status once the stand-in logged it.
 invoke() {
-	kv_curl /v1/chat/completions -o "$T/answer" -w '%{http_code}' \
+	local before code
+	before=$(calls)
+	code=$(kv_curl /v1/chat/completions -o "$T/answer" -w '%{http_code}' \
 		-H "Authorization: Bearer $CLIENT_KEY" -H "x-api-key: $CLIENT_KEY" -H "api-key: $CLIENT_KEY" \
 		-H 'X-Amz-Date: 20200101T000000Z' -H 'X-Amz-Security-Token: client-session-token' \
 		-H 'X-Amz-Content-Sha256: UNSIGNED-PAYLOAD' -H 'Content-Type: application/json' \
-		-d '{"model":"openai.gpt-oss-20b-1:0","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}'
+		-d '{"model":"openai.gpt-oss-20b-1:0","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}')
+	[ "$code" = 200 ] && kv_wait_for 10 more_calls "$before"
+	echo "$code"
 }
-last() { tail -n 1 "$STANDIN_LOG" | jq -r "$1"; }
+# last FILTER: FILTER applied to the last model call the stand-in logged.
+last() { jq -c 'select(.op != null)' "$STANDIN_LOG" | tail -n 1 | jq -r "$1"; }
 vended() { jq -r --arg v "$1" 'select(.vended.via == $v) | .vended.accessKeyId' "$STANDIN_LOG"; }
 
 # ---- no credentials: the start fails, and says why --------------------------------
