@@ -24,12 +24,14 @@ kv_start_standin --cred-ttl 308 --web-identity-token "$WIT"
 printf '%s\n' "$WIT" >"$T/wit"
 DEAD=$(kv_free_port)
 
-# config [EXTRA LINE]: a bedrock upstream at the stand-in (or at URL),
-# serving Bedrock's OpenAI-compatible chat completions (under /openai).
+MODEL=anthropic.claude-3-5-haiku-20241022-v1:0
+
+# config [EXTRA LINES]: a bedrock upstream at the stand-in (or at URL), its
+# control plane there too, and the client's kilovolt key (a bedrock
+# upstream takes kilovolt keys only).
 config() {
-	printf '[upstream openai]\npaths = /v1/embeddings\n[upstream bedrock]\nprovider = bedrock\n%s\n%s\n%s\n%s\n' \
-		"region = us-east-1" "url = ${URL:-$STANDIN_URL/openai}" "paths = /v1/chat/completions" \
-		"${1:-}" >"$T/bedrock.ini"
+	printf '[upstream bedrock]\nprovider = bedrock\nregion = us-east-1\nurl = %s\ncontrol_url = %s\n%s\n[key client]\nkey = %s\nbudget = 1.00\n' \
+		"${URL:-$STANDIN_URL}" "$STANDIN_URL" "${1:-}" "$CLIENT_KEY" >"$T/bedrock.ini"
 	kv_write_config <"$T/bedrock.ini"
 }
 
@@ -46,16 +48,16 @@ aws_env() {
 # once its answer is sent, maybe after the client has it).
 calls() { [ -f "$STANDIN_LOG" ] && jq -c 'select(.op != null)' "$STANDIN_LOG" | wc -l || echo 0; }
 more_calls() { [ "$(calls)" -gt "$1" ]; }
-# invoke: one chat completion through kilovolt with the client's own key
-# and signature headers; prints the HTTP status once the stand-in logged it.
+# invoke: one InvokeModel through kilovolt with the client's kilovolt key
+# and stray AWS headers; prints the HTTP status once the stand-in logged it.
 invoke() {
 	local before code
 	before=$(calls)
-	code=$(kv_curl /v1/chat/completions -o "$T/answer" -w '%{http_code}' \
+	code=$(kv_curl "/model/$MODEL/invoke" -o "$T/answer" -w '%{http_code}' \
 		-H "Authorization: Bearer $CLIENT_KEY" -H "x-api-key: $CLIENT_KEY" -H "api-key: $CLIENT_KEY" \
 		-H 'X-Amz-Date: 20200101T000000Z' -H 'X-Amz-Security-Token: client-session-token' \
 		-H 'X-Amz-Content-Sha256: UNSIGNED-PAYLOAD' -H 'Content-Type: application/json' \
-		-d '{"model":"openai.gpt-oss-20b-1:0","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}')
+		-d '{"anthropic_version":"bedrock-2023-05-31","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}')
 	[ "$code" = 200 ] && kv_wait_for 10 more_calls "$before"
 	echo "$code"
 }
@@ -82,10 +84,16 @@ check_eq "env keys: scoped to us-east-1/bedrock, host and x-amz-date signed" \
 	"us-east-1/bedrock/aws4_request host;x-amz-date"
 check_eq "env keys: no session token without one, no client's X-Amz-* header" \
 	"$(last '[.headers | keys[] | select(startswith("x-amz-"))] | join(" ")')" "x-amz-date"
+code=$(kv_curl '/inference-profiles?type=SYSTEM_DEFINED' -o /dev/null -w '%{http_code}' \
+	-H "Authorization: Bearer $CLIENT_KEY")
+control() { grep -q '"outcome":"control"' "$STANDIN_LOG"; }
+kv_wait_for 10 control
+check_eq "env keys: the control plane's read (relayed free) is signed too and answered" \
+	"$code:$(jq -r 'select(.outcome == "control") | .auth' "$STANDIN_LOG" | tail -n 1)" "200:sigv4:$STANDIN_AK"
 kv_stop
 
 # ---- a retry to another target is signed for that target's Host --------------------
-URL="http://127.0.0.1:$DEAD/openai $STANDIN_URL/openai" config
+URL="http://127.0.0.1:$DEAD $STANDIN_URL" config
 kv_start
 check_eq "retry: the request that found the first target dead is answered" "$(invoke)" 200
 check_eq "retry: signed again for the second target" "$(last .auth)" "sigv4:$STANDIN_AK"
@@ -136,11 +144,7 @@ check_eq "IMDSv2: the token was asked for with a TTL" \
 kv_stop
 
 # ---- a Bedrock API key: a bearer token, whatever the client sent ------------------------
-# (with a provider key of its own, clients need a kilovolt key: the client's)
-config "api_key = env:KV_TEST_BEDROCK_KEY
-[key client]
-key = $CLIENT_KEY
-budget = 1.00"
+config "api_key = env:KV_TEST_BEDROCK_KEY"
 aws_env KV_TEST_BEDROCK_KEY=$STANDIN_API_KEY
 kv_start
 check_eq "API key: the request is answered" "$(invoke)" 200
