@@ -42,6 +42,9 @@ KV_FAILED=0
 KV_WATCHDOG=
 KV_PID=
 T=$(mktemp -d "${TMPDIR:-/tmp}/kv-$KV_TEST.XXXXXX") || exit 1
+# Traffic only to 127.0.0.1: a daemon with a bedrock upstream and no AWS
+# credentials must not ask the real instance metadata service for some.
+export AWS_EC2_METADATA_DISABLED=true
 : >"$T/pids"
 
 # ---- results ---------------------------------------------------------------

@@ -15,6 +15,10 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 command -v jq >/dev/null || skip "jq not installed"
+# A bedrock upstream without api_key signs with AWS credentials, which the
+# daemon must have to start (the mock checks no signature).
+export AWS_ACCESS_KEY_ID=AKIDEXAMPLE AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY
+export AWS_EC2_METADATA_DISABLED=true
 
 cp "${top_srcdir:-..}/data/prices-2026-07-24.json" "$T/prices.json"
 kv_start_mock
