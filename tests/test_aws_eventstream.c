@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/crc32.h"
+#include "tests/aes_frame.h"
 #include "tests/unit.h"
 #include "worker/aws_chunk.h"
 #include "worker/aws_eventstream.h"
@@ -183,28 +184,6 @@ decode(struct sink *s, const char *buf, size_t n, const size_t *cuts, size_t ncu
 	return kv_aes_finish(&d);
 }
 
-static char *
-slurp(const char *name, size_t *len)
-{
-	const char *top = getenv("top_srcdir");
-	char path[4096];
-	FILE *f;
-	char *buf;
-	long n;
-
-	snprintf(path, sizeof(path), "%s/tests/data/%s", top ? top : ".", name);
-	if ((f = fopen(path, "rb")) == NULL || fseek(f, 0, SEEK_END) != 0 ||
-	    (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0 ||
-	    (buf = malloc((size_t)n + 1)) == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		fprintf(stderr, "cannot read %s\n", path);
-		exit(1);
-	}
-	fclose(f);
-	buf[n] = '\0';
-	*len = (size_t)n;
-	return buf;
-}
-
 /* ---- the AWS-made stream under every cut --------------------------------- */
 
 /* Every cut point, flip and truncation of the checked-in stream (2 KB) is
@@ -334,32 +313,6 @@ test_truncations(const char *bin, size_t n, const char *want)
 
 /* ---- hand-built frames for each error ------------------------------------ */
 
-static void
-be32_put(unsigned char *b, uint32_t v)
-{
-	b[0] = (unsigned char)(v >> 24);
-	b[1] = (unsigned char)(v >> 16);
-	b[2] = (unsigned char)(v >> 8);
-	b[3] = (unsigned char)v;
-}
-
-/* A frame into OUT claiming TOTAL and HLEN, with HEADERS and PAYLOAD as
- * given and both CRCs right; returns its size. */
-static size_t
-frame(unsigned char *out, uint32_t total, uint32_t hlen, const void *headers,
-    size_t hn, const void *payload, size_t pn)
-{
-	size_t n = 12 + hn + pn;
-
-	be32_put(out, total);
-	be32_put(out + 4, hlen);
-	be32_put(out + 8, kv_crc32(0, out, 8));
-	memcpy(out + 12, headers, hn);
-	memcpy(out + 12 + hn, payload, pn);
-	be32_put(out + n, kv_crc32(0, out, n));
-	return n + 4;
-}
-
 /* Feed BUF[0..N) whole and a byte at a time: both must fail with ERR, at
  * the same offset. */
 static void
@@ -407,47 +360,47 @@ test_errors(void)
 	struct kv_aes_dec d;
 	size_t n;
 
-	n = frame(b, 16, 0, "", 0, "", 0);
+	n = aes_frame(b, 16, 0, "", 0, "", 0);
 	kv_aes_init(&d, NULL, NULL);
 	CHECK_INT(kv_aes_feed(&d, (const char *)b, n), 0);
 	CHECK_INT(kv_aes_finish(&d), 0);
 	CHECK_INT(d.messages, 1);
-	n = frame(b, 16 + 6 + 3, 6, hdr_ok, 6, "abc", 3);
+	n = aes_frame(b, 16 + 6 + 3, 6, hdr_ok, 6, "abc", 3);
 	kv_aes_init(&d, NULL, NULL);
 	CHECK_INT(kv_aes_feed(&d, (const char *)b, n), 0);
 	CHECK_INT(kv_aes_finish(&d), 0);
 
-	n = frame(b, 15, 0, "", 0, "", 0);
+	n = aes_frame(b, 15, 0, "", 0, "", 0);
 	expect_err(b, n, KV_AES_E_LENGTH);
-	n = frame(b, KV_AES_MESSAGE_MAX + 1, 0, "", 0, "", 0);
+	n = aes_frame(b, KV_AES_MESSAGE_MAX + 1, 0, "", 0, "", 0);
 	expect_err(b, n, KV_AES_E_LENGTH);
-	n = frame(b, 20, 5, "abcd", 4, "", 0);
+	n = aes_frame(b, 20, 5, "abcd", 4, "", 0);
 	expect_err(b, n, KV_AES_E_HEADERS_LENGTH);
-	n = frame(b, 16 + KV_AES_HEADERS_MAX + 1, KV_AES_HEADERS_MAX + 1, "", 0, "", 0);
+	n = aes_frame(b, 16 + KV_AES_HEADERS_MAX + 1, KV_AES_HEADERS_MAX + 1, "", 0, "", 0);
 	expect_err(b, 12, KV_AES_E_HEADERS_MAX);
-	n = frame(b, 16 + 6, 6, hdr_type, 6, "", 0);
+	n = aes_frame(b, 16 + 6, 6, hdr_type, 6, "", 0);
 	expect_err(b, n, KV_AES_E_HEADER_TYPE);
-	n = frame(b, 16 + 5, 5, hdr_short, 5, "", 0);
+	n = aes_frame(b, 16 + 5, 5, hdr_short, 5, "", 0);
 	expect_err(b, n, KV_AES_E_HEADER_TRUNCATED);
-	n = frame(b, 16 + 6, 6, hdr_str, 6, "", 0);
+	n = aes_frame(b, 16 + 6, 6, hdr_str, 6, "", 0);
 	expect_err(b, n, KV_AES_E_HEADER_TRUNCATED);
-	n = frame(b, 16 + 3, 3, hdr_name, 3, "", 0);
+	n = aes_frame(b, 16 + 3, 3, hdr_name, 3, "", 0);
 	expect_err(b, n, KV_AES_E_HEADER_TRUNCATED);
-	n = frame(b, 16 + 1, 1, "\x00", 1, "", 0);	/* empty name, no type */
+	n = aes_frame(b, 16 + 1, 1, "\x00", 1, "", 0);	/* empty name, no type */
 	expect_err(b, n, KV_AES_E_HEADER_TRUNCATED);
-	n = frame(b, 16 + 2, 2, "\x00\x00", 2, "", 0);	/* empty name, true: taken */
+	n = aes_frame(b, 16 + 2, 2, "\x00\x00", 2, "", 0);	/* empty name, true: taken */
 	kv_aes_init(&d, NULL, NULL);
 	CHECK_INT(kv_aes_feed(&d, (const char *)b, n), 0);
-	n = frame(b, 16 + 3, 0, "", 0, "abc", 3);
+	n = aes_frame(b, 16 + 3, 0, "", 0, "abc", 3);
 	b[n - 1] ^= 1;
 	expect_err(b, n, KV_AES_E_MESSAGE_CRC);
-	n = frame(b, 16, 0, "", 0, "", 0);
+	n = aes_frame(b, 16, 0, "", 0, "", 0);
 	b[8] ^= 0x80;
 	expect_err(b, n, KV_AES_E_PRELUDE_CRC);
-	n = frame(b, 16 + 3, 0, "", 0, "abc", 3);
+	n = aes_frame(b, 16 + 3, 0, "", 0, "abc", 3);
 	expect_err(b, n - 1, KV_AES_E_TRUNCATED);
 
-	n = frame(b, 16, 0, "", 0, "", 0);
+	n = aes_frame(b, 16, 0, "", 0, "", 0);
 	kv_aes_init(&d, &stop, NULL);
 	CHECK_INT(kv_aes_feed(&d, (const char *)b, n), -1);
 	CHECK_INT(d.err, KV_AES_E_STOPPED);
@@ -459,8 +412,8 @@ int
 main(void)
 {
 	size_t n, tn;
-	char *bin = slurp("eventstream.bin", &n);
-	char *want = slurp("eventstream.txt", &tn);
+	char *bin = unit_data("eventstream.bin", &n);
+	char *want = unit_data("eventstream.txt", &tn);
 
 	CHECK_INT(kv_crc32(0, "123456789", 9), 0xCBF43926u);
 	CHECK_INT(kv_crc32(kv_crc32(0, "1234", 4), "56789", 5), 0xCBF43926u);

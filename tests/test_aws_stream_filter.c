@@ -10,32 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/crc32.h"
+#include "tests/aes_frame.h"
 #include "tests/unit.h"
 #include "worker/aws_stream_filter.h"
 #include "worker/usage.h"
-
-static char *
-slurp(const char *name, size_t *len)
-{
-	const char *top = getenv("top_srcdir");
-	char path[4096];
-	FILE *f;
-	char *buf;
-	long n;
-
-	snprintf(path, sizeof(path), "%s/tests/data/%s", top ? top : ".", name);
-	if ((f = fopen(path, "rb")) == NULL || fseek(f, 0, SEEK_END) != 0 ||
-	    (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0 ||
-	    (buf = malloc((size_t)n + 1)) == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		fprintf(stderr, "cannot read %s\n", path);
-		exit(1);
-	}
-	fclose(f);
-	buf[n] = '\0';
-	*len = (size_t)n;
-	return buf;
-}
 
 /* What the filter left in the scanner, as bedrock_*.txt writes it. */
 static void
@@ -200,8 +178,8 @@ fixture(const char *name, enum kv_api api, int exception)
 
 	snprintf(bin, sizeof(bin), "%s.bin", name);
 	snprintf(txt, sizeof(txt), "%s.txt", name);
-	buf = slurp(bin, &len);
-	want = slurp(txt, &wlen);
+	buf = unit_data(bin, &len);
+	want = unit_data(txt, &wlen);
 	every_cut(api, buf, len, want);
 	every_break(api, buf, len, exception);
 	free(buf);
@@ -224,33 +202,17 @@ put_header(unsigned char *p, const char *name, const char *value)
 	return 4 + nl + vl;
 }
 
-static void
-be32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)(v >> 24);
-	p[1] = (unsigned char)(v >> 16);
-	p[2] = (unsigned char)(v >> 8);
-	p[3] = (unsigned char)v;
-}
-
 /* An event message of EVENT_TYPE with PAYLOAD into OUT; returns its length. */
 static size_t
 message(unsigned char *out, const char *event_type, const char *payload)
 {
 	unsigned char h[256];
-	size_t hl = 0, pl = strlen(payload), total;
+	size_t hl = 0, pl = strlen(payload);
 
 	hl += put_header(h + hl, ":event-type", event_type);
 	hl += put_header(h + hl, ":content-type", "application/json");
 	hl += put_header(h + hl, ":message-type", "event");
-	total = 12 + hl + pl + 4;
-	be32(out, (uint32_t)total);
-	be32(out + 4, (uint32_t)hl);
-	be32(out + 8, kv_crc32(0, out, 8));
-	memcpy(out + 12, h, hl);
-	memcpy(out + 12 + hl, payload, pl);
-	be32(out + total - 4, kv_crc32(0, out, total - 4));
-	return total;
+	return aes_frame(out, (uint32_t)(16 + hl + pl), (uint32_t)hl, h, hl, payload, pl);
 }
 
 /* A chunk whose CRCs are right but whose payload is not {"bytes": base64}:
@@ -302,7 +264,7 @@ exception_named(void)
 	struct kv_usage_scanner s;
 	struct kv_aws_stream *a;
 	size_t len;
-	char *buf = slurp("bedrock_exception.bin", &len);
+	char *buf = unit_data("bedrock_exception.bin", &len);
 
 	kv_usage_init(&s, KV_API_ANTHROPIC_MESSAGES, 1);
 	a = kv_aws_stream_new(&s);

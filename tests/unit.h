@@ -5,6 +5,7 @@
 #define KV_UNIT_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int unit_pass, unit_fail;
@@ -26,6 +27,30 @@ static int unit_pass, unit_fail;
 		fprintf(stderr, "%s:%d: %s = \"%s\", want \"%s\"\n", __FILE__, __LINE__, #got, \
 		    g_ ? g_ : "(null)", w_); } \
 } while (0)
+
+/* The whole of $top_srcdir/tests/data/NAME, NUL-terminated, its length in
+ * *LEN; exits when it cannot be read. */
+static inline char *
+unit_data(const char *name, size_t *len)
+{
+	const char *top = getenv("top_srcdir");
+	char path[4096];
+	FILE *f;
+	char *buf;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/tests/data/%s", top ? top : ".", name);
+	if ((f = fopen(path, "rb")) == NULL || fseek(f, 0, SEEK_END) != 0 ||
+	    (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0 ||
+	    (buf = malloc((size_t)n + 1)) == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		fprintf(stderr, "cannot read %s\n", path);
+		exit(1);
+	}
+	fclose(f);
+	buf[n] = '\0';
+	*len = (size_t)n;
+	return buf;
+}
 
 static inline int
 unit_done(void)

@@ -148,27 +148,16 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct trace whole, cut;
-	size_t cuts[2], *each, i;
+	size_t cuts[2], *each;
 	uint8_t *in;
 
 	if (size < 1)
 		return 0;
-	if ((in = malloc(size)) == NULL)
-		abort();
-	memcpy(in, data + 1, size - 1);
-	if (data[0] & 1)
-		fix_crcs(in, size - 1);
-	size--;
+	in = aes_input(data, size, &size, cuts);
 	decode(in, size, NULL, 0, &whole);
-	cuts[0] = size ? data[0] % size : 0;
-	cuts[1] = size ? cuts[0] + (size - cuts[0]) / 2 : 0;
 	decode(in, size, cuts, 2, &cut);
 	same(&whole, &cut);
-	if (size <= 4096 && size > 1) {
-		if ((each = malloc(size * sizeof(*each))) == NULL)
-			abort();
-		for (i = 0; i < size - 1; i++)
-			each[i] = i + 1;
+	if ((each = aes_every_byte(size)) != NULL) {
 		decode(in, size, each, size - 1, &cut);
 		same(&whole, &cut);
 		free(each);

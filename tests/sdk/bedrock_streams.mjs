@@ -28,31 +28,23 @@ const pad = (i) => "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 // the bytes of a string value as the JSON carries it (escapes as written)
 const textBytes = (s) => Buffer.byteLength(JSON.stringify(s)) - 2;
 
-function event(type, payload) {
+// one message as Bedrock frames it: KIND "event" (TYPE its :event-type) or
+// "exception" (TYPE its :exception-type), a JSON payload
+function message(kind, type, payload) {
   return codec.encode({
     headers: {
-      ":event-type": { type: "string", value: type },
+      [kind === "event" ? ":event-type" : ":exception-type"]: { type: "string", value: type },
       ":content-type": { type: "string", value: "application/json" },
-      ":message-type": { type: "string", value: "event" },
+      ":message-type": { type: "string", value: kind },
     },
     body: fromUtf8(JSON.stringify(payload)),
   });
 }
+const event = (type, payload) => message("event", type, payload);
 
 function chunk(ev, i) {
   const bytes = Buffer.from(JSON.stringify(ev)).toString("base64");
   return event("chunk", i % 2 ? { p: pad(i), bytes } : { bytes, p: pad(i) });
-}
-
-function exception(type, message) {
-  return codec.encode({
-    headers: {
-      ":exception-type": { type: "string", value: type },
-      ":content-type": { type: "string", value: "application/json" },
-      ":message-type": { type: "string", value: "exception" },
-    },
-    body: fromUtf8(JSON.stringify({ message })),
-  });
 }
 
 const texts = ["Hello", " \"there\" / ünïcode ✓", "\n— the end 😀"];
@@ -115,5 +107,5 @@ write("bedrock_converse", conv, line(cu, 1, 1, convText, 0));
 
 // broken off: message_start's exact input, the text so far, not final
 const evs = anthropicEvents(inv, inv).slice(0, 3).map(chunk);
-evs.push(exception("modelStreamErrorException", "The model stream broke off."));
+evs.push(message("exception", "modelStreamErrorException", { message: "The model stream broke off." }));
 write("bedrock_exception", evs, line({ ...inv, output: 1 }, 1, 0, textBytes(texts[0]), 1));
