@@ -216,6 +216,87 @@ test_virtual_unknown(void)
 	fake_free(c);
 }
 
+/* Bedrock's Converse (issue 35): the reservation is the exact bound of
+ * Anthropic's rules. A 1000 x 500 PNG (667 tokens by Anthropic's rule)
+ * beside the body's bytes, all at the cache-write rate (a cachePoint),
+ * and the output limit named, within which the thinking budget lies. */
+#define CONVERSE_MODEL	"us.anthropic.claude-kv-test-v1:0"	/* in no catalogue */
+#define NOMAX_MODEL	"us.anthropic.claude-kv-nomax-v1:0"
+
+static struct kv_conn *
+converse_conn(const char *model, const char *key, const char *body)
+{
+	char path[128];
+	struct kv_conn *c;
+	struct kv_account *a;
+
+	snprintf(path, sizeof(path), "/model/%s/converse", model);
+	c = fake_conn(path, key);
+	/* a bedrock upstream spends the operator's AWS account: only keys of
+	 * the config, as the master marks them */
+	a = kv_ledger_account(&ledger, c->req.keyhash, 1, NULL, 1000000000);
+	CHECK(a != NULL);
+	if (a != NULL)
+		kv_account_config_key(a, 0, 0);
+	c->req.api = KV_API_BEDROCK_CONVERSE;
+	kv_reqscan_init(c->req.rs, c->req.api);
+	CHECK_INT(kv_reqscan_model(c->req.rs, model, strlen(model)), 0);
+	CHECK_INT(kv_reqscan_feed(c->req.rs, body, strlen(body)), 0);
+	c->req.body_bytes = (int64_t)strlen(body);
+	return c;
+}
+
+static void
+test_converse_exact(void)
+{
+	static const char body[] = "{\"system\":[{\"text\":\"be brief\"},{\"cachePoint\":"
+	    "{\"type\":\"default\"}}],\"messages\":[{\"role\":\"user\",\"content\":["
+	    "{\"image\":{\"format\":\"png\",\"source\":{\"bytes\":"
+	    "\"iVBORw0KGgoAAAANSUhEUgAAA+gAAAH0CAIAAAAAAAAA\"}}},{\"text\":\"what is it?\"}]}],"
+	    "\"inferenceConfig\":{\"maxTokens\":2048},\"additionalModelRequestFields\":"
+	    "{\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024}}}";
+	static const char open[] = "{\"messages\":[{\"role\":\"user\",\"content\":"
+	    "[{\"text\":\"hi\"}]}]}";
+	static const char think[] = "{\"messages\":[{\"role\":\"user\",\"content\":"
+	    "[{\"text\":\"hi\"}]}],\"additionalModelRequestFields\":{\"thinking\":"
+	    "{\"type\":\"enabled\",\"budget_tokens\":5000}}}";
+	struct kv_conn *c;
+	int64_t want;
+
+	teardown();
+	setup("[upstream bedrock]\nprovider = bedrock\nregion = us-east-1\n"
+	    "url = http://127.0.0.1:9\ncontrol_url = http://127.0.0.1:9\n"
+	    "[price " CONVERSE_MODEL "]\ninput = 1\noutput = 2\ncache_write = 1.25\n"
+	    "context_window = 200000\nmax_output = 64000\n"
+	    "[price " NOMAX_MODEL "]\ninput = 1\noutput = 2\ncontext_window = 200000\n");
+	c = converse_conn(CONVERSE_MODEL, "sk-converse-a", body);
+	CHECK_INT(request_admit(c), KV_NEXT);
+	CHECK(c->adm.acct != NULL && c->obuf == NULL);
+	/* input: every body byte and the image's tokens at $1.25/M (the
+	 * cache write); output: maxTokens at $2/M */
+	want = ((int64_t)strlen(body) + 667) * 1250 + 2048 * 2000;
+	if (c->adm.acct != NULL)
+		CHECK_INT(atomic_load(&c->adm.acct->reserved_nusd), want);
+	CHECK_INT(c->adm.out_bound, 2048);
+	fake_free(c);
+	/* no maxTokens: the model's max_output, 64,000 x $2/M */
+	c = converse_conn(CONVERSE_MODEL, "sk-converse-b", open);
+	CHECK_INT(request_admit(c), KV_NEXT);
+	want = (int64_t)strlen(open) * 1000 + 64000 * 2000;
+	if (c->adm.acct != NULL)
+		CHECK_INT(atomic_load(&c->adm.acct->reserved_nusd), want);
+	fake_free(c);
+	/* neither a limit nor a max_output: the thinking budget, not the
+	 * 1,000 of reserve_output_tokens, is the least the output can be */
+	c = converse_conn(NOMAX_MODEL, "sk-converse-c", think);
+	CHECK_INT(request_admit(c), KV_NEXT);
+	CHECK_INT(c->adm.out_bound, 5000);
+	want = (int64_t)strlen(think) * 1000 + 5000 * 2000;
+	if (c->adm.acct != NULL)
+		CHECK_INT(atomic_load(&c->adm.acct->reserved_nusd), want);
+	fake_free(c);
+}
+
 int
 main(void)
 {
@@ -230,6 +311,7 @@ main(void)
 	test_unrouted();
 	test_unpriced();
 	test_virtual_unknown();
+	test_converse_exact();
 	teardown();
 	{
 		char cmd[128];

@@ -95,13 +95,18 @@ estimate_nusd(struct kv_conn *c, const struct kv_price *p)
 	est.web_fetch = c->req.ri.wf_uses + c->req.ri.wf_unbounded * cf->max_tool_turns;
 	lim = c->req.ri.max_output >= 0 ? c->req.ri.max_output :
 	    p->max_output > 0 ? p->max_output : cf->reserve_output_tokens;
+	/* the thinking is output too, within the limit named (Anthropic's
+	 * rule); without one, and without the model's, at least its budget */
+	if (c->req.ri.max_output < 0 && p->max_output <= 0 && c->req.ri.thinking > lim)
+		lim = c->req.ri.thinking;
 	est.output = c->req.api == KV_API_OPENAI_EMBEDDINGS ? 0 : c->req.ri.mult * lim;
 	c->adm.out_bound = est.output;
 	/* the response may say it ran on any tier the section prices (the
 	 * client asks for one in the body): reserve for the dearest */
 	if (p->priority_input >= 0 || p->flex_input >= 0)
 		est.tier = KV_TIER_OTHER;
-	kv_dims_reserve(p, &c->req.ri, c->req.api == KV_API_ANTHROPIC_MESSAGES,
+	kv_dims_reserve(p, &c->req.ri, c->req.api == KV_API_ANTHROPIC_MESSAGES ||
+	    c->req.api == KV_API_BEDROCK_CONVERSE,
 	    kv_dims_region(c->rt != NULL ? c->rt->cf : NULL), &est);
 	if (kv_cost(p, &est, &cost) == -1)
 		return INT64_MAX / 4;
