@@ -377,6 +377,7 @@ test_bedrock_invoke(void)
 	    "{\"type\":\"base64\",\"media_type\":\"image/png\",\"data\":\"" PNG_B64 "\"}},"
 	    "{\"type\":\"text\",\"text\":\"hi\"}]}]}";
 	static const char named[] = "{\"model\":\"claude-x\",\"max_tokens\":5}";
+	static const char after[] = "{\"tools\":[{\"name\":\"f\"}],\"type\":\"computer_20250124\"}";
 	struct kv_reqscan r;
 	const struct kv_request_info *ri = &r.ri;
 
@@ -398,6 +399,9 @@ test_bedrock_invoke(void)
 	CHECK(strstr(r.err, "the path names the model") != NULL);
 	CHECK_INT(scan(named, strlen(named), KV_API_ANTHROPIC_MESSAGES, &r), 0);
 	CHECK_STR(ri->model, "claude-x");
+	/* a "type" after the tools is not a tool's */
+	CHECK_INT(scan(after, strlen(after), KV_API_ANTHROPIC_MESSAGES, &r), 0);
+	CHECK_INT(ri->hidden, KV_TOOL_PROMPT_BASE);
 }
 
 /* A Converse body with every kind of block: what it asks for. The client's

@@ -366,7 +366,6 @@ nested_value(struct kv_reqscan *r, enum kv_jv_ev ev, int level, int key)
 static void
 inner_value(struct kv_reqscan *r, enum kv_jv_ev ev, int level, int key, uint64_t off)
 {
-	r->intools = r->top == K_TOOLS;
 	if (level == 2 && r->top == K_TOOLS)
 		tool_begin(r);
 	else if (level == 3 && r->top == K_TOOLS && key == K_MAX_USES && ev == KV_JV_NUM)
@@ -415,6 +414,7 @@ value_begin(struct kv_reqscan *r, enum kv_jv_ev ev, int level, uint64_t off)
 		kv_rsc_value(r, ev, level, key);
 		return;
 	}
+	r->intools = level > 1 && r->top == K_TOOLS;
 	if (level == 1)
 		top_value(r, ev, r->top = key, off);
 	else
