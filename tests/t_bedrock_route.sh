@@ -7,7 +7,8 @@
 # the inference profile the ARN names; a request the client signed with
 # SigV4 (header or presigned query) gets 401 and nothing reaches the mock;
 # errors on Bedrock paths come in Bedrock's shape; the control plane's
-# reads go to control_url, relayed free ($0 in the ledger).
+# reads go to control_url, relayed free ($0 in the ledger); what reaches
+# either is signed, and the client's kilovolt key never does.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 command -v jq >/dev/null || skip "jq not installed"
 
@@ -64,6 +65,14 @@ check_eq "charged at the profile's price: $in x \$3 + $out x \$15 per 1M" "$(spe
 	"$((in * 3000 + out * 15000))"
 code=$(post "$K" /model/us.anthropic.claude-sonnet-4-20250514-v1:0/invoke "$BODY" -H "x-api-key: $K")
 check_eq "the key in x-api-key too: 200" "$code" 200
+signed_no_key() {	# the runtime's line for that path: signed, no x-api-key
+	local l
+	l=$(awk -v t="$1" '$2 == t' "$RT_LOG")
+	[[ ${l,,} == *headers=*x-amz-date* ]] && [[ ${l,,} != *x-api-key* ]]
+}
+check "... the runtime got it signed, with no x-api-key" \
+	signed_no_key /model/us.anthropic.claude-sonnet-4-20250514-v1:0/invoke
+check_eq "the kilovolt key never reached the runtime" "$(grep -c "auth=$(id_of "$K")" "$RT_LOG")" 0
 code=$(post "$K" /v1/messages '{"model":"claude-sonnet-4","max_tokens":8,"messages":[]}' -H 'anthropic-version: 2023-06-01')
 check_eq "/v1/messages still goes to the anthropic upstream: 200" "$code" 200
 check "... the base mock served it" grep -q '^POST /v1/messages ' "$MOCK_LOG"
@@ -116,6 +125,8 @@ code=$(kv_curl "/inference-profiles?type=SYSTEM_DEFINED" -o "$T/out" -w '%{http_
 check_eq "GET /inference-profiles?type=SYSTEM_DEFINED (Claude Code's first call): 200" "$code" 200
 check "... the control-plane mock answered it" grep -q '^GET /inference-profiles?type=SYSTEM_DEFINED ' "$CTL_LOG"
 check "... the profiles came back" jq -e '.inferenceProfileSummaries[0].type == "SYSTEM_DEFINED"' "$T/out"
+check "... signed as the runtime's requests are" grep -qi '^GET /inference-profiles.*headers=.*x-amz-date' "$CTL_LOG"
+check_eq "... and the kilovolt key never reached it" "$(grep -c "auth=$(id_of "$K")" "$CTL_LOG")" 0
 code=$(kv_curl "/foundation-models/anthropic.claude-sonnet-4-20250514-v1:0" -o /dev/null -w '%{http_code}' \
 	-H "x-api-key: $K")
 check_eq "GET /foundation-models/{id}: 200" "$code" 200
