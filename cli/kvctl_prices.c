@@ -121,6 +121,31 @@ struct lookup_as {
 	const char	*region;
 };
 
+/* A model a lookup of no kind leaves to [price default] or refuses, that
+ * the catalogue prices for a provider kind (a Bedrock id, Vertex's
+ * names): say which, and how to see that price. */
+static void
+print_kind_hint(FILE *f, const struct kv_config *cf, const struct priced *m)
+{
+	static const char *const kinds[] = { "openai", "anthropic", "bedrock", "gemini",
+		"vertex", "azure" };
+	const struct kv_price *p;
+	enum kv_price_rule rule;
+	int k;
+
+	if (m->p != NULL && m->rule != KV_RULE_DEFAULT)
+		return;
+	for (k = KV_PROVIDER_OPENAI; k <= KV_PROVIDER_AZURE; k++) {
+		p = kv_price_find_in(cf, k, NULL, m->model, &rule, NULL);
+		if (p == NULL || rule != KV_RULE_FILE)
+			continue;
+		fprintf(f, "  the catalogue prices it for provider = %s (%s): kvctl prices "
+		    "--provider %s %s\n", kinds[k - 1], kvctl_price_provider(cf, p) != NULL ?
+		    kvctl_price_provider(cf, p) : "?", kinds[k - 1], m->model);
+		return;
+	}
+}
+
 static int
 show_prices(const struct kv_config *cf, char **models, int nmodels, int json,
     const struct lookup_as *as)
@@ -156,8 +181,11 @@ show_prices(const struct kv_config *cf, char **models, int nmodels, int json,
 	} else if (nmodels == 0) {
 		print_table(stdout, cf, ms, n);
 	} else {
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
 			print_detail(stdout, cf, &ms[i]);
+			if (as->provider == KV_PROVIDER_AUTO)
+				print_kind_hint(stdout, cf, &ms[i]);
+		}
 	}
 	free(ms);
 	return rc;

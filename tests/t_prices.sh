@@ -132,6 +132,9 @@ check_eq "... and with --provider anthropic" \
 	"$(pr --provider anthropic claude-sonnet-4-5)" '["claude-sonnet-4-5","anthropic",3000000000,15000000000,300000000]'
 check_eq "a Bedrock id with no provider named: not the catalogue's (lib.sh's default)" \
 	"$(kv_ctl prices --json us.anthropic.claude-sonnet-4-5-20250929-v1:0 | jq -r '.prices[0].rule')" default
+check "... and kvctl prices says which provider's entry it is" \
+	grep -qx '  the catalogue prices it for provider = bedrock (bedrock_converse): kvctl prices --provider bedrock us.anthropic.claude-sonnet-4-5-20250929-v1:0' \
+	<(kv_ctl prices us.anthropic.claude-sonnet-4-5-20250929-v1:0)
 check "kvctl prices MODEL says the entry's provider" \
 	grep -qx '  provider  *bedrock_converse' <(kv_ctl prices --provider bedrock anthropic.claude-sonnet-4-20250514-v1:0)
 check "... and the table a PROVIDER column" \
