@@ -297,6 +297,27 @@ body(enum kv_api api, const char *json, const char *want)
 	CHECK_STR(got, want);
 }
 
+/* A Converse body's 1-hour cache writes: WANT, under every split. */
+static void
+cache_details(const char *json, int64_t want)
+{
+	struct kv_usage_scanner s;
+	size_t i, len = strlen(json), bad = 0;
+
+	for (i = 0; i <= len; i++) {
+		kv_usage_init(&s, KV_API_BEDROCK_CONVERSE, 0);
+		kv_usage_feed(&s, json, i);
+		kv_usage_feed(&s, json + i, len - i);
+		bad += kv_usage_result(&s)->cache_write_1h != want || !kv_usage_result(&s)->found;
+	}
+	CHECK_INT(bad, 0);
+	/* the same usage as a ConverseStream's metadata event */
+	kv_usage_init(&s, KV_API_BEDROCK_CONVERSE, 1);
+	kv_usage_feed_event(&s, json, len);
+	kv_usage_end_event(&s);
+	CHECK_INT(kv_usage_result(&s)->cache_write_1h, want);
+}
+
 static void
 outside_streams(void)
 {
@@ -316,6 +337,19 @@ outside_streams(void)
 	/* Anthropic's names mean nothing on Converse, Bedrock's nothing on OpenAI */
 	body(KV_API_BEDROCK_CONVERSE, "{\"usage\":{\"input_tokens\":3}}", "usage 0 0 0 0 0 0 0 0\n");
 	body(KV_API_OPENAI_CHAT, "{\"usage\":{\"inputTokens\":3}}", "usage 0 0 0 0 0 0 0 0\n");
+	/* Converse's cacheDetails: the 1-hour writes among the writes, under
+	 * any split, in either member order, however the TTLs are listed */
+	cache_details("{\"usage\":{\"inputTokens\":30,\"outputTokens\":17,\"cacheWriteInputTokens\":512,"
+	    "\"cacheDetails\":[{\"inputTokens\":300,\"ttl\":\"1h\"},{\"ttl\":\"5m\",\"inputTokens\":212}]}}",
+	    300);
+	cache_details("{\"usage\":{\"cacheDetails\":[{\"ttl\":\"1h\",\"inputTokens\":100},{\"ttl\":\"1h\","
+	    "\"inputTokens\":50},{\"inputTokens\":7,\"ttl\":\"5m\"}],\"inputTokens\":3,\"outputTokens\":4,"
+	    "\"cacheWriteInputTokens\":157}}", 150);
+	cache_details("{\"usage\":{\"inputTokens\":3,\"outputTokens\":4,\"cacheWriteInputTokens\":9,"
+	    "\"cacheDetails\":[]}}", 0);
+	/* more 1-hour writes than writes: capped */
+	cache_details("{\"usage\":{\"cacheWriteInputTokens\":9,\"cacheDetails\":[{\"inputTokens\":10,"
+	    "\"ttl\":\"1h\"}]}}", 9);
 	/* InvokeModel's count headers replace what the body says */
 	kv_usage_init(&s, KV_API_ANTHROPIC_MESSAGES, 0);
 	kv_usage_bedrock_counts(&s, heads);

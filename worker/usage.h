@@ -68,6 +68,8 @@ struct kv_usage_scanner {
 	int64_t		 cand[15];	/* its numbers, -1 when absent */
 	int64_t		 anth[8];	/* Anthropic fields so far, -1 unseen */
 	int64_t		 bedrock[4];	/* Bedrock's own input, output, cache read, write */
+	int64_t		 detail_tokens;	/* Converse cacheDetails: this element's inputTokens */
+	int		 detail_1h;	/* ... and its ttl is "1h" */
 	int		 ev_counted;	/* this event carried counted text */
 	int64_t		 str_bytes0;	/* nbytes when the current string began */
 	int		 ev_ws_item;	/* this event's "item" is a web_search_call */

@@ -98,7 +98,7 @@ key_intern(const char *k, size_t len)
 		break;
 	case 12:
 		KW("input_tokens", K_INPUT_TOKENS); KW("partial_json", K_PARTIAL_JSON); KW("service_tier", K_SERVICE_TIER); KW("audio_tokens", K_AUDIO_TOKENS);
-		KW("outputTokens", K_BR_OUTPUT);
+		KW("outputTokens", K_BR_OUTPUT); KW("cacheDetails", K_BR_CACHE_DETAILS);
 		break;
 	case 13:
 		KW("prompt_tokens", K_PROMPT_TOKENS); KW("output_tokens", K_OUTPUT_TOKENS); KW("cached_tokens", K_CACHED_TOKENS); KW("include_usage", K_INCLUDE_USAGE); KW("inference_geo", K_INFERENCE_GEO);

@@ -58,6 +58,8 @@ kv_usage_init(struct kv_usage_scanner *s, enum kv_api api, int sse)
 	s->sse = sse;
 	usage_json_init(&s->json, 1);
 	s->run_want = SCAN_WANT;
+	if (api == KV_API_BEDROCK_CONVERSE)	/* a cacheDetails "ttl": too short a name to intern */
+		s->run_want |= W(K_OTHER);
 	for (i = 0; i < A_N; i++)
 		s->anth[i] = -1;
 	for (i = 0; i < 4; i++)
@@ -84,6 +86,41 @@ nested_parent(enum kv_api api)
 	return -1;
 }
 
+static int64_t
+sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+/* Converse's usage.cacheDetails, [{"inputTokens": N, "ttl": "1h"}, ...]:
+ * the cache writes by TTL, of which the 1-hour ones are priced apart, as
+ * Anthropic's ephemeral_1h_input_tokens. 1 when depth D is inside one of
+ * its elements. */
+static int
+in_cache_detail(const struct kv_usage_scanner *s, int d)
+{
+	const struct kv_json *j = &s->json;
+
+	return s->api == KV_API_BEDROCK_CONVERSE && s->cand_depth != 0 &&
+	    d == s->cand_depth + 2 && key_at(j, d - 2) == K_ARRAY &&
+	    key_at(j, d - 3) == K_BR_CACHE_DETAILS;
+}
+
+/* An element of cacheDetails closed: its tokens count as 1-hour writes
+ * when its ttl said so. */
+static void
+cache_detail_end(struct kv_usage_scanner *s)
+{
+	int64_t *w = &s->cand[C_CACHE_1H];
+
+	if (s->detail_1h)
+		*w = sat_add(*w > 0 ? *w : 0, s->detail_tokens);
+	s->detail_tokens = 0;
+	s->detail_1h = 0;
+}
+
 static void
 cand_begin(struct kv_usage_scanner *s)
 {
@@ -106,6 +143,8 @@ cand_begin(struct kv_usage_scanner *s)
 	s->cand_done = 0;
 	for (i = 0; i < C_N; i++)
 		s->cand[i] = -1;
+	s->detail_tokens = 0;
+	s->detail_1h = 0;
 }
 
 static int
@@ -147,7 +186,9 @@ cand_number(struct kv_usage_scanner *s)
 
 	if (s->cand_depth == 0 || !j->num_ok)
 		return;
-	if (d == s->cand_depth) {
+	if (in_cache_detail(s, d) && key_at(j, d - 1) == K_BR_INPUT)
+		s->detail_tokens = j->num;
+	else if (d == s->cand_depth) {
 		f = s->cand_src == SRC_METRICS || s->api == KV_API_BEDROCK_CONVERSE ?
 		    bedrock_field(key_at(j, d - 1)) : usage_field(key_at(j, d - 1));
 	} else if (d == s->cand_depth + 1 && key_at(j, d - 1) == K_CACHED_TOKENS) {
@@ -218,14 +259,6 @@ commit_openai(struct kv_usage_scanner *s)
 	    u->output - u->audio_output : u->reasoning;
 	u->cache_write_1h = 0;
 	u->found = 1;
-}
-
-static int64_t
-sat_add(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
 }
 
 /* Anthropic: message_start has every field, message_delta's counts are
@@ -474,6 +507,8 @@ on_string_begin(struct kv_usage_scanner *s)
 	else if (d == 2 && (key == K_MODEL || key == K_SERVICE_TIER) &&
 	    key_at(j, 0) == nested_parent(s->api))
 		j->capture = 1;
+	else if (in_cache_detail(s, d))
+		j->capture = 1;	/* its "ttl" */
 }
 
 int
@@ -516,7 +551,9 @@ on_string_end(struct kv_usage_scanner *s)
 	if (!j->capture)
 		return;
 	j->str[j->slen] = '\0';
-	if (output_item_type(s, d, key_at(j, d - 1)) != 0)
+	if (in_cache_detail(s, d))
+		s->detail_1h |= !j->str_bad && strcmp(j->str, "1h") == 0;
+	else if (output_item_type(s, d, key_at(j, d - 1)) != 0)
 		on_output_item(s, output_item_type(s, d, key_at(j, d - 1)));
 	else if (d == 1 && key_at(j, 0) == K_TYPE)
 		s->ev_type = event_type(j);
@@ -569,6 +606,8 @@ on_event(struct kv_usage_scanner *s, int ev)
 		container_seen(s);
 		break;
 	case EV_OBJ_CLOSE:
+		if (in_cache_detail(s, j->evdepth))
+			cache_detail_end(s);
 		if (s->cand_depth != 0 && j->evdepth == s->cand_depth) {
 			s->cand_done = 1;
 			s->cand_depth = 0;
