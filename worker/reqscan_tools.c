@@ -8,13 +8,20 @@
 
 /* "type" values of content blocks and tools whose cost the body's bytes do
  * not bound: server tools bill what they fetch as input, and files and
- * documents expand (a PDF page is an image). A trailing '*' is a prefix. */
-static const char *const fetch_types[] = {
-	"web_search*", "web_fetch*", "file_search*", "mcp", "code_interpreter*",
-	"code_execution*", "image_generation*", "computer_use*", "local_shell*",
-	"input_file", "document", "input_audio", "item_reference", "container_upload",
-	NULL,
+ * documents expand (a PDF page is an image). A prefix matches any type it
+ * starts; the lengths are kept: every "type" of every body is looked up. */
+#define T(name, prefix) { name, sizeof(name) - 1, prefix }
+static const struct {
+	const char	*name;
+	size_t		 len;
+	int		 prefix;
+} fetch_types[] = {
+	T("web_search", 1), T("web_fetch", 1), T("file_search", 1), T("mcp", 0),
+	T("code_interpreter", 1), T("code_execution", 1), T("image_generation", 1),
+	T("computer_use", 1), T("local_shell", 1), T("input_file", 0), T("document", 0),
+	T("input_audio", 0), T("item_reference", 0), T("container_upload", 0),
 };
+#undef T
 
 /* Tools the provider runs itself, calling the model again after each call. */
 int
@@ -60,13 +67,11 @@ kv_rs_unknown_dated_tool(const char *v, size_t n)
 int
 kv_rs_type_fetches(const char *v, size_t n)
 {
-	const char *const *t;
-	size_t l;
+	size_t i, l;
 
-	for (t = fetch_types; *t != NULL; t++) {
-		l = strlen(*t);
-		if ((*t)[l - 1] == '*' ? n >= l - 1 && memcmp(*t, v, l - 1) == 0 :
-		    n == l && memcmp(*t, v, n) == 0)
+	for (i = 0; i < sizeof(fetch_types) / sizeof(fetch_types[0]); i++) {
+		l = fetch_types[i].len;
+		if ((fetch_types[i].prefix ? n >= l : n == l) && memcmp(fetch_types[i].name, v, l) == 0)
 			return 1;
 	}
 	return 0;
