@@ -19,6 +19,7 @@
 
 #include "common/log.h"
 #include "master/aws_refresh.h"
+#include "master/jwks_refresh.h"
 #include "master/cluster.h"
 #include "master/key_sync.h"
 #include "master/master_ledger.h"
@@ -211,5 +212,7 @@ kv_master_start(struct master *m)
 	 * which inherits the credentials' shared slot. */
 	if (kv_aws_refresh_start(m->lp, m->cf, &m->ledger) == -1)
 		return 2;
+	/* as that user too: it writes the key set beside the ledger */
+	kv_jwks_refresh_start(m->lp, m->cf, &m->ledger);
 	return 0;
 }

@@ -9,7 +9,9 @@
 #  - issued by oidc-provider (a certified OpenID provider, pinned) by the
 #    client_credentials grant, one per algorithm, with the JWKS its
 #    discovery document names;
-# and kilovoltd -t / -T on [auth jwt] with those key sets.
+# the master's fetch of the provider's JWKS (jwks_url) into LEDGER.jwks, kept
+# across a restart with the provider down; and kilovoltd -t / -T on
+# [auth jwt] with those key sets.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 kv_sdk_setup || skip "jose and oidc-provider are not available (node/npm missing or npm unreachable)"
@@ -70,6 +72,42 @@ if timeout 120 node "$KV_SDK/jwt_oidc.mjs" "$T" >"$T/oidc.out" 2>"$T/oidc.err"; 
 	verdicts "$T/cross.ini" "$T/cross.cases"
 else
 	fail "oidc-provider issues tokens: $(grep -v WARNING "$T/oidc.err" | tail -n 5)"
+fi
+
+# ---- the master fetches the provider's JWKS and keeps it -------------------
+mkdir -p "$T/op"
+node "$KV_SDK/jwt_oidc.mjs" "$T/op" serve >"$T/op.out" 2>"$T/op.err" &
+OP_PID=$!
+kv_track "$OP_PID"
+if kv_wait_for 60 grep -qs '^ready' "$T/op.out"; then
+	OP_ISS=$(sed -n 's/^issuer\t//p' "$T/op.out")
+	OP_JWKS=$(sed -n 's/^jwks_uri\t//p' "$T/op.out")
+	grep '^oidc_' "$T/op.out" >"$T/op.cases"
+	kv_write_config <<EOF
+[auth jwt]
+issuer = $OP_ISS
+audience = kilovolt
+jwks_url = $OP_JWKS
+EOF
+	kv_start
+	check "the master keeps the provider's JWKS beside the ledger (ledger.jwks)" \
+	    kv_wait_for 30 test -s "$T/ledger.jwks"
+	check "... and says so" kv_wait_for 10 grep -q "jwks: 3 keys from $OP_JWKS" "$KV_LOG"
+	jwt_config kept "$OP_ISS" ledger.jwks
+	verdicts "$T/kept.ini" "$T/op.cases"
+	kv_stop
+	kv_kill "$OP_PID" 5
+	wait "$OP_PID" 2>/dev/null
+	# a restart while the provider is down: the kept set, and a warning
+	kv_start
+	check "a restart with the provider down reads the kept set" \
+	    kv_wait_for 10 grep -q "jwks: 3 keys in the cache $T/ledger.jwks" "$KV_LOG"
+	check "... warns of the failed fetch (KV0960)" kv_wait_for 30 grep -q "KV0960" "$KV_LOG"
+	check "... and keeps the set" test -s "$T/ledger.jwks"
+	verdicts "$T/kept.ini" "$T/op.cases"
+	kv_stop
+else
+	fail "oidc-provider serves its JWKS: $(grep -v WARNING "$T/op.err" | tail -n 5)"
 fi
 
 # ---- kilovoltd -t and -T ---------------------------------------------------

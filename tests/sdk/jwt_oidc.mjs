@@ -4,8 +4,10 @@
 // (a resource indicator each: RS256, ES256, EdDSA, all for the audience
 // "kilovolt"), and the provider's own JWKS is fetched from the jwks_uri its
 // discovery document names.
-// usage: node jwt_oidc.mjs DIR -> DIR/oidc_jwks.json; stdout: "issuer<TAB>URL"
-// then NAME<TAB>EXPECTED<TAB>TOKEN lines as jwt_mint.mjs prints them.
+// usage: node jwt_oidc.mjs DIR [serve] -> DIR/oidc_jwks.json; stdout:
+// "issuer<TAB>URL", "jwks_uri<TAB>URL", then NAME<TAB>EXPECTED<TAB>TOKEN
+// lines as jwt_mint.mjs prints them, then "ready". With serve, the provider
+// keeps answering (its JWKS for kilovolt's master) until SIGTERM.
 import { writeFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { exportJWK, generateKeyPair } from 'jose';
@@ -53,6 +55,7 @@ const disc = await (await fetch(`${issuer}/.well-known/openid-configuration`)).j
 const jwks = await (await fetch(disc.jwks_uri)).json();
 writeFileSync(`${dir}/oidc_jwks.json`, JSON.stringify(jwks));
 console.log(`issuer\t${disc.issuer}`);
+console.log(`jwks_uri\t${disc.jwks_uri}`);
 for (const [resource, alg] of Object.entries(algs)) {
 	const r = await fetch(disc.token_endpoint, {
 		method: 'POST',
@@ -65,4 +68,8 @@ for (const [resource, alg] of Object.entries(algs)) {
 		throw new Error(`token for ${resource}: ${r.status} ${JSON.stringify(body)}`);
 	console.log(`oidc_${alg}\tok:claude-code-ci:platform\t${body.access_token}`);
 }
-server.close();
+console.log('ready');
+if (process.argv[3] === 'serve')
+	process.on('SIGTERM', () => process.exit(0));
+else
+	server.close();
