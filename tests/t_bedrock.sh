@@ -1,0 +1,166 @@
+#!/bin/bash
+# t_bedrock: kilovolt in front of Bedrock (played by tests/sdk/bedrock_standin.mjs,
+# which checks every SigV4 signature with AWS's own signer), with the real
+# clients pointed at kilovolt and a kilovolt key as their Bedrock API key:
+# the AWS SDK's Bedrock runtime client (InvokeModel, its stream, Converse,
+# its stream, an ARN model id), Anthropic's Bedrock SDK and Claude Code in
+# Bedrock mode. kilovoltd signs upstream with AWS_ACCESS_KEY_ID /
+# AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN from its environment. For each
+# client: its answers, and the key's spend in the ledger equal to the usage
+# the client reports priced exactly at the configured prices, cache reads
+# and writes included, nothing left reserved. Then: no kilovolt key ever
+# reaches the stand-in, every request it gets is kilovolt's signature; a
+# client's own SigV4 is refused 401 with nothing sent on; a %2F ARN model id
+# is forwarded byte for byte; 200 concurrent streams on one key never pass
+# its budget.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+command -v jq >/dev/null || skip "jq not installed"
+kv_sdk_setup || skip "the Node SDKs are not available (node/npm missing or npm unreachable)"
+
+MODEL=us.anthropic.claude-sonnet-4-5-20250929-v1:0
+ARN=arn:aws:bedrock:us-east-1:123456789012:inference-profile/$MODEL
+ARN_ENC=arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Ainference-profile%2F$MODEL
+TOKEN=kvStandinSessionToken0123456789
+KA=kv-bedrock-aws-sdk-$$
+KS=kv-bedrock-anthropic-sdk-$$
+KC=kv-bedrock-claude-code-$$
+KX=kv-bedrock-misc-$$
+KF=kv-bedrock-flood-$$
+FLOOD_BUDGET=100000000	# $0.10 in nano-dollars
+
+# Every Anthropic model on Bedrock at one set of prices (USD per 1M tokens),
+# whole nano-dollars per token: input 3000, output 15000, cache read 300,
+# cache write 3750.
+P_IN=3000 P_OUT=15000 P_CR=300 P_CW=3750
+kv_start_standin --session-token "$TOKEN"
+kv_write_config <<EOF
+[upstream bedrock]
+provider = bedrock
+region = us-east-1
+url = $STANDIN_URL
+control_url = $STANDIN_URL
+
+[price us.anthropic.*]
+input = 3.00
+output = 15.00
+cached_input = 0.30
+cache_write = 3.75
+
+[key flood]
+key = $KF
+budget = 0.10
+EOF
+AWS_ACCESS_KEY_ID=$STANDIN_AK AWS_SECRET_ACCESS_KEY=$STANDIN_SK AWS_SESSION_TOKEN=$TOKEN kv_start
+
+check_eq "kvctl prices: $MODEL at the configured input, output, cache read and write" \
+	"$(kv_ctl prices --json "$MODEL" | jq -c '.prices[0].prices |
+		[.input_per_1m_nusd, .output_per_1m_nusd, .cached_input_per_1m_nusd, .cache_write_per_1m_nusd]')" \
+	"[3000000000,15000000000,300000000,3750000000]"
+
+lines() { wc -l <"$STANDIN_LOG"; }
+after() { tail -n +$(($1 + 1)) "$STANDIN_LOG"; }
+# cost_of: the nano-dollars of the usage lines ({input, output, cacheRead,
+# cacheWrite}) on stdin, summed.
+cost_of() {
+	jq -s --argjson i $P_IN --argjson o $P_OUT --argjson r $P_CR --argjson w $P_CW \
+		'map(.input * $i + .output * $o + .cacheRead * $r + .cacheWrite * $w) | add // 0'
+}
+reported() { sed -n 's/^usage //p' "$1"; }
+settled_all() { [ "$(kv_ctl keys --json | jq '[.keys[].reserved_nusd] | add')" = 0 ]; }
+
+# ---- each client through kilovolt ----------------------------------------------
+
+# through NAME KEY SCRIPT ARGS...: a client script at kilovolt with KEY as
+# its Bedrock API key; then KEY's spend must be its reported usage priced.
+through() {
+	local name=$1 key=$2 script=$3 from
+	shift 3
+	from=$(lines)
+	kv_node_checks "$name" "$T/$name.out" node "$KV_SDK/$script" "$KV_URL" "$key" "$@"
+	kv_wait_for 30 settled_all
+	check_eq "$name: the stand-in served each call it reported (${name} usage lines)" \
+		"$(after "$from" | jq -c 'select(.status == 200 and .usage) | .usage' | jq -s -c 'map({input, output, cacheRead, cacheWrite})')" \
+		"$(reported "$T/$name.out" | jq -s -c 'map({input, output, cacheRead, cacheWrite})')"
+	check_eq "$name: the ledger's spend is the reported usage at the prices, cache included" \
+		"$(spent "$key")" "$(reported "$T/$name.out" | cost_of)"
+	check_eq "$name: nothing left reserved" "$(reserved "$key")" 0
+}
+
+through aws-sdk "$KA" aws_bedrock_test.mjs
+through bedrock-sdk "$KS" anthropic_bedrock_test.mjs
+
+# Claude Code: it lists the inference profiles (relayed to the control
+# plane, free), probes models with max_tokens 1 (metered like any request,
+# not in the usage it reports) and streams its answer.
+from=$(lines)
+kv_node_checks claude-code "$T/cc.out" node "$KV_SDK/claude_code_test.mjs" "$KV_URL" "$KC" "$T/cc-home"
+kv_wait_for 30 settled_all
+after "$from" >"$T/cc.log"
+check "claude-code: its inference-profile list reached the stand-in, signed by kilovolt" \
+	test "$(jq -r 'select(.target | startswith("/inference-profiles")) | "\(.status) \(.auth)"' "$T/cc.log" | sort -u)" \
+	= "200 sigv4:$STANDIN_AK"
+check_eq "claude-code: the usage it reports is the stand-in's for its streamed answer" \
+	"$(reported "$T/cc.out" | cost_of)" \
+	"$(jq -c 'select(.status == 200 and .op == "invoke-with-response-stream") | .usage' "$T/cc.log" | cost_of)"
+check_eq "claude-code: the ledger's spend is every model call it made (probes included), priced" \
+	"$(spent "$KC")" "$(jq -c 'select(.status == 200 and .usage) | .usage' "$T/cc.log" | cost_of)"
+check_eq "claude-code: nothing left reserved" "$(reserved "$KC")" 0
+
+# ---- what reached the stand-in -------------------------------------------------
+
+for k in "$KA" "$KS" "$KC"; do
+	check_eq "the kilovolt key ${k%-*} never reached the stand-in" "$(grep -c -F -- "$k" "$STANDIN_LOG")" 0
+done
+check_eq "every request the stand-in got carried kilovolt's SigV4 (with the session token)" \
+	"$(jq -r '"\(.auth) \(.headers["x-amz-security-token"])"' "$STANDIN_LOG" | sort -u)" \
+	"sigv4:$STANDIN_AK $TOKEN"
+
+# ---- a client's own SigV4 is refused, nothing sent -------------------------------
+
+from=$(lines)
+kv_node_checks sigv4-client "$T/sig.out" node "$KV_SDK/aws_bedrock_test.mjs" "$KV_URL" x \
+	--sigv4 "$STANDIN_AK" "$STANDIN_SK" --refused
+check_eq "sigv4-client: every call refused with 401" \
+	"$(sed -n 's/^refusal //p' "$T/sig.out" | jq -r .status | sort -u)" 401
+check_eq "sigv4-client: nothing reached the stand-in" "$(lines)" "$from"
+code=$(kv_curl "/model/$MODEL/invoke" -o "$T/sig.body" -w '%{http_code}' -H 'Content-Type: application/json' \
+	-H "Authorization: AWS4-HMAC-SHA256 Credential=$STANDIN_AK/20261207/us-east-1/bedrock/aws4_request, SignedHeaders=host;x-amz-date, Signature=$(printf '%064d' 0)" \
+	-H 'X-Amz-Date: 20261207T000000Z' -d '{"anthropic_version":"bedrock-2023-05-31","max_tokens":5,"messages":[]}')
+check_eq "a SigV4 Authorization by curl: 401" "$code" 401
+check "... saying to use a kilovolt key as a Bedrock API key" grep -qi "api key" "$T/sig.body"
+check_eq "... and nothing reached the stand-in" "$(lines)" "$from"
+
+# ---- a %2F ARN model id, and x-api-key ------------------------------------------
+
+body='{"anthropic_version":"bedrock-2023-05-31","max_tokens":20,"messages":[{"role":"user","content":"arn [[out=5]]"}]}'
+from=$(lines)
+code=$(kv_curl "/model/$ARN_ENC/invoke" -o "$T/arn.body" -w '%{http_code}' -H "x-api-key: $KX" \
+	-H 'Content-Type: application/json' -d "$body")
+check_eq "an encoded ARN model id (%3A, %2F) with x-api-key: 200" "$code" 200
+check_eq "... forwarded byte for byte" "$(after "$from" | jq -r .target)" "/model/$ARN_ENC/invoke"
+kv_wait_for 30 settled_all
+check_eq "... and priced as the profile it names" "$(spent "$KX")" \
+	"$(jq -c '.usage | {input: .input_tokens, output: .output_tokens, cacheRead: .cache_read_input_tokens, cacheWrite: .cache_creation_input_tokens}' "$T/arn.body" | cost_of)"
+
+# ---- 200 concurrent streams on one key -------------------------------------------
+
+from=$(lines)
+timeout 300 node "$KV_SDK/bedrock_flood.mjs" "$KV_URL" "$KF" 200 "$MODEL" \
+	'{"anthropic_version":"bedrock-2023-05-31","max_tokens":1000,"messages":[{"role":"user","content":"flood [[slow=20]]"}]}' \
+	>"$T/flood.out" 2>"$T/flood.err"
+check_eq "flood: 200 outcomes" "$(wc -l <"$T/flood.out")" 200
+n200=$(jq -s 'map(select(.status == 200)) | length' "$T/flood.out")
+echo "# flood: $(jq -r .status "$T/flood.out" | sort | uniq -c | tr '\n' ' ')"
+check "flood: at least one stream admitted ($n200)" test "$n200" -ge 1
+check_eq "flood: every admitted stream is whole" "$(jq -s 'map(select(.status == 200 and .complete != true)) | length' "$T/flood.out")" 0
+check_eq "flood: every other request refused with 402" "$(jq -s 'map(select(.status != 200 and .status != 402)) | length' "$T/flood.out")" 0
+check_eq "flood: the refused ones never reached the stand-in" "$(after "$from" | wc -l)" "$n200"
+check "flood: every reservation settles" kv_wait_for 30 settled_all
+fs=$(spent "$KF")
+echo "# flood: spent $fs of $FLOOD_BUDGET nUSD"
+check "flood: spend never passes the budget ($fs <= $FLOOD_BUDGET)" test "$fs" -le "$FLOOD_BUDGET"
+check_eq "flood: spend is the admitted streams' usage, priced" "$fs" \
+	"$(jq -c 'select(.status == 200) | .usage' "$T/flood.out" | cost_of)"
+
+kv_finish
