@@ -47,11 +47,26 @@ output = 15.00
 cached_input = 0.30
 cache_write = 3.75
 
+[key aws-sdk]
+key = $KA
+
+[key bedrock-sdk]
+key = $KS
+
+[key claude-code]
+key = $KC
+
+[key misc]
+key = $KX
+
 [key flood]
 key = $KF
 budget = 0.10
 EOF
-AWS_ACCESS_KEY_ID=$STANDIN_AK AWS_SECRET_ACCESS_KEY=$STANDIN_SK AWS_SESSION_TOKEN=$TOKEN kv_start
+# A bedrock upstream takes only the keys of [key] sections (virtual keys).
+# kilovoltd's AWS credentials: the stand-in's, from its environment only.
+AWS_ACCESS_KEY_ID=$STANDIN_AK AWS_SECRET_ACCESS_KEY=$STANDIN_SK AWS_SESSION_TOKEN=$TOKEN \
+	AWS_EC2_METADATA_DISABLED=true kv_start
 
 check_eq "kvctl prices: $MODEL at the configured input, output, cache read and write" \
 	"$(kv_ctl prices --json "$MODEL" | jq -c '.prices[0].prices |
@@ -128,7 +143,7 @@ code=$(kv_curl "/model/$MODEL/invoke" -o "$T/sig.body" -w '%{http_code}' -H 'Con
 	-H "Authorization: AWS4-HMAC-SHA256 Credential=$STANDIN_AK/20261207/us-east-1/bedrock/aws4_request, SignedHeaders=host;x-amz-date, Signature=$(printf '%064d' 0)" \
 	-H 'X-Amz-Date: 20261207T000000Z' -d '{"anthropic_version":"bedrock-2023-05-31","max_tokens":5,"messages":[]}')
 check_eq "a SigV4 Authorization by curl: 401" "$code" 401
-check "... saying to use a kilovolt key as a Bedrock API key" grep -qi "api key" "$T/sig.body"
+check "... saying to use a kilovolt key as a Bedrock API key" jq -e '.message | test("AWS_BEARER_TOKEN_BEDROCK")' "$T/sig.body"
 check_eq "... and nothing reached the stand-in" "$(lines)" "$from"
 
 # ---- a %2F ARN model id, and x-api-key ------------------------------------------
