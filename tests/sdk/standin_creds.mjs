@@ -80,7 +80,7 @@ export function sts(res, form, st) {
 	if (form.get('RoleArn') !== ROLE_ARN && !st.anyRole)
 		return stsError(res, 'AccessDenied', 'Not authorized to perform sts:AssumeRoleWithWebIdentity');
 	const c = vend(st.credentials, st.credTtl, st.now());
-	st.vended.push({ via: 'sts', accessKeyId: c.accessKeyId, expiration: c.expiration, role: form.get('RoleArn') });
+	st.vended.push({ via: 'sts', accessKeyId: c.accessKeyId, expiration: c.expiration, role: form.get('RoleArn'), session });
 	text(res, 200, `<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
   <AssumeRoleWithWebIdentityResult>
     <SubjectFromWebIdentityToken>system:serviceaccount:default:kilovolt</SubjectFromWebIdentityToken>
