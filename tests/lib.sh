@@ -617,6 +617,7 @@ STANDIN_API_KEY=kv-standin-bedrock-api-key
 # usage, outcome).
 kv_start_standin() {
 	STANDIN_LOG=$T/standin.jsonl
+	: >"$STANDIN_LOG"
 	rm -f "$T/standin.port"
 	node "$KV_SDK/bedrock_standin.mjs" --port-file "$T/standin.port" --log "$STANDIN_LOG" \
 		--access-key "$STANDIN_AK" --secret-key "$STANDIN_SK" --api-key "$STANDIN_API_KEY" "$@" \

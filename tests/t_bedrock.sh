@@ -9,7 +9,8 @@
 # client: its answers, and the key's spend in the ledger equal to the usage
 # the client reports priced exactly at the configured prices, cache reads
 # and writes included, nothing left reserved. Then: no kilovolt key ever
-# reaches the stand-in, every request it gets is kilovolt's signature; a
+# reaches the stand-in, every request it gets is kilovolt's signature (or,
+# on an upstream with api_key, the Bedrock API key as a bearer token); a
 # client's own SigV4 is refused 401 with nothing sent on; a %2F ARN model id
 # is forwarded byte for byte; 200 concurrent streams on one key never pass
 # its budget.
@@ -26,6 +27,8 @@ KA=kv-bedrock-aws-sdk-$$
 KS=kv-bedrock-anthropic-sdk-$$
 KC=kv-bedrock-claude-code-$$
 KX=kv-bedrock-misc-$$
+KB=kv-bedrock-api-key-$$
+KEY_MODEL=us.anthropic.claude-3-5-haiku-20241022-v1:0
 KF=kv-bedrock-flood-$$
 FLOOD_BUDGET=100000000	# $0.10 in nano-dollars
 
@@ -40,6 +43,15 @@ provider = bedrock
 region = us-east-1
 url = $STANDIN_URL
 control_url = $STANDIN_URL
+
+# The same Bedrock with a Bedrock API key instead of SigV4, for one model.
+[upstream bedrock-key]
+provider = bedrock
+region = us-east-1
+url = $STANDIN_URL
+control_url = $STANDIN_URL
+api_key = env:KV_TEST_BEDROCK_API_KEY
+models = $KEY_MODEL
 
 [price us.anthropic.*]
 input = 3.00
@@ -59,6 +71,9 @@ key = $KC
 [key misc]
 key = $KX
 
+[key api-key]
+key = $KB
+
 [key flood]
 key = $KF
 budget = 0.10
@@ -66,7 +81,7 @@ EOF
 # A bedrock upstream takes only the keys of [key] sections (virtual keys).
 # kilovoltd's AWS credentials: the stand-in's, from its environment only.
 AWS_ACCESS_KEY_ID=$STANDIN_AK AWS_SECRET_ACCESS_KEY=$STANDIN_SK AWS_SESSION_TOKEN=$TOKEN \
-	AWS_EC2_METADATA_DISABLED=true kv_start
+	AWS_EC2_METADATA_DISABLED=true KV_TEST_BEDROCK_API_KEY=$STANDIN_API_KEY kv_start
 
 check_eq "kvctl prices: $MODEL at the configured input, output, cache read and write" \
 	"$(kv_ctl prices --json "$MODEL" | jq -c '.prices[0].prices |
@@ -122,13 +137,27 @@ check_eq "claude-code: the ledger's spend is every model call it made (probes in
 	"$(spent "$KC")" "$(jq -c 'select(.status == 200 and .usage) | .usage' "$T/cc.log" | cost_of)"
 check_eq "claude-code: nothing left reserved" "$(reserved "$KC")" 0
 
+# ---- an upstream with a Bedrock API key ----------------------------------------
+
+from=$(lines)
+KV_BEDROCK_MODEL=$KEY_MODEL through api-key-upstream "$KB" aws_bedrock_test.mjs
+check_eq "api-key-upstream: the stand-in got the upstream's Bedrock API key as a bearer token, no SigV4" \
+	"$(after "$from" | jq -r '"\(.auth) \(.headers.authorization) \(.headers["x-amz-date"])"' | sort -u)" \
+	"bearer Bearer $STANDIN_API_KEY null"
+from=$(lines)
+code=$(kv_curl "/model/$KEY_MODEL/invoke" -o "$T/xk.body" -w '%{http_code}' -H "x-api-key: $KB" \
+	-H 'Content-Type: application/json' -d '{"anthropic_version":"bedrock-2023-05-31","max_tokens":9,"messages":[{"role":"user","content":"x-api-key"}]}')
+check_eq "api-key-upstream: a client's x-api-key: 200" "$code" 200
+check_eq "... the stand-in got the Bedrock API key as Bedrock takes it (Authorization: Bearer), not as x-api-key" \
+	"$(after "$from" | jq -r '"\(.headers.authorization) \(.headers["x-api-key"])"')" "Bearer $STANDIN_API_KEY null"
+
 # ---- what reached the stand-in -------------------------------------------------
 
-for k in "$KA" "$KS" "$KC"; do
+for k in "$KA" "$KS" "$KC" "$KB"; do
 	check_eq "the kilovolt key ${k%-*} never reached the stand-in" "$(grep -c -F -- "$k" "$STANDIN_LOG")" 0
 done
-check_eq "every request the stand-in got carried kilovolt's SigV4 (with the session token)" \
-	"$(jq -r '"\(.auth) \(.headers["x-amz-security-token"])"' "$STANDIN_LOG" | sort -u)" \
+check_eq "every request for the SigV4 upstream carried kilovolt's SigV4 (with the session token)" \
+	"$(jq -r --arg m "$KEY_MODEL" 'select(.model != $m) | "\(.auth) \(.headers["x-amz-security-token"])"' "$STANDIN_LOG" | sort -u)" \
 	"sigv4:$STANDIN_AK $TOKEN"
 
 # ---- a client's own SigV4 is refused, nothing sent -------------------------------

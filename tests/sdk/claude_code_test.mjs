@@ -11,6 +11,7 @@
 //   AWS_BEARER_TOKEN_BEDROCK=KEY        sent as "Authorization: Bearer KEY"
 //   AWS_REGION=us-east-1
 //   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1, DISABLE_AUTOUPDATER=1
+//   CLAUDE_CODE_MAX_RETRIES=0, API_TIMEOUT_MS=60000: an error shows at once
 //   ANTHROPIC_MODEL, ANTHROPIC_SMALL_FAST_MODEL: the model (KV_BEDROCK_MODEL,
 //     default us.anthropic.claude-sonnet-4-5-20250929-v1:0), so its price is known
 // and HOME (a fresh directory). It runs `claude -p PROMPT --output-format
@@ -48,6 +49,7 @@ const env = {
 	CLAUDE_CODE_USE_BEDROCK: '1', ANTHROPIC_BEDROCK_BASE_URL: base, AWS_BEARER_TOKEN_BEDROCK: key,
 	AWS_REGION: 'us-east-1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1',
 	ANTHROPIC_MODEL: MODEL, ANTHROPIC_SMALL_FAST_MODEL: MODEL,
+	CLAUDE_CODE_MAX_RETRIES: '0', API_TIMEOUT_MS: '60000',
 };
 const [cmd, ...pre] = claude();
 const r = spawnSync(cmd, [...pre, '-p', prompt, '--output-format', 'json'],
