@@ -80,8 +80,10 @@ budget = 0.10
 EOF
 # A bedrock upstream takes only the keys of [key] sections (virtual keys).
 # kilovoltd's AWS credentials: the stand-in's, from its environment only.
+# The Bedrock API key's variable is exported: kvctl reads the config too.
+export KV_TEST_BEDROCK_API_KEY=$STANDIN_API_KEY
 AWS_ACCESS_KEY_ID=$STANDIN_AK AWS_SECRET_ACCESS_KEY=$STANDIN_SK AWS_SESSION_TOKEN=$TOKEN \
-	AWS_EC2_METADATA_DISABLED=true KV_TEST_BEDROCK_API_KEY=$STANDIN_API_KEY kv_start
+	AWS_EC2_METADATA_DISABLED=true kv_start
 
 check_eq "kvctl prices: $MODEL at the configured input, output, cache read and write" \
 	"$(kv_ctl prices --json "$MODEL" | jq -c '.prices[0].prices |
@@ -157,7 +159,7 @@ for k in "$KA" "$KS" "$KC" "$KB"; do
 	check_eq "the kilovolt key ${k%-*} never reached the stand-in" "$(grep -c -F -- "$k" "$STANDIN_LOG")" 0
 done
 check_eq "every request for the SigV4 upstream carried kilovolt's SigV4 (with the session token)" \
-	"$(jq -r --arg m "$KEY_MODEL" 'select(.model != $m) | "\(.auth) \(.headers["x-amz-security-token"])"' "$STANDIN_LOG" | sort -u)" \
+	"$(jq -r --arg m "$KEY_MODEL" 'select((.model // "") | endswith($m) | not) | "\(.auth) \(.headers["x-amz-security-token"])"' "$STANDIN_LOG" | sort -u)" \
 	"sigv4:$STANDIN_AK $TOKEN"
 
 # ---- a client's own SigV4 is refused, nothing sent -------------------------------
@@ -172,7 +174,8 @@ code=$(kv_curl "/model/$MODEL/invoke" -o "$T/sig.body" -w '%{http_code}' -H 'Con
 	-H "Authorization: AWS4-HMAC-SHA256 Credential=$STANDIN_AK/20261207/us-east-1/bedrock/aws4_request, SignedHeaders=host;x-amz-date, Signature=$(printf '%064d' 0)" \
 	-H 'X-Amz-Date: 20261207T000000Z' -d '{"anthropic_version":"bedrock-2023-05-31","max_tokens":5,"messages":[]}')
 check_eq "a SigV4 Authorization by curl: 401" "$code" 401
-check "... saying to use a kilovolt key as a Bedrock API key" jq -e '.message | test("AWS_BEARER_TOKEN_BEDROCK")' "$T/sig.body"
+check_eq "... saying to use a kilovolt key as a Bedrock API key" \
+	"$(jq -r '.message | test("AWS_BEARER_TOKEN_BEDROCK")' "$T/sig.body")" true
 check_eq "... and nothing reached the stand-in" "$(lines)" "$from"
 
 # ---- a %2F ARN model id, and x-api-key ------------------------------------------
