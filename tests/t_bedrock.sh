@@ -12,8 +12,8 @@
 # reaches the stand-in, every request it gets is kilovolt's signature (or,
 # on an upstream with api_key, the Bedrock API key as a bearer token); a
 # client's own SigV4 is refused 401 with nothing sent on; a %2F ARN model id
-# is forwarded byte for byte; 200 concurrent streams on one key never pass
-# its budget.
+# is forwarded byte for byte; a stream cut, corrupted or throttled is
+# charged as a cut; 200 concurrent streams on one key never pass its budget.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 command -v jq >/dev/null || skip "jq not installed"
@@ -28,6 +28,7 @@ KS=kv-bedrock-anthropic-sdk-$$
 KC=kv-bedrock-claude-code-$$
 KX=kv-bedrock-misc-$$
 KB=kv-bedrock-api-key-$$
+KCUT=kv-bedrock-cuts-$$
 KEY_MODEL=us.anthropic.claude-3-5-haiku-20241022-v1:0
 KF=kv-bedrock-flood-$$
 FLOOD_BUDGET=100000000	# $0.10 in nano-dollars
@@ -73,6 +74,9 @@ key = $KX
 
 [key api-key]
 key = $KB
+
+[key cuts]
+key = $KCUT
 
 [key flood]
 key = $KF
@@ -189,6 +193,29 @@ check_eq "... forwarded byte for byte" "$(after "$from" | jq -r .target)" "/mode
 kv_wait_for 30 settled_all
 check_eq "... and priced as the profile it names" "$(spent "$KX")" \
 	"$(jq -c '.usage | {input: .input_tokens, output: .output_tokens, cacheRead: .cache_read_input_tokens, cacheWrite: .cache_creation_input_tokens}' "$T/arn.body" | cost_of)"
+
+# ---- streams that break: cut, a bad CRC, a throttlingException --------------------
+
+# Each is charged as a cut (README "How cuts, cancels and timeouts are
+# charged"): the exact input and cache figures its message_start gave, plus
+# the reservation's output (max_tokens, 50, more than the stand-in had sent),
+# marked estimated.
+est0=$(kv_ctl status --json | jq .estimated_requests_total)
+from=$(lines)
+for kind in cut malformed throttle; do
+	kv_curl "/model/$MODEL/invoke-with-response-stream" -o "$T/$kind.bin" -H "Authorization: Bearer $KCUT" \
+		-H 'Content-Type: application/json' \
+		-d "{\"anthropic_version\":\"bedrock-2023-05-31\",\"max_tokens\":50,\"messages\":[{\"role\":\"user\",\"content\":\"$kind [[$kind]]\"}]}" \
+		2>/dev/null
+	check "$kind: the client got the stream's first bytes" test -s "$T/$kind.bin"
+done
+kv_wait_for 30 settled_all
+check_eq "the stand-in broke the three streams as asked" \
+	"$(after "$from" | jq -r .outcome | tr '\n' ' ')" "cut malformed throttled "
+check_eq "the three are charged as cuts: their exact input and cache, the reservation's output" \
+	"$(spent "$KCUT")" "$(after "$from" | jq -c '.usage | .output = 50' | cost_of)"
+check_eq "... nothing left reserved" "$(reserved "$KCUT")" 0
+check_eq "... and counted as estimated" "$(kv_ctl status --json | jq .estimated_requests_total)" $((est0 + 3))
 
 # ---- 200 concurrent streams on one key -------------------------------------------
 
