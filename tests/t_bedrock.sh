@@ -1,7 +1,8 @@
 #!/bin/bash
 # t_bedrock: kilovolt in front of Bedrock (played by tests/sdk/bedrock_standin.mjs,
 # which checks every SigV4 signature with AWS's own signer), with the real
-# clients pointed at kilovolt and a kilovolt key as their Bedrock API key:
+# clients pointed at kilovolt and a kilovolt key as their Bedrock API key
+# (and curl on Bedrock's OpenAI-compatible chat completions):
 # the AWS SDK's Bedrock runtime client (InvokeModel, its stream, Converse,
 # its stream, an ARN model id), Anthropic's Bedrock SDK and Claude Code in
 # Bedrock mode. kilovoltd signs upstream with AWS_ACCESS_KEY_ID /
@@ -29,6 +30,7 @@ KC=kv-bedrock-claude-code-$$
 KX=kv-bedrock-misc-$$
 KB=kv-bedrock-api-key-$$
 KCUT=kv-bedrock-cuts-$$
+KO=kv-bedrock-openai-compat-$$
 KEY_MODEL=us.anthropic.claude-3-5-haiku-20241022-v1:0
 KF=kv-bedrock-flood-$$
 FLOOD_BUDGET=100000000	# $0.10 in nano-dollars
@@ -44,6 +46,7 @@ provider = bedrock
 region = us-east-1
 url = $STANDIN_URL
 control_url = $STANDIN_URL
+paths = /model/ /openai/v1/
 
 # The same Bedrock with a Bedrock API key instead of SigV4, for one model.
 [upstream bedrock-key]
@@ -77,6 +80,13 @@ key = $KB
 
 [key cuts]
 key = $KCUT
+
+[key openai-compat]
+key = $KO
+
+[price openai.gpt-oss-*]
+input = 0.15
+output = 0.60
 
 [key flood]
 key = $KF
@@ -193,6 +203,23 @@ check_eq "... forwarded byte for byte" "$(after "$from" | jq -r .target)" "/mode
 kv_wait_for 30 settled_all
 check_eq "... and priced as the profile it names" "$(spent "$KX")" \
 	"$(jq -c '.usage | {input: .input_tokens, output: .output_tokens, cacheRead: .cache_read_input_tokens, cacheWrite: .cache_creation_input_tokens}' "$T/arn.body" | cost_of)"
+
+# ---- Bedrock's OpenAI-compatible chat completions ---------------------------------
+
+from=$(lines)
+code=$(post "$KO" /openai/v1/chat/completions \
+	'{"model":"openai.gpt-oss-120b-1:0","max_tokens":30,"messages":[{"role":"user","content":"openai-compatible [[out=7]]"}]}')
+check_eq "/openai/v1/chat/completions on the bedrock upstream: 200" "$code" 200
+u1=$(jq -c '.usage | {input: .prompt_tokens, output: .completion_tokens, cacheRead: 0, cacheWrite: 0}' "$T/out")
+code=$(post "$KO" /openai/v1/chat/completions \
+	'{"model":"openai.gpt-oss-120b-1:0","max_tokens":30,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"streamed [[out=5]]"}]}')
+check_eq "... streamed: 200" "$code" 200
+u2=$(sed -n 's/^data: //p' "$T/out" | grep -v '^\[DONE\]' | jq -c 'select(.usage) | .usage | {input: .prompt_tokens, output: .completion_tokens, cacheRead: 0, cacheWrite: 0}')
+check "... the stream's last chunk carried its usage" test -n "$u2"
+check_eq "... both signed by kilovolt and served" "$(after "$from" | jq -r '"\(.auth) \(.status)"' | sort -u)" "sigv4:$STANDIN_AK 200"
+kv_wait_for 30 settled_all
+check_eq "... charged their usage at the price of openai.gpt-oss-* (0.15 / 0.60)" "$(spent "$KO")" \
+	"$(printf '%s\n%s\n' "$u1" "$u2" | jq -s 'map(.input * 150 + .output * 600) | add')"
 
 # ---- streams that break: cut, a bad CRC, a throttlingException --------------------
 
