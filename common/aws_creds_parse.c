@@ -192,7 +192,8 @@ kv_aws_parse_role(const char *body, size_t len, char *role, char *err, size_t er
 	memcpy(role, body, n);
 	role[n] = '\0';
 	/* IAM's role-name characters: it goes into the next request's path. */
-	if (strspn(role, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+=,.@_-") != n) {
+	if (strspn(role, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+=,.@_-") != n ||
+	    strcmp(role, ".") == 0 || strcmp(role, "..") == 0) {
 		snprintf(err, errlen, "IMDS role name is not an IAM role name");
 		return -1;
 	}

@@ -265,7 +265,8 @@ unchunk(char *p, size_t *n)
 	while (in < *n && !ck.done) {
 		if ((r = kv_chunked_feed(&ck, p + in, *n - in, &data, &dlen)) == -1)
 			return -1;
-		memmove(p + out, data, dlen);
+		if (dlen > 0)	/* a run of framing only hands out no data */
+			memmove(p + out, data, dlen);
 		out += dlen;
 		in += (size_t)r;
 	}

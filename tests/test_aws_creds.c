@@ -179,6 +179,8 @@ test_imds(void)
 	CHECK_INT(kv_aws_parse_role("", 0, role, err, sizeof(err)), -1);
 	CHECK_INT(kv_aws_parse_role("../etc", 6, role, err, sizeof(err)), -1);
 	CHECK_INT(kv_aws_parse_role("a b", 3, role, err, sizeof(err)), -1);
+	CHECK_INT(kv_aws_parse_role("..\n", 3, role, err, sizeof(err)), -1);
+	CHECK_INT(kv_aws_parse_role(".", 1, role, err, sizeof(err)), -1);
 }
 
 int
