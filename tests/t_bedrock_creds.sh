@@ -7,6 +7,9 @@
 # instance role through IMDSv2) must give signatures the stand-in accepts;
 # credentials that expire are refreshed by the master and picked up by the
 # running workers (no restart), requests before and after accepted; a
+# reload that brings the first bedrock upstream has them fetched; the body
+# signed is the one sent (spooled, or with the usage member kilovolt adds);
+# the control plane's reads are signed; a
 # retry to another target is signed again for its Host; the client's own
 # key, signature and token never reach the upstream; a bedrock upstream's
 # `api_key = env:NAME` goes as a bearer token; with no credentials at all
@@ -30,7 +33,7 @@ MODEL=anthropic.claude-3-5-haiku-20241022-v1:0
 # control plane there too, and the client's kilovolt key (a bedrock
 # upstream takes kilovolt keys only).
 config() {
-	printf '[upstream bedrock]\nprovider = bedrock\nregion = us-east-1\nurl = %s\ncontrol_url = %s\n%s\n[key client]\nkey = %s\nbudget = 1.00\n' \
+	printf '[upstream bedrock]\nprovider = bedrock\nregion = us-east-1\nurl = %s\ncontrol_url = %s\npaths = /model/ /openai/v1/\n%s\n[key client]\nkey = %s\nbudget = 1.00\n' \
 		"${URL:-$STANDIN_URL}" "$STANDIN_URL" "${1:-}" "$CLIENT_KEY" >"$T/bedrock.ini"
 	kv_write_config <"$T/bedrock.ini"
 }
@@ -61,6 +64,16 @@ invoke() {
 	[ "$code" = 200 ] && kv_wait_for 10 more_calls "$before"
 	echo "$code"
 }
+# call PATH FILE: FILE's JSON posted to PATH with the client's key; prints
+# the HTTP status once the stand-in logged the call.
+call() {
+	local before code
+	before=$(calls)
+	code=$(kv_curl "$1" -o "$T/answer" -w '%{http_code}' -H "Authorization: Bearer $CLIENT_KEY" \
+		-H 'Content-Type: application/json' --data-binary "@$2")
+	[ "$code" = 200 ] && kv_wait_for 10 more_calls "$before"
+	echo "$code"
+}
 # last FILTER: FILTER applied to the last model call the stand-in logged.
 last() { jq -c 'select(.op != null)' "$STANDIN_LOG" | tail -n 1 | jq -r "$1"; }
 vended() { jq -r --arg v "$1" 'select(.vended.via == $v) | .vended.accessKeyId' "$STANDIN_LOG"; }
@@ -84,6 +97,17 @@ check_eq "env keys: scoped to us-east-1/bedrock, host and x-amz-date signed" \
 	"us-east-1/bedrock/aws4_request host;x-amz-date"
 check_eq "env keys: no session token without one, no client's X-Amz-* header" \
 	"$(last '[.headers | keys[] | select(startswith("x-amz-"))] | join(" ")')" "x-amz-date"
+# The body signed is the body sent: one past the 8 KB window, spooled and
+# hashed from the spool; one kilovolt adds a member to (usage asked for).
+printf '{"anthropic_version":"bedrock-2023-05-31","max_tokens":16,"messages":[{"role":"user","content":"%s"}]}' \
+	"$(head -c 30000 /dev/zero | tr '\0' a)" >"$T/big.json"
+check_eq "spooled body: answered, signed with the spool's hash, the body the one sent" \
+	"$(call "/model/$MODEL/invoke" "$T/big.json") $(last .auth) $(last .body_sha256) $(last .body_bytes)" \
+	"200 sigv4:$STANDIN_AK $(sha256sum <"$T/big.json" | cut -d' ' -f1) $(wc -c <"$T/big.json")"
+printf '{"model":"openai.gpt-oss-20b-1:0","stream":true,"messages":[{"role":"user","content":"hi"}]}' >"$T/stream.json"
+check_eq "usage member added: answered, the signature covers the body with it" \
+	"$(call /openai/v1/chat/completions "$T/stream.json") $(last .auth) $(last '.body_bytes > '"$(wc -c <"$T/stream.json")")" \
+	"200 sigv4:$STANDIN_AK true"
 code=$(kv_curl '/inference-profiles?type=SYSTEM_DEFINED' -o /dev/null -w '%{http_code}' \
 	-H "Authorization: Bearer $CLIENT_KEY")
 control() { grep -q '"outcome":"control"' "$STANDIN_LOG"; }
@@ -131,11 +155,19 @@ check "refresh: the master logged where the credentials came from" \
 	grep -q "AWS credentials from web identity, expiring in" "$KV_LOG"
 kv_stop
 
-# ---- the instance role through IMDSv2 -------------------------------------------------
+# ---- the instance role through IMDSv2, first needed after a reload ---------------------
 aws_env AWS_EC2_METADATA_SERVICE_ENDPOINT=$STANDIN_URL
+kv_write_config </dev/null
 kv_start
+check_eq "IMDSv2: no bedrock upstream, no credentials fetched" "$(vended imds)" ""
+config
+kill -HUP "$KV_PID"
+fetched() { grep -q "AWS credentials from instance role (IMDSv2)" "$KV_LOG"; }
+check "IMDSv2: the reload that adds a bedrock upstream has them fetched" kv_wait_for 30 fetched
+reloaded() { [ "$(invoke)" = 200 ]; }
+check "IMDSv2: the reloaded generation serves the bedrock upstream" kv_wait_for 30 reloaded
 imds=$(vended imds | head -n 1)
-check "IMDSv2: the instance role's credentials were vended at start" test -n "$imds"
+check "IMDSv2: the instance role's credentials were vended" test -n "$imds"
 check_eq "IMDSv2: the request is answered" "$(invoke)" 200
 check "IMDSv2: signed with the instance role's credentials" \
 	test -n "$(vended imds | while read -r ak; do [ "$(last .auth)" = "sigv4:$ak" ] && echo y; done)"
