@@ -8,6 +8,7 @@
 
 #include "common/aws_creds.h"
 #include "common/aws_creds_parse.h"
+#include "master/http_fetch.h"
 #include "tests/unit.h"
 
 /* Credentials whose every byte says which publication they are: a torn
@@ -183,9 +184,42 @@ test_imds(void)
 	CHECK_INT(kv_aws_parse_role(".", 1, role, err, sizeof(err)), -1);
 }
 
+/* The credential endpoints' URLs (AWS_ENDPOINT_URL_STS,
+ * AWS_EC2_METADATA_SERVICE_ENDPOINT, STS's regional one). */
+static void
+test_url(void)
+{
+	struct kv_fetch_url u;
+
+	CHECK_INT(kv_fetch_parse_url("https://sts.us-east-1.amazonaws.com/", &u), 0);
+	CHECK(u.tls == 1 && u.v6 == 0);
+	CHECK_STR(u.host, "sts.us-east-1.amazonaws.com");
+	CHECK_STR(u.port, "443");
+	CHECK_STR(u.path, "/");
+	CHECK_INT(kv_fetch_parse_url("http://169.254.169.254", &u), 0);
+	CHECK_STR(u.port, "80");
+	CHECK_STR(u.path, "/");
+	CHECK_INT(kv_fetch_parse_url("http://[fd00:ec2::254]:8080/x", &u), 0);
+	CHECK(u.v6 == 1);
+	CHECK_STR(u.host, "fd00:ec2::254");
+	CHECK_STR(u.port, "8080");
+	CHECK_STR(u.path, "/x");
+	CHECK_INT(kv_fetch_parse_url("http://127.0.0.1:35113", &u), 0);
+	CHECK_STR(u.port, "35113");
+	CHECK_INT(kv_fetch_parse_url("ftp://h/", &u), -1);
+	CHECK_INT(kv_fetch_parse_url("http://:80/", &u), -1);
+	CHECK_INT(kv_fetch_parse_url("http://h:/", &u), -1);
+	CHECK_INT(kv_fetch_parse_url("http://h:8x/", &u), -1);
+	CHECK_INT(kv_fetch_parse_url("http://h?q", &u), -1);
+	CHECK_INT(kv_fetch_parse_url("http://[::1/", &u), -1);
+	CHECK_INT(kv_fetch_parse_url("http://h/a b", &u), -1);
+	CHECK_INT(kv_fetch_parse_url("http://h/a\r\nX: y", &u), -1);
+}
+
 int
 main(void)
 {
+	test_url();
 	test_time();
 	test_sts();
 	test_imds();
