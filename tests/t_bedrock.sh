@@ -31,6 +31,7 @@ KX=kv-bedrock-misc-$$
 KB=kv-bedrock-api-key-$$
 KCUT=kv-bedrock-cuts-$$
 KO=kv-bedrock-openai-compat-$$
+KC2=kv-bedrock-claude-code-skip-auth-$$
 KEY_MODEL=us.anthropic.claude-3-5-haiku-20241022-v1:0
 KF=kv-bedrock-flood-$$
 FLOOD_BUDGET=100000000	# $0.10 in nano-dollars
@@ -83,6 +84,9 @@ key = $KCUT
 
 [key openai-compat]
 key = $KO
+
+[key claude-code-skip-auth]
+key = $KC2
 
 [price openai.gpt-oss-*]
 input = 0.15
@@ -153,6 +157,18 @@ check_eq "claude-code: the ledger's spend is every model call it made (probes in
 	"$(spent "$KC")" "$(jq -c 'select(.status == 200 and .usage) | .usage' "$T/cc.log" | cost_of)"
 check_eq "claude-code: nothing left reserved" "$(reserved "$KC")" 0
 
+# Claude Code's other way to send a key: CLAUDE_CODE_SKIP_BEDROCK_AUTH=1 and
+# ANTHROPIC_AUTH_TOKEN (its control-plane read then carries no key: 401).
+from=$(lines)
+kv_node_checks claude-code-skip-auth "$T/cc2.out" node "$KV_SDK/claude_code_test.mjs" "$KV_URL" "$KC2" \
+	"$T/cc2-home" --skip-bedrock-auth
+kv_wait_for 30 settled_all
+after "$from" >"$T/cc2.log"
+check_eq "claude-code-skip-auth: the usage it reports is the stand-in's" \
+	"$(reported "$T/cc2.out" | cost_of)" "$(jq -c 'select(.status == 200 and .usage) | .usage' "$T/cc2.log" | cost_of)"
+check_eq "claude-code-skip-auth: the ledger's spend is its model calls, priced" \
+	"$(spent "$KC2")" "$(jq -c 'select(.status == 200 and .usage) | .usage' "$T/cc2.log" | cost_of)"
+
 # ---- an upstream with a Bedrock API key ----------------------------------------
 
 from=$(lines)
@@ -169,7 +185,7 @@ check_eq "... the stand-in got the Bedrock API key as Bedrock takes it (Authoriz
 
 # ---- what reached the stand-in -------------------------------------------------
 
-for k in "$KA" "$KS" "$KC" "$KB"; do
+for k in "$KA" "$KS" "$KC" "$KC2" "$KB"; do
 	check_eq "the kilovolt key ${k%-*} never reached the stand-in" "$(grep -c -F -- "$k" "$STANDIN_LOG")" 0
 done
 check_eq "every request for the SigV4 upstream carried kilovolt's SigV4 (with the session token)" \

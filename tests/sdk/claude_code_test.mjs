@@ -2,7 +2,7 @@
 // binary) in its Bedrock mode against BASEURL (kilovolt, or the Bedrock
 // stand-in directly), one non-interactive prompt:
 //
-//   node claude_code_test.mjs BASEURL KEY HOME [PROMPT]
+//   node claude_code_test.mjs BASEURL KEY HOME [PROMPT] [--skip-bedrock-auth]
 //
 // Its environment is only what Bedrock mode needs (nothing of ours leaks
 // in, no AWS credentials):
@@ -14,7 +14,10 @@
 //   CLAUDE_CODE_MAX_RETRIES=0, API_TIMEOUT_MS=60000: an error shows at once
 //   ANTHROPIC_MODEL, ANTHROPIC_SMALL_FAST_MODEL: the model (KV_BEDROCK_MODEL,
 //     default us.anthropic.claude-sonnet-4-5-20250929-v1:0), so its price is known
-// and HOME (a fresh directory). It runs `claude -p PROMPT --output-format
+// and HOME (a fresh directory). With --skip-bedrock-auth, the other way:
+//   CLAUDE_CODE_SKIP_BEDROCK_AUTH=1 ANTHROPIC_AUTH_TOKEN=KEY
+// (then it sends the control-plane read without credentials, and the
+// inference with "Authorization: Bearer KEY"). It runs `claude -p PROMPT --output-format
 // json`; Claude Code first lists the inference profiles, probes models with
 // max_tokens 1 and then streams the answer from invoke-with-response-stream.
 // Prints "ok"/"FAIL" lines, one "usage {json}" line with the usage Claude
@@ -25,9 +28,11 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { check, finish } from './check.mjs';
 
-const [base, key, home, prompt = 'Greet the kilovolt test. [[out=9]]'] = process.argv.slice(2);
+const args = process.argv.slice(2);
+const skipAuth = args.includes('--skip-bedrock-auth');
+const [base, key, home, prompt = 'Greet the kilovolt test. [[out=9]]'] = args.filter((a) => a !== '--skip-bedrock-auth');
 if (!base || !key || !home) {
-	console.error('usage: node claude_code_test.mjs BASEURL KEY HOME [PROMPT]');
+	console.error('usage: node claude_code_test.mjs BASEURL KEY HOME [PROMPT] [--skip-bedrock-auth]');
 	process.exit(2);
 }
 const MODEL = process.env.KV_BEDROCK_MODEL ?? 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
@@ -46,7 +51,8 @@ function claude() {
 mkdirSync(home, { recursive: true });
 const env = {
 	PATH: process.env.PATH, HOME: home, TMPDIR: home,
-	CLAUDE_CODE_USE_BEDROCK: '1', ANTHROPIC_BEDROCK_BASE_URL: base, AWS_BEARER_TOKEN_BEDROCK: key,
+	CLAUDE_CODE_USE_BEDROCK: '1', ANTHROPIC_BEDROCK_BASE_URL: base,
+	...(skipAuth ? { CLAUDE_CODE_SKIP_BEDROCK_AUTH: '1', ANTHROPIC_AUTH_TOKEN: key } : { AWS_BEARER_TOKEN_BEDROCK: key }),
 	AWS_REGION: 'us-east-1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1',
 	ANTHROPIC_MODEL: MODEL, ANTHROPIC_SMALL_FAST_MODEL: MODEL,
 	CLAUDE_CODE_MAX_RETRIES: '0', API_TIMEOUT_MS: '60000',
