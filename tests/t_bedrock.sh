@@ -34,7 +34,7 @@ KO=kv-bedrock-openai-compat-$$
 KC2=kv-bedrock-claude-code-skip-auth-$$
 KEY_MODEL=us.anthropic.claude-3-5-haiku-20241022-v1:0
 KF=kv-bedrock-flood-$$
-FLOOD_BUDGET=100000000	# $0.10 in nano-dollars
+FLOOD_BUDGET=3000000	# $0.003 in nano-dollars
 
 # Every Anthropic model on Bedrock at one set of prices (USD per 1M tokens),
 # whole nano-dollars per token: input 3000, output 15000, cache read 300,
@@ -94,7 +94,7 @@ output = 0.60
 
 [key flood]
 key = $KF
-budget = 0.10
+budget = 0.003
 EOF
 # A bedrock upstream takes only the keys of [key] sections (virtual keys).
 # kilovoltd's AWS credentials: the stand-in's, from its environment only.
@@ -260,24 +260,42 @@ check_eq "the three are charged as cuts: their exact input and cache, the reserv
 check_eq "... nothing left reserved" "$(reserved "$KCUT")" 0
 check_eq "... and counted as estimated" "$(kv_ctl status --json | jq .estimated_requests_total)" $((est0 + 3))
 
-# ---- 200 concurrent streams on one key -------------------------------------------
+# ---- 200 concurrent streams on one key, wave after wave --------------------------
 
-from=$(lines)
-timeout 300 node "$KV_SDK/bedrock_flood.mjs" "$KV_URL" "$KF" 200 "$MODEL" \
-	'{"anthropic_version":"bedrock-2023-05-31","max_tokens":1000,"messages":[{"role":"user","content":"flood [[slow=20]]"}]}' \
-	>"$T/flood.out" 2>"$T/flood.err"
-check_eq "flood: 200 outcomes" "$(wc -l <"$T/flood.out")" 200
-n200=$(jq -s 'map(select(.status == 200)) | length' "$T/flood.out")
-echo "# flood: $(jq -r .status "$T/flood.out" | sort | uniq -c | tr '\n' ' ')"
-check "flood: at least one stream admitted ($n200)" test "$n200" -ge 1
-check_eq "flood: every admitted stream is whole" "$(jq -s 'map(select(.status == 200 and .complete != true)) | length' "$T/flood.out")" 0
-check_eq "flood: every other request refused with 402" "$(jq -s 'map(select(.status != 200 and .status != 402)) | length' "$T/flood.out")" 0
-check_eq "flood: the refused ones never reached the stand-in" "$(after "$from" | wc -l)" "$n200"
-check "flood: every reservation settles" kv_wait_for 30 settled_all
-fs=$(spent "$KF")
-echo "# flood: spent $fs of $FLOOD_BUDGET nUSD"
-check "flood: spend never passes the budget ($fs <= $FLOOD_BUDGET)" test "$fs" -le "$FLOOD_BUDGET"
-check_eq "flood: spend is the admitted streams' usage, priced" "$fs" \
-	"$(jq -c 'select(.status == 200) | .usage' "$T/flood.out" | cost_of)"
+# Waves of 200 concurrent streams on a key with a $0.003 budget until a wave
+# gets none in (at most 20 waves): each admitted stream costs about $0.0002,
+# so the budget is spent by real charges, not only held by reservations.
+# After every wave the spend is within the budget and is exactly the
+# admitted streams' usage, priced; a refusal is a 402 that never reached the
+# stand-in.
+FLOOD_BODY='{"anthropic_version":"bedrock-2023-05-31","max_tokens":12,"messages":[{"role":"user","content":"flood [[slow=20]]"}]}'
+: >"$T/flood.all"
+over=0 wrong=0 short=0 leaked=0 unpriced=0 waves=0 n200=1
+while [ "$n200" -gt 0 ] && [ $waves -lt 20 ]; do
+	waves=$((waves + 1))
+	from=$(lines)
+	timeout 300 node "$KV_SDK/bedrock_flood.mjs" "$KV_URL" "$KF" 200 "$MODEL" "$FLOOD_BODY" \
+		>"$T/flood.out" 2>"$T/flood.err"
+	cat "$T/flood.out" >>"$T/flood.all"
+	n200=$(jq -s 'map(select(.status == 200)) | length' "$T/flood.out")
+	echo "# flood wave $waves: $(jq -r .status "$T/flood.out" | sort | uniq -c | tr '\n' ' ')"
+	[ "$(wc -l <"$T/flood.out")" = 200 ] || wrong=$((wrong + 1))
+	[ "$(jq -s 'map(select(.status != 200 and .status != 402)) | length' "$T/flood.out")" = 0 ] || wrong=$((wrong + 1))
+	[ "$(jq -s 'map(select(.status == 200 and .complete != true)) | length' "$T/flood.out")" = 0 ] || short=$((short + 1))
+	[ "$(after "$from" | wc -l)" = "$n200" ] || leaked=$((leaked + 1))
+	kv_wait_for 30 settled_all || wrong=$((wrong + 1))
+	fs=$(spent "$KF")
+	[ "$fs" -le "$FLOOD_BUDGET" ] || over=$((over + 1))
+	[ "$fs" = "$(jq -c 'select(.status == 200) | .usage' "$T/flood.all" | cost_of)" ] || unpriced=$((unpriced + 1))
+done
+admitted=$(jq -s 'map(select(.status == 200)) | length' "$T/flood.all")
+echo "# flood: $waves waves, $admitted streams admitted, spent $fs of $FLOOD_BUDGET nUSD"
+check "flood: the waves end with one that gets none in ($waves waves)" test "$n200" = 0
+check "flood: the budget was spent by real charges (more than half of it: $fs)" test $((fs * 2)) -gt "$FLOOD_BUDGET"
+check_eq "flood: every wave 200 outcomes, each a 200 or a 402, all settled" "$wrong" 0
+check_eq "flood: every admitted stream whole" "$short" 0
+check_eq "flood: no refused request reached the stand-in" "$leaked" 0
+check_eq "flood: after every wave the spend is within the budget" "$over" 0
+check_eq "flood: after every wave the spend is exactly the admitted streams' usage, priced" "$unpriced" 0
 
 kv_finish
