@@ -1,8 +1,9 @@
-/* One HTTP/1.1 exchange, start to end, for the master's short-lived
- * helper processes (spend alerts' webhook, AWS credential fetches) and its
- * start-up: blocking for the caller, but bounded by one deadline over the
- * connect, the TLS handshake, the write and the read, so a dead or silent
- * peer costs the caller that long and no more. https:// is verified with
+/* One HTTP/1.1 exchange, start to end, for the master's AWS credential
+ * fetches (its start-up and its refresh helper process; spend alerts'
+ * helper still has its own client in master/alerts.c): blocking for the
+ * caller, but bounded by one deadline over the connect, the TLS
+ * handshake, the write and the read, so a dead or silent peer costs the
+ * caller that long and no more. https:// is verified with
  * the one TLS client set-up (common/tls_client.h). Never called from the
  * master's loop. */
 #ifndef KV_HTTP_FETCH_H
