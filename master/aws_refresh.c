@@ -3,30 +3,24 @@
  * four HTTP exchanges (IMDS's token, role and credentials; or STS over
  * TLS), once an hour at most, and a forked child with one deadline each
  * does them in a screen of code where a state machine in the loop would
- * take four; the loop only watches the pipe the answer comes back on, as
- * spend alerts' helpers do (master/alerts.c). The secret crosses the pipe,
- * never a file. */
+ * take four; the loop only watches the pipe the answer comes back on
+ * (master/helper_proc.c). The secret crosses the pipe, never a file. */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif
 
 #include "master/aws_refresh.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/mman.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "common/aws_creds.h"
 #include "common/backoff.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "master/aws_chain.h"
+#include "master/helper_proc.h"
 
 #define EARLY_S		300	/* refresh this long before expiry */
 #define SOON_S		5	/* at the earliest, after a fetch */
@@ -43,19 +37,15 @@ struct answer {
 static struct {
 	struct kv_aws_slot	*slot;
 	struct kv_mloop		*lp;
-	const struct kv_ledger	*ledger;
 	const struct kv_config	*cf;		/* the config seen last */
 	char			 region[64];
 	int			 needed;
 	struct kv_mloop_timer	 timer;
-	struct kv_mloop_io	 io;
-	int			 fd;		/* a running helper's pipe; -1 */
-	pid_t			 pid;
+	struct kv_helper	 helper;
 	struct answer		 ans;
-	size_t			 got;
 	struct kv_backoff	 bo;
 	int			 retry_s;
-} R = { .fd = -1 };
+} R = { .helper = { .fd = -1 } };	/* no helper before kv_aws_refresh_start */
 
 int
 kv_aws_needed(const struct kv_config *cf, size_t *idx)
@@ -108,94 +98,37 @@ failed(const char *why)
 	kv_mloop_timer_at(R.lp, &R.timer, kv_now_ms() + (int64_t)R.retry_s * 1000);
 }
 
-/* The helper: the chain, its answer on FD, then gone. Nothing of the
- * master's is kept open (its listener, the ledger's mapping that holds
- * the daemon's flock: see master/alerts.c's deliver). */
-static void __attribute__((noreturn))
-helper(int fd)
-{
-	static struct answer a;
-
-	if (munmap(R.ledger->base, R.ledger->size) == -1)
-		kv_log_warn("KV0473", "AWS credentials helper: munmap of the ledger");
-	if (fd != 3 && (dup2(fd, 3) == -1 || close(fd) == -1))
-		_exit(1);
-	if (close_range(4, ~0U, 0) == -1)
-		for (fd = 4; fd < 1024; fd++)
-			(void)close(fd);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGHUP, SIG_IGN);
-	alarm(HELPER_MAX_S);
-	a.ok = kv_aws_chain_fetch(R.region, &a.creds, a.err, sizeof(a.err)) == 0;
-	if (write(3, &a, sizeof(a)) != (ssize_t)sizeof(a))
-		_exit(1);
-	kv_aws_wipe(&a, sizeof(a));
-	_exit(0);
-}
-
-/* The helper's answer, read as it comes; at its end (EOF), used. */
+/* In the helper process: the chain, its answer into ANS. */
 static void
-on_answer(void *arg, uint32_t events)
+fetch(void *arg, void *ans, size_t size)
 {
-	ssize_t n = 0;
+	struct answer *a = ans;
 
 	(void)arg;
-	(void)events;
-	while (R.got < sizeof(R.ans) &&
-	    (n = read(R.fd, (char *)&R.ans + R.got, sizeof(R.ans) - R.got)) > 0)
-		R.got += (size_t)n;
-	if (R.got < sizeof(R.ans) && !(n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR)))
-		return;	/* more to come */
-	kv_mloop_io_clear(R.lp, &R.io);
-	close(R.fd);
-	R.fd = -1;
-	R.pid = 0;	/* reaped with the workers (unknown pids are just reaped) */
-	if (R.got != sizeof(R.ans))
-		failed("the helper process ended without an answer");
+	(void)size;
+	a->ok = kv_aws_chain_fetch(R.region, &a->creds, a->err, sizeof(a->err)) == 0;
+}
+
+/* In the master: the helper's answer, whole or not. */
+static void
+fetched(void *arg, int whole, const char *why)
+{
+	(void)arg;
+	if (!whole)
+		failed(why);
 	else if (!R.ans.ok)
 		failed(R.ans.err);
 	else
 		publish(&R.ans.creds);
 	kv_aws_wipe(&R.ans, sizeof(R.ans));
-	R.got = 0;
 }
 
 static void
 run_helper(void *arg)
 {
-	int p[2];
-
 	(void)arg;
-	if (R.fd != -1 || !R.needed)
-		return;
-	if (pipe2(p, O_CLOEXEC) == -1) {
-		kv_log_warn("KV0474", "AWS credentials: pipe2");
-		failed("no pipe for the helper");
-		return;
-	}
-	kv_log_flush();
-	if ((R.pid = fork()) == -1) {
-		kv_log_warn("KV0475", "AWS credentials: fork");
-		close(p[0]);
-		close(p[1]);
-		failed("no helper process");
-		return;
-	}
-	if (R.pid == 0) {
-		close(p[0]);
-		helper(p[1]);
-	}
-	close(p[1]);
-	R.fd = p[0];
-	R.got = 0;
-	if (fcntl(R.fd, F_SETFL, O_NONBLOCK) == -1 ||
-	    kv_mloop_io_set(R.lp, &R.io, R.fd, EPOLLIN) == -1) {
-		kv_log_warn("KV0476", "AWS credentials: watching the helper's pipe");
-		close(R.fd);	/* the helper's write fails: it goes */
-		R.fd = -1;
-		failed("cannot watch the helper");
-	}
+	if (R.needed)
+		(void)kv_helper_start(&R.helper);	/* a failure to start is handed to fetched */
 }
 
 /* Note CF's needs: whether credentials are needed, and STS's region. */
@@ -218,9 +151,8 @@ kv_aws_refresh_start(struct kv_mloop *lp, const struct kv_config *cf, const stru
 	size_t i = 0;
 
 	R.lp = lp;
-	R.ledger = l;
 	kv_mloop_timer_init(&R.timer, run_helper, NULL);
-	kv_mloop_io_init(&R.io, on_answer, NULL);
+	kv_helper_init(&R.helper, lp, l, &R.ans, sizeof(R.ans), HELPER_MAX_S, fetch, fetched, NULL);
 	if ((R.slot = kv_aws_slot_map()) == NULL) {
 		kv_log_warn("KV0470", "AWS credentials: mmap of the shared slot");
 		return -1;
@@ -244,14 +176,12 @@ kv_aws_refresh_config(const struct kv_config *cf)
 	if (R.slot == NULL || cf == R.cf)
 		return;
 	note_config(cf);
-	if (R.needed && kv_aws_slot_generation(R.slot) == 0 && R.fd == -1)
+	if (R.needed && kv_aws_slot_generation(R.slot) == 0)
 		run_helper(NULL);
 }
 
 void
 kv_aws_refresh_forget(void)
 {
-	if (R.fd != -1)
-		close(R.fd);
-	R.fd = -1;
+	kv_helper_forget(&R.helper);
 }
