@@ -260,6 +260,25 @@ check_eq "the three are charged as cuts: their exact input and cache, the reserv
 check_eq "... nothing left reserved" "$(reserved "$KCUT")" 0
 check_eq "... and counted as estimated" "$(kv_ctl status --json | jq .estimated_requests_total)" $((est0 + 3))
 
+# ConverseStream names its usage only in its last event (metadata): a broken
+# one is charged an estimate, never less than the stand-in's usage priced.
+before=$(spent "$KCUT")
+from=$(lines)
+for kind in cut malformed throttle; do
+	kv_curl "/model/$MODEL/converse-stream" -o "$T/c-$kind.bin" -H "Authorization: Bearer $KCUT" \
+		-H 'Content-Type: application/json' \
+		-d "{\"inferenceConfig\":{\"maxTokens\":50},\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":\"$kind [[$kind]]\"}]}]}" \
+		2>/dev/null
+done
+kv_wait_for 30 settled_all
+check_eq "converse-stream: the stand-in broke the three streams as asked" \
+	"$(after "$from" | jq -r .outcome | tr '\n' ' ')" "cut malformed throttled "
+got=$(($(spent "$KCUT") - before))
+billed=$(after "$from" | jq -c .usage | cost_of)
+check "converse-stream: charged at least the stand-in's usage, priced ($got >= $billed)" test "$got" -ge "$billed"
+check_eq "... nothing left reserved" "$(reserved "$KCUT")" 0
+check_eq "... and counted as estimated" "$(kv_ctl status --json | jq .estimated_requests_total)" $((est0 + 6))
+
 # ---- 200 concurrent streams on one key, wave after wave --------------------------
 
 # Waves of 200 concurrent streams on a key with a $0.003 budget until a wave
