@@ -183,6 +183,12 @@ check_eq "API key: the request is answered" "$(invoke)" 200
 check_eq "API key: sent as Authorization: Bearer" "$(last .headers.authorization)" "Bearer $STANDIN_API_KEY"
 check_eq "API key: no x-api-key, api-key nor X-Amz-* header went up" \
 	"$(last '[.headers | keys[] | select(. == "x-api-key" or . == "api-key" or startswith("x-amz-"))] | length')" 0
+before=$(calls)
+code=$(kv_curl "/model/$MODEL/invoke" -o /dev/null -w '%{http_code}' -H "x-api-key: $CLIENT_KEY" \
+	-d '{"anthropic_version":"bedrock-2023-05-31","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}')
+kv_wait_for 10 more_calls "$before"
+check_eq "API key: a client's key in x-api-key still sends the Bedrock key as Bearer" \
+	"$code $(last .headers.authorization) $(last '.headers["x-api-key"]')" "200 Bearer $STANDIN_API_KEY null"
 kv_stop
 aws_env
 
