@@ -32,6 +32,7 @@ KB=kv-bedrock-api-key-$$
 KCUT=kv-bedrock-cuts-$$
 KO=kv-bedrock-openai-compat-$$
 KC2=kv-bedrock-claude-code-skip-auth-$$
+KE=kv-bedrock-aws-sdk-env-$$
 KEY_MODEL=us.anthropic.claude-3-5-haiku-20241022-v1:0
 KF=kv-bedrock-flood-$$
 FLOOD_BUDGET=3000000	# $0.003 in nano-dollars
@@ -88,6 +89,9 @@ key = $KO
 [key claude-code-skip-auth]
 key = $KC2
 
+[key aws-sdk-env]
+key = $KE
+
 [price openai.gpt-oss-*]
 input = 0.15
 output = 0.60
@@ -138,6 +142,7 @@ through() {
 }
 
 through aws-sdk "$KA" aws_bedrock_test.mjs
+through aws-sdk-env "$KE" aws_bedrock_test.mjs --env-token
 through bedrock-sdk "$KS" anthropic_bedrock_test.mjs
 
 # Claude Code: it lists the inference profiles (relayed to the control
@@ -185,7 +190,7 @@ check_eq "... the stand-in got the Bedrock API key as Bedrock takes it (Authoriz
 
 # ---- what reached the stand-in -------------------------------------------------
 
-for k in "$KA" "$KS" "$KC" "$KC2" "$KB"; do
+for k in "$KA" "$KE" "$KS" "$KC" "$KC2" "$KB"; do
 	check_eq "the kilovolt key ${k%-*} never reached the stand-in" "$(grep -c -F -- "$k" "$STANDIN_LOG")" 0
 done
 check_eq "every request for the SigV4 upstream carried kilovolt's SigV4 (with the session token)" \

@@ -43,6 +43,7 @@ check_eq "the log names the credentials IMDS and STS vended, and the requests si
 	"imds sts |200 200 "
 
 client aws-bearer aws_bedrock_test.mjs "$STANDIN_API_KEY"
+client aws-env-token aws_bedrock_test.mjs "$STANDIN_API_KEY" --env-token
 client aws-sigv4 aws_bedrock_test.mjs x --sigv4 "$STANDIN_AK" "$STANDIN_SK"
 from=$(lines)
 kv_node_checks aws-bad-secret "$T/aws-bad.out" node "$KV_SDK/aws_bedrock_test.mjs" "$STANDIN_URL" x \

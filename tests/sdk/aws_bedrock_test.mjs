@@ -2,11 +2,12 @@
 // (@aws-sdk/client-bedrock-runtime) against BASEURL (kilovolt, or the
 // Bedrock stand-in directly):
 //
-//   node aws_bedrock_test.mjs BASEURL KEY [--sigv4 AK SK] [--refused]
+//   node aws_bedrock_test.mjs BASEURL KEY [--sigv4 AK SK | --env-token] [--refused]
 //
 // KEY goes as a Bedrock API key: the client's `token` with
-// authSchemePreference ['httpBearerAuth'] sends "Authorization: Bearer KEY"
-// (what AWS_BEARER_TOKEN_BEDROCK does). With --sigv4 the client signs with
+// authSchemePreference ['httpBearerAuth'] sends "Authorization: Bearer KEY";
+// with --env-token the client has no credentials in its config and KEY is
+// only in AWS_BEARER_TOKEN_BEDROCK, which the SDK then sends the same way. With --sigv4 the client signs with
 // the access key AK and secret SK instead. The client uses the SDK's HTTP/1.1
 // handler (NodeHttpHandler): its default is HTTP/2. It runs InvokeModel,
 // InvokeModelWithResponseStream, Converse, ConverseStream on an inference
@@ -26,10 +27,17 @@ import { clientArgs, runCalls, usage } from './bedrock_client.mjs';
 const { base, key, refused, sigv4, model: MODEL, arn: ARN } = clientArgs('aws_bedrock_test.mjs');
 const SYSTEM = 'You are a terse assistant for the kilovolt Bedrock test. '.repeat(40);
 
+// --env-token: the key only in AWS_BEARER_TOKEN_BEDROCK, as a user sets it.
+const envToken = process.argv.includes('--env-token');
+if (envToken) {
+	process.env.AWS_BEARER_TOKEN_BEDROCK = key;
+	for (const v of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE'])
+		delete process.env[v];	// no other credentials for the chain to find
+}
 const client = new BedrockRuntimeClient({
 	region: 'us-east-1', endpoint: base, maxAttempts: 1,
 	requestHandler: new NodeHttpHandler({ requestTimeout: 60000 }),
-	...(sigv4 ? { credentials: sigv4 } : { token: { token: key }, authSchemePreference: ['httpBearerAuth'] }),
+	...(sigv4 ? { credentials: sigv4 } : envToken ? {} : { token: { token: key }, authSchemePreference: ['httpBearerAuth'] }),
 });
 
 const anthropicBody = (text) => JSON.stringify({
