@@ -36,6 +36,9 @@ struct kvctl {
 	const char	*req_since;	/* requests --since */
 	const char	*req_file;	/* requests --file */
 	char		 reqlog[4096];	/* [server] request_log of the config */
+	char		 audit[KV_AUDIT_PATH_MAX];	/* the audit log; "" off */
+	int		 cargc;		/* the command's words, for the audit log */
+	char		**cargv;
 	long		 count;		/* --count N for --watch */
 	long long	 rpm, tpm;	/* --rpm N / --tpm N for limits; -1 unset */
 	char		*args[2];	/* positional arguments of the command */
@@ -80,6 +83,9 @@ static const char usage_text[] =
 "  requests [--key KEY] [--since T] [--file LOG] [--json]\n"
 "                               the request log ([server] request_log); T is\n"
 "                               10m, 2h, 1d, unix seconds or 2026-12-01T21:00Z\n"
+"  audit [--since T] [--json]   the audit log of admin writes ([server] audit_log)\n"
+"  audit --verify [--json]      check its hash chain: exit 1 naming the first\n"
+"                               broken line\n"
 "\n"
 "  -c CONFIG   read the ledger path from CONFIG (default: $KILOVOLT_CONFIG,\n"
 "              /etc/kilovolt/kilovolt.ini, ./kilovolt.ini)\n"
@@ -199,13 +205,24 @@ reset_account(struct kv_account *a)
 	return kv_account_reset(a);
 }
 
+/* The audit record of K's command OP; -1: the log cannot take it (said),
+ * change nothing. */
+static int
+audit_start(struct kvctl *k, struct kvctl_audit *ka, const char *op)
+{
+	return kvctl_audit_start(ka, k->audit, op, "", k->cargc, k->cargv);
+}
+
 static int
 reset_all(struct kvctl *k)
 {
+	struct kvctl_audit ka;
 	int64_t total = 0;
 	uint32_t i, n = 0;
 	char money[32];
 
+	if (audit_start(k, &ka, "key.reset_all") == -1)
+		return KVCTL_EXIT_USAGE;
 	KV_FOR_EACH_SLOT(&k->l, i) {
 		struct kv_account *a = &k->l.accounts[i];
 
@@ -216,13 +233,17 @@ reset_all(struct kvctl *k)
 	}
 	kvctl_format_money(total, money, sizeof(money));
 	printf("reset %u key%s (%s spent cleared)\n", n, n == 1 ? "" : "s", money);
-	return KVCTL_EXIT_OK;
+	kv_audit_obj_int(&ka.rec.before, "keys", n);
+	kv_audit_obj_int(&ka.rec.before, "spent_nusd", total);
+	kv_audit_obj_int(&ka.rec.after, "spent_nusd", 0);
+	return kvctl_audit_finish(&ka, KVCTL_EXIT_OK);
 }
 
 /* --all on a host that leases from Redis: every key, on every host. */
 static int
 reset_cluster_all(struct kvctl *k)
 {
+	struct kvctl_audit ka;
 	struct kv_account **as;
 	uint32_t i;
 	size_t n = 0;
@@ -232,20 +253,28 @@ reset_cluster_all(struct kvctl *k)
 		fprintf(stderr, "kvctl: out of memory\n");
 		return KVCTL_EXIT_USAGE;
 	}
+	if (audit_start(k, &ka, "key.reset_all") == -1) {
+		free(as);
+		return KVCTL_EXIT_USAGE;
+	}
 	KV_FOR_EACH_SLOT(&k->l, i) {
 		if (kv_slot_ready(&k->l.accounts[i].state))
 			as[n++] = &k->l.accounts[i];
 	}
+	kv_audit_obj_int(&ka.rec.before, "keys", (int64_t)n);
 	rc = kvctl_cluster_reset(&k->l, as, n);
+	kv_audit_obj_bool(&ka.rec.after, "reset_on_every_host", rc == KVCTL_EXIT_OK);
 	free(as);
-	return rc;
+	return kvctl_audit_finish(&ka, rc);
 }
 
 static int
 cmd_reset(struct kvctl *k)
 {
+	struct kvctl_audit ka;
 	struct kv_account *a;
 	char desc[128], money[32];
+	int64_t old;
 	int rc;
 
 	if (k->all && k->nargs > 0)
@@ -259,12 +288,22 @@ cmd_reset(struct kvctl *k)
 	rc = resolve_key(k, k->args[0], &a);
 	if (rc != KVCTL_EXIT_OK)
 		return rc;
-	if (atomic_load(&k->l.hdr->cluster))
-		return kvctl_cluster_reset(&k->l, &a, 1);
-	kvctl_format_money(reset_account(a), money, sizeof(money));
+	if (audit_start(k, &ka, "key.reset") == -1)
+		return KVCTL_EXIT_USAGE;
+	kv_audit_key(&ka.rec, a);
+	if (atomic_load(&k->l.hdr->cluster)) {
+		kv_audit_obj_int(&ka.rec.before, "spent_nusd", kv_account_spent(a));
+		rc = kvctl_cluster_reset(&k->l, &a, 1);
+		kv_audit_obj_bool(&ka.rec.after, "reset_on_every_host", rc == KVCTL_EXIT_OK);
+		return kvctl_audit_finish(&ka, rc);
+	}
+	old = reset_account(a);
+	kvctl_format_money(old, money, sizeof(money));
 	kvctl_describe_key(a, desc, sizeof(desc));
 	printf("reset %s: spent was %s, now $0.000000\n", desc, money);
-	return KVCTL_EXIT_OK;
+	kv_audit_obj_int(&ka.rec.before, "spent_nusd", old);
+	kv_audit_obj_int(&ka.rec.after, "spent_nusd", 0);
+	return kvctl_audit_finish(&ka, KVCTL_EXIT_OK);
 }
 
 /* Has the account at A been retired (or its slot reused) since? */
@@ -307,20 +346,16 @@ forget_in_redis(struct kvctl *k, const struct kv_account *a, const char *desc)
 	return rc;
 }
 
-/* forget KEY: delete the account and its history. With a daemon running,
- * only its master may retire a slot (it pauses the workers first), so
- * mark it and wait; without one, retire it here. */
+/* Delete account A and its history. With a daemon running, only its
+ * master may retire a slot (it pauses the workers first), so mark it and
+ * wait; without one, retire it here. */
 static int
-cmd_forget(struct kvctl *k)
+forget_account(struct kvctl *k, struct kv_account *a)
 {
-	struct kv_account *a;
 	char desc[128];
 	uint64_t tag;
 	int rc, i, running, cfg;
 
-	rc = resolve_key(k, k->args[0], &a);
-	if (rc != KVCTL_EXIT_OK)
-		return rc;
 	kvctl_describe_key(a, desc, sizeof(desc));
 	if ((rc = forget_in_redis(k, a, desc)) != KVCTL_EXIT_OK)
 		return rc;
@@ -353,10 +388,31 @@ cmd_forget(struct kvctl *k)
 	return KVCTL_EXIT_OK;
 }
 
+/* forget KEY, in the audit log whether or not it was done. */
+static int
+cmd_forget(struct kvctl *k)
+{
+	struct kvctl_audit ka;
+	struct kv_account *a;
+	int rc;
+
+	rc = resolve_key(k, k->args[0], &a);
+	if (rc != KVCTL_EXIT_OK)
+		return rc;
+	if (audit_start(k, &ka, "key.forget") == -1)
+		return KVCTL_EXIT_USAGE;
+	kv_audit_key(&ka.rec, a);
+	kv_audit_obj_int(&ka.rec.before, "budget_nusd", atomic_load(&a->budget_nusd));
+	kv_audit_obj_int(&ka.rec.before, "spent_nusd", kv_account_spent(a));
+	rc = forget_account(k, a);
+	kv_audit_obj_bool(&ka.rec.after, "forgotten", rc == KVCTL_EXIT_OK);
+	return kvctl_audit_finish(&ka, rc);
+}
+
 /* budget KEY --config: drop the override, back to the budget the daemon
  * last applied from the config (named keys only). */
 static int
-budget_from_config(struct kvctl *k, struct kv_account *a)
+budget_from_config(struct kvctl *k, struct kv_account *a, struct kvctl_audit *ka)
 {
 	char desc[128], now[32];
 	int64_t v;
@@ -367,7 +423,11 @@ budget_from_config(struct kvctl *k, struct kv_account *a)
 		    "budget to go back to (set one with `kvctl budget KEY AMOUNT`)\n", desc);
 		return KVCTL_EXIT_USAGE;
 	}
+	kv_audit_obj_int(&ka->rec.before, "budget_nusd", atomic_load(&a->budget_nusd));
+	kv_audit_obj_bool(&ka->rec.before, "override", 1);
 	v = kv_account_budget_from_config(a);
+	kv_audit_obj_int(&ka->rec.after, "budget_nusd", v);
+	kv_audit_obj_bool(&ka->rec.after, "override", 0);
 	kvctl_format_money(v, now, sizeof(now));
 	printf("budget of %s: %s (the config's; override dropped)\n", desc, now);
 	(void)k;
@@ -380,9 +440,10 @@ static int
 cmd_budget(struct kvctl *k)
 {
 	const char *amount = k->args[1];
+	struct kvctl_audit ka;
 	struct kv_account *a;
 	char desc[128], was[32], now[32];
-	int64_t v;
+	int64_t v, old;
 	int rc;
 
 	if (k->use_config != (k->nargs == 1))
@@ -397,16 +458,41 @@ cmd_budget(struct kvctl *k)
 	rc = resolve_key(k, k->args[0], &a);
 	if (rc != KVCTL_EXIT_OK)
 		return rc;
+	if (audit_start(k, &ka, k->use_config ? "key.budget_config" : "key.budget") == -1)
+		return KVCTL_EXIT_USAGE;
+	kv_audit_key(&ka.rec, a);
 	if (k->use_config)
-		return budget_from_config(k, a);
-	kvctl_format_money(kv_account_set_budget(a, v), was, sizeof(was));
+		return kvctl_audit_finish(&ka, budget_from_config(k, a, &ka));
+	kv_audit_obj_int(&ka.rec.args, "budget_nusd", v);
+	old = kv_account_set_budget(a, v);
+	kv_audit_obj_int(&ka.rec.before, "budget_nusd", old);
+	kv_audit_obj_int(&ka.rec.after, "budget_nusd", v);
+	kvctl_format_money(old, was, sizeof(was));
 	kvctl_format_money(v, now, sizeof(now));
 	kvctl_describe_key(a, desc, sizeof(desc));
 	printf("budget of %s: %s (was %s); an override: kept across reloads and "
 	    "restarts until the config's value for this key changes\n", desc, now, was);
-	return KVCTL_EXIT_OK;
+	return kvctl_audit_finish(&ka, KVCTL_EXIT_OK);
 }
 
+
+/* limits KEY --rpm N --tpm N: set A's limits (a full bucket, as a new
+ * key's), in the audit log. */
+static int
+set_limits(struct kvctl *k, struct kv_account *a)
+{
+	struct kvctl_audit ka;
+
+	if (audit_start(k, &ka, "key.limits") == -1)
+		return KVCTL_EXIT_USAGE;
+	kv_audit_key(&ka.rec, a);
+	kv_audit_obj_int(&ka.rec.before, "rpm", atomic_load(&a->rpm));
+	kv_audit_obj_int(&ka.rec.before, "tpm", atomic_load(&a->tpm));
+	kv_account_set_limits(a, k->rpm, k->tpm);
+	kv_audit_obj_int(&ka.rec.after, "rpm", atomic_load(&a->rpm));
+	kv_audit_obj_int(&ka.rec.after, "tpm", atomic_load(&a->tpm));
+	return kvctl_audit_finish(&ka, KVCTL_EXIT_OK);
+}
 
 static int
 cmd_limits(struct kvctl *k)
@@ -421,8 +507,8 @@ cmd_limits(struct kvctl *k)
 		return rc;
 	was_r = atomic_load(&a->rpm);
 	was_t = atomic_load(&a->tpm);
-	/* A limit set here starts from a full bucket, as a new key does. */
-	kv_account_set_limits(a, k->rpm, k->tpm);
+	if ((k->rpm >= 0 || k->tpm >= 0) && (rc = set_limits(k, a)) != KVCTL_EXIT_OK)
+		return rc;
 	kvctl_describe_key(a, desc, sizeof(desc));
 	kvctl_format_limit(atomic_load(&a->rpm), "none", r, sizeof(r));
 	kvctl_format_limit(atomic_load(&a->tpm), "none", t, sizeof(t));
@@ -650,6 +736,17 @@ parse_global(struct kvctl *k, int argc, char **argv)
 
 /* ---- the ledger --------------------------------------------------------- */
 
+/* No config: the audit log is audit.jsonl beside the ledger. */
+static int
+audit_beside(struct kvctl *k)
+{
+	if (kv_audit_path_beside(k->path, k->audit, sizeof(k->audit)) == -1) {
+		fprintf(stderr, "kvctl: the audit log's path is too long\n");
+		return -1;
+	}
+	return 0;
+}
+
 /* -l, else the config's ledger (which KILOVOLT_LEDGER overrides), else
  * KILOVOLT_LEDGER alone when there is no config file at all. */
 static int
@@ -658,17 +755,18 @@ resolve_ledger(struct kvctl *k)
 	struct kv_config *cf;
 	const char *file;
 	char err[1024];
+	int rc;
 
 	if (k->ledger != NULL) {
 		snprintf(k->path, sizeof(k->path), "%s", k->ledger);
-		return 0;
+		return audit_beside(k);
 	}
 	file = k->config != NULL ? k->config : kv_config_default_path();
 	/* A container may set only KILOVOLT_LEDGER and ship no config. */
 	if (k->config == NULL && getenv("KILOVOLT_LEDGER") != NULL &&
 	    access(file, F_OK) == -1 && errno == ENOENT) {
 		snprintf(k->path, sizeof(k->path), "%s", getenv("KILOVOLT_LEDGER"));
-		return 0;
+		return audit_beside(k);
 	}
 	cf = calloc(1, sizeof(*cf));
 	if (cf == NULL) {
@@ -685,9 +783,12 @@ resolve_ledger(struct kvctl *k)
 	}
 	snprintf(k->path, sizeof(k->path), "%s", cf->ledger);
 	snprintf(k->reqlog, sizeof(k->reqlog), "%s", cf->request_log);
+	rc = kv_audit_path(cf, k->audit, sizeof(k->audit));
 	kv_config_free(cf);
 	free(cf);
-	return 0;
+	if (rc == -1)
+		fprintf(stderr, "kvctl: the audit log's path is too long\n");
+	return rc == -1 ? -1 : 0;
 }
 
 static int
@@ -731,6 +832,11 @@ main(int argc, char **argv)
 		return rc;
 	if (strcmp(argv[optind], "prices") == 0)	/* the config, not the ledger */
 		return finish_output(kvctl_prices(k.config, k.ledger, argc - optind, argv + optind));
+	if (strcmp(argv[optind], "audit") == 0)		/* the config's log, no ledger */
+		return resolve_ledger(&k) == -1 ? KVCTL_EXIT_USAGE :
+		    finish_output(kvctl_audit(k.audit, argc - optind, argv + optind));
+	k.cargc = argc - optind;
+	k.cargv = argv + optind;
 	c = find_command(argv[optind]);
 	if (c == NULL)
 		return usage_error("unknown command '%s'", argv[optind]);
@@ -748,8 +854,8 @@ main(int argc, char **argv)
 	if (open_ledger(&k, c->writes || keys_sub) == -1)
 		return KVCTL_EXIT_USAGE;
 	rc = keys_sub ? kvctl_keys_main(&k.l, k.path, k.ledger != NULL ? NULL :
-	    k.config != NULL ? k.config : kv_config_default_path(), argc - optind - 1,
-	    argv + optind + 1) :
+	    k.config != NULL ? k.config : kv_config_default_path(), k.audit,
+	    argc - optind - 1, argv + optind + 1) :
 	    c->run(&k);
 	kv_ledger_close(&k.l);
 	return finish_output(rc);

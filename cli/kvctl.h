@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/audit_log.h"
+#include "shm/audit_fields.h"
 #include "shm/ledger.h"
 
 /* Exit codes (SPEC "kvctl"). */
@@ -86,6 +88,31 @@ void	kvctl_describe_key(const struct kv_account *a, char *buf, size_t len);
  * KVCTL_EXIT_USAGE). Returns KVCTL_EXIT_OK when found. */
 int	kvctl_resolve_key(const struct kv_ledger *l, const char *key, struct kv_account **a);
 
+/* ---- the audit log of kvctl's writes (cli/kvctl_audit_rec.c) ---------- */
+
+struct kvctl_audit {
+	char			path[KV_AUDIT_PATH_MAX];	/* "": off */
+	struct kv_audit_rec	rec;
+};
+
+/* Before a command changes the ledger: KA's record made (via kvctl, who
+ * the Unix user, OP, the command line "kvctl [PREFIX] ARGV..."), and PATH
+ * ("": off) checked to take a line. Returns 0, or -1 said on stderr
+ * (KV0823): the command then changes nothing and exits 2. The caller adds
+ * the key (kv_audit_key) and before/after (shm/audit_fields.h). */
+int	kvctl_audit_start(struct kvctl_audit *ka, const char *path, const char *op,
+	    const char *prefix, int argc, char **argv);
+
+/* After the change: the line appended with RC as its status. Returns RC,
+ * or KVCTL_EXIT_USAGE when it could not be (said, KV0824). */
+int	kvctl_audit_finish(struct kvctl_audit *ka, int rc);
+
+/* kvctl audit [--since T] [--json] | --verify [--json] on the log at PATH
+ * (""/NULL: the config has it off), ARGV[0] being "audit". Returns a
+ * KVCTL_EXIT_* code: --verify 1 when the chain is broken (the first broken
+ * line named). (cli/kvctl_audit.c) */
+int	kvctl_audit(const char *path, int argc, char **argv);
+
 struct kv_config;
 
 /* The config FILE, loaded (NULL: FILE is NULL, or it does not load);
@@ -112,9 +139,9 @@ int	kvctl_keys_is_sub(const char *name);
 /* Run the keys subcommand ARGV[0] (create, revoke, rotate) with its flags
  * on ledger L at PATH, mapped read-write; CONFIG is the config file kvctl
  * found the ledger through (NULL with -l): its [key] names and [budget]
- * default. Returns a KVCTL_EXIT_* code (messages already on stderr). */
+ * default; AUDIT the audit log ("": off). Returns a KVCTL_EXIT_* code (messages already on stderr). */
 int	kvctl_keys_main(struct kv_ledger *l, const char *path, const char *config,
-	    int argc, char **argv);
+	    const char *audit, int argc, char **argv);
 
 /* kvctl prices [MODEL...] [--json] | --check FILE [--json], ARGV[0] being
  * "prices": the prices CONFIG (NULL: the default path) puts in effect, each

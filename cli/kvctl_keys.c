@@ -25,6 +25,9 @@ struct keys_cmd {
 	struct kv_ledger	*l;
 	const char		*path;		/* of the ledger */
 	struct kv_config	*cf;		/* NULL with -l LEDGER */
+	const char		*audit;		/* the audit log, "" off */
+	int			 argc;		/* the subcommand's words, for it */
+	char			**argv;
 	const char		*name;		/* the positional argument */
 	const char		*budget;	/* --budget USD */
 	const char		*period;	/* --period P */
@@ -194,9 +197,33 @@ reclaim_offline(struct keys_cmd *k)
 	return rep.links > 0;
 }
 
+/* The audit record of subcommand OP on K's words; -1: the log cannot
+ * take it (said), change nothing. */
+static int
+audit_start(struct keys_cmd *k, struct kvctl_audit *ka, const char *op)
+{
+	return kvctl_audit_start(ka, k->audit, op, "keys", k->argc, k->argv);
+}
+
+static void
+create_args(struct kv_audit_obj *o, const struct kv_key_spec *s)
+{
+	kv_audit_obj_str(o, "label", s->label);
+	kv_audit_obj_int(o, "budget_nusd", s->budget_nusd);
+	if (s->rpm >= 0)
+		kv_audit_obj_int(o, "rpm", s->rpm);
+	if (s->tpm >= 0)
+		kv_audit_obj_int(o, "tpm", s->tpm);
+	if (s->period >= 0)
+		kv_audit_obj_int(o, "period", s->period);
+	if (s->expires > 0)
+		kv_audit_obj_int(o, "expires", s->expires);
+}
+
 static int
 cmd_create(struct keys_cmd *k)
 {
+	struct kvctl_audit ka;
 	struct kv_key_spec spec;
 	struct kv_account *a;
 	char key[KV_KEY_TEXT], err[512];
@@ -204,21 +231,27 @@ cmd_create(struct keys_cmd *k)
 
 	if ((rc = fill_spec(k, &spec)) != KVCTL_EXIT_OK)
 		return rc;
+	if (audit_start(k, &ka, "key.create") == -1)
+		return KVCTL_EXIT_USAGE;
+	create_args(&ka.rec.args, &spec);
 	a = kv_keys_create(k->l, k->cf, &spec, key, err, sizeof(err));
 	if (a == NULL && reclaim_offline(k))
 		a = kv_keys_create(k->l, k->cf, &spec, key, err, sizeof(err));
 	if (a == NULL) {
 		fprintf(stderr, "kvctl: keys create: %s\n", err);
-		return KVCTL_EXIT_USAGE;
+		return kvctl_audit_finish(&ka, KVCTL_EXIT_USAGE);
 	}
 	print_secret(k, a, key, "created");
 	explicit_bzero(key, sizeof(key));
-	return kvctl_issued_publish(k->cf, k->l, a);
+	kv_audit_key(&ka.rec, a);
+	kv_audit_account(&ka.rec.after, a);
+	return kvctl_audit_finish(&ka, kvctl_issued_publish(k->cf, k->l, a));
 }
 
 static int
 cmd_revoke(struct keys_cmd *k)
 {
+	struct kvctl_audit ka;
 	struct kv_account *a;
 	char name[128];
 	int rc;
@@ -231,6 +264,11 @@ cmd_revoke(struct keys_cmd *k)
 		    "its section (or change its key =) and reload\n", name);
 		return KVCTL_EXIT_USAGE;
 	}
+	if (audit_start(k, &ka, "key.revoke") == -1)
+		return KVCTL_EXIT_USAGE;
+	kv_audit_key(&ka.rec, a);
+	kv_audit_obj_bool(&ka.rec.before, "revoked", (atomic_load(&a->aflags) &
+	    KV_AF_REVOKED) != 0);
 	/* a revocation already made is written to Redis again: running the
 	 * command again is how one that could not be written is retried */
 	if (kv_keys_revoke(a) == -1)
@@ -238,34 +276,43 @@ cmd_revoke(struct keys_cmd *k)
 	else
 		printf("revoked %s: its next request gets 401 (requests in flight "
 		    "finish and are charged)\n", name);
-	return kvctl_issued_publish(k->cf, k->l, a);
+	kv_audit_obj_bool(&ka.rec.after, "revoked", 1);
+	return kvctl_audit_finish(&ka, kvctl_issued_publish(k->cf, k->l, a));
 }
 
 static int
 cmd_rotate(struct keys_cmd *k)
 {
+	struct kvctl_audit ka;
 	struct kv_account *a;
-	char key[KV_KEY_TEXT], err[512], name[128];
+	char key[KV_KEY_TEXT], err[512], name[128], was[13];
 	int rc;
 
 	if ((rc = kvctl_resolve_key(k->l, k->name, &a)) != KVCTL_EXIT_OK)
 		return rc;
 	kvctl_describe_key(a, name, sizeof(name));
+	if (audit_start(k, &ka, "key.rotate") == -1)
+		return KVCTL_EXIT_USAGE;
+	kv_audit_key(&ka.rec, a);
+	kv_keys_live_secret_id(k->l, a, was);
+	kv_audit_obj_str(&ka.rec.before, "secret_id", was);
 	rc = kv_keys_new_secret(k->l, a, key, err, sizeof(err));
 	if (rc == -1 && reclaim_offline(k))
 		rc = kv_keys_new_secret(k->l, a, key, err, sizeof(err));
 	if (rc == -1) {
 		fprintf(stderr, "kvctl: keys rotate: %s: %s\n", name, err);
-		return KVCTL_EXIT_USAGE;
+		return kvctl_audit_finish(&ka, KVCTL_EXIT_USAGE);
 	}
 	print_secret(k, a, key, "rotated; the old key is refused from now on;");
 	explicit_bzero(key, sizeof(key));
-	return kvctl_issued_publish(k->cf, k->l, a);
+	kv_keys_live_secret_id(k->l, a, was);
+	kv_audit_obj_str(&ka.rec.after, "secret_id", was);
+	return kvctl_audit_finish(&ka, kvctl_issued_publish(k->cf, k->l, a));
 }
 
 int
-kvctl_keys_main(struct kv_ledger *l, const char *path, const char *config, int argc,
-    char **argv)
+kvctl_keys_main(struct kv_ledger *l, const char *path, const char *config,
+    const char *audit, int argc, char **argv)
 {
 	struct keys_cmd k;
 	int rc, create = strcmp(argv[0], "create") == 0;
@@ -273,6 +320,9 @@ kvctl_keys_main(struct kv_ledger *l, const char *path, const char *config, int a
 	memset(&k, 0, sizeof(k));
 	k.l = l;
 	k.path = path;
+	k.audit = audit;
+	k.argc = argc;
+	k.argv = argv;
 	k.rpm = k.tpm = -1;
 	if ((rc = parse_args(&k, create, argc, argv)) != KVCTL_EXIT_OK)
 		return rc;

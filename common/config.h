@@ -256,6 +256,8 @@ struct kv_config {
 	int	  ncpus;
 	int16_t	  cpus[KV_MAX_CPU_LIST];
 	char	 *admin_token;		/* NULL: status-service writes refused */
+	char	  admin_name[64];	/* who the token is, in the audit log; "" none */
+	char	  audit_log[4096];	/* admin writes' log; "" beside the ledger, "off" none */
 	char	  user[64];		/* drop to this user when started as root; "" = stay */
 	/* ux (issue 15) */
 	char	  request_log[4096];	/* one JSON line per request; "" = off */

@@ -207,6 +207,48 @@ set_request_log(struct cfg_parse *p, const struct cfg_key *k, const char *v)
 	return 0;
 }
 
+/* audit_log: a file, or off; unset, audit.jsonl beside the ledger
+ * (common/audit_log.h). "off" is kept as the word: a path is absolute. */
+static int
+set_audit_log(struct cfg_parse *p, const struct cfg_key *k, const char *v)
+{
+	(void)k;
+	if (*v == '\0')
+		return cfg_err(p, p->lineno, "audit_log: a file name or off");
+	if (strcmp(v, "off") == 0)
+		strcpy(p->cf->audit_log, "off");
+	else if (cfg_path(p, v, p->cf->audit_log, sizeof(p->cf->audit_log)) == -1)
+		return cfg_err(p, p->lineno, "audit_log: too long");
+	return 0;
+}
+
+static void
+show_audit_log(FILE *f, const struct kv_config *cf, const void *obj,
+    const struct cfg_key *k)
+{
+	(void)obj;
+	if (cf->audit_log[0] == '\0')
+		fprintf(f, "; %s: not set (audit.jsonl beside the ledger)\n", k->name);
+	else if (strcmp(cf->audit_log, "off") == 0)
+		fprintf(f, "%s = off\n", k->name);
+	else
+		cfg_show_path(f, k->name, cf->audit_log);
+}
+
+/* admin_name: the admin token's name in the audit log, a user name's
+ * characters. */
+static int
+set_admin_name(struct cfg_parse *p, const struct cfg_key *k, const char *v)
+{
+	(void)k;
+	if (strlen(v) >= sizeof(p->cf->admin_name) ||
+	    (*v != '\0' && !cfg_valid_name(v, sizeof(p->cf->admin_name), 0)))
+		return cfg_err(p, p->lineno, "admin_name: bad name '%s' (printable, no "
+		    "blanks, quotes or brackets)", v);
+	strcpy(p->cf->admin_name, v);
+	return 0;
+}
+
 /* Catalogue field names (issue 33): what a served model's entry may name
  * that kilovolt does not charge, by the operator's explicit choice. */
 static int
@@ -675,6 +717,8 @@ static const struct cfg_key server_keys[] = {
 	{ "worker_cpu_affinity", SPECIAL(cfg_set_cpu_affinity, cfg_show_cpu_affinity) },
 	{ "admin_token", .type = CFG_T_SECRET, CF(admin_token),
 	    .flags = CFG_SECRET | CFG_ENV_OPT },
+	{ "admin_name", .type = CFG_T_STR, CF(admin_name), .set = set_admin_name },
+	{ "audit_log", SPECIAL(set_audit_log, show_audit_log) },
 	{ "user", .type = CFG_T_STR, CF(user), .set = set_user },
 	{ "request_log", .type = CFG_T_PATH, CF(request_log), .set = set_request_log,
 	    .flags = CFG_OFF },

@@ -14,6 +14,7 @@
 #include "common/jsonline.h"
 #include "common/log.h"
 #include "master/admin_keys_parse.h"
+#include "shm/audit_fields.h"
 #include "shm/keys.h"
 #include "shm/report.h"
 
@@ -109,9 +110,26 @@ fail_errno(FILE *out, int e, const char *msg)
 	}
 }
 
+/* The arguments of a POST /keys as parsed, into O. */
+static void
+create_args(struct kv_audit_obj *o, const struct kv_admin_create *r)
+{
+	kv_audit_obj_str(o, "label", r->label);
+	if (r->budget_nusd >= 0)
+		kv_audit_obj_int(o, "budget_nusd", r->budget_nusd);
+	if (r->rpm >= 0)
+		kv_audit_obj_int(o, "rpm", r->rpm);
+	if (r->tpm >= 0)
+		kv_audit_obj_int(o, "tpm", r->tpm);
+	if (r->period >= 0)
+		kv_audit_obj_int(o, "period", r->period);
+	if (r->expires > 0)
+		kv_audit_obj_int(o, "expires", r->expires);
+}
+
 static unsigned int
 keys_create(FILE *out, struct kv_ledger *l, const struct kv_config *cf,
-    const char *body, size_t len)
+    const char *body, size_t len, struct kv_audit_rec *rec)
 {
 	struct kv_admin_create r;
 	struct kv_key_spec spec;
@@ -121,6 +139,7 @@ keys_create(FILE *out, struct kv_ledger *l, const struct kv_config *cf,
 	if (kv_admin_parse_create(body, len, (int64_t)time(NULL), &r, err,
 	    sizeof(err)) == -1)
 		return fail(out, 400, "bad_request", err);
+	create_args(&rec->args, &r);
 	spec.label = r.label;
 	spec.budget_nusd = r.budget_nusd >= 0 ? r.budget_nusd : cf->default_budget_nusd;
 	spec.rpm = r.rpm;
@@ -133,6 +152,8 @@ keys_create(FILE *out, struct kv_ledger *l, const struct kv_config *cf,
 	 * once sent; the ledger and the log never see it. */
 	kv_report_issued_json(out, a, key);
 	explicit_bzero(key, sizeof(key));
+	kv_audit_key(rec, a);
+	kv_audit_account(&rec->after, a);
 	kv_key_id(a->hash, id);
 	kv_log_info("status: key %s (%s) issued by admin", id, r.label);
 	return 201;
@@ -159,7 +180,7 @@ find(FILE *out, const struct kv_ledger *l, const char *id, unsigned int *status)
 }
 
 static unsigned int
-keys_revoke(FILE *out, struct kv_ledger *l, const char *name)
+keys_revoke(FILE *out, struct kv_ledger *l, const char *name, struct kv_audit_rec *rec)
 {
 	struct kv_account *a;
 	unsigned int status;
@@ -167,29 +188,50 @@ keys_revoke(FILE *out, struct kv_ledger *l, const char *name)
 
 	if ((a = find(out, l, name, &status)) == NULL)
 		return status;
+	kv_audit_key(rec, a);
 	if (atomic_load(&a->aflags) & KV_AF_CONFIG)
 		return fail(out, 409, "config_key", "a [key] of the config: remove its "
 		    "section (or change its key =) and reload");
 	kv_key_id(a->hash, id);
 	/* Revoking twice answers the same: the key is revoked either way. */
+	kv_audit_obj_bool(&rec->before, "revoked", (atomic_load(&a->aflags) &
+	    KV_AF_REVOKED) != 0);
 	if (kv_keys_revoke(a) == 0)
 		kv_log_info("status: key %s revoked by admin", id);
+	kv_audit_obj_bool(&rec->after, "revoked", 1);
 	kv_report_account_json(out, a);
 	fputc('\n', out);
 	return 200;
 }
 
+/* A rotation's before and after: the live secret's id (its SHA-256's
+ * first 12 hex digits, never the secret). */
+static void
+rotate_record(struct kv_audit_rec *rec, const char *was, const char *key)
+{
+	uint8_t h[32];
+	char now[13];
+
+	kv_key_hash(key, strlen(key), h);
+	kv_key_id(h, now);
+	kv_audit_obj_str(&rec->before, "secret_id", was);
+	kv_audit_obj_str(&rec->after, "secret_id", now);
+}
+
 static unsigned int
-keys_rotate(FILE *out, struct kv_ledger *l, const char *name)
+keys_rotate(FILE *out, struct kv_ledger *l, const char *name, struct kv_audit_rec *rec)
 {
 	struct kv_account *a;
 	unsigned int status;
-	char key[KV_KEY_TEXT], err[512], id[13];
+	char key[KV_KEY_TEXT], err[512], id[13], was[13];
 
 	if ((a = find(out, l, name, &status)) == NULL)
 		return status;
+	kv_audit_key(rec, a);
+	kv_keys_live_secret_id(l, a, was);
 	if (kv_keys_new_secret(l, a, key, err, sizeof(err)) == -1)
 		return fail_errno(out, errno, err);
+	rotate_record(rec, was, key);
 	kv_report_issued_json(out, a, key);
 	explicit_bzero(key, sizeof(key));
 	kv_key_id(a->hash, id);
@@ -230,16 +272,19 @@ kv_admin_find_key(const struct kv_ledger *l, const char *name, struct kv_account
 
 unsigned int
 kv_admin_keys_serve(FILE *out, struct kv_ledger *l, const struct kv_config *cf,
-    const char *method, const char *url, const char *body, size_t len)
+    const char *method, const char *url, const char *body, size_t len,
+    struct kv_audit_rec *rec)
 {
+	static const char *const ops[] = { "", "key.create", "key.revoke", "key.rotate" };
 	char id[KV_ADMIN_ID_MAX + 1], err[256];
 	enum keys_op op = op_of(url, method, id);
 
+	snprintf(rec->op, sizeof(rec->op), "%s", ops[op]);
 	if (op == OP_CREATE)
-		return keys_create(out, l, cf, body, len);
+		return keys_create(out, l, cf, body, len, rec);
 	if (op == OP_NONE)
 		return fail(out, 404, "not_found", "not found");
 	if (kv_admin_parse_empty(body, len, err, sizeof(err)) == -1)
 		return fail(out, 400, "bad_request", err);
-	return op == OP_REVOKE ? keys_revoke(out, l, id) : keys_rotate(out, l, id);
+	return op == OP_REVOKE ? keys_revoke(out, l, id, rec) : keys_rotate(out, l, id, rec);
 }

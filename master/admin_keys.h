@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "common/audit.h"
 #include "common/config.h"
 #include "shm/ledger.h"
 
@@ -43,9 +44,11 @@ unsigned int kv_admin_find_key(const struct kv_ledger *l, const char *name,
 /* Serve METHOD on URL (kv_admin_keys_takes) with BODY (LEN bytes)
  * against ledger L and the running config CF ([key] names, [budget]
  * defaults). Writes the JSON answer, or {"error","code"}, to OUT and
- * returns the HTTP status. Logs each write (never a secret). */
+ * returns the HTTP status. Logs each write (never a secret), and fills
+ * REC's op, key, args and before/after for the audit log (admin_audit.h;
+ * a rotation's secrets by their ids only). */
 unsigned int kv_admin_keys_serve(FILE *out, struct kv_ledger *l,
 	    const struct kv_config *cf, const char *method, const char *url,
-	    const char *body, size_t len);
+	    const char *body, size_t len, struct kv_audit_rec *rec);
 
 #endif

@@ -5,10 +5,10 @@
 
 #include "master/admin_keys_parse.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "common/errf.h"
 #include "common/jsonread.h"
 #include "common/money.h"
 
@@ -17,22 +17,11 @@
 #define ADMIN_STR_MAX	1100
 #define ADMIN_NAME_MAX	32
 
-static int
-failf(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 /* jsonread's own message ("1:7: unexpected ...") for a malformed body. */
 static int
 fail_jr(const struct kv_jr *jr, char *err, size_t errlen)
 {
-	return failf(err, errlen, "the body is not a JSON object: %s", jr->err);
+	return kv_errf(err, errlen, "the body is not a JSON object: %s", jr->err);
 }
 
 /* Open the body's object. An empty body is the empty object only when
@@ -49,12 +38,12 @@ open_body(struct kv_jr *jr, const char *body, size_t len, int empty_ok, char *er
 	if (i == len) {
 		if (empty_ok)
 			return 0;
-		return failf(err, errlen, "the body is empty: send a JSON object");
+		return kv_errf(err, errlen, "the body is empty: send a JSON object");
 	}
 	kv_jr_init(jr, body, len);
 	if (kv_jr_peek(jr) != KV_JR_OBJECT) {
 		if (!jr->failed)
-			return failf(err, errlen, "the body must be a JSON object {...}");
+			return kv_errf(err, errlen, "the body must be a JSON object {...}");
 		return fail_jr(jr, err, errlen);
 	}
 	if (kv_jr_enter(jr, KV_JR_OBJECT) == -1)
@@ -75,7 +64,7 @@ next_member(struct kv_jr *jr, char name[ADMIN_NAME_MAX], char *err, size_t errle
 	if (r == 0)
 		return kv_jr_finish(jr) == -1 ? fail_jr(jr, err, errlen) : 0;
 	if (strlen(big) >= ADMIN_NAME_MAX)
-		return failf(err, errlen, "unknown field (a name of %zu bytes)", strlen(big));
+		return kv_errf(err, errlen, "unknown field (a name of %zu bytes)", strlen(big));
 	memcpy(name, big, strlen(big) + 1);
 	return 1;
 }
@@ -92,12 +81,12 @@ read_string(struct kv_jr *jr, const char *name, char *out, size_t cap, char *err
 	if (t != KV_JR_STRING) {
 		if (jr->failed)
 			return fail_jr(jr, err, errlen);
-		return failf(err, errlen, "\"%s\" must be a string", name);
+		return kv_errf(err, errlen, "\"%s\" must be a string", name);
 	}
 	if (kv_jr_string(jr, big, sizeof(big)) == -1)
 		return fail_jr(jr, err, errlen);
 	if (strlen(big) >= cap)
-		return failf(err, errlen, "\"%s\" is too long (%zu bytes, at most %zu)",
+		return kv_errf(err, errlen, "\"%s\" is too long (%zu bytes, at most %zu)",
 		    name, strlen(big), cap - 1);
 	memcpy(out, big, strlen(big) + 1);
 	return 0;
@@ -115,7 +104,7 @@ read_count(struct kv_jr *jr, const char *name, int64_t max, int64_t *out, char *
 	if (kv_jr_peek(jr) != KV_JR_NUMBER) {
 		if (jr->failed)
 			return fail_jr(jr, err, errlen);
-		return failf(err, errlen, "\"%s\" must be an integer 0..%lld", name,
+		return kv_errf(err, errlen, "\"%s\" must be an integer 0..%lld", name,
 		    (long long)max);
 	}
 	if (kv_jr_number(jr, &text, &len) == -1)
@@ -124,7 +113,7 @@ read_count(struct kv_jr *jr, const char *name, int64_t max, int64_t *out, char *
 		if (text[i] < '0' || text[i] > '9' ||
 		    __builtin_mul_overflow(v, 10, &v) ||
 		    __builtin_add_overflow(v, text[i] - '0', &v) || v > max)
-			return failf(err, errlen, "\"%s\" must be an integer 0..%lld, "
+			return kv_errf(err, errlen, "\"%s\" must be an integer 0..%lld, "
 			    "not %.*s", name, (long long)max, (int)(len > 40 ? 40 : len), text);
 	*out = v;
 	return 0;
@@ -137,12 +126,12 @@ read_usd(struct kv_jr *jr, const char *name, int64_t *out, char *err, size_t err
 	char s[64];
 
 	if (kv_jr_peek(jr) == KV_JR_NUMBER)
-		return failf(err, errlen, "\"%s\" is a USD amount in a string, such as "
+		return kv_errf(err, errlen, "\"%s\" is a USD amount in a string, such as "
 		    "\"12.50\" (or \"budget_nusd\": an integer of nano-dollars)", name);
 	if (read_string(jr, name, s, sizeof(s), err, errlen) == -1)
 		return -1;
 	if (kv_admin_parse_usd(s, out) == -1)
-		return failf(err, errlen, "\"%s\": '%s' is not an amount in USD (digits, "
+		return kv_errf(err, errlen, "\"%s\": '%s' is not an amount in USD (digits, "
 		    "at most 9 decimals, not negative: \"12.50\")", name, s);
 	return 0;
 }
@@ -241,7 +230,7 @@ read_period(struct kv_jr *jr, int *period, char *err, size_t errlen)
 	if (read_string(jr, "period", s, sizeof(s), err, errlen) == -1)
 		return -1;
 	if (parse_period(s, period) == -1)
-		return failf(err, errlen, "\"period\": '%s': give none, day, week or month",
+		return kv_errf(err, errlen, "\"period\": '%s': give none, day, week or month",
 		    s);
 	return 0;
 }
@@ -257,11 +246,11 @@ read_expires(struct kv_jr *jr, int64_t now, int64_t *out, char *err, size_t errl
 	} else if (read_string(jr, "expires", s, sizeof(s), err, errlen) == -1) {
 		return -1;
 	} else if (kv_admin_parse_date(s, out) == -1) {
-		return failf(err, errlen, "\"expires\": '%s' is not a UTC date "
+		return kv_errf(err, errlen, "\"expires\": '%s' is not a UTC date "
 		    "(2027-01-31 or 2027-01-31T12:00:00Z)", s);
 	}
 	if (*out <= now)
-		return failf(err, errlen, "\"expires\" is in the past: give a future date");
+		return kv_errf(err, errlen, "\"expires\" is in the past: give a future date");
 	return 0;
 }
 
@@ -278,10 +267,10 @@ create_member(struct kv_jr *jr, const char *name, int64_t now,
 		if (strcmp(name, names[i]) == 0)
 			break;
 	if (i == sizeof(names) / sizeof(names[0]))
-		return failf(err, errlen, "unknown field \"%s\" (known: label, budget, "
+		return kv_errf(err, errlen, "unknown field \"%s\" (known: label, budget, "
 		    "rpm, tpm, period, expires)", name);
 	if ((*seen & (1u << i)) || (i <= 2 && i >= 1 && (*seen & 6u)))
-		return failf(err, errlen, "\"%s\" is given twice (or with %s)", name,
+		return kv_errf(err, errlen, "\"%s\" is given twice (or with %s)", name,
 		    i == 1 ? "budget_nusd" : i == 2 ? "budget" : "itself");
 	*seen |= 1u << i;
 	if (kv_jr_peek(jr) == KV_JR_NULL && i != 0)
@@ -325,7 +314,7 @@ kv_admin_parse_create(const char *body, size_t len, int64_t now,
 	if (m == -1)
 		return -1;
 	if (r->label[0] == '\0')
-		return failf(err, errlen, "\"label\" is required: the key's name, 1 to %d "
+		return kv_errf(err, errlen, "\"label\" is required: the key's name, 1 to %d "
 		    "bytes", KV_LABEL_MAX - 1);
 	return 0;
 }
@@ -342,10 +331,10 @@ kv_admin_parse_budget(const char *body, size_t len, int64_t *nusd, char *err,
 		return -1;
 	while ((m = next_member(&jr, name, err, errlen)) == 1) {
 		if (strcmp(name, "budget") != 0 && strcmp(name, "budget_nusd") != 0)
-			return failf(err, errlen, "unknown field \"%s\": the body is "
+			return kv_errf(err, errlen, "unknown field \"%s\": the body is "
 			    "{\"budget\": \"12.50\"} (USD)", name);
 		if (n++ > 0)
-			return failf(err, errlen, "give one of \"budget\" (USD) or "
+			return kv_errf(err, errlen, "give one of \"budget\" (USD) or "
 			    "\"budget_nusd\", once");
 		if (strcmp(name, "budget") == 0)
 			m = read_usd(&jr, name, nusd, err, errlen);
@@ -357,7 +346,7 @@ kv_admin_parse_budget(const char *body, size_t len, int64_t *nusd, char *err,
 	if (m == -1)
 		return -1;
 	if (n == 0)
-		return failf(err, errlen, "the body is {\"budget\": \"12.50\"} (USD)");
+		return kv_errf(err, errlen, "the body is {\"budget\": \"12.50\"} (USD)");
 	return 0;
 }
 
@@ -379,17 +368,17 @@ kv_admin_parse_limits(const char *body, size_t len, int64_t *rpm, int64_t *tpm,
 		else if (strcmp(name, "tpm") == 0)
 			dst = tpm;
 		else
-			return failf(err, errlen, "unknown field \"%s\": the body is "
+			return kv_errf(err, errlen, "unknown field \"%s\": the body is "
 			    "{\"rpm\": N, \"tpm\": N}, either or both", name);
 		if (*dst != -1)
-			return failf(err, errlen, "\"%s\" is given twice", name);
+			return kv_errf(err, errlen, "\"%s\" is given twice", name);
 		if (read_count(&jr, name, KV_ADMIN_LIMIT_MAX, dst, err, errlen) == -1)
 			return -1;
 	}
 	if (m == -1)
 		return -1;
 	if (*rpm == -1 && *tpm == -1)
-		return failf(err, errlen, "the body is {\"rpm\": N, \"tpm\": N}, either "
+		return kv_errf(err, errlen, "the body is {\"rpm\": N, \"tpm\": N}, either "
 		    "or both, N 0..%lld (0 = no limit)", KV_ADMIN_LIMIT_MAX);
 	return 0;
 }
@@ -404,7 +393,7 @@ kv_admin_parse_empty(const char *body, size_t len, char *err, size_t errlen)
 	if ((r = open_body(&jr, body, len, 1, err, errlen)) <= 0)
 		return r;
 	if ((r = next_member(&jr, name, err, errlen)) == 1)
-		return failf(err, errlen, "unknown field \"%s\": this call takes no body",
+		return kv_errf(err, errlen, "unknown field \"%s\": this call takes no body",
 		    name);
 	return r;
 }

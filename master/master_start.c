@@ -9,6 +9,7 @@
 #include "master/master_start.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/audit_log.h"
 #include "common/log.h"
 #include "master/aws_refresh.h"
 #include "master/jwks_refresh.h"
@@ -95,6 +97,23 @@ check_ledger_owner(struct master *m)
 	return 0;
 }
 
+/* The audit log made now, as root, and given to the user the master
+ * drops to, who appends to it from then on (kvctl as root keeps it so). */
+static void
+audit_log_owner(const struct kv_config *cf, const struct passwd *pw)
+{
+	char path[KV_AUDIT_PATH_MAX];
+	int fd;
+
+	if (kv_audit_path(cf, path, sizeof(path)) != 0)
+		return;
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+	if (fd == -1 || fchown(fd, pw->pw_uid, pw->pw_gid) == -1)
+		kv_log_warn("KV0822", "audit log %s: cannot make it %s's", path, cf->user);
+	if (fd != -1)
+		(void)close(fd);
+}
+
 static int
 drop_privileges(struct master *m)
 {
@@ -107,6 +126,7 @@ drop_privileges(struct master *m)
 	/* The ledger stays writable for the next start as that user. */
 	if (fchown(m->ledger.fd, pw->pw_uid, pw->pw_gid) == -1)
 		kv_log_warn("KV0107", "chown %s", cf->ledger);
+	audit_log_owner(cf, pw);
 	if (setgroups(0, NULL) == -1 || setgid(pw->pw_gid) == -1 || setuid(pw->pw_uid) == -1) {
 		kv_log_warn("KV0108", "cannot drop privileges to %s", cf->user);
 		return -1;

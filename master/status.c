@@ -30,11 +30,13 @@
 #include "common/clock.h"
 #include "common/jsonline.h"
 #include "common/log.h"
+#include "master/admin_audit.h"
 #include "master/admin_keys.h"
 #include "master/admin_keys_parse.h"
 #include "master/loop.h"
 #include "master/status_metrics.h"
 #include "master/status_html.h"
+#include "shm/audit_fields.h"
 #include "shm/keys.h"
 #include "shm/lease.h"
 #include "shm/report.h"
@@ -126,6 +128,16 @@ out_send(struct MHD_Connection *c, struct status_out *o, unsigned int status,
 	return out_send_allow(c, o, status, ctype, NULL);
 }
 
+/* {"error": MSG} into F; returns STATUS. */
+static unsigned int
+write_error(FILE *f, unsigned int status, const char *msg)
+{
+	fputs("{\"error\":", f);
+	kv_json_write_string(f, msg);
+	fputs("}\n", f);
+	return status;
+}
+
 /* A small JSON error: {"error":"MSG"}, with an Allow header when ALLOW
  * is not NULL. */
 static enum MHD_Result
@@ -136,10 +148,8 @@ send_error_allow(struct MHD_Connection *c, unsigned int status, const char *msg,
 
 	if (out_open(&o) == -1)
 		return MHD_NO;
-	fputs("{\"error\":", o.f);
-	kv_json_write_string(o.f, msg);
-	fputs("}\n", o.f);
-	return out_send_allow(c, &o, status, "application/json", allow);
+	return out_send_allow(c, &o, write_error(o.f, status, msg), "application/json",
+	    allow);
 }
 
 static enum MHD_Result
@@ -218,77 +228,79 @@ admin_check(const struct kv_config *cf, struct MHD_Connection *c)
 	return CRYPTO_memcmp(want, got, sizeof(want)) == 0 ? 0 : MHD_HTTP_FORBIDDEN;
 }
 
-/* A limit set at run time starts from a full bucket, as a new key does. */
-static void
-apply_limits(struct kv_account *a, int64_t rpm, int64_t tpm)
+static unsigned int
+write_account(FILE *f, const struct kv_account *a, unsigned int status)
 {
-	kv_account_set_limits(a, rpm, tpm);
+	kv_report_account_json(f, a);
+	fputc('\n', f);
+	return status;
 }
 
-static enum MHD_Result
-send_account_status(struct MHD_Connection *c, const struct kv_account *a,
-    unsigned int status)
+/* reset: the spend, exchanged, never stored (workers add to it
+ * concurrently); in a cluster it is Redis's, reset on every host at the
+ * master's next sync (docs/cluster.md). */
+static unsigned int
+apply_reset(struct kv_status *st, FILE *f, struct kv_account *a, const char *kid,
+    struct kv_audit_rec *rec)
 {
-	struct status_out o;
+	int64_t old;
 
-	if (out_open(&o) == -1)
-		return MHD_NO;
-	kv_report_account_json(o.f, a);
-	fputc('\n', o.f);
-	return out_send(c, &o, status, "application/json");
+	if (atomic_load(&st->l->hdr->cluster)) {
+		kv_audit_obj_int(&rec->before, "spent_nusd", kv_account_spent(a));
+		kv_lease_reset_ask(a);
+		kv_audit_obj_bool(&rec->after, "reset_on_every_host_asked", 1);
+		kv_log_info("status: key %s reset on every host requested by admin", kid);
+		return write_account(f, a, MHD_HTTP_ACCEPTED);
+	}
+	old = kv_account_reset(a);
+	kv_audit_obj_int(&rec->before, "spent_nusd", old);
+	kv_audit_obj_int(&rec->after, "spent_nusd", 0);
+	kv_log_info("status: key %s reset by admin (was %" PRId64 " nusd)", kid, old);
+	return write_account(f, a, MHD_HTTP_OK);
 }
 
-static enum MHD_Result
-send_account(struct MHD_Connection *c, const struct kv_account *a)
-{
-	return send_account_status(c, a, MHD_HTTP_OK);
-}
-
-/* Apply ACTION ("reset", "budget" or "limits") to account ID with BODY. */
-static enum MHD_Result
-admin_apply(struct kv_status *st, struct MHD_Connection *c, const char *id,
-    const char *action, const char *body)
+/* Apply ACTION ("reset", "budget" or "limits") to account ID with BODY,
+ * the answer into F and what changed into REC. Returns the status. */
+static unsigned int
+admin_apply(struct kv_status *st, FILE *f, const char *id, const char *action,
+    const char *body, struct kv_audit_rec *rec)
 {
 	unsigned int status = 0;
 	struct kv_account *a;
 	char kid[13], err[256];
 	int64_t v = 0, rpm = -1, tpm = -1;
 
+	snprintf(rec->op, sizeof(rec->op), "key.%s", action);
 	if (strcmp(action, "budget") == 0 &&
 	    kv_admin_parse_budget(body, strlen(body), &v, err, sizeof(err)) == -1)
-		return send_error(c, MHD_HTTP_BAD_REQUEST, err);
+		return write_error(f, MHD_HTTP_BAD_REQUEST, err);
 	if (strcmp(action, "limits") == 0 &&
 	    kv_admin_parse_limits(body, strlen(body), &rpm, &tpm, err, sizeof(err)) == -1)
-		return send_error(c, MHD_HTTP_BAD_REQUEST, err);
+		return write_error(f, MHD_HTTP_BAD_REQUEST, err);
 	if ((status = kv_admin_find_key(st->l, id, &a, err, sizeof(err))) != MHD_HTTP_OK)
-		return send_error(c, status, err);
+		return write_error(f, status, err);
 	kv_key_id(a->hash, kid);
-	if (strcmp(action, "reset") == 0 && atomic_load(&st->l->hdr->cluster)) {
-		/* In a cluster the spend is Redis's: the master resets it on
-		 * every host at its next sync (docs/cluster.md). */
-		kv_lease_reset_ask(a);
-		kv_log_info("status: key %s reset on every host requested by admin", kid);
-		return send_account_status(c, a, MHD_HTTP_ACCEPTED);
-	} else if (strcmp(action, "reset") == 0) {
-		/* Workers add to spent concurrently: exchange, never store. A
-		 * cluster lease is capped in spent units: close it first. */
-		int64_t old;
-
-		old = kv_account_reset(a);
-
-		kv_log_info("status: key %s reset by admin (was %" PRId64 " nusd)",
-		    kid, old);
-	} else if (strcmp(action, "limits") == 0) {
-		apply_limits(a, rpm, tpm);
+	kv_audit_key(rec, a);
+	if (strcmp(action, "reset") == 0)
+		return apply_reset(st, f, a, kid, rec);
+	if (strcmp(action, "limits") == 0) {
+		kv_audit_obj_int(&rec->before, "rpm", atomic_load(&a->rpm));
+		kv_audit_obj_int(&rec->before, "tpm", atomic_load(&a->tpm));
+		/* A limit set at run time starts from a full bucket, as a new key does. */
+		kv_account_set_limits(a, rpm, tpm);
+		kv_audit_obj_int(&rec->after, "rpm", atomic_load(&a->rpm));
+		kv_audit_obj_int(&rec->after, "tpm", atomic_load(&a->tpm));
 		kv_log_info("status: key %s limits set to rpm %u tpm %u by admin", kid,
 		    atomic_load(&a->rpm), atomic_load(&a->tpm));
 	} else {
+		kv_audit_obj_int(&rec->args, "budget_nusd", v);
 		/* An override, as kvctl budget's: see master apply_budget. */
-		(void)kv_account_set_budget(a, v);
+		kv_audit_obj_int(&rec->before, "budget_nusd", kv_account_set_budget(a, v));
+		kv_audit_obj_int(&rec->after, "budget_nusd", v);
 		kv_log_info("status: key %s budget set to %" PRId64 " nusd by admin",
 		    kid, v);
 	}
-	return send_account(c, a);
+	return write_account(f, a, MHD_HTTP_OK);
 }
 
 /* ---- routing --------------------------------------------------------- */
@@ -425,36 +437,48 @@ admin_append(struct status_req *sr, const char *data, size_t len)
 	sr->body[sr->len] = '\0';
 }
 
-/* POST /keys, DELETE /keys/ID, POST /keys/ID/rotate: admin_keys.c. */
-static enum MHD_Result
-serve_keys(struct kv_status *st, struct MHD_Connection *c, const char *method,
-    const char *url, const struct status_req *sr)
-{
-	struct status_out o;
-	unsigned int status;
-
-	if (out_open(&o) == -1)
-		return MHD_NO;
-	status = kv_admin_keys_serve(o.f, st->l, st->cf, method, url, sr->body, sr->len);
-	return out_send(c, &o, status, "application/json");
-}
-
-static enum MHD_Result
-admin_finish(struct kv_status *st, struct MHD_Connection *c, const char *method,
-    const char *url, struct status_req *sr)
+/* The write METHOD on URL with the body SR, its answer into F and what
+ * changed into REC. Returns the status. POST /keys, DELETE /keys/ID, POST
+ * /keys/ID/rotate: admin_keys.c. */
+static unsigned int
+admin_dispatch(struct kv_status *st, FILE *f, const char *method, const char *url,
+    const struct status_req *sr, struct kv_audit_rec *rec)
 {
 	char id[KV_ADMIN_ID_MAX + 1];
 	const char *action;
 
 	if (sr->too_large)
-		return send_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
+		return write_error(f, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
 	if (memchr(sr->body, '\0', sr->len) != NULL)
-		return send_error(c, MHD_HTTP_BAD_REQUEST, "NUL in body");
+		return write_error(f, MHD_HTTP_BAD_REQUEST, "NUL in body");
 	if (route_of(url, method) == R_KEYS)
-		return serve_keys(st, c, method, url, sr);
+		return kv_admin_keys_serve(f, st->l, st->cf, method, url, sr->body, sr->len,
+		    rec);
 	if (parse_admin_path(url, id, sizeof(id), &action) == -1)
-		return send_error(c, MHD_HTTP_NOT_FOUND, "not found");
-	return admin_apply(st, c, id, action, sr->body);
+		return write_error(f, MHD_HTTP_NOT_FOUND, "not found");
+	return admin_apply(st, f, id, action, sr->body, rec);
+}
+
+/* Every authenticated write goes through the audit log (admin_audit.h):
+ * none is made while the log cannot be taken. */
+static enum MHD_Result
+admin_finish(struct kv_status *st, struct MHD_Connection *c, const char *method,
+    const char *url, struct status_req *sr)
+{
+	struct kv_admin_audit aa;
+	struct status_out o;
+	unsigned int status;
+
+	if (kv_admin_audit_begin(&aa, st->cf, c, method, url) == -1)
+		return send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the audit log cannot be "
+		    "written (see the daemon's log, KV0820): nothing was changed");
+	if (out_open(&o) == -1) {
+		kv_audit_end(&aa.log);
+		return MHD_NO;
+	}
+	status = admin_dispatch(st, o.f, method, url, sr, &aa.rec);
+	kv_admin_audit_end(&aa, status);
+	return out_send(c, &o, status, "application/json");
 }
 
 /* MHD calls the handler first with the head only. Answering then makes

@@ -204,6 +204,26 @@ rotate_out(struct kv_ledger *l, struct kv_account *a, const struct kv_account *k
 	}
 }
 
+void
+kv_keys_live_secret_id(const struct kv_ledger *l, const struct kv_account *a,
+    char id[13])
+{
+	uint32_t ai = kv_ledger_account_index(l, a) + 1, i;
+
+	id[0] = '\0';
+	if (!(atomic_load(&a->aflags) & KV_AF_ROTATED)) {
+		kv_key_id(a->hash, id);
+		return;
+	}
+	KV_FOR_EACH_SLOT(l, i) {
+		const struct kv_account *s = &l->accounts[i];
+
+		if (atomic_load(&s->state) == KV_SLOT_LINK && atomic_load(&s->link) == ai &&
+		    !(atomic_load(&s->aflags) & KV_AF_ROTATED))
+			kv_key_id(s->hash, id);
+	}
+}
+
 int
 kv_keys_rotate(struct kv_ledger *l, struct kv_account *a, const uint8_t newhash[32],
     char *err, size_t errlen)

@@ -83,6 +83,13 @@ int	kv_keys_revoke(struct kv_account *a);
 int	kv_keys_rotate(struct kv_ledger *l, struct kv_account *a,
 	    const uint8_t newhash[32], char *err, size_t errlen);
 
+/* The id (the first 12 hex digits of its SHA-256) of the secret of
+ * account A that is live now into ID: A's own, or the link a rotation
+ * gave it; "" when none is (every secret rotated out). What the audit log
+ * records of a rotation, never a secret. */
+void	kv_keys_live_secret_id(const struct kv_ledger *l, const struct kv_account *a,
+	    char id[13]);
+
 /* A worker's admission of the slot *A that kv_ledger_account found for the
  * presented secret: follows a link to its account (*A is then the
  * account to charge) and refuses revoked, rotated and expired secrets.
