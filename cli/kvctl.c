@@ -213,6 +213,21 @@ audit_start(struct kvctl *k, struct kvctl_audit *ka, const char *op)
 	return kvctl_audit_start(ka, k->audit, op, "", k->cargc, k->cargv);
 }
 
+/* The key named by K's first argument into *A, and the audit record of
+ * OP on it started. Returns a KVCTL_EXIT_* code. */
+static int
+audit_key(struct kvctl *k, struct kvctl_audit *ka, const char *op, struct kv_account **a)
+{
+	int rc = resolve_key(k, k->args[0], a);
+
+	if (rc != KVCTL_EXIT_OK)
+		return rc;
+	if (audit_start(k, ka, op) == -1)
+		return KVCTL_EXIT_USAGE;
+	kv_audit_key(&ka->rec, *a);
+	return KVCTL_EXIT_OK;
+}
+
 static int
 reset_all(struct kvctl *k)
 {
@@ -285,12 +300,8 @@ cmd_reset(struct kvctl *k)
 		return reset_cluster_all(k);
 	if (k->all)
 		return reset_all(k);
-	rc = resolve_key(k, k->args[0], &a);
-	if (rc != KVCTL_EXIT_OK)
+	if ((rc = audit_key(k, &ka, "key.reset", &a)) != KVCTL_EXIT_OK)
 		return rc;
-	if (audit_start(k, &ka, "key.reset") == -1)
-		return KVCTL_EXIT_USAGE;
-	kv_audit_key(&ka.rec, a);
 	if (atomic_load(&k->l.hdr->cluster)) {
 		kv_audit_obj_int(&ka.rec.before, "spent_nusd", kv_account_spent(a));
 		rc = kvctl_cluster_reset(&k->l, &a, 1);
@@ -396,12 +407,8 @@ cmd_forget(struct kvctl *k)
 	struct kv_account *a;
 	int rc;
 
-	rc = resolve_key(k, k->args[0], &a);
-	if (rc != KVCTL_EXIT_OK)
+	if ((rc = audit_key(k, &ka, "key.forget", &a)) != KVCTL_EXIT_OK)
 		return rc;
-	if (audit_start(k, &ka, "key.forget") == -1)
-		return KVCTL_EXIT_USAGE;
-	kv_audit_key(&ka.rec, a);
 	kv_audit_obj_int(&ka.rec.before, "budget_nusd", atomic_load(&a->budget_nusd));
 	kv_audit_obj_int(&ka.rec.before, "spent_nusd", kv_account_spent(a));
 	rc = forget_account(k, a);
@@ -455,12 +462,9 @@ cmd_budget(struct kvctl *k)
 			return usage_error("budget: '%s' is not an amount in USD "
 			    "(e.g. 25.00)", k->args[1]);
 	}
-	rc = resolve_key(k, k->args[0], &a);
+	rc = audit_key(k, &ka, k->use_config ? "key.budget_config" : "key.budget", &a);
 	if (rc != KVCTL_EXIT_OK)
 		return rc;
-	if (audit_start(k, &ka, k->use_config ? "key.budget_config" : "key.budget") == -1)
-		return KVCTL_EXIT_USAGE;
-	kv_audit_key(&ka.rec, a);
 	if (k->use_config)
 		return kvctl_audit_finish(&ka, budget_from_config(k, a, &ka));
 	kv_audit_obj_int(&ka.rec.args, "budget_nusd", v);

@@ -205,21 +205,6 @@ audit_start(struct keys_cmd *k, struct kvctl_audit *ka, const char *op)
 	return kvctl_audit_start(ka, k->audit, op, "keys", k->argc, k->argv);
 }
 
-static void
-create_args(struct kv_audit_obj *o, const struct kv_key_spec *s)
-{
-	kv_audit_obj_str(o, "label", s->label);
-	kv_audit_obj_int(o, "budget_nusd", s->budget_nusd);
-	if (s->rpm >= 0)
-		kv_audit_obj_int(o, "rpm", s->rpm);
-	if (s->tpm >= 0)
-		kv_audit_obj_int(o, "tpm", s->tpm);
-	if (s->period >= 0)
-		kv_audit_obj_int(o, "period", s->period);
-	if (s->expires > 0)
-		kv_audit_obj_int(o, "expires", s->expires);
-}
-
 static int
 cmd_create(struct keys_cmd *k)
 {
@@ -233,7 +218,7 @@ cmd_create(struct keys_cmd *k)
 		return rc;
 	if (audit_start(k, &ka, "key.create") == -1)
 		return KVCTL_EXIT_USAGE;
-	create_args(&ka.rec.args, &spec);
+	kv_audit_spec(&ka.rec.args, &spec);
 	a = kv_keys_create(k->l, k->cf, &spec, key, err, sizeof(err));
 	if (a == NULL && reclaim_offline(k))
 		a = kv_keys_create(k->l, k->cf, &spec, key, err, sizeof(err));

@@ -110,23 +110,6 @@ fail_errno(FILE *out, int e, const char *msg)
 	}
 }
 
-/* The arguments of a POST /keys as parsed, into O. */
-static void
-create_args(struct kv_audit_obj *o, const struct kv_admin_create *r)
-{
-	kv_audit_obj_str(o, "label", r->label);
-	if (r->budget_nusd >= 0)
-		kv_audit_obj_int(o, "budget_nusd", r->budget_nusd);
-	if (r->rpm >= 0)
-		kv_audit_obj_int(o, "rpm", r->rpm);
-	if (r->tpm >= 0)
-		kv_audit_obj_int(o, "tpm", r->tpm);
-	if (r->period >= 0)
-		kv_audit_obj_int(o, "period", r->period);
-	if (r->expires > 0)
-		kv_audit_obj_int(o, "expires", r->expires);
-}
-
 static unsigned int
 keys_create(FILE *out, struct kv_ledger *l, const struct kv_config *cf,
     const char *body, size_t len, struct kv_audit_rec *rec)
@@ -139,13 +122,13 @@ keys_create(FILE *out, struct kv_ledger *l, const struct kv_config *cf,
 	if (kv_admin_parse_create(body, len, (int64_t)time(NULL), &r, err,
 	    sizeof(err)) == -1)
 		return fail(out, 400, "bad_request", err);
-	create_args(&rec->args, &r);
 	spec.label = r.label;
 	spec.budget_nusd = r.budget_nusd >= 0 ? r.budget_nusd : cf->default_budget_nusd;
 	spec.rpm = r.rpm;
 	spec.tpm = r.tpm;
 	spec.period = r.period;
 	spec.expires = r.expires;
+	kv_audit_spec(&rec->args, &spec);
 	if ((a = kv_keys_create(l, cf, &spec, key, err, sizeof(err))) == NULL)
 		return fail_errno(out, errno, err);
 	/* The secret goes into the response buffer only, which MHD frees

@@ -29,3 +29,18 @@ kv_audit_account(struct kv_audit_obj *o, const struct kv_account *a)
 	kv_audit_obj_int(o, "expires", atomic_load(&a->expires));
 	kv_audit_obj_bool(o, "revoked", (atomic_load(&a->aflags) & KV_AF_REVOKED) != 0);
 }
+
+void
+kv_audit_spec(struct kv_audit_obj *o, const struct kv_key_spec *s)
+{
+	kv_audit_obj_str(o, "label", s->label);
+	kv_audit_obj_int(o, "budget_nusd", s->budget_nusd);
+	if (s->rpm >= 0)
+		kv_audit_obj_int(o, "rpm", s->rpm);
+	if (s->tpm >= 0)
+		kv_audit_obj_int(o, "tpm", s->tpm);
+	if (s->period >= 0)
+		kv_audit_obj_int(o, "period", s->period);
+	if (s->expires > 0)
+		kv_audit_obj_int(o, "expires", s->expires);
+}
