@@ -107,10 +107,11 @@ int	kvctl_audit_start(struct kvctl_audit *ka, const char *path, const char *op,
  * or KVCTL_EXIT_USAGE when it could not be (said, KV0824). */
 int	kvctl_audit_finish(struct kvctl_audit *ka, int rc);
 
-/* kvctl audit [--since T] [--json] | --verify [--json] on the log at PATH
- * (""/NULL: the config has it off), ARGV[0] being "audit". Returns a
+/* kvctl audit [--since T] [--json] | --verify [--anchor D] [--json] on
+ * the log at PATH (""/NULL: the config has it off), ARGV[0] being "audit". Returns a
  * KVCTL_EXIT_* code: --verify 1 when the chain is broken (the first broken
- * line named). (cli/kvctl_audit.c) */
+ * line named), or when no line has the digest D (lines cut from the end).
+ * (cli/kvctl_audit.c) */
 int	kvctl_audit(const char *path, int argc, char **argv);
 
 struct kv_config;

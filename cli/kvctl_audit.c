@@ -18,6 +18,7 @@
 struct audit_cmd {
 	const char	*path;
 	const char	*since;		/* --since T */
+	const char	*anchor;	/* --anchor DIGEST: a line that must still be there */
 	int		 json;
 	int		 verify;
 };
@@ -46,11 +47,17 @@ parse_args(struct audit_cmd *a, int argc, char **argv)
 			a->verify = 1;
 		else if (strcmp(argv[i], "--since") == 0 && i + 1 < argc)
 			a->since = argv[++i];
+		else if (strcmp(argv[i], "--anchor") == 0 && i + 1 < argc)
+			a->anchor = argv[++i];
 		else
 			return audit_usage("unknown argument '%s'", argv[i]);
 	}
 	if (a->verify && a->since != NULL)
 		return audit_usage("%s", "--verify walks the whole log: no --since");
+	if (a->anchor != NULL && (!a->verify || strlen(a->anchor) != 64 ||
+	    strspn(a->anchor, "0123456789abcdef") != 64))
+		return audit_usage("--anchor '%s': give --verify and a line's digest (64 "
+		    "lowercase hex digits, as --verify prints the last one)", a->anchor);
 	return KVCTL_EXIT_OK;
 }
 
@@ -87,7 +94,7 @@ verify(const struct audit_cmd *a, FILE *f)
 	char *line = NULL, why[512];
 	size_t cap = 0;
 	ssize_t n;
-	int ok = 1;
+	int ok = 1, anchored = 0;
 
 	kv_audit_chain_init(&ch);
 	while (ok && (n = getline(&line, &cap, f)) != -1) {
@@ -96,11 +103,20 @@ verify(const struct audit_cmd *a, FILE *f)
 		if (kv_audit_chain_next(&ch, line, (size_t)n - (size_t)term, term, why,
 		    sizeof(why)) == -1)
 			ok = 0;
+		else if (a->anchor != NULL && strcmp(ch.prev, a->anchor) == 0)
+			anchored = 1;
 	}
 	free(line);
 	if (ferror(f)) {
 		fprintf(stderr, "kvctl: audit: reading %s: %s\n", a->path, strerror(errno));
 		return KVCTL_EXIT_USAGE;
+	}
+	/* An intact chain that no longer holds the anchored line was cut at
+	 * its end (or replaced): reported past its last line. */
+	if (ok && a->anchor != NULL && !anchored) {
+		snprintf(why, sizeof(why), "no line has the anchored digest %s: lines were "
+		    "deleted from the end, or the log was replaced", a->anchor);
+		ok = 0;
 	}
 	return verify_result(a, &ch, ok, why);
 }

@@ -12,7 +12,7 @@
 #  - API writes and kvctl writes racing each other keep the chain whole;
 #  - kvctl audit --verify passes, then names the right line for a byte
 #    edited, a line deleted, two lines swapped, the first line deleted and
-#    the file cut mid-line;
+#    the file cut mid-line; --anchor finds the last line deleted;
 #  - while the log cannot be taken (another holds its lock, or it ends
 #    inside a line) no write is made: 503 (KV0820), kvctl exit 2 (KV0823).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
@@ -189,6 +189,17 @@ verify_broken "the file cut mid-line" "$N" "cut short"
 sed -i '5s/"hash":"[0-9a-f]*"/"hash":"'"$(printf 'f%.0s' $(seq 64))"'"/' "$AUD"
 verify_broken "a hash replaced" 5 "line 5: its hash"
 check "the good copy verifies again" kv_ctl audit --verify
+D=$(kv_ctl audit --verify --json | jq -r .last_hash)
+check "--verify --anchor the last line's digest: exit 0" kv_ctl audit --verify --anchor "$D"
+sed -i '$d' "$AUD"
+check "the last line deleted: the chain alone is still intact" kv_ctl audit --verify
+out=$(kv_ctl audit --verify --anchor "$D" --json)
+check_eq "... but --anchor its digest exits 1" "$?" 1
+check "... saying lines were deleted from the end" \
+	eval "jq -r .error <<<'$out' | grep -q 'no line has the anchored digest'"
+cp "$T/good" "$AUD"
+kv_ctl audit --verify --anchor nothex >/dev/null 2>&1
+check_eq "--anchor that is no digest: usage, exit 2" "$?" 2
 
 # ---- no write while the log cannot be taken ----------------------------------------------
 
