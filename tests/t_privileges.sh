@@ -3,7 +3,8 @@
 # Started as root with [server] user = nobody, kilovoltd binds a privileged
 # port, then master and workers run as nobody, not dumpable (so no core and
 # no /proc/PID/environ holds the provider key for another process); the
-# ledger is 0600 and owned by nobody. Neither a client's raw key nor the
+# ledger is 0600 and owned by nobody, the audit log 0640 and nobody's (the
+# master appends to it after the drop). Neither a client's raw key nor the
 # provider key (api_key = env:...) appears in the log, the ledger, the status
 # service or any error the gateway makes. A ledger it must not use (owned by
 # someone else, truncated, of another layout version) is refused with exit 2
@@ -154,6 +155,11 @@ curl -sS -m 10 -X POST -H "Authorization: Bearer $CLIENT_KEY" "$S/keys/$(id12 "$
 code=$(curl -sS -m 10 -X POST -H "Authorization: Bearer $ADMIN_TOKEN" -o "$T/admin-ok.json" \
 	-w '%{http_code}' "$S/keys/$(id12 "$POOR_KEY")/reset")
 check_eq "an admin write with the token succeeds" "$code" 200
+check_eq "... the audit log, made at start as root, is $RUN_AS's" \
+	"$(stat -c %u:%g:%a "$T/audit.jsonl")" "$NB_UID:$NB_GID:640"
+check_eq "... and the master, as $RUN_AS, appended the write to it" \
+	"$(jq -r '"\(.op) \(.who.admin_token) \(.status)"' "$T/audit.jsonl")" \
+	"key.reset $(id12 "$ADMIN_TOKEN") 200"
 check "the status service answers" jqf '.keys | length >= 2' "$T/status.json"
 check "... and lists the client's key by id" grep -q "$(id12 "$CLIENT_KEY")" "$T/status.json"
 kv_ctl keys --json >"$T/kvctl.json" 2>&1
@@ -174,7 +180,8 @@ leaks() {
 check_eq "no key in the responses or their headers (200, 402, 502, 401, 400)" \
 	"$(leaks "$T"/*.json "$T"/*.head "$T/400.raw")" ""
 check_eq "no key or token in /status.json, /metrics, the status page, admin answers" \
-	"$(leaks "$T/status.json" "$T/metrics.txt" "$T/page.html" "$T/admin.json" "$T/admin-ok.json")" ""
+	"$(leaks "$T/status.json" "$T/metrics.txt" "$T/page.html" "$T/admin.json" "$T/admin-ok.json" \
+	"$T/audit.jsonl")" ""
 check_eq "no key in kvctl's output" "$(leaks "$T/kvctl.json" "$T/kvctl.txt")" ""
 check_eq "no key in the ledger file" "$(leaks "$T/ledger")" ""
 
