@@ -373,9 +373,9 @@ main(void)
 {
 	/* the bound: 5 KiB a stream, allocated for these alone */
 	CHECK(sizeof(struct kv_aws_stream) <= 5 * 1024);
-	printf("state a stream: %zu bytes (decoder %zu, chunk decoder %zu, scanner copy %zu)\n",
+	printf("state a stream: %zu bytes (decoder %zu, chunk decoder %zu, scanner mark %zu)\n",
 	    sizeof(struct kv_aws_stream), sizeof(struct kv_aes_dec), sizeof(struct kv_aws_chunk),
-	    sizeof(struct kv_usage_scanner));
+	    sizeof(struct kv_usage_mark));
 	fixture("bedrock_invoke", KV_API_ANTHROPIC_MESSAGES, 0);
 	fixture("bedrock_metrics", KV_API_ANTHROPIC_MESSAGES, 0);
 	fixture("bedrock_converse", KV_API_BEDROCK_CONVERSE, 0);

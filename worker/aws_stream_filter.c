@@ -61,7 +61,7 @@ on_head(void *arg, const struct kv_aes_msg *m)
 	} else {
 		a->kind = K_JSON;
 	}
-	a->saved = *a->scan;
+	kv_usage_mark(a->scan, &a->saved);
 	return 0;
 }
 
@@ -117,7 +117,7 @@ static void
 broken(struct kv_aws_stream *a, enum kv_aws_cut why)
 {
 	if (a->kind != K_SKIP)
-		*a->scan = a->saved;
+		kv_usage_undo(a->scan, &a->saved);
 	a->kind = K_SKIP;
 	if (a->cut == KV_AWS_OK)
 		a->cut = why;

@@ -39,7 +39,7 @@ struct kv_aws_stream {
 	struct kv_aws_chunk	 chunk;
 	/* the scanner as it was before the open message: a message counts
 	 * once its CRC matched, one that fails is voided */
-	struct kv_usage_scanner	 saved;
+	struct kv_usage_mark	 saved;
 };
 
 /* A new filter feeding SCAN, which the caller started for API

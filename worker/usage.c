@@ -6,6 +6,7 @@
  *   clients    -> the response scanner (usage_scan.c) and the usage-only
  *                 chunk test (sse_filter.c), each reading the lexer's
  *                 events. */
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -287,6 +288,30 @@ void
 kv_usage_end_event(struct kv_usage_scanner *s)
 {
 	sse_event_end(s);
+}
+
+#define MARK_AT		offsetof(struct kv_usage_scanner, json)
+#define MARK_PAST	(MARK_AT + sizeof(struct kv_json))
+
+void
+kv_usage_mark(const struct kv_usage_scanner *s, struct kv_usage_mark *m)
+{
+	memcpy(m->head, s, MARK_AT);
+	memcpy(m->tail, (const char *)s + MARK_PAST, sizeof(*s) - MARK_PAST);
+	m->text[0] = s->json.nbytes;
+	m->text[1] = s->json.nhigh;
+	m->text[2] = s->json.nchars;
+}
+
+void
+kv_usage_undo(struct kv_usage_scanner *s, const struct kv_usage_mark *m)
+{
+	memcpy(s, m->head, MARK_AT);
+	memcpy((char *)s + MARK_PAST, m->tail, sizeof(*s) - MARK_PAST);
+	usage_json_reset(&s->json);
+	s->json.nbytes = m->text[0];
+	s->json.nhigh = m->text[1];
+	s->json.nchars = m->text[2];
 }
 
 int64_t

@@ -118,6 +118,19 @@ void	kv_usage_bedrock_counts(struct kv_usage_scanner *s, const int64_t counts[4]
 void	kv_usage_feed_event(struct kv_usage_scanner *s, const char *buf, size_t len);
 void	kv_usage_end_event(struct kv_usage_scanner *s);
 
+/* A scanner as it stands between two events fed with kv_usage_feed_event,
+ * less its lexer (which each event starts afresh; only its text counts
+ * carry over): what kv_usage_undo puts back, voiding the event begun since
+ * (an AWS message whose CRC failed). 608 bytes, not the scanner's 896. */
+struct kv_usage_mark {
+	unsigned char	 head[offsetof(struct kv_usage_scanner, json)];
+	unsigned char	 tail[sizeof(struct kv_usage_scanner) -
+			     offsetof(struct kv_usage_scanner, json) - sizeof(struct kv_json)];
+	int64_t		 text[3];
+};
+void	kv_usage_mark(const struct kv_usage_scanner *s, struct kv_usage_mark *m);
+void	kv_usage_undo(struct kv_usage_scanner *s, const struct kv_usage_mark *m);
+
 /* The stream broke off (an AWS exception message, a malformed event
  * stream): its usage is not final, and nothing later is taken, as after an
  * Anthropic stream's error event. */
