@@ -38,7 +38,7 @@
  *        Bedrock's event stream: the bytes of the file x-mock-eventstream
  *        names (tests/data/bedrock_*.bin), chunked in pieces of 97 bytes, as
  *        application/vnd.amazon.eventstream; x-mock-eventstream-cut N ends
- *        the body (cleanly) after N of them
+ *        the body (cleanly) after N of them; x-mock-delay-ms N after each piece
  *   GET  /health         under -H FILE: the status FILE holds (see -H below)
  *   GET  /mock/stats     {"open_connections","requests","aborted_streams",
  *        "last_abort_ms","tls_full","tls_resumed"}: an abort is a peer
@@ -1624,7 +1624,7 @@ eventstream(struct conn *c)
 			break;
 		snprintf(sz, sizeof(sz), "%zx\r\n", k);
 		if (out_str(c, sz) == -1 || out_put(c, buf, k) == -1 || out_str(c, "\r\n") == -1 ||
-		    out_flush(c) == -1)
+		    out_flush(c) == -1 || (c->rq.delay_ms > 0 && wait_peer(c, c->rq.delay_ms) == -1))
 			goto fail;
 		sent += (long)k;
 	}
