@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include "common/log.h"
@@ -37,16 +38,25 @@ kv_admin_audit_begin(struct kv_admin_audit *aa, const struct kv_config *cf,
     struct MHD_Connection *c, const char *method, const char *url)
 {
 	char path[KV_AUDIT_PATH_MAX], err[512];
+	const char *tok;
 	uint8_t h[32];
 	char id[13];
 
 	memset(&aa->rec, 0, sizeof(aa->rec));
 	aa->rec.via = "api";
 	snprintf(aa->rec.request, sizeof(aa->rec.request), "%s %s", method, url);
-	/* status.c checked the token before: it is set */
-	kv_key_hash(cf->admin_token, strlen(cf->admin_token), h);
-	kv_key_id(h, id);
-	kv_audit_obj_str(&aa->rec.who, "admin_token", id);
+	/* The token presented, which status.c matched to the config's on the
+	 * request's first call (a reload since may have changed the config's). */
+	tok = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	if (tok != NULL && strncasecmp(tok, "Bearer ", 7) == 0) {
+		for (tok += 7; *tok == ' '; tok++)
+			;
+		kv_key_hash(tok, strlen(tok), h);
+		kv_key_id(h, id);
+		kv_audit_obj_str(&aa->rec.who, "admin_token", id);
+	} else {
+		kv_audit_obj_str(&aa->rec.who, "admin_token", NULL);
+	}
 	kv_audit_obj_str(&aa->rec.who, "name", cf->admin_name[0] ? cf->admin_name : NULL);
 	who_peer(&aa->rec.who, c);
 	if (kv_audit_path(cf, path, sizeof(path)) == -1) {

@@ -16,8 +16,9 @@ struct kv_admin_audit {
 };
 
 /* Take CF's audit log for METHOD on URL from connection C: the record's
- * who is the admin token's id (its SHA-256's first 12 hex digits, as a
- * key's; never the token), [server] admin_name and the client's address.
+ * who is the id of the admin token presented (its SHA-256's first 12 hex
+ * digits, as a key's; never the token), [server] admin_name and the
+ * client's address.
  * Returns 0 (also with the log off), or -1 when the log cannot be taken:
  * logged (KV0820), and the caller answers 503 and changes nothing. */
 int	kv_admin_audit_begin(struct kv_admin_audit *aa, const struct kv_config *cf,
