@@ -42,9 +42,9 @@ kv_audit_path(const struct kv_config *cf, char *out, size_t len)
 	return snprintf(out, len, "%s", cf->audit_log) >= (int)len ? -1 : 0;
 }
 
-/* flock, polling, so that a writer stuck while holding it (or anyone
- * holding it on purpose) refuses admin writes instead of freezing the
- * master's loop. */
+/* flock, polling for at most KV_AUDIT_LOCK_MS, so that a writer stuck
+ * while holding it (or anyone holding it on purpose) gets admin writes
+ * refused and holds the master's loop that long at most, not for good. */
 static int
 lock_file(int fd)
 {
