@@ -46,6 +46,7 @@ struct acct {
 	int64_t		 hold_until_ms;	/* ... kept until here (HOLD_MS) */
 	int		 inflight;
 	int		 open;		/* admitting past the lease (open mode) */
+	int		 refused;	/* KV0777 logged, until a reply applies */
 };
 
 struct batch {

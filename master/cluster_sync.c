@@ -273,6 +273,7 @@ apply(struct kv_cluster_host *h, struct batch *b, size_t j, const int64_t f[FIEL
 	struct acct *s = &h->acct[i];
 	int64_t base, cur, exp;
 
+	s->refused = 0;
 	if (b->reset[j])
 		kv_lease_reset_done(a);
 	if (s->period != b->period[j])
@@ -301,6 +302,26 @@ apply(struct kv_cluster_host *h, struct batch *b, size_t j, const int64_t f[FIEL
 		s->cap = f[0] - base;
 }
 
+
+/* The script refused key j of the batch (KVOVERFLOW: one of its figures
+ * would pass int64 nano-dollars) and wrote nothing for it: its lease is
+ * not renewed, so the key closes at its deadline. Logged once until a
+ * reply for the key applies again. */
+static void
+refused(struct kv_cluster_host *h, struct batch *b, size_t j, const struct kv_resp_value *e)
+{
+	struct acct *s = &h->acct[b->idx[j]];
+	const char *label = h->l->accounts[b->idx[j]].label;
+
+	if (s->refused)
+		return;
+	s->refused = 1;
+	kv_log_warnx("KV0777", "cluster: Redis refused the lease of key %s (slot %u): "
+	    "%.*s; it admits nothing past its lease until its figures fit",
+	    label[0] ? label : "(unnamed)", b->idx[j],
+	    e->type == KV_RESP_ERROR ? (int)e->len : 16,
+	    e->type == KV_RESP_ERROR ? e->str : "unexpected reply");
+}
 
 /* Another instance holds this host id in Redis (HOLDER, as kv:hb:H has
  * it): Redis did nothing for this call. Two live instances under one
@@ -384,6 +405,8 @@ on_synced(void *arg, const struct kv_resp_value *v)
 	for (j = 0; j < b->n; j++)
 		if (reply_fields(&list->elem[j], f) == 0)
 			apply(h, b, j, f);
+		else
+			refused(h, b, j, &list->elem[j]);
 	if (h->clash) {
 		kv_log_info("cluster: host_id %s is this instance's now (%s)", h->c.host_id,
 		    h->me);
