@@ -354,6 +354,8 @@ begin_section(struct cfg_parse *p, const char *text)
 		p->sect = SECT_PRICE;
 	else if (strcmp(kind, "key") == 0)
 		p->sect = SECT_KEY;
+	else if (strcmp(kind, "team") == 0)
+		return cfg_begin_team(p, name);
 	else
 		return cfg_err(p, p->lineno, "unknown section %s", p->sect_text);
 	if (p->sect == SECT_UPSTREAM)
@@ -704,6 +706,8 @@ cfg_parse_file(struct cfg_parse *p)
 		return cfg_err(p, r, "syntax error");
 	if (p->cf->nupstreams == 0)
 		return cfg_err(p, 0, "no [upstream NAME] section");
+	if (cfg_tree_resolve(p) == -1)
+		return -1;
 	return expand_targets(p);
 }
 
@@ -860,6 +864,7 @@ kv_config_free(struct kv_config *cf)
 	free(cf->price_prov);
 	cf->price_prov = NULL;
 	cf->nprice_prov = 0;
+	cfg_tree_free(cf);
 	free(cf->keys);
 	cf->keys = NULL;
 	cf->nkeys = 0;

@@ -154,11 +154,46 @@ struct kv_price {
  * catalogue entry, or an entry with a [price] section of its name over it. */
 enum kv_price_src { KV_PRICE_INI = 0, KV_PRICE_FILE, KV_PRICE_OVERRIDE };
 
+/* The budget tree (issue 36, docs/ledger.md "Budget tree"): teams with
+ * parents up to an org, per-model caps on a team or a key. Each node is an
+ * account of the ledger whose hash is the SHA-256 of "\001node:" and its
+ * node name ("team/payments", "model/team/payments/gpt-5*"). */
+#define KV_TREE_DEPTH	8	/* teams from a key's team up to its org */
+#define KV_MODEL_CAPS	8	/* model_budget entries of one team or key */
+#define KV_NODE_NAME	(KV_NAME_MAX + 96)
+
+struct kv_modelcap {
+	char	  glob[KV_NAME_MAX];	/* fnmatch(3) pattern of the model */
+	int64_t	  budget_nusd;
+	char	  node[KV_NODE_NAME];	/* "model/team/payments/gpt-5*" */
+	uint8_t	  hash[32];
+};
+
+struct kv_modelcaps {
+	struct kv_modelcap cap[KV_MODEL_CAPS];
+	int	  n;
+};
+
+struct kv_teamdef {
+	char	  name[64];
+	int64_t	  budget_nusd;	/* -1: none (unbounded) */
+	int	  period;	/* enum kv_period; -1: the [budget] period */
+	char	  parent[64];	/* "" for an org */
+	int	  up;		/* the parent's index in teams, -1 for an org */
+	char	  node[80];	/* "team/NAME" */
+	uint8_t	  hash[32];
+	struct kv_modelcaps *caps;	/* NULL: none */
+	int	  line;
+};
+
 struct kv_keydef {
 	char	  label[64];
 	uint8_t	  hash[32];	/* SHA-256 of the raw key */
 	int64_t	  budget_nusd;	/* -1: the [budget] default */
 	int64_t	  rpm, tpm;	/* per minute; -1: the [budget] default, 0: none */
+	char	  team[64];	/* "" for none */
+	int	  team_idx;	/* its index in teams, -1 for none */
+	struct kv_modelcaps *caps;	/* NULL: none */
 };
 
 /* [cluster]: several hosts share each key's budget through leases from
@@ -312,6 +347,9 @@ struct kv_config {
 	struct kv_price default_price;
 	struct kv_keydef *keys;
 	size_t	  nkeys;
+	struct kv_teamdef *teams;
+	size_t	  nteams;
+	const struct kv_keydef **keys_by_hash;	/* keys sorted by hash, when a tree is */
 
 	struct kv_cluster cluster;
 	struct kv_alerts alerts;
@@ -339,6 +377,10 @@ int	kv_config_load_prices(struct kv_config *cf, const char *file, const char *pr
 const char *kv_config_default_path(void);
 
 void	kv_config_free(struct kv_config *cf);
+
+/* The [key] whose SHA-256 is HASH, when the config has a budget tree
+ * ([team] sections or a key's model_budget); NULL otherwise. */
+const struct kv_keydef *kv_config_key_by_hash(const struct kv_config *cf, const uint8_t hash[32]);
 
 /* kilovoltd -T: print CF as an ini (every key of every section, defaults
  * and overrides applied, relative paths made absolute, secrets as ***) that

@@ -204,6 +204,10 @@ kv_config_dump(const struct kv_config *cf, FILE *f)
 		fprintf(f, "\n[price %s]\n", cf->prices[i].model);
 		show_section(f, cf, SECT_PRICE, &cf->prices[i]);
 	}
+	for (i = 0; i < cf->nteams; i++) {
+		fprintf(f, "\n[team %s]\n", cf->teams[i].name);
+		show_section(f, cf, SECT_TEAM, &cf->teams[i]);
+	}
 	for (i = 0; i < cf->nkeys; i++) {
 		fprintf(f, "\n[key %s]\n", cf->keys[i].label);
 		show_section(f, cf, SECT_KEY, &cf->keys[i]);

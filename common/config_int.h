@@ -26,7 +26,7 @@
 #define CFG_MAX_KEYS		(1u << 20)
 
 enum cfg_sect { SECT_NONE, SECT_SERVER, SECT_BUDGET, SECT_UPSTREAM, SECT_PRICE, SECT_KEY,
-    SECT_CLUSTER, SECT_ALERTS, SECT_AUTH_JWT, SECT_COUNT };
+    SECT_CLUSTER, SECT_ALERTS, SECT_AUTH_JWT, SECT_TEAM, SECT_COUNT };
 
 struct cfg_parse {
 	struct kv_config *cf;
@@ -68,7 +68,7 @@ enum cfg_type {
 };
 
 /* What a key's offset is into. */
-enum cfg_base { CFG_B_CONFIG, CFG_B_UPSTREAM, CFG_B_PRICE, CFG_B_KEY };
+enum cfg_base { CFG_B_CONFIG, CFG_B_UPSTREAM, CFG_B_PRICE, CFG_B_KEY, CFG_B_TEAM };
 
 #define CFG_SECRET	0x1	/* never echo the value */
 #define CFG_LIST	0x2	/* may repeat; values accumulate */
@@ -136,6 +136,19 @@ void	cfg_show_redis(FILE *f, const struct kv_config *cf, const void *obj,
  * section (issuer, audience, one JWKS source that loads), at its end. */
 extern const struct cfg_key kv_cfg_auth_jwt_keys[];
 int	cfg_end_auth_jwt(struct cfg_parse *p);
+
+/* The budget tree (config_team.c): [team NAME] begun, its keys' rows,
+ * model_budget of a team or a key and its -T printer, and the whole-file
+ * check (parents known, no cycle, depth at most KV_TREE_DEPTH, a key's
+ * team known) that also names and hashes every node. 0 or -1. */
+int	cfg_begin_team(struct cfg_parse *p, const char *name);
+extern const struct cfg_key kv_cfg_team_keys[];
+int	cfg_set_model_budget(struct cfg_parse *p, const struct cfg_key *k, const char *v);
+void	cfg_show_model_budget(FILE *f, const struct kv_config *cf, const void *obj,
+	    const struct cfg_key *k);
+int	cfg_set_key_team(struct cfg_parse *p, const struct cfg_key *k, const char *v);
+int	cfg_tree_resolve(struct cfg_parse *p);
+void	cfg_tree_free(struct kv_config *cf);
 
 /* ---- value parsers (config_value.c): 0 / -1, no messages -------------- */
 

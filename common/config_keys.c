@@ -806,6 +806,9 @@ static const struct cfg_key key_keys[] = {
 	{ "budget", MONEY, KEY(budget_nusd), .flags = CFG_OPTIONAL },
 	{ "rpm", INT(0, CFG_MAX_RATE), KEY(rpm), .flags = CFG_OPTIONAL },
 	{ "tpm", INT(0, CFG_MAX_RATE), KEY(tpm), .flags = CFG_OPTIONAL },
+	{ "team", .type = CFG_T_STR, KEY(team), .set = cfg_set_key_team },
+	{ "model_budget", SPECIAL(cfg_set_model_budget, cfg_show_model_budget),
+	    .base = CFG_B_KEY },
 	{ NULL }
 };
 
@@ -844,4 +847,5 @@ const struct cfg_key *const kv_cfg_sect_keys[SECT_COUNT] = {
 	[SECT_CLUSTER] = cluster_keys,
 	[SECT_ALERTS] = alerts_keys,
 	[SECT_AUTH_JWT] = kv_cfg_auth_jwt_keys,
+	[SECT_TEAM] = kv_cfg_team_keys,
 };

@@ -76,6 +76,8 @@ cfg_base(struct cfg_parse *p, enum cfg_base base)
 		return cur_price(p);
 	case CFG_B_KEY:
 		return cur_key(p);
+	case CFG_B_TEAM:
+		return &p->cf->teams[p->cf->nteams - 1];
 	case CFG_B_CONFIG:
 		break;
 	}
