@@ -1,6 +1,7 @@
 /* The config's [key] sections synced into the ledger, at start-up, on
  * each reload and after a reclaim: see key_sync.h. */
 #include "master/key_sync.h"
+#include "master/tree_sync.h"
 
 #include <string.h>
 
@@ -27,7 +28,7 @@ in_config(const struct kv_config *cf, const uint8_t hash[32])
 	for (i = 0; i < cf->nkeys; i++)
 		if (memcmp(cf->keys[i].hash, hash, 32) == 0)
 			return 1;
-	return 0;
+	return kv_tree_in_config(cf, hash);
 }
 
 /* A config key's label, held by another account: that account is the
@@ -71,6 +72,7 @@ kv_key_sync(struct kv_ledger *l, const struct kv_config *cf)
 		kv_account_config_key(a, k->rpm >= 0 ? (uint32_t)k->rpm : cf->default_rpm,
 		    k->tpm >= 0 ? (uint32_t)k->tpm : cf->default_tpm);
 	}
+	kv_tree_sync(l, cf);
 	/* A key gone from the config keeps its label, marked as the one it
 	 * had (KV_AF_FORMER): the name now belongs to the config's key. */
 	KV_FOR_EACH_SLOT(l, j) {

@@ -374,6 +374,9 @@ struct kv_hist_slot {
 #define KV_AF_ISSUED	0x40u	/* version 16: made by kvctl keys create or POST /keys,
 				   not by the config; admitted under unknown_keys = deny */
 #define KV_AF_REVOKED	0x80u	/* version 16: every secret of the account is refused */
+#define KV_AF_NODE	0x200u	/* a node of the budget tree (shm/tree.h): a team or a
+				   per-model cap, its label the node's name, its
+				   hash that of "\001node:" and the name; never a key */
 #define KV_AF_ROTATED	0x100u	/* version 16: this slot's own secret was rotated out
 				   (the account lives on through a newer link) */
 

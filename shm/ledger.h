@@ -213,6 +213,23 @@ void	kv_ledger_op_end(struct kv_ledger *l);
 int	kv_ledger_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
 	    struct kv_account *a, int64_t amount, int64_t *remaining);
 
+/* kv_ledger_reserve on a node of the budget tree (shm/tree.h): the same
+ * record and the same one-CAS admission, never bounded by a cluster lease
+ * (nodes are this host's). */
+int	kv_ledger_reserve_node(struct kv_ledger *l, struct kv_worker_slot *w,
+	    struct kv_account *a, int64_t amount, int64_t *remaining);
+
+/* Settle a node's reservation RESV: COST charged, the rest released, and
+ * when COUNTED the node's request count and last use. */
+void	kv_ledger_settle_node(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
+	    int64_t cost, int counted);
+
+/* Make COST what the master charges for RESV if the worker dies before
+ * settling it (what kv_ledger_settle records for its own window), so a
+ * request settling several records is charged COST at each, whichever
+ * it reached. */
+void	kv_ledger_resv_final(struct kv_worker_slot *w, int resv, int64_t cost);
+
 /* Replace reservation RESV of worker W with the real COST on its account,
  * and add USAGE's tokens to the account and to MODEL's totals (model may be
  * NULL or "" when unknown). cost == 0 with usage NULL just releases. */

@@ -28,9 +28,11 @@ cmp_spent_desc(const void *x, const void *y)
 	return memcmp(a->a->hash, b->a->hash, sizeof(a->a->hash));
 }
 
-size_t
-kv_report_sorted_accounts(const struct kv_ledger *l,
-    const struct kv_account ***out)
+/* Ready accounts that are keys (NODES 0) or budget-tree nodes whose
+ * label starts with PREFIX (NODES 1), sorted. */
+static size_t
+sorted(const struct kv_ledger *l, const struct kv_account ***out, int nodes,
+    const char *prefix)
 {
 	uint32_t i, n = l->hdr->max_keys;
 	const struct kv_account **v;
@@ -48,7 +50,10 @@ kv_report_sorted_accounts(const struct kv_ledger *l,
 	KV_FOR_EACH_SLOT(l, i) {
 		const struct kv_account *a = &l->accounts[i];
 
-		if (!kv_slot_ready(&a->state))
+		if (!kv_slot_ready(&a->state) ||
+		    ((atomic_load(&a->aflags) & KV_AF_NODE) != 0) != nodes)
+			continue;
+		if (nodes && strncmp(a->label, prefix, strlen(prefix)) != 0)
 			continue;
 		snap[count].a = a;
 		snap[count++].spent = kv_account_spent(a);
@@ -59,4 +64,17 @@ kv_report_sorted_accounts(const struct kv_ledger *l,
 	free(snap);
 	*out = v;
 	return count;
+}
+
+size_t
+kv_report_sorted_accounts(const struct kv_ledger *l, const struct kv_account ***out)
+{
+	return sorted(l, out, 0, "");
+}
+
+size_t
+kv_report_sorted_nodes(const struct kv_ledger *l, const char *prefix,
+    const struct kv_account ***out)
+{
+	return sorted(l, out, 1, prefix);
 }

@@ -177,9 +177,10 @@ admit(struct kv_account *a, int64_t amount, int64_t *remaining, int leased)
 	}
 }
 
-int
-kv_ledger_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
-    struct kv_account *a, int64_t amount, int64_t *remaining)
+/* kv_ledger_reserve, with the cluster's leases (LEASED) or without. */
+static int
+reserve_in(struct kv_ledger *l, struct kv_worker_slot *w, struct kv_account *a,
+    int64_t amount, int64_t *remaining, int leased)
 {
 	int r, rc;
 
@@ -201,7 +202,7 @@ kv_ledger_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
 		op_leave(l);
 		return -2;
 	}
-	rc = admit(a, amount, remaining, atomic_load(&l->hdr->cluster) != 0);
+	rc = admit(a, amount, remaining, leased);
 	if (rc == -3) {
 		int64_t need = atomic_load(&a->lease_need_nusd);
 
@@ -220,6 +221,20 @@ kv_ledger_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
 	}
 	op_leave(l);
 	return r;
+}
+
+int
+kv_ledger_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
+    struct kv_account *a, int64_t amount, int64_t *remaining)
+{
+	return reserve_in(l, w, a, amount, remaining, atomic_load(&l->hdr->cluster) != 0);
+}
+
+int
+kv_ledger_reserve_node(struct kv_ledger *l, struct kv_worker_slot *w,
+    struct kv_account *a, int64_t amount, int64_t *remaining)
+{
+	return reserve_in(l, w, a, amount, remaining, 0);
 }
 
 static void
@@ -289,6 +304,48 @@ kv_ledger_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
 		m = (model != NULL && model[0] != '\0') ? kv_ledger_model(l, model) : NULL;
 		if (m != NULL)
 			model_add(m, cost, usage);
+	}
+	op_leave(l);
+}
+
+void
+kv_ledger_resv_final(struct kv_worker_slot *w, int resv, int64_t cost)
+{
+	if (resv < 0 || resv >= KV_RESV_PER_WORKER)
+		return;
+	if (cost < 0)
+		cost = 0;
+	atomic_store(&w->resv_sent_nusd[resv], (cost < KV_SPENT_MAX ? cost : KV_SPENT_MAX) |
+	    KV_RESV_COST);
+}
+
+void
+kv_ledger_settle_node(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
+    int64_t cost, int counted)
+{
+	struct kv_account *a;
+	uint32_t idx;
+	int64_t amount;
+
+	if (resv < 0 || resv >= KV_RESV_PER_WORKER)
+		return;
+	idx = atomic_load(&w->resv[resv].account);
+	if (idx == 0 || idx > l->hdr->max_keys)
+		return;
+	a = &l->accounts[idx - 1];
+	if (cost < 0)
+		cost = 0;
+	op_enter(l);
+	/* as kv_ledger_settle: the death charge is the cost until cleared */
+	kv_ledger_resv_final(w, resv, cost);
+	kv_account_charge(a, cost);
+	atomic_store(&w->resv_sent_nusd[resv], 0);
+	amount = atomic_exchange(&w->resv[resv].amount_nusd, 0);
+	atomic_fetch_sub(&a->reserved_nusd, amount);
+	resv_clear(w, resv);
+	if (counted) {
+		atomic_fetch_add(&a->requests, 1);
+		atomic_store(&a->last_used, (int64_t)time(NULL));
 	}
 	op_leave(l);
 }

@@ -1,0 +1,80 @@
+/* The config's budget tree synced into the ledger: one account per team
+ * and per model cap (see tree_sync.h). */
+#include "master/tree_sync.h"
+
+#include <string.h>
+
+#include "common/log.h"
+#include "shm/tree.h"
+
+static void
+sync_node(struct kv_ledger *l, const char *node, const uint8_t hash[32], int64_t budget,
+    int period)
+{
+	struct kv_account *a;
+	int64_t dropped;
+
+	if (budget < 0)	/* none: it admits what its parents admit */
+		budget = KV_NODE_UNBOUNDED;
+	a = kv_ledger_account(l, hash, 1, node, budget);
+	if (a == NULL) {
+		kv_log_warnx("KV0105", "%s: the account table is full", node);
+		return;
+	}
+	kv_account_set_label(a, node);
+	atomic_fetch_or(&a->aflags, KV_AF_NODE | KV_AF_CONFIG | KV_AF_KEPT);
+	atomic_store(&a->period, (uint32_t)period + 1);
+	dropped = kv_account_config_budget(a, budget);
+	if (dropped >= 0)
+		kv_log_info("%s: the config's budget changed, dropping the override of %lld nusd",
+		    node, (long long)dropped);
+}
+
+static void
+sync_caps(struct kv_ledger *l, const struct kv_modelcaps *caps, int period)
+{
+	int i;
+
+	for (i = 0; caps != NULL && i < caps->n; i++)
+		sync_node(l, caps->cap[i].node, caps->cap[i].hash, caps->cap[i].budget_nusd, period);
+}
+
+void
+kv_tree_sync(struct kv_ledger *l, const struct kv_config *cf)
+{
+	size_t i;
+
+	for (i = 0; i < cf->nteams; i++) {
+		const struct kv_teamdef *t = &cf->teams[i];
+
+		sync_node(l, t->node, t->hash, t->budget_nusd, t->period);
+		sync_caps(l, t->caps, t->period);
+	}
+	for (i = 0; i < cf->nkeys; i++)
+		sync_caps(l, cf->keys[i].caps, (int)cf->period);
+}
+
+static int
+caps_hold(const struct kv_modelcaps *caps, const uint8_t hash[32])
+{
+	int i;
+
+	for (i = 0; caps != NULL && i < caps->n; i++)
+		if (memcmp(caps->cap[i].hash, hash, 32) == 0)
+			return 1;
+	return 0;
+}
+
+int
+kv_tree_in_config(const struct kv_config *cf, const uint8_t hash[32])
+{
+	size_t i;
+
+	for (i = 0; i < cf->nteams; i++)
+		if (memcmp(cf->teams[i].hash, hash, 32) == 0 || caps_hold(cf->teams[i].caps, hash))
+			return 1;
+	for (i = 0; i < cf->nkeys; i++)
+		if (caps_hold(cf->keys[i].caps, hash))
+			return 1;
+	return 0;
+}
