@@ -3,6 +3,7 @@
  * the worst-case reservation, the rate limits and the wait for this
  * host's cluster lease; then the first target is picked (peer.c). */
 #include "worker/admission.h"
+#include "worker/admission_tree.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -285,6 +286,7 @@ budget_refusal(struct kv_conn *c, int resv, int64_t amount)
 	c->adm.resv = -1;
 	if (resv == -1) {
 		atomic_fetch_add(&c->w->ledger->hdr->counters.budget_refusals_total, 1);
+		c->adm.refused_key = 1;
 		kv_format_dollars(c->adm.remaining, rem, sizeof(rem));
 		kv_format_dollars(amount, need, sizeof(need));
 		snprintf(msg, sizeof(msg), "budget exceeded for key %s: %s remaining, "
@@ -365,6 +367,7 @@ rate_admit(struct kv_conn *c, enum kv_rc *st)
 	if (rc == 0)
 		return 0;
 	/* Refused: nothing goes upstream, so the budget holds nothing either. */
+	tree_settle(c, 0, 0);
 	kv_ledger_settle(l, c->w->slot, c->adm.resv, 0, NULL, NULL);
 	c->adm.resv = -1;
 	atomic_fetch_add(&a->rate_refusals, 1);
@@ -386,6 +389,12 @@ reserve(struct kv_conn *c)
 	c->adm.resv = kv_ledger_reserve(c->w->ledger, c->w->slot, c->adm.acct, amount, &c->adm.remaining);
 	if (c->adm.resv < 0)
 		return budget_refusal(c, c->adm.resv, amount);
+	/* then every node above the key, all or nothing */
+	if (tree_admit(c, amount, &st) == -1) {
+		kv_ledger_settle(c->w->ledger, c->w->slot, c->adm.resv, 0, NULL, NULL);
+		c->adm.resv = -1;
+		return st;
+	}
 	if (rate_admit(c, &st) == -1)
 		return st;
 	atomic_fetch_add(&c->w->slot->active_streams, 1);

@@ -16,6 +16,7 @@
 #include "worker/sse_filter.h"
 #include "worker/usage.h"
 #include "shm/ratelimit.h"
+#include "shm/tree.h"
 
 #define KV_CBUF_SIZE	(KV_HTTP_MAX_HEAD + 4096)	/* head plus room for body reads */
 #define KV_BODY_WINDOW	(8 * 1024)	/* request body held in memory; more is spooled */
@@ -138,6 +139,12 @@ struct kv_admission {
 	struct kv_account	*acct;
 	int			 resv;		/* reservation index, -1 none */
 	int64_t			 remaining;
+	/* The budget tree (admission_tree.c): the holds at the nodes above
+	 * the key, and the node that refused (its name in the config), or
+	 * refused_key for the key itself: x-kilovolt-budget-node. */
+	struct kv_tree_hold	 tree;
+	const char		*refused_node;
+	int			 refused_key;
 	int64_t			 out_bound;	/* output tokens the reservation holds */
 	int			 lease_parked;	/* on w->lease_parked (leasewait.c) */
 	int64_t			 lease_until_ms;	/* ... and refused with 503 from then */

@@ -1,6 +1,7 @@
 /* The peer picker: several targets per upstream, health and failover;
  * see peer.h. No buffers: the engine resets the attempt. */
 #include "worker/peer.h"
+#include "worker/admission_tree.h"
 
 #include <netinet/in.h>
 #include <linux/tcp.h>	/* tcpi_bytes_acked: glibc's tcp_info lacks it */
@@ -185,6 +186,7 @@ unsend(struct kv_conn *c)
 	c->req_sent = 0;
 	if (c->adm.resv >= 0)
 		kv_ledger_resv_sent(c->w->slot, c->adm.resv, 0);
+	tree_sent(c, 0);
 }
 
 enum kv_rc

@@ -4,6 +4,7 @@
  * as the whole request reaches the provider, the input estimate the
  * reservation keeps should this worker die. */
 #include "worker/settle.h"
+#include "worker/admission_tree.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -70,8 +71,12 @@ void
 settle_mark_sent(struct kv_conn *c)
 {
 	c->req_sent = 1;
-	if (c->adm.resv >= 0 && c->req.api != KV_API_OTHER)
-		kv_ledger_resv_sent(c->w->slot, c->adm.resv, sent_estimate_nusd(c));
+	if (c->adm.resv >= 0 && c->req.api != KV_API_OTHER) {
+		int64_t min = sent_estimate_nusd(c);
+
+		kv_ledger_resv_sent(c->w->slot, c->adm.resv, min);
+		tree_sent(c, min);
+	}
 	if (c->req.api != KV_API_OTHER)
 		traffic_sent(c);
 }
@@ -374,6 +379,10 @@ settle_request(struct kv_conn *c)
 	cost = charge(c, &u, &model, &mprice);
 	traffic_settle(c, &u);
 	if (c->adm.resv >= 0) {
+		/* the key's death charge too, before the first node settles:
+		 * a worker killed in between leaves COST at every level */
+		kv_ledger_resv_final(c->w->slot, c->adm.resv, cost);
+		tree_settle(c, cost, cost != 0 || u.input || u.output);
 		kv_ledger_settle(c->w->ledger, c->w->slot, c->adm.resv, cost,
 		    u.input || u.output ? &u : NULL, model_row(c, model, mprice));
 		c->adm.resv = -1;

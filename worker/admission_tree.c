@@ -1,0 +1,120 @@
+/* The budget tree at admission: the nodes above a request's key found in
+ * the ledger (its model caps, its team and theirs up to the org), their
+ * periods rolled, the amount held at each, and the 402 that names the
+ * node that refused (docs/ledger.md "Budget tree"). */
+#include "worker/admission_tree.h"
+
+#include <fnmatch.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "common/money.h"
+#include "worker/reply.h"
+
+struct chain {
+	struct kv_account *node[KV_TREE_NODES];
+	const char	  *name[KV_TREE_NODES];
+	int		   n;
+	int		   missing;	/* a node not in the ledger: its index */
+};
+
+static void
+chain_add(struct kv_conn *c, struct chain *ch, const uint8_t hash[32], const char *name)
+{
+	struct kv_account *a;
+
+	if (ch->n == KV_TREE_NODES || ch->missing >= 0)
+		return;
+	a = kv_ledger_account(c->w->ledger, hash, 0, NULL, 0);
+	if (a == NULL) {
+		ch->missing = ch->n;
+		ch->name[ch->n] = name;
+		return;
+	}
+	kv_ledger_period_roll(c->w->ledger, a, c->w->cf->period, (int64_t)time(NULL));
+	ch->name[ch->n] = name;
+	ch->node[ch->n++] = a;
+}
+
+static void
+chain_caps(struct kv_conn *c, struct chain *ch, const struct kv_modelcaps *caps)
+{
+	int i;
+
+	for (i = 0; caps != NULL && i < caps->n; i++)
+		if (fnmatch(caps->cap[i].glob, c->req.ri.model, 0) == 0)
+			chain_add(c, ch, caps->cap[i].hash, caps->cap[i].node);
+}
+
+/* The nodes of K's chain, in the order they are held. */
+static void
+chain_of(struct kv_conn *c, const struct kv_keydef *k, struct chain *ch)
+{
+	const struct kv_config *cf = c->w->cf;
+	int t;
+
+	ch->n = 0;
+	ch->missing = -1;
+	chain_caps(c, ch, k->caps);
+	for (t = k->team_idx; t >= 0; t = cf->teams[t].up) {
+		chain_add(c, ch, cf->teams[t].hash, cf->teams[t].node);
+		chain_caps(c, ch, cf->teams[t].caps);
+	}
+}
+
+static enum kv_rc
+node_refusal(struct kv_conn *c, const char *node, int64_t remaining, int64_t amount)
+{
+	char msg[512], rem[32], need[32];
+
+	atomic_fetch_add(&c->w->ledger->hdr->counters.budget_refusals_total, 1);
+	c->adm.refused_node = node;
+	kv_format_dollars(remaining, rem, sizeof(rem));
+	kv_format_dollars(amount, need, sizeof(need));
+	snprintf(msg, sizeof(msg), "budget exceeded for %s: %s remaining, "
+	    "this request may cost up to %s", node, rem, need);
+	return reply_error(c, 402, msg);
+}
+
+int
+tree_admit(struct kv_conn *c, int64_t amount, enum kv_rc *st)
+{
+	const struct kv_keydef *k = kv_config_key_by_hash(c->w->cf, c->adm.acct->hash);
+	struct chain ch;
+	int64_t remaining;
+	int rc, refused;
+
+	c->adm.tree.n = 0;
+	if (k == NULL || (k->caps == NULL && k->team_idx < 0))
+		return 0;
+	chain_of(c, k, &ch);
+	if (ch.missing >= 0) {
+		/* the master makes nodes before it starts the workers of a config */
+		c->retry_after = 1;
+		*st = reply_error(c, 503, "a budget node is not in the ledger yet; retry");
+		return -1;
+	}
+	rc = kv_tree_reserve(c->w->ledger, c->w->slot, ch.node, ch.n, amount, &c->adm.tree,
+	    &refused, &remaining);
+	if (rc == 0)
+		return 0;
+	if (rc == -1)
+		*st = node_refusal(c, ch.name[refused], remaining, amount);
+	else if (rc == -4 && (c->retry_after = 1))
+		*st = reply_error(c, 503, "a budget node was being recycled; retry");
+	else
+		*st = reply_error(c, 503, "too many requests in flight");
+	return -1;
+}
+
+void
+tree_sent(struct kv_conn *c, int64_t min)
+{
+	kv_tree_sent(c->w->slot, &c->adm.tree, min);
+}
+
+void
+tree_settle(struct kv_conn *c, int64_t cost, int counted)
+{
+	kv_tree_settle(c->w->ledger, c->w->slot, &c->adm.tree, cost, counted);
+}
