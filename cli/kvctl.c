@@ -35,6 +35,7 @@ struct kvctl {
 	const char	*req_key;	/* requests --key */
 	const char	*req_since;	/* requests --since */
 	const char	*req_file;	/* requests --file */
+	const char	*by;		/* report --by */
 	char		 reqlog[4096];	/* [server] request_log of the config */
 	char		 audit[KV_AUDIT_PATH_MAX];	/* the audit log; "" off */
 	int		 cargc;		/* the command's words, for the audit log */
@@ -51,7 +52,7 @@ struct command {
 	int		 min_args, max_args;
 	const char	*flags;		/* accepted: j=--json w=--watch/--count a=--all
 					   k=--key r=--key K/--since T/--file F
-					   L=--rpm/--tpm */
+					   L=--rpm/--tpm b=--by KIND */
 	int		(*run)(struct kvctl *);
 };
 
@@ -76,6 +77,10 @@ static const char usage_text[] =
 "                               show or set a key's requests and tokens\n"
 "                               per minute (0 = no limit)\n"
 "  models [--json]              per-model requests, tokens and cost\n"
+"  report --by team|key|model [--json]\n"
+"                               the budget tree's spend, budget and requests\n"
+"                               per node (teams, keys, models and model caps)\n"
+"  team NAME [--json]           one team of the budget tree\n"
 "  cluster [--json]             hosts, leases and shared spend, from Redis\n"
 "  prices [MODEL...] [--json]   the prices in effect and the rule giving each\n"
 "    [--provider KIND [--region R]]  ... for an upstream of that kind (bedrock, ...)\n"
@@ -570,6 +575,20 @@ cmd_requests(struct kvctl *k)
 	return kvctl_requests(stdout, path, k->req_key, since, k->json);
 }
 
+static int
+cmd_report(struct kvctl *k)
+{
+	if (k->by == NULL)
+		return usage_error("%s", "report: --by team, key or model is required");
+	return kvctl_report(stdout, &k->l, k->by, k->json);
+}
+
+static int
+cmd_team(struct kvctl *k)
+{
+	return kvctl_team(stdout, &k->l, k->args[0], k->json);
+}
+
 static const struct command commands[] = {
 	{ "status",	0, 0, 0, "j",	cmd_status },
 	{ "keys",	0, 0, 0, "jw",	cmd_keys },
@@ -581,6 +600,8 @@ static const struct command commands[] = {
 	{ "models",	0, 0, 0, "j",	cmd_models },
 	{ "cluster",	0, 0, 0, "j",	cmd_cluster },
 	{ "requests",	0, 0, 0, "jr",	cmd_requests },
+	{ "report",	0, 0, 0, "jb",	cmd_report },
+	{ "team",	0, 1, 1, "j",	cmd_team },
 };
 
 /* ---- command line ------------------------------------------------------- */
@@ -643,7 +664,11 @@ parse_flag(struct kvctl *k, const struct command *c, char **argv, int argc,
 		else
 			k->req_file = argv[*i];
 	}
-	else if (strcmp(a, "--count") == 0 && strchr(c->flags, 'w')) {
+	else if (strcmp(a, "--by") == 0 && strchr(c->flags, 'b')) {
+		if (++*i >= argc)
+			return usage_error("%s needs a value", a);
+		k->by = argv[*i];
+	} else if (strcmp(a, "--count") == 0 && strchr(c->flags, 'w')) {
 		(*i)++;
 		return parse_count(k, *i < argc ? argv[*i] : NULL);
 	} else if ((strcmp(a, "--rpm") == 0 || strcmp(a, "--tpm") == 0) &&
