@@ -18,7 +18,7 @@ sync_node(struct kv_ledger *l, const char *node, const uint8_t hash[32], int64_t
 		budget = KV_NODE_UNBOUNDED;
 	a = kv_ledger_account(l, hash, 1, node, budget);
 	if (a == NULL) {
-		kv_log_warnx("KV0105", "%s: the account table is full", node);
+		kv_log_warnx("KV0137", "budget node %s: the account table is full", node);
 		return;
 	}
 	kv_account_set_label(a, node);
