@@ -264,22 +264,34 @@ account_add(struct kv_account *a, const struct kv_usage *u)
 }
 
 void
-kv_ledger_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
-    int64_t cost, const struct kv_usage *usage, const char *model)
+kv_ledger_resv_final(struct kv_worker_slot *w, int resv, int64_t cost)
 {
-	struct kv_model_slot *m;
+	if (resv < 0 || resv >= KV_RESV_PER_WORKER)
+		return;
+	if (cost < 0)
+		cost = 0;
+	atomic_store(&w->resv_sent_nusd[resv], (cost < KV_SPENT_MAX ? cost : KV_SPENT_MAX) |
+	    KV_RESV_COST);
+}
+
+/* Charge COST (made >= 0 in *COST) to RESV's account and release its
+ * reservation. Returns the account inside the ledger bracket (the caller
+ * counts, then leaves it), or NULL for no reservation (not entered). */
+static struct kv_account *
+settle_record(struct kv_ledger *l, struct kv_worker_slot *w, int resv, int64_t *cost)
+{
 	struct kv_account *a;
 	uint32_t idx;
 	int64_t amount;
 
 	if (resv < 0 || resv >= KV_RESV_PER_WORKER)
-		return;
+		return NULL;
 	idx = atomic_load(&w->resv[resv].account);
 	if (idx == 0 || idx > l->hdr->max_keys)
-		return;
+		return NULL;
 	a = &l->accounts[idx - 1];
-	if (cost < 0)
-		cost = 0;
+	if (*cost < 0)
+		*cost = 0;
 	op_enter(l);
 	/* What a kill -9 from here on leaves: the real cost, recorded as the
 	 * death charge before it is added and cleared right after, so a death
@@ -287,16 +299,27 @@ kv_ledger_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
 	 * CAS that adds and the store that clears (two instructions) is it
 	 * charged twice: docs/ledger.md says why no lock-free order closes
 	 * that, and test_repair measures it. */
-	atomic_store(&w->resv_sent_nusd[resv],
-	    (cost < KV_SPENT_MAX ? cost : KV_SPENT_MAX) | KV_RESV_COST);
+	kv_ledger_resv_final(w, resv, *cost);
 	/* Spent first, then reserved: admission may briefly over-count the
 	 * pair, never under-count it. Saturating: an overflow sentinel cost
 	 * must not wrap spent negative. */
-	kv_account_charge(a, cost);
+	kv_account_charge(a, *cost);
 	atomic_store(&w->resv_sent_nusd[resv], 0);
 	amount = atomic_exchange(&w->resv[resv].amount_nusd, 0);
 	atomic_fetch_sub(&a->reserved_nusd, amount);
 	resv_clear(w, resv);
+	return a;
+}
+
+void
+kv_ledger_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
+    int64_t cost, const struct kv_usage *usage, const char *model)
+{
+	struct kv_model_slot *m;
+	struct kv_account *a;
+
+	if ((a = settle_record(l, w, resv, &cost)) == NULL)
+		return;
 	if (cost != 0 || usage != NULL) {
 		if (cost > 0)
 			atomic_fetch_or(&a->aflags, KV_AF_KEPT);
@@ -308,41 +331,15 @@ kv_ledger_settle(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
 	op_leave(l);
 }
 
-void
-kv_ledger_resv_final(struct kv_worker_slot *w, int resv, int64_t cost)
-{
-	if (resv < 0 || resv >= KV_RESV_PER_WORKER)
-		return;
-	if (cost < 0)
-		cost = 0;
-	atomic_store(&w->resv_sent_nusd[resv], (cost < KV_SPENT_MAX ? cost : KV_SPENT_MAX) |
-	    KV_RESV_COST);
-}
 
 void
 kv_ledger_settle_node(struct kv_ledger *l, struct kv_worker_slot *w, int resv,
     int64_t cost, int counted)
 {
 	struct kv_account *a;
-	uint32_t idx;
-	int64_t amount;
 
-	if (resv < 0 || resv >= KV_RESV_PER_WORKER)
+	if ((a = settle_record(l, w, resv, &cost)) == NULL)
 		return;
-	idx = atomic_load(&w->resv[resv].account);
-	if (idx == 0 || idx > l->hdr->max_keys)
-		return;
-	a = &l->accounts[idx - 1];
-	if (cost < 0)
-		cost = 0;
-	op_enter(l);
-	/* as kv_ledger_settle: the death charge is the cost until cleared */
-	kv_ledger_resv_final(w, resv, cost);
-	kv_account_charge(a, cost);
-	atomic_store(&w->resv_sent_nusd[resv], 0);
-	amount = atomic_exchange(&w->resv[resv].amount_nusd, 0);
-	atomic_fetch_sub(&a->reserved_nusd, amount);
-	resv_clear(w, resv);
 	if (counted) {
 		atomic_fetch_add(&a->requests, 1);
 		atomic_store(&a->last_used, (int64_t)time(NULL));
