@@ -15,6 +15,7 @@
 
 #include <openssl/evp.h>
 
+#include "common/config_units.h"
 #include "common/money.h"
 
 #define FIELD(T, f)	.off = offsetof(T, f), .width = sizeof(((T *)0)->f)
@@ -143,8 +144,8 @@ cfg_show_model_budget(FILE *f, const struct kv_config *cf, const void *obj,
 	}
 	fprintf(f, "%s =", k->name);
 	for (i = 0; i < caps->n; i++) {
-		kv_format_usd(caps->cap[i].budget_nusd, usd, sizeof(usd));
-		fprintf(f, " %s:%s", caps->cap[i].glob, usd[0] == '$' ? usd + 1 : usd);
+		kv_cfg_format_nano(caps->cap[i].budget_nusd, usd, sizeof(usd));
+		fprintf(f, " %s:%s", caps->cap[i].glob, usd);
 	}
 	fputc('\n', f);
 }

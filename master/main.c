@@ -12,6 +12,7 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "common/money.h"
 #include "common/pricetab.h"
 #include "master/master.h"
 #include "worker/upstream.h"
@@ -76,6 +77,26 @@ print_prices(FILE *say, const char *path, const struct kv_config *cf)
 		    "models the catalogue lacks): %s\n", path, cf->prices_dead);
 }
 
+/* -t: the budget tree, one line a team: its place, budget and keys. */
+static void
+print_tree(FILE *say, const char *path, const struct kv_config *cf)
+{
+	char usd[40];
+	size_t i, j, keys;
+
+	for (i = 0; i < cf->nteams; i++) {
+		const struct kv_teamdef *t = &cf->teams[i];
+
+		for (keys = j = 0; j < cf->nkeys; j++)
+			keys += cf->keys[j].team_idx == (int)i;
+		if (t->budget_nusd >= 0)
+			kv_format_usd(t->budget_nusd, usd, sizeof(usd));
+		fprintf(say, "%s: team %s: %s%s, budget %s, %d model caps, %zu keys\n", path,
+		    t->name, t->up < 0 ? "an org" : "in ", t->up < 0 ? "" : cf->teams[t->up].name,
+		    t->budget_nusd >= 0 ? usd : "none", t->caps != NULL ? t->caps->n : 0, keys);
+	}
+}
+
 /* kilovoltd -t and -T: the config as loaded, and every TLS context the
  * workers will build (ca_file, client certificates), so that a reload that
  * passes -t does not fail on them. -T then prints the effective config on
@@ -103,6 +124,7 @@ check_config(struct kv_config *cf, const char *path, int dump)
 	}
 	fprintf(say, "%s: ok\n", path);
 	print_prices(say, path, cf);
+	print_tree(say, path, cf);
 out:
 	kv_config_free(cf);
 	free(cf);
