@@ -14,7 +14,8 @@
 # run's length, a few hundred instructions a request at N = 3000: the
 # default N is 10000. The difference over N is the worker's cost per request:
 # parsing, admission (budget, and with limits the GCRA words of rpm and
-# tpm), relaying, usage scanning, settling, logging. (callgrind_control
+# tpm; with a budget tree every node's hold), relaying, usage scanning,
+# settling, logging. (callgrind_control
 # cannot reach the worker: kilovoltd makes itself non-dumpable, which
 # forbids the ptrace vgdb needs.) The master's share is left out: it does
 # no per-request work.
@@ -82,6 +83,19 @@ BODY='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello in 
 LOAD=(-m POST -u /v1/chat/completions -H 'Content-Type: application/json'
 	-H 'Authorization: Bearer sk-bench-0123456789' -c 1 -t 60 -b "$BODY")
 
+# Modes "key" (the bench key named in a [key], no team: depth 1) and
+# "tree4" (that key under team t1, in t2, in t3, the org: depth 4, the org
+# with a model_budget that matches nothing): the budget tree's cost per
+# request (issue 36).
+tree_sections() {	# tree_sections MODE
+	case $1 in key|tree4) ;; *) return 0 ;; esac
+	printf '[key bench]\nkey = sk-bench-0123456789\n'
+	[ "$1" = tree4 ] || return 0
+	printf 'team = t1\n\n[team t3]\nbudget = 100000\nmodel_budget = claude-*:5\n'
+	printf '\n[team t2]\nparent = t3\nbudget = 100000\n'
+	printf '\n[team t1]\nparent = t2\nbudget = 100000\n'
+}
+
 write_config() {	# write_config MODE PORT
 	cat >"$W/kv.ini" <<EOF
 [server]
@@ -110,6 +124,7 @@ paths = /v1/chat/completions
 [price gpt-4o-mini*]
 input = 0.15
 output = 0.60
+$(tree_sections "$1")
 EOF
 	rm -f "$W/ledger"
 }
