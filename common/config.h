@@ -163,10 +163,11 @@ enum kv_price_src { KV_PRICE_INI = 0, KV_PRICE_FILE, KV_PRICE_OVERRIDE };
 #define KV_NODE_NAME	(KV_NAME_MAX + 96)
 
 struct kv_modelcap {
-	char	  glob[KV_NAME_MAX];	/* fnmatch(3) pattern of the model */
+	char	  glob[KV_NAME_MAX];	/* the model, exact or a prefix ending in '*' */
 	int64_t	  budget_nusd;
 	char	  node[KV_NODE_NAME];	/* "model/team/payments/gpt-5*" */
 	uint8_t	  hash[32];
+	int	  slot;		/* its number among the config's nodes */
 };
 
 struct kv_modelcaps {
@@ -182,6 +183,7 @@ struct kv_teamdef {
 	int	  up;		/* the parent's index in teams, -1 for an org */
 	char	  node[80];	/* "team/NAME" */
 	uint8_t	  hash[32];
+	int	  slot;		/* its number among the config's nodes */
 	struct kv_modelcaps *caps;	/* NULL: none */
 	int	  line;
 };
@@ -350,6 +352,7 @@ struct kv_config {
 	struct kv_teamdef *teams;
 	size_t	  nteams;
 	const struct kv_keydef **keys_by_hash;	/* keys sorted by hash, when a tree is */
+	size_t	  nnodes;	/* teams and model caps: their slots are 0..nnodes-1 */
 
 	struct kv_cluster cluster;
 	struct kv_alerts alerts;

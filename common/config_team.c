@@ -180,6 +180,7 @@ name_caps(struct cfg_parse *p, struct kv_modelcaps *caps, const char *owner)
 	int i;
 
 	for (i = 0; caps != NULL && i < caps->n; i++) {
+		caps->cap[i].slot = (int)p->cf->nnodes++;
 		snprintf(caps->cap[i].node, sizeof(caps->cap[i].node), "model/%s/%s", owner,
 		    caps->cap[i].glob);
 		if (node_hash(p, caps->cap[i].node, caps->cap[i].hash) == -1)
@@ -288,6 +289,7 @@ cfg_tree_resolve(struct cfg_parse *p)
 
 		if (t->period < 0)
 			t->period = (int)cf->period;
+		t->slot = (int)cf->nnodes++;
 		snprintf(t->node, sizeof(t->node), "team/%s", t->name);
 		if (node_hash(p, t->node, t->hash) == -1 || name_caps(p, t->caps, t->node) == -1)
 			return -1;
@@ -316,6 +318,7 @@ cfg_tree_free(struct kv_config *cf)
 		free(cf->keys[i].caps);
 	free(cf->keys_by_hash);
 	cf->keys_by_hash = NULL;
+	cf->nnodes = 0;
 	free(cf->teams);
 	cf->teams = NULL;
 	cf->nteams = 0;

@@ -202,4 +202,14 @@ check_eq "... named model/team/capped/kv-cap*" \
 check_eq "another model of the same key is not capped" "$(capcode "$BODY")" 200
 check_eq "the cap node spent exactly 3 requests" "$(row model 'model/team/capped/kv-cap*' spent_nusd)" $((3 * R))
 
+# A node forgotten while the daemon runs comes back fresh (the master
+# syncs the config's tree), and the workers hold at the new account.
+check "kvctl forget team/search" kv_ctl forget team/search
+check_eq "team/search starts again at 0" "$(row team team/search spent_nusd)" 0
+code=$(curl -sS -m 60 -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $KS1" \
+	-H 'Content-Type: application/json' --data-binary "$BODY" "$KV_URL/v1/chat/completions")
+check_eq "a search key is admitted again" "$code" 200
+check "... and charged at the new team/search" kv_wait_for 10 \
+	sh -c "[ \"\$('$KV_CTL_BIN' -c '$T/kilovolt.ini' team search --json | jq .spent_nusd)\" -gt 0 ]"
+
 kv_finish

@@ -4,12 +4,15 @@
  * node that refused (docs/ledger.md "Budget tree"). */
 #include "worker/admission_tree.h"
 
-#include <fnmatch.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
+#include "common/glob.h"
 #include "common/money.h"
 #include "worker/reply.h"
+#include "worker/worker.h"
 
 struct chain {
 	struct kv_account *node[KV_TREE_NODES];
@@ -18,14 +21,35 @@ struct chain {
 	int		   missing;	/* a node not in the ledger: its index */
 };
 
+/* The account of the node in SLOT: the one found last when it is still
+ * that node's (a slot retired and reused since holds another hash),
+ * else looked up by HASH. NULL when the ledger has none. */
+static struct kv_account *
+node_account(struct kv_conn *c, int slot, const uint8_t hash[32])
+{
+	struct kv_worker *w = c->w;
+	struct kv_account *a;
+
+	if (w->tree_nodes == NULL && w->cf->nnodes > 0)
+		w->tree_nodes = calloc(w->cf->nnodes, sizeof(*w->tree_nodes));
+	a = w->tree_nodes != NULL ? w->tree_nodes[slot] : NULL;
+	if (a != NULL && atomic_load(&a->state) == KV_SLOT_READY && memcmp(a->hash, hash, 32) == 0)
+		return a;
+	a = kv_ledger_account(w->ledger, hash, 0, NULL, 0);
+	if (w->tree_nodes != NULL)
+		w->tree_nodes[slot] = a;
+	return a;
+}
+
 static void
-chain_add(struct kv_conn *c, struct chain *ch, const uint8_t hash[32], const char *name)
+chain_add(struct kv_conn *c, struct chain *ch, int slot, const uint8_t hash[32],
+    const char *name)
 {
 	struct kv_account *a;
 
 	if (ch->n == KV_TREE_NODES || ch->missing >= 0)
 		return;
-	a = kv_ledger_account(c->w->ledger, hash, 0, NULL, 0);
+	a = node_account(c, slot, hash);
 	if (a == NULL) {
 		ch->missing = ch->n;
 		ch->name[ch->n] = name;
@@ -42,8 +66,8 @@ chain_caps(struct kv_conn *c, struct chain *ch, const struct kv_modelcaps *caps)
 	int i;
 
 	for (i = 0; caps != NULL && i < caps->n; i++)
-		if (fnmatch(caps->cap[i].glob, c->req.ri.model, 0) == 0)
-			chain_add(c, ch, caps->cap[i].hash, caps->cap[i].node);
+		if (kv_glob_match(caps->cap[i].glob, c->req.ri.model))
+			chain_add(c, ch, caps->cap[i].slot, caps->cap[i].hash, caps->cap[i].node);
 }
 
 /* The nodes of K's chain, in the order they are held. */
@@ -57,7 +81,7 @@ chain_of(struct kv_conn *c, const struct kv_keydef *k, struct chain *ch)
 	ch->missing = -1;
 	chain_caps(c, ch, k->caps);
 	for (t = k->team_idx; t >= 0; t = cf->teams[t].up) {
-		chain_add(c, ch, cf->teams[t].hash, cf->teams[t].node);
+		chain_add(c, ch, cf->teams[t].slot, cf->teams[t].hash, cf->teams[t].node);
 		chain_caps(c, ch, cf->teams[t].caps);
 	}
 }

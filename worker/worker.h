@@ -26,6 +26,9 @@ struct kv_connq {
 
 struct kv_worker {
 	const struct kv_config	*cf;
+	/* the budget tree's node accounts by their config slot, found on
+	 * first use (admission_tree.c); NULL until then */
+	struct kv_account	**tree_nodes;
 	struct kv_ledger	*ledger;
 	struct kv_worker_slot	*slot;
 	int			 slot_index;
