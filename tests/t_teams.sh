@@ -212,4 +212,14 @@ check_eq "a search key is admitted again" "$code" 200
 check "... and charged at the new team/search" kv_wait_for 10 \
 	sh -c "[ \"\$('$KV_CTL_BIN' -c '$T/kilovolt.ini' team search --json | jq .spent_nusd)\" -gt 0 ]"
 
+# A reload applies the tree: a new team and a changed budget (which drops
+# kvctl's override of the org, as it would a key's).
+awk -v acme="$(usd $((60 * R)))" '$0 == "budget = " acme && !done { print "budget = 7"; done = 1; next }
+	{ print }' "$T/kilovolt.ini" >"$T/k2.ini"
+printf '\n[team ops]\nparent = acme\nbudget = 1\n' >>"$T/k2.ini"
+mv "$T/k2.ini" "$T/kilovolt.ini"
+kill -HUP "$KV_PID"
+org7() { [ "$(row team team/acme budget_nusd)" = 7000000000 ] && [ -n "$(row team team/ops node)" ]; }
+check "a reload sets the org's budget and makes the new team" kv_wait_for 30 org7
+
 kv_finish
