@@ -212,6 +212,35 @@ check_eq "a search key is admitted again" "$code" 200
 check "... and charged at the new team/search" kv_wait_for 10 \
 	sh -c "[ \"\$('$KV_CTL_BIN' -c '$T/kilovolt.ini' team search --json | jq .spent_nusd)\" -gt 0 ]"
 
+# A worker killed while it holds a tree: the master releases every node.
+k0=$(row key key/s2 spent_nusd) t0=$(row team team/search spent_nusd) a0=$(row team team/acme spent_nusd)
+kpids=()
+for i in 1 2 3 4 5 6; do
+	curl -sS -m 120 -o /dev/null -H "Authorization: Bearer $KS2" -H 'Content-Type: application/json' \
+		-H "x-mock-tokens: $M" -H 'x-mock-delay-ms: 1500' --data-binary "$BODY" \
+		"$KV_URL/v1/chat/completions" 2>/dev/null &
+	kpids+=($!)
+done
+held6() { [ "$(row team team/search reserved_nusd)" = $((6 * R)) ]; }
+check "6 slow streams hold 6 reservations at team/search" kv_wait_for 30 held6
+victims=
+for pid in $(kv_ctl status --json | jq -r '.workers[] | select(.active_streams > 0) | .pid'); do
+	[ "$(ps -o ppid= -p "$pid" | tr -d ' ')" = "$KV_PID" ] && victims="$victims $pid"
+done
+check "the streams are on this daemon's workers ($victims)" test -n "$victims"
+KV_KILLS_WORKERS=1	# on purpose: kv_finish must not count it
+for pid in $victims; do kill -KILL "$pid"; done
+released() { [ "$(row team team/search reserved_nusd)" = 0 ] && [ "$(row team team/acme reserved_nusd)" = 0 ] &&
+	[ "$(row key key/s2 reserved_nusd)" = 0 ]; }
+check "within 10 s of kill -9 the key's, team's and org's holds are back to 0" kv_wait_for 10 released
+wait "${kpids[@]}"
+dk=$(($(row key key/s2 spent_nusd) - k0))
+check "the dead worker's requests were charged ($dk)" test "$dk" -gt 0
+check_eq "... the same at team/search" $(($(row team team/search spent_nusd) - t0)) "$dk"
+check_eq "... and at team/acme" $(($(row team team/acme spent_nusd) - a0)) "$dk"
+kv_wait_for 30 sh -c "curl -s -o /dev/null -H 'Authorization: Bearer $KS1' -H 'Content-Type: application/json' \
+	--data-binary '$BODY' '$KV_URL/v1/chat/completions'"	# a new worker serves
+
 # A reload applies the tree: a new team and a changed budget (which drops
 # kvctl's override of the org, as it would a key's).
 awk -v acme="$(usd $((60 * R)))" '$0 == "budget = " acme && !done { print "budget = 7"; done = 1; next }
