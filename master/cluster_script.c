@@ -183,13 +183,28 @@ const char kv_cluster_sync_lua[] =
 "  local hi = math.floor(q / 100)\n"
 "  return norm(hi, (q - hi * 100) * 10000000 + math.floor(a[2] * p / 100))\n"
 "end\n"
-/* A key's hash, read once: f holds its fields as Redis has them, put
- * changes them here, and flush writes what changed in one HSET, so a key
- * refused half-way leaves Redis as it was. */
+"local others = {}\n"
+"if dep > 0 then\n"
+"  for _, x in ipairs(redis.call('HKEYS', '" KV_REDIS_HOSTS "')) do\n"
+"    if x ~= host then others[#others + 1] = x end\n"
+"  end\n"
+"end\n"
+/* A key's hash, read once: f holds the fields a lease reads (names, one
+ * HMGET; all of them after v.all(), for a reset), put changes them here,
+ * and flush writes what changed in one HSET, so a key refused half-way
+ * leaves Redis as it was. */
+"local names = { 'budget', 'C', 'S', 'R', 'Rf', 'Rt', 'Z', gk, uk, zk, ek, ik, fk }\n"
+"for _, x in ipairs(others) do\n"
+"  for _, p in ipairs({ 'e:', 'g:', 'u:', 'f:' }) do names[#names + 1] = p .. x end\n"
+"end\n"
 "local function view(k)\n"
-"  local all, f, w = redis.call('HGETALL', k), {}, {}\n"
-"  for j = 1, #all, 2 do f[all[j]] = all[j + 1] end\n"
+"  local got, f, w = redis.call('HMGET', k, unpack(names)), {}, {}\n"
+"  for j, n in ipairs(names) do if got[j] then f[n] = got[j] end end\n"
 "  local v = { f = f }\n"
+"  function v.all()\n"
+"    local all = redis.call('HGETALL', k)\n"
+"    for j = 1, #all, 2 do if not w[all[j]] then f[all[j]] = all[j + 1] end end\n"
+"  end\n"
 "  function v.get(n, d) return M(f[n], d) end\n"
 "  function v.put(n, x)\n"
 "    if type(x) == 'table' then x = S(x) end\n"
@@ -201,12 +216,6 @@ const char kv_cluster_sync_lua[] =
 "    if #a > 0 then redis.call('HSET', k, unpack(a)) end\n"
 "  end\n"
 "  return v\n"
-"end\n"
-"local others = {}\n"
-"if dep > 0 then\n"
-"  for _, x in ipairs(redis.call('HKEYS', '" KV_REDIS_HOSTS "')) do\n"
-"    if x ~= host then others[#others + 1] = x end\n"
-"  end\n"
 "end\n"
 /* A lease expired DEP ms ago without renewal (its host, or that
  * incarnation, departed) returns its unused part to the pool, once: what
@@ -242,6 +251,7 @@ const char kv_cluster_sync_lua[] =
  * spend any more: cleared too. Returns the new C. */
 "local function reset_all(v)\n"
 "  local C, hs = Z0, {}\n"
+"  v.all()\n"
 "  v.put('R', '0')\n"
 "  v.put('Rf', '0')\n"
 "  for name in pairs(v.f) do\n"
