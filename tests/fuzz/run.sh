@@ -70,7 +70,7 @@ for f in common/http.c common/chunked.c worker/usage.c worker/usage_scan.c worke
     common/aws_creds.c common/aws_creds_parse.c \
     worker/tls13.c common/money.c common/bedrock_path.c common/config.c common/config_route.c common/config_keys.c common/config_value.c \
     common/config_dump.c common/config_cpus.c common/config_redis.c common/config_units.c common/log.c common/resp.c common/redis_info.c common/jsonline.c \
-    common/jsonread.c common/catalog.c common/pricetab.c common/glob.c common/key_label.c master/admin_keys_parse.c \
+    common/jsonread.c common/catalog.c common/catalog_report.c common/pricetab.c common/glob.c common/key_label.c master/admin_keys_parse.c \
     common/config_auth.c common/b64url.c common/jwks.c common/jwk_verify.c common/jwt.c \
     common/audit_line.c; do
 	if [ -f "$top_srcdir/$f" ]; then
