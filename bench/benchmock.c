@@ -6,6 +6,21 @@
  * gateway that meters has something to count); GET /mock/stats answers
  * {"requests":N,"tls_full":N,"tls_resumed":N}.
  *
+ * Paced streams (issue 35: a Bedrock stream's memory beside an OpenAI
+ * one): a request with "x-mock-tokens: N" is answered with a chunked
+ * stream of N one-token deltas, one event every "x-mock-delay-ms: D" (20)
+ * milliseconds, from this same thread (the due streams are written at each
+ * turn of the loop, epoll_wait sleeping until the next is due). By path:
+ * /model/{id}/invoke-with-response-stream is Bedrock's InvokeModel stream,
+ * application/vnd.amazon.eventstream, each Anthropic Messages event base64
+ * in a "chunk" message's {"bytes":..,"p":..}, the last one carrying
+ * amazon-bedrock-invocationMetrics; /model/{id}/converse-stream is
+ * ConverseStream (messageStart, contentBlockDelta, contentBlockStop,
+ * messageStop, metadata with usage); anything else is OpenAI's SSE chat
+ * completion stream, usage chunk and [DONE] at the end. Every event
+ * stream message has its prelude and message CRC-32, as AWS frames them
+ * (bench/bench_frames.c).
+ *
  * Why not tests/mock_upstream: it runs a thread per connection, so each
  * request costs it a thread wake-up whose price depends on how the proxy in
  * front spreads requests over its upstream connections. Measured on the
@@ -34,10 +49,13 @@
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+
+#include "bench_frames.h"
 
 #define IN_MAX		16384
 #define MAX_EVENTS	256
@@ -62,6 +80,10 @@ struct conn {
 	char		*out;		/* what a short write left, or NULL */
 	size_t		 out_len;
 	size_t		 out_off;
+	struct kv_bench_stream st;	/* a paced stream in progress */
+	uint64_t	 due_ms;	/* when its next event goes */
+	int		 delay_ms;
+	struct conn	*snext, *sprev;	/* the streams list, while st.kind */
 };
 
 static int ep;
@@ -69,10 +91,35 @@ static SSL_CTX *ctx;
 static long n_requests, n_full, n_resumed;
 static char resp[1024];
 static size_t resp_len;
+static struct conn *streams;	/* conns with a stream in progress */
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void
+stream_unlink(struct conn *c)
+{
+	if (c->sprev != NULL)
+		c->sprev->snext = c->snext;
+	else if (streams == c)
+		streams = c->snext;
+	if (c->snext != NULL)
+		c->snext->sprev = c->sprev;
+	c->snext = c->sprev = NULL;
+	c->st.kind = KV_BENCH_NONE;
+}
 
 static void
 conn_free(struct conn *c)
 {
+	if (c->st.kind != KV_BENCH_NONE)
+		stream_unlink(c);
 	if (c->ssl != NULL)
 		SSL_free(c->ssl);
 	close(c->fd);	/* leaves the epoll set */
@@ -159,6 +206,41 @@ content_length(const char *p, size_t n)
 	return 0;
 }
 
+/* The number in header NAME (":" included, lower case) of the head
+ * [p, p + n), or dflt without one. */
+static long
+head_long(const char *p, size_t n, const char *name, long dflt)
+{
+	size_t i, l = strlen(name);
+
+	for (i = 0; i + l + 1 <= n; i++)
+		if (p[i] == '\n' && strncasecmp(p + i + 1, name, l) == 0)
+			return strtol(p + i + 1 + l, NULL, 10);
+	return dflt;
+}
+
+/* Start the paced stream the request [p, p + head) asks for: its head now,
+ * its first event at the loop's next turn. */
+static int
+stream_start(struct conn *c, const char *p, size_t head, long tokens)
+{
+	char out[256];
+	size_t n;
+
+	c->st.kind = kv_bench_kind(p, head);
+	c->st.tokens = tokens;
+	c->st.seq = 0;
+	c->delay_ms = (int)head_long(p, head, "x-mock-delay-ms:", 20);
+	c->due_ms = now_ms();
+	n = kv_bench_head(&c->st, out, sizeof(out));
+	c->snext = streams;
+	c->sprev = NULL;
+	if (streams != NULL)
+		streams->sprev = c;
+	streams = c;
+	return put(c, out, n);
+}
+
 /* Answer every complete request in c->in. */
 static int
 serve(struct conn *c)
@@ -166,10 +248,10 @@ serve(struct conn *c)
 	char stats[256];
 	const char *end;
 	size_t head, total;
-	long cl;
+	long cl, tokens;
 	int n;
 
-	while (c->out == NULL &&
+	while (c->out == NULL && c->st.kind == KV_BENCH_NONE &&
 	    (end = memmem(c->in, c->in_len, "\r\n\r\n", 4)) != NULL) {
 		head = (size_t)(end - c->in) + 4;
 		cl = content_length(c->in, head);
@@ -185,6 +267,9 @@ serve(struct conn *c)
 			n = snprintf(stats, sizeof(stats), "HTTP/1.1 200 OK\r\nContent-Type: "
 			    "application/json\r\nContent-Length: %d\r\n\r\n%s", n, stats + 200);
 			if (put(c, stats, (size_t)n) == -1)
+				return -1;
+		} else if ((tokens = head_long(c->in, head, "x-mock-tokens:", 0)) > 0) {
+			if (stream_start(c, c->in, head, tokens) == -1)
 				return -1;
 		} else if (put(c, resp, resp_len) == -1)
 			return -1;
@@ -344,6 +429,38 @@ tls_context(const char *cert, const char *key)
 	return x;
 }
 
+/* Write every stream's due event; the milliseconds until the next one is
+ * due, -1 when no stream is in progress. */
+static int
+tick(void)
+{
+	struct conn *c, *next;
+	uint64_t now = now_ms(), first = UINT64_MAX;
+	char out[KV_BENCH_EVENT_MAX];
+	size_t n;
+	int last;
+
+	for (c = streams; c != NULL; c = next) {
+		next = c->snext;
+		if (c->out == NULL && c->due_ms <= now) {
+			n = kv_bench_event(&c->st, out, sizeof(out), &last);
+			if (last)
+				stream_unlink(c);
+			if (put(c, out, n) == -1 || (last && c->out == NULL && serve(c) == -1)) {
+				conn_free(c);
+				continue;
+			}
+			c->due_ms += (uint64_t)c->delay_ms;
+		}
+		/* one waiting for EPOLLOUT is woken by it, not by the clock */
+		if (c->st.kind != KV_BENCH_NONE && c->out == NULL && c->due_ms < first)
+			first = c->due_ms;
+	}
+	if (first == UINT64_MAX)
+		return -1;
+	return first <= now ? 0 : (int)(first - now);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -375,7 +492,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	for (;;) {
-		n = epoll_wait(ep, evs, MAX_EVENTS, -1);
+		n = epoll_wait(ep, evs, MAX_EVENTS, tick());
 		if (n == -1 && errno != EINTR) {
 			perror("benchmock: epoll_wait");
 			return 1;
