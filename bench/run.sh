@@ -49,6 +49,10 @@
 # proxy's whole process tree (bench/pss), CPU the tree's user+system
 # seconds during the load.
 #
+# Scenario 3's method over Bedrock's event streams (InvokeModel and
+# ConverseStream beside OpenAI SSE, paced by bench/benchmock) is
+# bench/bedrock_streams.sh, run by hand (issue 35).
+#
 # Writes the tables to $top_builddir/bench/RESULTS.md and, when the source
 # tree is writable, to $top_srcdir/bench/RESULTS.md (the committed copy).
 #
