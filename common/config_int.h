@@ -201,4 +201,29 @@ void	cfg_show_kv(FILE *f, const char *name, const char *value);
  * known: -T output read from elsewhere names the same files. */
 void	cfg_show_path(FILE *f, const char *name, const char *path);
 
+/* The [upstream NAME] keys' setters and printers (config_upstream.c), as
+ * struct cfg_key's set and show take them. */
+int	cfg_set_url(struct cfg_parse *p, const struct cfg_key *k, const char *v);
+void	cfg_show_url(FILE *f, const struct kv_config *cf, const void *obj,
+	    const struct cfg_key *k);
+int	cfg_set_fallback(struct cfg_parse *p, const struct cfg_key *k, const char *v);
+int	cfg_set_health_check(struct cfg_parse *p, const struct cfg_key *k, const char *v);
+int	cfg_set_control_url(struct cfg_parse *p, const struct cfg_key *k, const char *v);
+int	cfg_set_region(struct cfg_parse *p, const struct cfg_key *k, const char *v);
+void	cfg_show_region(FILE *f, const struct kv_config *cf, const void *obj,
+	    const struct cfg_key *k);
+int	cfg_set_ca_file(struct cfg_parse *p, const struct cfg_key *k, const char *v);
+void	cfg_show_ca_file(FILE *f, const struct kv_config *cf, const void *obj,
+	    const struct cfg_key *k);
+
+/* At the end of an [upstream] section (config_targets.c): a bedrock
+ * upstream's region required, its url and paths defaulted from it; an AWS
+ * region elsewhere refused. -1 with the error set. */
+int	cfg_end_bedrock(struct cfg_parse *p, struct kv_upstream *u);
+
+/* After the whole file (config_targets.c): extra targets and each bedrock
+ * upstream's control plane become hidden entries, fallbacks resolve, and
+ * every upstream is reachable. -1 with the error set. */
+int	cfg_expand_targets(struct cfg_parse *p);
+
 #endif
