@@ -181,29 +181,6 @@ cmd_show(struct kvctl *k)
 	return KVCTL_EXIT_OK;
 }
 
-/* The audit record of K's command OP; -1: the log cannot take it (said),
- * change nothing. */
-int
-kvctl_cmd_audit(struct kvctl *k, struct kvctl_audit *ka, const char *op)
-{
-	return kvctl_audit_start(ka, k->audit, op, "", k->cargc, k->cargv);
-}
-
-/* The key named by K's first argument into *A, and the audit record of
- * OP on it started. Returns a KVCTL_EXIT_* code. */
-int
-kvctl_cmd_audit_key(struct kvctl *k, struct kvctl_audit *ka, const char *op, struct kv_account **a)
-{
-	int rc = resolve_key(k, k->args[0], a);
-
-	if (rc != KVCTL_EXIT_OK)
-		return rc;
-	if (kvctl_cmd_audit(k, ka, op) == -1)
-		return KVCTL_EXIT_USAGE;
-	kv_audit_key(&ka->rec, *a);
-	return KVCTL_EXIT_OK;
-}
-
 /* budget KEY --config: drop the override, back to the budget the daemon
  * last applied from the config (named keys only). */
 static int

@@ -1,12 +1,14 @@
 /* kvctl's helpers shared by its command files: the usage error every
  * command prints, and how a key named on the command line is found in the
- * ledger and named back to the operator. Calls nothing in kvctl.c or the
+ * ledger and named back to the operator, and a command's audit record
+ * started. Calls nothing in kvctl.c or the
  * command files, so they all sit above it. */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif
 
 #include "cli/kvctl.h"
+#include "cli/kvctl_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -108,4 +110,27 @@ kvctl_config_free(struct kv_config *cf)
 		return;
 	kv_config_free(cf);
 	free(cf);
+}
+
+/* The audit record of K's command OP; -1: the log cannot take it (said),
+ * change nothing. */
+int
+kvctl_cmd_audit(struct kvctl *k, struct kvctl_audit *ka, const char *op)
+{
+	return kvctl_audit_start(ka, k->audit, op, "", k->cargc, k->cargv);
+}
+
+/* The key named by K's first argument into *A, and the audit record of
+ * OP on it started. Returns a KVCTL_EXIT_* code. */
+int
+kvctl_cmd_audit_key(struct kvctl *k, struct kvctl_audit *ka, const char *op, struct kv_account **a)
+{
+	int rc = kvctl_resolve_key(&k->l, k->args[0], a);
+
+	if (rc != KVCTL_EXIT_OK)
+		return rc;
+	if (kvctl_cmd_audit(k, ka, op) == -1)
+		return KVCTL_EXIT_USAGE;
+	kv_audit_key(&ka->rec, *a);
+	return KVCTL_EXIT_OK;
 }

@@ -30,7 +30,7 @@ struct kvctl {
 	int		 nargs;
 };
 
-/* The audit record of K's command OP started in *KA; -1: the log cannot
+/* The audit record of K's command OP started in *KA (kvctl_common.c); -1: the log cannot
  * take it (said), change nothing. */
 int	kvctl_cmd_audit(struct kvctl *k, struct kvctl_audit *ka, const char *op);
 

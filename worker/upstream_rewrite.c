@@ -122,6 +122,24 @@ own_lines(const struct kv_conn *c, const struct kv_http_request *req, char *nb, 
 	return n;
 }
 
+/* The body (BLEN bytes) into DST, the model name MODEL at AT replaced
+ * by MAPPED (MLEN bytes) when there is one; returns the bytes written. */
+static size_t
+copy_body(char *dst, const char *body, size_t blen, long at, const char *mapped, size_t mlen,
+    const char *model)
+{
+	size_t ml = strlen(model);
+
+	if (mapped == NULL) {
+		memcpy(dst, body, blen);
+		return blen;
+	}
+	memcpy(dst, body, (size_t)at);
+	memcpy(dst + at, mapped, mlen);
+	memcpy(dst + at + mlen, body + at + ml, blen - (size_t)at - ml);
+	return blen - ml + mlen;
+}
+
 int
 kv_upset_rewrite(struct kv_conn *c, const struct kv_upstream *from)
 {
@@ -176,16 +194,7 @@ kv_upset_rewrite(struct kv_conn *c, const struct kv_upstream *from)
 		return -1;
 	}
 	n += k;
-	if (mapped != NULL) {
-		memcpy(nb + n, body, (size_t)at);
-		memcpy(nb + n + at, mapped, mlen);
-		memcpy(nb + n + at + mlen, body + at + strlen(c->req.ri.model),
-		    blen - (size_t)at - strlen(c->req.ri.model));
-		n += (int)(blen - strlen(c->req.ri.model) + mlen);
-	} else {
-		memcpy(nb + n, body, blen);
-		n += (int)blen;
-	}
+	n += (int)copy_body(nb + n, body, blen, at, mapped, mlen, c->req.ri.model);
 	free(c->obuf);
 	c->obuf = nb;
 	c->olen = (size_t)n;
