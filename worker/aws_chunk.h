@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 /* Decoded bytes go out in pieces of at most this many. */
-#define KV_AWS_CHUNK_OUT	192
+#define KV_AWS_CHUNK_OUT	64
 
 /* Where decoded bytes go; returns 0, or -1 to stop the decoder. */
 typedef int (*kv_aws_chunk_out)(void *arg, const char *p, size_t len);

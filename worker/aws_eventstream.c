@@ -1,10 +1,12 @@
 /* The AWS event-stream decoder: a state machine over the parts of a
  * message (prelude, headers, payload, message CRC), each taken whole or in
  * pieces from whatever the caller feeds. Only the prelude, the CRC and the
- * headers are copied; payload bytes go straight from the caller's buffer
- * to its callback. */
+ * headers are copied (a long headers block into a buffer of its own, freed
+ * once its message is over); payload bytes go straight from the caller's
+ * buffer to its callback. */
 #include "worker/aws_eventstream.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/crc32.h"
@@ -17,9 +19,19 @@ be32(const unsigned char *b)
 	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
 }
 
+/* The message is over: its long headers' buffer goes. */
+static void
+drop_heap(struct kv_aes_dec *d)
+{
+	free(d->heap);
+	d->heap = NULL;
+	d->msg.headers = d->hbuf;
+}
+
 static int
 fail(struct kv_aes_dec *d, enum kv_aes_err err)
 {
+	drop_heap(d);
 	d->err = err;
 	d->state = ST_FAILED;
 	return -1;
@@ -34,6 +46,14 @@ kv_aes_init(struct kv_aes_dec *d, const struct kv_aes_ops *ops, void *arg)
 	d->state = ST_PRELUDE;
 	d->need = sizeof(d->prelude);
 	d->msg.headers = d->hbuf;
+}
+
+void
+kv_aes_release(struct kv_aes_dec *d)
+{
+	if (d->state != ST_FAILED)
+		(void)fail(d, KV_AES_E_STOPPED);
+	drop_heap(d);
 }
 
 /* Enter STATE, which takes NEED bytes. */
@@ -62,6 +82,11 @@ prelude_done(struct kv_aes_dec *d)
 	if (m->headers_len > KV_AES_HEADERS_MAX)
 		return fail(d, KV_AES_E_HEADERS_MAX);
 	m->payload_len = m->total_len - KV_AES_MESSAGE_MIN - m->headers_len;
+	if (m->headers_len > sizeof(d->hbuf)) {
+		if ((d->heap = malloc(m->headers_len)) == NULL)
+			return fail(d, KV_AES_E_NOMEM);
+		m->headers = d->heap;
+	}
 	d->crc = kv_crc32(0, d->prelude, sizeof(d->prelude));
 	enter(d, ST_HEADERS, m->headers_len);
 	return 0;
@@ -94,6 +119,7 @@ crc_done(struct kv_aes_dec *d)
 	d->messages++;
 	if (d->ops && d->ops->end && d->ops->end(d->arg, &d->msg) == -1)
 		return fail(d, KV_AES_E_STOPPED);
+	drop_heap(d);
 	enter(d, ST_PRELUDE, sizeof(d->prelude));
 	return 0;
 }
@@ -124,7 +150,7 @@ take(struct kv_aes_dec *d, const char *p, size_t len)
 	if (d->state == ST_PRELUDE || d->state == ST_CRC)
 		memcpy(d->prelude + d->have, p, n);
 	else if (d->state == ST_HEADERS)
-		memcpy(d->hbuf + d->have, p, n);
+		memcpy((d->heap ? d->heap : d->hbuf) + d->have, p, n);
 	if (d->state != ST_CRC)
 		d->crc = d->state == ST_PRELUDE ? d->crc : kv_crc32(d->crc, p, n);
 	d->have += (uint32_t)n;

@@ -9,8 +9,11 @@
  * every byte before it. The decoder is fed the stream cut anywhere and
  * hands out, for each message, its parsed headers once they are all in,
  * its payload in the pieces it arrives in (never buffered whole), and its
- * end once the message CRC matched. Its memory is the struct: headers are
- * held in a fixed buffer, nothing is allocated. No I/O. */
+ * end once the message CRC matched. Its memory is the struct (224 bytes on
+ * x86-64): a headers block of up to KV_AES_HEADERS_INLINE bytes (all of
+ * Bedrock's) is held in the struct; a longer one, up to KV_AES_HEADERS_MAX,
+ * in a buffer allocated for that message alone and freed at its end (or
+ * when the decoder fails, or by kv_aes_release). No I/O. */
 #ifndef KV_AWS_EVENTSTREAM_H
 #define KV_AWS_EVENTSTREAM_H
 
@@ -20,6 +23,9 @@
 /* The largest headers block taken (kilovolt's limit: Bedrock sends under
  * 200 bytes; AWS's own C library takes 128 KiB). */
 #define KV_AES_HEADERS_MAX	1024
+/* The largest headers block held in the decoder itself (Bedrock's largest,
+ * an exception's, is 103 bytes in tests/data). */
+#define KV_AES_HEADERS_INLINE	128
 /* The largest message (AWS's: 16 MiB), and the smallest (no headers, no
  * payload: the prelude and the two CRCs). */
 #define KV_AES_MESSAGE_MAX	(16u * 1024 * 1024)
@@ -43,7 +49,8 @@ enum kv_aes_err {
 	KV_AES_E_HEADER_TYPE,	/* a value type past 9 */
 	KV_AES_E_MESSAGE_CRC,
 	KV_AES_E_TRUNCATED,	/* the stream ended inside a message */
-	KV_AES_E_STOPPED	/* a callback returned -1 */
+	KV_AES_E_STOPPED,	/* a callback returned -1 */
+	KV_AES_E_NOMEM		/* no memory for a headers block past INLINE */
 };
 
 /* One header. NAME and, for BYTES and STRING, BYTES point into the
@@ -94,11 +101,14 @@ struct kv_aes_dec {
 	uint32_t		 have;		/* bytes of this part in buf/prelude */
 	unsigned char		 prelude[12];	/* the prelude, then the message CRC */
 	struct kv_aes_msg	 msg;
-	char			 hbuf[KV_AES_HEADERS_MAX];
+	char			*heap;		/* the open message's long headers, or NULL */
+	char			 hbuf[KV_AES_HEADERS_INLINE];
 };
 
 /* Start D on a new stream, calling OPS with ARG (OPS may be NULL: validate
- * only). */
+ * only). D must not hold a heap buffer (a new struct, or after
+ * kv_aes_release, kv_aes_finish or a failure). D is not moved while in use
+ * (the message points into it). */
 void	kv_aes_init(struct kv_aes_dec *d, const struct kv_aes_ops *ops, void *arg);
 
 /* Take the next LEN bytes of the stream (P may be NULL when LEN is 0).
@@ -111,6 +121,11 @@ int	kv_aes_feed(struct kv_aes_dec *d, const char *p, size_t len);
 /* The stream ended: 0 when it ended between messages, else -1
  * (KV_AES_E_TRUNCATED, or the earlier error). */
 int	kv_aes_finish(struct kv_aes_dec *d);
+
+/* D is dropped, perhaps inside a message: free the headers buffer that
+ * message holds, if any; D is failed (KV_AES_E_STOPPED unless it had
+ * failed already). Idempotent. */
+void	kv_aes_release(struct kv_aes_dec *d);
 
 /* The header at *POS in M's headers block (*POS starts at 0) into H, and
  * *POS past it. Returns 1, 0 at the end of the block, or minus a kv_aes_err

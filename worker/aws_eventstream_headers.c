@@ -114,6 +114,7 @@ kv_aes_strerror(enum kv_aes_err err)
 	case KV_AES_E_MESSAGE_CRC: return "message CRC mismatch";
 	case KV_AES_E_TRUNCATED: return "stream ended inside a message";
 	case KV_AES_E_STOPPED: return "stopped by its consumer";
+	case KV_AES_E_NOMEM: return "out of memory for a headers block";
 	}
 	return "unknown error";
 }

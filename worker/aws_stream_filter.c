@@ -159,5 +159,8 @@ kv_aws_stream_why(const struct kv_aws_stream *a)
 void
 kv_aws_stream_free(struct kv_aws_stream *a)
 {
+	if (a == NULL)
+		return;
+	kv_aes_release(&a->dec);
 	free(a);
 }

@@ -133,6 +133,7 @@ decode(const uint8_t *data, size_t size, const size_t *cuts, size_t ncut, struct
 		abort();
 	t->err = d.err;
 	t->offset = d.offset;
+	kv_aes_release(&d);
 	t->nmsg = d.messages;
 }
 
