@@ -10,7 +10,8 @@
  * stream or one that ends inside a message is a cut: the usage is not
  * final (README "How cuts, cancels and timeouts are charged"). The bytes
  * themselves are the caller's to relay, unchanged. Pure, no I/O; its
- * memory is the struct, allocated only for these streams. */
+ * memory is the struct (1,032 bytes on x86-64), allocated only for these
+ * streams, and a message's headers past 128 bytes while it is open. */
 #ifndef KV_AWS_STREAM_FILTER_H
 #define KV_AWS_STREAM_FILTER_H
 
