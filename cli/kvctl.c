@@ -54,7 +54,7 @@ static const char usage_text[] =
 "                               show or set a key's requests and tokens\n"
 "                               per minute (0 = no limit)\n"
 "  models [--json]              per-model requests, tokens and cost\n"
-"  report --by team|key|model [--json]\n"
+"  report --by team|user|key|model [--json]\n"
 "                               the budget tree's spend, budget and requests\n"
 "                               per node (teams, keys, models and model caps)\n"
 "  team NAME [--json]           one team of the budget tree\n"
@@ -337,7 +337,7 @@ static int
 cmd_report(struct kvctl *k)
 {
 	if (k->by == NULL)
-		return usage_error("%s", "report: --by team, key or model is required");
+		return usage_error("%s", "report: --by team, user, key or model is required");
 	return kvctl_report(stdout, &k->l, k->by, k->json);
 }
 

@@ -152,7 +152,7 @@ int	kvctl_keys_main(struct kv_ledger *l, const char *path, const char *config,
  * Returns a KVCTL_EXIT_* code: 1 also when a named MODEL is refused. */
 int	kvctl_prices(const char *config, const char *ledger, int argc, char **argv);
 
-/* kvctl report --by BY (team, key or model): one row per node with its
+/* kvctl report --by BY (team, user, key or model): one row per node with its
  * spent, budget, reserved and requests, as a table or {"rows":[...]}.
  * (cli/kvctl_report.c) Returns a KVCTL_EXIT_* code. */
 int	kvctl_report(FILE *f, const struct kv_ledger *l, const char *by, int json);

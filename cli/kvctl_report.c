@@ -1,4 +1,4 @@
-/* kvctl report --by team|key|model and kvctl team NAME: the budget tree's
+/* kvctl report --by team|user|key|model and kvctl team NAME: the budget tree's
  * spend from the live ledger (docs/ledger.md "Budget tree"). A node's
  * spent is charged by the same settle as its keys', so the keys of a team
  * sum exactly to it, and its child teams to their parent. */
@@ -97,12 +97,13 @@ kvctl_report(FILE *f, const struct kv_ledger *l, const char *by, int json)
 	struct row r;
 	size_t n, i;
 
-	if (!key && strcmp(by, "team") != 0 && strcmp(by, "model") != 0)
-		return kvctl_usage_error("report", "--by '%s': give team, key or model", by);
+	if (!key && strcmp(by, "team") != 0 && strcmp(by, "model") != 0 && strcmp(by, "user") != 0)
+		return kvctl_usage_error("report", "--by '%s': give team, user, key or model", by);
 	if (key)
 		n = kv_report_sorted_accounts(l, &v);
 	else
-		n = kv_report_sorted_nodes(l, strcmp(by, "team") == 0 ? "team/" : "model/", &v);
+		n = kv_report_sorted_nodes(l, strcmp(by, "team") == 0 ? "team/" :
+		    strcmp(by, "user") == 0 ? "user/" : "model/", &v);
 	if (json)
 		fputs("{\"rows\":[", f);
 	else

@@ -191,6 +191,36 @@ refused(enum kv_rc *st, enum kv_rc s)
 	return -1;
 }
 
+/* A JWT's user node (jwt_auth.c): its account, made on first sight with
+ * [auth jwt] user_budget, as a stranger's key gets one, whatever
+ * unknown_keys says (the identity provider vouched for it). */
+static int
+user_account(struct kv_conn *c, enum kv_rc *st)
+{
+	const struct kv_config *cf = c->w->cf;
+	struct kv_ledger *l = c->w->ledger;
+	int64_t budget = cf->auth_jwt.user_budget_nusd >= 0 ? cf->auth_jwt.user_budget_nusd :
+	    cf->default_budget_nusd;
+
+	c->adm.acct = kv_ledger_account(l, c->req.keyhash, 1, c->req.user_node, budget);
+	if (c->adm.acct == NULL) {
+		if (errno == EAGAIN)
+			return refused(st, reply_error(c, 503, "user account is being created; retry"));
+		kv_log_warnx("KV0410", "account table full (max_keys %u): refusing new user %s",
+		    l->hdr->max_keys, c->req.user_node);
+		atomic_store(&l->hdr->reclaim_wanted, 1);
+		c->adm.no_retry = 1;
+		return refused(st, reply_error(c, 503, "gateway key table is full"));
+	}
+	if (atomic_load(&c->adm.acct->state) != KV_SLOT_READY) {
+		c->adm.acct = NULL;
+		return refused(st, reply_error(c, 401, "this user's account is not usable"));
+	}
+	atomic_fetch_or(&c->adm.acct->aflags, KV_AF_NODE);
+	kv_ledger_period_roll(l, c->adm.acct, cf->period, (int64_t)time(NULL));
+	return 0;
+}
+
 /* The request's account: found, or made for a new key the policy lets
  * in. Returns 0, or -1 with the refusal's step in *st. */
 static int
@@ -201,6 +231,8 @@ account_of(struct kv_conn *c, enum kv_rc *st)
 	enum kv_key_verdict kv;
 	int deny;
 
+	if (c->req.jwt)
+		return user_account(c, st);
 	/* The master's policy, not this worker's config: an old generation
 	 * still draining applies a reload's unknown_keys at once. */
 	deny = (atomic_load(&l->hdr->policy) & KV_POLICY_DENY) != 0;
@@ -281,7 +313,7 @@ price_of(struct kv_conn *c, enum kv_rc *st)
 static enum kv_rc
 budget_refusal(struct kv_conn *c, int resv, int64_t amount)
 {
-	char msg[256], rem[32], need[32];
+	char msg[512], rem[32], need[32];
 
 	c->adm.resv = -1;
 	if (resv == -1) {
@@ -289,8 +321,13 @@ budget_refusal(struct kv_conn *c, int resv, int64_t amount)
 		c->adm.refused_key = 1;
 		kv_format_dollars(c->adm.remaining, rem, sizeof(rem));
 		kv_format_dollars(amount, need, sizeof(need));
-		snprintf(msg, sizeof(msg), "budget exceeded for key %s: %s remaining, "
-		    "this request may cost up to %s", c->req.keyid, rem, need);
+		if (c->req.jwt) {	/* the user node: named as the tree's nodes are */
+			c->adm.refused_key = 0;
+			c->adm.refused_node = c->req.user_node;
+		}
+		snprintf(msg, sizeof(msg), "budget exceeded for %s%s: %s remaining, "
+		    "this request may cost up to %s", c->req.jwt ? "" : "key ",
+		    c->req.jwt ? c->req.user_node : c->req.keyid, rem, need);
 		return reply_error(c, 402, msg);
 	}
 	/* The key has budget, but not in this host's lease yet: wait while
@@ -507,6 +544,12 @@ request_admit(struct kv_conn *c)
 	up = entry_of(cf, c, up);
 	c->rt = kv_upstreams_find(c->w->ups, cf->nupstreams, up);
 	c->upstream_name = up->name;
+	/* A JWT is never forwarded: only an upstream with its own provider
+	 * key serves its user. */
+	if (c->req.jwt && !virtual_keys(up))
+		return reply_error(c, 401, "this upstream forwards the client's credential, and "
+		    "a JWT is never forwarded: the upstream needs its own api_key to serve "
+		    "JWT users");
 	/* Virtual keys strip every credential; one in the query cannot be. */
 	if (virtual_keys(up) && kv_cred_query_key(c->req.target, &qlen) != NULL)
 		return reply_error(c, 400, "this upstream uses its own provider key: send the "

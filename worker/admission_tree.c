@@ -70,17 +70,18 @@ chain_caps(struct kv_conn *c, struct chain *ch, const struct kv_modelcaps *caps)
 			chain_add(c, ch, caps->cap[i].slot, caps->cap[i].hash, caps->cap[i].node);
 }
 
-/* The nodes of K's chain, in the order they are held. */
+/* The nodes of a chain from CAPS and team TEAM up, in the order they are
+ * held. */
 static void
-chain_of(struct kv_conn *c, const struct kv_keydef *k, struct chain *ch)
+chain_of(struct kv_conn *c, const struct kv_modelcaps *caps, int team, struct chain *ch)
 {
 	const struct kv_config *cf = c->w->cf;
 	int t;
 
 	ch->n = 0;
 	ch->missing = -1;
-	chain_caps(c, ch, k->caps);
-	for (t = k->team_idx; t >= 0; t = cf->teams[t].up) {
+	chain_caps(c, ch, caps);
+	for (t = team; t >= 0; t = cf->teams[t].up) {
 		chain_add(c, ch, cf->teams[t].slot, cf->teams[t].hash, cf->teams[t].node);
 		chain_caps(c, ch, cf->teams[t].caps);
 	}
@@ -103,15 +104,18 @@ node_refusal(struct kv_conn *c, const char *node, int64_t remaining, int64_t amo
 int
 tree_admit(struct kv_conn *c, int64_t amount, enum kv_rc *st)
 {
-	const struct kv_keydef *k = kv_config_key_by_hash(c->w->cf, c->adm.acct->hash);
+	const struct kv_keydef *k = c->req.jwt ? NULL :
+	    kv_config_key_by_hash(c->w->cf, c->adm.acct->hash);
+	const struct kv_modelcaps *caps = k != NULL ? k->caps : NULL;
+	int team = c->req.jwt ? c->req.jwt_team : k != NULL ? k->team_idx : -1;
 	struct chain ch;
 	int64_t remaining;
 	int rc, refused;
 
 	c->adm.tree.n = 0;
-	if (k == NULL || (k->caps == NULL && k->team_idx < 0))
+	if (caps == NULL && team < 0)	/* a JWT's user's team, or a key's */
 		return 0;
-	chain_of(c, k, &ch);
+	chain_of(c, caps, team, &ch);
 	if (ch.missing >= 0) {
 		/* the master makes nodes before it starts the workers of a config */
 		c->retry_after = 1;

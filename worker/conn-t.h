@@ -10,6 +10,7 @@
 #include "worker/cors.h"
 #include "worker/deadlines.h"
 #include "common/http.h"
+#include "common/jwt.h"
 #include "worker/reqlog.h"
 #include "worker/upstream.h"
 #include "worker/reqscan.h"
@@ -125,6 +126,11 @@ struct kv_request {
 	int			 auth_x_api_key;	/* credential came in x-api-key */
 	uint8_t			 keyhash[32];
 	char			 keyid[13];
+	/* a client identified by a JWT (jwt_auth.c): its user node
+	 * ("user/ana@x.io"), charged, and the [team] it is under (-1 none) */
+	int			 jwt;
+	int			 jwt_team;
+	char			 user_node[KV_JWT_USER_MAX + 8];
 };
 
 /* What admission decided (admission.c) and settlement undoes (settle.c):

@@ -12,6 +12,7 @@
 #include "common/fmt.h"
 #include "common/log.h"
 #include "worker/aws_sign.h"
+#include "worker/jwt_auth.h"
 #include "worker/reply.h"
 #include "worker/spool.h"
 #include "worker/upstream_rewrite.h"
@@ -26,7 +27,7 @@ want_header(const struct kv_conn *c, const struct kv_http_header *h)
 	const char *n = h->name;
 	int vk = c->rt->cf->api_key != NULL;
 
-	if (h->hop)
+	if (h->hop || kv_jwt_auth_header(c, n, h->name_len))
 		return 0;
 	/* A Bedrock upstream gets our credential (SigV4 or its API key), never
 	 * the client's nor a client's own signature. */

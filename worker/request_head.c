@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "worker/credential.h"
 #include "worker/endpoints.h"
+#include "worker/jwt_auth.h"
 #include "worker/reply.h"
 
 /* A client of the Anthropic API names its version or sends x-api-key; on a
@@ -133,7 +134,7 @@ on_head(struct kv_conn *c, size_t hl)
 	const struct kv_config *cf = c->w->cf;
 	const char *key, *why = NULL;
 	size_t klen;
-	int r;
+	int r, j;
 
 	c->t_start_ms = c->w->now_ms;
 	c->head_len = hl;
@@ -169,9 +170,13 @@ on_head(struct kv_conn *c, size_t hl)
 		    "sent as Authorization: Bearer KEY) or send it in x-api-key");
 	if ((r = kv_cred_find(req, c->req.target, &key, &klen, &c->req.auth_x_api_key, &why)) == -2)
 		return reply_error(c, 400, why);
-	if (r == -1)
+	/* a JWT, when [auth jwt] is on: its user node is the account */
+	if ((j = kv_jwt_auth(c, req, key, klen, &why)) == -1)
+		return reply_error(c, 401, why);
+	if (r == -1 && j == 0)
 		return reply_error(c, 401, "missing API key: send Authorization: Bearer KEY or x-api-key: KEY");
-	key_hash(key, klen, c->req.keyhash);
+	if (j == 0)
+		key_hash(key, klen, c->req.keyhash);
 	kv_key_id(c->req.keyhash, c->req.keyid);
 	note_anthropic_client(c, req);
 	if (cf->max_body > 0 && req->content_length > (int64_t)cf->max_body)

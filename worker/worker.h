@@ -29,6 +29,9 @@ struct kv_worker {
 	/* the budget tree's node accounts by their config slot, found on
 	 * first use (admission_tree.c); NULL until then */
 	struct kv_account	**tree_nodes;
+	/* [auth jwt]'s key set and verified tokens (jwt_auth.c); NULL until
+	 * the first token */
+	struct kv_jwt_keys	*jwt;
 	struct kv_ledger	*ledger;
 	struct kv_worker_slot	*slot;
 	int			 slot_index;
