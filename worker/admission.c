@@ -191,6 +191,26 @@ refused(enum kv_rc *st, enum kv_rc s)
 	return -1;
 }
 
+/* No account made for a new WHAT ("key" or "user") named WHO: another
+ * worker is making it this instant (errno EAGAIN), or the table is full. */
+static int
+not_made(struct kv_conn *c, enum kv_rc *st, const char *what, const char *who)
+{
+	struct kv_ledger *l = c->w->ledger;
+	char msg[64];
+
+	if (errno == EAGAIN) {
+		snprintf(msg, sizeof(msg), "%s account is being created; retry", what);
+		return refused(st, reply_error(c, 503, msg));
+	}
+	kv_log_warnx("KV0410", "account table full (max_keys %u): refusing new %s %s",
+	    l->hdr->max_keys, what, who);
+	/* The master gives back strangers' never-charged slots. */
+	atomic_store(&l->hdr->reclaim_wanted, 1);
+	c->adm.no_retry = 1;
+	return refused(st, reply_error(c, 503, "gateway key table is full"));
+}
+
 /* A JWT's user node (jwt_auth.c): its account, made on first sight with
  * [auth jwt] user_budget, as a stranger's key gets one, whatever
  * unknown_keys says (the identity provider vouched for it). */
@@ -203,15 +223,8 @@ user_account(struct kv_conn *c, enum kv_rc *st)
 	    cf->default_budget_nusd;
 
 	c->adm.acct = kv_ledger_account(l, c->req.keyhash, 1, c->req.user_node, budget);
-	if (c->adm.acct == NULL) {
-		if (errno == EAGAIN)
-			return refused(st, reply_error(c, 503, "user account is being created; retry"));
-		kv_log_warnx("KV0410", "account table full (max_keys %u): refusing new user %s",
-		    l->hdr->max_keys, c->req.user_node);
-		atomic_store(&l->hdr->reclaim_wanted, 1);
-		c->adm.no_retry = 1;
-		return refused(st, reply_error(c, 503, "gateway key table is full"));
-	}
+	if (c->adm.acct == NULL)
+		return not_made(c, st, "user", c->req.user_node);
 	if (atomic_load(&c->adm.acct->state) != KV_SLOT_READY) {
 		c->adm.acct = NULL;
 		return refused(st, reply_error(c, 401, "this user's account is not usable"));
@@ -244,16 +257,9 @@ account_of(struct kv_conn *c, enum kv_rc *st)
 	c->adm.acct = kv_ledger_account(l, c->req.keyhash, !deny, NULL,
 	    cf->default_budget_nusd);
 	if (c->adm.acct == NULL) {
-		if (errno == EAGAIN)	/* another worker is creating it this instant */
-			return refused(st, reply_error(c, 503, "key account is being created; retry"));
-		if (deny)
+		if (errno != EAGAIN && deny)
 			return refused(st, reply_error(c, 401, "unknown API key"));
-		kv_log_warnx("KV0410", "account table full (max_keys %u): refusing new key %s",
-		    l->hdr->max_keys, c->req.keyid);
-		/* The master gives back strangers' never-charged slots. */
-		atomic_store(&l->hdr->reclaim_wanted, 1);
-		c->adm.no_retry = 1;
-		return refused(st, reply_error(c, 503, "gateway key table is full"));
+		return not_made(c, st, "key", c->req.keyid);
 	}
 	/* Issued keys (shm/keys.h): a rotated secret's link names its
 	 * account; revoked, rotated-out and expired secrets get 401. */
