@@ -19,6 +19,9 @@
  *   halfclaim RAW                 write RAW's claim tag into the first free
  *                                 slot of its chain and stop there, as a
  *                                 claimer killed mid-claim leaves it
+ *   fillclaim RAW BUDGET          finish the claim halfclaim began (hash,
+ *                                 budget in USD, READY), as a claimer the
+ *                                 scheduler held up a while then does
  *   skew RAW NUSD                 add NUSD to RAW's reserved_nusd with no
  *                                 reservation recorded (a torn counter)
  *   halfroll RAW                  stop a roll of RAW's period to today (UTC)
@@ -176,6 +179,36 @@ step_halfclaim(struct kv_ledger *l, char **a)
 }
 
 static int
+step_fillclaim(struct kv_ledger *l, char **a)
+{
+	uint32_t n = l->hdr->max_keys, i;
+	int64_t budget;
+	uint8_t h[32];
+
+	if (kv_parse_nano(a[1], &budget) == -1)
+		return fail("not a USD amount", a[1]);
+	kv_key_hash(a[0], strlen(a[0]), h);
+	for (i = 0; i < n; i++) {
+		struct kv_account *acct = &l->accounts[i];
+
+		uint32_t st = atomic_load(&acct->state);
+
+		if (atomic_load(&acct->tag) != kv_account_tag(h) ||
+		    (st != KV_SLOT_FREE && st != KV_SLOT_CLAIMING))
+			continue;
+		memcpy(acct->hash, h, 32);
+		atomic_store(&acct->rpm, atomic_load(&l->hdr->default_rpm));
+		atomic_store(&acct->tpm, atomic_load(&l->hdr->default_tpm));
+		atomic_store(&acct->budget_nusd, budget);
+		atomic_store(&acct->period_start, (int64_t)time(NULL));
+		atomic_store_explicit(&acct->state, KV_SLOT_READY, memory_order_release);
+		atomic_fetch_add(&l->hdr->accounts_used, 1);
+		return 0;
+	}
+	return fail("no half-made claim", a[0]);
+}
+
+static int
 step_skew(struct kv_ledger *l, char **a)
 {
 	struct kv_account *acct = account_of(l, a[0]);
@@ -225,6 +258,7 @@ static const struct {
 	{ "worker", 2, step_worker },
 	{ "master", 1, step_master },
 	{ "halfclaim", 1, step_halfclaim },
+	{ "fillclaim", 2, step_fillclaim },
 	{ "skew", 2, step_skew },
 	{ "halfroll", 1, step_halfroll },
 	{ "spend", 3, step_spend },

@@ -69,8 +69,27 @@ t0=$(date +%s%3N)
 code=$(kv_curl /v1/chat/completions -o "$T/half.out" -w '%{http_code}' \
 	-H "Authorization: Bearer $HALF" -d '{"model":"gpt-4o-mini","max_tokens":5}')
 ms=$(($(date +%s%3N) - t0))
-check_eq "its own key is told to retry (503) while the slot is half-made" "$code" 503
-check "... at once, not after a 1 s spin (${ms} ms)" test "$ms" -lt 900
+check_eq "its own key is told to retry (503) while the slot stays half-made" "$code" 503
+check "... after waiting for the claimer about a second, parked (${ms} ms)" \
+	test "$ms" -ge 900 -a "$ms" -lt 5000
+check "... saying the account is being created" grep -q "being created; retry" "$T/half.out"
+
+# A claimer the scheduler holds up between its tag and READY (issue 35's
+# t_memory flake under ASan: 1 of 20 first requests got that 503): the
+# request waits for it and is served once the claim is finished.
+SLOW=sk-slow-claimer
+"$FILL" "$T/ledger" 0 halfclaim "$SLOW"
+kv_curl /v1/chat/completions -o "$T/slow.out" -w '%{http_code}' \
+	-H "Authorization: Bearer $SLOW" -d '{"model":"gpt-4o-mini","max_tokens":5}' >"$T/slow.code" &
+SLOWPID=$!
+sleep 0.3
+"$FILL" "$T/ledger" 0 fillclaim "$SLOW" 1.00
+wait $SLOWPID
+check_eq "a request on a key whose claimer is slow waits and is served" "$(cat "$T/slow.code")" 200
+check_eq "... charged to the one account the claimer made" \
+	"$(kv_ctl keys --json | jq "[.keys[] | select(.id == \"$(idof "$SLOW")\") | .spent_nusd > 0] | length")" 1
+kv_wait_for 5 reserved_zero
+check_eq "... nothing left reserved" "$(field "$(idof "$SLOW")" reserved_nusd)" 0
 t0=$(date +%s%3N)
 for i in $(seq 1 20); do
 	kv_curl /v1/chat/completions -o /dev/null -H "Authorization: Bearer sk-other-$i" \

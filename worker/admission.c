@@ -192,17 +192,15 @@ refused(enum kv_rc *st, enum kv_rc s)
 }
 
 /* No account made for a new WHAT ("key" or "user") named WHO: another
- * worker is making it this instant (errno EAGAIN), or the table is full. */
+ * worker is making it this instant (errno EAGAIN: the request waits for
+ * it, leasewait.h), or the table is full. */
 static int
 not_made(struct kv_conn *c, enum kv_rc *st, const char *what, const char *who)
 {
 	struct kv_ledger *l = c->w->ledger;
-	char msg[64];
 
-	if (errno == EAGAIN) {
-		snprintf(msg, sizeof(msg), "%s account is being created; retry", what);
-		return refused(st, reply_error(c, 503, msg));
-	}
+	if (errno == EAGAIN)
+		return refused(st, conn_account_park(c, what));
 	kv_log_warnx("KV0410", "account table full (max_keys %u): refusing new %s %s",
 	    l->hdr->max_keys, what, who);
 	/* The master gives back strangers' never-charged slots. */

@@ -152,7 +152,7 @@ struct kv_admission {
 	const char		*refused_node;
 	int			 refused_key;
 	int64_t			 out_bound;	/* output tokens the reservation holds */
-	int			 lease_parked;	/* on w->lease_parked (leasewait.c) */
+	int			 lease_parked;	/* on w->lease_parked: KV_PARK_* (leasewait.h) */
 	int64_t			 lease_until_ms;	/* ... and refused with 503 from then */
 	struct kv_conn		*lease_next;
 	int			 counted_stream;

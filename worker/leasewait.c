@@ -2,6 +2,7 @@
 #include "worker/leasewait.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -34,13 +35,28 @@ kick(struct kv_worker *w)
 		kv_log_warn("KV0518", "waking the master for a lease");
 }
 
+/* Put C on the parked list, WHY, for at most MS. */
+static void
+park(struct kv_conn *c, int why, int64_t ms)
+{
+	struct kv_worker *w = c->w;
+
+	c->adm.lease_parked = why;
+	c->adm.lease_until_ms = w->now_ms + ms;
+	c->adm.lease_next = w->lease_parked;
+	w->lease_parked = c;
+	w->nlease_parked++;
+	/* only its leaving matters now; its next request waits for this one */
+	conn_watch_client(c, EPOLLRDHUP);
+}
+
 enum kv_rc
 conn_lease_park(struct kv_conn *c)
 {
 	struct kv_worker *w = c->w;
 	struct kv_ledger_header *hdr = w->ledger->hdr;
 
-	if (c->adm.lease_parked) {
+	if (c->adm.lease_parked == KV_PARK_LEASE) {
 		if (w->now_ms >= c->adm.lease_until_ms) {
 			conn_lease_unpark(c);
 			return lease_refuse(c);
@@ -52,21 +68,33 @@ conn_lease_park(struct kv_conn *c)
 		}
 		return KV_AGAIN;
 	}
+	conn_lease_unpark(c);	/* its account was made: the lease's own wait now */
 	/* Redis is known down (not merely not synced yet, at start): the
 	 * lease will not come within the wait, so say so at once. */
 	if (w->nlease_parked >= KV_LEASE_PARK_MAX ||
 	    (!atomic_load(&hdr->cluster_up) && atomic_load(&hdr->cluster_synced_ms) != 0))
 		return lease_refuse(c);
-	c->adm.lease_parked = 1;
-	c->adm.lease_until_ms = w->now_ms + KV_LEASE_PARK_MS;
-	c->adm.lease_next = w->lease_parked;
-	w->lease_parked = c;
-	w->nlease_parked++;
-	/* only its leaving matters now; its next request waits for this one */
-	conn_watch_client(c, EPOLLRDHUP);
+	park(c, KV_PARK_LEASE, KV_LEASE_PARK_MS);
 	w->lease_kick_ms = w->now_ms;
 	kick(w);
 	return KV_AGAIN;
+}
+
+enum kv_rc
+conn_account_park(struct kv_conn *c, const char *what)
+{
+	char msg[64];
+
+	if (c->adm.lease_parked == KV_PARK_ACCOUNT && c->w->now_ms < c->adm.lease_until_ms)
+		return KV_AGAIN;
+	if (c->adm.lease_parked == 0 && c->w->nlease_parked < KV_LEASE_PARK_MAX) {
+		park(c, KV_PARK_ACCOUNT, KV_ACCOUNT_PARK_MS);
+		return KV_AGAIN;
+	}
+	conn_lease_unpark(c);
+	c->retry_after = 1;
+	snprintf(msg, sizeof(msg), "%s account is being created; retry", what);
+	return reply_error(c, 503, msg);
 }
 
 void
