@@ -21,7 +21,7 @@
 import { createHash } from 'node:crypto';
 
 export const DEFAULT_OUTPUT = 12;
-const tokensOf = (s) => (s.length ? Math.max(1, Math.ceil(Buffer.byteLength(s) / 4)) : 0);
+export const tokensOf = (s) => (s.length ? Math.max(1, Math.ceil(Buffer.byteLength(s) / 4)) : 0);
 
 // Every string under a "text" or string "content" member, in document order,
 // cut into pieces at each cache mark; returns { pieces, cacheAt } where
