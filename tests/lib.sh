@@ -20,6 +20,8 @@
 #	kv_start [ARGS]           KV_PORT, KV_PID, KV_STATUS_PORT, KV_URL, KV_LOG
 #	kv_stop, kv_ctl, kv_curl, kv_mock_stat, kv_wait_for, kv_sdk_setup
 #	kv_start_standin [ARGS]   STANDIN_PORT, STANDIN_PID, STANDIN_URL, STANDIN_LOG
+#	kv_start_ws_standin [ARGS] WSS_PORT, WSS_PID, WSS_URL, WSS_WS, WSS_LOG, WSS_KEY
+#	kv_codex_home DIR URL, kv_codex DIR OUT PROMPT
 #	kv_node_checks NAME OUT CMD...
 #	kv_memcg BYTES            CG, cg_remove, oom_kills, kv_start_in_cg [ARGS],
 #	                          kv_real_clients OUT
@@ -631,6 +633,74 @@ kv_start_standin() {
 	fi
 	STANDIN_PORT=$(cat "$T/standin.port")
 	STANDIN_URL=http://127.0.0.1:$STANDIN_PORT
+}
+
+# ---- the OpenAI WebSocket stand-in ----------------------------------------------
+
+# The key the WebSocket stand-in accepts as a bearer token.
+WSS_KEY=sk-kv-ws-standin
+
+# kv_start_ws_standin [ARGS]: tests/sdk/ws_standin.mjs (after kv_sdk_setup)
+# on a free port, accepting WSS_KEY, with ARGS. Sets WSS_PORT, WSS_PID,
+# WSS_URL (http://127.0.0.1:PORT), WSS_WS (ws://127.0.0.1:PORT) and WSS_LOG
+# (a JSON line per upgrade, client event, turn, close and HTTP request; see
+# the script's opening comment).
+kv_start_ws_standin() {
+	WSS_LOG=$T/ws_standin.jsonl
+	: >"$WSS_LOG"
+	rm -f "$T/ws_standin.port"
+	node "$KV_SDK/ws_standin.mjs" --port-file "$T/ws_standin.port" --log "$WSS_LOG" \
+		--api-key "$WSS_KEY" "$@" </dev/null >>"$T/ws_standin.out" 2>>"$T/ws_standin.err" &
+	WSS_PID=$!
+	kv_track "$WSS_PID"
+	if ! kv_wait_for 20 test -s "$T/ws_standin.port"; then
+		cat "$T/ws_standin.err"
+		fail "start the WebSocket stand-in"
+		kv_finish
+	fi
+	WSS_PORT=$(cat "$T/ws_standin.port")
+	WSS_URL=http://127.0.0.1:$WSS_PORT
+	WSS_WS=ws://127.0.0.1:$WSS_PORT
+}
+
+# kv_codex_home DIR BASE_URL: a CODEX_HOME in DIR whose config.toml makes
+# Codex (tests/sdk's @openai/codex) use BASE_URL (ending /v1) as a
+# Responses provider over WebSockets, its key in $KV_CODEX_KEY, and talk to
+# nothing else (no plugin sync, analytics or update check).
+kv_codex_home() {
+	mkdir -p "$1" || return 1
+	cat >"$1/config.toml" <<EOF
+model = "gpt-5-codex"
+model_provider = "kv"
+model_reasoning_effort = "low"
+check_for_update_on_startup = false
+
+[model_providers.kv]
+name = "kilovolt"
+base_url = "$2"
+wire_api = "responses"
+supports_websockets = true
+env_key = "KV_CODEX_KEY"
+
+[features]
+plugins = false
+remote_plugin = false
+plugin_sharing = false
+apps = false
+in_app_updates = false
+
+[analytics]
+enabled = false
+EOF
+}
+
+# kv_codex DIR OUT PROMPT: codex exec (JSON events to OUT, stderr to
+# OUT.err) with CODEX_HOME DIR and KV_CODEX_KEY exported by the caller, in
+# a scratch work directory, 120 s at most.
+kv_codex() {
+	mkdir -p "$T/codex-work"
+	(cd "$T/codex-work" && CODEX_HOME=$1 timeout 120 "$KV_SDK/node_modules/.bin/codex" exec \
+		--skip-git-repo-check --json "$3" </dev/null >"$2" 2>"$2.err")
 }
 
 # kv_node_checks NAME OUT CMD...: run a node check script (timeout 300 s),

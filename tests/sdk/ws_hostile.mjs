@@ -1,0 +1,141 @@
+// ws_hostile.mjs: the `ws` package drives the awkward cases of OpenAI's
+// Responses WebSocket mode against BASE (ws://host:port, the stand-in or
+// kilovolt in front of it), each on its own socket:
+//
+//   node ws_hostile.mjs BASE KEY MODEL CASE...
+//
+//   auth        a wrong key: the upgrade is refused with 401
+//   fragmented  response.create in three fragments, a ping between two of
+//               them: the turn completes
+//   chained     a turn chained to an unknown previous_response_id gets an
+//               error event, the socket stays open, the next turn works
+//   oversized:N a frame of N bytes: the socket is closed with 1009
+//   masked      a turn whose answer has a masked server frame ([[masked]]):
+//               the connection fails (here or in a relay), no usage
+//   cut         a turn the server drops mid-way ([[cut]]): closed, no usage
+//   drop        the client goes away mid-turn ([[slow=100]], gone after the
+//               first delta)
+//
+// Each turn's response.completed usage is printed as "usage {...}", one
+// ok/FAIL line per check, "N passed, N failed" at the end.
+import WebSocket from 'ws';
+import { check, finish, run } from './check.mjs';
+
+const [base, key, model, ...cases] = process.argv.slice(2);
+const url = `${base}/v1/responses`;
+const headers = { Authorization: `Bearer ${key}`, 'OpenAI-Beta': 'responses_websockets=2026-02-06' };
+
+function open(k = key) {
+	const ws = new WebSocket(url, { headers: { ...headers, Authorization: `Bearer ${k}` } });
+	ws.events = [];
+	ws.closed = new Promise((r) => ws.on('close', (code) => r(code)));
+	ws.on('error', (e) => { ws.failure = e.message; });
+	ws.on('message', (d) => {
+		try {
+			ws.events.push(JSON.parse(d.toString()));
+		} catch {
+			ws.events.push({ type: 'not-json', bytes: d.length });
+		}
+	});
+	return new Promise((resolve, reject) => {
+		ws.on('open', () => resolve(ws));
+		ws.on('unexpected-response', (req, res) => reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { status: res.statusCode })));
+		ws.on('error', reject);
+	});
+}
+
+const create = (input, extra = {}) => JSON.stringify({ type: 'response.create', model, input, ...extra });
+
+// The next event of a type in TYPES after index FROM, or null at close.
+function next(ws, types, from = 0) {
+	return new Promise((resolve) => {
+		const look = () => ws.events.slice(from).find((e) => types.includes(e.type));
+		const t = setInterval(() => {
+			const e = look();
+			if (e || ws.readyState >= WebSocket.CLOSING) {
+				clearInterval(t);
+				resolve(e ?? null);
+			}
+		}, 5);
+	});
+}
+
+async function turnOn(ws, frame) {
+	const from = ws.events.length;
+	ws.send(frame);
+	const e = await next(ws, ['response.completed', 'error'], from);
+	if (e?.type === 'response.completed')
+		console.log(`usage ${JSON.stringify(e.response.usage)}`);
+	return e;
+}
+
+const CASES = {
+	async auth() {
+		const e = await open('sk-not-the-key').then(() => null, (err) => err);
+		check('a wrong key: the upgrade refused with 401', e?.status === 401, e?.message ?? 'opened');
+	},
+	async fragmented() {
+		const ws = await open();
+		const text = create('fragmented turn [[out=7]]');
+		const from = ws.events.length;
+		const third = Math.floor(text.length / 3);
+		ws.send(text.slice(0, third), { fin: false });
+		ws.ping();
+		ws.send(text.slice(third, 2 * third), { fin: false });
+		ws.send(text.slice(2 * third), { fin: true });
+		const e = await next(ws, ['response.completed', 'error'], from);
+		if (e?.type === 'response.completed')
+			console.log(`usage ${JSON.stringify(e.response.usage)}`);
+		check('fragmented: the turn completed', e?.type === 'response.completed' && e.response.usage.output_tokens === 7,
+			JSON.stringify(e));
+		ws.close();
+	},
+	async chained() {
+		const ws = await open();
+		const e = await turnOn(ws, create('chained to nothing', { previous_response_id: 'resp_unknown' }));
+		check('chained: an unknown previous_response_id answered by an error event',
+			e?.type === 'error' && e.error?.code === 'previous_response_not_found', JSON.stringify(e));
+		const ok = await turnOn(ws, create('after the error [[out=5]]'));
+		check('chained: the socket stayed open and the next turn completed', ok?.type === 'response.completed');
+		const again = await turnOn(ws, create('chained [[out=3]]', { previous_response_id: ok?.response?.id }));
+		check('chained: a turn chained to it is read from the cache',
+			again?.response?.usage?.input_tokens_details?.cached_tokens === ok?.response?.usage?.total_tokens);
+		ws.close();
+	},
+	async oversized(n) {
+		const ws = await open();
+		ws.send(create('x'.repeat(Number(n))));
+		const code = await ws.closed;
+		check(`oversized: a ${n}-byte frame closes the socket with 1009`, code === 1009, `closed with ${code}`);
+	},
+	async masked() {
+		const ws = await open();
+		const e = await turnOn(ws, create('answer with a masked frame [[masked]]'));
+		const code = await ws.closed;
+		// ws fails the connection itself (1002 sent, 1006 seen); a relay
+		// that refused the frame closes with its own code.
+		check('masked: the connection failed on a masked server frame, no usage',
+			e?.type !== 'response.completed' && code !== 1000 && code !== 1005, `closed with ${code}, ${ws.failure}`);
+	},
+	async cut() {
+		const ws = await open();
+		const e = await turnOn(ws, create('cut me off [[cut]]'));
+		const code = await ws.closed;
+		check('cut: the socket closed mid-turn without usage', e?.type !== 'response.completed' && code !== 1000,
+			`closed with ${code}`);
+	},
+	async drop() {
+		const ws = await open();
+		const from = ws.events.length;
+		ws.send(create('I will leave [[slow=100]] [[out=40]]'));
+		const d = await next(ws, ['response.output_text.delta'], from);
+		ws.terminate();
+		check('drop: the client went away after the first delta', d !== null);
+	},
+};
+
+for (const c of cases) {
+	const [name, arg] = c.split(':');
+	await run(name, () => CASES[name](arg));
+}
+finish();
