@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "shm/keys.h"
 #include "shm/lease.h"
 #include "shm/ratelimit.h"
 
@@ -30,7 +31,8 @@
 int64_t
 kv_cluster_acct_period(const struct kv_cluster_host *h, struct kv_account *a)
 {
-	return kv_period_start(h->period, atomic_load(&a->period_start));
+	/* a team's own period, or an issued key's; else the config's */
+	return kv_period_start(kv_keys_period(a, h->period), atomic_load(&a->period_start));
 }
 
 void

@@ -25,6 +25,7 @@
 #include "common/redis_keys.h"
 #include "master/cluster_lease.h"
 #include "master/redis.h"
+#include "shm/keys.h"
 #include "shm/lease.h"
 
 /* The heartbeat of this instance's hold on its host id (kv:hb:H), renewed
@@ -197,7 +198,7 @@ budget_args(struct kv_cluster_host *h, struct kv_account *a, struct acct *s, int
 	arg_num(ab, need);
 	arg_num(ab, bs);
 	arg_num(ab, budget);
-	arg_num(ab, key_ttl(h->period));
+	arg_num(ab, key_ttl(kv_keys_period(a, h->period)));
 	return budget;
 }
 

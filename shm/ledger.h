@@ -213,9 +213,9 @@ void	kv_ledger_op_end(struct kv_ledger *l);
 int	kv_ledger_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
 	    struct kv_account *a, int64_t amount, int64_t *remaining);
 
-/* kv_ledger_reserve on a node of the budget tree (shm/tree.h): the same
- * record and the same one-CAS admission, never bounded by a cluster lease
- * (nodes are this host's). */
+/* kv_ledger_reserve never bounded by a cluster lease: a node of the
+ * budget tree without a budget of its own (shm/tree.h), which Redis
+ * leases nothing of. */
 int	kv_ledger_reserve_node(struct kv_ledger *l, struct kv_worker_slot *w,
 	    struct kv_account *a, int64_t amount, int64_t *remaining);
 

@@ -7,6 +7,20 @@
 
 #include "shm/tree.h"
 
+/* One node's hold. With [cluster] a node with a budget is leased from
+ * Redis like a key (docs/cluster.md "The tree across hosts"): its
+ * budget is every host's, so this host admits within its lease and the
+ * other hosts' commitment. A node without one (KV_NODE_UNBOUNDED) admits
+ * what its parents admit: no lease to wait for. */
+static int
+reserve_one(struct kv_ledger *l, struct kv_worker_slot *w, struct kv_account *a,
+    int64_t amount, int64_t *remaining)
+{
+	if (atomic_load(&a->budget_nusd) < KV_NODE_UNBOUNDED)
+		return kv_ledger_reserve(l, w, a, amount, remaining);
+	return kv_ledger_reserve_node(l, w, a, amount, remaining);
+}
+
 int
 kv_tree_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
     struct kv_account *const *nodes, int n, int64_t amount, struct kv_tree_hold *h,
@@ -21,7 +35,7 @@ kv_tree_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
 		return -2;
 	}
 	for (i = 0; i < n; i++) {
-		r = kv_ledger_reserve_node(l, w, nodes[i], amount, remaining);
+		r = reserve_one(l, w, nodes[i], amount, remaining);
 		if (r < 0) {
 			*refused = i;
 			kv_tree_release(l, w, h);

@@ -16,11 +16,14 @@ struct kv_tree_hold {
 	int	resv[KV_TREE_NODES];	/* their reservation records, in order */
 };
 
-/* Reserve AMOUNT at NODES[0..N-1] in order, each with one CAS
- * (kv_ledger_reserve_node). Returns 0 with all N held in H; or the
- * refusal of the first node that refused (-1 budget, -2 no free record,
- * -4 retired) with its index in *REFUSED and its remaining in
- * *REMAINING, after releasing what it took, in reverse order. */
+/* Reserve AMOUNT at NODES[0..N-1] in order, each with one CAS: a node
+ * with a budget as kv_ledger_reserve holds a key (bounded by its cluster
+ * lease under [cluster]), one without as kv_ledger_reserve_node. Returns
+ * 0 with all N held in H; or the refusal of the first node that refused
+ * (-1 budget, -2 no free record, -3 this host's lease of it is short:
+ * wait for the master, -4 retired) with its index in *REFUSED and its
+ * remaining in *REMAINING, after releasing what it took, in reverse
+ * order. */
 int	kv_tree_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
 	    struct kv_account *const *nodes, int n, int64_t amount, struct kv_tree_hold *h,
 	    int *refused, int64_t *remaining);

@@ -11,6 +11,7 @@
 
 #include "common/glob.h"
 #include "common/money.h"
+#include "worker/leasewait.h"
 #include "worker/reply.h"
 #include "worker/worker.h"
 
@@ -128,6 +129,8 @@ tree_admit(struct kv_conn *c, int64_t amount, enum kv_rc *st)
 		return 0;
 	if (rc == -1)
 		*st = node_refusal(c, ch.name[refused], remaining, amount);
+	else if (rc == -3)	/* this host's lease of the node: wait, as for a key's */
+		*st = conn_lease_park(c);
 	else if (rc == -4 && (c->retry_after = 1))
 		*st = reply_error(c, 503, "a budget node was being recycled; retry");
 	else
