@@ -38,24 +38,12 @@ export AWS_ACCESS_KEY_ID=AKIDEXAMPLE AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG
 export AWS_EC2_METADATA_DISABLED=true	# no credential look-up off this machine
 
 log() { echo "bedrock_streams: $*" >&2; }
-
-stop_pid() {
-	local pid=$1 i
-	[ -n "$pid" ] || return 0
-	kill -TERM "$pid" 2>/dev/null
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-	return 0
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 cleanup() {
-	stop_pid "$PSS_PID"
-	stop_pid "$KV_PID"
-	stop_pid "$BM_PID"
+	bench_stop "$PSS_PID"
+	bench_stop "$KV_PID"
+	bench_stop "$BM_PID"
 	if [ "${KEEP:-0}" = 1 ]; then log "kept $W"; else rm -rf "$W"; fi
 }
 trap cleanup EXIT
@@ -69,48 +57,14 @@ ulimit -n "$hard"
 j() { [ -s "$1" ] && jq -r "$2 // empty" "$1" 2>/dev/null; }
 free_port() { "$B/tests/mock_upstream" --free-port; }
 
-wait_port() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$2" 2>/dev/null || return 1
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-start_benchmock() {
-	local i
-	"$B/bench/benchmock" -P "$W/bm.port" </dev/null >"$W/bm.err" 2>&1 &
-	BM_PID=$!
-	for ((i = 0; i < 100; i++)); do
-		[ -s "$W/bm.port" ] && break
-		sleep 0.1
-	done
-	BM_PORT=$(cat "$W/bm.port" 2>/dev/null)
-	[ -n "$BM_PORT" ] || { log "benchmock did not start"; cat "$W/bm.err" >&2; exit 1; }
-}
-
 # write_config: bench/run.sh's kilovolt, plus the bedrock upstream and the
 # key it admits (a bedrock upstream takes configured keys only).
 write_config() {
 	PORT=$(free_port)
-	cat >"$W/kilovolt.ini" <<INI
-[server]
-listen = 127.0.0.1:$PORT
-workers = 2
-status_listen = 127.0.0.1:$(free_port)
-ledger = $W/ledger
-max_keys = 1024
-client_timeout = 60
-upstream_timeout = 600
-shutdown_timeout = 5
-
-[budget]
-default = 100000.00
-period = none
-unknown_keys = allow
-reserve_output_tokens = 1024
+	{ bench_kv_server "$PORT" 2 1024 "127.0.0.1:$(free_port)"
+	printf 'client_timeout = 60\nupstream_timeout = 600\n'
+	bench_kv_budget
+	cat <<INI
 
 [upstream openai]
 url = http://127.0.0.1:$BM_PORT
@@ -138,6 +92,7 @@ output = 16.50
 input = 1.00
 output = 3.00
 INI
+	} >"$W/kilovolt.ini"
 	rm -f "$W/ledger"
 }
 
@@ -163,7 +118,7 @@ run_one() {
 	write_config
 	"$B/kilovoltd" -c "$W/kilovolt.ini" </dev/null >"$W/kv.log" 2>&1 &
 	KV_PID=$!
-	if ! wait_port "$PORT" "$KV_PID"; then
+	if ! bench_wait_port "$PORT" "$KV_PID"; then
 		log "kilovolt did not start:"; tail -n 20 "$W/kv.log" >&2; exit 1
 	fi
 	sleep 1	# settle: idle is measured after start-up, before load
@@ -174,10 +129,10 @@ run_one() {
 	load_args "$1" "$2"
 	timeout 900 "$B/bench/loadgen" -p "$PORT" -l "$1" "${LOAD[@]}" >"$out.load.json" 2>"$out.load.err"
 	rc=$?
-	stop_pid "$PSS_PID"; PSS_PID=
+	bench_stop "$PSS_PID"; PSS_PID=
 	sleep 0.5	# the last settles reach the ledger
 	"$B/kvctl" -l "$W/ledger" keys --json >"$out.keys.json" 2>/dev/null
-	stop_pid "$KV_PID"; KV_PID=
+	bench_stop "$KV_PID"; KV_PID=
 	cuts=$(grep -c KV0436 "$W/kv.log")
 	reserved=$(jq '[.. | .reserved_nusd? // empty] | add' "$out.keys.json" 2>/dev/null)
 	estimated=$(jq '[.. | .estimated_requests? // empty] | add' "$out.keys.json" 2>/dev/null)
@@ -208,7 +163,7 @@ table() {
 	done
 }
 
-start_benchmock
+bench_spawn bm BM_PID BM_PORT "$B/bench/benchmock" || exit 1
 for r in $(seq 1 "$ROUNDS"); do
 	for t in "$TOK" $((TOK * LONG)); do
 		for k in $KINDS; do

@@ -45,14 +45,9 @@ LG=$top_builddir/bench/loadgen
 W=$(mktemp -d "${TMPDIR:-/tmp}/kvinstr.XXXXXX") || exit 1
 BM_PID= BM_TLS_PID= KV_PID=
 
-stop() {	# stop PID: TERM, then KILL after 30 s (valgrind is slow to exit)
-	local i
-	[ -n "$1" ] || return 0
-	kill -TERM "$1" 2>/dev/null
-	for ((i = 0; i < 300; i++)); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$1" 2>/dev/null
-	wait "$1" 2>/dev/null
-}
+log() { echo "instructions: $*" >&2; }
+. "$top_srcdir/bench/lib.sh"
+stop() { bench_stop "$1" 300; }	# valgrind is slow to exit
 cleanup() { stop "$KV_PID"; stop "$BM_PID"; stop "$BM_TLS_PID"; [ "${KEEP:-0}" = 1 ] || rm -rf "$W"; }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
@@ -64,20 +59,14 @@ case " $MODES " in
 *" haproxy "*|*" haproxy-tls "*) command -v haproxy >/dev/null || { echo "haproxy is needed for MODES=haproxy" >&2; exit 1; } ;;
 esac
 
-"$BM" -P "$W/bm.port" </dev/null >"$W/bm.err" 2>&1 &
-BM_PID=$!
-for ((i = 0; i < 100; i++)); do [ -s "$W/bm.port" ] && break; sleep 0.1; done
-BM_PORT=$(cat "$W/bm.port")
+bench_spawn bm BM_PID BM_PORT "$BM" || exit 1
 BM_TLS_PORT=
 case " $MODES " in
 *" tls "*|*" haproxy-tls "*)
 	bash "$top_srcdir/tests/gen_certs.sh" "$W/certs" >"$W/certs.log" 2>&1 ||
 		{ echo "gen_certs.sh failed" >&2; cat "$W/certs.log" >&2; exit 1; }
-	"$BM" -P "$W/bm-tls.port" -t "$W/certs/server-chain.pem" "$W/certs/server.key" \
-		</dev/null >"$W/bm-tls.err" 2>&1 &
-	BM_TLS_PID=$!
-	for ((i = 0; i < 100; i++)); do [ -s "$W/bm-tls.port" ] && break; sleep 0.1; done
-	BM_TLS_PORT=$(cat "$W/bm-tls.port") ;;
+	bench_spawn bm-tls BM_TLS_PID BM_TLS_PORT "$BM" -t "$W/certs/server-chain.pem" \
+		"$W/certs/server.key" || exit 1 ;;
 esac
 BODY='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello in five words."}],"max_tokens":16}'
 LOAD=(-m POST -u /v1/chat/completions -H 'Content-Type: application/json'
@@ -97,21 +86,10 @@ tree_sections() {	# tree_sections MODE
 }
 
 write_config() {	# write_config MODE PORT
-	cat >"$W/kv.ini" <<EOF
-[server]
-listen = 127.0.0.1:$2
-workers = 1
-status_listen = off
-ledger = $W/ledger
-max_keys = 64
-shutdown_timeout = 5
-
-[budget]
-default = 100000.00
-period = none
-unknown_keys = allow
-reserve_output_tokens = 1024
-$([ "$1" = limits ] && printf 'rpm = 4000000000\ntpm = 4000000000\n')
+	{ bench_kv_server "$2" 1 64 off
+	bench_kv_budget
+	[ "$1" = limits ] && printf 'rpm = 4000000000\ntpm = 4000000000\n'
+	cat <<EOF
 
 [upstream openai]
 $(if [ "$1" = tls ]; then
@@ -126,6 +104,7 @@ input = 0.15
 output = 0.60
 $(tree_sections "$1")
 EOF
+	} >"$W/kv.ini"
 	rm -f "$W/ledger"
 }
 
@@ -164,11 +143,7 @@ run() {
 	(cd "$W" && exec valgrind --tool=callgrind --callgrind-out-file="$W/cg.%p" \
 		"${cmd[@]}") </dev/null >"$W/kv.$mode.$count.log" 2>&1 &
 	KV_PID=$!
-	for ((i = 0; i < 600; i++)); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-		kill -0 "$KV_PID" 2>/dev/null || { cat "$W/kv.$mode.$count.log" >&2; return 1; }
-		sleep 0.1
-	done
+	bench_wait_port "$port" "$KV_PID" 600 || { cat "$W/kv.$mode.$count.log" >&2; return 1; }
 	"$LG" -p "$port" "${LOAD[@]}" -n "$count" -l "$mode" >/dev/null 2>"$W/load.$mode.$count.err" ||
 		{ cat "$W/load.$mode.$count.err" >&2; return 1; }
 	wpid=$KV_PID

@@ -99,29 +99,16 @@ CGROUP=
 FAILED=0
 
 log() { echo "bench: $*" >&2; }
-
-# stop_pid PID: SIGTERM, up to 10 s to leave, then SIGKILL; reaps it.
-stop_pid() {
-	local pid=$1 i
-	[ -n "$pid" ] || return 0
-	kill -TERM "$pid" 2>/dev/null
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-	return 0
-}
+. "$top_srcdir/bench/lib.sh"
 
 cleanup() {
-	stop_pid "$SAMPLER_PID"
-	stop_pid "$PROXY_PID"
-	stop_pid "$MOCK_PID"
-	stop_pid "$MOCK_TLS_PID"
-	stop_pid "$BM_PID"
-	stop_pid "$BM_TLS_PID"
-	stop_pid "$REDIS_PID"
+	bench_stop "$SAMPLER_PID"
+	bench_stop "$PROXY_PID"
+	bench_stop "$MOCK_PID"
+	bench_stop "$MOCK_TLS_PID"
+	bench_stop "$BM_PID"
+	bench_stop "$BM_TLS_PID"
+	bench_stop "$REDIS_PID"
 	stop_failover_mocks
 	cgroup_remove
 	if [ "${KEEP:-0}" = 1 ]; then log "kept $W"; else rm -rf "$W"; fi
@@ -175,31 +162,6 @@ raise_nofile() {
 
 free_port() { "$MOCK" --free-port; }
 
-# port_open PORT: something accepts connections there (no request sent).
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# wait_port PORT PID: up to 10 s for PORT to accept while PID lives.
-wait_port() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$2" 2>/dev/null || return 1
-		port_open "$1" && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-start_mock() {
-	"$MOCK" -p 0 -P "$W/mock.port" </dev/null >"$W/mock.err" 2>&1 &
-	MOCK_PID=$!
-	for ((i = 0; i < 100; i++)); do
-		[ -s "$W/mock.port" ] && break
-		sleep 0.1
-	done
-	MOCK_PORT=$(cat "$W/mock.port" 2>/dev/null)
-	[ -n "$MOCK_PORT" ] || { log "mock_upstream did not start"; cat "$W/mock.err" >&2; exit 1; }
-}
-
 # The chain both TLS upstreams serve, made once.
 make_certs() {
 	[ -s "$W/certs/ca.pem" ] && return 0
@@ -207,46 +169,17 @@ make_certs() {
 		{ log "gen_certs.sh failed"; cat "$W/certs.log" >&2; return 1; }
 }
 
-# wait_portfile FILE PID: up to 10 s for FILE to hold the port PID listens on.
-wait_portfile() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		[ -s "$1" ] && { cat "$1"; return 0; }
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
-
-# bench/benchmock, plaintext (scenario 1) and over TLS (scenario 7).
-start_benchmock() {
-	"$BENCHMOCK" -P "$W/bm.port" </dev/null >"$W/bm.err" 2>&1 &
-	BM_PID=$!
-	BM_PORT=$(wait_portfile "$W/bm.port" "$BM_PID") ||
-		{ log "benchmock did not start"; cat "$W/bm.err" >&2; exit 1; }
-}
-
+# bench/benchmock over TLS (scenario 7), and the mock (scenario 5).
 start_benchmock_tls() {
-	make_certs || return 1
-	"$BENCHMOCK" -P "$W/bm-tls.port" -t "$W/certs/server-chain.pem" "$W/certs/server.key" \
-		</dev/null >"$W/bm-tls.err" 2>&1 &
-	BM_TLS_PID=$!
-	BM_TLS_PORT=$(wait_portfile "$W/bm-tls.port" "$BM_TLS_PID") ||
-		{ log "benchmock -t did not start"; cat "$W/bm-tls.err" >&2; return 1; }
+	make_certs &&
+	bench_spawn bm-tls BM_TLS_PID BM_TLS_PORT "$BENCHMOCK" -t "$W/certs/server-chain.pem" \
+		"$W/certs/server.key"
 }
 
-# The mock again, over TLS, with a chain made here (scenario 5).
 start_mock_tls() {
-	make_certs || return 1
-	"$MOCK" -p 0 -P "$W/mock-tls.port" -t "$W/certs/server-chain.pem" "$W/certs/server.key" \
-		</dev/null >"$W/mock-tls.err" 2>&1 &
-	MOCK_TLS_PID=$!
-	for ((i = 0; i < 100; i++)); do
-		[ -s "$W/mock-tls.port" ] && break
-		sleep 0.1
-	done
-	MOCK_TLS_PORT=$(cat "$W/mock-tls.port" 2>/dev/null)
-	[ -n "$MOCK_TLS_PORT" ] || { log "mock_upstream -t did not start"; cat "$W/mock-tls.err" >&2; return 1; }
+	make_certs &&
+	bench_spawn mock-tls MOCK_TLS_PID MOCK_TLS_PORT "$MOCK" -p 0 -t "$W/certs/server-chain.pem" \
+		"$W/certs/server.key"
 }
 
 # tls_stats FILE: this run's TLS upstream's handshake counters.
@@ -259,22 +192,10 @@ tls_stats() {
 # The same config shape tests/lib.sh writes: openai upstream → the mock,
 # priced model, budgets on (high enough for every scenario's spend).
 write_kilovolt() {
-	cat >"$W/kilovolt.ini" <<EOF
-[server]
-listen = 127.0.0.1:$PORT
-workers = 2
-status_listen = 127.0.0.1:$(free_port)
-ledger = $W/ledger
-max_keys = 1024
-client_timeout = 60
-upstream_timeout = 600
-shutdown_timeout = 5
-
-[budget]
-default = 100000.00
-period = none
-unknown_keys = allow
-reserve_output_tokens = 1024
+	{ bench_kv_server "$PORT" 2 1024 "127.0.0.1:$(free_port)"
+	printf 'client_timeout = 60\nupstream_timeout = 600\n'
+	bench_kv_budget
+	cat <<EOF
 
 [upstream openai]
 $(if [ -n "$UP_URLS" ]; then
@@ -296,6 +217,7 @@ cached_input = 0.075
 input = 1.00
 output = 3.00
 EOF
+	} >"$W/kilovolt.ini"
 	rm -f "$W/ledger"
 	CMD=("$KVD" -c "$W/kilovolt.ini")
 }
@@ -334,14 +256,14 @@ start_failover_mocks() {
 		rm -f "$W/fo$i.port"
 		"$BENCHMOCK" -P "$W/fo$i.port" </dev/null >"$W/fo$i.err" 2>&1 &
 		FO_PIDS+=($!)
-		port=$(wait_portfile "$W/fo$i.port" "$!") || { log "benchmock $i did not start"; return 1; }
+		port=$(bench_wait_portfile "$W/fo$i.port" "$!") || { log "benchmock $i did not start"; return 1; }
 		UP_URLS="$UP_URLS${UP_URLS:+ }http://127.0.0.1:$port"
 	done
 }
 
 stop_failover_mocks() {
 	local p
-	for p in "${FO_PIDS[@]}"; do stop_pid "$p"; done
+	for p in "${FO_PIDS[@]}"; do bench_stop "$p"; done
 	FO_PIDS=()
 	UP_URLS=
 }
@@ -429,10 +351,10 @@ start_proxy() {
 		"${CMD[@]}" </dev/null >"$W/$1.log" 2>&1 &
 	fi
 	PROXY_PID=$!
-	if ! wait_port "$PORT" "$PROXY_PID"; then
+	if ! bench_wait_port "$PORT" "$PROXY_PID"; then
 		log "$1 did not start:"
 		tail -n 20 "$W/$1.log" >&2
-		stop_pid "$PROXY_PID"
+		bench_stop "$PROXY_PID"
 		PROXY_PID=
 		return 1
 	fi
@@ -609,7 +531,7 @@ run_one() {
 		if kill -0 "$PROXY_PID" 2>/dev/null; then alive=true; else alive=false; FAILED=1; fi
 		[ -n "$CGROUP" ] && cgroup_report "$out.cg.json"
 		echo "{\"survived\":$alive}" >"$out.alive.json"
-		stop_pid "$PROXY_PID"
+		bench_stop "$PROXY_PID"
 		PROXY_PID=
 	fi
 	# How the streams spread over kilovolt's workers (its access log).
@@ -1012,8 +934,8 @@ main() {
 	install_peers
 	raise_nofile
 	mkdir -p "$top_builddir/bench"
-	start_mock
-	start_benchmock
+	bench_spawn mock MOCK_PID MOCK_PORT "$MOCK" -p 0 || exit 1
+	bench_spawn bm BM_PID BM_PORT "$BENCHMOCK" || exit 1
 	case " $SCENARIOS " in *" 5 "*) start_mock_tls || exit 1 ;; esac
 	case " $SCENARIOS " in *" 7 "*) start_benchmock_tls || exit 1 ;; esac
 	# Rounds interleave the targets, so a busy spell of the shared machine

@@ -32,45 +32,25 @@ MOCK=$top_builddir/tests/mock_upstream
 W=$(mktemp -d "${TMPDIR:-/tmp}/kvsys.XXXXXX") || exit 1
 BM_PID= PX_PID= ST_PID=
 
-stop() {	# stop PID: TERM, then KILL after 10 s
-	local i
-	[ -n "$1" ] || return 0
-	kill -TERM "$1" 2>/dev/null
-	for ((i = 0; i < 100; i++)); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$1" 2>/dev/null
-	wait "$1" 2>/dev/null
-}
-cleanup() { stop "$ST_PID"; stop "$PX_PID"; stop "$BM_PID"; [ "${KEEP:-0}" = 1 ] || rm -rf "$W"; }
+log() { echo "syscalls: $*" >&2; }
+. "$top_srcdir/bench/lib.sh"
+cleanup() { bench_stop "$ST_PID"; bench_stop "$PX_PID"; bench_stop "$BM_PID"; [ "${KEEP:-0}" = 1 ] || rm -rf "$W"; }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
 for f in "$KVD" "$BM" "$LG" "$MOCK"; do [ -x "$f" ] || { echo "$f is not built" >&2; exit 1; }; done
 command -v strace >/dev/null || { echo "strace is needed" >&2; exit 1; }
 
-"$BM" -P "$W/bm.port" </dev/null >"$W/bm.err" 2>&1 &
-BM_PID=$!
-for ((i = 0; i < 100; i++)); do [ -s "$W/bm.port" ] && break; sleep 0.1; done
-BM_PORT=$(cat "$W/bm.port")
+bench_spawn bm BM_PID BM_PORT "$BM" || exit 1
 BODY='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello in five words."}],"max_tokens":16}'
 LOAD=(-m POST -u /v1/chat/completions -H 'Content-Type: application/json'
 	-H 'Authorization: Bearer sk-bench-0123456789' -t 60 -b "$BODY")
 
 start_kilovolt() {	# start_kilovolt PORT
-	cat >"$W/kv.ini" <<EOF
-[server]
-listen = 127.0.0.1:$1
-workers = 2
-status_listen = off
-ledger = $W/ledger
-max_keys = 64
-$([ "$REQUEST_LOG" = 1 ] && echo "request_log = $W/requests.log")
-shutdown_timeout = 5
-
-[budget]
-default = 100000.00
-period = none
-unknown_keys = allow
-reserve_output_tokens = 1024
+	{ bench_kv_server "$1" 2 64 off
+	[ "$REQUEST_LOG" = 1 ] && echo "request_log = $W/requests.log"
+	bench_kv_budget
+	cat <<EOF
 
 [upstream openai]
 url = http://127.0.0.1:$BM_PORT
@@ -80,6 +60,7 @@ paths = /v1/chat/completions
 input = 0.15
 output = 0.60
 EOF
+	} >"$W/kv.ini"
 	rm -f "$W/ledger"
 	"$KVD" -c "$W/kv.ini" </dev/null >"$W/kilovolt.log" 2>&1 &
 	PX_PID=$!
@@ -100,11 +81,7 @@ count() {	# count TARGET: prints "syscall per-request" lines and the total
 	command -v "$t" >/dev/null || [ "$t" = kilovolt ] || { echo "$t: not installed" >&2; return 0; }
 	port=$("$MOCK" --free-port)
 	"start_$t" "$port"
-	for ((i = 0; i < 100; i++)); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-		kill -0 "$PX_PID" 2>/dev/null || { cat "$W/$t.log" >&2; return 1; }
-		sleep 0.1
-	done
+	bench_wait_port "$port" "$PX_PID" || { cat "$W/$t.log" >&2; return 1; }
 	"$LG" -p "$port" "${LOAD[@]}" -c "$C" -n 2000 -l warm >/dev/null 2>&1
 	for p in $(tree_pids); do args+=(-p "$p"); done
 	strace -c -f -o "$W/strace.$t" "${args[@]}" 2>"$W/strace.$t.err" &
@@ -113,7 +90,7 @@ count() {	# count TARGET: prints "syscall per-request" lines and the total
 	"$LG" -p "$port" "${LOAD[@]}" -c "$C" -n "$N" -l "$t" >/dev/null 2>"$W/load.$t.err" ||
 		echo "$t: loadgen reported errors: $(tail -n 1 "$W/load.$t.err")" >&2
 	kill -INT "$ST_PID"; wait "$ST_PID" 2>/dev/null; ST_PID=
-	stop "$PX_PID"; PX_PID=
+	bench_stop "$PX_PID"; PX_PID=
 	echo "$t ($N requests, $C connections$([ "$t" = kilovolt ] && [ "$REQUEST_LOG" = 1 ] && echo ", request_log on")): $(tail -n 1 "$W/load.$t.err")"
 	awk -v n="$N" '$NF ~ /^[a-z_0-9]+$/ && $1 ~ /^[0-9.]+$/ && $NF != "total" {
 		printf "  %-16s %8.3f\n", $NF, $4 / n; tot += $4 }
