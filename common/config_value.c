@@ -78,6 +78,8 @@ cfg_base(struct cfg_parse *p, enum cfg_base base)
 		return cur_key(p);
 	case CFG_B_TEAM:
 		return &p->cf->teams[p->cf->nteams - 1];
+	case CFG_B_TAG:
+		return &p->cf->tags[p->cf->ntags - 1];
 	case CFG_B_CONFIG:
 		break;
 	}
@@ -94,7 +96,9 @@ cfg_parse_ll(const char *s, long long min, long long max, long long *out)
 	if (*s == '\0')
 		return -1;
 	for (; *s != '\0'; s++) {
-		if (!isdigit((unsigned char)*s) || v > (max - (*s - '0')) / 10)
+		/* v * 10 + digit <= max; a digit above max on its own too (the
+		 * division truncates -1 / 10 to 0: "9" passed a max of 8) */
+		if (!isdigit((unsigned char)*s) || *s - '0' > max || v > (max - (*s - '0')) / 10)
 			return -1;
 		v = v * 10 + (*s - '0');
 	}
