@@ -54,9 +54,9 @@ static const char usage_text[] =
 "                               show or set a key's requests and tokens\n"
 "                               per minute (0 = no limit)\n"
 "  models [--json]              per-model requests, tokens and cost\n"
-"  report --by team|user|key|model [--json]\n"
+"  report --by team|user|key|model|tag [--json]\n"
 "                               the budget tree's spend, budget and requests\n"
-"                               per node (teams, keys, models and model caps)\n"
+"                               per node (teams, keys, models, caps, tags)\n"
 "  team NAME [--json]           one team of the budget tree\n"
 "  cluster [--json]             hosts, leases and shared spend, from Redis\n"
 "  prices [MODEL...] [--json]   the prices in effect and the rule giving each\n"
@@ -337,7 +337,7 @@ static int
 cmd_report(struct kvctl *k)
 {
 	if (k->by == NULL)
-		return usage_error("%s", "report: --by team, user, key or model is required");
+		return usage_error("%s", "report: --by team, user, key, model or tag is required");
 	return kvctl_report(stdout, &k->l, k->by, k->json);
 }
 

@@ -97,13 +97,16 @@ kvctl_report(FILE *f, const struct kv_ledger *l, const char *by, int json)
 	struct row r;
 	size_t n, i;
 
-	if (!key && strcmp(by, "team") != 0 && strcmp(by, "model") != 0 && strcmp(by, "user") != 0)
-		return kvctl_usage_error("report", "--by '%s': give team, user, key or model", by);
+	if (!key && strcmp(by, "team") != 0 && strcmp(by, "model") != 0 &&
+	    strcmp(by, "user") != 0 && strcmp(by, "tag") != 0)
+		return kvctl_usage_error("report", "--by '%s': give team, user, key, model or tag",
+		    by);
 	if (key)
 		n = kv_report_sorted_accounts(l, &v);
 	else
 		n = kv_report_sorted_nodes(l, strcmp(by, "team") == 0 ? "team/" :
-		    strcmp(by, "user") == 0 ? "user/" : "model/", &v);
+		    strcmp(by, "user") == 0 ? "user/" : strcmp(by, "tag") == 0 ? "tag/" : "model/",
+		    &v);
 	if (json)
 		fputs("{\"rows\":[", f);
 	else

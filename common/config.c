@@ -318,6 +318,8 @@ begin_section(struct cfg_parse *p, const char *text)
 		p->sect = SECT_KEY;
 	else if (strcmp(kind, "team") == 0)
 		return cfg_begin_team(p, name);
+	else if (strcmp(kind, "tag") == 0)
+		return cfg_begin_tag(p, name);
 	else
 		return cfg_err(p, p->lineno, "unknown section %s", p->sect_text);
 	if (p->sect == SECT_UPSTREAM)
@@ -489,6 +491,8 @@ cfg_defaults(struct kv_config *cf)
 	cf->auth_jwt.clock_skew = 60;
 	strcpy(cf->auth_jwt.team_claim, "groups");
 	cf->auth_jwt.user_budget_nusd = -1;
+	strcpy(cf->tags_header, "x-kilovolt-tags");
+	cf->max_tags = 4;
 }
 
 /* The machine id (/etc/machine-id, 32 hex digits) into OUT; 0 or -1. */

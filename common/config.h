@@ -161,6 +161,7 @@ enum kv_price_src { KV_PRICE_INI = 0, KV_PRICE_FILE, KV_PRICE_OVERRIDE };
 #define KV_TREE_DEPTH	8	/* teams from a key's team up to its org */
 #define KV_MODEL_CAPS	8	/* model_budget entries of one team or key */
 #define KV_NODE_NAME	(KV_NAME_MAX + 96)
+#define KV_TAGS_MAX	8	/* [budget] max_tags' ceiling */
 
 struct kv_modelcap {
 	char	  glob[KV_NAME_MAX];	/* the model, exact or a prefix ending in '*' */
@@ -351,8 +352,14 @@ struct kv_config {
 	size_t	  nkeys;
 	struct kv_teamdef *teams;
 	size_t	  nteams;
+	/* [tag NAME] sections: nodes a request names in its tags header, each
+	 * a kv_teamdef without a parent (up -1), node "tag/NAME" */
+	struct kv_teamdef *tags;
+	size_t	  ntags;
+	char	  tags_header[64];	/* [budget] tags_header, lower case */
+	int	  max_tags;		/* [budget] max_tags: tags one request may name */
 	const struct kv_keydef **keys_by_hash;	/* keys sorted by hash, when a tree is */
-	size_t	  nnodes;	/* teams and model caps: their slots are 0..nnodes-1 */
+	size_t	  nnodes;	/* teams, tags and model caps: slots 0..nnodes-1 */
 
 	struct kv_cluster cluster;
 	struct kv_alerts alerts;
@@ -384,6 +391,9 @@ void	kv_config_free(struct kv_config *cf);
 /* The [key] whose SHA-256 is HASH, when the config has a budget tree
  * ([team] sections or a key's model_budget); NULL otherwise. */
 const struct kv_keydef *kv_config_key_by_hash(const struct kv_config *cf, const uint8_t hash[32]);
+
+/* The index in cf->tags of the [tag] named NAME (LEN bytes), or -1. */
+int	kv_config_tag(const struct kv_config *cf, const char *name, size_t len);
 
 /* kilovoltd -T: print CF as an ini (every key of every section, defaults
  * and overrides applied, relative paths made absolute, secrets as ***) that

@@ -208,6 +208,10 @@ kv_config_dump(const struct kv_config *cf, FILE *f)
 		fprintf(f, "\n[team %s]\n", cf->teams[i].name);
 		show_section(f, cf, SECT_TEAM, &cf->teams[i]);
 	}
+	for (i = 0; i < cf->ntags; i++) {
+		fprintf(f, "\n[tag %s]\n", cf->tags[i].name);
+		show_section(f, cf, SECT_TAG, &cf->tags[i]);
+	}
 	for (i = 0; i < cf->nkeys; i++) {
 		fprintf(f, "\n[key %s]\n", cf->keys[i].label);
 		show_section(f, cf, SECT_KEY, &cf->keys[i]);

@@ -26,7 +26,7 @@
 #define CFG_MAX_KEYS		(1u << 20)
 
 enum cfg_sect { SECT_NONE, SECT_SERVER, SECT_BUDGET, SECT_UPSTREAM, SECT_PRICE, SECT_KEY,
-    SECT_CLUSTER, SECT_ALERTS, SECT_AUTH_JWT, SECT_TEAM, SECT_COUNT };
+    SECT_CLUSTER, SECT_ALERTS, SECT_AUTH_JWT, SECT_TEAM, SECT_TAG, SECT_COUNT };
 
 struct cfg_parse {
 	struct kv_config *cf;
@@ -68,7 +68,8 @@ enum cfg_type {
 };
 
 /* What a key's offset is into. */
-enum cfg_base { CFG_B_CONFIG, CFG_B_UPSTREAM, CFG_B_PRICE, CFG_B_KEY, CFG_B_TEAM };
+enum cfg_base { CFG_B_CONFIG, CFG_B_UPSTREAM, CFG_B_PRICE, CFG_B_KEY, CFG_B_TEAM,
+    CFG_B_TAG };
 
 #define CFG_SECRET	0x1	/* never echo the value */
 #define CFG_LIST	0x2	/* may repeat; values accumulate */
@@ -149,6 +150,18 @@ void	cfg_show_model_budget(FILE *f, const struct kv_config *cf, const void *obj,
 int	cfg_set_key_team(struct cfg_parse *p, const struct cfg_key *k, const char *v);
 int	cfg_tree_resolve(struct cfg_parse *p);
 void	cfg_tree_free(struct kv_config *cf);
+/* A node's ledger hash: SHA-256 of "\001node:" and NODE. 0 or -1. */
+int	cfg_node_hash(struct cfg_parse *p, const char *node, uint8_t hash[32]);
+/* Each cap of CAPS given its slot, its node "model/OWNER/GLOB" and hash. */
+int	cfg_name_caps(struct cfg_parse *p, struct kv_modelcaps *caps, const char *owner);
+
+/* Tags (config_tag.c): [tag NAME] begun, its keys' rows, [budget]
+ * tags_header, and each tag named, hashed and given its slot (called by
+ * cfg_tree_resolve). 0 or -1. */
+int	cfg_begin_tag(struct cfg_parse *p, const char *name);
+extern const struct cfg_key kv_cfg_tag_keys[];
+int	cfg_set_tags_header(struct cfg_parse *p, const struct cfg_key *k, const char *v);
+int	cfg_tags_resolve(struct cfg_parse *p);
 
 /* ---- value parsers (config_value.c): 0 / -1, no messages -------------- */
 

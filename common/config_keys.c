@@ -556,6 +556,8 @@ static const struct cfg_key budget_keys[] = {
 	{ "on_cut", ENUM(on_cut), CF(on_cut_drain) },
 	{ "drain_timeout", SECS(1, 3600), CF(drain_timeout) },
 	{ "drain_max", SIZE(1), CF(drain_max) },
+	{ "tags_header", .type = CFG_T_STR, CF(tags_header), .set = cfg_set_tags_header },
+	{ "max_tags", INT(1, KV_TAGS_MAX), CF(max_tags) },
 	{ NULL }
 };
 
@@ -662,4 +664,5 @@ const struct cfg_key *const kv_cfg_sect_keys[SECT_COUNT] = {
 	[SECT_ALERTS] = alerts_keys,
 	[SECT_AUTH_JWT] = kv_cfg_auth_jwt_keys,
 	[SECT_TEAM] = kv_cfg_team_keys,
+	[SECT_TAG] = kv_cfg_tag_keys,
 };

@@ -75,8 +75,8 @@ cfg_begin_team(struct cfg_parse *p, const char *name)
 static struct kv_modelcaps **
 caps_of(struct cfg_parse *p, const struct cfg_key *k)
 {
-	if (k->base == CFG_B_TEAM)
-		return &((struct kv_teamdef *)cfg_base(p, CFG_B_TEAM))->caps;
+	if (k->base == CFG_B_TEAM || k->base == CFG_B_TAG)	/* a tag is a kv_teamdef */
+		return &((struct kv_teamdef *)cfg_base(p, k->base))->caps;
 	return &((struct kv_keydef *)cfg_base(p, CFG_B_KEY))->caps;
 }
 
@@ -132,7 +132,7 @@ void
 cfg_show_model_budget(FILE *f, const struct kv_config *cf, const void *obj,
     const struct cfg_key *k)
 {
-	const struct kv_modelcaps *caps = k->base == CFG_B_TEAM ?
+	const struct kv_modelcaps *caps = k->base == CFG_B_TEAM || k->base == CFG_B_TAG ?
 	    ((const struct kv_teamdef *)obj)->caps : ((const struct kv_keydef *)obj)->caps;
 	char usd[40];
 	int i;
@@ -162,8 +162,8 @@ cfg_set_key_team(struct cfg_parse *p, const struct cfg_key *k, const char *v)
 	return 0;
 }
 
-static int
-node_hash(struct cfg_parse *p, const char *node, uint8_t hash[32])
+int
+cfg_node_hash(struct cfg_parse *p, const char *node, uint8_t hash[32])
 {
 	char buf[KV_NODE_NAME + 8];
 	unsigned int mdlen = 32;
@@ -174,8 +174,8 @@ node_hash(struct cfg_parse *p, const char *node, uint8_t hash[32])
 	return 0;
 }
 
-static int
-name_caps(struct cfg_parse *p, struct kv_modelcaps *caps, const char *owner)
+int
+cfg_name_caps(struct cfg_parse *p, struct kv_modelcaps *caps, const char *owner)
 {
 	int i;
 
@@ -183,7 +183,7 @@ name_caps(struct cfg_parse *p, struct kv_modelcaps *caps, const char *owner)
 		caps->cap[i].slot = (int)p->cf->nnodes++;
 		snprintf(caps->cap[i].node, sizeof(caps->cap[i].node), "model/%s/%s", owner,
 		    caps->cap[i].glob);
-		if (node_hash(p, caps->cap[i].node, caps->cap[i].hash) == -1)
+		if (cfg_node_hash(p, caps->cap[i].node, caps->cap[i].hash) == -1)
 			return -1;
 	}
 	return 0;
@@ -291,7 +291,7 @@ cfg_tree_resolve(struct cfg_parse *p)
 			t->period = (int)cf->period;
 		t->slot = (int)cf->nnodes++;
 		snprintf(t->node, sizeof(t->node), "team/%s", t->name);
-		if (node_hash(p, t->node, t->hash) == -1 || name_caps(p, t->caps, t->node) == -1)
+		if (cfg_node_hash(p, t->node, t->hash) == -1 || cfg_name_caps(p, t->caps, t->node) == -1)
 			return -1;
 	}
 	for (i = 0; i < cf->nkeys; i++) {
@@ -301,9 +301,11 @@ cfg_tree_resolve(struct cfg_parse *p)
 		if (k->team[0] != '\0' && (k->team_idx = team_index(cf, k->team)) == -1)
 			return cfg_err(p, 0, "[key %s]: team '%s' is no [team]", k->label, k->team);
 		snprintf(owner, sizeof(owner), "key/%s", k->label);
-		if (name_caps(p, k->caps, owner) == -1)
+		if (cfg_name_caps(p, k->caps, owner) == -1)
 			return -1;
 	}
+	if (cfg_tags_resolve(p) == -1)
+		return -1;
 	return index_keys(p);
 }
 
@@ -322,4 +324,9 @@ cfg_tree_free(struct kv_config *cf)
 	free(cf->teams);
 	cf->teams = NULL;
 	cf->nteams = 0;
+	for (i = 0; i < cf->ntags; i++)
+		free(cf->tags[i].caps);
+	free(cf->tags);
+	cf->tags = NULL;
+	cf->ntags = 0;
 }

@@ -77,7 +77,8 @@ print_prices(FILE *say, const char *path, const struct kv_config *cf)
 		    "models the catalogue lacks): %s\n", path, cf->prices_dead);
 }
 
-/* -t: the budget tree, one line a team: its place, budget and keys. */
+/* -t: the budget tree, one line a team (its place, budget and keys) and
+ * one a tag. */
 static void
 print_tree(FILE *say, const char *path, const struct kv_config *cf)
 {
@@ -94,6 +95,14 @@ print_tree(FILE *say, const char *path, const struct kv_config *cf)
 		fprintf(say, "%s: team %s: %s%s, budget %s, %d model caps, %zu keys\n", path,
 		    t->name, t->up < 0 ? "an org" : "in ", t->up < 0 ? "" : cf->teams[t->up].name,
 		    t->budget_nusd >= 0 ? usd : "none", t->caps != NULL ? t->caps->n : 0, keys);
+	}
+	for (i = 0; i < cf->ntags; i++) {
+		const struct kv_teamdef *t = &cf->tags[i];
+
+		if (t->budget_nusd >= 0)
+			kv_format_usd(t->budget_nusd, usd, sizeof(usd));
+		fprintf(say, "%s: tag %s: budget %s, %d model caps\n", path, t->name,
+		    t->budget_nusd >= 0 ? usd : "none", t->caps != NULL ? t->caps->n : 0);
 	}
 }
 

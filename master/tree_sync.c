@@ -52,6 +52,12 @@ kv_tree_sync(struct kv_ledger *l, const struct kv_config *cf)
 	}
 	for (i = 0; i < cf->nkeys; i++)
 		sync_caps(l, cf->keys[i].caps, (int)cf->period);
+	for (i = 0; i < cf->ntags; i++) {
+		const struct kv_teamdef *t = &cf->tags[i];
+
+		sync_node(l, t->node, t->hash, t->budget_nusd, t->period);
+		sync_caps(l, t->caps, t->period);
+	}
 }
 
 static int
@@ -75,6 +81,9 @@ kv_tree_in_config(const struct kv_config *cf, const uint8_t hash[32])
 			return 1;
 	for (i = 0; i < cf->nkeys; i++)
 		if (caps_hold(cf->keys[i].caps, hash))
+			return 1;
+	for (i = 0; i < cf->ntags; i++)
+		if (memcmp(cf->tags[i].hash, hash, 32) == 0 || caps_hold(cf->tags[i].caps, hash))
 			return 1;
 	return 0;
 }

@@ -1,5 +1,6 @@
 /* The budget tree at admission: the nodes above a request's key found in
- * the ledger (its model caps, its team and theirs up to the org), their
+ * the ledger (its model caps, its team and theirs up to the org, then the
+ * tags it named and their caps), their
  * periods rolled, the amount held at each, and the 402 that names the
  * node that refused (docs/ledger.md "Budget tree"). */
 #include "worker/admission_tree.h"
@@ -20,6 +21,7 @@ struct chain {
 	const char	  *name[KV_TREE_NODES];
 	int		   n;
 	int		   missing;	/* a node not in the ledger: its index */
+	int		   overflow;	/* more than KV_TREE_NODES nodes */
 };
 
 /* The account of the node in SLOT: the one found last when it is still
@@ -48,8 +50,12 @@ chain_add(struct kv_conn *c, struct chain *ch, int slot, const uint8_t hash[32],
 {
 	struct kv_account *a;
 
-	if (ch->n == KV_TREE_NODES || ch->missing >= 0)
+	if (ch->missing >= 0)
 		return;
+	if (ch->n == KV_TREE_NODES) {	/* never a node silently left out */
+		ch->overflow = 1;
+		return;
+	}
 	a = node_account(c, slot, hash);
 	if (a == NULL) {
 		ch->missing = ch->n;
@@ -71,8 +77,8 @@ chain_caps(struct kv_conn *c, struct chain *ch, const struct kv_modelcaps *caps)
 			chain_add(c, ch, caps->cap[i].slot, caps->cap[i].hash, caps->cap[i].node);
 }
 
-/* The nodes of a chain from CAPS and team TEAM up, in the order they are
- * held. */
+/* The nodes of a chain from CAPS and team TEAM up, then the request's
+ * tags (distinct, so no node is held twice), in the order they are held. */
 static void
 chain_of(struct kv_conn *c, const struct kv_modelcaps *caps, int team, struct chain *ch)
 {
@@ -81,10 +87,17 @@ chain_of(struct kv_conn *c, const struct kv_modelcaps *caps, int team, struct ch
 
 	ch->n = 0;
 	ch->missing = -1;
+	ch->overflow = 0;
 	chain_caps(c, ch, caps);
 	for (t = team; t >= 0; t = cf->teams[t].up) {
 		chain_add(c, ch, cf->teams[t].slot, cf->teams[t].hash, cf->teams[t].node);
 		chain_caps(c, ch, cf->teams[t].caps);
+	}
+	for (t = 0; t < c->req.ntags; t++) {
+		const struct kv_teamdef *g = &cf->tags[c->req.tag[t]];
+
+		chain_add(c, ch, g->slot, g->hash, g->node);
+		chain_caps(c, ch, g->caps);
 	}
 }
 
@@ -114,9 +127,14 @@ tree_admit(struct kv_conn *c, int64_t amount, enum kv_rc *st)
 	int rc, refused;
 
 	c->adm.tree.n = 0;
-	if (caps == NULL && team < 0)	/* a JWT's user's team, or a key's */
+	if (caps == NULL && team < 0 && c->req.ntags == 0)	/* a JWT's user's team, or a key's */
 		return 0;
 	chain_of(c, caps, team, &ch);
+	if (ch.overflow) {
+		*st = reply_error(c, 400, "this request would be held at more than 32 budget "
+		    "nodes (its key's team and model caps, its tags and theirs): send fewer tags");
+		return -1;
+	}
 	if (ch.missing >= 0) {
 		/* the master makes nodes before it starts the workers of a config */
 		c->retry_after = 1;

@@ -131,6 +131,9 @@ struct kv_request {
 	int			 jwt;
 	int			 jwt_team;
 	char			 user_node[KV_JWT_USER_MAX + 8];
+	/* the [tag]s its tags header named (request_tags.c): their indices */
+	int			 ntags;
+	short			 tag[KV_TAGS_MAX];
 };
 
 /* What admission decided (admission.c) and settlement undoes (settle.c):

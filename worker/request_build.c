@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "worker/aws_sign.h"
 #include "worker/jwt_auth.h"
+#include "worker/request_tags.h"
 #include "worker/reply.h"
 #include "worker/spool.h"
 #include "worker/upstream_rewrite.h"
@@ -27,7 +28,8 @@ want_header(const struct kv_conn *c, const struct kv_http_header *h)
 	const char *n = h->name;
 	int vk = c->rt->cf->api_key != NULL;
 
-	if (h->hop || kv_jwt_auth_header(c, n, h->name_len))
+	if (h->hop || kv_jwt_auth_header(c, n, h->name_len) ||
+	    kv_request_tags_header(c, n, h->name_len))
 		return 0;
 	/* A Bedrock upstream gets our credential (SigV4 or its API key), never
 	 * the client's nor a client's own signature. */

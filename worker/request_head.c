@@ -17,6 +17,7 @@
 #include "worker/credential.h"
 #include "worker/endpoints.h"
 #include "worker/jwt_auth.h"
+#include "worker/request_tags.h"
 #include "worker/reply.h"
 
 /* A client of the Anthropic API names its version or sends x-api-key; on a
@@ -178,6 +179,8 @@ on_head(struct kv_conn *c, size_t hl)
 	if (j == 0)
 		key_hash(key, klen, c->req.keyhash);
 	kv_key_id(c->req.keyhash, c->req.keyid);
+	if (kv_request_tags(c, req, &why) == -1)
+		return reply_error(c, 400, why);
 	note_anthropic_client(c, req);
 	if (cf->max_body > 0 && req->content_length > (int64_t)cf->max_body)
 		return reply_error(c, 413, "request body exceeds max_body");

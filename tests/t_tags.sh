@@ -1,0 +1,188 @@
+#!/bin/bash
+# t_tags: tags (issue 36) through the real daemon and the mock provider. A
+# request's x-kilovolt-tags names [tag] nodes it is held at as well as its
+# key's tree, all or nothing: a tag over its budget answers 402 naming
+# tag/NAME, the provider never sees that request, and nothing stays held at
+# the nodes taken before it. Every node's spent_nusd and reserved_nusd is
+# asserted exactly; kvctl report --by tag counts a request once in each of
+# its tags' rows and never in a team's total twice. An unknown tag, a
+# malformed one and too many are 400s; the header never goes upstream.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+command -v jq >/dev/null || skip "jq not installed"
+command -v sha256sum >/dev/null || skip "sha256sum not installed"
+export LC_ALL=C		# ${#body} counts bytes
+
+M=20
+# As in t_teams: at these prices a request's real cost is its reservation.
+ceil_cost() { echo $((($1 * $3 + $2 * $4 + 999999) / 1000000)); }
+usd() { printf '%d.%09d' $(($1 / 1000000000)) $(($1 % 1000000000)); }
+BODY='{"model":"kv-budget-1","stream":true,"stream_options":{"include_usage":true},"max_tokens":'$M',"messages":[{"role":"user","content":"tags on a request"}]}'
+R=$(ceil_cost ${#BODY} $M 1000 1000000000)
+check_eq "a request costs what it reserves" "$(ceil_cost $((${#BODY} / 4)) $M 1000 1000000000)" "$R"
+
+K1=sk-kvtest-tags-one-1111111 K2=sk-kvtest-tags-two-2222222
+
+kv_start_mock
+kv_write_config <<EOF2
+[budget]
+max_tags = 2
+
+[price kv-budget*]
+input = 0.000001
+output = 1.00
+
+[team acme]
+budget = $(usd $((100 * R)))
+
+[team eng]
+parent = acme
+budget = $(usd $((50 * R)))
+
+[tag alpha]
+budget = $(usd $((3 * R)))
+
+[tag beta]
+budget = $(usd $((10 * R)))
+period = daily
+
+[tag gamma]
+model_budget = kv-budget*:$(usd $((1 * R)))
+
+[key one]
+key = $K1
+team = eng
+budget = 100
+
+[key two]
+key = $K2
+budget = 100
+EOF2
+
+bad_config() {	# NAME TEXT WANT: kilovoltd -t refuses the config plus TEXT
+	cat "$T/kilovolt.ini" - >"$T/bad.ini" <<<"$2"
+	check "kilovoltd -t refuses $1" sh -c "! '$KV_DAEMON_BIN' -t -c '$T/bad.ini' >'$T/bad.out' 2>&1"
+	grep -q "$3" "$T/bad.out" || { fail "the error says '$3'"; cat "$T/bad.out"; }
+}
+bad_config "a tag named with a comma" "[tag a,b]" "bad tag name 'a,b'"
+bad_config "a tag given twice" "[tag alpha]" "duplicate section \[tag alpha\]"
+bad_config "a tag with a parent" "[tag delta]
+parent = acme" "delta\|parent"
+check "kilovoltd -t accepts the tags" "$KV_DAEMON_BIN" -t -c "$T/kilovolt.ini"
+"$KV_DAEMON_BIN" -T -c "$T/kilovolt.ini" >"$T/dump.ini" 2>/dev/null
+check "kilovoltd -T shows [tag beta]" grep -qx "\[tag beta\]" "$T/dump.ini"
+check "kilovoltd -T shows the tags header" grep -qx "tags_header = x-kilovolt-tags" "$T/dump.ini"
+check "kilovoltd -T reads back" "$KV_DAEMON_BIN" -t -c "$T/dump.ini"
+
+kv_start
+
+row() {		# BY NODE FIELD
+	kv_ctl report --by "$1" --json | jq -r --arg n "$2" ".rows[] | select(.node == \$n) | .$3"
+}
+ask() {		# KEY TAGS [BODY]: the status code; head and body in $T/last.*
+	local h=()
+	[ -n "$2" ] && h=(-H "x-kilovolt-tags: $2")
+	curl -sS -m 60 -o "$T/last.body" -D "$T/last.head" -w '%{http_code}' \
+		-H "Authorization: Bearer $1" -H 'Content-Type: application/json' \
+		-H "x-mock-tokens: $M" "${h[@]}" --data-binary "${3:-$BODY}" \
+		"$KV_URL/v1/chat/completions"
+}
+node_of() { tr -d '\r' <"$T/last.head" | sed -n 's/^x-kilovolt-budget-node: //p'; }
+nodes="key/one key/two team/acme team/eng tag/alpha tag/beta tag/gamma"
+field() {	# NODE FIELD
+	case $1 in
+	key/*) row key "$1" "$2" ;;
+	tag/*) row tag "$1" "$2" ;;
+	*) row team "$1" "$2" ;;
+	esac
+}
+allfree() {
+	local n
+	for n in $nodes; do [ "$(field "$n" reserved_nusd)" = 0 ] || return 1; done
+}
+expect() {	# WHAT NODE=N ...: each node's spent is N requests' cost, nothing held
+	local what=$1 kv n want got
+	shift
+	kv_wait_for 30 allfree || fail "$what: a node still holds a reservation"
+	for kv in "$@"; do
+		n=${kv%=*} want=$((${kv#*=} * R))
+		got=$(field "$n" spent_nusd)
+		check_eq "$what: $n spent_nusd" "$got" "$want"
+		check_eq "$what: $n reserved_nusd" "$(field "$n" reserved_nusd)" 0
+	done
+}
+
+mock0=$(kv_mock_stat requests)
+selfcount=$(($(kv_mock_stat requests) - mock0))	# what one /mock/stats read adds
+mock0=$(kv_mock_stat requests)
+mock_saw() { echo $(($(kv_mock_stat requests) - mock0 - selfcount)); }	# one read later: +selfcount
+
+# ---- two tags, then one of them over its budget -----------------------------------
+codes=
+for i in 1 2 3; do codes="$codes $(ask "$K1" "alpha, beta")"; done
+check_eq "three requests tagged alpha,beta are admitted" "$codes" " 200 200 200"
+expect "after 3 x alpha,beta" key/one=3 team/eng=3 team/acme=3 tag/alpha=3 tag/beta=3 \
+	tag/gamma=0 key/two=0
+seen=$(mock_saw)
+# beta is held first, then alpha refuses: beta, the key and its teams let go
+check_eq "a 4th (beta,alpha) is refused with 402" "$(ask "$K1" "beta,alpha")" 402
+check_eq "... naming tag/alpha in x-kilovolt-budget-node" "$(node_of)" tag/alpha
+check "... and in its message" grep -qF "budget exceeded for tag/alpha" "$T/last.body"
+check_eq "... and the provider never saw it" "$(mock_saw)" $((seen + selfcount))
+expect "after the refusal" key/one=3 team/eng=3 team/acme=3 tag/alpha=3 tag/beta=3
+check_eq "tag/alpha counts one refusal" "$(row tag tag/alpha refusals)" 1
+
+check_eq "beta alone is still admitted" "$(ask "$K1" beta)" 200
+check_eq "a key without a team, tagged beta twice" "$(ask "$K2" "beta,beta")" 200
+expect "beta given twice is held once" key/one=4 key/two=1 team/eng=4 team/acme=4 tag/beta=5
+
+# a tag's model cap (gamma has no budget of its own)
+check_eq "gamma's cap admits one kv-budget request" "$(ask "$K2" gamma)" 200
+check_eq "... then refuses" "$(ask "$K2" gamma)" 402
+check_eq "... naming model/tag/gamma/kv-budget*" "$(node_of)" "model/tag/gamma/kv-budget*"
+expect "after gamma" key/two=2 tag/gamma=1 tag/beta=5 tag/alpha=3
+check_eq "the cap node spent one request" "$(row model 'model/tag/gamma/kv-budget*' spent_nusd)" "$R"
+
+# ---- what is refused before anything is held ------------------------------------
+seen=$(mock_saw)
+check_eq "an unknown tag: 400" "$(ask "$K1" "alpha,nope")" 400
+check "... saying which and how to make it" grep -qF "unknown tag 'nope'" "$T/last.body"
+check_eq "more than max_tags = 2: 400" "$(ask "$K1" "alpha,beta,gamma")" 400
+check "... saying max_tags" grep -qF "max_tags" "$T/last.body"
+check_eq "a malformed tag: 400" "$(ask "$K1" "alpha;beta")" 400
+check_eq "an empty tag in the list: 400" "$(ask "$K1" "alpha,,beta")" 400
+code=$(curl -sS -m 60 -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $K1" \
+	-H 'Content-Type: application/json' -H 'x-kilovolt-tags: beta' -H 'x-kilovolt-tags: alpha' \
+	--data-binary "$BODY" "$KV_URL/v1/chat/completions")
+check_eq "the header twice: 400" "$code" 400
+check_eq "the provider saw none of them" "$(mock_saw)" $((seen + selfcount))
+expect "after the 400s" key/one=4 key/two=2 team/eng=4 team/acme=4 tag/alpha=3 tag/beta=5 tag/gamma=1
+check "the tags header never went upstream" sh -c "! grep -qi 'x-kilovolt-tags' '$MOCK_LOG'"
+check "... while the mock logs the headers it got" grep -q "headers=" "$MOCK_LOG"
+
+# ---- the report -------------------------------------------------------------------
+kv_ctl report --by tag
+kv_ctl report --by tag --json >"$T/tags.json"
+check_eq "report --by tag --json: the rows" \
+	"$(jq -c '[.rows[] | [.node, .spent_nusd, .budget_nusd, .requests]] | sort' "$T/tags.json")" \
+	"$(jq -nc --argjson r "$R" '[["tag/alpha",3*$r,3*$r,3],["tag/beta",5*$r,10*$r,5],["tag/gamma",$r,null,1]]')"
+# 6 admitted: 3 tagged alpha,beta, 1 beta and 1 beta (key two), 1 gamma (key two)
+keys=$(($(row key key/one spent_nusd) + $(row key key/two spent_nusd)))
+tags=$(jq '[.rows[].spent_nusd] | add' "$T/tags.json")
+check_eq "the keys' spend is each request once" "$keys" $((6 * R))
+check_eq "the tag rows count a request once per tag (3 requests in two rows)" "$tags" $((9 * R))
+check_eq "the teams' total holds no tag spend" "$(row team team/acme spent_nusd)" "$(row key key/one spent_nusd)"
+
+# ---- a tags header of the operator's choice -------------------------------------
+sed 's/^max_tags = 2$/max_tags = 2\ntags_header = X-LiteLLM-Tags/' "$T/kilovolt.ini" >"$T/k2.ini"
+mv "$T/k2.ini" "$T/kilovolt.ini"
+kill -HUP "$KV_PID"
+renamed() {
+	curl -sS -m 60 -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $K2" \
+		-H 'Content-Type: application/json' -H 'x-litellm-tags: nope' \
+		--data-binary "$BODY" "$KV_URL/v1/chat/completions" | grep -qx 400
+}
+check "after a reload, tags_header = X-LiteLLM-Tags is read" kv_wait_for 30 renamed
+check_eq "... and x-kilovolt-tags is then an ordinary header" "$(ask "$K2" nope)" 200
+
+kv_finish
