@@ -184,5 +184,7 @@ renamed() {
 }
 check "after a reload, tags_header = X-LiteLLM-Tags is read" kv_wait_for 30 renamed
 check_eq "... and x-kilovolt-tags is then an ordinary header" "$(ask "$K2" nope)" 200
+check "kvctl budget tag/alpha 1 (an override, as on a key)" kv_ctl budget tag/alpha 1
+check_eq "... shows in report --by tag" "$(row tag tag/alpha budget_nusd)" 1000000000
 
 kv_finish
