@@ -572,7 +572,7 @@ cfg_parse_file(struct cfg_parse *p)
 		return cfg_err(p, r, "syntax error");
 	if (p->cf->nupstreams == 0)
 		return cfg_err(p, 0, "no [upstream NAME] section");
-	if (cfg_tree_resolve(p) == -1)
+	if (cfg_tree_resolve(p) == -1 || cfg_tags_resolve(p) == -1)
 		return -1;
 	return cfg_expand_targets(p);
 }

@@ -156,7 +156,7 @@ int	cfg_node_hash(struct cfg_parse *p, const char *node, uint8_t hash[32]);
 int	cfg_name_caps(struct cfg_parse *p, struct kv_modelcaps *caps, const char *owner);
 
 /* Tags (config_tag.c): [tag NAME] begun, its keys' rows, [budget]
- * tags_header, and each tag named, hashed and given its slot (called by
+ * tags_header, and each tag named, hashed and given its slot (after
  * cfg_tree_resolve). 0 or -1. */
 int	cfg_begin_tag(struct cfg_parse *p, const char *name);
 extern const struct cfg_key kv_cfg_tag_keys[];

@@ -304,8 +304,6 @@ cfg_tree_resolve(struct cfg_parse *p)
 		if (cfg_name_caps(p, k->caps, owner) == -1)
 			return -1;
 	}
-	if (cfg_tags_resolve(p) == -1)
-		return -1;
 	return index_keys(p);
 }
 
