@@ -53,12 +53,15 @@ check_eq "realtime: one socket with the key as a bearer header" \
 # ---- the awkward cases ------------------------------------------------------------
 from=$(lines)
 kv_node_checks hostile "$T/hostile.out" node "$KV_SDK/ws_hostile.mjs" "$WSS_WS" "$WSS_KEY" gpt-5-codex \
-	auth fragmented chained oversized:1100000 masked cut drop
+	auth fragmented chained oversized:1100000 masked cut drop subprotocol
+check_eq "hostile: the browser form authenticated by its subprotocol" \
+	"$(tail -n +$((from + 1)) "$WSS_LOG" | jq -r 'select(.kind == "upgrade" and .path == "/v1/realtime") | "\(.auth) \(.protocol)"')" \
+	"subprotocol realtime"
 check "hostile: the oversized frame never became an event" test \
 	-z "$(tail -n +$((from + 1)) "$WSS_LOG" | jq -c 'select(.kind == "event" and .bytes > 1000000)')"
-kv_wait_for 10 eval 'test "$(turns '"$from"' "and .status == \"dropped\"" | wc -l)" = 2'
-check_eq "hostile: the turns of the masked frame and the dropped client are logged as dropped, their usage unsent" \
-	"$(turns "$from" 'and .status == "dropped"' | jq -r .usage_sent | tr '\n' ' ')" "false false "
+kv_wait_for 10 eval 'test "$(turns '"$from"' "and .usage_sent == false" | wc -l)" = 3'
+check_eq "hostile: the turns of the masked frame and the cut stopped there, the dropped client's was dropped, no usage sent" \
+	"$(turns "$from" 'and .usage_sent == false' | jq -r .status | tr '\n' ' ')" "stopped stopped dropped "
 check_eq "hostile: the turns completed are the usage the client printed" \
 	"$(sed -n 's/^usage //p' "$T/hostile.out" | jq -c . | tr '\n' ' ')" \
 	"$(turns "$from" 'and .usage_sent' | jq -c .usage | tr '\n' ' ')"

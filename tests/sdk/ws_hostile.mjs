@@ -10,11 +10,19 @@
 //   chained     a turn chained to an unknown previous_response_id gets an
 //               error event, the socket stays open, the next turn works
 //   oversized:N a frame of N bytes: the socket is closed with 1009
+//   subprotocol a Realtime session authenticated as browsers do (the
+//               subprotocols realtime and openai-insecure-api-key.KEY, no
+//               Authorization header): session.created, "realtime" chosen
+//   (masked, cut and drop ask for max_output_tokens 40)
 //   masked      a turn whose answer has a masked server frame ([[masked]]):
 //               the connection fails (here or in a relay), no usage
 //   cut         a turn the server drops mid-way ([[cut]]): closed, no usage
 //   drop        the client goes away mid-turn ([[slow=100]], gone after the
 //               first delta)
+//   budget:N    on one socket: a turn with max_output_tokens 16 completes; a
+//               turn with max_output_tokens N (its input "refused-turn")
+//               gets an error event (a relay's budget refusal, in-band); the
+//               socket stays open and a third turn (16 again) completes
 //
 // Each turn's response.completed usage is printed as "usage {...}", one
 // ok/FAIL line per check, "N passed, N failed" at the end.
@@ -110,7 +118,7 @@ const CASES = {
 	},
 	async masked() {
 		const ws = await open();
-		const e = await turnOn(ws, create('answer with a masked frame [[masked]]'));
+		const e = await turnOn(ws, create('answer with a masked frame [[masked]]', { max_output_tokens: 40 }));
 		const code = await ws.closed;
 		// ws fails the connection itself (1002 sent, 1006 seen); a relay
 		// that refused the frame closes with its own code.
@@ -119,7 +127,7 @@ const CASES = {
 	},
 	async cut() {
 		const ws = await open();
-		const e = await turnOn(ws, create('cut me off [[cut]]'));
+		const e = await turnOn(ws, create('cut me off [[cut]]', { max_output_tokens: 40 }));
 		const code = await ws.closed;
 		check('cut: the socket closed mid-turn without usage', e?.type !== 'response.completed' && code !== 1000,
 			`closed with ${code}`);
@@ -127,10 +135,35 @@ const CASES = {
 	async drop() {
 		const ws = await open();
 		const from = ws.events.length;
-		ws.send(create('I will leave [[slow=100]] [[out=40]]'));
+		ws.send(create('I will leave [[slow=100]] [[out=40]]', { max_output_tokens: 40 }));
 		const d = await next(ws, ['response.output_text.delta'], from);
 		ws.terminate();
 		check('drop: the client went away after the first delta', d !== null);
+	},
+	async subprotocol() {
+		const ws = new WebSocket(`${base}/v1/realtime?model=gpt-realtime`,
+			['realtime', `openai-insecure-api-key.${key}`, 'openai-beta.realtime-v1']);
+		const first = await new Promise((resolve) => {
+			ws.once('message', (d) => resolve(JSON.parse(d.toString())));
+			ws.on('error', (e) => resolve({ type: `failed: ${e.message}` }));
+		});
+		check('subprotocol: the session opened, "realtime" chosen',
+			first.type === 'session.created' && ws.protocol === 'realtime', `${first.type} ${ws.protocol}`);
+		ws.close();
+		await new Promise((r) => ws.once('close', r));
+	},
+	async budget(n) {
+		const ws = await open();
+		const a = await turnOn(ws, create('affordable [[out=5]]', { max_output_tokens: 16 }));
+		check('budget: an affordable turn completed', a?.type === 'response.completed', JSON.stringify(a));
+		const b = await turnOn(ws, create('refused-turn [[out=5]]', { max_output_tokens: Number(n) }));
+		check(`budget: a turn that may cost more than the budget left got an error event`,
+			b?.type === 'error' && typeof b.error?.message === 'string', JSON.stringify(b));
+		console.log(`refusal ${JSON.stringify(b)}`);
+		const c = await turnOn(ws, create('affordable again [[out=4]]', { max_output_tokens: 16 }));
+		check('budget: the socket stayed open and the next affordable turn completed',
+			c?.type === 'response.completed' && ws.readyState === WebSocket.OPEN, JSON.stringify(c));
+		ws.close();
 	},
 };
 

@@ -10,9 +10,9 @@
 // GET /v1/realtime?model=M upgraded: the Realtime API (ws_realtime.mjs).
 // POST /v1/responses: the same turns as an SSE stream (what Codex falls
 // back to, logged as transport "http" so a test can tell). GET /v1/models.
-// A client authenticates with a bearer key (Authorization), or on Realtime
-// with the browser forms: the subprotocol "openai-insecure-api-key.KEY" or
-// ?api_key= is not accepted (OpenAI does not). permessage-deflate is
+// A client authenticates with a bearer key (Authorization) or, on an
+// upgrade, the browser form: the subprotocol "openai-insecure-api-key.KEY"
+// (the "realtime" subprotocol is then chosen). permessage-deflate is
 // accepted when offered unless --deflate off. A frame over --max-payload
 // (default 16 MiB) closes the socket with 1009, as ws does.
 //
@@ -27,7 +27,8 @@
 // {kind: "close", conn, code, reason}; {kind: "http", ...}.
 // Magic text in a turn (ws_usage.mjs): [[out=N]], [[slow=MS]], [[cut]] (the
 // TCP connection dropped mid-turn), [[masked]] (a masked server frame
-// mid-turn), [[hold]] (the turn waits mid-way for the client to go).
+// mid-turn, then nothing until the peer fails the connection), [[hold]]
+// (the turn waits mid-way for the client to go).
 // The port is printed on stdout ("port N") and written to --port-file.
 import http from 'node:http';
 import { appendFileSync, writeFileSync } from 'node:fs';
@@ -51,9 +52,16 @@ function record(rec) {
 		appendFileSync(opt.log, JSON.stringify({ t: new Date().toISOString(), ...rec }) + '\n');
 }
 
+// The key by which REQ authenticates: a bearer header, or on an upgrade
+// the browser form OpenAI takes, the subprotocol openai-insecure-api-key.KEY.
 function authorized(req) {
+	const ok = (k) => k && (keys.size === 0 || keys.has(k));
 	const m = /^Bearer (.+)$/.exec(req.headers.authorization ?? '');
-	return m && (keys.size === 0 || keys.has(m[1])) ? 'bearer' : null;
+	if (ok(m?.[1]))
+		return 'bearer';
+	const sub = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((x) => x.trim())
+		.find((x) => x.startsWith('openai-insecure-api-key.'));
+	return ok(sub?.slice('openai-insecure-api-key.'.length)) ? 'subprotocol' : null;
 }
 
 // A copy of a client event fit for the log: audio replaced by its length.
@@ -84,7 +92,9 @@ function midTurnOf(ws, conn) {
 		if (magic.masked) {
 			await new Promise((r) => ws.ping('', false, r));	// what is queued is on the socket
 			ws._socket.write(maskedFrame(JSON.stringify({ type: 'standin.masked' })));
-			return false;
+			// nothing more: the peer must fail the connection
+			await new Promise((r) => (ws.readyState === ws.CLOSED ? r() : ws.once('close', r)));
+			return true;
 		}
 		if (magic.hold) {
 			await new Promise((r) => ws.once('close', r));

@@ -40,7 +40,8 @@ export function askedOutput(text) {
 
 // Magic text in a turn's input: [[slow=MS]] waits MS between deltas,
 // [[cut]] drops the connection mid-turn, [[masked]] sends a masked server
-// frame mid-turn (a protocol error a client must refuse), [[hold]] stops
+// frame mid-turn (a protocol error a client must refuse) and nothing more
+// (the turn stops there), [[hold]] stops
 // mid-turn until the client closes.
 export function magicOf(text) {
 	return {
