@@ -619,20 +619,35 @@ STANDIN_API_KEY=kv-standin-bedrock-api-key
 # usage, outcome).
 kv_start_standin() {
 	STANDIN_LOG=$T/standin.jsonl
-	: >"$STANDIN_LOG"
-	rm -f "$T/standin.port"
-	node "$KV_SDK/bedrock_standin.mjs" --port-file "$T/standin.port" --log "$STANDIN_LOG" \
-		--access-key "$STANDIN_AK" --secret-key "$STANDIN_SK" --api-key "$STANDIN_API_KEY" "$@" \
-		</dev/null >>"$T/standin.out" 2>>"$T/standin.err" &
-	STANDIN_PID=$!
-	kv_track "$STANDIN_PID"
-	if ! kv_wait_for 20 test -s "$T/standin.port"; then
-		cat "$T/standin.err"
-		fail "start the Bedrock stand-in"
+	kv__node_standin standin "the Bedrock stand-in" bedrock_standin.mjs --log "$STANDIN_LOG" \
+		--access-key "$STANDIN_AK" --secret-key "$STANDIN_SK" --api-key "$STANDIN_API_KEY" "$@"
+	STANDIN_PID=$KV__STANDIN_PID
+	STANDIN_PORT=$KV__STANDIN_PORT
+	STANDIN_URL=http://127.0.0.1:$STANDIN_PORT
+}
+
+# kv__node_standin NAME WHAT SCRIPT ARGS...: node tests/sdk's SCRIPT
+# --port-file $T/NAME.port ARGS in the background (output in $T/NAME.out
+# and .err, its log, the ARGS' --log FILE, emptied first), tracked; sets
+# KV__STANDIN_PID and KV__STANDIN_PORT, or fails the test ("start WHAT").
+kv__node_standin() {
+	local name=$1 what=$2 script=$3 a prev=
+	shift 3
+	for a in "$@"; do
+		[ "$prev" = --log ] && : >"$a"
+		prev=$a
+	done
+	rm -f "$T/$name.port"
+	node "$KV_SDK/$script" --port-file "$T/$name.port" "$@" \
+		</dev/null >>"$T/$name.out" 2>>"$T/$name.err" &
+	KV__STANDIN_PID=$!
+	kv_track "$KV__STANDIN_PID"
+	if ! kv_wait_for 20 test -s "$T/$name.port"; then
+		cat "$T/$name.err"
+		fail "start $what"
 		kv_finish
 	fi
-	STANDIN_PORT=$(cat "$T/standin.port")
-	STANDIN_URL=http://127.0.0.1:$STANDIN_PORT
+	KV__STANDIN_PORT=$(cat "$T/$name.port")
 }
 
 # ---- the OpenAI WebSocket stand-in ----------------------------------------------
@@ -647,18 +662,10 @@ WSS_KEY=sk-kv-ws-standin
 # the script's opening comment).
 kv_start_ws_standin() {
 	WSS_LOG=$T/ws_standin.jsonl
-	: >"$WSS_LOG"
-	rm -f "$T/ws_standin.port"
-	node "$KV_SDK/ws_standin.mjs" --port-file "$T/ws_standin.port" --log "$WSS_LOG" \
-		--api-key "$WSS_KEY" "$@" </dev/null >>"$T/ws_standin.out" 2>>"$T/ws_standin.err" &
-	WSS_PID=$!
-	kv_track "$WSS_PID"
-	if ! kv_wait_for 20 test -s "$T/ws_standin.port"; then
-		cat "$T/ws_standin.err"
-		fail "start the WebSocket stand-in"
-		kv_finish
-	fi
-	WSS_PORT=$(cat "$T/ws_standin.port")
+	kv__node_standin ws_standin "the WebSocket stand-in" ws_standin.mjs --log "$WSS_LOG" \
+		--api-key "$WSS_KEY" "$@"
+	WSS_PID=$KV__STANDIN_PID
+	WSS_PORT=$KV__STANDIN_PORT
 	WSS_URL=http://127.0.0.1:$WSS_PORT
 	WSS_WS=ws://127.0.0.1:$WSS_PORT
 }

@@ -21,9 +21,10 @@
 // expiration}). The port is printed
 // on stdout ("port N") and written to --port-file.
 import http from 'node:http';
-import { appendFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { listenOn } from './standin_listen.mjs';
 import { authenticate, splitTarget } from './standin_auth.mjs';
 import { usageOf } from './standin_usage.mjs';
 import { invoke, converse, openaiChat } from './standin_wire.mjs';
@@ -174,10 +175,4 @@ const server = http.createServer((req, res) => {
 	});
 });
 server.keepAliveTimeout = 65000;
-server.listen(Number(opt.port), '127.0.0.1', () => {
-	const port = server.address().port;
-	if (opt['port-file'])
-		writeFileSync(opt['port-file'], `${port}\n`);
-	console.log(`port ${port}`);
-});
-process.on('SIGTERM', () => process.exit(0));	// the log is written line by line, synchronously
+listenOn(server, opt.port, opt['port-file']);

@@ -31,8 +31,9 @@
 // (the turn waits mid-way for the client to go).
 // The port is printed on stdout ("port N") and written to --port-file.
 import http from 'node:http';
-import { appendFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { listenOn } from './standin_listen.mjs';
 import { randomBytes } from 'node:crypto';
 import { WebSocketServer } from 'ws';
 import { invalidCreate, runTurn, wsError } from './ws_responses.mjs';
@@ -68,6 +69,19 @@ function authorized(req) {
 function loggable(ev) {
 	if (typeof ev?.audio === 'string')
 		return { ...ev, audio: `<${Buffer.from(ev.audio, 'base64').length} bytes>` };
+	return ev;
+}
+
+// A client message DATA parsed and logged; undefined when not JSON.
+function received(conn, data, binary) {
+	let ev;
+	try {
+		ev = JSON.parse(data.toString());
+	} catch {
+		record({ kind: 'event', conn, type: null, bytes: data.length, binary });
+		return undefined;
+	}
+	record({ kind: 'event', conn, type: ev?.type, bytes: data.length, binary, event: loggable(ev) });
 	return ev;
 }
 
@@ -116,13 +130,9 @@ function responsesSocket(ws, conn) {
 	let busy = Promise.resolve();
 	ws.on('message', (data, binary) => {
 		busy = busy.then(async () => {
-			let ev;
-			try {
-				ev = JSON.parse(data.toString());
-			} catch {
+			const ev = received(conn, data, binary);
+			if (ev === undefined)
 				return send(wsError(400, 'invalid_request_error', 'invalid_json', 'The message is not valid JSON.'));
-			}
-			record({ kind: 'event', conn, type: ev?.type, bytes: data.length, binary, event: ev });
 			if (ev?.type !== 'response.create')
 				return send(wsError(400, 'invalid_request_error', 'invalid_value',
 					`Invalid value: '${ev?.type}'. Supported values are: 'response.create'.`, 'type'));
@@ -151,13 +161,9 @@ function realtimeSocket(ws, conn, model) {
 	let busy = rt.start();
 	ws.on('message', (data, binary) => {
 		busy = busy.then(async () => {
-			let ev;
-			try {
-				ev = JSON.parse(data.toString());
-			} catch {
+			const ev = received(conn, data, binary);
+			if (ev === undefined)
 				return rt.send(rtError('invalid_request_error', 'invalid_json', 'The message is not valid JSON.'));
-			}
-			record({ kind: 'event', conn, type: ev?.type, bytes: data.length, binary, event: loggable(ev) });
 			// A turn streams while later events (a cancel) are read.
 			if (ev?.type === 'response.cancel' || ev?.type === 'input_audio_buffer.append')
 				return void rt.handle(ev);
@@ -264,10 +270,4 @@ const server = http.createServer((req, res) => {
 	});
 });
 server.on('upgrade', upgrade);
-server.listen(Number(opt.port), '127.0.0.1', () => {
-	const port = server.address().port;
-	if (opt['port-file'])
-		writeFileSync(opt['port-file'], `${port}\n`);
-	console.log(`port ${port}`);
-});
-process.on('SIGTERM', () => process.exit(0));	// the log is written line by line, synchronously
+listenOn(server, opt.port, opt['port-file']);
