@@ -36,31 +36,19 @@ KV_PIDS=()
 BODY='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello to the benchmark."}]}'
 
 log() { echo "cluster_tree: $*" >&2; }
-
-stop_pid() {
-	local pid=$1 i
-	[ -n "$pid" ] || return 0
-	kill -TERM "$pid" 2>/dev/null
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-	return 0
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 stop_hosts() {
 	local p
 	for p in "${KV_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
-	for p in "${KV_PIDS[@]}"; do stop_pid "$p"; done
+	for p in "${KV_PIDS[@]}"; do bench_stop "$p"; done
 	KV_PIDS=()
 }
 
 cleanup() {
 	stop_hosts
-	stop_pid "$BM_PID"
-	stop_pid "$REDIS_PID"
+	bench_stop "$BM_PID"
+	bench_stop "$REDIS_PID"
 	if [ "${KEEP:-0}" = 1 ]; then log "kept $W"; else rm -rf "$W"; fi
 }
 trap cleanup EXIT
@@ -79,30 +67,13 @@ cmds() {
 		awk -F'[:=,]' -v n="${1:-}" '/^cmdstat_/ && (n == "" || $1 == "cmdstat_" n) { s += $3 } END { print s + 0 }'
 }
 
-wait_port() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$2" 2>/dev/null || return 1
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 start_base() {
 	local i
 	redis-server --port 0 --unixsocket "$W/redis.sock" --save '' --appendonly no \
 		--dir "$W" </dev/null >"$W/redis.log" 2>&1 &
 	REDIS_PID=$!
 	for ((i = 0; i < 50; i++)); do rcli ping >/dev/null 2>&1 && break; sleep 0.1; done
-	"$B/bench/benchmock" -P "$W/bm.port" </dev/null >"$W/bm.err" 2>&1 &
-	BM_PID=$!
-	for ((i = 0; i < 100; i++)); do
-		[ -s "$W/bm.port" ] && break
-		sleep 0.1
-	done
-	BM_PORT=$(cat "$W/bm.port" 2>/dev/null)
-	[ -n "$BM_PORT" ] || { log "benchmock did not start"; exit 1; }
+	bench_spawn bm BM_PID BM_PORT "$B/bench/benchmock" || exit 1
 }
 
 # tree DEPTH: the [team] sections, and each key's team= (TEAM_OF[i])
@@ -121,22 +92,9 @@ tree() {
 host_config() {
 	local i=$1
 	PORT[$i]=$(free_port)
-	cat >"$W/h$i.ini" <<INI
-[server]
-listen = 127.0.0.1:${PORT[$i]}
-workers = $WORKERS
-status_listen = 127.0.0.1:$(free_port)
-ledger = $W/h$i.ledger
-max_keys = 1024
-client_timeout = 60
-upstream_timeout = 600
-shutdown_timeout = 5
-
-[budget]
-default = 100000.00
-period = none
-unknown_keys = deny
-reserve_output_tokens = 1024
+	{ bench_kv_server "${PORT[$i]}" "$WORKERS" 1024 "127.0.0.1:$(free_port)" |
+		sed "s|^ledger = .*|ledger = $W/h$i.ledger|"; bench_kv_budget; } >"$W/h$i.ini"
+	cat >>"$W/h$i.ini" <<INI
 
 [upstream openai]
 url = http://127.0.0.1:$BM_PORT
@@ -204,7 +162,7 @@ run() {	# DEPTH
 		KV_PIDS+=($!)
 	done
 	for ((i = 0; i < H; i++)); do
-		wait_port "${PORT[$i]}" "${KV_PIDS[$i]}" || { log "host $i did not start"; tail "$W/h$i.log" >&2; exit 1; }
+		bench_wait_port "${PORT[$i]}" "${KV_PIDS[$i]}" || { log "host $i did not start"; tail "$W/h$i.log" >&2; exit 1; }
 	done
 	load warm$d 2
 	c0=$(cmds) e0=$(cmds evalsha)
