@@ -140,7 +140,7 @@ end_section(struct cfg_parse *p)
 	switch (p->sect) {
 	case SECT_UPSTREAM:
 		u = cfg_base(p, CFG_B_UPSTREAM);
-		if (cfg_end_bedrock(p, u) == -1)
+		if (cfg_end_bedrock(p, u) == -1 || cfg_end_azure(p, u) == -1)
 			return -1;
 		if (u->url[0] == '\0')
 			return cfg_err(p, p->sect_line, "%s: url is required", p->sect_text);
@@ -718,6 +718,8 @@ kv_config_free(struct kv_config *cf)
 		if (cf->upstreams[i].extra_urls != NULL)
 			cfg_free_strs(cf->upstreams[i].extra_urls, cf->upstreams[i].nextra);
 		cfg_free_secret(cf->upstreams[i].api_key);
+		cfg_free_strs(cf->upstreams[i].deployments, cf->upstreams[i].ndeployments);
+		cfg_free_secret(cf->upstreams[i].client_secret);
 		free(cf->upstreams[i].ca_file);
 	}
 	free(cf->upstreams);

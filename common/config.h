@@ -55,6 +55,17 @@ struct kv_upstream {
 	 * own (expand_targets: 1 + its index, 0 none), signed as the runtime */
 	char	  control_url[512];
 	size_t	  control_idx;
+	/* provider = azure (config_azure.c): deployments = NAME:MODEL words,
+	 * the catalogue model a deployment's requests are priced at; with
+	 * tenant set, Entra ID's client-credentials grant instead of api_key
+	 * (client_id, client_secret, at entra_url: by default
+	 * login.microsoftonline.com's token endpoint of the tenant) */
+	char	**deployments;
+	size_t	  ndeployments;
+	char	  tenant[128];
+	char	  client_id[128];
+	char	 *client_secret;
+	char	  entra_url[512];
 	/* Several targets and failover (worker/peer.c). `url = A B C`:
 	 * this entry is target A; B and C become entries of their own appended
 	 * after every section (own pool, TLS context and DNS), with no paths

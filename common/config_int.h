@@ -234,6 +234,19 @@ void	cfg_show_ca_file(FILE *f, const struct kv_config *cf, const void *obj,
  * region elsewhere refused. -1 with the error set. */
 int	cfg_end_bedrock(struct cfg_parse *p, struct kv_upstream *u);
 
+/* provider = azure's keys (config_azure.c): a deployments word
+ * (NAME:MODEL, azure_path.h), tenant and client_id (by the key's offset),
+ * entra_url. */
+int	cfg_check_deployment(const char *w, size_t len);
+int	cfg_set_azure_id(struct cfg_parse *p, const struct cfg_key *k, const char *v);
+int	cfg_set_entra_url(struct cfg_parse *p, const struct cfg_key *k, const char *v);
+
+/* At the end of an [upstream] section (config_azure.c): an azure
+ * upstream's deployments and credentials checked, its paths and Entra
+ * token URL defaulted; Azure's keys elsewhere refused. -1 with the error
+ * set. */
+int	cfg_end_azure(struct cfg_parse *p, struct kv_upstream *u);
+
 /* After the whole file (config_targets.c): extra targets and each bedrock
  * upstream's control plane become hidden entries, fallbacks resolve, and
  * every upstream is reachable. -1 with the error set. */

@@ -582,6 +582,8 @@ static const struct cfg_key upstream_keys[] = {
 	{ "region", SPECIAL(cfg_set_region, cfg_show_region), .base = CFG_B_UPSTREAM },
 	{ "provider", ENUM(providers), UPS(provider) },
 	{ "control_url", .type = CFG_T_STR, UPS(control_url), .set = cfg_set_control_url },
+	{ "deployments", WORDS(deployments, ndeployments), .check = cfg_check_deployment,
+	    .flags = CFG_LIST },
 	{ NULL }
 };
 

@@ -424,7 +424,12 @@ named_find(const struct kv_config *cf, int provider, const char *region, const c
 			return hit;
 	}
 	hit = exact_find(cf, model);
-	return hit != NULL && priced_for(hit, provider) ? hit : NULL;
+	if (hit != NULL && priced_for(hit, provider))
+		return hit;
+	/* Azure OpenAI runs OpenAI's models: one the catalogue has no azure/
+	 * entry for is priced as OpenAI's */
+	return provider == KV_PROVIDER_AZURE ? named_find(cf, KV_PROVIDER_OPENAI, NULL, model) :
+	    NULL;
 }
 
 const struct kv_price *

@@ -4,6 +4,7 @@
  * host's cluster lease; then the first target is picked (peer.c). */
 #include "worker/admission.h"
 #include "worker/admission_tree.h"
+#include "worker/azure_admit.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -548,6 +549,8 @@ request_admit(struct kv_conn *c)
 	up = entry_of(cf, c, up);
 	c->rt = kv_upstreams_find(c->w->ups, cf->nupstreams, up);
 	c->upstream_name = up->name;
+	if ((st = kv_azure_admit(c, up)) != KV_NEXT)
+		return st;
 	/* A JWT is never forwarded: only an upstream with its own provider
 	 * key serves its user. */
 	if (c->req.jwt && !virtual_keys(up))

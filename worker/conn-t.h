@@ -124,6 +124,7 @@ struct kv_request {
 	size_t			 injlen;
 	int64_t			 inj_at;
 	int			 auth_x_api_key;	/* credential came in x-api-key */
+	int			 auth_api_key;	/* an api-key header (Azure's) came */
 	uint8_t			 keyhash[32];
 	char			 keyid[13];
 	/* a client identified by a JWT (jwt_auth.c): its user node

@@ -147,8 +147,11 @@ own_lines(struct kv_conn *c, const struct kv_http_request *req, size_t kl)
 	const struct kv_upstream *up = c->rt->cf;
 
 	if (up->api_key != NULL) {
-		/* A Bedrock API key is a bearer token whatever the client sent. */
-		if (c->req.auth_x_api_key && up->provider != KV_PROVIDER_BEDROCK)
+		/* A Bedrock API key is a bearer token whatever the client sent;
+		 * Azure's goes in its own header. */
+		if (up->provider == KV_PROVIDER_AZURE)
+			CONN_OBUF_LIT(c, "api-key: ");
+		else if (c->req.auth_x_api_key && up->provider != KV_PROVIDER_BEDROCK)
 			CONN_OBUF_LIT(c, "x-api-key: ");
 		else
 			CONN_OBUF_LIT(c, "Authorization: Bearer ");

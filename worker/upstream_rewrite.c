@@ -110,7 +110,8 @@ own_lines(const struct kv_conn *c, const struct kv_http_request *req, char *nb, 
 		n += k;
 	}
 	if (to->api_key != NULL)
-		n += snprintf(nb + at + n, cap - (size_t)n, c->req.auth_x_api_key &&
+		n += snprintf(nb + at + n, cap - (size_t)n, to->provider == KV_PROVIDER_AZURE ?
+		    "api-key: %s\r\n" : c->req.auth_x_api_key &&
 		    to->provider != KV_PROVIDER_BEDROCK ? "x-api-key: %s\r\n" :
 		    "Authorization: Bearer %s\r\n", to->api_key);
 	if (c->req.spfd != -1)	/* the body follows from the spool */
