@@ -151,6 +151,8 @@ main(void)
 	test_words();
 	test_config();
 	test_prices();
-	unlink(strcat(tmpdir, "/kv.ini"));
+	snprintf(err, sizeof(err), "%s/kv.ini", tmpdir);
+	unlink(err);
+	rmdir(tmpdir);
 	return unit_done();
 }
