@@ -54,9 +54,10 @@ static const char usage_text[] =
 "                               show or set a key's requests and tokens\n"
 "                               per minute (0 = no limit)\n"
 "  models [--json]              per-model requests, tokens and cost\n"
-"  report --by team|user|key|model|tag [--json]\n"
+"  report --by team|user|key|model|tag [--since T] [--until T] [--json]\n"
 "                               the budget tree's spend, budget and requests\n"
-"                               per node (teams, keys, models, caps, tags)\n"
+"                               per node (teams, keys, models, caps, tags);\n"
+"                               with a window, its spend in the last 24 h\n"
 "  team NAME [--json]           one team of the budget tree\n"
 "  cluster [--json]             hosts, leases and shared spend, from Redis\n"
 "  prices [MODEL...] [--json]   the prices in effect and the rule giving each\n"
@@ -338,7 +339,7 @@ cmd_report(struct kvctl *k)
 {
 	if (k->by == NULL)
 		return usage_error("%s", "report: --by team, user, key, model or tag is required");
-	return kvctl_report(stdout, &k->l, k->by, k->json);
+	return kvctl_report(stdout, &k->l, k->by, k->req_since, k->rep_until, k->json);
 }
 
 static int
@@ -422,10 +423,16 @@ parse_flag(struct kvctl *k, const struct command *c, char **argv, int argc,
 		else
 			k->req_file = argv[*i];
 	}
-	else if (strcmp(a, "--by") == 0 && strchr(c->flags, 'b')) {
+	else if (strchr(c->flags, 'b') && (strcmp(a, "--by") == 0 ||
+	    strcmp(a, "--since") == 0 || strcmp(a, "--until") == 0)) {
 		if (++*i >= argc)
 			return usage_error("%s needs a value", a);
-		k->by = argv[*i];
+		if (a[2] == 'b')
+			k->by = argv[*i];
+		else if (a[2] == 's')
+			k->req_since = argv[*i];
+		else
+			k->rep_until = argv[*i];
 	} else if (strcmp(a, "--count") == 0 && strchr(c->flags, 'w')) {
 		(*i)++;
 		return parse_count(k, *i < argc ? argv[*i] : NULL);

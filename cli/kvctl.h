@@ -152,10 +152,15 @@ int	kvctl_keys_main(struct kv_ledger *l, const char *path, const char *config,
  * Returns a KVCTL_EXIT_* code: 1 also when a named MODEL is refused. */
 int	kvctl_prices(const char *config, const char *ledger, int argc, char **argv);
 
-/* kvctl report --by BY (team, user, key or model): one row per node with its
- * spent, budget, reserved and requests, as a table or {"rows":[...]}.
- * (cli/kvctl_report.c) Returns a KVCTL_EXIT_* code. */
-int	kvctl_report(FILE *f, const struct kv_ledger *l, const char *by, int json);
+/* kvctl report --by BY (team, user, key, model or tag): one row per node
+ * with its spent, budget, reserved and requests, as a table or
+ * {"rows":[...]}. With SINCE or UNTIL (NULL: none; as kvctl_parse_since
+ * reads them, or -7d), the spent of each node in that window of the
+ * ledger's history, {"since","until","bucket_seconds","rows":[...]} with
+ * reserved, requests and refusals null. (cli/kvctl_report.c) Returns a
+ * KVCTL_EXIT_* code. */
+int	kvctl_report(FILE *f, const struct kv_ledger *l, const char *by, const char *since,
+	    const char *until, int json);
 
 /* kvctl team NAME: the team's row, or KVCTL_EXIT_NOTFOUND. */
 int	kvctl_team(FILE *f, const struct kv_ledger *l, const char *name, int json);

@@ -17,7 +17,8 @@ struct kvctl {
 	int		 use_config;	/* budget KEY --config */
 	int		 stdin_key;	/* show --key: the raw key on stdin */
 	const char	*req_key;	/* requests --key */
-	const char	*req_since;	/* requests --since */
+	const char	*req_since;	/* requests --since, report --since */
+	const char	*rep_until;	/* report --until */
 	const char	*req_file;	/* requests --file */
 	const char	*by;		/* report --by */
 	char		 reqlog[4096];	/* [server] request_log of the config */

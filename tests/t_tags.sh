@@ -173,6 +173,33 @@ check_eq "the keys' spend is each request once" "$keys" $((6 * R))
 check_eq "the tag rows count a request once per tag (3 requests in two rows)" "$tags" $((9 * R))
 check_eq "the teams' total holds no tag spend" "$(row team team/acme spent_nusd)" "$(row key key/one spent_nusd)"
 
+# ---- a window of the history (kvctl report --since/--until) ---------------------
+# Everything was spent in the last minutes: once the master's sampler (every
+# second) has seen it, the last 30 minutes hold every node's whole spend.
+wrow() {	# BY NODE: its spent_nusd over the last 30 minutes
+	kv_ctl report --by "$1" --since 30m --json | jq -r --arg n "$2" '.rows[] | select(.node == $n) | .spent_nusd'
+}
+sampled() {
+	local n
+	for n in tag/alpha tag/beta tag/gamma; do
+		[ "$(wrow tag $n)" = "$(row tag $n spent_nusd)" ] || return 1
+	done
+	[ "$(wrow team team/acme)" = "$(row team team/acme spent_nusd)" ] &&
+		[ "$(wrow key key/two)" = "$(row key key/two spent_nusd)" ]
+}
+check "report --since 30m: every node's window is its whole spend" kv_wait_for 30 sampled
+kv_ctl report --by tag --since 30m
+kv_ctl report --by team --since -30m --until "$(date -u -d '+1 min' +%Y-%m-%dT%H:%M:%SZ)" --json >"$T/win.json"
+check_eq "a window with -30m and an RFC 3339 until: team/eng is key/one's spend" \
+	"$(jq -r '.rows[] | select(.node == "team/eng") | .spent_nusd' "$T/win.json")" "$(wrow key key/one)"
+check_eq "... the org is its teams' sum" "$(wrow team team/acme)" "$(wrow team team/eng)"
+check_eq "... by the minute, requests null (the history keeps spend)" \
+	"$(jq -c '[.bucket_seconds, .rows[0].requests, (.since < .until)]' "$T/win.json")" '[60,null,true]'
+check_eq "a window 2 hours back is by the hour" "$(kv_ctl report --by tag --since 2h --json | jq .bucket_seconds)" 3600
+check "a window before the history's 24 hours is refused" sh -c "! '$KV_CTL_BIN' -c '$T/kilovolt.ini' report --by tag --since 2d >'$T/old.out' 2>&1"
+check "... saying why" grep -q "last 24 hours" "$T/old.out"
+check "an until before the since is refused" sh -c "! '$KV_CTL_BIN' -c '$T/kilovolt.ini' report --by tag --since 10m --until 20m 2>/dev/null"
+
 # ---- a tags header of the operator's choice -------------------------------------
 sed 's/^max_tags = 2$/max_tags = 2\ntags_header = X-LiteLLM-Tags/' "$T/kilovolt.ini" >"$T/k2.ini"
 mv "$T/k2.ini" "$T/kilovolt.ini"
