@@ -72,17 +72,22 @@ BODY='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello in 
 LOAD=(-m POST -u /v1/chat/completions -H 'Content-Type: application/json'
 	-H 'Authorization: Bearer sk-bench-0123456789' -c 1 -t 60 -b "$BODY")
 
-# Modes "key" (the bench key named in a [key], no team: depth 1) and
+# Modes "key" (the bench key named in a [key], no team: depth 1),
 # "tree4" (that key under team t1, in t2, in t3, the org: depth 4, the org
 # with a model_budget that matches nothing): the budget tree's cost per
-# request (issue 36).
+# request (issue 36); "tree4tags" (tree4, each request tagged
+# "x-kilovolt-tags: alpha, beta", two [tag]s with budgets, beta with a
+# model_budget that matches nothing): the cost of two tags.
 tree_sections() {	# tree_sections MODE
-	case $1 in key|tree4) ;; *) return 0 ;; esac
+	case $1 in key|tree4|tree4tags) ;; *) return 0 ;; esac
 	printf '[key bench]\nkey = sk-bench-0123456789\n'
-	[ "$1" = tree4 ] || return 0
+	[ "$1" = key ] && return 0
 	printf 'team = t1\n\n[team t3]\nbudget = 100000\nmodel_budget = claude-*:5\n'
 	printf '\n[team t2]\nparent = t3\nbudget = 100000\n'
 	printf '\n[team t1]\nparent = t2\nbudget = 100000\n'
+	[ "$1" = tree4tags ] || return 0
+	printf '\n[tag alpha]\nbudget = 100000\n'
+	printf '\n[tag beta]\nbudget = 100000\nmodel_budget = claude-*:5\n'
 }
 
 write_config() {	# write_config MODE PORT
@@ -144,7 +149,10 @@ run() {
 		"${cmd[@]}") </dev/null >"$W/kv.$mode.$count.log" 2>&1 &
 	KV_PID=$!
 	bench_wait_port "$port" "$KV_PID" 600 || { cat "$W/kv.$mode.$count.log" >&2; return 1; }
-	"$LG" -p "$port" "${LOAD[@]}" -n "$count" -l "$mode" >/dev/null 2>"$W/load.$mode.$count.err" ||
+	local tags=()
+	[ "$mode" = tree4tags ] && tags=(-H 'x-kilovolt-tags: alpha, beta')
+	"$LG" -p "$port" "${LOAD[@]}" "${tags[@]}" -n "$count" -l "$mode" >/dev/null \
+		2>"$W/load.$mode.$count.err" ||
 		{ cat "$W/load.$mode.$count.err" >&2; return 1; }
 	wpid=$KV_PID
 	[ "${mode#haproxy}" != "$mode" ] || wpid=$(worker_pid)	# forked after the master listens: looked up now
