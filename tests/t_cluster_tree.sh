@@ -12,7 +12,9 @@
 #    the provider: the mock saw exactly the admitted requests;
 #  - once settled and synced, nothing stays reserved on any host, and Redis
 #    counts each host's spend of the team (u:H) and the total (S) exactly
-#    as the three ledgers do.
+#    as the three ledgers do;
+#  - a tag (x-kilovolt-tags) with a budget for 6 requests, 8 tagged
+#    requests on each host at once: at most 6 served over the hosts.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 for tool in redis-server redis-cli jq curl sha256sum; do
@@ -45,6 +47,9 @@ budget = $(usd $ORG)
 [team pay]
 parent = acme
 budget = $(usd $TEAM)
+
+[tag proj]
+budget = $(usd $((6 * R)))
 
 [key k1]
 key = $K1
@@ -156,6 +161,32 @@ check "Redis's u:H and S of team/pay and team/acme equal the ledgers exactly" kv
 for h in $HOSTS; do echo "# $h: team/pay u=$(rcli hget "$RP" "u:$h") g=$(rcli hget "$RP" "g:$h")"; done
 echo "# team/pay S=$(rcli hget "$RP" S) C=$(rcli hget "$RP" C) budget=$TEAM"
 check "Redis's commitment of team/pay within its budget" test "$(rcli hget "$RP" C)" -le $TEAM
+
+# ---- a tag across hosts ----------------------------------------------------------
+
+mkdir -p "$T/g"
+tagged() {	# HOST I
+	local port
+	port=$(eval echo "\$PORT_$1")
+	curl -sS -m 120 -o /dev/null -D "$T/g/$1.$2.head" -w '%{http_code}\n' \
+		-H "Authorization: Bearer $K1" -H 'Content-Type: application/json' \
+		-H 'x-kilovolt-tags: proj' -H "x-mock-tokens: $M" --data-binary "$BODY" \
+		"http://127.0.0.1:$port/v1/chat/completions" >"$T/g/$1.$2.code" 2>/dev/null
+}
+export -f tagged
+check "kvctl budget team/pay 1 (room for the tag's test)" hctl a budget team/pay 1
+lifted() { [ "$(row c team team/pay budget_nusd)" = 1000000000 ]; }
+check "... adopted by host c" kv_wait_for 15 lifted
+for h in $HOSTS; do seq 1 8 | sed "s/^/$h /"; done | xargs -P 24 -L 1 bash -c 'tagged $0 $1'
+g200=$(cat "$T"/g/*.code | grep -c '^200$') g402=$(cat "$T"/g/*.code | grep -c '^402$')
+echo "# tag proj: $g200 x 200, $g402 x 402 of 24"
+check "at most 6 tagged requests served over the hosts ($g200)" test "$g200" -le 6 -a "$g200" -ge 4
+check_eq "the rest refused naming tag/proj" \
+	"$(cat "$T"/g/*.head | tr -d '\r' | grep -c '^x-kilovolt-budget-node: tag/proj$')" "$g402"
+tagsettled() { [ "$(sum_hosts tag tag/proj reserved_nusd)" = 0 ]; }
+check "the tag settles" kv_wait_for 30 tagsettled
+check_eq "the tag's spend over the hosts is its served requests'" \
+	"$(sum_hosts tag tag/proj spent_nusd)" $((g200 * R))
 
 # A budget changed on one host reaches the others through Redis, as a key's.
 check "kvctl budget team/pay on host a" hctl a budget team/pay "$(usd $((TEAM + 5 * R)))"
