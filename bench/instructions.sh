@@ -24,6 +24,12 @@
 # "haproxy" (HAProxy with bench/haproxy.cfg.in, one thread instead of two,
 # the same load: the peer's own instructions per request, counted the same
 # way; it parses and relays but keeps no accounts and scans no body),
+# "azure" (plain's request as Azure OpenAI's: POST
+# /openai/deployments/mini/chat/completions?api-version=... with the key in
+# api-key, to a provider = azure upstream mapping the deployment to
+# gpt-4o-mini: the deployment's lookup and Azure's header; issue 38; the
+# key in a [key], as an upstream with api_key takes only those: compare
+# with "key"),
 # "tls" and "haproxy-tls" (plain and haproxy with the upstream over TLS
 # 1.3 to bench/benchmock -t, the chain of tests/gen_certs.sh verified,
 # connections pooled: the record layer's share of a request).
@@ -71,6 +77,8 @@ esac
 BODY='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello in five words."}],"max_tokens":16}'
 LOAD=(-m POST -u /v1/chat/completions -H 'Content-Type: application/json'
 	-H 'Authorization: Bearer sk-bench-0123456789' -c 1 -t 60 -b "$BODY")
+LOAD_AZURE=(-m POST -u '/openai/deployments/mini/chat/completions?api-version=2024-10-21'
+	-H 'Content-Type: application/json' -H 'api-key: sk-bench-0123456789' -c 1 -t 60 -b "$BODY")
 
 # Modes "key" (the bench key named in a [key], no team: depth 1),
 # "tree4" (that key under team t1, in t2, in t3, the org: depth 4, the org
@@ -79,9 +87,9 @@ LOAD=(-m POST -u /v1/chat/completions -H 'Content-Type: application/json'
 # "x-kilovolt-tags: alpha, beta", two [tag]s with budgets, beta with a
 # model_budget that matches nothing): the cost of two tags.
 tree_sections() {	# tree_sections MODE
-	case $1 in key|tree4|tree4tags) ;; *) return 0 ;; esac
+	case $1 in key|tree4|tree4tags|azure) ;; *) return 0 ;; esac
 	printf '[key bench]\nkey = sk-bench-0123456789\n'
-	[ "$1" = key ] && return 0
+	case $1 in key|azure) return 0 ;; esac
 	printf 'team = t1\n\n[team t3]\nbudget = 100000\nmodel_budget = claude-*:5\n'
 	printf '\n[team t2]\nparent = t3\nbudget = 100000\n'
 	printf '\n[team t1]\nparent = t2\nbudget = 100000\n'
@@ -96,13 +104,18 @@ write_config() {	# write_config MODE PORT
 	[ "$1" = limits ] && printf 'rpm = 4000000000\ntpm = 4000000000\n'
 	cat <<EOF
 
-[upstream openai]
+$(if [ "$1" = azure ]; then
+	printf '[upstream azure]\nprovider = azure\napi_key = sk-azure-resource-key\n'
+	printf 'deployments = mini:gpt-4o-mini\n'
+else
+	echo '[upstream openai]'
+fi)
 $(if [ "$1" = tls ]; then
 	printf 'url = https://localhost:%s\nca_file = %s\n' "$BM_TLS_PORT" "$W/certs/ca.pem"
 else
 	echo "url = http://127.0.0.1:$BM_PORT"
 fi)
-paths = /v1/chat/completions
+$([ "$1" = azure ] || echo 'paths = /v1/chat/completions')
 
 [price gpt-4o-mini*]
 input = 0.15
@@ -149,9 +162,10 @@ run() {
 		"${cmd[@]}") </dev/null >"$W/kv.$mode.$count.log" 2>&1 &
 	KV_PID=$!
 	bench_wait_port "$port" "$KV_PID" 600 || { cat "$W/kv.$mode.$count.log" >&2; return 1; }
-	local tags=()
+	local load=("${LOAD[@]}") tags=()
+	[ "$mode" = azure ] && load=("${LOAD_AZURE[@]}")
 	[ "$mode" = tree4tags ] && tags=(-H 'x-kilovolt-tags: alpha, beta')
-	"$LG" -p "$port" "${LOAD[@]}" "${tags[@]}" -n "$count" -l "$mode" >/dev/null \
+	"$LG" -p "$port" "${load[@]}" "${tags[@]}" -n "$count" -l "$mode" >/dev/null \
 		2>"$W/load.$mode.$count.err" ||
 		{ cat "$W/load.$mode.$count.err" >&2; return 1; }
 	wpid=$KV_PID
@@ -178,6 +192,10 @@ done
 if [ -n "${PER[plain]:-}" ] && [ -n "${PER[limits]:-}" ]; then
 	awk -v a="${PER[limits]}" -v b="${PER[plain]}" 'BEGIN {
 		printf "limits / plain: x%.4f (%+d instructions per request, %+.2f %%)\n", a / b, a - b, (a - b) * 100 / b }'
+fi
+if [ -n "${PER[key]:-}" ] && [ -n "${PER[azure]:-}" ]; then
+	awk -v a="${PER[azure]}" -v b="${PER[key]}" 'BEGIN {
+		printf "azure / key (OpenAI): x%.4f (%+d instructions per request)\n", a / b, a - b }'
 fi
 if [ -n "${PER[plain]:-}" ] && [ -n "${PER[haproxy]:-}" ]; then
 	awk -v a="${PER[plain]}" -v b="${PER[haproxy]}" 'BEGIN {
