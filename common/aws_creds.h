@@ -8,9 +8,10 @@
 #ifndef KV_AWS_CREDS_H
 #define KV_AWS_CREDS_H
 
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "common/seqslot.h"
 
 #define KV_AWS_KEY_MAX		128	/* an access key id, at most (AWS: 128) */
 #define KV_AWS_SECRET_MAX	128	/* a secret access key, at most */
@@ -29,12 +30,10 @@ struct kv_aws_creds {
 	int		source;		/* enum kv_aws_source */
 };
 
-/* The shared slot. SEQ is odd while the master writes; GENERATION counts
- * publications (0: nothing published yet). */
+/* The shared slot (common/seqslot.h). */
 struct kv_aws_slot {
-	_Alignas(64) _Atomic uint64_t	seq;
-	_Atomic uint64_t		generation;
-	struct kv_aws_creds		creds;
+	struct kv_seqslot	head;
+	struct kv_aws_creds	creds;
 };
 
 /* Map the process's slot, zeroed (idempotent: a second call returns the

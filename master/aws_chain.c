@@ -57,37 +57,6 @@ from_env(struct kv_aws_creds *out, char *err, size_t errlen)
 	return 0;
 }
 
-/* S form-urlencoded (RFC 3986 unreserved kept) onto OUT at *AT. */
-static int
-form_add(char *out, size_t cap, size_t *at, const char *name, const char *s)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t n = strlen(name);
-
-	if (*at + n + 2 >= cap)
-		return -1;
-	if (*at > 0)
-		out[(*at)++] = '&';
-	memcpy(out + *at, name, n);
-	*at += n;
-	out[(*at)++] = '=';
-	for (; *s != '\0'; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (*at + 4 >= cap)
-			return -1;
-		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-		    c == '-' || c == '_' || c == '.' || c == '~') {
-			out[(*at)++] = (char)c;
-		} else {
-			out[(*at)++] = '%';
-			out[(*at)++] = hex[c >> 4];
-			out[(*at)++] = hex[c & 15];
-		}
-	}
-	out[*at] = '\0';
-	return 0;
-}
-
 /* The web identity token file's contents, trimmed, into TOK[0..CAP). */
 static int
 read_token(const char *path, char *tok, size_t cap, char *err, size_t errlen)
@@ -151,11 +120,11 @@ from_web_identity(const char *region, struct kv_aws_creds *out, char *err, size_
 	if (sts_url(region, &u, err, errlen) == -1 ||
 	    read_token(file, tok, sizeof(tok), err, errlen) == -1)
 		goto out;
-	if (form_add(form, sizeof(form), &at, "Action", "AssumeRoleWithWebIdentity") == -1 ||
-	    form_add(form, sizeof(form), &at, "Version", "2011-06-15") == -1 ||
-	    form_add(form, sizeof(form), &at, "RoleArn", arn) == -1 ||
-	    form_add(form, sizeof(form), &at, "RoleSessionName", name ? name : session) == -1 ||
-	    form_add(form, sizeof(form), &at, "WebIdentityToken", tok) == -1) {
+	if (kv_fetch_form_add(form, sizeof(form), &at, "Action", "AssumeRoleWithWebIdentity") == -1 ||
+	    kv_fetch_form_add(form, sizeof(form), &at, "Version", "2011-06-15") == -1 ||
+	    kv_fetch_form_add(form, sizeof(form), &at, "RoleArn", arn) == -1 ||
+	    kv_fetch_form_add(form, sizeof(form), &at, "RoleSessionName", name ? name : session) == -1 ||
+	    kv_fetch_form_add(form, sizeof(form), &at, "WebIdentityToken", tok) == -1) {
 		snprintf(err, errlen, "web identity: AWS_ROLE_ARN or the session name too long");
 		goto out;
 	}

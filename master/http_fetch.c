@@ -348,3 +348,33 @@ kv_fetch(const struct kv_fetch_req *r, char *buf, size_t cap, const char **body,
 		close(k.fd);
 	return status;
 }
+
+int
+kv_fetch_form_add(char *out, size_t cap, size_t *at, const char *name, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(name);
+
+	if (*at + n + 2 >= cap)
+		return -1;
+	if (*at > 0)
+		out[(*at)++] = '&';
+	memcpy(out + *at, name, n);
+	*at += n;
+	out[(*at)++] = '=';
+	for (; *s != '\0'; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (*at + 4 >= cap)
+			return -1;
+		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '_' || c == '.' || c == '~') {
+			out[(*at)++] = (char)c;
+		} else {
+			out[(*at)++] = '%';
+			out[(*at)++] = hex[c >> 4];
+			out[(*at)++] = hex[c & 15];
+		}
+	}
+	out[*at] = '\0';
+	return 0;
+}

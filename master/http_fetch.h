@@ -42,4 +42,9 @@ struct kv_fetch_req {
 int	kv_fetch(const struct kv_fetch_req *r, char *buf, size_t cap, const char **body,
 	    size_t *body_len, char *err, size_t errlen);
 
+/* NAME=S, S form-urlencoded (RFC 3986's unreserved kept, all else
+ * %XX), onto OUT (CAP bytes) at *AT, after a '&' when *AT > 0; OUT stays
+ * NUL-terminated. 0, or -1 when it does not fit. */
+int	kv_fetch_form_add(char *out, size_t cap, size_t *at, const char *name, const char *s);
+
 #endif

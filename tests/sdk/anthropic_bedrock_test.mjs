@@ -16,6 +16,7 @@
 // per call, "N passed, N failed". With --refused every call must fail with a
 // 401 or 403.
 import { AnthropicBedrock } from '@anthropic-ai/bedrock-sdk';
+import { rawStream, helperStream } from './anthropic_calls.mjs';
 import { check, finish } from './check.mjs';
 import { clientArgs, runCalls, usage as printUsage } from './bedrock_client.mjs';
 
@@ -40,34 +41,8 @@ async function create(name, model) {
 	usage(name, m.usage);
 }
 
-async function rawStream() {
-	const stream = await client.messages.create({ ...params(MODEL, 'Stream hello.'), stream: true });
-	const types = [];
-	let u = {}, text = '';
-	for await (const ev of stream) {
-		types.push(ev.type);
-		if (ev.type === 'message_start')
-			u = { ...ev.message.usage };
-		if (ev.type === 'message_delta')
-			u.output_tokens = ev.usage.output_tokens;
-		if (ev.type === 'content_block_delta' && ev.delta.type === 'text_delta')
-			text += ev.delta.text;
-	}
-	check('stream: message_start first, message_stop last',
-		types[0] === 'message_start' && types.at(-1) === 'message_stop', types.join(','));
-	check('stream: text deltas', text.length > 0);
-	usage('stream', u);
-}
-
-async function helperStream() {
-	const m = await client.messages.stream(params(MODEL, 'Helper stream hello.')).finalMessage();
-	check('stream helper: final text', m.content[0]?.text?.length > 0);
-	check('stream helper: usage input/output', m.usage?.input_tokens > 0 && m.usage?.output_tokens > 0,
-		JSON.stringify(m.usage));
-	usage('stream-helper', m.usage);
-}
-
-const calls = [['create', () => create('create', MODEL)], ['stream', rawStream], ['stream helper', helperStream],
+const calls = [['create', () => create('create', MODEL)], ['stream', () => rawStream(client, params(MODEL, 'Stream hello.'), usage)],
+	['stream helper', () => helperStream(client, params(MODEL, 'Helper stream hello.'), usage)],
 	['create arn', () => create('create-arn', ARN)]];
 await runCalls(calls, refused, (e) => e.status);
 finish();
