@@ -66,6 +66,11 @@ struct kv_upstream {
 	char	  client_id[128];
 	char	 *client_secret;
 	char	  entra_url[512];
+	/* provider = vertex: the Google Cloud project and location
+	 * (config_vertex.c), which name the default url and replace the ones
+	 * in a client's path */
+	char	  gcp_project[64];
+	char	  gcp_location[32];
 	/* Several targets and failover (worker/peer.c). `url = A B C`:
 	 * this entry is target A; B and C become entries of their own appended
 	 * after every section (own pool, TLS context and DNS), with no paths

@@ -233,6 +233,11 @@ void	cfg_show_ca_file(FILE *f, const struct kv_config *cf, const void *obj,
  * upstream's region required, its url and paths defaulted from it; an AWS
  * region elsewhere refused. -1 with the error set. */
 int	cfg_end_bedrock(struct cfg_parse *p, struct kv_upstream *u);
+/* config_vertex.c: project = and location = of a vertex upstream, and its
+ * defaults (url, paths) at the end of its section. */
+int	cfg_set_gcp_project(struct cfg_parse *p, const struct cfg_key *k, const char *v);
+int	cfg_set_gcp_location(struct cfg_parse *p, const struct cfg_key *k, const char *v);
+int	cfg_end_vertex(struct cfg_parse *p, struct kv_upstream *u);
 
 /* provider = azure's keys (config_azure.c): a deployments word
  * (NAME:MODEL, azure_path.h), tenant and client_id (by the key's offset),

@@ -584,6 +584,8 @@ static const struct cfg_key upstream_keys[] = {
 	{ "control_url", .type = CFG_T_STR, UPS(control_url), .set = cfg_set_control_url },
 	{ "deployments", WORDS(deployments, ndeployments), .check = cfg_check_deployment,
 	    .flags = CFG_LIST },
+	{ "project", .type = CFG_T_STR, UPS(gcp_project), .set = cfg_set_gcp_project },
+	{ "location", .type = CFG_T_STR, UPS(gcp_location), .set = cfg_set_gcp_location },
 	{ NULL }
 };
 

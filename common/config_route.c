@@ -11,6 +11,7 @@
 #include "common/config.h"
 #include "common/glob.h"
 #include "common/pricetab.h"
+#include "common/vertex_path.h"
 
 int
 kv_path_match(const char *prefix, const char *path)
@@ -64,14 +65,37 @@ route_bedrock(const struct kv_config *cf, const char *path, const char *model,
 	return NULL;
 }
 
+/* A Vertex AI path goes to a vertex upstream only: the first whose models
+ * match the path's model, else the first that serves the path. */
+static const struct kv_upstream *
+route_vertex(const struct kv_config *cf, const char *path, const char *model)
+{
+	const struct kv_upstream *u;
+	size_t i, j;
+
+	for (i = 0; model != NULL && *model != '\0' && i < cf->nupstreams; i++)
+		for (j = 0, u = &cf->upstreams[i]; u->provider == KV_PROVIDER_VERTEX &&
+		    j < u->nmodels; j++)
+			if (kv_glob_match(u->models[j], model))
+				return u;
+	for (i = 0; i < cf->nupstreams; i++)
+		if (cf->upstreams[i].provider == KV_PROVIDER_VERTEX &&
+		    cf->upstreams[i].target_of == 0 && serves_path(&cf->upstreams[i], path))
+			return &cf->upstreams[i];
+	return NULL;
+}
+
 const struct kv_upstream *
 kv_config_route(const struct kv_config *cf, const char *path, const char *model)
 {
+	struct kv_vx_path vx;
 	enum kv_br_kind kind;
 	size_t i, j;
 
 	if (path != NULL && (kind = kv_br_path(path, strlen(path), NULL, NULL)) != KV_BR_NONE)
 		return route_bedrock(cf, path, model, kind);
+	if (path != NULL && kv_vx_path(path, strlen(path), &vx) != KV_VX_NONE)
+		return route_vertex(cf, path, model);
 	/* a bedrock upstream's models take only the paths it serves (its
 	 * OpenAI-compatible /openai/v1): Bedrock serves no other wire */
 	for (i = 0; model != NULL && *model != '\0' && i < cf->nupstreams; i++)

@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "master/aws_refresh.h"
+#include "master/gcp_refresh.h"
 #include "master/jwks_refresh.h"
 #include "master/cluster.h"
 #include "master/health_check.h"
@@ -76,6 +77,7 @@ spawn(struct master *m)
 		kv_cluster_forget(m->cluster);
 		kv_health_forget(m->health);
 		kv_aws_refresh_forget();
+		kv_gcp_refresh_forget();
 		kv_jwks_refresh_forget();
 		kv_mloop_forget(m->lp);
 		kv_worker_main(m->cf, &m->ledger, slot, m->generation, m->lfd);

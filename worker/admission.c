@@ -26,14 +26,16 @@
 #include "worker/ratelimit_headers.h"
 #include "worker/reply.h"
 #include "worker/route_hint.h"
+#include "worker/vertex_req.h"
 #include "shm/keys.h"
 
-/* A bedrock upstream spends the operator's AWS account: virtual keys, as
- * with api_key set. */
+/* A bedrock (or vertex) upstream spends the operator's AWS (Google Cloud)
+ * account: virtual keys, as with api_key set. */
 static int
 virtual_keys(const struct kv_upstream *up)
 {
-	return up->api_key != NULL || up->provider == KV_PROVIDER_BEDROCK;
+	return up->api_key != NULL || up->provider == KV_PROVIDER_BEDROCK ||
+	    up->provider == KV_PROVIDER_VERTEX;
 }
 
 /* Inline images bill by their size, not their bytes (media_bound.h): the
@@ -473,7 +475,8 @@ bedrock_facts(struct kv_conn *c)
 	if (c->req.path_model[0] == '\0')
 		return;
 	memcpy(c->req.ri.model, c->req.path_model, sizeof(c->req.ri.model));
-	c->req.ri.stream = c->req.aws_stream;
+	if (c->req.bedrock)	/* Vertex's Claude says "stream" in its body */
+		c->req.ri.stream = c->req.aws_stream;
 }
 
 /* The upstream entry a routed request goes to: the control plane's own
@@ -547,6 +550,8 @@ request_admit(struct kv_conn *c)
 		return reply_error(c, 404, msg404);
 	}
 	up = entry_of(cf, c, up);
+	if (kv_vertex_retarget(c, up) == -1)
+		return reply_error(c, 503, "out of memory");
 	c->rt = kv_upstreams_find(c->w->ups, cf->nupstreams, up);
 	c->upstream_name = up->name;
 	if ((st = kv_azure_admit(c, up)) != KV_NEXT)

@@ -100,6 +100,7 @@ struct kv_request {
 	int			 minor, keep_alive, anthropic, is_head;
 	int			 anthropic_client;	/* sent anthropic-version or x-api-key */
 	int			 bedrock;	/* a Bedrock path of a bedrock upstream */
+	int			 vertex;	/* a Vertex AI path (vertex_req.h) */
 	int			 aws_stream;	/* its answer is an AWS event stream
 						   (/invoke-with-response-stream,
 						   /converse-stream) */

@@ -4,6 +4,7 @@
 #include "worker/endpoints.h"
 
 #include "common/bedrock_path.h"
+#include "common/vertex_path.h"
 #include "common/hex.h"
 
 #include <stdio.h>
@@ -177,11 +178,15 @@ enum kv_api
 kv_endpoint_api(const char *method, const char *target, size_t len)
 {
 	size_t plen = path_len(target, len), i;
+	struct kv_vx_path vx;
 
 	if (!method_is(method, "POST"))
 		return KV_API_OTHER;
 	if (plen > 7 && memcmp(target, "/model/", 7) == 0)
 		return bedrock_api(target, len);
+	if (kv_vx_path(target, len, &vx) != KV_VX_NONE)	/* Claude's is the Messages body */
+		return vx.kind == KV_VX_RAW || vx.kind == KV_VX_STREAM_RAW ?
+		    KV_API_ANTHROPIC_MESSAGES : KV_API_OTHER;
 	for (i = 0; i < sizeof(metered) / sizeof(metered[0]); i++)
 		if (ends_with(target, plen, metered[i].suffix, metered[i].len))
 			return metered[i].api;
@@ -321,6 +326,30 @@ bedrock_classify(const char *method, const char *target, size_t len,
 	return 1;
 }
 
+/* A Vertex AI path on a vertex upstream: countTokens free, the rest
+ * (the metered ones were decided before) refused. Returns 1 when it
+ * decided *EP. */
+static int
+vertex_classify(const char *method, const char *target, size_t len,
+    const struct kv_upstream *up, struct kv_endpoint *ep)
+{
+	size_t plen = path_len(target, len);
+	struct kv_vx_path vx;
+
+	if (up->provider != KV_PROVIDER_VERTEX || kv_vx_path(target, len, &vx) == KV_VX_NONE)
+		return 0;
+	if (vx.kind == KV_VX_COUNT && method_is(method, "POST")) {
+		ep->kind = KV_EP_FREE;
+		return 1;
+	}
+	ep->kind = KV_EP_REFUSED;
+	ep->status = 404;
+	snprintf(ep->msg, sizeof(ep->msg), "%s %.*s%s: kilovolt relays POST to Vertex AI's "
+	    "Claude models (:rawPredict, :streamRawPredict) and :countTokens only", method,
+	    (int)(plen > 96 ? 96 : plen), target, plen > 96 ? "..." : "");
+	return 1;
+}
+
 void
 kv_endpoint_classify(const char *method, const char *target, size_t len,
     const struct kv_upstream *up, struct kv_endpoint *ep)
@@ -329,7 +358,8 @@ kv_endpoint_classify(const char *method, const char *target, size_t len,
 	const char *r = v1_part(target, plen, &rlen);
 	int stored = r != NULL && is_stored_object(method, r, rlen);
 	/* a bedrock upstream always spends the operator's AWS account */
-	int vk = (up->api_key != NULL || up->provider == KV_PROVIDER_BEDROCK) &&
+	int vk = (up->api_key != NULL || up->provider == KV_PROVIDER_BEDROCK ||
+	    up->provider == KV_PROVIDER_VERTEX) &&
 	    !up->shared_stored_objects;
 
 	/* not a memset of msg's 1 KB on every request: refuse() writes it */
@@ -341,7 +371,8 @@ kv_endpoint_classify(const char *method, const char *target, size_t len,
 		ep->kind = KV_EP_METERED;
 		return;
 	}
-	if (bedrock_classify(method, target, len, up, ep))
+	if (bedrock_classify(method, target, len, up, ep) ||
+	    vertex_classify(method, target, len, up, ep))
 		return;
 	if (builtin_free(method, target, plen)) {
 		ep->kind = KV_EP_FREE;

@@ -17,6 +17,7 @@
 #include "worker/reply.h"
 #include "worker/spool.h"
 #include "worker/upstream_rewrite.h"
+#include "worker/vertex_req.h"
 
 /* Whether the client's header H goes upstream: not a hop-by-hop one, not
  * one kilovolt writes itself (Host, Content-Length), not Expect or
@@ -26,7 +27,7 @@ static int
 want_header(const struct kv_conn *c, const struct kv_http_header *h)
 {
 	const char *n = h->name;
-	int vk = c->rt->cf->api_key != NULL;
+	int vk = c->rt->cf->api_key != NULL || c->rt->cf->provider == KV_PROVIDER_VERTEX;
 
 	if (h->hop || kv_jwt_auth_header(c, n, h->name_len) ||
 	    kv_request_tags_header(c, n, h->name_len))
@@ -142,20 +143,21 @@ build_inject(struct kv_conn *c, const char **msg)
  * the upstream's own credential (kl bytes), the framing of the body that
  * was read whole, and the end of the head. */
 static void
-own_lines(struct kv_conn *c, const struct kv_http_request *req, size_t kl)
+own_lines(struct kv_conn *c, const struct kv_http_request *req, const char *key, size_t kl)
 {
 	const struct kv_upstream *up = c->rt->cf;
 
-	if (up->api_key != NULL) {
-		/* A Bedrock API key is a bearer token whatever the client sent;
-		 * Azure's goes in its own header. */
+	if (key != NULL) {
+		/* Bedrock's API key and Vertex's token are bearer tokens
+		 * whatever the client sent; Azure's key goes in its own header. */
 		if (up->provider == KV_PROVIDER_AZURE)
 			CONN_OBUF_LIT(c, "api-key: ");
-		else if (c->req.auth_x_api_key && up->provider != KV_PROVIDER_BEDROCK)
+		else if (c->req.auth_x_api_key && up->provider != KV_PROVIDER_BEDROCK &&
+		    up->provider != KV_PROVIDER_VERTEX)
 			CONN_OBUF_LIT(c, "x-api-key: ");
 		else
 			CONN_OBUF_LIT(c, "Authorization: Bearer ");
-		conn_obuf_add(c, up->api_key, kl);
+		conn_obuf_add(c, key, kl);
 		CONN_OBUF_LIT(c, "\r\n");
 	}
 	/* The whole body was read: always our own Content-Length framing. */
@@ -216,8 +218,8 @@ build_request(struct kv_conn *c, const char **msg)
 {
 	const struct kv_upstream *up = c->rt->cf;
 	struct kv_http_request *req = &c->w->req;
-	const char *reason;
-	size_t i, need, ml, bl, tl, hl, kl, tat;
+	const char *reason, *key = up->api_key;
+	size_t i, need, ml, bl, tl, hl, kl = 0, tat;
 	int status, sigv4 = up->provider == KV_PROVIDER_BEDROCK && up->api_key == NULL;
 
 	/* The head is still in cbuf. w->req still holds its parse when nothing
@@ -233,7 +235,12 @@ build_request(struct kv_conn *c, const char **msg)
 	bl = strlen(up->base_path);
 	tl = strlen(c->req.target);
 	hl = strlen(up->host_header);
-	kl = up->api_key != NULL ? strlen(up->api_key) : 0;
+	if (up->provider == KV_PROVIDER_VERTEX &&
+	    (key = kv_vertex_bearer(up, &kl)) == NULL) {
+		*msg = "the gateway has no Google access token yet for this upstream";
+		return -2;
+	} else if (key != NULL && up->provider != KV_PROVIDER_VERTEX)
+		kl = strlen(key);
 	/* Room for the whole head, written without a check per piece: each
 	 * forwarded line takes at most one byte more than in the client's
 	 * head (": "), and 256 covers the request line's and our own lines. */
@@ -255,7 +262,7 @@ build_request(struct kv_conn *c, const char **msg)
 			conn_obuf_add_header(c, &req->headers[i]);
 	if (sigv4 && sign_lines(c, tat, bl + tl, msg) == -1)
 		return -2;
-	own_lines(c, req, kl);
+	own_lines(c, req, key, kl);
 	if (c->req.spfd != -1)
 		return 0;	/* the body follows from the spool */
 	if (c->req.inj != NULL)

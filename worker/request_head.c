@@ -19,6 +19,7 @@
 #include "worker/jwt_auth.h"
 #include "worker/request_tags.h"
 #include "worker/reply.h"
+#include "worker/vertex_req.h"
 
 /* A client of the Anthropic API names its version or sends x-api-key; on a
  * path both providers serve it is routed, and answered, as Anthropic. */
@@ -158,6 +159,7 @@ on_head(struct kv_conn *c, size_t hl)
 	/* Before anything else: a target a provider might read differently
 	 * from how we classify it is never forwarded. */
 	if (bedrock_head(c, req, &why) == -1 ||
+	    kv_vertex_head(c, req->target, req->target_len, &why) == -1 ||
 	    kv_target_check(req->target, req->target_len, &why) == -1)
 		return reply_error(c, 400, why);
 	/* CORS: a preflight is answered here, before any credential. */

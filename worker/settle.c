@@ -168,7 +168,8 @@ charge_notes(struct kv_conn *c, const char *model, int flags, const struct kv_pr
 /* The charge of the request, the model it counts under (*model: the
  * response's, else the body's) and that model's price (*mprice): the one
  * admission resolved, unless the response names a model of its own, whose
- * price is then looked up, once. On Bedrock the model is the path's: AWS
+ * price is then looked up, once. On Bedrock (and Vertex AI, which bills
+ * the same way) the model is the path's: AWS
  * bills the model id (or inference profile) the request named, and the
  * Anthropic events an InvokeModel answer carries name Anthropic's model,
  * priced as Anthropic's own API. */
@@ -180,7 +181,7 @@ charge(struct kv_conn *c, struct kv_usage *u, const char **model,
 	int64_t cost;
 	int flags, named;
 
-	*model = c->resp.scan_on && c->resp.scan.model[0] && !c->req.bedrock ?
+	*model = c->resp.scan_on && c->resp.scan.model[0] && c->req.path_model[0] == '\0' ?
 	    c->resp.scan.model : c->req.ri.model;
 	named = kv_charge_resp_named(*model, c->req.ri.model);
 	*mprice = !named ? c->adm.price : c->rt == NULL ? kv_charge_price(c->w->cf, *model, NULL) :

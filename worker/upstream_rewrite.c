@@ -6,7 +6,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/gcp_token.h"
 #include "worker/aws_sign.h"
+#include "worker/vertex_req.h"
 
 const char *
 kv_model_map(const struct kv_upstream *u, const char *model, size_t *len)
@@ -99,7 +101,8 @@ own_lines(const struct kv_conn *c, const struct kv_http_request *req, char *nb, 
     size_t at, size_t blen, const char *hex)
 {
 	const struct kv_upstream *to = c->rt->cf;
-	const char *msg;
+	const char *msg, *key;
+	size_t kl;
 	int n = 0, k;
 
 	if (hex != NULL) {
@@ -109,7 +112,12 @@ own_lines(const struct kv_conn *c, const struct kv_http_request *req, char *nb, 
 			return -1;
 		n += k;
 	}
-	if (to->api_key != NULL)
+	if (to->provider == KV_PROVIDER_VERTEX) {
+		if ((key = kv_vertex_bearer(to, &kl)) == NULL)
+			return -1;
+		n += snprintf(nb + at + n, cap - (size_t)n, "Authorization: Bearer %.*s\r\n",
+		    (int)kl, key);
+	} else if (to->api_key != NULL)
 		n += snprintf(nb + at + n, cap - (size_t)n, to->provider == KV_PROVIDER_AZURE ?
 		    "api-key: %s\r\n" : c->req.auth_x_api_key &&
 		    to->provider != KV_PROVIDER_BEDROCK ? "x-api-key: %s\r\n" :
@@ -168,13 +176,15 @@ kv_upset_rewrite(struct kv_conn *c, const struct kv_upstream *from)
 	    kv_model_map(c->ugroup, c->req.ri.model, &mlen) != NULL)
 		return -1;
 	/* A provider key of ours never goes to another provider. */
-	creds = from->api_key != NULL || to->api_key != NULL;
+	creds = from->api_key != NULL || to->api_key != NULL ||
+	    from->provider == KV_PROVIDER_VERTEX || to->provider == KV_PROVIDER_VERTEX;
 	aws = from->provider == KV_PROVIDER_BEDROCK || to->provider == KV_PROVIDER_BEDROCK;
 	if (to->provider == KV_PROVIDER_BEDROCK && to->api_key == NULL &&
 	    body_hash(c, body, blen, at, mapped, mlen, hex) == -1)
 		return -1;
 	cap = (size_t)hl + blen + mlen + strlen(to->base_path) + strlen(to->host_header) +
-	    (to->api_key ? strlen(to->api_key) : 0) + 2 * req->nheaders + 256 + KV_AWS_SIGN_ROOM;
+	    (to->api_key ? strlen(to->api_key) : 0) + 2 * req->nheaders + 256 + KV_AWS_SIGN_ROOM +
+	    KV_GCP_TOKEN_MAX;
 	if ((nb = malloc(cap)) == NULL)
 		return -1;
 	n = snprintf(nb, cap, "%s %s%s HTTP/1.1\r\nHost: %s\r\n", c->req.method, to->base_path,

@@ -2,7 +2,7 @@
 // binary) in its Bedrock mode against BASEURL (kilovolt, or the Bedrock
 // stand-in directly), one non-interactive prompt:
 //
-//   node claude_code_test.mjs BASEURL KEY HOME [PROMPT] [--skip-bedrock-auth]
+//   node claude_code_test.mjs BASEURL KEY HOME [PROMPT] [--skip-bedrock-auth | --vertex]
 //
 // Its environment is only what Bedrock mode needs (nothing of ours leaks
 // in, no AWS credentials):
@@ -17,7 +17,12 @@
 // and HOME (a fresh directory). With --skip-bedrock-auth, the other way:
 //   CLAUDE_CODE_SKIP_BEDROCK_AUTH=1 ANTHROPIC_AUTH_TOKEN=KEY
 // (then it sends the control-plane read without credentials, and the
-// inference with "Authorization: Bearer KEY"). It runs `claude -p PROMPT --output-format
+// inference with "Authorization: Bearer KEY"). With --vertex, its Vertex AI
+// mode instead (issue 38), KEY sent as "Authorization: Bearer KEY":
+//   CLAUDE_CODE_USE_VERTEX=1 ANTHROPIC_VERTEX_BASE_URL=BASEURL/v1
+//   CLAUDE_CODE_SKIP_VERTEX_AUTH=1 ANTHROPIC_AUTH_TOKEN=KEY
+//   ANTHROPIC_VERTEX_PROJECT_ID=kv-client-project CLOUD_ML_REGION=us-east5
+//   the model KV_VERTEX_MODEL, default claude-sonnet-4-5@20250929. It runs `claude -p PROMPT --output-format
 // json`; Claude Code first lists the inference profiles, probes models with
 // max_tokens 1 and then streams the answer from invoke-with-response-stream.
 // Prints "ok"/"FAIL" lines, one "usage {json}" line with the usage Claude
@@ -29,13 +34,14 @@ import { dirname, join } from 'node:path';
 import { check, finish } from './check.mjs';
 
 const args = process.argv.slice(2);
-const skipAuth = args.includes('--skip-bedrock-auth');
-const [base, key, home, prompt = 'Greet the kilovolt test. [[out=9]]'] = args.filter((a) => a !== '--skip-bedrock-auth');
+const skipAuth = args.includes('--skip-bedrock-auth'), vertex = args.includes('--vertex');
+const [base, key, home, prompt = 'Greet the kilovolt test. [[out=9]]'] = args.filter((a) => !a.startsWith('--'));
 if (!base || !key || !home) {
-	console.error('usage: node claude_code_test.mjs BASEURL KEY HOME [PROMPT] [--skip-bedrock-auth]');
+	console.error('usage: node claude_code_test.mjs BASEURL KEY HOME [PROMPT] [--skip-bedrock-auth | --vertex]');
 	process.exit(2);
 }
-const MODEL = process.env.KV_BEDROCK_MODEL ?? 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
+const MODEL = vertex ? process.env.KV_VERTEX_MODEL ?? 'claude-sonnet-4-5@20250929' :
+	process.env.KV_BEDROCK_MODEL ?? 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
 
 // The native binary of this platform's package, else the package's launcher.
 function claude() {
@@ -51,9 +57,13 @@ function claude() {
 mkdirSync(home, { recursive: true });
 const env = {
 	PATH: process.env.PATH, HOME: home, TMPDIR: home,
-	CLAUDE_CODE_USE_BEDROCK: '1', ANTHROPIC_BEDROCK_BASE_URL: base,
-	...(skipAuth ? { CLAUDE_CODE_SKIP_BEDROCK_AUTH: '1', ANTHROPIC_AUTH_TOKEN: key } : { AWS_BEARER_TOKEN_BEDROCK: key }),
-	AWS_REGION: 'us-east-1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1',
+	...(vertex ? { CLAUDE_CODE_USE_VERTEX: '1', ANTHROPIC_VERTEX_BASE_URL: `${base}/v1`,
+		CLAUDE_CODE_SKIP_VERTEX_AUTH: '1', ANTHROPIC_AUTH_TOKEN: key,
+		ANTHROPIC_VERTEX_PROJECT_ID: 'kv-client-project', CLOUD_ML_REGION: 'us-east5' } :
+		{ CLAUDE_CODE_USE_BEDROCK: '1', ANTHROPIC_BEDROCK_BASE_URL: base, AWS_REGION: 'us-east-1',
+			...(skipAuth ? { CLAUDE_CODE_SKIP_BEDROCK_AUTH: '1', ANTHROPIC_AUTH_TOKEN: key } :
+				{ AWS_BEARER_TOKEN_BEDROCK: key }) }),
+	CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1',
 	ANTHROPIC_MODEL: MODEL, ANTHROPIC_SMALL_FAST_MODEL: MODEL,
 	CLAUDE_CODE_MAX_RETRIES: '0', API_TIMEOUT_MS: '60000',
 };

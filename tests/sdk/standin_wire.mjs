@@ -76,7 +76,7 @@ async function sendFrames(res, frames, u) {
 }
 
 // The Anthropic Messages events of an answer of u.output tokens.
-function anthropicEvents(id, model, u) {
+export function anthropicEvents(id, model, u) {
 	const words = answerWords(u.output);
 	const usage0 = { input_tokens: u.input, cache_creation_input_tokens: u.cacheWrite,
 		cache_read_input_tokens: u.cacheRead, output_tokens: 1 };
