@@ -602,6 +602,8 @@ static const struct cfg_key price_keys[] = {
 	{ "context_window", INT(1, CFG_MAX_TOKENS), PRC(context_window),
 	    .flags = CFG_OPTIONAL },
 	OPT_MONEY(cache_write_1h),
+	OPT_MONEY(audio_input),		/* audio tokens (Realtime), per 1M */
+	OPT_MONEY(audio_output),
 	{ "long_context_threshold", INT(1, CFG_MAX_TOKENS), PRC(long_context_threshold),
 	    .flags = CFG_OPTIONAL },
 	OPT_MONEY(long_context_input),

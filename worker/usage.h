@@ -65,7 +65,7 @@ struct kv_usage_scanner {
 	int		 cand_depth;	/* depth of the usage object being read */
 	int		 cand_src;	/* where it sits (top level or nested) */
 	int		 cand_done;	/* a complete usage object was read */
-	int64_t		 cand[15];	/* its numbers, -1 when absent */
+	int64_t		 cand[16];	/* its numbers, -1 when absent */
 	int64_t		 anth[8];	/* Anthropic fields so far, -1 unseen */
 	int64_t		 bedrock[4];	/* Bedrock's own input, output, cache read, write */
 	int64_t		 detail_tokens;	/* Converse cacheDetails: this element's inputTokens */

@@ -47,6 +47,7 @@ enum {
 	K_BR_METRICS, K_BR_INPUT_COUNT, K_BR_OUTPUT_COUNT, K_BR_READ_COUNT,
 	K_BR_WRITE_COUNT, K_BR_INPUT, K_BR_OUTPUT, K_BR_READ, K_BR_WRITE, K_INPUT,
 	K_BR_CACHE_DETAILS,
+	K_CACHED_DETAILS,	/* Realtime: input_token_details.cached_tokens_details */
 	K_COUNT
 };
 

@@ -120,12 +120,15 @@ key_intern(const char *k, size_t len)
 		break;
 	case 19:
 		KW("web_search_requests", K_WEB_SEARCH_REQ);
+		KW("input_token_details", K_INPUT_DETAILS);	/* Realtime's spelling */
 		break;
 	case 20:
 		KW("input_tokens_details", K_INPUT_DETAILS); KW("cacheReadInputTokens", K_BR_READ);
+		KW("output_token_details", K_OUTPUT_DETAILS);	/* Realtime's spelling */
 		break;
 	case 21:
 		KW("prompt_tokens_details", K_PROMPT_DETAILS); KW("max_completion_tokens", K_MAX_COMPLETION_TOKENS); KW("output_tokens_details", K_OUTPUT_DETAILS);
+		KW("cached_tokens_details", K_CACHED_DETAILS);
 		KW("cacheWriteInputTokens", K_BR_WRITE);
 		break;
 	case 23:

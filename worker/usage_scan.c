@@ -18,7 +18,7 @@ enum { SRC_TOP = 1, SRC_NESTED, SRC_METRICS };
 enum {
 	C_PROMPT, C_COMPLETION, C_INPUT, C_OUTPUT, C_CACHED_P, C_CACHED_I,
 	C_CACHE_WRITE, C_CACHE_READ, C_CACHE_1H, C_WEB_SEARCH, C_WEB_FETCH,
-	C_AUDIO_IN, C_AUDIO_OUT, C_REASONING, C_WRITE_P, C_N
+	C_AUDIO_IN, C_AUDIO_OUT, C_REASONING, C_WRITE_P, C_AUDIO_CACHED, C_N
 };
 enum { A_INPUT, A_WRITE, A_READ, A_OUTPUT, A_WRITE_1H, A_SEARCH, A_FETCH, A_N };
 
@@ -198,10 +198,14 @@ cand_number(struct kv_usage_scanner *s)
 			f = C_CACHED_I;
 	} else if (d == s->cand_depth + 1 && key_at(j, d - 1) == K_AUDIO_TOKENS) {
 		/* OpenAI's token details, priced apart where money.c has prices */
-		if (key_at(j, d - 2) == K_PROMPT_DETAILS)
-			f = C_AUDIO_IN;
-		else if (key_at(j, d - 2) == K_COMPLETION_DETAILS)
+		if (key_at(j, d - 2) == K_PROMPT_DETAILS || key_at(j, d - 2) == K_INPUT_DETAILS)
+			f = C_AUDIO_IN;	/* Realtime: input_token_details.audio_tokens */
+		else if (key_at(j, d - 2) == K_COMPLETION_DETAILS ||
+		    key_at(j, d - 2) == K_OUTPUT_DETAILS)
 			f = C_AUDIO_OUT;
+	} else if (d == s->cand_depth + 2 && key_at(j, d - 1) == K_AUDIO_TOKENS &&
+	    key_at(j, d - 2) == K_CACHED_DETAILS && key_at(j, d - 3) == K_INPUT_DETAILS) {
+		f = C_AUDIO_CACHED;	/* Realtime: the cached part of audio_tokens */
 	} else if (d == s->cand_depth + 1 && key_at(j, d - 1) == K_CACHE_WRITE_TOKENS &&
 	    (key_at(j, d - 2) == K_PROMPT_DETAILS || key_at(j, d - 2) == K_INPUT_DETAILS)) {
 		f = C_WRITE_P;	/* OpenAI's cache writes, among the prompt tokens */
@@ -250,6 +254,9 @@ commit_openai(struct kv_usage_scanner *s)
 	u->cache_write = u->cache_write > u->input - u->cached_input ?
 	    u->input - u->cached_input : u->cache_write;
 	u->audio_input = either(c[C_AUDIO_IN], -1);
+	if (c[C_AUDIO_CACHED] > 0)	/* priced as cached input, not audio */
+		u->audio_input = u->audio_input > c[C_AUDIO_CACHED] ?
+		    u->audio_input - c[C_AUDIO_CACHED] : 0;
 	u->audio_input = u->audio_input > u->input - u->cached_input - u->cache_write ?
 	    u->input - u->cached_input - u->cache_write : u->audio_input;
 	u->audio_output = either(c[C_AUDIO_OUT], -1);
@@ -413,6 +420,7 @@ event_type(const struct kv_json *j)
 {
 	static const char *const done[] = {
 		"response.completed", "response.incomplete", "response.failed",
+		"response.done",	/* the Realtime API's (ws_session.c) */
 	};
 	size_t i;
 
