@@ -123,6 +123,8 @@ feed_head(struct kv_ws_parser *p, const uint8_t *in, size_t len,
 	}
 	ev->kind = KV_WS_HEAD;
 	ev->end = p->len == 0;
+	ev->data = p->head;
+	ev->len = p->hlen;
 	p->hlen = 0;
 	p->in_payload = p->len != 0;
 	return used;

@@ -29,7 +29,8 @@ enum kv_ws_side {
 /* What one kv_ws_feed call found. */
 enum kv_ws_kind {
 	KV_WS_NEED,	/* every byte was header: feed more */
-	KV_WS_HEAD,	/* a frame's header is whole: p->fin, opcode, len, mask */
+	KV_WS_HEAD,	/* a frame's header is whole: p->fin, opcode, len, mask;
+			   ev->data[0..len) its bytes, held in the parser */
 	KV_WS_DATA,	/* payload bytes: ev->data[0..len) at payload offset ev->off */
 	KV_WS_ERR,	/* a protocol error: ev->err; the parser is stuck there */
 };

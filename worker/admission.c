@@ -511,6 +511,24 @@ admit_endpoint(struct kv_conn *c, const struct kv_upstream *up)
 	return KV_NEXT;
 }
 
+/* A WebSocket session (ws_session.c) to an OpenAI upstream: its key's
+ * account resolved now, nothing reserved (each turn is, ws_turn.c). */
+static enum kv_rc
+admit_ws(struct kv_conn *c, const struct kv_upstream *up)
+{
+	enum kv_rc st;
+
+	if (up->provider != KV_PROVIDER_OPENAI && up->provider != KV_PROVIDER_AUTO)
+		return reply_error(c, 404, "kilovolt relays WebSocket sessions (the Responses "
+		    "API's WebSocket mode, the Realtime API) to OpenAI upstreams only");
+	if (kv_memguard_full(&c->w->mem, c->w->now_ms) && (c->retry_after = KV_MEMGUARD_RETRY_S))
+		return reply_error(c, 503, "the gateway is at its memory limit; retry shortly");
+	if (account_of(c, &st) == -1)
+		return st;
+	peer_pick(c, up);
+	return KV_NEXT;
+}
+
 /* Parked for lease (leasewait.h): the reservation again; parked on,
  * admitted, or refused. */
 static enum kv_rc
@@ -566,6 +584,8 @@ request_admit(struct kv_conn *c)
 	if (virtual_keys(up) && kv_cred_query_key(c->req.target, &qlen) != NULL)
 		return reply_error(c, 400, "this upstream uses its own provider key: send the "
 		    "kilovolt key in a header (Authorization: Bearer KEY), not as ?key=");
+	if (c->req.ws)
+		return admit_ws(c, up);
 	if ((st = admit_endpoint(c, up)) != KV_NEXT)
 		return st;
 	/* A client that asked for usage itself is sent as it is; for any

@@ -39,6 +39,7 @@ enum conn_state {
 	CS_SEND,	/* gate, connect, handshake, send (request_send.c) */
 	CS_RESP_HEAD,	/* reading the response head (relay_head.c) */
 	CS_RELAY,	/* streaming the response to the client (relay.c) */
+	CS_WS,		/* a WebSocket session's frames, both ways (ws_session.c) */
 	CS_NPHASES,
 	CS_ERRWRITE = CS_NPHASES,	/* writing a response we made ourselves */
 	CS_LINGER,	/* refused mid-upload: reading the rest away before close */
@@ -126,6 +127,7 @@ struct kv_request {
 	int64_t			 inj_at;
 	int			 auth_x_api_key;	/* credential came in x-api-key */
 	int			 auth_api_key;	/* an api-key header (Azure's) came */
+	int			 ws;		/* a WebSocket upgrade: KV_WSK_* (ws_upgrade.h) */
 	uint8_t			 keyhash[32];
 	char			 keyid[13];
 	/* a client identified by a JWT (jwt_auth.c): its user node
@@ -201,6 +203,8 @@ struct kv_response {
 	uint64_t		 drain_left;	/* and for at most these bytes */
 	int			 pipefd[2];
 	size_t			 pipe_len;
+	int			 ws_open;	/* the provider's 101 is the client's head */
+	struct kv_ws_sess	*ws;		/* the session (ws_session-t.h), NULL none */
 };
 
 struct kv_conn {

@@ -30,6 +30,7 @@
 #include "worker/request_head.h"
 #include "worker/request_send.h"
 #include "worker/settle.h"
+#include "worker/ws_session.h"
 
 #define STEPS_PER_EVENT 64	/* then yield to other connections */
 
@@ -53,6 +54,7 @@ static const struct kv_phase {
 	[CS_SEND]	= { request_send,	request_send_timeout,	NULL },
 	[CS_RESP_HEAD]	= { relay_head,		head_timeout,		relay_client_left },
 	[CS_RELAY]	= { relay_body,		relay_timeout,		relay_client_left },
+	[CS_WS]		= { ws_session,		ws_timeout,		ws_client_left },
 };
 
 static void conn_run(struct kv_conn *c);
@@ -369,7 +371,7 @@ conn_apply(struct kv_conn *c, enum kv_rc rc)
 	case KV_AGAIN:
 		return 0;
 	case KV_REPLY:
-		if (c->state == CS_RELAY)	/* the client has a head: only a cut */
+		if (c->state >= CS_RELAY)	/* the client has a head: only a cut */
 			break;
 		conn_upstream_detach(c, 0);	/* the attempt is over */
 		c->state = CS_ERRWRITE;
@@ -501,7 +503,7 @@ void
 kv_conn_close_all(struct kv_worker *w)
 {
 	while (w->conns != NULL) {
-		w->conns->cut = w->conns->state == CS_RELAY;
+		w->conns->cut = w->conns->state == CS_RELAY || w->conns->state == CS_WS;
 		conn_close(w->conns);
 	}
 	kv_conn_reap(w);

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "worker/aws_stream_filter.h"
 #include "worker/drops.h"
+#include "worker/ws_session-t.h"
 
 /* ---- the connections' memory (the memory guard's count) -------------- */
 
@@ -381,6 +382,8 @@ conn_free_buf(struct kv_conn *c)
 		c->resp.pipefd[0] = c->resp.pipefd[1] = -1;
 	}
 	c->resp.pipe_len = 0;
+	kv_ws_sess_free(c->resp.ws);
+	c->resp.ws = NULL;
 }
 
 void

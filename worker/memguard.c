@@ -199,7 +199,7 @@ count_streams(struct kv_memguard *g, int live[KV_COST_KINDS])
 	for (i = 0; i < g->nups; i++)
 		g->ups[i].cost_kind = config_kind(g->ups[i].cf);
 	for (c = *g->conns; c != NULL; c = c->next) {
-		if (c->closed || c->state != CS_RELAY || c->att.uc == NULL)
+		if (c->closed || (c->state != CS_RELAY && c->state != CS_WS) || c->att.uc == NULL)
 			continue;
 		k = stream_kind(c);
 		live[k]++;

@@ -313,6 +313,8 @@ relay_body(struct kv_conn *c)
 {
 	enum kv_rc rc;
 
+	if (c->resp.ws_open)
+		return KV_NEXT;	/* a WebSocket's 101: the session phase (ws_session.c) */
 	while ((rc = relay_turn(c)) == KV_NEXT)
 		;
 	return rc;

@@ -18,6 +18,7 @@
 #include "worker/reply.h"
 #include "worker/resp_filter.h"
 #include "worker/settle.h"
+#include "worker/ws_upgrade.h"
 
 /* This response's x-kilovolt-upstream and x-ratelimit-* lines (when the
  * key has a limit), into obuf. Returns 0 or -1. */
@@ -96,7 +97,9 @@ build_client_head(struct kv_conn *c, const struct kv_http_response *res)
 		return -1;
 	if ((!c->resp.reframe && c->resp.chunked) || c->resp.out_chunked)
 		CONN_OBUF_LIT(c, "Transfer-Encoding: chunked\r\n");
-	if (!c->client_keep)
+	if (c->resp.ws_open)
+		CONN_OBUF_LIT(c, "Upgrade: websocket\r\nConnection: Upgrade\r\n");
+	else if (!c->client_keep)
 		CONN_OBUF_LIT(c, "Connection: close\r\n");
 	if (c->client_keep && c->req.minor == 0)
 		CONN_OBUF_LIT(c, "Connection: keep-alive\r\n");
@@ -117,12 +120,21 @@ on_resp_head(struct kv_conn *c, size_t hl)
 	resp_filter_start(c, res);
 	if (c->client_gone)
 		c->client_keep = 0;
+	if (c->req.ws && res->status == 101) {
+		/* a WebSocket session from here (ws_session.c): no extension,
+		 * and the frames that came with the head are the session's */
+		if (!kv_ws_accept_ok(res))
+			return reply_error(c, 502, "upstream WebSocket handshake not acceptable "
+			    "(no Sec-WebSocket-Accept, or an extension kilovolt did not offer)");
+		c->resp.ws_open = 1;
+		c->client_keep = 0;
+	}
 	if (build_client_head(c, res) == -1)
 		return reply_error(c, 502, "upstream response head too large");
 	if (res->status >= 500)	/* the provider's own error, passed on */
 		atomic_fetch_add(&c->w->ledger->hdr->counters.responses_5xx_relayed_total, 1);
 	c->att.upos = hl;
-	if (c->att.ulen > hl) {
+	if (c->att.ulen > hl && !c->resp.ws_open) {
 		if ((n = resp_filter_consume(c, c->att.ubuf + hl, c->att.ulen - hl)) == -1)
 			return reply_error(c, 502, "malformed upstream response body");
 		c->att.ulen = c->resp.reframe ? hl : hl + (size_t)n;
@@ -140,7 +152,7 @@ parse_head(struct kv_conn *c)
 
 	while (c->att.ulen > 0) {
 		r = kv_http_parse_response(c->att.ubuf, c->att.ulen, &c->w->res, &reason);
-		if (r > 0 && c->w->res.status < 200) {
+		if (r > 0 && c->w->res.status < 200 && !(c->req.ws && c->w->res.status == 101)) {
 			/* interim response: not for the client (we sent no Expect) */
 			memmove(c->att.ubuf, c->att.ubuf + r, c->att.ulen - (size_t)r);
 			c->att.ulen -= (size_t)r;

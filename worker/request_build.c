@@ -18,6 +18,7 @@
 #include "worker/spool.h"
 #include "worker/upstream_rewrite.h"
 #include "worker/vertex_req.h"
+#include "worker/ws_upgrade.h"
 
 /* Whether the client's header H goes upstream: not a hop-by-hop one, not
  * one kilovolt writes itself (Host, Content-Length), not Expect or
@@ -31,6 +32,10 @@ want_header(const struct kv_conn *c, const struct kv_http_header *h)
 
 	if (h->hop || kv_jwt_auth_header(c, n, h->name_len) ||
 	    kv_request_tags_header(c, n, h->name_len))
+		return 0;
+	/* a WebSocket upgrade: no extension offered; the subprotocols
+	 * rebuilt without the client's key (ws_lines) */
+	if (c->req.ws && !kv_ws_header_passes(h))
 		return 0;
 	/* A Bedrock upstream gets our credential (SigV4 or its API key), never
 	 * the client's nor a client's own signature. */
@@ -139,6 +144,32 @@ build_inject(struct kv_conn *c, const char **msg)
 	return 0;
 }
 
+/* A WebSocket upgrade's own lines (room within the client's head, which
+ * had them): the switch, and the subprotocols less the one carrying the
+ * kilovolt key when the upstream has a key of its own (else the client's
+ * key is the provider's, and goes as it came). */
+static void
+ws_lines(struct kv_conn *c, const struct kv_http_request *req)
+{
+	const struct kv_http_header *h;
+	char rest[1024];
+	int n;
+
+	CONN_OBUF_LIT(c, "Upgrade: websocket\r\nConnection: Upgrade\r\n");
+	h = kv_http_find(req->headers, req->nheaders, "sec-websocket-protocol");
+	if (h == NULL)
+		return;
+	if (c->rt->cf->api_key == NULL) {
+		conn_obuf_add_header(c, h);
+		return;
+	}
+	if ((n = kv_ws_proto_rest(req, rest, sizeof(rest))) <= 0)
+		return;
+	CONN_OBUF_LIT(c, "Sec-WebSocket-Protocol: ");
+	conn_obuf_add(c, rest, (size_t)n);
+	CONN_OBUF_LIT(c, "\r\n");
+}
+
 /* The lines the head gets from us, into room reserved by build_request:
  * the upstream's own credential (kl bytes), the framing of the body that
  * was read whole, and the end of the head. */
@@ -167,7 +198,11 @@ own_lines(struct kv_conn *c, const struct kv_http_request *req, const char *key,
 		c->olen += kv_fmt_i64(c->obuf + c->olen, c->req.body_bytes + (int64_t)c->req.injlen);
 		CONN_OBUF_LIT(c, "\r\n");
 	}
-	CONN_OBUF_LIT(c, "Connection: keep-alive\r\n\r\n");
+	if (c->req.ws)
+		ws_lines(c, req);
+	else
+		CONN_OBUF_LIT(c, "Connection: keep-alive\r\n");
+	CONN_OBUF_LIT(c, "\r\n");
 }
 
 /* The body's SHA-256, as it goes: from the window (with the member added
@@ -244,7 +279,8 @@ build_request(struct kv_conn *c, const char **msg)
 	/* Room for the whole head, written without a check per piece: each
 	 * forwarded line takes at most one byte more than in the client's
 	 * head (": "), and 256 covers the request line's and our own lines. */
-	need = c->head_len + req->nheaders + bl + hl + kl + 256 + (sigv4 ? KV_AWS_SIGN_ROOM : 0);
+	need = c->head_len + req->nheaders + bl + hl + kl + 256 + (sigv4 ? KV_AWS_SIGN_ROOM : 0) +
+	    (c->req.ws ? 64 : 0);
 	if (c->req.spfd == -1)
 		need += c->req.ilen + c->req.injlen;
 	if (conn_obuf_reserve(c, need) == -1)

@@ -20,6 +20,7 @@
 #include "worker/request_tags.h"
 #include "worker/reply.h"
 #include "worker/vertex_req.h"
+#include "worker/ws_upgrade.h"
 
 /* A client of the Anthropic API names its version or sends x-api-key; on a
  * path both providers serve it is routed, and answered, as Anthropic. */
@@ -127,7 +128,30 @@ body_intake(struct kv_conn *c, const struct kv_http_request *req)
 	    (size_t)c->req.body_left;
 	return KV_NEXT;
 }
+/* A WebSocket upgrade (ws_upgrade.h): its kind, and the key a browser
+ * client sends as the subprotocol openai-insecure-api-key.KEY, which
+ * must be the key any header carries. -1 with *WHY to refuse (400). */
+static int
+ws_head(struct kv_conn *c, const struct kv_http_request *req, int *r, const char **key,
+    size_t *klen, const char **why)
+{
+	const char *pk;
+	size_t pl;
 
+	if ((c->req.ws = kv_ws_upgrade_kind(req, c->req.target, why)) <= 0)
+		return c->req.ws;
+	if ((pk = kv_ws_proto_key(req, &pl)) == NULL)
+		return 0;
+	if (*r == 0 && (pl != *klen || memcmp(pk, *key, pl) != 0)) {
+		*why = "two credentials (Authorization and the openai-insecure-api-key "
+		    "subprotocol) carry different keys";
+		return -1;
+	}
+	*key = pk;
+	*klen = pl;
+	*r = 0;
+	return 0;
+}
 
 static enum kv_rc
 on_head(struct kv_conn *c, size_t hl)
@@ -171,7 +195,8 @@ on_head(struct kv_conn *c, size_t hl)
 		    "takes no AWS credentials from clients (it signs for Bedrock itself): use "
 		    "your kilovolt key as a Bedrock API key (AWS_BEARER_TOKEN_BEDROCK=KEY, "
 		    "sent as Authorization: Bearer KEY) or send it in x-api-key");
-	if ((r = kv_cred_find(req, c->req.target, &key, &klen, &c->req.auth_x_api_key, &why)) == -2)
+	if ((r = kv_cred_find(req, c->req.target, &key, &klen, &c->req.auth_x_api_key, &why)) == -2 ||
+	    ws_head(c, req, &r, &key, &klen, &why) == -1)
 		return reply_error(c, 400, why);
 	/* taken on an azure upstream's paths only (azure_admit.c) */
 	c->req.auth_api_key = kv_http_find(req->headers, req->nheaders, "api-key") != NULL;
