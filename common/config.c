@@ -493,6 +493,7 @@ cfg_defaults(struct kv_config *cf)
 	strcpy(cf->auth_jwt.team_claim, "groups");
 	cf->auth_jwt.user_budget_nusd = -1;
 	strcpy(cf->tags_header, "x-kilovolt-tags");
+	cf->tags_header_len = sizeof("x-kilovolt-tags") - 1;
 	cf->max_tags = 4;
 }
 

@@ -373,6 +373,7 @@ struct kv_config {
 	struct kv_teamdef *tags;
 	size_t	  ntags;
 	char	  tags_header[64];	/* [budget] tags_header, lower case */
+	size_t	  tags_header_len;	/* its length: most headers differ in it */
 	int	  max_tags;		/* [budget] max_tags: tags one request may name */
 	const struct kv_keydef **keys_by_hash;	/* keys sorted by hash, when a tree is */
 	size_t	  nnodes;	/* teams, tags and model caps: slots 0..nnodes-1 */

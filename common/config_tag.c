@@ -71,6 +71,7 @@ cfg_set_tags_header(struct cfg_parse *p, const struct cfg_key *k, const char *v)
 			return cfg_err(p, p->lineno, "tags_header: '%s' is not a header name", v);
 	for (i = 0; i <= n; i++)	/* compared with the client's in lower case */
 		h[i] = (char)tolower((unsigned char)v[i]);
+	p->cf->tags_header_len = n;
 	if (strcmp(h, "authorization") == 0 || strcmp(h, "x-api-key") == 0 ||
 	    strcmp(h, "api-key") == 0 || strcmp(h, "x-goog-api-key") == 0 ||
 	    strcmp(h, "host") == 0 || strcmp(h, "content-length") == 0)

@@ -64,7 +64,7 @@ kv_request_tags(struct kv_conn *c, const struct kv_http_request *req, const char
 int
 kv_request_tags_header(const struct kv_conn *c, const char *name, size_t len)
 {
-	const char *hn = c->w->cf->tags_header;
+	const struct kv_config *cf = c->w->cf;
 
-	return strlen(hn) == len && strncasecmp(name, hn, len) == 0;
+	return cf->tags_header_len == len && strncasecmp(name, cf->tags_header, len) == 0;
 }
