@@ -495,6 +495,7 @@ cfg_defaults(struct kv_config *cf)
 	strcpy(cf->tags_header, "x-kilovolt-tags");
 	cf->tags_header_len = sizeof("x-kilovolt-tags") - 1;
 	cf->max_tags = 4;
+	cf->auth_jwt.user_rpm = cf->auth_jwt.user_tpm = -1;
 }
 
 /* The machine id (/etc/machine-id, 32 hex digits) into OUT; 0 or -1. */

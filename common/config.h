@@ -202,6 +202,7 @@ struct kv_teamdef {
 	uint8_t	  hash[32];
 	int	  slot;		/* its number among the config's nodes */
 	struct kv_modelcaps *caps;	/* NULL: none */
+	int64_t	  rpm, tpm;	/* per minute, for the whole team; 0: none */
 	int	  line;
 };
 
@@ -270,6 +271,10 @@ struct kv_auth_jwt {
 	int	  user_claim;		/* KV_JWT_USER_* */
 	char	  team_claim[128];	/* "" none */
 	int64_t	  user_budget_nusd;	/* a user first seen; -1: [budget] default */
+	int64_t	  user_rpm, user_tpm;	/* each user's, per minute; 0: none, -1: [budget] */
+	struct kv_modelcaps *user_caps;	/* each user's model_budget; NULL: none.
+					   Their node, slot and hash are unset:
+					   each user's own ("model/user/NAME/GLOB") */
 	char	  header[64];		/* lower case; "": Authorization: Bearer */
 };
 

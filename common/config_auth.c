@@ -186,6 +186,12 @@ const struct cfg_key kv_cfg_auth_jwt_keys[] = {
 	    .show = show_team_claim },
 	{ "user_budget", .type = CFG_T_MONEY, AUTH(user_budget_nusd),
 	    .flags = CFG_OPTIONAL },
+	{ "user_rpm", .type = CFG_T_INT, .min = 0, .max = CFG_MAX_RATE, AUTH(user_rpm),
+	    .flags = CFG_OPTIONAL },
+	{ "user_tpm", .type = CFG_T_INT, .min = 0, .max = CFG_MAX_RATE, AUTH(user_tpm),
+	    .flags = CFG_OPTIONAL },
+	{ "model_budget", .type = CFG_T_SPECIAL, .set = cfg_set_model_budget,
+	    .show = cfg_show_model_budget, .base = CFG_B_CONFIG },
 	{ "header", .type = CFG_T_STR, AUTH(header), .set = set_header,
 	    .show = show_header },
 	{ NULL }

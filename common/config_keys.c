@@ -19,7 +19,6 @@
 #include "common/config_units.h"
 
 #define CFG_MAX_SIZE		(1LL << 40)
-#define CFG_MAX_RATE		4000000000LL	/* per key and minute */
 #define CFG_MAX_TOKENS		100000000LL
 
 /* ---- word checks -------------------------------------------------------- */

@@ -44,6 +44,8 @@ const struct cfg_key kv_cfg_team_keys[] = {
 	{ "parent", .type = CFG_T_STR, TEAM(parent), .set = set_parent },
 	{ "model_budget", .type = CFG_T_SPECIAL, .set = cfg_set_model_budget,
 	    .show = cfg_show_model_budget, .base = CFG_B_TEAM },
+	{ "rpm", .type = CFG_T_INT, .min = 0, .max = CFG_MAX_RATE, TEAM(rpm) },
+	{ "tpm", .type = CFG_T_INT, .min = 0, .max = CFG_MAX_RATE, TEAM(tpm) },
 	{ NULL }
 };
 
@@ -77,6 +79,8 @@ caps_of(struct cfg_parse *p, const struct cfg_key *k)
 {
 	if (k->base == CFG_B_TEAM || k->base == CFG_B_TAG)	/* a tag is a kv_teamdef */
 		return &((struct kv_teamdef *)cfg_base(p, k->base))->caps;
+	if (k->base == CFG_B_CONFIG)	/* [auth jwt]: each user's */
+		return &p->cf->auth_jwt.user_caps;
 	return &((struct kv_keydef *)cfg_base(p, CFG_B_KEY))->caps;
 }
 
@@ -133,11 +137,11 @@ cfg_show_model_budget(FILE *f, const struct kv_config *cf, const void *obj,
     const struct cfg_key *k)
 {
 	const struct kv_modelcaps *caps = k->base == CFG_B_TEAM || k->base == CFG_B_TAG ?
-	    ((const struct kv_teamdef *)obj)->caps : ((const struct kv_keydef *)obj)->caps;
+	    ((const struct kv_teamdef *)obj)->caps : k->base == CFG_B_CONFIG ?
+	    cf->auth_jwt.user_caps : ((const struct kv_keydef *)obj)->caps;
 	char usd[40];
 	int i;
 
-	(void)cf;
 	if (caps == NULL || caps->n == 0) {
 		fprintf(f, "; %s: not set\n", k->name);
 		return;
@@ -316,6 +320,8 @@ cfg_tree_free(struct kv_config *cf)
 		free(cf->teams[i].caps);
 	for (i = 0; i < cf->nkeys; i++)
 		free(cf->keys[i].caps);
+	free(cf->auth_jwt.user_caps);
+	cf->auth_jwt.user_caps = NULL;
 	free(cf->keys_by_hash);
 	cf->keys_by_hash = NULL;
 	cf->nnodes = 0;

@@ -7,7 +7,7 @@
 #include "common/log.h"
 #include "shm/tree.h"
 
-static void
+static struct kv_account *
 sync_node(struct kv_ledger *l, const char *node, const uint8_t hash[32], int64_t budget,
     int period)
 {
@@ -19,7 +19,7 @@ sync_node(struct kv_ledger *l, const char *node, const uint8_t hash[32], int64_t
 	a = kv_ledger_account(l, hash, 1, node, budget);
 	if (a == NULL) {
 		kv_log_warnx("KV0137", "budget node %s: the account table is full", node);
-		return;
+		return NULL;
 	}
 	kv_account_set_label(a, node);
 	atomic_fetch_or(&a->aflags, KV_AF_NODE | KV_AF_CONFIG | KV_AF_KEPT);
@@ -28,15 +28,21 @@ sync_node(struct kv_ledger *l, const char *node, const uint8_t hash[32], int64_t
 	if (dropped >= 0)
 		kv_log_info("%s: the config's budget changed, dropping the override of %lld nusd",
 		    node, (long long)dropped);
+	return a;
 }
 
 static void
 sync_caps(struct kv_ledger *l, const struct kv_modelcaps *caps, int period)
 {
+	struct kv_account *a;
 	int i;
 
-	for (i = 0; caps != NULL && i < caps->n; i++)
-		sync_node(l, caps->cap[i].node, caps->cap[i].hash, caps->cap[i].budget_nusd, period);
+	for (i = 0; caps != NULL && i < caps->n; i++) {
+		a = sync_node(l, caps->cap[i].node, caps->cap[i].hash, caps->cap[i].budget_nusd,
+		    period);
+		if (a != NULL)	/* a cap is money only, not the [budget] rpm of a key */
+			kv_account_config_key(a, 0, 0);
+	}
 }
 
 void
@@ -46,8 +52,11 @@ kv_tree_sync(struct kv_ledger *l, const struct kv_config *cf)
 
 	for (i = 0; i < cf->nteams; i++) {
 		const struct kv_teamdef *t = &cf->teams[i];
+		struct kv_account *a = sync_node(l, t->node, t->hash, t->budget_nusd, t->period);
 
-		sync_node(l, t->node, t->hash, t->budget_nusd, t->period);
+		/* the running buckets kept, as a [key]'s are across a reload */
+		if (a != NULL)
+			kv_account_config_key(a, (uint32_t)t->rpm, (uint32_t)t->tpm);
 		sync_caps(l, t->caps, t->period);
 	}
 	for (i = 0; i < cf->nkeys; i++)

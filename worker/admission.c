@@ -5,6 +5,7 @@
 #include "worker/admission.h"
 #include "worker/admission_tree.h"
 #include "worker/azure_admit.h"
+#include "worker/tree_rate.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -231,6 +232,15 @@ user_account(struct kv_conn *c, enum kv_rc *st)
 		return refused(st, reply_error(c, 401, "this user's account is not usable"));
 	}
 	atomic_fetch_or(&c->adm.acct->aflags, KV_AF_NODE);
+	/* [auth jwt] user_rpm, user_tpm (unset: the [budget] rpm and tpm a
+	 * new account gets): each user's, as a [key]'s, the running buckets
+	 * kept; written only when the config's changed */
+	if (cf->auth_jwt.user_rpm >= 0 &&
+	    atomic_load(&c->adm.acct->rpm) != (uint32_t)cf->auth_jwt.user_rpm)
+		atomic_store(&c->adm.acct->rpm, (uint32_t)cf->auth_jwt.user_rpm);
+	if (cf->auth_jwt.user_tpm >= 0 &&
+	    atomic_load(&c->adm.acct->tpm) != (uint32_t)cf->auth_jwt.user_tpm)
+		atomic_store(&c->adm.acct->tpm, (uint32_t)cf->auth_jwt.user_tpm);
 	kv_ledger_period_roll(l, c->adm.acct, cf->period, (int64_t)time(NULL));
 	return 0;
 }
@@ -370,19 +380,22 @@ static void
 refusal_message(const struct kv_conn *c, int64_t asked, char *msg, size_t len)
 {
 	const struct kv_rl_view *v = &c->adm.rl;
+	/* a JWT's user, named as the tree's nodes are */
+	const char *kind = c->req.jwt ? "" : "key ", *who = c->req.jwt ? c->req.user_node :
+	    c->req.keyid;
 
 	if (v->refused_by == 'l')
-		snprintf(msg, len, "Rate limit of key %s: this host's share of the key's "
+		snprintf(msg, len, "Rate limit of %s%s: this host's share of the key's "
 		    "limits (RPM %u, TPM %u) is being renewed. Please try again in 1s.",
-		    c->req.keyid, v->rpm, v->tpm);
+		    kind, who, v->rpm, v->tpm);
 	else if (v->refused_by == 'r')
-		snprintf(msg, len, "Rate limit reached for key %s on requests per minute "
-		    "(RPM): Limit %u, Remaining %lld. Please try again in %llds.", c->req.keyid,
+		snprintf(msg, len, "Rate limit reached for %s%s on requests per minute "
+		    "(RPM): Limit %u, Remaining %lld. Please try again in %llds.", kind, who,
 		    v->rpm, (long long)v->req_remaining, (long long)v->retry_after_s);
 	else
-		snprintf(msg, len, "Rate limit reached for key %s on tokens per minute "
+		snprintf(msg, len, "Rate limit reached for %s%s on tokens per minute "
 		    "(TPM): Limit %u, Remaining %lld, Requested %lld. Please try again in %llds.",
-		    c->req.keyid, v->tpm, (long long)v->tok_remaining, (long long)asked,
+		    kind, who, v->tpm, (long long)v->tok_remaining, (long long)asked,
 		    (long long)v->retry_after_s);
 }
 
@@ -395,7 +408,7 @@ rate_admit(struct kv_conn *c, enum kv_rc *st)
 	struct kv_ledger *l = c->w->ledger;
 	struct kv_account *a = c->adm.acct;
 	int64_t tokens;
-	char msg[320];
+	char msg[640];
 	int rc;
 
 	if (atomic_load(&a->rpm) == 0 && atomic_load(&a->tpm) == 0)
@@ -411,12 +424,15 @@ rate_admit(struct kv_conn *c, enum kv_rc *st)
 	if (rc == 0)
 		return 0;
 	/* Refused: nothing goes upstream, so the budget holds nothing either. */
+	tree_rate_undo(c);
 	tree_settle(c, 0, 0);
 	kv_ledger_settle(l, c->w->slot, c->adm.resv, 0, NULL, NULL);
 	c->adm.resv = -1;
 	atomic_fetch_add(&a->rate_refusals, 1);
 	atomic_fetch_add(&l->hdr->counters.rate_limited_total, 1);
 	refusal_message(c, tokens, msg, sizeof(msg));
+	if (c->req.jwt)
+		c->adm.refused_node = c->req.user_node;
 	*st = reply_error(c, 429, msg);
 	return -1;
 }
@@ -434,7 +450,9 @@ reserve(struct kv_conn *c)
 	if (c->adm.resv < 0)
 		return budget_refusal(c, c->adm.resv, amount);
 	/* then every node above the key, all or nothing */
-	if (tree_admit(c, amount, &st) == -1) {
+	if (tree_admit(c, amount, &st) == -1 ||
+	    tree_rate_admit(c, estimate_tokens(c), &st) == -1) {
+		tree_settle(c, 0, 0);	/* nothing when tree_admit refused */
 		kv_ledger_settle(c->w->ledger, c->w->slot, c->adm.resv, 0, NULL, NULL);
 		c->adm.resv = -1;
 		return st;

@@ -156,6 +156,11 @@ struct kv_admission {
 	 * the key, and the node that refused (its name in the config), or
 	 * refused_key for the key itself: x-kilovolt-budget-node. */
 	struct kv_tree_hold	 tree;
+	/* its rate limits (tree_rate.c): bit i, node i took some; the
+	 * tokens it took; whether the input was made final */
+	uint32_t		 tree_rl;
+	uint32_t		 tree_tok[KV_TREE_NODES];
+	int			 tree_rl_sent;
 	const char		*refused_node;
 	int			 refused_key;
 	int64_t			 out_bound;	/* output tokens the reservation holds */

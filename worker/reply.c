@@ -12,7 +12,7 @@
 #include "worker/ratelimit_headers.h"
 
 /* The retry headers of our own error STATUS (x-ratelimit-*, retry-after,
- * x-should-retry; a budget's 402 also names the node that refused) into BUF; returns the length or -1. */
+ * x-should-retry; a budget's 402, or a node's 429, also names the node that refused) into BUF; returns the length or -1. */
 static int
 error_headers(struct kv_conn *c, int status, char *buf, size_t len)
 {
@@ -22,7 +22,11 @@ error_headers(struct kv_conn *c, int status, char *buf, size_t len)
 		return -1;
 	if (status == 429 && c->adm.rl.retry_after_s > 0)
 		k = snprintf(buf + n, len - (size_t)n,
-		    "retry-after: %lld\r\nx-should-retry: true\r\n", (long long)c->adm.rl.retry_after_s);
+		    "retry-after: %lld\r\nx-should-retry: true\r\n%s%s%s",
+		    (long long)c->adm.rl.retry_after_s,
+		    c->adm.refused_node != NULL ? "x-kilovolt-budget-node: " : "",
+		    c->adm.refused_node != NULL ? c->adm.refused_node : "",
+		    c->adm.refused_node != NULL ? "\r\n" : "");
 	else if (status == 402 && c->adm.refused_node != NULL)
 		k = snprintf(buf + n, len - (size_t)n,
 		    "x-kilovolt-budget-node: %s\r\nx-should-retry: false\r\n", c->adm.refused_node);

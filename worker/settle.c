@@ -5,6 +5,7 @@
  * reservation keeps should this worker die. */
 #include "worker/settle.h"
 #include "worker/admission_tree.h"
+#include "worker/tree_rate.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -51,6 +52,7 @@ traffic_settle(struct kv_conn *c, const struct kv_usage *u)
 	kv_ledger_op_begin(c->w->ledger);
 	kv_ratelimit_settle(c->w->ledger, c->w->slot, c->adm.resv,
 	    kv_ratelimit_tokens(u, c->req.anthropic), c->adm.rl_sent);
+	tree_rate_settle(c, kv_ratelimit_tokens(u, c->req.anthropic));
 	kv_ledger_op_end(c->w->ledger);
 }
 
@@ -77,8 +79,10 @@ settle_mark_sent(struct kv_conn *c)
 		kv_ledger_resv_sent(c->w->slot, c->adm.resv, min);
 		tree_sent(c, min);
 	}
-	if (c->req.api != KV_API_OTHER)
+	if (c->req.api != KV_API_OTHER) {
 		traffic_sent(c);
+		tree_rate_sent(c);
+	}
 }
 
 /* The counts a request is charged for (SPEC "Money", README "How cuts are
