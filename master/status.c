@@ -362,6 +362,7 @@ page_view(struct MHD_Connection *c, struct kv_status_view *v)
 
 	v->q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "q");
 	v->page = p != NULL ? strtol(p, NULL, 10) : 1;
+	v->cf = NULL;
 	return v;
 }
 
@@ -376,7 +377,9 @@ serve_get(struct kv_status *st, struct MHD_Connection *c, enum route r)
 	case R_PAGE:
 		if (out_open(&o) == -1)
 			return MHD_NO;
-		kv_status_html(o.f, st->l, now, page_view(c, &view));
+		(void)page_view(c, &view);
+		view.cf = st->cf;
+		kv_status_html(o.f, st->l, now, &view);
 		return out_send(c, &o, MHD_HTTP_OK, "text/html; charset=utf-8");
 	case R_HEALTH:
 		return serve_healthz(c, st->l, now);

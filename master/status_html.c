@@ -8,6 +8,7 @@
 
 #include "master/status_html.h"
 #include "master/status_html_keys.h"
+#include "master/status_html_tree.h"
 #include "master/status_html_parts.h"
 
 #include <errno.h>
@@ -364,6 +365,7 @@ kv_status_html(FILE *f, const struct kv_ledger *l, int64_t now, const struct kv_
 		fputs("<p class=\"empty\">out of memory: the keys are not shown</p>\n", f);
 	kv_html_key_page_free(&kp);
 	free(acc);
+	kv_html_tree(f, l, v != NULL ? v->cf : NULL);
 	fputs("<section class=\"two\">\n", f);
 	models(f, l);
 	upstreams(f, l);

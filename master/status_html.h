@@ -18,6 +18,7 @@
 struct kv_status_view {
 	const char	*q;
 	long		 page;
+	const struct kv_config *cf;	/* the running config: the tree's shape; NULL none */
 };
 
 /* Write the whole page for L as of NOW: the cards (the Errors card names

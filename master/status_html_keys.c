@@ -17,8 +17,8 @@
 #include "shm/history.h"
 #include "shm/ratelimit.h"
 
-static void
-bar(FILE *f, int64_t budget, int64_t spent, int64_t reserved)
+void
+kv_html_bar(FILE *f, int64_t budget, int64_t spent, int64_t reserved)
 {
 	double sp = budget > 0 ? 100.0 * (double)spent / (double)budget : (spent > 0 ? 100 : 0);
 	double rs = budget > 0 ? 100.0 * (double)reserved / (double)budget : 0;
@@ -44,9 +44,8 @@ bar(FILE *f, int64_t budget, int64_t spent, int64_t reserved)
 	fputs("</span></div></td>", f);
 }
 
-/* The key's rate limits and what is left of each now, and its 429s. */
-static void
-limits(FILE *f, const struct kv_account *a)
+void
+kv_html_limits(FILE *f, const struct kv_account *a)
 {
 	uint32_t rpm = atomic_load(&a->rpm), tpm = atomic_load(&a->tpm);
 	int64_t t = kv_rl_now_ns(), rem, reset;
@@ -94,12 +93,12 @@ key_row(FILE *f, const struct key_page *kp, size_t i)
 
 	fprintf(f, "<tr><td class=\"n muted\">%zu</td>", kp->first + i + 1);
 	key_cells(f, a);
-	bar(f, b, s, r);
+	kv_html_bar(f, b, s, r);
 	fprintf(f, "<td class=\"n\">%s</td><td class=\"n\">%s</td>"
 	    "<td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64 " / %" PRIu64 "</td>",
 	    kv_html_usd(s, m[0]), kv_html_usd(b, m[1]), atomic_load(&a->requests),
 	    atomic_load(&a->input_tokens), atomic_load(&a->output_tokens));
-	limits(f, a);
+	kv_html_limits(f, a);
 	fputs("<td class=\"chart\">", f);
 	kv_html_key_chart(f, kp->mins[i], KV_HIST_MINUTES, kp->max_min, "hour");
 	fputs("</td><td class=\"chart\">", f);

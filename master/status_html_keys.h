@@ -34,6 +34,13 @@ void	kv_html_key_page_free(struct key_page *kp);
  * keys in all), the search form and page links, and a row per key. */
 void	kv_html_keys(FILE *f, const struct key_page *kp, const char *q, size_t all);
 
+/* A budget bar cell: SPENT and RESERVED of BUDGET. */
+void	kv_html_bar(FILE *f, int64_t budget, int64_t spent, int64_t reserved);
+
+/* Two cells: A's rate limits and what is left of each now; its 402s and
+ * 429s. */
+void	kv_html_limits(FILE *f, const struct kv_account *a);
+
 /* With [cluster], per key synced with Redis: the figures of the JSON's
  * "cluster" object (shm/report.c), as this host last synced them. */
 void	kv_html_cluster_leases(FILE *f, const struct kv_ledger *l, const struct key_page *kp);

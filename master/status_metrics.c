@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "shm/report.h"
+#include "shm/report_sort.h"
+#include "shm/tree.h"
 
 /* Nano-dollars as exact decimal dollars ("-0.000000001"); display only,
  * so no floating point is involved even here. */
@@ -192,6 +194,24 @@ static const struct family model_families[] = {
 	{ "kilovolt_model_cost_dollars_total", "counter", "cost by model, USD", M_COST, 1 },
 };
 
+/* The budget tree's teams (docs/ledger.md "Budget tree"), label team. */
+static const struct family team_families[] = {
+	{ "kilovolt_team_requests_total", "counter", "requests by team", K_REQ, 0 },
+	{ "kilovolt_team_spent_dollars", "gauge",
+	    "spend in the current period by team, USD", K_SPENT, 1 },
+	{ "kilovolt_team_budget_dollars", "gauge", "budget by team, USD, 0 = none", K_BUDGET, 1 },
+	{ "kilovolt_team_reserved_dollars", "gauge",
+	    "reserved for requests in flight by team, USD", K_RESERVED, 1 },
+	{ "kilovolt_team_budget_refusals_total", "counter",
+	    "requests refused with 402 by team", K_REFUSED, 0 },
+	{ "kilovolt_team_rate_limit_requests_per_minute", "gauge",
+	    "rpm limit by team, 0 = none", K_RPM, 0 },
+	{ "kilovolt_team_rate_limit_tokens_per_minute", "gauge",
+	    "tpm limit by team, 0 = none", K_TPM, 0 },
+	{ "kilovolt_team_rate_limited_total", "counter",
+	    "requests refused with 429 for rpm or tpm by team", K_RATE_REFUSED, 0 },
+};
+
 static void
 put_value(FILE *f, int64_t v, int dollars)
 {
@@ -320,6 +340,32 @@ put_key_metrics(FILE *f, const struct kv_ledger *l)
 	if (atomic_load(&l->hdr->cluster))
 		put_series(f, cluster_families,
 		    sizeof(cluster_families) / sizeof(cluster_families[0]), s, ns, "key");
+	free(s);
+	free(acc);
+}
+
+/* Teams: each its series (an operator's list, not clients'), named
+ * without "team/" (the ledger's label: a name past 42 bytes is cut). */
+static void
+put_team_metrics(FILE *f, const struct kv_ledger *l)
+{
+	const struct kv_account **acc = NULL;
+	struct series *s;
+	size_t n, i;
+
+	n = kv_report_sorted_nodes(l, "team/", &acc);
+	if (n == 0 || (s = calloc(n, sizeof(*s))) == NULL) {
+		free(acc);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		key_snapshot(&s[i], acc[i]);
+		snprintf(s[i].name, sizeof(s[i].name), "%s", s[i].label + 5);
+		if (s[i].v[K_BUDGET] >= KV_NODE_UNBOUNDED)
+			s[i].v[K_BUDGET] = 0;
+	}
+	put_series(f, team_families, sizeof(team_families) / sizeof(team_families[0]),
+	    s, n, "team");
 	free(s);
 	free(acc);
 }
@@ -483,6 +529,7 @@ kv_status_metrics(FILE *f, const struct kv_ledger *l, int64_t now)
 	put_histogram(f, "kilovolt_request_duration_seconds",
 	    "time from request to the end of the response", &l->hdr->duration);
 	put_key_metrics(f, l);
+	put_team_metrics(f, l);
 	put_model_metrics(f, l);
 	put_target_metrics(f, l);
 }

@@ -153,4 +153,40 @@ if [ "$JWT" = 1 ]; then
 	check_eq "... naming team/payments" "$(node_of u2)" "team/payments"
 fi
 
+# ---- the status page's tree and /metrics per team, checked against the ledger -------------
+usd_of() { printf '%d.%09d' $(($1 / 1000000000)) $(($1 % 1000000000)); }
+curl -sS -m 30 "http://127.0.0.1:$KV_STATUS_PORT/metrics" >"$T/metrics"
+curl -sS -m 30 "http://127.0.0.1:$KV_STATUS_PORT/" >"$T/page.html"
+metric() { sed -n "s/^$1{team=\"$2\"} //p" "$T/metrics"; }
+attr() {	# NODE ATTR: the status page's data-ATTR of NODE's row
+	grep -o "<tr data-node=\"$1\"[^>]*>" "$T/page.html" | sed -n "s/.* data-$2=\"\([0-9]*\)\".*/\1/p"
+}
+check_eq "/metrics: team payments spent its 3 requests exactly" \
+	"$(metric kilovolt_team_spent_dollars payments)" "$(usd_of $((3 * R)))"
+check_eq "/metrics: team payments' requests" "$(metric kilovolt_team_requests_total payments)" 3
+check_eq "/metrics: team payments' rpm" "$(metric kilovolt_team_rate_limit_requests_per_minute payments)" 3
+# a4, and ana's u2 when the JWT part ran
+check_eq "/metrics: team payments' 429s" "$(metric kilovolt_team_rate_limited_total payments)" $((1 + JWT))
+check_eq "/metrics: team acme's budget" "$(metric kilovolt_team_budget_dollars acme)" "100.000000000"
+check_eq "/metrics: a team without a budget shows 0" "$(metric kilovolt_team_budget_dollars payments)" "0.000000000"
+for t in acme payments tokens quick; do
+	check_eq "/metrics: team $t's spend is the ledger's" "$(metric kilovolt_team_spent_dollars $t)" \
+		"$(usd_of "$(row team team/$t spent_nusd)")"
+	check_eq "/metrics: team $t's reserved is the ledger's" "$(metric kilovolt_team_reserved_dollars $t)" \
+		"$(usd_of "$(row team team/$t reserved_nusd)")"
+	check_eq "the status page: team $t's spend is the ledger's" "$(attr team/$t spent-nusd)" \
+		"$(row team team/$t spent_nusd)"
+	check_eq "the status page: team $t's requests are the ledger's" "$(attr team/$t requests)" \
+		"$(row team team/$t requests)"
+done
+check_eq "the status page: team acme's budget" "$(attr team/acme budget-nusd)" 100000000000
+check_eq "the status page: team payments spent exactly 3 requests" "$(attr team/payments spent-nusd)" $((3 * R))
+check "the status page shows the teams each under its parent (acme, then payments)" \
+	sh -c "grep -o 'data-node=\"team/[a-z]*\"' '$T/page.html' | head -2 | tr '\n' ' ' | grep -qx 'data-node=\"team/acme\" data-node=\"team/payments\" '"
+if [ "$JWT" = 1 ]; then
+	check_eq "the status page: user bo's spend is the ledger's" "$(attr user/bo spent-nusd)" \
+		"$(row user user/bo spent_nusd)"
+	check "... with its top model, the kv-cap* cap" grep -q 'kv-cap\* [$][0-9.]* of [$]' "$T/page.html"
+fi
+
 kv_finish
