@@ -631,6 +631,10 @@ main(int argc, char **argv)
 	if (strcmp(argv[optind], "audit") == 0)		/* the config's log, no ledger */
 		return resolve_ledger(&k) == -1 ? KVCTL_EXIT_USAGE :
 		    finish_output(kvctl_audit(k.audit, argc - optind, argv + optind));
+	if (strcmp(argv[optind], "team") == 0 && optind + 1 < argc &&
+	    kvctl_team_is_sub(argv[optind + 1]))	/* through the admin API */
+		return finish_output(kvctl_team_api(k.config != NULL ? k.config :
+		    kv_config_default_path(), argc - optind - 1, argv + optind + 1));
 	k.cargc = argc - optind;
 	k.cargv = argv + optind;
 	c = find_command(argv[optind]);

@@ -165,4 +165,13 @@ int	kvctl_report(FILE *f, const struct kv_ledger *l, const char *by, const char 
 /* kvctl team NAME: the team's row, or KVCTL_EXIT_NOTFOUND. */
 int	kvctl_team(FILE *f, const struct kv_ledger *l, const char *name, int json);
 
+/* kvctl team create|move|set|show NAME [flags] (ARGV from the word after
+ * "team") through the admin API of the daemon of CONFIG
+ * (cli/kvctl_team_api.c): its JSON answer on standard output. Returns a
+ * KVCTL_EXIT_* code: OK for 2xx, NOTFOUND for 404, USAGE otherwise. */
+int	kvctl_team_api(const char *config, int argc, char **argv);
+
+/* Is WORD a subcommand of kvctl team? */
+int	kvctl_team_is_sub(const char *word);
+
 #endif

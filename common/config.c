@@ -293,6 +293,9 @@ begin_section(struct cfg_parse *p, const char *text)
 		return cfg_err(p, p->lineno, "unknown section %s", p->sect_text);
 	memcpy(kind, text, klen);
 	kind[klen] = '\0';
+	if (p->teams_only && strcmp(kind, "team") != 0)
+		return cfg_err(p, p->lineno, "%s: only [team NAME] sections belong here",
+		    p->sect_text);
 	if (strcmp(kind, "server") == 0 && *name == '\0')
 		return begin_plain(p, SECT_SERVER, &p->seen_server);
 	if (strcmp(kind, "budget") == 0 && *name == '\0')
@@ -575,9 +578,46 @@ cfg_parse_file(struct cfg_parse *p)
 		return cfg_err(p, r, "syntax error");
 	if (p->cf->nupstreams == 0)
 		return cfg_err(p, 0, "no [upstream NAME] section");
-	if (cfg_tree_resolve(p) == -1 || cfg_tags_resolve(p) == -1)
-		return -1;
 	return cfg_expand_targets(p);
+}
+
+int
+kv_config_teams_path(const struct kv_config *cf, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s.teams", cf->ledger);
+
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* The admin API's teams (kv_config_teams_path), read as if they were at
+ * the end of the config; none when the file is missing. */
+static int
+cfg_parse_teams(struct cfg_parse *p)
+{
+	char path[sizeof(p->cf->ledger) + 8];
+	const char *file = p->file;
+	int r;
+
+	if (p->teams_instead != NULL)
+		snprintf(path, sizeof(path), "%s", p->teams_instead);
+	else if (kv_config_teams_path(p->cf, path, sizeof(path)) == -1)
+		return cfg_err(p, 0, "ledger: path too long");
+	if ((p->fp = fopen(path, "re")) == NULL)
+		return errno == ENOENT ? 0 : cfg_err(p, 0, "%s: %s", path, strerror(errno));
+	p->file = path;
+	p->lineno = 0;
+	p->sect = SECT_NONE;
+	p->teams_only = 1;
+	r = ini_parse_stream(cfg_read, p, cfg_handler, p);
+	free(p->buf);
+	p->buf = NULL;
+	if (fclose(p->fp) == EOF && !p->failed)
+		cfg_err(p, 0, "%s", strerror(errno));
+	else if (!p->failed && r != 0)
+		cfg_err(p, r > 0 ? r : 0, r == -2 ? "out of memory" : "syntax error");
+	p->file = file;
+	p->teams_only = 0;
+	return p->failed ? -1 : 0;
 }
 
 /* The [price] sections over the catalogue's N entries (FILE, consumed). */
@@ -658,20 +698,38 @@ cfg_load_prices(struct cfg_parse *p)
 	return cfg_merge_prices(p, file, n);
 }
 
+static int load(struct kv_config *cf, const char *file, const char *prices,
+    const char *teams, char *err, size_t errlen);
+
 int
 kv_config_load(struct kv_config *cf, const char *file, char *err, size_t errlen)
 {
-	return kv_config_load_prices(cf, file, NULL, err, errlen);
+	return load(cf, file, NULL, NULL, err, errlen);
 }
 
 int
 kv_config_load_prices(struct kv_config *cf, const char *file, const char *prices,
     char *err, size_t errlen)
 {
+	return load(cf, file, prices, NULL, err, errlen);
+}
+
+int
+kv_config_load_teams(struct kv_config *cf, const char *file, const char *teams,
+    char *err, size_t errlen)
+{
+	return load(cf, file, NULL, teams, err, errlen);
+}
+
+static int
+load(struct kv_config *cf, const char *file, const char *prices, const char *teams,
+    char *err, size_t errlen)
+{
 	struct cfg_parse p;
 
 	memset(&p, 0, sizeof(p));
 	p.prices_instead = prices;
+	p.teams_instead = teams;
 	p.cf = cf;
 	p.file = file;
 	p.err = err;
@@ -683,8 +741,8 @@ kv_config_load_prices(struct kv_config *cf, const char *file, const char *prices
 		return -1;
 	}
 	strcpy(cf->path, file);
-	if (cfg_parse_file(&p) == -1 || env_overrides(&p) == -1 || cluster_defaults(&p) == -1 ||
-	    cfg_load_prices(&p) == -1) {
+	if (cfg_parse_file(&p) == -1 || env_overrides(&p) == -1 || cfg_parse_teams(&p) == -1 ||
+	    cfg_tree_resolve(&p) == -1 || cfg_tags_resolve(&p) == -1 || cluster_defaults(&p) == -1 || cfg_load_prices(&p) == -1) {
 		kv_config_free(cf);
 		memset(cf, 0, sizeof(*cf));
 		return -1;

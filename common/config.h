@@ -204,6 +204,7 @@ struct kv_teamdef {
 	struct kv_modelcaps *caps;	/* NULL: none */
 	int64_t	  rpm, tpm;	/* per minute, for the whole team; 0: none */
 	int	  line;
+	int	  from_file;	/* made by the admin API: in the teams file */
 };
 
 struct kv_keydef {
@@ -387,6 +388,17 @@ struct kv_config {
 	struct kv_alerts alerts;
 	struct kv_auth_jwt auth_jwt;
 };
+
+/* The file of the teams made through the admin API (master/admin_teams.c):
+ * the ledger's path and ".teams", [team NAME] sections only, which
+ * kv_config_load reads after the config as if they were in it. Returns 0,
+ * or -1 when the path is too long. */
+int	kv_config_teams_path(const struct kv_config *cf, char *buf, size_t len);
+
+/* kv_config_load with TEAMS in place of the teams file: what the config
+ * would be with it (the admin API checks a change before making it). */
+int	kv_config_load_teams(struct kv_config *cf, const char *file, const char *teams,
+	    char *err, size_t errlen);
 
 /* Read and validate FILE, apply KILOVOLT_* environment overrides and resolve
  * env:NAME values. Returns 0, or -1 with "FILE:LINE: message" in err

@@ -49,6 +49,8 @@ struct cfg_parse {
 	int		 seen_alerts;
 	int		 seen_auth_jwt;
 	int		 workers_auto;
+	int		 teams_only;	/* reading the admin API's teams file */
+	const char	*teams_instead;	/* kv_config_load_teams: this teams file */
 	int		 failed;
 	char		*err;
 	size_t		 errlen;

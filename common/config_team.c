@@ -70,6 +70,7 @@ cfg_begin_team(struct cfg_parse *p, const char *name)
 	t->period = -1;
 	t->up = -1;
 	t->line = p->lineno;
+	t->from_file = p->teams_only;
 	p->sect = SECT_TEAM;
 	return 0;
 }
@@ -217,17 +218,18 @@ link_teams(struct cfg_parse *p)
 		struct kv_teamdef *t = &cf->teams[i];
 
 		if (t->parent[0] != '\0' && (t->up = team_index(cf, t->parent)) == -1)
-			return cfg_err(p, t->line, "[team %s]: parent '%s' is no [team]", t->name,
-			    t->parent);
+			return cfg_err(p, t->from_file ? 0 : t->line, "[team %s]: parent '%s' is "
+			    "no [team]", t->name, t->parent);
 	}
 	for (i = 0; i < cf->nteams; i++) {
 		for (d = 1, j = cf->teams[i].up; j != -1; j = cf->teams[j].up, d++) {
 			if (j == (int)i)
-				return cfg_err(p, cf->teams[i].line, "[team %s]: its parents make "
-				    "a cycle", cf->teams[i].name);
+				return cfg_err(p, cf->teams[i].from_file ? 0 : cf->teams[i].line,
+				    "[team %s]: its parents make a cycle", cf->teams[i].name);
 			if (d >= KV_TREE_DEPTH)
-				return cfg_err(p, cf->teams[i].line, "[team %s]: more than %d "
-				    "teams from it to its org", cf->teams[i].name, KV_TREE_DEPTH);
+				return cfg_err(p, cf->teams[i].from_file ? 0 : cf->teams[i].line,
+				    "[team %s]: more than %d teams from it to its org",
+				    cf->teams[i].name, KV_TREE_DEPTH);
 		}
 	}
 	return 0;

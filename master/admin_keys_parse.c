@@ -5,6 +5,7 @@
 
 #include "master/admin_keys_parse.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -396,4 +397,107 @@ kv_admin_parse_empty(const char *body, size_t len, char *err, size_t errlen)
 		return kv_errf(err, errlen, "unknown field \"%s\": this call takes no body",
 		    name);
 	return r;
+}
+
+/* A team's name: what the config takes and nothing that could end its
+ * line or section in the teams file. */
+static int
+team_word(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0'; i++)
+		if (!isalnum((unsigned char)s[i]) && strchr("._-", s[i]) == NULL)
+			return -1;
+	return i == 0 ? -1 : 0;
+}
+
+static int
+read_team_word(struct kv_jr *jr, const char *name, char out[64], char *err, size_t errlen)
+{
+	if (read_string(jr, name, out, 64, err, errlen) == -1)
+		return -1;
+	if (team_word(out) == -1)
+		return kv_errf(err, errlen, "\"%s\": '%s' is not a team name (letters, "
+		    "digits, '.', '_' and '-')", name, out);
+	return 0;
+}
+
+static int
+read_caps(struct kv_jr *jr, char *out, char *err, size_t errlen)
+{
+	size_t i;
+
+	if (read_string(jr, "model_budget", out, KV_TEAM_CAPS_MAX + 1, err, errlen) == -1)
+		return -1;
+	for (i = 0; out[i] != '\0'; i++)
+		if (out[i] < 0x20 || out[i] > 0x7e || strchr(";#=[]", out[i]) != NULL)
+			return kv_errf(err, errlen, "\"model_budget\": want GLOB:USD ... "
+			    "(printable, without ; # = [ ])");
+	return 0;
+}
+
+/* Member NAME (the bit F) of a team body into T, a null clearing it. */
+static int
+team_member(struct kv_jr *jr, const char *name, unsigned f, struct kv_admin_team *t,
+    char *err, size_t errlen)
+{
+	if (kv_jr_peek(jr) == KV_JR_NULL && f != KV_TEAM_F_NAME)
+		return kv_jr_skip(jr) == -1 ? fail_jr(jr, err, errlen) : 0;
+	switch (f) {
+	case KV_TEAM_F_NAME:
+		return read_team_word(jr, "name", t->name, err, errlen);
+	case KV_TEAM_F_PARENT:
+		return read_team_word(jr, "parent", t->parent, err, errlen);
+	case KV_TEAM_F_BUDGET:
+		if (strcmp(name, "budget_nusd") == 0)
+			return read_count(jr, name, INT64_MAX, &t->budget_nusd, err, errlen);
+		return read_usd(jr, "budget", &t->budget_nusd, err, errlen);
+	case KV_TEAM_F_PERIOD:
+		return read_period(jr, &t->period, err, errlen);
+	case KV_TEAM_F_RPM:
+		return read_count(jr, "rpm", KV_ADMIN_LIMIT_MAX, &t->rpm, err, errlen);
+	case KV_TEAM_F_TPM:
+		return read_count(jr, "tpm", KV_ADMIN_LIMIT_MAX, &t->tpm, err, errlen);
+	default:
+		return read_caps(jr, t->model_budget, err, errlen);
+	}
+}
+
+int
+kv_admin_parse_team(const char *body, size_t len, unsigned allowed, unsigned required,
+    struct kv_admin_team *t, char *err, size_t errlen)
+{
+	static const struct { const char *name; unsigned f; } m[] = {
+		{ "name", KV_TEAM_F_NAME }, { "parent", KV_TEAM_F_PARENT },
+		{ "budget", KV_TEAM_F_BUDGET }, { "budget_nusd", KV_TEAM_F_BUDGET },
+		{ "period", KV_TEAM_F_PERIOD }, { "rpm", KV_TEAM_F_RPM },
+		{ "tpm", KV_TEAM_F_TPM }, { "model_budget", KV_TEAM_F_CAPS } };
+	char name[ADMIN_NAME_MAX];
+	struct kv_jr jr;
+	size_t i;
+	int r;
+
+	memset(t, 0, sizeof(*t));
+	t->budget_nusd = -1;
+	t->period = -1;
+	if ((r = open_body(&jr, body, len, required == 0, err, errlen)) < 1)
+		return r;	/* 0: an empty body, nothing to change */
+	while ((r = next_member(&jr, name, err, errlen)) == 1) {
+		for (i = 0; i < sizeof(m) / sizeof(m[0]) && strcmp(m[i].name, name) != 0; i++)
+			;
+		if (i == sizeof(m) / sizeof(m[0]) || !(allowed & m[i].f))
+			return kv_errf(err, errlen, "unknown field \"%s\" here", name);
+		if (t->given & m[i].f)
+			return kv_errf(err, errlen, "\"%s\" is given twice", name);
+		t->given |= m[i].f;
+		if (team_member(&jr, name, m[i].f, t, err, errlen) == -1)
+			return -1;
+	}
+	if (r == -1)
+		return -1;
+	if ((t->given & required) != required)
+		return kv_errf(err, errlen, "\"%s\" is required", required & KV_TEAM_F_NAME ?
+		    "name" : "parent");
+	return 0;
 }

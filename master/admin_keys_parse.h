@@ -48,6 +48,38 @@ int	kv_admin_parse_budget(const char *body, size_t len, int64_t *nusd,
 int	kv_admin_parse_limits(const char *body, size_t len, int64_t *rpm, int64_t *tpm,
 	    char *err, size_t errlen);
 
+/* A POST /teams or POST /teams/NAME (set) or /teams/NAME/move body
+ * (master/admin_teams.c). GIVEN has the bit of each member present
+ * (KV_TEAM_F_*); a JSON null clears that setting (budget, parent,
+ * model_budget: none; rpm, tpm: 0; period: the [budget] period). */
+#define KV_TEAM_F_NAME		0x01u
+#define KV_TEAM_F_PARENT	0x02u
+#define KV_TEAM_F_BUDGET	0x04u
+#define KV_TEAM_F_PERIOD	0x08u
+#define KV_TEAM_F_RPM		0x10u
+#define KV_TEAM_F_TPM		0x20u
+#define KV_TEAM_F_CAPS		0x40u
+#define KV_TEAM_CAPS_MAX	150	/* model_budget's text: one config line */
+
+struct kv_admin_team {
+	unsigned given;
+	char	 name[64];	/* [A-Za-z0-9._-], 1..63 bytes */
+	char	 parent[64];	/* the same, "" none */
+	int64_t	 budget_nusd;	/* -1 none */
+	int64_t	 rpm, tpm;
+	int	 period;	/* enum kv_period, -1 the [budget] period */
+	char	 model_budget[KV_TEAM_CAPS_MAX + 1];	/* "GLOB:USD ...", "" none */
+};
+
+/* {"name": S, "parent": S, "budget": "USD" | "budget_nusd": N,
+ * "period": P, "rpm": N, "tpm": N, "model_budget": "GLOB:USD ..."}: only
+ * the members of ALLOWED (KV_TEAM_F_*), REQUIRED among them. A name or a
+ * parent holds letters, digits, '.', '_' and '-' only; model_budget
+ * printable ASCII without ';', '#', '=', '[' or ']' (the config reader
+ * judges it whole). */
+int	kv_admin_parse_team(const char *body, size_t len, unsigned allowed,
+	    unsigned required, struct kv_admin_team *t, char *err, size_t errlen);
+
 /* The body of a write that takes no arguments (DELETE /keys/ID, POST
  * /keys/ID/rotate): nothing, whitespace or {}. */
 int	kv_admin_parse_empty(const char *body, size_t len, char *err, size_t errlen);

@@ -32,6 +32,7 @@
 #include "common/log.h"
 #include "master/admin_audit.h"
 #include "master/admin_keys.h"
+#include "master/admin_teams.h"
 #include "master/admin_keys_parse.h"
 #include "master/loop.h"
 #include "master/status_metrics.h"
@@ -305,7 +306,7 @@ admin_apply(struct kv_status *st, FILE *f, const char *id, const char *action,
 
 /* ---- routing --------------------------------------------------------- */
 
-enum route { R_NONE, R_PAGE, R_JSON, R_METRICS, R_HEALTH, R_ADMIN, R_KEYS };
+enum route { R_NONE, R_PAGE, R_JSON, R_METRICS, R_HEALTH, R_ADMIN, R_KEYS, R_TEAMS };
 
 /* Split "/keys/ID/ACTION" into ID and ACTION; returns 0 or -1. ID may
  * hold '/' (a label "team/bot"): ACTION is the last part. */
@@ -351,6 +352,8 @@ route_of(const char *url, const char *method)
 		return R_ADMIN;
 	if (kv_admin_keys_route(url))
 		return R_KEYS;
+	if (kv_admin_teams_route(url))
+		return R_TEAMS;
 	return R_NONE;
 }
 
@@ -367,7 +370,7 @@ page_view(struct MHD_Connection *c, struct kv_status_view *v)
 }
 
 static enum MHD_Result
-serve_get(struct kv_status *st, struct MHD_Connection *c, enum route r)
+serve_get(struct kv_status *st, struct MHD_Connection *c, enum route r, const char *url)
 {
 	int64_t now = (int64_t)time(NULL);
 	struct kv_status_view view;
@@ -393,6 +396,11 @@ serve_get(struct kv_status *st, struct MHD_Connection *c, enum route r)
 			return MHD_NO;
 		kv_status_metrics(o.f, st->l, now);
 		return out_send(c, &o, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8");
+	case R_TEAMS:
+		if (out_open(&o) == -1)
+			return MHD_NO;
+		return out_send(c, &o, kv_admin_teams_get(o.f, st->l, st->cf, url),
+		    "application/json");
 	default:
 		return send_error(c, MHD_HTTP_NOT_FOUND, "not found");
 	}
@@ -403,7 +411,7 @@ method_not_allowed(struct MHD_Connection *c, enum route r, const char *url)
 {
 	return send_error_allow(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed",
 	    r == R_KEYS ? kv_admin_keys_allow(url) : r == R_ADMIN ? "POST, DELETE" :
-	    "GET, HEAD");
+	    r == R_TEAMS ? "GET, HEAD, POST" : "GET, HEAD");
 }
 
 /* First call of a POST: refuse early what needs no body, else set up the
@@ -457,6 +465,9 @@ admin_dispatch(struct kv_status *st, FILE *f, const char *method, const char *ur
 	if (route_of(url, method) == R_KEYS)
 		return kv_admin_keys_serve(f, st->l, st->cf, method, url, sr->body, sr->len,
 		    rec);
+	if (route_of(url, method) == R_TEAMS)
+		return kv_admin_teams_serve(f, st->l, st->cf, method, url, sr->body, sr->len,
+		    rec);
 	if (parse_admin_path(url, id, sizeof(id), &action) == -1)
 		return write_error(f, MHD_HTTP_NOT_FOUND, "not found");
 	return admin_apply(st, f, id, action, sr->body, rec);
@@ -504,7 +515,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 			*data_size = 0;
 			return MHD_YES;
 		}
-		return serve_get(st, c, r);
+		return serve_get(st, c, r, url);
 	}
 	if (*req != NULL) {
 		if (*data_size > 0) {
@@ -517,7 +528,8 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	if (r == R_NONE)
 		return send_error(c, MHD_HTTP_NOT_FOUND, "not found");
 	if ((r == R_ADMIN && strcmp(method, "POST") == 0) ||
-	    (r == R_KEYS && kv_admin_keys_takes(url, method)))
+	    (r == R_KEYS && kv_admin_keys_takes(url, method)) ||
+	    (r == R_TEAMS && kv_admin_teams_takes(url, method)))
 		return admin_begin(st, c, req);
 	if (r == R_ADMIN || r == R_KEYS || !is_get)
 		return method_not_allowed(c, r, url);
