@@ -1,4 +1,4 @@
-/* Unit tests of the admin API's key bodies (master/admin_keys_parse.c):
+/* Unit tests of the admin API's key and team bodies (master/admin_keys_parse.c):
  * every member read exactly, every bad input refused with a message that
  * names what was wrong. */
 #include "master/admin_keys_parse.h"
@@ -138,6 +138,60 @@ test_budget_limits(void)
 	CHECK_INT(kv_admin_parse_empty("x", 1, err, sizeof(err)), -1);
 }
 
+#define TEAM_ALL	(KV_TEAM_F_NAME | KV_TEAM_F_PARENT | KV_TEAM_F_BUDGET | \
+	KV_TEAM_F_PERIOD | KV_TEAM_F_RPM | KV_TEAM_F_TPM | KV_TEAM_F_CAPS)
+
+static void
+test_team(void)
+{
+	struct kv_admin_team t;
+	char err[256];
+
+#define TEAM(s, allowed, required) \
+	kv_admin_parse_team(s, strlen(s), allowed, required, &t, err, sizeof(err))
+	CHECK_INT(TEAM("{\"name\":\"payments\",\"parent\":\"acme\",\"budget\":\"12.5\","
+	    "\"period\":\"monthly\",\"rpm\":60,\"tpm\":9000,\"model_budget\":"
+	    "\"gpt-5*:300 claude-*:2.5\"}", TEAM_ALL, KV_TEAM_F_NAME), 0);
+	CHECK(strcmp(t.name, "payments") == 0 && strcmp(t.parent, "acme") == 0);
+	CHECK_INT(t.budget_nusd, 12500000000LL);
+	CHECK_INT(t.period, 3);
+	CHECK_INT(t.rpm, 60);
+	CHECK_INT(t.tpm, 9000);
+	CHECK(strcmp(t.model_budget, "gpt-5*:300 claude-*:2.5") == 0);
+	CHECK_INT(t.given, TEAM_ALL);
+	/* null clears; absent leaves alone */
+	CHECK_INT(TEAM("{\"budget\":null,\"model_budget\":null}", TEAM_ALL, 0), 0);
+	CHECK_INT(t.given, KV_TEAM_F_BUDGET | KV_TEAM_F_CAPS);
+	CHECK_INT(t.budget_nusd, -1);
+	CHECK(t.model_budget[0] == '\0');
+	CHECK_INT(TEAM("", KV_TEAM_F_BUDGET, 0), 0);	/* set with nothing */
+	CHECK_INT(t.given, 0);
+	CHECK_INT(TEAM("{\"parent\":null}", KV_TEAM_F_PARENT, KV_TEAM_F_PARENT), 0);
+	CHECK(t.parent[0] == '\0');
+	/* refusals, each naming what */
+	CHECK_INT(TEAM("{}", TEAM_ALL, KV_TEAM_F_NAME), -1);
+	CHECK(strstr(err, "\"name\" is required") != NULL);
+	CHECK_INT(TEAM("{\"name\":\"a b\"}", TEAM_ALL, KV_TEAM_F_NAME), -1);
+	CHECK(strstr(err, "not a team name") != NULL);
+	CHECK_INT(TEAM("{\"name\":\"a\\n[key x]\"}", TEAM_ALL, KV_TEAM_F_NAME), -1);
+	CHECK_INT(TEAM("{\"name\":\"a\",\"parent\":\"x/y\"}", TEAM_ALL, KV_TEAM_F_NAME), -1);
+	CHECK_INT(TEAM("{\"name\":\"a\",\"model_budget\":\"x:1\\nrpm = 5\"}", TEAM_ALL,
+	    KV_TEAM_F_NAME), -1);
+	CHECK_INT(TEAM("{\"name\":\"a\",\"model_budget\":\"x:1 ; y\"}", TEAM_ALL,
+	    KV_TEAM_F_NAME), -1);
+	CHECK_INT(TEAM("{\"parent\":\"a\"}", TEAM_ALL & ~KV_TEAM_F_PARENT, 0), -1);
+	CHECK(strstr(err, "unknown field \"parent\"") != NULL);
+	CHECK_INT(TEAM("{\"rpm\":1,\"rpm\":2}", TEAM_ALL, 0), -1);
+	CHECK(strstr(err, "twice") != NULL);
+	CHECK_INT(TEAM("{\"budget\":\"1\",\"budget_nusd\":1}", TEAM_ALL, 0), -1);
+	CHECK_INT(TEAM("{\"rpm\":-1}", TEAM_ALL, 0), -1);
+	CHECK_INT(TEAM("{\"period\":\"hourly\"}", TEAM_ALL, 0), -1);
+	CHECK_INT(TEAM("{\"parent\":\"a\"}", KV_TEAM_F_PARENT, KV_TEAM_F_PARENT), 0);
+	CHECK_INT(TEAM("{}", KV_TEAM_F_PARENT, KV_TEAM_F_PARENT), -1);
+	CHECK(strstr(err, "\"parent\" is required") != NULL);
+#undef TEAM
+}
+
 static void
 test_date(void)
 {
@@ -163,6 +217,7 @@ main(void)
 	test_create();
 	test_create_refused();
 	test_budget_limits();
+	test_team();
 	test_date();
 	return unit_done();
 }

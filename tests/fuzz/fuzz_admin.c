@@ -21,6 +21,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *body = (const char *)data;
 	struct kv_admin_create r;
+	struct kv_admin_team t;
 	char err[256], s[64];
 	int64_t v, rpm, tpm;
 
@@ -45,6 +46,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (kv_admin_parse_limits(body, size, &rpm, &tpm, err, sizeof(err)) == 0) {
 		if (rpm < -1 || rpm > KV_ADMIN_LIMIT_MAX || tpm < -1 ||
 		    tpm > KV_ADMIN_LIMIT_MAX || (rpm == -1 && tpm == -1))
+			abort();
+	} else {
+		check_err(err, sizeof(err));
+	}
+	memset(err, 'x', sizeof(err));
+	if (kv_admin_parse_team(body, size, 0x7fu, 0x01u, &t, err, sizeof(err)) == 0) {
+		/* nothing the teams file could read as another line or section */
+		if (t.name[0] == '\0' || strpbrk(t.name, " \n[]=;#") != NULL ||
+		    strpbrk(t.parent, " \n[]=;#") != NULL || strpbrk(t.model_budget, "\n[]=;#") != NULL ||
+		    t.rpm < 0 || t.rpm > KV_ADMIN_LIMIT_MAX || t.tpm < 0 ||
+		    t.tpm > KV_ADMIN_LIMIT_MAX || t.budget_nusd < -1 || t.period < -1 || t.period > 3)
 			abort();
 	} else {
 		check_err(err, sizeof(err));
