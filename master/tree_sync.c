@@ -63,8 +63,10 @@ kv_tree_sync(struct kv_ledger *l, const struct kv_config *cf)
 		sync_caps(l, cf->keys[i].caps, (int)cf->period);
 	for (i = 0; i < cf->ntags; i++) {
 		const struct kv_teamdef *t = &cf->tags[i];
+		struct kv_account *a = sync_node(l, t->node, t->hash, t->budget_nusd, t->period);
 
-		sync_node(l, t->node, t->hash, t->budget_nusd, t->period);
+		if (a != NULL)	/* a tag has no rate limits, nor the [budget] rpm of a key */
+			kv_account_config_key(a, 0, 0);
 		sync_caps(l, t->caps, t->period);
 	}
 }
