@@ -426,6 +426,9 @@ void	kv_config_free(struct kv_config *cf);
  * ([team] sections or a key's model_budget); NULL otherwise. */
 const struct kv_keydef *kv_config_key_by_hash(const struct kv_config *cf, const uint8_t hash[32]);
 
+/* The index in cf->teams of the team NAME, or -1. */
+int	kv_config_team_index(const struct kv_config *cf, const char *name);
+
 /* The index in cf->tags of the [tag] named NAME (LEN bytes), or -1. */
 int	kv_config_tag(const struct kv_config *cf, const char *name, size_t len);
 

@@ -194,8 +194,8 @@ cfg_name_caps(struct cfg_parse *p, struct kv_modelcaps *caps, const char *owner)
 	return 0;
 }
 
-static int
-team_index(const struct kv_config *cf, const char *name)
+int
+kv_config_team_index(const struct kv_config *cf, const char *name)
 {
 	size_t i;
 
@@ -217,7 +217,7 @@ link_teams(struct cfg_parse *p)
 	for (i = 0; i < cf->nteams; i++) {
 		struct kv_teamdef *t = &cf->teams[i];
 
-		if (t->parent[0] != '\0' && (t->up = team_index(cf, t->parent)) == -1)
+		if (t->parent[0] != '\0' && (t->up = kv_config_team_index(cf, t->parent)) == -1)
 			return cfg_err(p, t->from_file ? 0 : t->line, "[team %s]: parent '%s' is "
 			    "no [team]", t->name, t->parent);
 	}
@@ -304,7 +304,7 @@ cfg_tree_resolve(struct cfg_parse *p)
 		struct kv_keydef *k = &cf->keys[i];
 
 		k->team_idx = -1;
-		if (k->team[0] != '\0' && (k->team_idx = team_index(cf, k->team)) == -1)
+		if (k->team[0] != '\0' && (k->team_idx = kv_config_team_index(cf, k->team)) == -1)
 			return cfg_err(p, 0, "[key %s]: team '%s' is no [team]", k->label, k->team);
 		snprintf(owner, sizeof(owner), "key/%s", k->label);
 		if (cfg_name_caps(p, k->caps, owner) == -1)

@@ -80,9 +80,9 @@ kv_admin_keys_allow(const char *url)
 	return post && del ? "POST, DELETE" : del ? "DELETE" : "POST";
 }
 
-/* {"error": MSG, "code": CODE}; returns STATUS. */
-static unsigned int
-fail(FILE *out, unsigned int status, const char *code, const char *msg)
+
+unsigned int
+kv_admin_fail(FILE *out, unsigned int status, const char *code, const char *msg)
 {
 	fputs("{\"error\":", out);
 	kv_json_write_string(out, msg);
@@ -96,17 +96,17 @@ fail_errno(FILE *out, int e, const char *msg)
 {
 	switch (e) {
 	case EEXIST:
-		return fail(out, 409, "label_taken", msg);
+		return kv_admin_fail(out, 409, "label_taken", msg);
 	case ENOSPC:
-		return fail(out, 409, "table_full", msg);
+		return kv_admin_fail(out, 409, "table_full", msg);
 	case EINVAL:
-		return fail(out, 400, "bad_request", msg);
+		return kv_admin_fail(out, 400, "bad_request", msg);
 	case EPERM:
-		return fail(out, 409, "not_issued", msg);
+		return kv_admin_fail(out, 409, "not_issued", msg);
 	case EKEYREVOKED:
-		return fail(out, 409, "revoked", msg);
+		return kv_admin_fail(out, 409, "revoked", msg);
 	default:	/* EAGAIN: a slot being claimed; EIO: no entropy */
-		return fail(out, 503, "busy", msg);
+		return kv_admin_fail(out, 503, "busy", msg);
 	}
 }
 
@@ -121,7 +121,7 @@ keys_create(FILE *out, struct kv_ledger *l, const struct kv_config *cf,
 
 	if (kv_admin_parse_create(body, len, (int64_t)time(NULL), &r, err,
 	    sizeof(err)) == -1)
-		return fail(out, 400, "bad_request", err);
+		return kv_admin_fail(out, 400, "bad_request", err);
 	spec.label = r.label;
 	spec.budget_nusd = r.budget_nusd >= 0 ? r.budget_nusd : cf->default_budget_nusd;
 	spec.rpm = r.rpm;
@@ -154,10 +154,10 @@ find(FILE *out, const struct kv_ledger *l, const char *id, unsigned int *status)
 	case 200:
 		return a;
 	case 404:
-		*status = fail(out, 404, "not_found", why);
+		*status = kv_admin_fail(out, 404, "not_found", why);
 		return NULL;
 	default:
-		*status = fail(out, 409, "ambiguous", why);
+		*status = kv_admin_fail(out, 409, "ambiguous", why);
 		return NULL;
 	}
 }
@@ -173,8 +173,8 @@ keys_revoke(FILE *out, struct kv_ledger *l, const char *name, struct kv_audit_re
 		return status;
 	kv_audit_key(rec, a);
 	if (atomic_load(&a->aflags) & KV_AF_CONFIG)
-		return fail(out, 409, "config_key", "a [key] of the config: remove its "
-		    "section (or change its key =) and reload");
+		return kv_admin_fail(out, 409, "config_key", "a [key] of the config: remove "
+		    "its section (or change its key =) and reload");
 	kv_key_id(a->hash, id);
 	/* Revoking twice answers the same: the key is revoked either way. */
 	kv_audit_obj_bool(&rec->before, "revoked", (atomic_load(&a->aflags) &
@@ -266,8 +266,8 @@ kv_admin_keys_serve(FILE *out, struct kv_ledger *l, const struct kv_config *cf,
 	if (op == OP_CREATE)
 		return keys_create(out, l, cf, body, len, rec);
 	if (op == OP_NONE)
-		return fail(out, 404, "not_found", "not found");
+		return kv_admin_fail(out, 404, "not_found", "not found");
 	if (kv_admin_parse_empty(body, len, err, sizeof(err)) == -1)
-		return fail(out, 400, "bad_request", err);
+		return kv_admin_fail(out, 400, "bad_request", err);
 	return op == OP_REVOKE ? keys_revoke(out, l, id, rec) : keys_rotate(out, l, id, rec);
 }

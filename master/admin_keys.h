@@ -51,4 +51,8 @@ unsigned int kv_admin_keys_serve(FILE *out, struct kv_ledger *l,
 	    const struct kv_config *cf, const char *method, const char *url,
 	    const char *body, size_t len, struct kv_audit_rec *rec);
 
+/* An admin call's refusal into OUT: {"error": MSG, "code": CODE}.
+ * Returns STATUS. */
+unsigned int kv_admin_fail(FILE *out, unsigned int status, const char *code, const char *msg);
+
 #endif

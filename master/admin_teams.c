@@ -18,6 +18,7 @@
 
 #include "common/jsonline.h"
 #include "common/log.h"
+#include "master/admin_keys.h"
 #include "master/teams_file.h"
 #include "shm/tree.h"
 
@@ -67,25 +68,6 @@ kv_admin_teams_takes(const char *url, const char *method)
 	return op == T_CREATE || op == T_SET || op == T_MOVE;
 }
 
-static unsigned int
-fail(FILE *out, unsigned int status, const char *code, const char *msg)
-{
-	fputs("{\"error\":", out);
-	kv_json_write_string(out, msg);
-	fprintf(out, ",\"code\":\"%s\"}\n", code);
-	return status;
-}
-
-static int
-team_index(const struct kv_config *cf, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < cf->nteams; i++)
-		if (strcmp(cf->teams[i].name, name) == 0)
-			return (int)i;
-	return -1;
-}
 
 /* The ledger's account of team node NODE, or NULL. */
 static struct kv_account *
@@ -136,8 +118,9 @@ team_json(FILE *out, struct kv_ledger *l, const struct kv_teamdef *d)
 	fprintf(out, ",\"made_by\":\"%s\"", d->from_file ? "api" : "config");
 	if (a != NULL)
 		fprintf(out, ",\"ledger\":{\"budget_nusd\":%lld,\"spent_nusd\":%lld,"
-		    "\"reserved_nusd\":%lld,\"requests\":%llu}", (long long)atomic_load(&a->budget_nusd),
-		    (long long)kv_account_spent(a), (long long)atomic_load(&a->reserved_nusd),
+		    "\"reserved_nusd\":%lld,\"requests\":%llu}",
+		    (long long)atomic_load(&a->budget_nusd), (long long)kv_account_spent(a),
+		    (long long)atomic_load(&a->reserved_nusd),
 		    (unsigned long long)atomic_load(&a->requests));
 	else
 		fputs(",\"ledger\":null", out);
@@ -155,7 +138,7 @@ kv_admin_teams_get(FILE *out, struct kv_ledger *l, const struct kv_config *cf,
 	enum teams_op op = op_of(url, "GET", name);
 
 	if (op != T_LIST && op != T_SHOW)
-		return fail(out, 405, "method_not_allowed", "POST only");
+		return kv_admin_fail(out, 405, "method_not_allowed", "POST only");
 	if (op == T_LIST) {
 		fputs("{\"teams\":[", out);
 		for (i = 0; i < cf->nteams; i++) {
@@ -165,8 +148,8 @@ kv_admin_teams_get(FILE *out, struct kv_ledger *l, const struct kv_config *cf,
 		fputs("]}\n", out);
 		return 200;
 	}
-	if ((t = team_index(cf, name)) == -1)
-		return fail(out, 404, "not_found", "no such team");
+	if ((t = kv_config_team_index(cf, name)) == -1)
+		return kv_admin_fail(out, 404, "not_found", "no such team");
 	team_json(out, l, &cf->teams[t]);
 	fputc('\n', out);
 	return 200;
@@ -226,9 +209,9 @@ install(FILE *out, struct kv_ledger *l, const struct kv_config *cf, const struct
 	if (kv_teams_install(cf, ts, &ncf, &busy, err, sizeof(err)) == -1) {
 		if (busy)
 			kv_log_warnx("KV0710", "status: the teams file not written: %s", err);
-		return fail(out, busy ? 503 : 409, busy ? "busy" : "refused", err);
+		return kv_admin_fail(out, busy ? 503 : 409, busy ? "busy" : "refused", err);
 	}
-	if ((t = team_index(&ncf, name)) >= 0) {
+	if ((t = kv_config_team_index(&ncf, name)) >= 0) {
 		kv_teams_of_def(&ncf.teams[t], &now);
 		audit_team(&rec->after, &now, f);
 		team_json(out, l, &ncf.teams[t]);
@@ -249,17 +232,17 @@ teams_create(FILE *out, struct kv_ledger *l, const struct kv_config *cf,
 	struct kv_teams *ts;
 	unsigned int status;
 
-	if (team_index(cf, t->name) >= 0)
-		return fail(out, 409, "exists", "a team of that name exists (in kilovolt.ini "
-		    "or made here)");
-	if (t->parent[0] != '\0' && team_index(cf, t->parent) == -1)
-		return fail(out, 400, "unknown_parent", "the parent is no team");
+	if (kv_config_team_index(cf, t->name) >= 0)
+		return kv_admin_fail(out, 409, "exists", "a team of that name exists (in "
+		    "kilovolt.ini or made here)");
+	if (t->parent[0] != '\0' && kv_config_team_index(cf, t->parent) == -1)
+		return kv_admin_fail(out, 400, "unknown_parent", "the parent is no team");
 	if ((ts = malloc(sizeof(*ts))) == NULL)
-		return fail(out, 503, "busy", "out of memory");
+		return kv_admin_fail(out, 503, "busy", "out of memory");
 	kv_teams_from_config(cf, ts);
 	if (ts->n == KV_TEAMS_MAX) {
 		free(ts);
-		return fail(out, 409, "table_full", "the teams file holds its most teams");
+		return kv_admin_fail(out, 409, "table_full", "the teams file holds its most teams");
 	}
 	ts->t[ts->n] = *t;
 	ts->t[ts->n++].given = t->given | KV_TEAM_F_NAME;
@@ -276,10 +259,10 @@ config_team_budget(FILE *out, struct kv_ledger *l, const struct kv_teamdef *d,
 	struct kv_account *a;
 
 	if ((t->given & ~KV_TEAM_F_BUDGET) != 0 || t->budget_nusd < 0)
-		return fail(out, 409, "config_team", "a [team] of kilovolt.ini: edit its "
+		return kv_admin_fail(out, 409, "config_team", "a [team] of kilovolt.ini: edit its "
 		    "section and reload (only a budget can be set here, as an override)");
 	if ((a = node_account(l, d->node)) == NULL)
-		return fail(out, 503, "busy", "the team is not in the ledger yet; retry");
+		return kv_admin_fail(out, 503, "busy", "the team is not in the ledger yet; retry");
 	kv_audit_obj_int(&rec->before, "budget_nusd", kv_account_set_budget(a, t->budget_nusd));
 	kv_audit_obj_int(&rec->after, "budget_nusd", t->budget_nusd);
 	kv_log_info("status: team %s budget set to %lld nusd by admin", d->name,
@@ -302,14 +285,14 @@ teams_change(FILE *out, struct kv_ledger *l, const struct kv_config *cf, int i,
 	if (!cf->teams[i].from_file)
 		return config_team_budget(out, l, &cf->teams[i], t, rec);
 	if ((ts = malloc(sizeof(*ts))) == NULL)
-		return fail(out, 503, "busy", "out of memory");
+		return kv_admin_fail(out, 503, "busy", "out of memory");
 	kv_teams_from_config(cf, ts);
 	for (j = 0; j < ts->n && was == NULL; j++)
 		if (strcmp(ts->t[j].name, cf->teams[i].name) == 0)
 			was = &ts->t[j];
 	if (was == NULL) {
 		free(ts);
-		return fail(out, 503, "busy", "the team is not in the teams file");
+		return kv_admin_fail(out, 503, "busy", "the team is not in the teams file");
 	}
 	audit_team(&rec->before, was, t->given);
 	merge(was, t);
@@ -325,16 +308,16 @@ move_check(FILE *out, const struct kv_config *cf, int i, const char *parent)
 	int p;
 
 	if (!cf->teams[i].from_file)
-		return fail(out, 409, "config_team", "a [team] of kilovolt.ini: change its "
-		    "parent in its section and reload");
+		return kv_admin_fail(out, 409, "config_team", "a [team] of kilovolt.ini: change "
+		    "its parent in its section and reload");
 	if (parent[0] == '\0')
 		return 0;
-	if ((p = team_index(cf, parent)) == -1)
-		return fail(out, 400, "unknown_parent", "the parent is no team");
+	if ((p = kv_config_team_index(cf, parent)) == -1)
+		return kv_admin_fail(out, 400, "unknown_parent", "the parent is no team");
 	for (; p != -1; p = cf->teams[p].up)
 		if (p == i)
-			return fail(out, 409, "cycle", "the parent is the team itself or below "
-			    "it: the tree would make a cycle");
+			return kv_admin_fail(out, 409, "cycle", "the parent is the team itself or "
+			    "below it: the tree would make a cycle");
 	return 0;
 }
 
@@ -354,17 +337,17 @@ kv_admin_teams_serve(FILE *out, struct kv_ledger *l, const struct kv_config *cf,
 
 	snprintf(rec->op, sizeof(rec->op), "%s", ops[op]);
 	if (op != T_CREATE && op != T_SET && op != T_MOVE)
-		return fail(out, 404, "not_found", "not found");
+		return kv_admin_fail(out, 404, "not_found", "not found");
 	if (kv_admin_parse_team(body, len, op == T_CREATE ? settable | KV_TEAM_F_NAME |
 	    KV_TEAM_F_PARENT : op == T_SET ? settable : KV_TEAM_F_PARENT, op == T_CREATE ?
 	    KV_TEAM_F_NAME : op == T_MOVE ? KV_TEAM_F_PARENT : 0, &t, err, sizeof(err)) == -1)
-		return fail(out, 400, "bad_request", err);
+		return kv_admin_fail(out, 400, "bad_request", err);
 	kv_audit_obj_str(&rec->args, "team", op == T_CREATE ? t.name : name);
 	audit_team(&rec->args, &t, t.given);
 	if (op == T_CREATE)
 		return teams_create(out, l, cf, &t, rec);
-	if ((i = team_index(cf, name)) == -1)
-		return fail(out, 404, "not_found", "no such team");
+	if ((i = kv_config_team_index(cf, name)) == -1)
+		return kv_admin_fail(out, 404, "not_found", "no such team");
 	if (op == T_MOVE && (status = move_check(out, cf, i, t.parent)) != 0)
 		return status;
 	return teams_change(out, l, cf, i, &t, rec);
