@@ -30,6 +30,11 @@ void	kvctl_format_money(int64_t nusd, char *buf, size_t len);
  * --help hint on stderr. Returns KVCTL_EXIT_USAGE. (cli/kvctl_common.c) */
 int	kvctl_usage_error(const char *cmd, const char *fmt, const char *arg);
 
+/* A TCP connection to HOST:PORT (numeric port), the first address that
+ * takes it; blocking. Returns the socket or -1 (errno; EHOSTUNREACH when
+ * the name does not resolve). (cli/kvctl_common.c) */
+int	kvctl_tcp_connect(const char *host, const char *port);
+
 /* A rate limit per minute in BUF: "60", or NONE ("none", "-") for 0. */
 void	kvctl_format_limit(uint32_t v, const char *none, char *buf, size_t len);
 

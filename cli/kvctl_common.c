@@ -10,8 +10,12 @@
 #include "cli/kvctl.h"
 #include "cli/kvctl_int.h"
 
+#include <errno.h>
+#include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "common/config.h"
 #include "shm/keys.h"
@@ -133,4 +137,29 @@ kvctl_cmd_audit_key(struct kvctl *k, struct kvctl_audit *ka, const char *op, str
 		return KVCTL_EXIT_USAGE;
 	kv_audit_key(&ka->rec, *a);
 	return KVCTL_EXIT_OK;
+}
+
+int
+kvctl_tcp_connect(const char *host, const char *port)
+{
+	struct addrinfo hints, *ai = NULL, *a;
+	int fd = -1;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	if (getaddrinfo(host, port, &hints, &ai) != 0) {
+		errno = EHOSTUNREACH;
+		return -1;
+	}
+	for (a = ai; a != NULL && fd == -1; a = a->ai_next) {
+		if ((fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+			continue;
+		if (connect(fd, a->ai_addr, a->ai_addrlen) == -1) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	freeaddrinfo(ai);
+	return fd;
 }

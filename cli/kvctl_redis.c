@@ -4,9 +4,9 @@
 #endif
 
 #include "cli/kvctl_redis.h"
+#include "cli/kvctl.h"
 
 #include <errno.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +27,6 @@
 static int
 dial(const struct kv_cluster *c)
 {
-	struct addrinfo hints, *ai = NULL, *a;
 	struct sockaddr_un sun;
 	struct timeval tv = { IO_TIMEOUT_S, 0 };
 	int fd = -1;
@@ -42,22 +41,7 @@ dial(const struct kv_cluster *c)
 			fd = -1;
 		}
 	} else {
-		memset(&hints, 0, sizeof(hints));
-		hints.ai_socktype = SOCK_STREAM;
-		hints.ai_flags = AI_NUMERICSERV;
-		if (getaddrinfo(c->redis_host, c->redis_port, &hints, &ai) != 0) {
-			errno = EHOSTUNREACH;
-			return -1;
-		}
-		for (a = ai; a != NULL && fd == -1; a = a->ai_next) {
-			if ((fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-				continue;
-			if (connect(fd, a->ai_addr, a->ai_addrlen) == -1) {
-				close(fd);
-				fd = -1;
-			}
-		}
-		freeaddrinfo(ai);
+		fd = kvctl_tcp_connect(c->redis_host, c->redis_port);
 	}
 	if (fd != -1 && (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1 ||
 	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == -1)) {

@@ -10,12 +10,10 @@
 #include "cli/kvctl.h"
 
 #include <errno.h>
-#include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/config.h"
@@ -28,29 +26,10 @@
 static int
 api_connect(const struct kv_config *cf)
 {
-	struct addrinfo hints, *ai = NULL, *a;
-	int fd = -1, r;
+	const char *host = strcmp(cf->status_host, "0.0.0.0") == 0 ? "127.0.0.1" :
+	    strcmp(cf->status_host, "::") == 0 ? "::1" : cf->status_host;
+	int fd = kvctl_tcp_connect(host, cf->status_port);
 
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV;
-	r = getaddrinfo(strcmp(cf->status_host, "0.0.0.0") == 0 ? "127.0.0.1" :
-	    strcmp(cf->status_host, "::") == 0 ? "::1" : cf->status_host, cf->status_port,
-	    &hints, &ai);
-	if (r != 0) {
-		fprintf(stderr, "kvctl: team: status service %s:%s: %s\n", cf->status_host,
-		    cf->status_port, gai_strerror(r));
-		return -1;
-	}
-	for (a = ai; a != NULL && fd == -1; a = a->ai_next) {
-		if ((fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-			continue;
-		if (connect(fd, a->ai_addr, a->ai_addrlen) == -1) {
-			close(fd);
-			fd = -1;
-		}
-	}
-	freeaddrinfo(ai);
 	if (fd == -1)
 		fprintf(stderr, "kvctl: team: the status service at %s:%s does not answer "
 		    "(is kilovoltd running?): %s\n", cf->status_host, cf->status_port,
