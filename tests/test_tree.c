@@ -2,7 +2,8 @@
  * ledger file: all or nothing along a chain of nodes, the rollback of a
  * refusal, the settle at every node, a dead worker's holds released (and
  * charged alike at every node, even when it died half-way through its
- * settle), four processes racing on one tree without passing a budget or
+ * settle), a team's rate limits in its node's record given back exactly at
+ * a death, four processes racing on one tree without passing a budget or
  * breaking a sum; and the CPU cost of a chain of depth 1 and 4. */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "shm/ledger.h"
+#include "shm/ratelimit.h"
 #include "shm/tree.h"
 #include "tests/unit.h"
 
@@ -125,6 +127,48 @@ test_death(void)
 	kv_ledger_close(&l);
 }
 
+/* A team's rate limits in its node's own record (worker/tree_rate.c does
+ * this per held node): a dead worker gives back exactly the tokens each
+ * node's record still holds, the sent input staying taken, as a key's. */
+static void
+test_rate_death(void)
+{
+	struct kv_ledger l;
+	struct kv_worker_slot *w;
+	struct kv_account *n[2];
+	struct kv_tree_hold h;
+	struct kv_rl_view v;
+	int64_t rem, tat0[2], now = kv_rl_now_ns();
+	int refused, i;
+
+	if (open_new(&l) == -1)
+		return;
+	w = &l.workers[0];
+	n[0] = node_acct(&l, "team", 1000);
+	n[1] = node_acct(&l, "org", 1000);
+	for (i = 0; i < 2; i++) {
+		atomic_store(&n[i]->rpm, 0);
+		atomic_store(&n[i]->tpm, 6000);	/* 10 ms of TAT a token */
+	}
+	CHECK_INT(kv_tree_reserve(&l, w, n, 2, 100, &h, &refused, &rem), 0);
+	for (i = 0; i < 2; i++) {
+		CHECK_INT(kv_ratelimit_admit(w, h.resv[i], n[i], 300, now, 0, &v), 0);
+		CHECK_INT(v.tokens, 300);
+		tat0[i] = atomic_load(&n[i]->tpm_tat);
+	}
+	/* a second request wants more than the 5,700 left: refused, nothing taken */
+	CHECK_INT(kv_ratelimit_admit(w, -1, n[0], 5800, now, 0, &v), -1);
+	CHECK_INT(atomic_load(&n[0]->tpm_tat), tat0[0]);
+	/* sent: 100 tokens of input stay taken at each node */
+	for (i = 0; i < 2; i++)
+		CHECK_INT(kv_ratelimit_sent(w, h.resv[i], 100), 100);
+	CHECK_INT(kv_ratelimit_release_worker(&l, w), 400);	/* 200 a node */
+	for (i = 0; i < 2; i++)	/* back by 200 tokens exactly: 2 s */
+		CHECK_INT(tat0[i] - atomic_load(&n[i]->tpm_tat), 2000000000LL);
+	CHECK_INT(kv_ledger_release_worker(&l, w), 2);
+	kv_ledger_close(&l);
+}
+
 /* One process: its own key under the shared team and org. */
 static void __attribute__((noreturn))
 racer(struct kv_ledger *l, int p)
@@ -188,11 +232,12 @@ now_ns(void)
 /* CPU per request: the nodes looked up by hash, held and settled. No
  * assertion (tests never assert timing): the figure for bench/RESULTS.md. */
 static void
-time_depth(struct kv_ledger *l, int depth)
+time_depth(struct kv_ledger *l, int depth, int rate)
 {
 	struct kv_worker_slot *w = &l->workers[0];
 	struct kv_account *n[KV_TREE_NODES];
 	struct kv_tree_hold h;
+	struct kv_rl_view v;
 	uint8_t hash[8][32];
 	char name[16];
 	int64_t rem;
@@ -202,17 +247,25 @@ time_depth(struct kv_ledger *l, int depth)
 	for (d = 0; d < depth; d++) {
 		snprintf(name, sizeof(name), "node%d", d);
 		kv_key_hash(name, strlen(name), hash[d]);
-		node_acct(l, name, INT64_MAX / 4);
+		n[d] = node_acct(l, name, INT64_MAX / 4);
+		atomic_store(&n[d]->rpm, rate ? 4000000000u : 0);	/* never refusing */
+		atomic_store(&n[d]->tpm, rate ? 4000000000u : 0);
 	}
 	t0 = now_ns();
 	for (i = 0; i < iters; i++) {
 		for (d = 0; d < depth; d++)
 			n[d] = kv_ledger_account(l, hash[d], 0, NULL, 0);
-		if (kv_tree_reserve(l, w, n, depth, 1000, &h, &refused, &rem) == 0)
-			kv_tree_settle(l, w, &h, 500, 1);
+		if (kv_tree_reserve(l, w, n, depth, 1000, &h, &refused, &rem) != 0)
+			continue;
+		/* a team's rpm and tpm as worker/tree_rate.c takes and settles them */
+		for (d = 0; rate && d < depth; d++)
+			(void)kv_ratelimit_admit(w, h.resv[d], n[d], 300, kv_rl_now_ns(), 0, &v);
+		for (d = 0; rate && d < depth; d++)
+			kv_ratelimit_settle(l, w, h.resv[d], 250, 0);
+		kv_tree_settle(l, w, &h, 500, 1);
 	}
-	printf("# tree depth %d: %.0f ns of CPU per request (lookup, reserve, settle)\n", depth,
-	    (now_ns() - t0) / iters);
+	printf("# tree depth %d%s: %.0f ns of CPU per request (lookup, reserve, settle)\n", depth,
+	    rate ? " with rpm and tpm at each node" : "", (now_ns() - t0) / iters);
 }
 
 int
@@ -228,10 +281,12 @@ main(void)
 	snprintf(path, sizeof(path), "%s/ledger", tmpdir);
 	test_all_or_nothing();
 	test_death();
+	test_rate_death();
 	test_race();
 	if (open_new(&l) == 0) {
-		time_depth(&l, 1);
-		time_depth(&l, 4);
+		time_depth(&l, 1, 0);
+		time_depth(&l, 4, 0);
+		time_depth(&l, 4, 1);
 		kv_ledger_close(&l);
 	}
 	unlink(path);
