@@ -155,6 +155,21 @@ kv_admin_teams_get(FILE *out, struct kv_ledger *l, const struct kv_config *cf,
 	return 200;
 }
 
+/* The record's "key": the team's node, its account's id (made or not, the
+ * id follows from the name) and "team/NAME" as its label. */
+static void
+audit_node(struct kv_audit_rec *rec, const char *name)
+{
+	char buf[96];
+	uint8_t hash[32];
+	int n = snprintf(buf, sizeof(buf), "\001node:team/%s", name);
+
+	kv_key_hash(buf, (size_t)n, hash);
+	kv_key_id(hash, rec->key_id);
+	/* a name past 58 bytes is cut here; args.team has it whole */
+	snprintf(rec->label, sizeof(rec->label), "team/%.58s", name);
+}
+
 /* The settings of T that F names, into O (a record's args, before or
  * after). */
 static void
@@ -343,6 +358,7 @@ kv_admin_teams_serve(FILE *out, struct kv_ledger *l, const struct kv_config *cf,
 	    KV_TEAM_F_NAME : op == T_MOVE ? KV_TEAM_F_PARENT : 0, &t, err, sizeof(err)) == -1)
 		return kv_admin_fail(out, 400, "bad_request", err);
 	kv_audit_obj_str(&rec->args, "team", op == T_CREATE ? t.name : name);
+	audit_node(rec, op == T_CREATE ? t.name : name);
 	audit_team(&rec->args, &t, t.given);
 	if (op == T_CREATE)
 		return teams_create(out, l, cf, &t, rec);

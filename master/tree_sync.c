@@ -57,6 +57,9 @@ kv_tree_sync(struct kv_ledger *l, const struct kv_config *cf)
 		/* the running buckets kept, as a [key]'s are across a reload */
 		if (a != NULL)
 			kv_account_config_key(a, (uint32_t)t->rpm, (uint32_t)t->tpm);
+		if ((t->rpm != 0 || t->tpm != 0) && cf->cluster.enabled)
+			kv_log_warnx("KV0138", "[team %s]: rpm and tpm are not applied on a "
+			    "[cluster] host yet (its budget is)", t->name);
 		sync_caps(l, t->caps, t->period);
 	}
 	for (i = 0; i < cf->nkeys; i++)

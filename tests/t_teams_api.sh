@@ -144,6 +144,8 @@ set_line=$(grep '"op":"team.set"' "$T/team_lines" | head -n 1)
 check_eq "team.set: who, args, before and after" \
 	"$(jq -r '"\(.who.name) \(.args.team) \(.before.budget_nusd) \(.after.budget_nusd) \(.before.tpm) \(.after.tpm) \(.status)"' <<<"$set_line")" \
 	"ops-team payments $((2 * R)) $((5 * R)) 0 100000 200"
+check_eq "team.set: the key is the team's node" "$(jq -r '.key.label + " " + .key.id' <<<"$set_line")" \
+	"team/payments $(printf '\001node:team/payments' | sha256sum | cut -c1-12)"
 check_eq "team.move: before and after" \
 	"$(grep '"op":"team.move"' "$T/team_lines" | head -n 1 | jq -r '"\(.before.parent) \(.after.parent)"')" "acme ops"
 check "kvctl audit --verify passes" kv_ctl audit --verify
