@@ -63,7 +63,7 @@ static const char usage_text[] =
 "       [--model-budget 'GLOB:USD ...']   a team, through the daemon's admin API\n"
 "  team set NAME [--budget USD|none] [--period P] [--rpm N] [--tpm N]\n"
 "       [--model-budget ...|none]  change it; team move NAME PARENT|--org;\n"
-"  team show NAME               its settings and figures, as JSON\n"
+"  team show NAME [--json]      its settings and figures\n"
 "  cluster [--json]             hosts, leases and shared spend, from Redis\n"
 "  prices [MODEL...] [--json]   the prices in effect and the rule giving each\n"
 "    [--provider KIND [--region R]]  ... for an upstream of that kind (bedrock, ...)\n"

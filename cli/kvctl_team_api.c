@@ -63,12 +63,61 @@ read_all(int fd, char **out)
 	return (ssize_t)len;
 }
 
+/* A money member NAME of the object J as "$1.50", or "none". */
+static const char *
+money_of(const char *j, const char *name, char *buf, size_t len)
+{
+	char v[32];
+
+	if (kv_jsonline_get(j, strlen(j), name, v, sizeof(v)) != 'n' || strcmp(v, "null") == 0)
+		return "none";
+	kvctl_format_money(strtoll(v, NULL, 10), buf, len);
+	return buf;
+}
+
+/* Member NAME of J, or "-" for none or null. */
+static const char *
+get(const char *j, const char *name, char *buf, size_t len)
+{
+	if (kv_jsonline_get(j, strlen(j), name, buf, len) == 0 || strcmp(buf, "null") == 0)
+		return "-";
+	return buf;
+}
+
+/* The API's answer ANS with status STATUS, for a person: the team in a
+ * line, or the refusal on standard error. */
+static void
+print_answer(const char *ans, int status)
+{
+	char b[8][200], m[3][32];
+	const char *led = strstr(ans, "\"ledger\":{");
+
+	if (status / 100 != 2) {
+		fprintf(stderr, "kvctl: team: %s (%d %s)\n", get(ans, "error", b[0], sizeof(b[0])),
+		    status, get(ans, "code", b[1], sizeof(b[1])));
+		return;
+	}
+	printf("%s: parent %s, budget %s %s, rpm %s, tpm %s, model_budget %s, made by %s",
+	    get(ans, "node", b[0], sizeof(b[0])), get(ans, "parent", b[1], sizeof(b[1])),
+	    money_of(ans, "budget_nusd", m[0], sizeof(m[0])), get(ans, "period", b[2],
+	    sizeof(b[2])), get(ans, "rpm", b[3], sizeof(b[3])), get(ans, "tpm", b[4],
+	    sizeof(b[4])), get(ans, "model_budget", b[5], sizeof(b[5])),
+	    get(ans, "made_by", b[6], sizeof(b[6])));
+	if (led != NULL)
+		printf("; spent %s, reserved %s, %s requests", money_of(led + 9, "spent_nusd",
+		    m[1], sizeof(m[1])), money_of(led + 9, "reserved_nusd", m[2], sizeof(m[2])),
+		    get(led + 9, "requests", b[7], sizeof(b[7])));
+	else
+		fputs("; not in the ledger yet (the reload makes it)", stdout);
+	putchar('\n');
+}
+
 /* METHOD PATH with BODY (NULL: none) to the admin API of CF: the status
- * into *STATUS and the answer's body printed on standard output. Returns
- * 0 or -1 (said). */
+ * into *STATUS and the answer's body printed on standard output, as JSON
+ * when JSON, else for a person. Returns 0 or -1 (said). */
 static int
 api_call(const struct kv_config *cf, const char *method, const char *path, const char *body,
-    int *status)
+    int json, int *status)
 {
 	char *head = NULL, *ans = NULL, *b;
 	int fd, n, ok = -1;
@@ -82,7 +131,10 @@ api_call(const struct kv_config *cf, const char *method, const char *path, const
 	    body != NULL ? strlen(body) : 0, body != NULL ? body : "");
 	if (n > 0 && write(fd, head, (size_t)n) == n && read_all(fd, &ans) > 0 &&
 	    sscanf(ans, "HTTP/1.%*d %d", status) == 1 && (b = strstr(ans, "\r\n\r\n")) != NULL) {
-		fputs(b + 4, stdout);
+		if (json)
+			fputs(b + 4, stdout);
+		else
+			print_answer(b + 4, *status);
 		ok = 0;
 	} else {
 		fprintf(stderr, "kvctl: team: no answer from the status service\n");
@@ -199,13 +251,12 @@ kvctl_team_api(const char *config, int argc, char **argv)
 	if (cf.status_host[0] == '\0')
 		rc = kvctl_usage_error("team", "%s", "the status service is off ([server] "
 		    "status_listen): the admin API makes teams");
-	else if (api_call(&cf, method, path, strcmp(method, "GET") == 0 ? NULL : body,
+	else if (api_call(&cf, method, path, strcmp(method, "GET") == 0 ? NULL : body, json,
 	    &status) == -1)
 		rc = KVCTL_EXIT_USAGE;
 	else
 		rc = status / 100 == 2 ? KVCTL_EXIT_OK : status == 404 ? KVCTL_EXIT_NOTFOUND :
 		    KVCTL_EXIT_USAGE;
-	(void)json;	/* the API's answer is JSON either way */
 	free(body);
 	kv_config_free(&cf);
 	return rc;

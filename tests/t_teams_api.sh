@@ -53,7 +53,7 @@ reloaded() {	# a reload finished: no generation but the newest serves
 }
 
 # ---- create ---------------------------------------------------------------------
-kv_ctl team create payments --parent acme --budget "$(usd $((2 * R)))" --period monthly >"$T/c.json"
+kv_ctl team create payments --parent acme --budget "$(usd $((2 * R)))" --period monthly --json >"$T/c.json"
 check_eq "kvctl team create: exit 0" $? 0
 check_eq "... answers the team made by the API" "$(jq -r '.node + " " + .parent + " " + .made_by + " " + (.budget_nusd | tostring)' "$T/c.json")" \
 	"team/payments acme api $((2 * R))"
@@ -91,7 +91,7 @@ check_eq "... naming team/ops" "$(node_of b2)" "team/ops"
 
 # ---- set and move ---------------------------------------------------------------
 n=$(grep -c 'reloaded ' "$KV_LOG")
-kv_ctl team set payments --budget "$(usd $((5 * R)))" --tpm 100000 >"$T/s.json"
+kv_ctl team set payments --budget "$(usd $((5 * R)))" --tpm 100000 --json >"$T/s.json"
 check_eq "kvctl team set: exit 0" $? 0
 check_eq "... answers the new settings" "$(jq -r '(.budget_nusd | tostring) + " " + (.tpm | tostring)' "$T/s.json")" "$((5 * R)) 100000"
 check "... applied by a reload" reloaded $((n + 1))
@@ -100,7 +100,7 @@ n=$(grep -c 'reloaded ' "$KV_LOG")
 kv_ctl team set ops --rpm 0 >/dev/null	# ops' rpm would refuse payments' requests below
 check "kvctl team set ops --rpm 0, applied" reloaded $((n + 1))
 n=$(grep -c 'reloaded ' "$KV_LOG")
-kv_ctl team move payments ops >"$T/m.json"
+kv_ctl team move payments ops --json >"$T/m.json"
 check_eq "kvctl team move payments ops: exit 0" $? 0
 check_eq "... answers its new parent" "$(jq -r .parent "$T/m.json")" ops
 check "... applied by a reload" reloaded $((n + 1))
@@ -113,7 +113,7 @@ check_eq "... and at acme" $(($(row acme spent_nusd) - a0)) "$R"
 refused() {	# NAME STATUS CODE ARGS...: kvctl team ARGS fails; the API said STATUS/CODE
 	local name=$1 code=$2
 	shift 2
-	kv_ctl team "$@" >"$T/r.json" 2>"$T/r.err"
+	kv_ctl team "$@" --json >"$T/r.json" 2>"$T/r.err"
 	check "$name: kvctl exits non-zero" test $? -ne 0
 	check_eq "... code $code" "$(jq -r .code "$T/r.json")" "$code"
 }
@@ -131,15 +131,19 @@ done
 refused "a ninth team in a chain" refused create d8 --parent d7
 check "... saying why" grep -q "more than 8 teams" "$T/r.json"
 check_eq "a [team] of kilovolt.ini takes a budget (an override)" \
-	"$(kv_ctl team set acme --budget 200 | jq -r .ledger.budget_nusd)" 200000000000
+	"$(kv_ctl team set acme --budget 200 --json | jq -r .ledger.budget_nusd)" 200000000000
 check_eq "kvctl team show: its settings and figures" \
 	"$(kv_ctl team show payments --json | jq -r '.parent + " " + (.ledger.spent_nusd | tostring)')" \
 	"ops $((4 * R))"
+kv_ctl team show payments >"$T/show.txt"
+check "kvctl team show, for a person" grep -Eqx 'team/payments: parent ops, budget \$[0-9.]+ monthly, rpm 0, tpm 100000, model_budget -, made by api; spent \$[0-9.]+, reserved \$0\.0+, 4 requests' "$T/show.txt"
+kv_ctl team create payments 2>"$T/dup.err"
+check "a refusal, for a person, on standard error" grep -q "^kvctl: team: a team of that name exists.*(409 exists)" "$T/dup.err"
 check_eq "kvctl team show on no team: exit 1" "$(kv_ctl team show ghost >/dev/null 2>&1; echo $?)" 1
 
 # ---- the audit log ------------------------------------------------------------------
 jq -c 'select(.op | startswith("team."))' "$AUD" >"$T/team_lines"
-check_eq "every team write is in the audit log (ok and refused)" "$(wc -l <"$T/team_lines")" 20
+check_eq "every team write is in the audit log (ok and refused)" "$(wc -l <"$T/team_lines")" 21
 set_line=$(grep '"op":"team.set"' "$T/team_lines" | head -n 1)
 check_eq "team.set: who, args, before and after" \
 	"$(jq -r '"\(.who.name) \(.args.team) \(.before.budget_nusd) \(.after.budget_nusd) \(.before.tpm) \(.after.tpm) \(.status)"' <<<"$set_line")" \
