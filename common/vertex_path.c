@@ -40,7 +40,7 @@ model_ok(const char *m, size_t n)
 		return 0;
 	for (i = 0; i < n; i++)
 		if (!((m[i] >= 'a' && m[i] <= 'z') || (m[i] >= 'A' && m[i] <= 'Z') ||
-		    (m[i] >= '0' && m[i] <= '9') || strchr("-._@", m[i]) != NULL))
+		    (m[i] >= '0' && m[i] <= '9') || (m[i] != '\0' && strchr("-._@", m[i]) != NULL)))
 			return 0;
 	return 1;
 }

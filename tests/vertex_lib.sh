@@ -25,19 +25,10 @@ vx_sa_file() {
 # against $T/sa.pub. Sets VX_PORT, VX_PID, VX_URL, VX_LOG.
 vx_start_standin() {
 	VX_LOG=$T/vertex.jsonl
-	: >"$VX_LOG"
-	rm -f "$T/vertex.port"
-	node "$KV_SDK/vertex_standin.mjs" --port-file "$T/vertex.port" --log "$VX_LOG" \
-		--public-key "$T/sa.pub" --client-email "$VX_EMAIL" "$@" \
-		</dev/null >>"$T/vertex.out" 2>>"$T/vertex.err" &
-	VX_PID=$!
-	kv_track "$VX_PID"
-	if ! kv_wait_for 20 test -s "$T/vertex.port"; then
-		cat "$T/vertex.err"
-		fail "start the Vertex stand-in"
-		kv_finish
-	fi
-	VX_PORT=$(cat "$T/vertex.port")
+	kv__node_standin vertex "the Vertex stand-in" vertex_standin.mjs --log "$VX_LOG" \
+		--public-key "$T/sa.pub" --client-email "$VX_EMAIL" "$@"
+	VX_PID=$KV__STANDIN_PID
+	VX_PORT=$KV__STANDIN_PORT
 	VX_URL=http://127.0.0.1:$VX_PORT
 }
 

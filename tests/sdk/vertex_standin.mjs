@@ -23,15 +23,17 @@
 //
 // Each request is one JSON line in the log: method, target, headers, status,
 // auth (the token it carried, or the assertion's verdict), model, op, usage,
-// outcome, and for a vended token {via, token, expires_in}. The port is
+// outcome, and for a vended token {via, token, expires_in} (and the
+// assertion's kid). The port is
 // printed ("port N") and written to --port-file.
 import http from 'node:http';
-import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { importSPKI, jwtVerify } from 'jose';
 import { usageOf, answerWords } from './standin_usage.mjs';
 import { anthropicEvents } from './standin_wire.mjs';
+import { listenOn } from './standin_listen.mjs';
 
 const { values: opt } = parseArgs({ options: {
 	port: { type: 'string', default: '0' }, 'port-file': { type: 'string' }, log: { type: 'string' },
@@ -74,9 +76,9 @@ async function tokenEndpoint(req, res, raw, rec) {
 	};
 	if (form.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer')
 		return oauthError('unsupported_grant_type', 'Invalid grant_type');
-	let claims;
+	let claims, head;
 	try {
-		({ payload: claims } = await jwtVerify(form.get('assertion') ?? '', publicKey, {
+		({ payload: claims, protectedHeader: head } = await jwtVerify(form.get('assertion') ?? '', publicKey, {
 			algorithms: ['RS256'], issuer: opt['client-email'], audience: `http://127.0.0.1:${port}/token`,
 			maxTokenAge: '3601s', clockTolerance: 60, requiredClaims: ['iat', 'exp'] }));
 	} catch (e) {
@@ -85,6 +87,7 @@ async function tokenEndpoint(req, res, raw, rec) {
 	if (claims.scope !== SCOPE || claims.exp - claims.iat > 3600)
 		return oauthError('invalid_scope', 'the scope or the lifetime is not the one asked for');
 	rec.auth = `assertion:${claims.iss}`;
+	rec.kid = head.kid;
 	return vend(res, rec, 'token endpoint');
 }
 
@@ -211,10 +214,5 @@ const server = http.createServer((req, res) => {
 	});
 });
 server.keepAliveTimeout = 65000;
-server.listen(Number(opt.port), '127.0.0.1', () => {
-	port = server.address().port;
-	if (opt['port-file'])
-		writeFileSync(opt['port-file'], `${port}\n`);
-	console.log(`port ${port}`);
-});
-process.on('SIGTERM', () => process.exit(0));
+listenOn(server, opt.port, opt['port-file']);
+server.on('listening', () => { port = server.address().port; });
