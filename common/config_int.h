@@ -146,6 +146,13 @@ int	cfg_end_auth_jwt(struct cfg_parse *p);
  * check (parents known, no cycle, depth at most KV_TREE_DEPTH, a key's
  * team known) that also names and hashes every node. 0 or -1. */
 int	cfg_begin_team(struct cfg_parse *p, const char *name);
+/* A [team] or [tag] section's kv_teamdef appended to *V (*N of them): NAME
+ * not yet among them, no budget, period or parent yet. NULL with the
+ * error recorded. */
+struct kv_teamdef *cfg_begin_node(struct cfg_parse *p, struct kv_teamdef **v, size_t *n,
+	    const char *name);
+/* The periods a [team] or a [tag] may have. */
+extern const struct cfg_word kv_cfg_node_periods[];
 extern const struct cfg_key kv_cfg_team_keys[];
 int	cfg_set_model_budget(struct cfg_parse *p, const struct cfg_key *k, const char *v);
 void	cfg_show_model_budget(FILE *f, const struct kv_config *cf, const void *obj,

@@ -17,13 +17,9 @@
 #define FIELD(T, f)	.off = offsetof(T, f), .width = sizeof(((T *)0)->f)
 #define TAG(f)		.base = CFG_B_TAG, FIELD(struct kv_teamdef, f)
 
-static const struct cfg_word tag_periods[] = { { "none", KV_PERIOD_NONE },
-	{ "daily", KV_PERIOD_DAILY }, { "weekly", KV_PERIOD_WEEKLY },
-	{ "monthly", KV_PERIOD_MONTHLY }, { NULL, 0 } };
-
 const struct cfg_key kv_cfg_tag_keys[] = {
 	{ "budget", .type = CFG_T_MONEY, TAG(budget_nusd), .flags = CFG_OPTIONAL },
-	{ "period", .type = CFG_T_ENUM, .words = tag_periods, TAG(period),
+	{ "period", .type = CFG_T_ENUM, .words = kv_cfg_node_periods, TAG(period),
 	    .flags = CFG_OPTIONAL },
 	{ "model_budget", .type = CFG_T_SPECIAL, .set = cfg_set_model_budget,
 	    .show = cfg_show_model_budget, .base = CFG_B_TAG },
@@ -33,25 +29,11 @@ const struct cfg_key kv_cfg_tag_keys[] = {
 int
 cfg_begin_tag(struct cfg_parse *p, const char *name)
 {
-	struct kv_config *cf = p->cf;
-	struct kv_teamdef *t;
-	size_t i;
-
 	if (!kv_tag_name_ok(name, strlen(name)))
 		return cfg_err(p, p->lineno, "bad tag name '%s' (1 to 63 bytes of A-Z a-z "
 		    "0-9 - _ . :)", name);
-	for (i = 0; i < cf->ntags; i++)
-		if (strcmp(cf->tags[i].name, name) == 0)
-			return cfg_err(p, p->lineno, "duplicate section %s", p->sect_text);
-	if (cfg_grow(&cf->tags, cf->ntags, sizeof(*cf->tags)) == -1)
-		return cfg_err(p, p->lineno, "out of memory");
-	t = &cf->tags[cf->ntags++];
-	memset(t, 0, sizeof(*t));
-	strcpy(t->name, name);
-	t->budget_nusd = -1;
-	t->period = -1;
-	t->up = -1;
-	t->line = p->lineno;
+	if (cfg_begin_node(p, &p->cf->tags, &p->cf->ntags, name) == NULL)
+		return -1;
 	p->sect = SECT_TAG;
 	return 0;
 }

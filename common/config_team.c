@@ -21,7 +21,7 @@
 #define FIELD(T, f)	.off = offsetof(T, f), .width = sizeof(((T *)0)->f)
 #define TEAM(f)		.base = CFG_B_TEAM, FIELD(struct kv_teamdef, f)
 
-static const struct cfg_word team_periods[] = { { "none", KV_PERIOD_NONE },
+const struct cfg_word kv_cfg_node_periods[] = { { "none", KV_PERIOD_NONE },
 	{ "daily", KV_PERIOD_DAILY }, { "weekly", KV_PERIOD_WEEKLY },
 	{ "monthly", KV_PERIOD_MONTHLY }, { NULL, 0 } };
 
@@ -39,7 +39,7 @@ set_parent(struct cfg_parse *p, const struct cfg_key *k, const char *v)
 
 const struct cfg_key kv_cfg_team_keys[] = {
 	{ "budget", .type = CFG_T_MONEY, TEAM(budget_nusd), .flags = CFG_OPTIONAL },
-	{ "period", .type = CFG_T_ENUM, .words = team_periods, TEAM(period),
+	{ "period", .type = CFG_T_ENUM, .words = kv_cfg_node_periods, TEAM(period),
 	    .flags = CFG_OPTIONAL },
 	{ "parent", .type = CFG_T_STR, TEAM(parent), .set = set_parent },
 	{ "model_budget", .type = CFG_T_SPECIAL, .set = cfg_set_model_budget,
@@ -49,27 +49,40 @@ const struct cfg_key kv_cfg_team_keys[] = {
 	{ NULL }
 };
 
-int
-cfg_begin_team(struct cfg_parse *p, const char *name)
+struct kv_teamdef *
+cfg_begin_node(struct cfg_parse *p, struct kv_teamdef **v, size_t *n, const char *name)
 {
-	struct kv_config *cf = p->cf;
 	struct kv_teamdef *t;
 	size_t i;
 
-	if (!cfg_valid_name(name, sizeof(t->name), 0) || strchr(name, '/') != NULL)
-		return cfg_err(p, p->lineno, "bad team name '%s'", name);
-	for (i = 0; i < cf->nteams; i++)
-		if (strcmp(cf->teams[i].name, name) == 0)
-			return cfg_err(p, p->lineno, "duplicate section %s", p->sect_text);
-	if (cfg_grow(&cf->teams, cf->nteams, sizeof(*cf->teams)) == -1)
-		return cfg_err(p, p->lineno, "out of memory");
-	t = &cf->teams[cf->nteams++];
+	for (i = 0; i < *n; i++)
+		if (strcmp((*v)[i].name, name) == 0) {
+			cfg_err(p, p->lineno, "duplicate section %s", p->sect_text);
+			return NULL;
+		}
+	if (cfg_grow(v, *n, sizeof(**v)) == -1) {
+		cfg_err(p, p->lineno, "out of memory");
+		return NULL;
+	}
+	t = &(*v)[(*n)++];
 	memset(t, 0, sizeof(*t));
 	strcpy(t->name, name);
 	t->budget_nusd = -1;
 	t->period = -1;
 	t->up = -1;
 	t->line = p->lineno;
+	return t;
+}
+
+int
+cfg_begin_team(struct cfg_parse *p, const char *name)
+{
+	struct kv_teamdef *t;
+
+	if (!cfg_valid_name(name, sizeof(t->name), 0) || strchr(name, '/') != NULL)
+		return cfg_err(p, p->lineno, "bad team name '%s'", name);
+	if ((t = cfg_begin_node(p, &p->cf->teams, &p->cf->nteams, name)) == NULL)
+		return -1;
 	t->from_file = p->teams_only;
 	p->sect = SECT_TEAM;
 	return 0;
