@@ -157,6 +157,11 @@ fi
 usd_of() { printf '%d.%09d' $(($1 / 1000000000)) $(($1 % 1000000000)); }
 curl -sS -m 30 "http://127.0.0.1:$KV_STATUS_PORT/metrics" >"$T/metrics"
 curl -sS -m 30 "http://127.0.0.1:$KV_STATUS_PORT/" >"$T/page.html"
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$T/metrics" >"$T/promtool.out" 2>&1
+	check "promtool check metrics accepts /metrics with the team series" test $? = 0
+	cat "$T/promtool.out"
+fi
 metric() { sed -n "s/^$1{team=\"$2\"} //p" "$T/metrics"; }
 attr() {	# NODE ATTR: the status page's data-ATTR of NODE's row
 	grep -o "<tr data-node=\"$1\"[^>]*>" "$T/page.html" | sed -n "s/.* data-$2=\"\([0-9]*\)\".*/\1/p"
