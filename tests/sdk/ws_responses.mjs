@@ -82,7 +82,7 @@ async function callEvents(emit, call) {
 
 // One turn: BODY the create body, PREV the chained response's usage (or
 // null), SEND(event) puts an event on the wire (a promise), HOOKS.midTurn
-// (magic) runs after the first delta for [[cut]], [[masked]] and [[hold]]
+// (magic) runs before the output's events, for [[cut]] and [[masked]],
 // and returns true when the turn must stop there. Returns { id, usage,
 // status }.
 export async function runTurn(body, prev, send, hooks) {

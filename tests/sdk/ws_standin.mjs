@@ -27,8 +27,7 @@
 // {kind: "close", conn, code, reason}; {kind: "http", ...}.
 // Magic text in a turn (ws_usage.mjs): [[out=N]], [[slow=MS]], [[cut]] (the
 // TCP connection dropped mid-turn), [[masked]] (a masked server frame
-// mid-turn, then nothing until the peer fails the connection), [[hold]]
-// (the turn waits mid-way for the client to go).
+// mid-turn, then nothing until the peer fails the connection).
 // The port is printed on stdout ("port N") and written to --port-file.
 import http from 'node:http';
 import { appendFileSync } from 'node:fs';
@@ -108,10 +107,6 @@ function midTurnOf(ws, conn) {
 			ws._socket.write(maskedFrame(JSON.stringify({ type: 'standin.masked' })));
 			// nothing more: the peer must fail the connection
 			await new Promise((r) => (ws.readyState === ws.CLOSED ? r() : ws.once('close', r)));
-			return true;
-		}
-		if (magic.hold) {
-			await new Promise((r) => ws.once('close', r));
 			return true;
 		}
 		return false;

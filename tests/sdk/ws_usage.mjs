@@ -41,12 +41,11 @@ export function askedOutput(text) {
 // Magic text in a turn's input: [[slow=MS]] waits MS between deltas,
 // [[cut]] drops the connection mid-turn, [[masked]] sends a masked server
 // frame mid-turn (a protocol error a client must refuse) and nothing more
-// (the turn stops there), [[hold]] stops
-// mid-turn until the client closes.
+// (the turn stops there).
 export function magicOf(text) {
 	return {
 		slow: Number(/\[\[slow=(\d+)\]\]/.exec(text)?.[1] ?? 0),
-		cut: text.includes('[[cut]]'), masked: text.includes('[[masked]]'), hold: text.includes('[[hold]]'),
+		cut: text.includes('[[cut]]'), masked: text.includes('[[masked]]'),
 	};
 }
 
