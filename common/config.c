@@ -141,7 +141,7 @@ end_section(struct cfg_parse *p)
 	case SECT_UPSTREAM:
 		u = cfg_base(p, CFG_B_UPSTREAM);
 		if (cfg_end_bedrock(p, u) == -1 || cfg_end_azure(p, u) == -1 ||
-		    cfg_end_vertex(p, u) == -1)
+		    cfg_end_vertex(p, u) == -1 || cfg_end_gemini(p, u) == -1)
 			return -1;
 		if (u->url[0] == '\0')
 			return cfg_err(p, p->sect_line, "%s: url is required", p->sect_text);

@@ -262,6 +262,9 @@ int	cfg_set_entra_url(struct cfg_parse *p, const struct cfg_key *k, const char *
  * set. */
 int	cfg_end_azure(struct cfg_parse *p, struct kv_upstream *u);
 
+/* A gemini upstream's url and paths when not written (config_gemini.c). */
+int	cfg_end_gemini(struct cfg_parse *p, struct kv_upstream *u);
+
 /* After the whole file (config_targets.c): extra targets and each bedrock
  * upstream's control plane become hidden entries, fallbacks resolve, and
  * every upstream is reachable. -1 with the error set. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/bedrock_path.h"
+#include "common/gemini_path.h"
 #include "common/config.h"
 #include "common/glob.h"
 #include "common/pricetab.h"
@@ -85,6 +86,26 @@ route_vertex(const struct kv_config *cf, const char *path, const char *model)
 	return NULL;
 }
 
+/* A Gemini API path (gemini_path.h) goes to a gemini upstream only: the
+ * first whose models match the path's model, else the first one (its
+ * paths or not: no other provider serves these paths). */
+static const struct kv_upstream *
+route_gemini(const struct kv_config *cf, const char *model)
+{
+	size_t i, j;
+
+	for (i = 0; model != NULL && *model != '\0' && i < cf->nupstreams; i++)
+		for (j = 0; cf->upstreams[i].provider == KV_PROVIDER_GEMINI &&
+		    j < cf->upstreams[i].nmodels; j++)
+			if (kv_glob_match(cf->upstreams[i].models[j], model))
+				return &cf->upstreams[i];
+	for (i = 0; i < cf->nupstreams; i++)
+		if (cf->upstreams[i].provider == KV_PROVIDER_GEMINI &&
+		    cf->upstreams[i].target_of == 0)
+			return &cf->upstreams[i];
+	return NULL;
+}
+
 const struct kv_upstream *
 kv_config_route(const struct kv_config *cf, const char *path, const char *model)
 {
@@ -96,6 +117,8 @@ kv_config_route(const struct kv_config *cf, const char *path, const char *model)
 		return route_bedrock(cf, path, model, kind);
 	if (path != NULL && kv_vx_path(path, strlen(path), &vx) != KV_VX_NONE)
 		return route_vertex(cf, path, model);
+	if (path != NULL && kv_gm_path(path, strlen(path), NULL, NULL) != KV_GM_NONE)
+		return route_gemini(cf, model);
 	/* a bedrock upstream's models take only the paths it serves (its
 	 * OpenAI-compatible /openai/v1): Bedrock serves no other wire */
 	for (i = 0; model != NULL && *model != '\0' && i < cf->nupstreams; i++)

@@ -39,6 +39,10 @@
  *        names (tests/data/bedrock_*.bin), chunked in pieces of 97 bytes, as
  *        application/vnd.amazon.eventstream; x-mock-eventstream-cut N ends
  *        the body (cleanly) after N of them; x-mock-delay-ms N after each piece
+ *   POST /v1beta/models/{m}:generateContent, :streamGenerateContent (alt=sse,
+ *        or a JSON array), :countTokens, :embedContent, :batchEmbedContents
+ *        (and under /v1/): the Gemini API (tests/mock_gemini.c); the auth
+ *        logged is x-goog-api-key's when neither of the others is sent
  *   GET  /health         under -H FILE: the status FILE holds (see -H below)
  *   GET  /mock/stats     {"open_connections","requests","aborted_streams",
  *        "last_abort_ms","tls_full","tls_resumed"}: an abort is a peer
@@ -145,6 +149,7 @@
 #include <openssl/ssl.h>
 
 #include "tests/mock_bill.h"
+#include "tests/mock_gemini.h"
 
 #define HEAD_MAX	65536		/* request head limit, as the gateway's */
 #define SCAN_MAX	(8 << 20)	/* body prefix kept for the JSON scan (pages
@@ -977,6 +982,8 @@ auth_id(const struct req *rq, char *out)
 
 	if (v == NULL)
 		v = hdr(rq, "x-api-key");
+	if (v == NULL)
+		v = hdr(rq, "x-goog-api-key");
 	else if (strncasecmp(v, "Bearer ", 7) == 0)
 		v += 7 + strspn(v + 7, " ");
 	if (v == NULL) {
@@ -1850,6 +1857,45 @@ bedrock(struct conn *c, int *rc)
 	return 0;
 }
 
+/* The Gemini API's model methods (tests/mock_gemini.c): x-mock-tokens,
+ * x-mock-reasoning (thoughtsTokenCount), x-mock-cached; a stream's pieces
+ * a chunk each, x-mock-delay-ms after each. Returns 1 for another path. */
+static int
+gemini(struct conn *c, int *rc)
+{
+	struct req *rq = &c->rq;
+	struct mock_gm_in in = { rq->tokens, rq->reasoning, rq->cached };
+	struct mock_gm_out *o;
+	char sz[24];
+	size_t i, k;
+
+	if ((o = malloc(sizeof(*o))) == NULL)
+		return 1;
+	if (mock_gemini(rq->method, rq->path, rq->query, rq->body ? rq->body : "",
+	    (size_t)rq->body_len, &in, o) == -1) {
+		free(o);
+		return 1;
+	}
+	rq->billable = 1;
+	*rc = send_head(c, o->status, o->ctype, o->chunked ? -1 :
+	    (long long)o->off[o->npieces]);
+	for (i = 0; *rc == 0 && i < o->npieces; i++) {
+		k = o->off[i + 1] - o->off[i];
+		snprintf(sz, sizeof(sz), "%zx\r\n", k);
+		if ((o->chunked && out_str(c, sz) == -1) || out_put(c, o->buf + o->off[i], k) == -1 ||
+		    (o->chunked && (out_str(c, "\r\n") == -1 || out_flush(c) == -1 ||
+		    (rq->delay_ms > 0 && wait_peer(c, rq->delay_ms) == -1))))
+			*rc = -1;
+	}
+	if (*rc == 0 && ((o->chunked && out_str(c, "0\r\n\r\n") == -1) || out_flush(c) == -1))
+		*rc = -1;
+	if (*rc == 0)
+		c->in_response = 0;
+	free(o->buf);
+	free(o);
+	return 0;
+}
+
 static int
 route(struct conn *c)
 {
@@ -1864,7 +1910,7 @@ route(struct conn *c)
 			log_billed(c);
 		return send_mock_error(c);
 	}
-	if (objects(c, &rc) == 0 || bedrock(c, &rc) == 0)
+	if (objects(c, &rc) == 0 || bedrock(c, &rc) == 0 || gemini(c, &rc) == 0)
 		return rc;
 	if (post && is_provider_path(rq->path))
 		return provider(c);

@@ -104,7 +104,14 @@ estimate_nusd(struct kv_conn *c, const struct kv_price *p)
 	 * rule); without one, and without the model's, at least its budget */
 	if (c->req.ri.max_output < 0 && p->max_output <= 0 && c->req.ri.thinking > lim)
 		lim = c->req.ri.thinking;
-	est.output = c->req.api == KV_API_OPENAI_EMBEDDINGS ? 0 : c->req.ri.mult * lim;
+	/* Gemini's thoughts are billed as output beside the answer: its
+	 * budget, or the model's whole output when the model decides */
+	if (c->req.api == KV_API_GEMINI)
+		lim += c->req.ri.thinking >= 0 ? c->req.ri.thinking :
+		    c->req.ri.thinking == KV_REQ_THINK_DYNAMIC ? (p->max_output > 0 ?
+		    p->max_output : cf->reserve_output_tokens) : 0;
+	est.output = c->req.api == KV_API_OPENAI_EMBEDDINGS ||
+	    c->req.api == KV_API_GEMINI_EMBED ? 0 : c->req.ri.mult * lim;
 	c->adm.out_bound = est.output;
 	/* the response may say it ran on any tier the section prices (the
 	 * client asks for one in the body): reserve for the dearest */
@@ -371,7 +378,7 @@ estimate_tokens(const struct kv_conn *c)
 		return 0;
 	in = c->req.body_done || c->req.chunked ? c->req.body_bytes : c->req.body_bytes + c->req.body_left;
 	out = c->req.ri.max_output >= 0 ? c->req.ri.max_output : c->w->cf->reserve_output_tokens;
-	if (c->req.api == KV_API_OPENAI_EMBEDDINGS)
+	if (c->req.api == KV_API_OPENAI_EMBEDDINGS || c->req.api == KV_API_GEMINI_EMBED)
 		out = 0;
 	return in + out;
 }
@@ -495,6 +502,8 @@ bedrock_facts(struct kv_conn *c)
 	memcpy(c->req.ri.model, c->req.path_model, sizeof(c->req.ri.model));
 	if (c->req.bedrock)	/* Vertex's Claude says "stream" in its body */
 		c->req.ri.stream = c->req.aws_stream;
+	if (c->req.gm_stream)	/* Gemini: the method says it */
+		c->req.ri.stream = 1;
 }
 
 /* The upstream entry a routed request goes to: the control plane's own
@@ -602,6 +611,11 @@ request_admit(struct kv_conn *c)
 	if (virtual_keys(up) && kv_cred_query_key(c->req.target, &qlen) != NULL)
 		return reply_error(c, 400, "this upstream uses its own provider key: send the "
 		    "kilovolt key in a header (Authorization: Bearer KEY), not as ?key=");
+	/* A Gemini path's ?key= is out of the target (request_head.c): only
+	 * an upstream with its own key can do without it. */
+	if (c->req.query_key && !virtual_keys(up))
+		return reply_error(c, 400, "this upstream forwards the client's own key: send "
+		    "it in x-goog-api-key, not as ?key=");
 	if (c->req.ws)
 		return admit_ws(c, up);
 	if ((st = admit_endpoint(c, up)) != KV_NEXT)

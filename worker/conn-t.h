@@ -102,6 +102,9 @@ struct kv_request {
 	int			 anthropic_client;	/* sent anthropic-version or x-api-key */
 	int			 bedrock;	/* a Bedrock path of a bedrock upstream */
 	int			 vertex;	/* a Vertex AI path (vertex_req.h) */
+	int			 google;	/* a Gemini API path: Google's error shape */
+	int			 query_key;	/* its ?key= was taken out of target */
+	int			 gm_stream;	/* :streamGenerateContent */
 	int			 aws_stream;	/* its answer is an AWS event stream
 						   (/invoke-with-response-stream,
 						   /converse-stream) */

@@ -186,6 +186,35 @@ kv_cred_find(const struct kv_http_request *req, const char *target, const char *
 	return *key != NULL ? 0 : -1;
 }
 
+int
+kv_cred_strip_query_key(char *target)
+{
+	char *q = strchr(target, '?'), *p, *end;
+	int n = 0;
+
+	if (q == NULL)
+		return 0;
+	p = q + 1;
+	while (*p != '\0' && *p != '#') {
+		end = p + strcspn(p, "&#");
+		if (strncmp(p, "key=", 4) != 0) {
+			p = *end == '&' ? end + 1 : end;
+			continue;
+		}
+		n++;
+		/* the parameter and the '&' after it, else the '&' or '?' before it */
+		if (*end == '&')
+			end++;
+		else if (p > q + 1)
+			p--;
+		else if (p == q + 1)
+			p = q;
+		memmove(p, end, strlen(end) + 1);
+		if (p == q)
+			break;
+	}
+	return n;
+}
 
 /* Query parameter NAME (LEN bytes, lower case) in TARGET's query, any case. */
 static int

@@ -23,6 +23,12 @@ int	kv_cred_find(const struct kv_http_request *req, const char *target, const ch
  * length in *LEN; NULL when there is none. */
 const char *kv_cred_query_key(const char *target, size_t *len);
 
+/* Take every key= parameter out of TARGET's query, in place (Google's
+ * ?key=: never forwarded nor logged), and a '?' left with nothing after
+ * it. Returns the parameters taken (0 none); 2 or more is a request to
+ * refuse, since kv_cred_query_key read only the first. */
+int	kv_cred_strip_query_key(char *target);
+
 /* Whether REQ was signed by the client with AWS SigV4: an Authorization
  * header of the AWS4-HMAC-SHA256 scheme, or X-Amz-Signature in TARGET's
  * query (a presigned URL), in any case. kilovolt never takes an AWS

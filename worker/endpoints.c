@@ -5,6 +5,7 @@
 
 #include "common/bedrock_path.h"
 #include "common/vertex_path.h"
+#include "common/gemini_path.h"
 #include "common/hex.h"
 
 #include <stdio.h>
@@ -174,6 +175,20 @@ bedrock_api(const char *target, size_t len)
 	}
 }
 
+/* A Gemini API path's: generateContent and its stream, the embeddings. */
+static enum kv_api
+gemini_api(const char *target, size_t len)
+{
+	switch (kv_gm_path(target, len, NULL, NULL)) {
+	case KV_GM_GENERATE: case KV_GM_STREAM:
+		return KV_API_GEMINI;
+	case KV_GM_EMBED: case KV_GM_BATCH_EMBED:
+		return KV_API_GEMINI_EMBED;
+	default:
+		return KV_API_OTHER;
+	}
+}
+
 enum kv_api
 kv_endpoint_api(const char *method, const char *target, size_t len)
 {
@@ -187,6 +202,8 @@ kv_endpoint_api(const char *method, const char *target, size_t len)
 	if (kv_vx_path(target, len, &vx) != KV_VX_NONE)	/* Claude's is the Messages body */
 		return vx.kind == KV_VX_RAW || vx.kind == KV_VX_STREAM_RAW ?
 		    KV_API_ANTHROPIC_MESSAGES : KV_API_OTHER;
+	if (memchr(target, ':', plen) != NULL)
+		return gemini_api(target, len);
 	for (i = 0; i < sizeof(metered) / sizeof(metered[0]); i++)
 		if (ends_with(target, plen, metered[i].suffix, metered[i].len))
 			return metered[i].api;
@@ -350,6 +367,32 @@ vertex_classify(const char *method, const char *target, size_t len,
 	return 1;
 }
 
+/* A Gemini API path on a gemini upstream: generateContent, its stream and
+ * the embeddings metered (above), countTokens and reads of the model list
+ * free, anything else refused. Returns 1 when it decided *EP. */
+static int
+gemini_classify(const char *method, const char *target, size_t len,
+    const struct kv_upstream *up, struct kv_endpoint *ep)
+{
+	size_t plen = path_len(target, len);
+	enum kv_gm_kind k = kv_gm_path(target, len, NULL, NULL);
+
+	if (up->provider != KV_PROVIDER_GEMINI || k == KV_GM_NONE)
+		return 0;
+	if ((k == KV_GM_COUNT && method_is(method, "POST")) || (k == KV_GM_MODELS &&
+	    (method_is(method, "GET") || method_is(method, "HEAD")))) {
+		ep->kind = KV_EP_FREE;
+		return 1;
+	}
+	ep->kind = KV_EP_REFUSED;
+	ep->status = 404;
+	snprintf(ep->msg, sizeof(ep->msg), "%s %.*s%s: kilovolt relays POST to a Gemini "
+	    "model's :generateContent, :streamGenerateContent, :countTokens, "
+	    ":embedContent and :batchEmbedContents, and GET of the model list",
+	    method, (int)(plen > 96 ? 96 : plen), target, plen > 96 ? "..." : "");
+	return 1;
+}
+
 void
 kv_endpoint_classify(const char *method, const char *target, size_t len,
     const struct kv_upstream *up, struct kv_endpoint *ep)
@@ -372,7 +415,8 @@ kv_endpoint_classify(const char *method, const char *target, size_t len,
 		return;
 	}
 	if (bedrock_classify(method, target, len, up, ep) ||
-	    vertex_classify(method, target, len, up, ep))
+	    vertex_classify(method, target, len, up, ep) ||
+	    gemini_classify(method, target, len, up, ep))
 		return;
 	if (builtin_free(method, target, plen)) {
 		ep->kind = KV_EP_FREE;

@@ -1,5 +1,5 @@
 /* The responses the gateway makes itself, in the provider's own error
- * shape (OpenAI, Anthropic or Bedrock) so SDKs surface them; see errors.h. */
+ * shape (OpenAI, Anthropic, Bedrock or Google) so SDKs surface them; see errors.h. */
 
 #include "worker/errors.h"
 
@@ -15,39 +15,40 @@ struct err_shape {
 	const char	*openai_code;
 	const char	*anthropic_type;
 	const char	*bedrock_type;	/* x-amzn-ErrorType: what AWS's SDKs read */
+	const char	*google_status;	/* google.rpc.Code's name for it */
 };
 
 /* Types follow what each provider sends for the same condition; 402 uses
  * the codes SPEC.md names so clients can tell a budget refusal apart. */
 static const struct err_shape shapes[] = {
 	{ 400, "Bad Request", "invalid_request_error", "bad_request", "invalid_request_error",
-	    "ValidationException" },
+	    "ValidationException", "INVALID_ARGUMENT" },
 	{ 401, "Unauthorized", "invalid_request_error", "invalid_api_key", "authentication_error",
-	    "UnrecognizedClientException" },
+	    "UnrecognizedClientException", "UNAUTHENTICATED" },
 	{ 402, "Payment Required", "insufficient_quota", "budget_exceeded", "budget_exceeded",
-	    "ServiceQuotaExceededException" },
+	    "ServiceQuotaExceededException", "RESOURCE_EXHAUSTED" },
 	{ 404, "Not Found", "invalid_request_error", "not_found", "not_found_error",
-	    "ResourceNotFoundException" },
+	    "ResourceNotFoundException", "NOT_FOUND" },
 	{ 408, "Request Timeout", "invalid_request_error", "timeout", "timeout_error",
-	    "ModelTimeoutException" },
+	    "ModelTimeoutException", "DEADLINE_EXCEEDED" },
 	{ 413, "Payload Too Large", "invalid_request_error", "request_too_large", "request_too_large",
-	    "ValidationException" },
+	    "ValidationException", "INVALID_ARGUMENT" },
 	{ 414, "URI Too Long", "invalid_request_error", "uri_too_long", "invalid_request_error",
-	    "ValidationException" },
+	    "ValidationException", "INVALID_ARGUMENT" },
 	{ 429, "Too Many Requests", "requests", "rate_limit_exceeded", "rate_limit_error",
-	    "ThrottlingException" },
+	    "ThrottlingException", "RESOURCE_EXHAUSTED" },
 	{ 431, "Request Header Fields Too Large", "invalid_request_error", "headers_too_large", "invalid_request_error",
-	    "ValidationException" },
+	    "ValidationException", "INVALID_ARGUMENT" },
 	{ 501, "Not Implemented", "invalid_request_error", "not_implemented", "invalid_request_error",
-	    "ValidationException" },
+	    "ValidationException", "UNIMPLEMENTED" },
 	{ 502, "Bad Gateway", "upstream_error", "bad_gateway", "api_error",
-	    "InternalServerException" },
+	    "InternalServerException", "UNAVAILABLE" },
 	{ 503, "Service Unavailable", "service_unavailable", "gateway_overloaded", "overloaded_error",
-	    "ServiceUnavailableException" },
+	    "ServiceUnavailableException", "UNAVAILABLE" },
 	{ 504, "Gateway Timeout", "upstream_error", "gateway_timeout", "timeout_error",
-	    "ModelTimeoutException" },
+	    "ModelTimeoutException", "DEADLINE_EXCEEDED" },
 	{ 505, "HTTP Version Not Supported", "invalid_request_error", "bad_version", "invalid_request_error",
-	    "ValidationException" },
+	    "ValidationException", "INVALID_ARGUMENT" },
 };
 
 static const struct err_shape *
@@ -108,7 +109,11 @@ kv_error_response_typed(char *buf, size_t len, int shape, int status,
 	int blen, n;
 
 	json_message(msg, sizeof(msg), message);
-	if (shape == KV_ERR_BEDROCK) {
+	if (shape == KV_ERR_GOOGLE)
+		blen = snprintf(body, sizeof(body),
+		    "{\"error\":{\"code\":%d,\"message\":%s,\"status\":\"%s\"}}",
+		    status, msg, sh->google_status);
+	else if (shape == KV_ERR_BEDROCK) {
 		blen = snprintf(body, sizeof(body), "{\"message\":%s}", msg);
 		snprintf(amzn, sizeof(amzn), "x-amzn-ErrorType: %s\r\n", sh->bedrock_type);
 	} else if (shape == KV_ERR_ANTHROPIC)

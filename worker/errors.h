@@ -7,9 +7,12 @@
 #include <stddef.h>
 
 /* The error body's shape: OpenAI's {"error":{...}}, Anthropic's
- * {"type":"error","error":{...}}, or Bedrock's {"message":...} with the
- * error's name in an x-amzn-ErrorType header (ValidationException, ...). */
-enum kv_err_shape { KV_ERR_OPENAI = 0, KV_ERR_ANTHROPIC = 1, KV_ERR_BEDROCK = 2 };
+ * {"type":"error","error":{...}}, Bedrock's {"message":...} with the
+ * error's name in an x-amzn-ErrorType header (ValidationException, ...),
+ * or Google's {"error":{"code":N,"message":...,"status":"INVALID_ARGUMENT"}}
+ * (the Gemini API and Vertex AI). */
+enum kv_err_shape { KV_ERR_OPENAI = 0, KV_ERR_ANTHROPIC = 1, KV_ERR_BEDROCK = 2,
+	KV_ERR_GOOGLE = 3 };
 
 /* Write a complete HTTP/1.1 response into buf: status line, JSON error
  * body for STATUS with MESSAGE in SHAPE (enum kv_err_shape), Connection:

@@ -73,7 +73,7 @@ reply_error(struct kv_conn *c, int status, const char *msg)
 	c->obuf = NULL;
 	c->olen = c->opos = c->ocap = 0;
 	if (conn_obuf_reserve(c, 2048) == -1 ||
-	    (n = kv_error_response_typed(c->obuf, c->ocap, c->req.bedrock ? KV_ERR_BEDROCK :
+	    (n = kv_error_response_typed(c->obuf, c->ocap, c->req.google ? KV_ERR_GOOGLE : c->req.bedrock ? KV_ERR_BEDROCK :
 	    c->req.anthropic ? KV_ERR_ANTHROPIC : KV_ERR_OPENAI, status,
 	    status == 429 && c->adm.rl.refused_by == 't' ? "tokens" : NULL, msg,
 	    keep, extra)) == -1)

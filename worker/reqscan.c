@@ -58,6 +58,15 @@ static const struct {
 	[K_SYSTEM_TOOL] = KEY("systemTool"), [K_TOOL_CHOICE] = KEY("toolChoice"),
 	[K_LATENCY] = KEY("latency"), [K_REASONING_CONFIG] = KEY("reasoning_config"),
 	[K_ANTHROPIC_BETA] = KEY("anthropic_beta"),
+	/* the Gemini API's body */
+	[K_CONTENTS] = KEY("contents"), [K_SYSTEM_INSTRUCTION] = KEY("systemInstruction"), [K_GENERATION_CONFIG] = KEY("generationConfig"),
+	[K_SAFETY_SETTINGS] = KEY("safetySettings"), [K_CACHED_CONTENT] = KEY("cachedContent"), [K_LABELS] = KEY("labels"),
+	[K_REQUESTS] = KEY("requests"), [K_TASK_TYPE] = KEY("taskType"), [K_TITLE] = KEY("title"),
+	[K_OUTPUT_DIMENSIONALITY] = KEY("outputDimensionality"), [K_PARTS] = KEY("parts"), [K_INLINE_DATA] = KEY("inlineData"),
+	[K_FILE_DATA_GM] = KEY("fileData"), [K_MAX_OUTPUT_TOKENS_GM] = KEY("maxOutputTokens"), [K_THINKING_CONFIG] = KEY("thinkingConfig"),
+	[K_THINKING_BUDGET] = KEY("thinkingBudget"), [K_CANDIDATE_COUNT] = KEY("candidateCount"), [K_RESPONSE_MODALITIES] = KEY("responseModalities"),
+	[K_FUNCTION_DECLARATIONS] = KEY("functionDeclarations"), [K_CODE_EXECUTION] = KEY("codeExecution"), [K_URL_CONTEXT] = KEY("urlContext"),
+	[K_FUNCTION_CALL] = KEY("functionCall"), [K_FUNCTION_RESPONSE] = KEY("functionResponse"), [K_ROLE] = KEY("role"),
 };
 #undef KEY
 #define NKEYS ((int)(sizeof(key_names) / sizeof(key_names[0])))
@@ -414,6 +423,10 @@ value_begin(struct kv_reqscan *r, enum kv_jv_ev ev, int level, uint64_t off)
 		kv_rsc_value(r, ev, level, key);
 		return;
 	}
+	if (r->api == KV_API_GEMINI || r->api == KV_API_GEMINI_EMBED) {
+		kv_rsg_value(r, ev, level, key);
+		return;
+	}
 	r->intools = level > 1 && r->top == K_TOOLS;
 	if (level == 1)
 		top_value(r, ev, r->top = key, off);
@@ -491,6 +504,9 @@ string_end(struct kv_reqscan *r)
 	case CAP_CV_TIER: case CAP_CV_LATENCY:
 		kv_rsc_string(r);
 		break;
+	case CAP_GM_DATA: case CAP_GM_MODALITY:
+		kv_rsg_end(r, 0);
+		break;
 	}
 	r->cap = CAP_NONE;
 }
@@ -505,6 +521,11 @@ number_end(struct kv_reqscan *r)
 	int i = r->cap - CAP_LIMIT;
 	int64_t v;
 
+	if (r->cap == CAP_GM_BUDGET) {
+		kv_rsg_end(r, 1);
+		r->cap = CAP_NONE;
+		return;
+	}
 	if (r->cap == CAP_USES || r->cap == CAP_TOOL_CALLS) {
 		if (r->vlong || kv_reqscan_intval(r->vbuf, r->vlen, 1000000, &v, &why) == -1)
 			refuse(r, "%s %s", r->cap == CAP_USES ? "max_uses" : "max_tool_calls", why);
@@ -652,6 +673,8 @@ kv_reqscan_finish(struct kv_reqscan *r)
 		refuse(r, "the body is not valid JSON: %s%s", r->jv.err, "");
 		return -1;
 	}
+	if (r->api == KV_API_GEMINI || r->api == KV_API_GEMINI_EMBED)
+		kv_rsg_finish(r);
 	for (i = 0; i < LIM_COUNT; i++)
 		if (i != LIM_N && i != LIM_BEST_OF && i != LIM_THINKING &&
 		    r->lim[i] > r->ri.max_output)

@@ -17,6 +17,7 @@
 
 #define KV_REQ_MODEL	96	/* model names are shorter; longer is a 400 */
 #define KV_REQ_LIMIT_MAX 2147483647	/* output limits and n past this: 400 */
+#define KV_REQ_THINK_DYNAMIC	(-2)	/* ri.thinking: the model decides (Gemini) */
 
 enum { KV_GEO_GLOBAL = 0, KV_GEO_US, KV_GEO_OTHER };
 
@@ -39,7 +40,10 @@ struct kv_request_info {
 					   additionalModelRequestFields, or its
 					   reasoning_config); -1 none. The output
 					   limit bounds it: Anthropic counts the
-					   thinking in max_tokens */
+					   thinking in max_tokens. Gemini:
+					   thinkingConfig.thinkingBudget, and
+					   KV_REQ_THINK_DYNAMIC when unset or -1
+					   (up to the model's max output) */
 	int64_t		 mult;		/* max(n, best_of, 1) x the prompts of a
 					   legacy completions "prompt" array */
 	int64_t		 images;	/* inline images (data: URLs, base64) */
@@ -114,6 +118,7 @@ struct kv_reqscan {
 	 * values are the client's own JSON (a tool's input), 0 none */
 	uint8_t		 cpath[16];
 	int		 cv_skip;
+	int64_t		 gm_img0;	/* Gemini: ri.images when inlineData.data began */
 	/* an inline data: URL or base64 string, decoded as it arrives: its
 	 * first bytes are the file's header (media_bound.h) */
 	int		 mph;		/* M_* phase */

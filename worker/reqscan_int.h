@@ -27,12 +27,20 @@ enum {
 	K_REASONING_CONTENT, K_CACHE_POINT, K_GUARD_CONTENT, K_CITATIONS_CONTENT,
 	K_SEARCH_RESULT, K_JSON, K_SOURCE, K_BYTES, K_S3_LOCATION, K_TOOL_SPEC,
 	K_SYSTEM_TOOL, K_TOOL_CHOICE, K_LATENCY, K_REASONING_CONFIG, K_ANTHROPIC_BETA,
+	/* the Gemini API's body (reqscan_gemini.c) */
+	K_CONTENTS, K_SYSTEM_INSTRUCTION, K_GENERATION_CONFIG, K_SAFETY_SETTINGS,
+	K_CACHED_CONTENT, K_LABELS, K_REQUESTS, K_TASK_TYPE,
+	K_TITLE, K_OUTPUT_DIMENSIONALITY, K_PARTS, K_INLINE_DATA,
+	K_FILE_DATA_GM, K_MAX_OUTPUT_TOKENS_GM, K_THINKING_CONFIG, K_THINKING_BUDGET,
+	K_CANDIDATE_COUNT, K_RESPONSE_MODALITIES, K_FUNCTION_DECLARATIONS, K_CODE_EXECUTION,
+	K_URL_CONTEXT, K_FUNCTION_CALL, K_FUNCTION_RESPONSE, K_ROLE,
 };
 
 /* What the value being read is kept for. The output limits are last:
  * CAP_LIMIT + i is r->lim[i] (reqscan.h). */
 enum { CAP_NONE, CAP_MODEL, CAP_TYPE, CAP_URL, CAP_USES, CAP_TOOL_CALLS, CAP_DIM,
-	CAP_MODALITY, CAP_TTL, CAP_CV_TIER, CAP_CV_LATENCY, CAP_LIMIT };
+	CAP_MODALITY, CAP_TTL, CAP_CV_TIER, CAP_CV_LATENCY, CAP_GM_BUDGET, CAP_GM_DATA,
+	CAP_GM_MODALITY, CAP_LIMIT };
 
 /* r->lim's slots. */
 enum { LIM_MAX_TOKENS, LIM_MAX_COMPLETION_TOKENS, LIM_MAX_OUTPUT_TOKENS, LIM_N,
@@ -108,5 +116,12 @@ void	kv_rsc_close(struct kv_reqscan *r, int level);
 
 /* A Converse string kept for CAP_CV_* ended (r->vbuf). */
 void	kv_rsc_string(struct kv_reqscan *r);
+
+/* reqscan_gemini.c: a value of a Gemini API body begins (as
+ * kv_rsc_value); a string or number kept for CAP_GM_* ended; the body
+ * ended (before the limits are summed up). */
+void	kv_rsg_value(struct kv_reqscan *r, enum kv_jv_ev ev, int level, int key);
+void	kv_rsg_end(struct kv_reqscan *r, int number);
+void	kv_rsg_finish(struct kv_reqscan *r);
 
 #endif

@@ -180,9 +180,12 @@ own_lines(struct kv_conn *c, const struct kv_http_request *req, const char *key,
 
 	if (key != NULL) {
 		/* Bedrock's API key and Vertex's token are bearer tokens
-		 * whatever the client sent; Azure's key goes in its own header. */
+		 * whatever the client sent; Azure's key goes in its own header,
+		 * and so does a Gemini API key. */
 		if (up->provider == KV_PROVIDER_AZURE)
 			CONN_OBUF_LIT(c, "api-key: ");
+		else if (up->provider == KV_PROVIDER_GEMINI)
+			CONN_OBUF_LIT(c, "x-goog-api-key: ");
 		else if (c->req.auth_x_api_key && up->provider != KV_PROVIDER_BEDROCK &&
 		    up->provider != KV_PROVIDER_VERTEX)
 			CONN_OBUF_LIT(c, "x-api-key: ");

@@ -13,6 +13,7 @@
 #include <openssl/crypto.h>
 
 #include "common/bedrock_path.h"
+#include "common/gemini_path.h"
 #include "common/log.h"
 #include "worker/credential.h"
 #include "worker/endpoints.h"
@@ -62,6 +63,45 @@ bedrock_head(struct kv_conn *c, const struct kv_http_request *req, const char **
 		return 0;
 	return kv_br_model(req->target + off, n, c->req.path_model, sizeof(c->req.path_model),
 	    why);
+}
+
+/* A Gemini API path (gemini_path.h): answered in Google's error shape
+ * (this first, so that the target check's refusal has it too), routed to
+ * a gemini upstream only (config_route.c); its model named by the path,
+ * and whether it streams by its method, whatever the body says. */
+static void
+gemini_head(struct kv_conn *c, const struct kv_http_request *req)
+{
+	enum kv_gm_kind k;
+	size_t off, n;
+
+	_Static_assert(sizeof(c->req.path_model) == KV_GM_MODEL_MAX, "a model name fits");
+	k = kv_gm_path(req->target, req->target_len, &off, &n);
+	if (k == KV_GM_NONE)
+		return;
+	c->req.google = 1;
+	c->req.gm_stream = k == KV_GM_STREAM;
+	memcpy(c->req.path_model, req->target + off, n);
+	c->req.path_model[n] = '\0';
+}
+
+/* Google's ?key= on a Gemini path: taken out of the target once the key
+ * is hashed, so that it is neither forwarded nor logged (the upstream's
+ * own key goes in x-goog-api-key; a pass-through upstream is refused it
+ * in admission.c). Elsewhere the query stays as sent. */
+static int
+gemini_query_key(struct kv_conn *c, const char **why)
+{
+	int n;
+
+	if (!c->req.google || (n = kv_cred_strip_query_key(c->req.target)) == 0)
+		return 0;
+	c->req.query_key = 1;
+	if (n > 1) {
+		*why = "key= appears more than once in the query";
+		return -1;
+	}
+	return 0;
 }
 
 /* A metered body is scanned, and a scanner cannot read a coded body. */
@@ -182,6 +222,7 @@ on_head(struct kv_conn *c, size_t hl)
 	c->req.body_done = !req->chunked && c->req.body_left == 0;
 	/* Before anything else: a target a provider might read differently
 	 * from how we classify it is never forwarded. */
+	gemini_head(c, req);
 	if (bedrock_head(c, req, &why) == -1 ||
 	    kv_vertex_head(c, req->target, req->target_len, &why) == -1 ||
 	    kv_target_check(req->target, req->target_len, &why) == -1)
@@ -207,6 +248,8 @@ on_head(struct kv_conn *c, size_t hl)
 		return reply_error(c, 401, "missing API key: send Authorization: Bearer KEY or x-api-key: KEY");
 	if (j == 0)
 		key_hash(key, klen, c->req.keyhash);
+	if (gemini_query_key(c, &why) == -1)
+		return reply_error(c, 400, why);
 	kv_key_id(c->req.keyhash, c->req.keyid);
 	if (kv_request_tags(c, req, &why) == -1)
 		return reply_error(c, 400, why);

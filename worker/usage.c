@@ -190,7 +190,9 @@ sse_skip_event(struct kv_usage_scanner *s, const unsigned char *p, size_t n)
 	int texts = 0;
 	size_t k, end;
 
-	if (s->model[0] == '\0' || s->api == KV_API_OPENAI_RESPONSES ||
+	/* (a Gemini chunk carries usageMetadata, which the fast count
+	 * does not look for) */
+	if (s->model[0] == '\0' || s->api == KV_API_OPENAI_RESPONSES || s->api == KV_API_GEMINI ||
 	    s->sse_data != 1 || s->json.state != S_VALUE || s->json.depth != 0 ||
 	    (nl = memchr(p, '\n', n)) == NULL)
 		return 0;

@@ -21,6 +21,10 @@ enum kv_api {
 					   an Anthropic model (its body) */
 	KV_API_BEDROCK_CONVERSE,	/* Bedrock /model/{id}/converse and
 					   /converse-stream: its body and usage */
+	KV_API_GEMINI,			/* the Gemini API's generateContent and
+					   streamGenerateContent (and Vertex AI's
+					   Gemini): the body and usageMetadata */
+	KV_API_GEMINI_EMBED,		/* :embedContent, :batchEmbedContents */
 	KV_API_OTHER,			/* no usage expected */
 };
 
@@ -81,6 +85,7 @@ struct kv_usage_scanner {
 	 * usage's fast and geo_us are the response's, not unknown */
 	int		 speed_seen;
 	int		 geo_seen;
+	int		 gm_finish;	/* Gemini: this chunk has a finishReason */
 	uint64_t	 run_want;	/* the lexer run's WANT (usage_json.h) */
 };
 

@@ -48,6 +48,11 @@ enum {
 	K_BR_WRITE_COUNT, K_BR_INPUT, K_BR_OUTPUT, K_BR_READ, K_BR_WRITE, K_INPUT,
 	K_BR_CACHE_DETAILS,
 	K_CACHED_DETAILS,	/* Realtime: input_token_details.cached_tokens_details */
+	/* the Gemini API's candidates[].finishReason and modelVersion, whose
+	 * strings it wants (below USAGE_WANT_SHARED), then its usageMetadata
+	 * and the counts in it (usage_gemini.c) */
+	K_GM_FINISH, K_GM_MODEL,
+	K_GM_USAGE, K_GM_PROMPT, K_GM_CANDIDATES, K_GM_THOUGHTS, K_GM_CACHED, K_GM_TOOL_PROMPT,
 	K_COUNT
 };
 
@@ -108,10 +113,14 @@ int	usage_json_step(struct kv_json *j, unsigned char c);
  * client that does nothing on an array's open and close or a literal
  * (EV_ARR_OPEN, EV_ARR_CLOSE and EV_LIT are then not reported). The step
  * reports them all, whatever the run was told. */
-#define USAGE_WANT_KEY(k)	(1ULL << (k))
+#define USAGE_WANT_SHARED	62	/* the bit of every key id from it on */
+#define USAGE_WANT_BIT(k)	((k) < USAGE_WANT_SHARED ? (k) : USAGE_WANT_SHARED)
+#define USAGE_WANT_KEY(k)	(1ULL << USAGE_WANT_BIT(k))
 #define USAGE_WANT_ALL		(~0ULL >> 1)	/* every key, and every event */
 #define USAGE_WANT_QUIET	(1ULL << 63)
-_Static_assert(K_COUNT < 63, "a key id is a bit of WANT below USAGE_WANT_QUIET");
+_Static_assert(K_GM_MODEL < USAGE_WANT_SHARED, "a key whose strings a client wants "
+    "has a bit of WANT of its own");
+_Static_assert(K_COUNT <= 255, "a key id fits the path's bytes");
 
 /* Bytes >= 0x80 among P[0..N), added to *HIGH, and the UTF-8 lead bytes
  * among them (one per non-ASCII character), added to *CHARS. */

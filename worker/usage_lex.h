@@ -99,9 +99,11 @@ key_intern(const char *k, size_t len)
 	case 12:
 		KW("input_tokens", K_INPUT_TOKENS); KW("partial_json", K_PARTIAL_JSON); KW("service_tier", K_SERVICE_TIER); KW("audio_tokens", K_AUDIO_TOKENS);
 		KW("outputTokens", K_BR_OUTPUT); KW("cacheDetails", K_BR_CACHE_DETAILS);
+		KW("finishReason", K_GM_FINISH); KW("modelVersion", K_GM_MODEL);
 		break;
 	case 13:
 		KW("prompt_tokens", K_PROMPT_TOKENS); KW("output_tokens", K_OUTPUT_TOKENS); KW("cached_tokens", K_CACHED_TOKENS); KW("include_usage", K_INCLUDE_USAGE); KW("inference_geo", K_INFERENCE_GEO);
+		KW("usageMetadata", K_GM_USAGE);
 		break;
 	case 14:
 		KW("stream_options", K_STREAM_OPTIONS); KW("cache_creation", K_CACHE_CREATION_OBJ);
@@ -111,12 +113,14 @@ key_intern(const char *k, size_t len)
 		break;
 	case 16:
 		KW("reasoning_tokens", K_REASONING_TOKENS); KW("outputTokenCount", K_BR_OUTPUT_COUNT);
+		KW("promptTokenCount", K_GM_PROMPT);
 		break;
 	case 17:
 		KW("completion_tokens", K_COMPLETION_TOKENS); KW("max_output_tokens", K_MAX_OUTPUT_TOKENS); KW("reasoning_content", K_REASONING_CONTENT);
 		break;
 	case 18:
 		KW("web_fetch_requests", K_WEB_FETCH_REQ); KW("cache_write_tokens", K_CACHE_WRITE_TOKENS);
+		KW("thoughtsTokenCount", K_GM_THOUGHTS);
 		break;
 	case 19:
 		KW("web_search_requests", K_WEB_SEARCH_REQ);
@@ -125,6 +129,7 @@ key_intern(const char *k, size_t len)
 	case 20:
 		KW("input_tokens_details", K_INPUT_DETAILS); KW("cacheReadInputTokens", K_BR_READ);
 		KW("output_token_details", K_OUTPUT_DETAILS);	/* Realtime's spelling */
+		KW("candidatesTokenCount", K_GM_CANDIDATES);
 		break;
 	case 21:
 		KW("prompt_tokens_details", K_PROMPT_DETAILS); KW("max_completion_tokens", K_MAX_COMPLETION_TOKENS); KW("output_tokens_details", K_OUTPUT_DETAILS);
@@ -133,6 +138,7 @@ key_intern(const char *k, size_t len)
 		break;
 	case 23:
 		KW("cache_read_input_tokens", K_CACHE_READ);
+		KW("cachedContentTokenCount", K_GM_CACHED); KW("toolUsePromptTokenCount", K_GM_TOOL_PROMPT);
 		break;
 	case 24:
 		KW("cacheReadInputTokenCount", K_BR_READ_COUNT);
@@ -488,7 +494,7 @@ usage_json_run(struct kv_json *j, const unsigned char *p, size_t n, int *ev, uin
 			/* FALLTHROUGH */
 		default:	/* S_VALUE */
 		value:
-			if (c == '"' && !((want >> key_at(j, j->depth - 1)) & 1)) {
+			if (c == '"' && !((want >> USAGE_WANT_BIT(key_at(j, j->depth - 1))) & 1)) {
 				i += quiet_str(j, p + i, n - i, &whole);
 				if (!whole)
 					return i;

@@ -44,6 +44,7 @@ usage_scan_event_reset(struct kv_usage_scanner *s)
  * Nor does on_event act on arrays or literals. */
 #define W(k)	USAGE_WANT_KEY(k)
 #define SCAN_WANT (USAGE_WANT_QUIET | W(K_MODEL) | W(K_TYPE) | W(K_SERVICE_TIER) | \
+	W(K_GM_FINISH) | W(K_GM_MODEL) | \
 	W(K_DELTA) | W(K_CONTENT) | W(K_TEXT) | W(K_ARGUMENTS) | W(K_PARTIAL_JSON) | \
 	W(K_THINKING) | W(K_REFUSAL) | W(K_REASONING_CONTENT) | W(K_SPEED) | W(K_INFERENCE_GEO) | \
 	W(K_INPUT))
@@ -605,6 +606,10 @@ on_event(struct kv_usage_scanner *s, int ev)
 {
 	struct kv_json *j = &s->json;
 
+	if ((s->api == KV_API_GEMINI || s->api == KV_API_GEMINI_EMBED) && ev != EV_STR_END) {
+		usage_gm_event(s, ev);
+		return;
+	}
 	switch (ev) {
 	case EV_OBJ_OPEN:
 		if (j->evdepth == 1)

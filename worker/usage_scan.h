@@ -19,6 +19,10 @@ void	usage_scan_event_reset(struct kv_usage_scanner *s);
  * "reasoning_content"). */
 int	usage_counted_key(int key);
 
+/* usage_gemini.c: a lexer event of a Gemini response (every one but a
+ * string's end, which usage_scan.c reads as for any API). */
+void	usage_gm_event(struct kv_usage_scanner *s, int ev);
+
 /* The tier (KV_TIER_*) a "service_tier" value NAME[0..LEN) names. */
 int	usage_tier_name(const char *name, size_t len);
 
