@@ -42,7 +42,10 @@ int	kv_target_check(const char *target, size_t len, const char **why);
  * trailing slash is not. A Bedrock runtime path: /converse and
  * /converse-stream are KV_API_BEDROCK_CONVERSE, /invoke and
  * /invoke-with-response-stream KV_API_ANTHROPIC_MESSAGES for an
- * Anthropic model (kv_br_anthropic), else KV_API_OTHER. */
+ * Anthropic model (kv_br_anthropic), else KV_API_OTHER. A Gemini API
+ * path (gemini_path.h): :generateContent and :streamGenerateContent are
+ * KV_API_GEMINI, :embedContent and :batchEmbedContents
+ * KV_API_GEMINI_EMBED, any other method KV_API_OTHER. */
 enum kv_api kv_endpoint_api(const char *method, const char *target, size_t len);
 
 /* Whether a request to TARGET gets Anthropic's error shape: its path is
@@ -58,7 +61,9 @@ int	kv_endpoint_anthropic(const char *target, size_t len);
  * there stays refused unless UP says shared_stored_objects = yes. On a
  * bedrock UP, GET/HEAD of the control plane's reads are free, and any
  * other method on a Bedrock path, or InvokeModel of a model not
- * Anthropic's, is refused. Refused: anything else, with 404 and a message
+ * Anthropic's, is refused. On a gemini UP, POST of a model's :countTokens
+ * and GET/HEAD of the model list are free, any other Gemini path refused.
+ * Refused: anything else, with 404 and a message
  * naming the setting (or the endpoint) that would allow it. */
 void	kv_endpoint_classify(const char *method, const char *target, size_t len,
 	    const struct kv_upstream *up, struct kv_endpoint *ep);

@@ -505,7 +505,7 @@ string_end(struct kv_reqscan *r)
 		kv_rsc_string(r);
 		break;
 	case CAP_GM_DATA: case CAP_GM_MODALITY:
-		kv_rsg_end(r, 0);
+		kv_rsg_string(r);
 		break;
 	}
 	r->cap = CAP_NONE;
@@ -522,7 +522,14 @@ number_end(struct kv_reqscan *r)
 	int64_t v;
 
 	if (r->cap == CAP_GM_BUDGET) {
-		kv_rsg_end(r, 1);
+		/* Gemini's -1 asks for dynamic thinking, not a count */
+		if (r->vlen == 2 && memcmp(r->vbuf, "-1", 2) == 0)
+			r->lim[LIM_THINKING] = KV_REQ_THINK_DYNAMIC;
+		else if (r->vlong || kv_reqscan_intval(r->vbuf, r->vlen, KV_REQ_LIMIT_MAX, &v,
+		    &why) == -1)
+			refuse(r, "thinkingConfig.thinkingBudget %s%s", why, "");
+		else
+			r->lim[LIM_THINKING] = v;
 		r->cap = CAP_NONE;
 		return;
 	}

@@ -171,23 +171,8 @@ kv_rsg_value(struct kv_reqscan *r, enum kv_jv_ev ev, int level, int key)
 }
 
 void
-kv_rsg_end(struct kv_reqscan *r, int isnum)
+kv_rsg_string(struct kv_reqscan *r)
 {
-	const char *why = "is out of range";
-	int64_t v;
-
-	if (isnum) {
-		/* -1 asks for dynamic thinking: kilovolt cannot read it as a
-		 * count (kv_reqscan_intval takes none below 0) */
-		if (r->vlen == 2 && memcmp(r->vbuf, "-1", 2) == 0)
-			r->lim[LIM_THINKING] = KV_REQ_THINK_DYNAMIC;
-		else if (r->vlong || kv_reqscan_intval(r->vbuf, r->vlen, KV_REQ_LIMIT_MAX, &v,
-		    &why) == -1)
-			refuse(r, "thinkingConfig.thinkingBudget %s%s", why, "");
-		else
-			r->lim[LIM_THINKING] = v;
-		return;
-	}
 	if (r->cap == CAP_GM_MODALITY) {
 		/* spoken or drawn answers bill at prices of their own */
 		if (r->vlen == 5 && memcmp(r->vbuf, "AUDIO", 5) == 0)

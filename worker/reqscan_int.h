@@ -118,10 +118,11 @@ void	kv_rsc_close(struct kv_reqscan *r, int level);
 void	kv_rsc_string(struct kv_reqscan *r);
 
 /* reqscan_gemini.c: a value of a Gemini API body begins (as
- * kv_rsc_value); a string or number kept for CAP_GM_* ended; the body
- * ended (before the limits are summed up). */
+ * kv_rsc_value); a string kept for CAP_GM_DATA or CAP_GM_MODALITY ended;
+ * the body ended (before the limits are summed up). A thinkingBudget
+ * (CAP_GM_BUDGET) is read by reqscan.c: -1 is KV_REQ_THINK_DYNAMIC. */
 void	kv_rsg_value(struct kv_reqscan *r, enum kv_jv_ev ev, int level, int key);
-void	kv_rsg_end(struct kv_reqscan *r, int number);
+void	kv_rsg_string(struct kv_reqscan *r);
 void	kv_rsg_finish(struct kv_reqscan *r);
 
 #endif

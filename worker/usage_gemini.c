@@ -70,7 +70,10 @@ on_open(struct kv_usage_scanner *s)
 	int d = j->evdepth, b = base(j), i;
 
 	if (d == b + 1) {
-		usage_scan_event_reset(s);
+		/* a chunk begins: what the last one had is forgotten */
+		s->cand_depth = 0;
+		s->cand_done = 0;
+		s->ev_counted = 0;
 		s->gm_finish = 0;
 	} else if (d == b + 2 && key_at(j, b) == K_GM_USAGE && s->cand_depth == 0) {
 		s->cand_depth = d;
@@ -108,7 +111,7 @@ on_string(struct kv_usage_scanner *s)
 	struct kv_json *j = &s->json;
 	int d = j->depth, key = key_at(j, d - 1);
 
-	j->count = (uint8_t)usage_counted_key(key);
+	j->count = key == K_TEXT;	/* a part's text, thoughts' included */
 	s->str_bytes0 = j->nbytes;
 	if (key == K_GM_FINISH)
 		s->gm_finish = 1;

@@ -67,7 +67,7 @@ check_offsets(const uint8_t *data, size_t size, const struct kv_request_info *ri
 	    (data[ri->so_start] != '{' || data[ri->so_end] != '}' || ri->so_end <= ri->so_start))
 		abort();
 	if (ri->max_output < -1 || ri->max_output > KV_REQ_LIMIT_MAX || ri->mult < 1 ||
-	    ri->thinking < -1 || ri->thinking > KV_REQ_LIMIT_MAX)
+	    ri->thinking < KV_REQ_THINK_DYNAMIC || ri->thinking > KV_REQ_LIMIT_MAX)
 		abort();
 }
 
@@ -117,7 +117,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const enum kv_api apis[] = { KV_API_OPENAI_RESPONSES, KV_API_ANTHROPIC_MESSAGES,
-	    KV_API_BEDROCK_CONVERSE };
+	    KV_API_BEDROCK_CONVERSE, KV_API_GEMINI, KV_API_GEMINI_EMBED };
 	size_t a = size ? data[0] % (size + 1) : 0, b, i;
 	int json_ok;
 	char *copy;

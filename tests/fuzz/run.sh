@@ -67,10 +67,10 @@ fi
 # sections, and a list by hand has missed them.
 sources=$(ls "$top_srcdir"/common/config*.c)
 missing=
-for f in common/http.c common/chunked.c worker/usage.c worker/usage_scan.c worker/usage_json.c worker/jsonv.c worker/reqscan.c worker/reqscan_converse.c worker/reqscan_tools.c worker/media_bound.c worker/tool_prompts.c worker/endpoints.c worker/sse_filter.c worker/credential.c \
+for f in common/http.c common/chunked.c worker/usage.c worker/usage_scan.c worker/usage_json.c worker/jsonv.c worker/reqscan.c worker/reqscan_converse.c worker/reqscan_gemini.c worker/usage_gemini.c worker/reqscan_tools.c worker/media_bound.c worker/tool_prompts.c worker/endpoints.c worker/sse_filter.c worker/credential.c \
     worker/aws_eventstream.c worker/aws_eventstream_headers.c worker/aws_chunk.c worker/aws_stream_filter.c common/crc32.c common/sigv4.c common/sigv4_canon.c \
     common/aws_creds.c common/aws_creds_parse.c common/vertex_path.c common/gcp_parse.c common/seqslot.c common/azure_path.c \
-    worker/tls13.c common/money.c common/bedrock_path.c common/log.c common/resp.c common/redis_info.c common/jsonline.c \
+    worker/tls13.c common/money.c common/bedrock_path.c common/gemini_path.c common/log.c common/resp.c common/redis_info.c common/jsonline.c \
     common/jsonread.c common/catalog.c common/catalog_report.c common/pricetab.c common/glob.c common/key_label.c master/admin_keys_parse.c \
     common/b64url.c common/jwks.c common/jwk_verify.c common/jwt.c \
     common/audit_line.c common/ws_frame.c common/tags.c; do
