@@ -19,32 +19,15 @@
 
 #define CV_DEPTH	((int)sizeof(((struct kv_reqscan *)0)->cpath))
 
-/* The member id of the value at LEVEL (K_NONE: an array element); deeper
- * than any Converse structure: K_OTHER. */
-static int
-path_at(const struct kv_reqscan *r, int level)
-{
-	return level >= 0 && level < CV_DEPTH ? r->cpath[level] : K_OTHER;
-}
-
 /* The value at LEVEL is a content block's member: messages[].content[],
  * system[] and toolResult.content[] hold the blocks. */
 static int
 is_block(const struct kv_reqscan *r, int level)
 {
-	return level >= 3 && path_at(r, level - 1) == K_NONE &&
-	    (path_at(r, level - 2) == K_CONTENT || (level == 3 && path_at(r, 1) == K_SYSTEM));
+	return level >= 3 && rs_path_at(r, level - 1) == K_NONE &&
+	    (rs_path_at(r, level - 2) == K_CONTENT || (level == 3 && rs_path_at(r, 1) == K_SYSTEM));
 }
 
-/* An integer kept in r->lim[SLOT]; null is absent. */
-static void
-number(struct kv_reqscan *r, enum kv_jv_ev ev, int slot, const char *name)
-{
-	if (ev != KV_JV_NUM && ev != KV_JV_NULL)
-		refuse(r, "%s must be an integer", name, "");
-	r->lim[slot] = -1;
-	r->cap = ev == KV_JV_NUM ? CAP_LIMIT + slot : CAP_NONE;
-}
 
 /* The price dimension kilovolt has no rule for: admission refuses it. */
 static void
@@ -59,7 +42,7 @@ dim_other(struct kv_reqscan *r, const char *what, const char *v, size_t n)
 static void
 top(struct kv_reqscan *r, enum kv_jv_ev ev, int key)
 {
-	static const struct { int key; enum kv_jv_ev ev; const char *name; } tops[] = {
+	static const struct rs_member tops[] = {
 		{ K_MESSAGES, KV_JV_ARR_OPEN, "messages" },
 		{ K_SYSTEM, KV_JV_ARR_OPEN, "system" },
 		{ K_INFERENCE_CONFIG, KV_JV_OBJ_OPEN, "inferenceConfig" },
@@ -73,19 +56,8 @@ top(struct kv_reqscan *r, enum kv_jv_ev ev, int key)
 		{ K_SERVICE_TIER_CV, KV_JV_OBJ_OPEN, "serviceTier" },
 		{ K_OUTPUT_CONFIG, KV_JV_OBJ_OPEN, "outputConfig" },
 	};
-	size_t i;
-
-	for (i = 0; i < sizeof(tops) / sizeof(tops[0]) && tops[i].key != key; i++)
-		;
-	if (i == sizeof(tops) / sizeof(tops[0])) {
-		refuse(r, "the body has a top-level member the Converse API does not define, "
-		    "and kilovolt cannot bound what it asks for%s%s", "", "");
-		return;
-	}
-	if (ev != tops[i].ev && ev != KV_JV_NULL)
-		refuse(r, "%s must be %s", tops[i].name,
-		    tops[i].ev == KV_JV_ARR_OPEN ? "an array" : "an object");
-	if (ev == KV_JV_NULL)
+	if (rs_top_member(r, tops, sizeof(tops) / sizeof(tops[0]), "Converse", ev, key) == -1 ||
+	    ev == KV_JV_NULL)
 		return;
 	if (key == K_PROMPT_VARIABLES)	/* filled into a prompt the body does not show */
 		fetches(r, "promptVariables (a managed prompt)");
@@ -128,11 +100,11 @@ block(struct kv_reqscan *r, enum kv_jv_ev ev, int level, int key)
 static void
 content(struct kv_reqscan *r, enum kv_jv_ev ev, int level, int key)
 {
-	int parent = path_at(r, level - 1);
+	int parent = rs_path_at(r, level - 1);
 
 	if (is_block(r, level))
 		block(r, ev, level, key);
-	else if (key == K_BYTES && parent == K_SOURCE && path_at(r, level - 2) == K_IMAGE &&
+	else if (key == K_BYTES && parent == K_SOURCE && rs_path_at(r, level - 2) == K_IMAGE &&
 	    ev == KV_JV_STR) {
 		/* an image's base64 bytes: its header says its size */
 		media_start(r, M_B64);
@@ -147,10 +119,10 @@ content(struct kv_reqscan *r, enum kv_jv_ev ev, int level, int key)
 static void
 tool_config(struct kv_reqscan *r, enum kv_jv_ev ev, int level, int key)
 {
-	if (level == 3 && path_at(r, 2) == K_TOOLS && ev != KV_JV_OBJ_OPEN)
+	if (level == 3 && rs_path_at(r, 2) == K_TOOLS && ev != KV_JV_OBJ_OPEN)
 		refuse(r, "toolConfig.tools: an element is not an object%s%s", "", "");
-	if (level != 4 || path_at(r, 2) != K_TOOLS) {
-		if (key == K_TTL && path_at(r, level - 1) == K_CACHE_POINT && ev == KV_JV_STR)
+	if (level != 4 || rs_path_at(r, 2) != K_TOOLS) {
+		if (key == K_TTL && rs_path_at(r, level - 1) == K_CACHE_POINT && ev == KV_JV_STR)
 			r->cap = CAP_TTL;
 		return;
 	}
@@ -173,21 +145,21 @@ tool_config(struct kv_reqscan *r, enum kv_jv_ev ev, int level, int key)
 static void
 extra_fields(struct kv_reqscan *r, enum kv_jv_ev ev, int level, int key)
 {
-	int at2 = path_at(r, 2);
+	int at2 = rs_path_at(r, 2);
 
 	if (key == K_CACHE_CONTROL && ev != KV_JV_NULL)
 		r->ri.cache_ctl = 1;
-	else if (key == K_TTL && ev == KV_JV_STR && path_at(r, level - 1) == K_CACHE_CONTROL)
+	else if (key == K_TTL && ev == KV_JV_STR && rs_path_at(r, level - 1) == K_CACHE_CONTROL)
 		r->cap = CAP_TTL;
 	if (level == 2 && key == K_MAX_TOKENS)
-		number(r, ev, LIM_MAX_TOKENS, "additionalModelRequestFields.max_tokens");
+		rs_number(r, ev, LIM_MAX_TOKENS, "additionalModelRequestFields.max_tokens");
 	else if (level == 2 && (key == K_ANTHROPIC_BETA || key == K_TOOLS) &&
 	    ev != KV_JV_ARR_OPEN && ev != KV_JV_NULL)
 		refuse(r, "additionalModelRequestFields.%s must be an array",
 		    key == K_TOOLS ? "tools" : "anthropic_beta", "");
 	else if (level == 3 && (at2 == K_THINKING || at2 == K_REASONING_CONFIG) &&
 	    key == K_BUDGET_TOKENS)
-		number(r, ev, LIM_THINKING, "thinking.budget_tokens");
+		rs_number(r, ev, LIM_THINKING, "thinking.budget_tokens");
 	else if (level == 3 && at2 == K_ANTHROPIC_BETA && ev != KV_JV_STR)
 		refuse(r, "additionalModelRequestFields.anthropic_beta must hold strings%s%s",
 		    "", "");
@@ -217,13 +189,13 @@ kv_rsc_value(struct kv_reqscan *r, enum kv_jv_ev ev, int level, int key)
 		top(r, ev, key);
 		return;
 	}
-	switch (path_at(r, 1)) {
+	switch (rs_path_at(r, 1)) {
 	case K_MESSAGES: case K_SYSTEM:
 		content(r, ev, level, key);
 		break;
 	case K_INFERENCE_CONFIG:
 		if (level == 2 && key == K_MAX_TOKENS_CV)
-			number(r, ev, LIM_MAX_TOKENS_CV, "inferenceConfig.maxTokens");
+			rs_number(r, ev, LIM_MAX_TOKENS_CV, "inferenceConfig.maxTokens");
 		break;
 	case K_TOOL_CONFIG:
 		tool_config(r, ev, level, key);
@@ -245,7 +217,7 @@ kv_rsc_value(struct kv_reqscan *r, enum kv_jv_ev ev, int level, int key)
 void
 kv_rsc_close(struct kv_reqscan *r, int level)
 {
-	if (level == 3 && path_at(r, 1) == K_AMRF && path_at(r, 2) == K_TOOLS)
+	if (level == 3 && rs_path_at(r, 1) == K_AMRF && rs_path_at(r, 2) == K_TOOLS)
 		kv_rs_tool_end(r);
 }
 

@@ -24,29 +24,12 @@
 
 #define GM_DEPTH	((int)sizeof(((struct kv_reqscan *)0)->cpath))
 
-/* The member id of the value at LEVEL (K_NONE: an array element). */
-static int
-path_at(const struct kv_reqscan *r, int level)
-{
-	return level >= 0 && level < GM_DEPTH ? r->cpath[level] : K_OTHER;
-}
-
-/* An integer kept in r->lim[SLOT]; null is absent. */
-static void
-number(struct kv_reqscan *r, enum kv_jv_ev ev, int slot, const char *name)
-{
-	if (ev != KV_JV_NUM && ev != KV_JV_NULL)
-		refuse(r, "%s must be an integer", name, "");
-	r->lim[slot] = -1;
-	r->cap = ev == KV_JV_NUM ? CAP_LIMIT + slot : CAP_NONE;
-}
-
 /* The top-level members: GenerateContentRequest's, and the embedding
  * requests' (content, taskType, title, outputDimensionality, requests). */
 static void
 top(struct kv_reqscan *r, enum kv_jv_ev ev, int key)
 {
-	static const struct { int key; enum kv_jv_ev ev; const char *name; } tops[] = {
+	static const struct rs_member tops[] = {
 		{ K_CONTENTS, KV_JV_ARR_OPEN, "contents" },
 		{ K_SYSTEM_INSTRUCTION, KV_JV_OBJ_OPEN, "systemInstruction" },
 		{ K_GENERATION_CONFIG, KV_JV_OBJ_OPEN, "generationConfig" },
@@ -62,19 +45,8 @@ top(struct kv_reqscan *r, enum kv_jv_ev ev, int key)
 		{ K_OUTPUT_DIMENSIONALITY, KV_JV_NUM, "outputDimensionality" },
 		{ K_REQUESTS, KV_JV_ARR_OPEN, "requests" },
 	};
-	size_t i;
-
-	for (i = 0; i < sizeof(tops) / sizeof(tops[0]) && tops[i].key != key; i++)
-		;
-	if (i == sizeof(tops) / sizeof(tops[0])) {
-		refuse(r, "the body has a top-level member the Gemini API does not define, "
-		    "and kilovolt cannot bound what it asks for%s%s", "", "");
+	if (rs_top_member(r, tops, sizeof(tops) / sizeof(tops[0]), "Gemini", ev, key) == -1)
 		return;
-	}
-	if (ev != tops[i].ev && ev != KV_JV_NULL)
-		refuse(r, "%s must be %s", tops[i].name, tops[i].ev == KV_JV_ARR_OPEN ?
-		    "an array" : tops[i].ev == KV_JV_OBJ_OPEN ? "an object" :
-		    tops[i].ev == KV_JV_STR ? "a string" : "a number");
 	if (key == K_CACHED_CONTENT && ev != KV_JV_NULL)
 		fetches(r, "cachedContent (a cache recalled by name)");
 }
@@ -105,15 +77,15 @@ static void
 generation_config(struct kv_reqscan *r, enum kv_jv_ev ev, int level, int key)
 {
 	if (level == 2 && key == K_MAX_OUTPUT_TOKENS_GM)
-		number(r, ev, LIM_MAX_OUTPUT_TOKENS, "generationConfig.maxOutputTokens");
+		rs_number(r, ev, LIM_MAX_OUTPUT_TOKENS, "generationConfig.maxOutputTokens");
 	else if (level == 2 && key == K_CANDIDATE_COUNT)
-		number(r, ev, LIM_N, "generationConfig.candidateCount");
-	else if (level == 3 && path_at(r, 2) == K_THINKING_CONFIG && key == K_THINKING_BUDGET) {
+		rs_number(r, ev, LIM_N, "generationConfig.candidateCount");
+	else if (level == 3 && rs_path_at(r, 2) == K_THINKING_CONFIG && key == K_THINKING_BUDGET) {
 		if (ev != KV_JV_NUM && ev != KV_JV_NULL)
 			refuse(r, "%s must be an integer", "thinkingConfig.thinkingBudget", "");
 		r->lim[LIM_THINKING] = -1;
 		r->cap = ev == KV_JV_NUM ? CAP_GM_BUDGET : CAP_NONE;
-	} else if (level == 3 && path_at(r, 2) == K_RESPONSE_MODALITIES && ev == KV_JV_STR)
+	} else if (level == 3 && rs_path_at(r, 2) == K_RESPONSE_MODALITIES && ev == KV_JV_STR)
 		r->cap = CAP_GM_MODALITY;
 }
 
@@ -155,18 +127,18 @@ kv_rsg_value(struct kv_reqscan *r, enum kv_jv_ev ev, int level, int key)
 		top(r, ev, key);
 		return;
 	}
-	if (level >= 3 && path_at(r, level - 1) == K_NONE && path_at(r, level - 2) == K_PARTS)
+	if (level >= 3 && rs_path_at(r, level - 1) == K_NONE && rs_path_at(r, level - 2) == K_PARTS)
 		part(r, ev, level, key);
-	else if (key == K_DATA && ev == KV_JV_STR && path_at(r, level - 1) == K_INLINE_DATA) {
+	else if (key == K_DATA && ev == KV_JV_STR && rs_path_at(r, level - 1) == K_INLINE_DATA) {
 		/* base64: its first bytes are the file's header */
 		media_start(r, M_B64);
 		r->gm_img0 = r->ri.images;
 		r->cap = CAP_GM_DATA;
-	} else if (path_at(r, 1) == K_GENERATION_CONFIG)
+	} else if (rs_path_at(r, 1) == K_GENERATION_CONFIG)
 		generation_config(r, ev, level, key);
-	else if (path_at(r, 1) == K_TOOLS && level == 3)
+	else if (rs_path_at(r, 1) == K_TOOLS && level == 3)
 		tool(r, ev, level, key);
-	else if (path_at(r, 1) == K_TOOLS && level == 2 && ev != KV_JV_OBJ_OPEN)
+	else if (rs_path_at(r, 1) == K_TOOLS && level == 2 && ev != KV_JV_OBJ_OPEN)
 		refuse(r, "tools: an element is not an object%s%s", "", "");
 }
 

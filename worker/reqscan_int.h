@@ -84,6 +84,55 @@ media_start(struct kv_reqscan *r, int ph)
 	r->mlen = 0;
 }
 
+/* The member id of the value at LEVEL of a body read by its path
+ * (Converse, Gemini: r->cpath; K_NONE an array element); deeper than any
+ * of their structures: K_OTHER. */
+static inline int
+rs_path_at(const struct kv_reqscan *r, int level)
+{
+	return level >= 0 && level < (int)sizeof(r->cpath) ? r->cpath[level] : K_OTHER;
+}
+
+/* An integer kept in r->lim[SLOT] (NAME for the refusal); null is absent. */
+static inline void
+rs_number(struct kv_reqscan *r, enum kv_jv_ev ev, int slot, const char *name)
+{
+	if (ev != KV_JV_NUM && ev != KV_JV_NULL)
+		refuse(r, "%s must be an integer", name, "");
+	r->lim[slot] = -1;
+	r->cap = ev == KV_JV_NUM ? CAP_LIMIT + slot : CAP_NONE;
+}
+
+/* A top-level member an API defines, with the JSON type it takes. */
+struct rs_member {
+	int		 key;
+	enum kv_jv_ev	 ev;
+	const char	*name;
+};
+
+/* The top-level member KEY whose value begins with EV, against API's
+ * table T of N members: one it does not define, or of another type than
+ * its own (null is absent), is refused. Returns 0 when it is one. */
+static inline int
+rs_top_member(struct kv_reqscan *r, const struct rs_member *t, size_t n, const char *api,
+    enum kv_jv_ev ev, int key)
+{
+	size_t i;
+
+	for (i = 0; i < n && t[i].key != key; i++)
+		;
+	if (i == n) {
+		refuse(r, "the body has a top-level member the %s API does not define, and "
+		    "kilovolt cannot bound what it asks for", api, "");
+		return -1;
+	}
+	if (ev != t[i].ev && ev != KV_JV_NULL)
+		refuse(r, "%s must be %s", t[i].name, t[i].ev == KV_JV_ARR_OPEN ? "an array" :
+		    t[i].ev == KV_JV_OBJ_OPEN ? "an object" : t[i].ev == KV_JV_STR ? "a string" :
+		    "a number");
+	return 0;
+}
+
 /* A tools element begins: its kind and max_uses are read next. */
 static inline void
 tool_begin(struct kv_reqscan *r)

@@ -13,25 +13,9 @@
 #include "common/gemini_path.h"
 #include "worker/usage.h"
 #include "worker/usage_json.h"
+#include "tests/fuzz/usage_fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void
-scan(enum kv_api api, int sse, const char *body, size_t len, size_t split, int bytewise,
-    struct kv_usage_scanner *s)
-{
-	size_t i;
-
-	kv_usage_init(s, api, sse);
-	if (bytewise) {
-		s->run_want = USAGE_WANT_ALL;
-		for (i = 0; i < len; i++)
-			kv_usage_feed(s, body + i, 1);
-		return;
-	}
-	kv_usage_feed(s, body, split);
-	kv_usage_feed(s, body + split, len - split);
-}
 
 static int
 same(const struct kv_usage_scanner *a, const struct kv_usage_scanner *b)
@@ -92,9 +76,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (body == NULL)
 		abort();
 	memcpy(body, data + 3, len);
-	scan(api, sse, body, len, len, 0, &whole);
-	scan(api, sse, body, len, at, 0, &split);
-	scan(api, sse, body, len, 0, 1, &bytes);
+	usage_fuzz_scan(api, sse, body, len, len, 0, &whole);
+	usage_fuzz_scan(api, sse, body, len, at, 0, &split);
+	usage_fuzz_scan(api, sse, body, len, 0, 1, &bytes);
 	check_path(body, len);
 	free(body);
 	if (!same(&whole, &split) || !same(&whole, &bytes))
