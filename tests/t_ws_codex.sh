@@ -33,6 +33,9 @@ for run in 1 2; do
 	check_eq "run $run: one upgrade reached the stand-in, with kilovolt's credential and the beta header" \
 		"$(tail -n +$((from + 1)) "$WSS_LOG" | jq -r 'select(.kind == "upgrade") | "\(.path) \(.status) \(.headers.authorization) \(.headers["openai-beta"])"')" \
 		"/v1/responses 101 Bearer $WSS_KEY responses_websockets=2026-02-06"
+	check_eq "run $run: permessage-deflate, which codex offers, declined: none offered upstream, none taken" \
+		"$(tail -n +$((from + 1)) "$WSS_LOG" | jq -r 'select(.kind == "upgrade") | "\(.headers["sec-websocket-extensions"] // "none") \(.extensions // "")"')" \
+		"none "
 	check_eq "run $run: its turns came over the socket (warm-up, tool call, answer), none over HTTP" \
 		"$(turns "$from" | jq -r '"\(.transport) \(.generate) \(.output | join(","))"' | tr '\n' ' ')|$(tail -n +$((from + 1)) "$WSS_LOG" | jq -c 'select(.kind == "http")')" \
 		"ws false  ws true function_call ws true message |"

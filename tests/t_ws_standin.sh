@@ -28,6 +28,9 @@ check "codex answered" grep -q '"type":"agent_message","text":"w0 ' "$T/codex.ou
 check_eq "codex opened one socket on /v1/responses with its key and the beta header" \
 	"$(tail -n +$((from + 1)) "$WSS_LOG" | jq -r 'select(.kind == "upgrade") | "\(.path) \(.status) \(.headers.authorization) \(.headers["openai-beta"])"')" \
 	"/v1/responses 101 Bearer $WSS_KEY responses_websockets=2026-02-06"
+check_eq "codex offered permessage-deflate and the stand-in took it, as OpenAI's server may" \
+	"$(tail -n +$((from + 1)) "$WSS_LOG" | jq -r 'select(.kind == "upgrade") | "\(.headers["sec-websocket-extensions"]) \(.extensions)"')" \
+	"permessage-deflate; client_max_window_bits permessage-deflate"
 check_eq "codex's turns: a warm-up (generate false), a tool call, an answer; all on the socket, none over HTTP" \
 	"$(turns "$from" | jq -r '"\(.transport) \(.generate) \(.output | join(","))"' | tr '\n' ' ')" \
 	"ws false  ws true function_call ws true message "
