@@ -65,6 +65,28 @@ not_azure(struct cfg_parse *p, const struct kv_upstream *u)
 	    key);
 }
 
+/* The master holds one Entra token (master/entra_refresh.c): an earlier
+ * azure upstream with tenant set names the same identity as U. */
+static int
+one_identity(struct cfg_parse *p, const struct kv_upstream *u)
+{
+	size_t i;
+
+	for (i = 0; i < p->cf->nupstreams; i++) {
+		const struct kv_upstream *o = &p->cf->upstreams[i];
+
+		if (o == u || o->provider != KV_PROVIDER_AZURE || o->tenant[0] == '\0')
+			continue;
+		if (strcmp(o->tenant, u->tenant) != 0 || strcmp(o->client_id, u->client_id) != 0 ||
+		    strcmp(o->entra_url, u->entra_url) != 0 ||
+		    strcmp(o->client_secret, u->client_secret) != 0)
+			return cfg_err(p, p->sect_line, "%s: kilovolt holds one Entra ID token, and "
+			    "[upstream %s] names another identity (tenant, client_id, "
+			    "client_secret, entra_url)", p->sect_text, o->name);
+	}
+	return 0;
+}
+
 /* Entra ID: all three of tenant, client_id and client_secret, or none;
  * never beside api_key (which one would be sent?). */
 static int
@@ -84,7 +106,7 @@ entra_check(struct cfg_parse *p, struct kv_upstream *u)
 	if (u->entra_url[0] == '\0')
 		snprintf(u->entra_url, sizeof(u->entra_url),
 		    "https://login.microsoftonline.com/%s/oauth2/v2.0/token", u->tenant);
-	return 0;
+	return one_identity(p, u);
 }
 
 int

@@ -585,6 +585,11 @@ static const struct cfg_key upstream_keys[] = {
 	    .flags = CFG_LIST },
 	{ "project", .type = CFG_T_STR, UPS(gcp_project), .set = cfg_set_gcp_project },
 	{ "location", .type = CFG_T_STR, UPS(gcp_location), .set = cfg_set_gcp_location },
+	{ "tenant", .type = CFG_T_STR, UPS(tenant), .set = cfg_set_azure_id },
+	{ "client_id", .type = CFG_T_STR, UPS(client_id), .set = cfg_set_azure_id },
+	{ "client_secret", .type = CFG_T_SECRET, UPS(client_secret),
+	    .flags = CFG_SECRET | CFG_NONEMPTY },
+	{ "entra_url", .type = CFG_T_STR, UPS(entra_url), .set = cfg_set_entra_url },
 	{ NULL }
 };
 

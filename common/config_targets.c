@@ -70,6 +70,7 @@ add_target(struct cfg_parse *p, size_t i, const char *url)
 	t->region = u->region;
 	t->provider = u->provider;
 	memcpy(t->aws_region, u->aws_region, sizeof(t->aws_region));
+	memcpy(t->tenant, u->tenant, sizeof(t->tenant));	/* Entra's token: azure_cred.h */
 	memcpy(t->gcp_project, u->gcp_project, sizeof(t->gcp_project));
 	memcpy(t->gcp_location, u->gcp_location, sizeof(t->gcp_location));
 	t->tls_record_layer = u->tls_record_layer;

@@ -10,7 +10,8 @@
 
 #include "common/seqslot.h"
 
-#define KV_GCP_TOKEN_MAX	2048	/* an access token, at most (Google's: ~250 B) */
+#define KV_GCP_TOKEN_MAX	4096	/* an access token, at most (Google's: ~250 B; Entra
+					 * ID's, a signed JWT, ~1.5-2.5 KB) */
 
 /* Where the token came from. */
 enum kv_gcp_source { KV_GCP_NONE = 0, KV_GCP_SA_FILE, KV_GCP_METADATA };

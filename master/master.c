@@ -6,6 +6,7 @@
  * (master_procs.c) and the ledger's upkeep (master_ledger.c) sit below it. */
 #include "master/alerts.h"
 #include "master/aws_refresh.h"
+#include "master/entra_refresh.h"
 #include "master/gcp_refresh.h"
 #include "master/jwks_refresh.h"
 #include "master/master.h"
@@ -278,6 +279,7 @@ master_loop(struct master *m)
 		kv_master_sync_health(m);
 		kv_aws_refresh_config(m->cf);
 		kv_gcp_refresh_config(m->cf);
+		kv_entra_refresh_config(m->cf);
 		kv_jwks_refresh_config(m->cf);
 		if (kv_mloop_turn(m->lp, 1000) == -1)
 			kv_log_warn("KV0119", "master loop: epoll_wait");

@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "master/aws_refresh.h"
+#include "master/entra_refresh.h"
 #include "master/gcp_refresh.h"
 #include "master/jwks_refresh.h"
 #include "master/cluster.h"
@@ -78,6 +79,7 @@ spawn(struct master *m)
 		kv_health_forget(m->health);
 		kv_aws_refresh_forget();
 		kv_gcp_refresh_forget();
+		kv_entra_refresh_forget();
 		kv_jwks_refresh_forget();
 		kv_mloop_forget(m->lp);
 		kv_worker_main(m->cf, &m->ledger, slot, m->generation, m->lfd);

@@ -21,6 +21,7 @@
 #include "common/audit_log.h"
 #include "common/log.h"
 #include "master/aws_refresh.h"
+#include "master/entra_refresh.h"
 #include "master/gcp_refresh.h"
 #include "master/jwks_refresh.h"
 #include "master/cluster.h"
@@ -232,7 +233,8 @@ kv_master_start(struct master *m)
 	/* As that user too, as its refreshes will be; before any worker,
 	 * which inherits the credentials' shared slot. */
 	if (kv_aws_refresh_start(m->lp, m->cf, &m->ledger) == -1 ||
-	    kv_gcp_refresh_start(m->lp, m->cf, &m->ledger) == -1)
+	    kv_gcp_refresh_start(m->lp, m->cf, &m->ledger) == -1 ||
+	    kv_entra_refresh_start(m->lp, m->cf, &m->ledger) == -1)
 		return 2;
 	/* as that user too: it writes the key set beside the ledger */
 	kv_jwks_refresh_start(m->lp, m->cf, &m->ledger);

@@ -28,19 +28,21 @@ TENANT=kv-tenant.onmicrosoft.com
 CLIENT_ID=0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0
 CLIENT_SECRET=kv-entra-secret-$$
 
-# az_standin: the stand-in on a free port; sets AZ_URL and AZ_LOG.
+# az_standin NAME [ARGS]: a stand-in on a free port; sets AZ_URL and AZ_LOG.
 az_standin() {
-	AZ_LOG=$T/azure.jsonl
+	local name=$1
+	shift
+	AZ_LOG=$T/$name.jsonl
 	: >"$AZ_LOG"
-	node "$KV_SDK/azure_standin.mjs" --port-file "$T/azure.port" --log "$AZ_LOG" --api-key "$AZKEY" \
+	node "$KV_SDK/azure_standin.mjs" --port-file "$T/$name.port" --log "$AZ_LOG" --api-key "$AZKEY" \
 		--deployment chat4o=gpt-4o --deployment emb=text-embedding-3-small \
 		--deployment latest=chatgpt-4o-latest --tenant "$TENANT" --client-id "$CLIENT_ID" \
-		--client-secret "$CLIENT_SECRET" "$@" </dev/null >>"$T/azure.out" 2>>"$T/azure.err" &
+		--client-secret "$CLIENT_SECRET" "$@" </dev/null >>"$T/$name.out" 2>>"$T/$name.err" &
 	kv_track $!
-	kv_wait_for 20 test -s "$T/azure.port" || { cat "$T/azure.err"; fail "start the Azure stand-in"; kv_finish; }
-	AZ_URL=http://127.0.0.1:$(cat "$T/azure.port")
+	kv_wait_for 20 test -s "$T/$name.port" || { cat "$T/$name.err"; fail "start the Azure stand-in"; kv_finish; }
+	AZ_URL=http://127.0.0.1:$(cat "$T/$name.port")
 }
-az_standin --token-ttl 3600
+az_standin azure
 
 kv_write_config <<EOF
 [budget]
@@ -145,5 +147,66 @@ check_eq "api-key on a path of a non-azure upstream: 400" "$code" 400
 check "... saying where api-key is taken" jq -e '.error.message | test("api-key")' "$T/nonaz.json"
 check_eq "none of the refused requests reached the stand-in" "$(after "$from" | wc -l)" 0
 check_eq "the refused keys were charged nothing" "$(spent "$KP")/$(reserved "$KP")" "0/0"
+
+# ---- Entra ID: the master's token, refreshed; a revoked secret logged -----------
+
+kv_stop
+# tokens live 8 s: refreshed after 5 (cred_refresh.c's soonest); the
+# third grant is refused, as Entra refuses a revoked secret
+az_standin entra --token-ttl 8 --fail-after 2
+tokens() { jq -r 'select(.client_id and .issued) | .token' "$AZ_LOG"; }
+entra_config() {	# entra_config SECRET_ENV
+	kv_write_config <<EOF
+[budget]
+prices = $top_srcdir/data/prices-2026-07-24.json
+
+[upstream azure]
+provider = azure
+url = $AZ_URL
+tenant = $TENANT
+client_id = $CLIENT_ID
+client_secret = env:$1
+entra_url = $AZ_URL/$TENANT/oauth2/v2.0/token
+deployments = chat4o:gpt-4o
+
+[key entra]
+key = $KM
+EOF
+}
+export KV_TEST_ENTRA_SECRET=$CLIENT_SECRET KV_TEST_ENTRA_BAD=not-the-secret
+entra_config KV_TEST_ENTRA_BAD
+if timeout 60 "$KV_DAEMON_BIN" -c "$T/kilovolt.ini" >"$T/bad-secret.log" 2>&1; then
+	fail "kilovoltd with a wrong client_secret refuses to start"
+else
+	pass "kilovoltd with a wrong client_secret refuses to start"
+fi
+check "... logging KV0486 with Entra's own reason (AADSTS7000215)" \
+	grep -q 'KV0486.*AADSTS7000215' "$T/bad-secret.log"
+check_eq "... and its grant reached Entra's stand-in, refused" \
+	"$(jq -r 'select(.client_id) | "\(.client_id) \(.issued)"' "$AZ_LOG")" "$CLIENT_ID false"
+: >"$AZ_LOG"
+entra_config KV_TEST_ENTRA_SECRET
+kv_start
+entra_chat() {	# entra_chat OUT: a chat on the Entra upstream; its status
+	kv_curl '/openai/deployments/chat4o/chat/completions?api-version=2024-10-21' -o "$1" \
+		-w '%{http_code}' -H "api-key: $KM" "${J[@]}" \
+		-d '{"max_tokens":3,"messages":[{"role":"user","content":"entra"}]}'
+}
+check_eq "Entra: a token was fetched at start" "$(tokens | wc -l)" 1
+check_eq "Entra: a chat with a kilovolt key: 200" "$(entra_chat "$T/e1.json")" 200
+check_eq "... sent upstream with the master's token as a bearer, no api-key" \
+	"$(jq -r 'select(.deployment) | "\(.headers.authorization) \(.headers["api-key"])"' "$AZ_LOG" | tail -n 1)" \
+	"Bearer $(tokens | head -n 1) null"
+two_tokens() { [ "$(tokens | wc -l)" = 2 ]; }
+check "Entra: the token was refreshed before it expired" kv_wait_for 30 two_tokens
+check_eq "... and the next chat carries the new one: 200" "$(entra_chat "$T/e2.json")" 200
+check_eq "... its bearer the second token" \
+	"$(jq -r 'select(.deployment) | .headers.authorization' "$AZ_LOG" | tail -n 1)" "Bearer $(tokens | tail -n 1)"
+check "Entra: a refused refresh (the secret revoked) is logged with KV0487 and Entra's reason" \
+	kv_wait_for 30 grep -q 'KV0487.*AADSTS7000215' "$KV_LOG"
+kv_wait_for 30 settled "$KM"
+check_eq "Entra: the chats' spend is their usage at azure/gpt-4o's price" "$(spent "$KM")" \
+	"$(jq -c '{deployment: "chat4o", prompt: .usage.prompt_tokens, completion: .usage.completion_tokens}' \
+		"$T/e1.json" "$T/e2.json" | cost_of)"
 
 kv_finish

@@ -105,6 +105,27 @@ test_config(void)
 	CHECK(kv_config_route(&cf, "/openai/deployments/chat/chat/completions", NULL) == u);
 	kv_config_free(&cf);
 
+	CHECK_INT(load(&cf, AZ_HEAD "deployments = c:gpt-4o\ntenant = contoso.onmicrosoft.com\n"
+	    "client_id = 00000000-1111-2222-3333-444444444444\nclient_secret = s\n"), 0);
+	CHECK_STR(cf.upstreams[0].entra_url,
+	    "https://login.microsoftonline.com/contoso.onmicrosoft.com/oauth2/v2.0/token");
+	kv_config_free(&cf);
+	/* one Entra identity per kilovolt */
+	CHECK_INT(load(&cf, AZ_HEAD "deployments = c:m\ntenant = t\nclient_id = i\nclient_secret = s\n"
+	    "[upstream az2]\nprovider = azure\nurl = https://b.openai.azure.com\npaths = /openai/v1\n"
+	    "deployments = c:m\ntenant = t\nclient_id = i\nclient_secret = s\n"), 0);
+	kv_config_free(&cf);
+	CHECK_INT(load(&cf, AZ_HEAD "deployments = c:m\ntenant = t\nclient_id = i\nclient_secret = s\n"
+	    "[upstream az2]\nprovider = azure\nurl = https://b.openai.azure.com\npaths = /openai/v1\n"
+	    "deployments = c:m\ntenant = t\nclient_id = j\nclient_secret = s\n"), -1);
+	CHECK(strstr(err, "one Entra ID token") != NULL);
+	CHECK_INT(load(&cf, AZ_HEAD "deployments = c:m\ntenant = t\n"), -1);
+	CHECK(strstr(err, "all of tenant, client_id and client_secret") != NULL);
+	CHECK_INT(load(&cf, AZ_HEAD "deployments = c:m\napi_key = k\ntenant = t\nclient_id = i\n"
+	    "client_secret = s\n"), -1);
+	CHECK(strstr(err, "exclude each other") != NULL);
+	CHECK_INT(load(&cf, AZ_HEAD "deployments = c:m\ntenant = a/b\n"), -1);
+	CHECK_INT(load(&cf, AZ_HEAD "deployments = c:m\nentra_url = http://x/t\n"), -1);
 	CHECK_INT(load(&cf, AZ_HEAD "api_key = k\n"), -1);
 	CHECK(strstr(err, "needs deployments") != NULL);
 	CHECK_INT(load(&cf, AZ_HEAD "deployments = c/x:gpt-4o\n"), -1);

@@ -30,13 +30,14 @@
 #include "worker/vertex_req.h"
 #include "shm/keys.h"
 
-/* A bedrock (or vertex) upstream spends the operator's AWS (Google Cloud)
- * account: virtual keys, as with api_key set. */
+/* A bedrock (or vertex, or Entra ID's azure) upstream spends the
+ * operator's AWS (Google Cloud, Azure) account: virtual keys, as with
+ * api_key set. */
 static int
 virtual_keys(const struct kv_upstream *up)
 {
 	return up->api_key != NULL || up->provider == KV_PROVIDER_BEDROCK ||
-	    up->provider == KV_PROVIDER_VERTEX;
+	    up->provider == KV_PROVIDER_VERTEX || up->tenant[0] != '\0';
 }
 
 /* Inline images bill by their size, not their bytes (media_bound.h): the

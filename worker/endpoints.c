@@ -402,7 +402,7 @@ kv_endpoint_classify(const char *method, const char *target, size_t len,
 	int stored = r != NULL && is_stored_object(method, r, rlen);
 	/* a bedrock upstream always spends the operator's AWS account */
 	int vk = (up->api_key != NULL || up->provider == KV_PROVIDER_BEDROCK ||
-	    up->provider == KV_PROVIDER_VERTEX) &&
+	    up->provider == KV_PROVIDER_VERTEX || up->tenant[0] != '\0') &&
 	    !up->shared_stored_objects;
 
 	/* not a memset of msg's 1 KB on every request: refuse() writes it */

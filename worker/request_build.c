@@ -17,6 +17,7 @@
 #include "worker/reply.h"
 #include "worker/spool.h"
 #include "worker/upstream_rewrite.h"
+#include "worker/azure_cred.h"
 #include "worker/vertex_req.h"
 #include "worker/ws_upgrade.h"
 
@@ -28,7 +29,8 @@ static int
 want_header(const struct kv_conn *c, const struct kv_http_header *h)
 {
 	const char *n = h->name;
-	int vk = c->rt->cf->api_key != NULL || c->rt->cf->provider == KV_PROVIDER_VERTEX;
+	int vk = c->rt->cf->api_key != NULL || c->rt->cf->provider == KV_PROVIDER_VERTEX ||
+	    c->rt->cf->tenant[0] != '\0';
 
 	if (h->hop || kv_jwt_auth_header(c, n, h->name_len) ||
 	    kv_request_tags_header(c, n, h->name_len))
@@ -182,7 +184,7 @@ own_lines(struct kv_conn *c, const struct kv_http_request *req, const char *key,
 		/* Bedrock's API key and Vertex's token are bearer tokens
 		 * whatever the client sent; Azure's key goes in its own header,
 		 * and so does a Gemini API key. */
-		if (up->provider == KV_PROVIDER_AZURE)
+		if (up->provider == KV_PROVIDER_AZURE && up->api_key != NULL)
 			CONN_OBUF_LIT(c, "api-key: ");
 		else if (up->provider == KV_PROVIDER_GEMINI)
 			CONN_OBUF_LIT(c, "x-goog-api-key: ");
@@ -276,6 +278,9 @@ build_request(struct kv_conn *c, const char **msg)
 	if (up->provider == KV_PROVIDER_VERTEX &&
 	    (key = kv_vertex_bearer(up, &kl)) == NULL) {
 		*msg = "the gateway has no Google access token yet for this upstream";
+		return -2;
+	} else if (kv_azure_entra(up) && (key = kv_azure_bearer(&kl)) == NULL) {
+		*msg = "the gateway has no Entra ID token yet for this upstream";
 		return -2;
 	} else if (key != NULL && up->provider != KV_PROVIDER_VERTEX)
 		kl = strlen(key);

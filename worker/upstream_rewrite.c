@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "common/gcp_token.h"
+#include "worker/azure_cred.h"
 #include "worker/aws_sign.h"
 #include "worker/vertex_req.h"
 
@@ -117,6 +118,11 @@ own_lines(const struct kv_conn *c, const struct kv_http_request *req, char *nb, 
 			return -1;
 		n += snprintf(nb + at + n, cap - (size_t)n, "Authorization: Bearer %.*s\r\n",
 		    (int)kl, key);
+	} else if (kv_azure_entra(to)) {
+		if ((key = kv_azure_bearer(&kl)) == NULL)
+			return -1;
+		n += snprintf(nb + at + n, cap - (size_t)n, "Authorization: Bearer %.*s\r\n",
+		    (int)kl, key);
 	} else if (to->api_key != NULL)
 		n += snprintf(nb + at + n, cap - (size_t)n, to->provider == KV_PROVIDER_AZURE ?
 		    "api-key: %s\r\n" : c->req.auth_x_api_key &&
@@ -177,7 +183,8 @@ kv_upset_rewrite(struct kv_conn *c, const struct kv_upstream *from)
 		return -1;
 	/* A provider key of ours never goes to another provider. */
 	creds = from->api_key != NULL || to->api_key != NULL ||
-	    from->provider == KV_PROVIDER_VERTEX || to->provider == KV_PROVIDER_VERTEX;
+	    from->provider == KV_PROVIDER_VERTEX || to->provider == KV_PROVIDER_VERTEX ||
+	    kv_azure_entra(from) || kv_azure_entra(to);
 	aws = from->provider == KV_PROVIDER_BEDROCK || to->provider == KV_PROVIDER_BEDROCK;
 	if (to->provider == KV_PROVIDER_BEDROCK && to->api_key == NULL &&
 	    body_hash(c, body, blen, at, mapped, mlen, hex) == -1)

@@ -3,7 +3,7 @@
 //
 //   node azure_standin.mjs [--port-file F] [--log F.jsonl] [--api-key K]...
 //       [--deployment NAME=MODEL]... [--tenant T --client-id ID
-//       --client-secret S] [--token-ttl SECS]
+//       --client-secret S] [--token-ttl SECS] [--fail-after N]
 //
 // Azure OpenAI: POST /openai/deployments/{name}/chat/completions,
 // /completions, /embeddings (api-version required in the query, as Azure
@@ -19,7 +19,8 @@
 // Entra ID: POST /{tenant}/oauth2/v2.0/token with the client-credentials
 // form (client_id, client_secret, scope https://cognitiveservices.azure.com/.default)
 // answers a bearer token valid for --token-ttl seconds; a wrong secret is
-// 401 invalid_client (AADSTS7000215), as Entra answers.
+// 401 invalid_client (AADSTS7000215), as Entra answers; so is every
+// request after --fail-after N tokens were issued (a secret revoked).
 //
 // Usage is deterministic: prompt tokens = ceil(body bytes / 4), completion
 // tokens = min(max_tokens (or max_output_tokens), 7). Each request is one
@@ -37,6 +38,7 @@ const { values: opt } = parseArgs({ options: {
 	deployment: { type: 'string', multiple: true, default: [] },
 	tenant: { type: 'string' }, 'client-id': { type: 'string' }, 'client-secret': { type: 'string' },
 	'token-ttl': { type: 'string', default: '3600' },
+	'fail-after': { type: 'string' },
 } });
 
 const apiKeys = new Set(opt['api-key']);
@@ -187,7 +189,8 @@ function serveOpenai(req, res, url, raw, rec) {
 function serveToken(req, res, raw, rec) {
 	const form = new URLSearchParams(raw);
 	rec.client_id = form.get('client_id');
-	const ok = req.method === 'POST' && form.get('grant_type') === 'client_credentials' &&
+	const revoked = opt['fail-after'] !== undefined && tokens.size >= Number(opt['fail-after']);
+	const ok = !revoked && req.method === 'POST' && form.get('grant_type') === 'client_credentials' &&
 		form.get('scope') === SCOPE && rec.client_id === opt['client-id'] &&
 		form.get('client_secret') === opt['client-secret'];
 	if (!ok) {
