@@ -11,6 +11,7 @@
 
 #include "master/cred_refresh.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -25,10 +26,12 @@
 #define RETRY_MAX_S	60	/* the longest wait between failed tries */
 #define HELPER_MAX_S	30	/* a helper is killed (alarm) after this */
 
-/* What a helper writes on its pipe: this, then the credentials. */
+/* What a helper writes on its pipe: this, then the credentials, which
+ * must start aligned for any type (their int64_t expiry: UBSan caught
+ * them at offset 516). */
 struct answer {
-	int	ok;
-	char	err[512];
+	_Alignas(max_align_t) int	ok;
+	char				err[512];
 };
 
 #define CREDS(a)	((char *)(a) + sizeof(struct answer))
