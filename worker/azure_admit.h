@@ -8,8 +8,8 @@
  * on a provider = azure UP, a metered request's deployment (the path's,
  * or on Azure's other paths the body's "model") becomes the model it is priced
  * at, by UP's deployments; an unknown one is refused 404 (nothing sent).
- * An api-key header (Azure's) on a request routed anywhere else is
- * refused 400. KV_NEXT, or the refusal's KV_REPLY. */
+ * A key in an api-key header (Azure's) alone, on a request routed
+ * anywhere else, is refused 400. KV_NEXT, or the refusal's KV_REPLY. */
 enum kv_rc kv_azure_admit(struct kv_conn *c, const struct kv_upstream *up);
 
 #endif

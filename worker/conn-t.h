@@ -129,7 +129,7 @@ struct kv_request {
 	size_t			 injlen;
 	int64_t			 inj_at;
 	int			 auth_x_api_key;	/* credential came in x-api-key */
-	int			 auth_api_key;	/* an api-key header (Azure's) came */
+	int			 auth_api_key;	/* the key came in api-key (Azure's) alone */
 	int			 ws;		/* a WebSocket upgrade: KV_WSK_* (ws_upgrade.h) */
 	uint8_t			 keyhash[32];
 	char			 keyid[13];

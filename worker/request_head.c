@@ -239,8 +239,11 @@ on_head(struct kv_conn *c, size_t hl)
 	if ((r = kv_cred_find(req, c->req.target, &key, &klen, &c->req.auth_x_api_key, &why)) == -2 ||
 	    ws_head(c, req, &r, &key, &klen, &why) == -1)
 		return reply_error(c, 400, why);
-	/* taken on an azure upstream's paths only (azure_admit.c) */
-	c->req.auth_api_key = kv_http_find(req->headers, req->nheaders, "api-key") != NULL;
+	/* a key in Azure's header alone is taken on an azure upstream's paths
+	 * only (azure_admit.c); beside the same key in another, it is stripped */
+	c->req.auth_api_key = kv_http_find(req->headers, req->nheaders, "api-key") != NULL &&
+	    kv_http_find(req->headers, req->nheaders, "authorization") == NULL &&
+	    kv_http_find(req->headers, req->nheaders, "x-api-key") == NULL;
 	/* a JWT, when [auth jwt] is on: its user node is the account */
 	if ((j = kv_jwt_auth(c, req, key, klen, &why)) == -1)
 		return reply_error(c, 401, why);
