@@ -73,7 +73,7 @@ for f in common/http.c common/chunked.c worker/usage.c worker/usage_scan.c worke
     worker/tls13.c common/money.c common/bedrock_path.c common/gemini_path.c common/log.c common/resp.c common/redis_info.c common/jsonline.c \
     common/jsonread.c common/catalog.c common/catalog_report.c common/pricetab.c common/glob.c common/key_label.c master/admin_keys_parse.c \
     common/b64url.c common/jwks.c common/jwk_verify.c common/jwt.c \
-    common/audit_line.c common/ws_frame.c common/tags.c; do
+    common/audit_line.c common/ws_frame.c common/tags.c worker/ws_event.c worker/ws_upgrade.c; do
 	if [ -f "$top_srcdir/$f" ]; then
 		sources="$sources $top_srcdir/$f"
 	else
