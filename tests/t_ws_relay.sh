@@ -15,6 +15,7 @@ WSS_KEY=sk-upstream-ws
 kv_start_ws_standin
 KEY=sk-kv-ws-client
 POOR=sk-kv-ws-poor
+CUT=sk-kv-ws-cut
 KV_UPSTREAM_URL=$WSS_URL kv_write_config <<EOF
 [upstream openai]
 api_key = $WSS_KEY
@@ -22,6 +23,10 @@ paths = /v1/responses /v1/realtime /v1/models
 
 [key client]
 key = $KEY
+budget = 5.00
+
+[key cut]
+key = $CUT
 budget = 5.00
 
 [key poor]
@@ -68,6 +73,15 @@ check_eq "the upstream saw its own key and the beta header, and no extension off
 kv_wait_for 10 eval 'test "$(spent client | cut -d" " -f2)" = 0'
 check_eq "the ledger holds every completed turn's usage, to the nano-dollar, nothing reserved" \
 	"$(spent client)" "$(turns "$from" 'and .usage_sent' | cost_codex) 0"
+
+# ---- broken sockets: a masked server frame, the provider or the client gone ------
+from=$(lines)
+kv_node_checks broken "$T/broken.out" node "$KV_SDK/ws_hostile.mjs" "$KVWS" "$CUT" gpt-5-codex \
+	masked cut drop
+kv_wait_for 10 eval 'test "$(spent cut | cut -d" " -f2)" = 0'
+check "the cut turns are charged (estimates), nothing stays reserved" \
+	test "$(spent cut | cut -d" " -f1)" -gt 0
+check "a masked server frame is a protocol error kilovolt logs" grep -q KV0562 "$KV_LOG"
 
 # ---- a turn over budget: an in-band error, never sent, the socket open ------------
 from=$(lines)

@@ -271,25 +271,40 @@ client_event(struct kv_conn *c, const struct kv_ws_event *ev)
 	return ev->end ? client_frame_end(c) : 0;
 }
 
+/* BUF[0..N) through parser P, each event to ON: 0, or -1 when ON failed
+ * or, with *ERR set, the bytes broke the protocol. */
+static int
+feed_all(struct kv_conn *c, struct kv_ws_parser *p, uint8_t *buf, size_t n,
+    int (*on)(struct kv_conn *, const struct kv_ws_event *), enum kv_ws_err *err)
+{
+	struct kv_ws_event ev;
+	size_t off = 0;
+
+	*err = KV_WS_OK;
+	while (off < n) {
+		off += kv_ws_feed(p, buf + off, n - off, &ev);
+		if (ev.kind == KV_WS_ERR) {
+			*err = ev.err;
+			return -1;
+		}
+		if (on(c, &ev) == -1)
+			return -1;
+	}
+	return 0;
+}
+
 /* Client bytes BUF[0..N): -1 on a protocol error. */
 static int
 client_bytes(struct kv_conn *c, uint8_t *buf, size_t n)
 {
-	struct kv_ws_sess *s = c->resp.ws;
-	struct kv_ws_event ev;
-	size_t off = 0;
+	enum kv_ws_err err;
 
-	while (off < n) {
-		off += kv_ws_feed(&s->cp, buf + off, n - off, &ev);
-		if (ev.kind == KV_WS_ERR) {
-			kv_log_warnx("KV0561", "key %s: a WebSocket client broke the protocol (%s): "
-			    "the session is closed", c->req.keyid, kv_ws_strerror(ev.err));
-			return -1;
-		}
-		if (client_event(c, &ev) == -1)
-			return -1;
-	}
-	return 0;
+	if (feed_all(c, &c->resp.ws->cp, buf, n, client_event, &err) == 0)
+		return 0;
+	if (err != KV_WS_OK)
+		kv_log_warnx("KV0561", "key %s: a WebSocket client broke the protocol (%s): "
+		    "the session is closed", c->req.keyid, kv_ws_strerror(err));
+	return -1;
 }
 
 /* A response the provider started by itself (Realtime's turn detection):
@@ -385,21 +400,14 @@ pend_out(struct kv_conn *c)
 static int
 server_bytes(struct kv_conn *c, uint8_t *buf, size_t n)
 {
-	struct kv_ws_sess *s = c->resp.ws;
-	struct kv_ws_event ev;
-	size_t off = 0;
+	enum kv_ws_err err;
 
-	while (off < n) {
-		off += kv_ws_feed(&s->sp, buf + off, n - off, &ev);
-		if (ev.kind == KV_WS_ERR) {
-			kv_log_warnx("KV0562", "upstream %s: a WebSocket frame broke the protocol "
-			    "(%s): the session is closed", c->upstream_name, kv_ws_strerror(ev.err));
-			return -1;
-		}
-		if (server_event(c, &ev) == -1)
-			return -1;
-	}
-	return pend_out(c);
+	if (feed_all(c, &c->resp.ws->sp, buf, n, server_event, &err) == 0)
+		return pend_out(c);
+	if (err != KV_WS_OK)
+		kv_log_warnx("KV0562", "upstream %s: a WebSocket frame broke the protocol "
+		    "(%s): the session is closed", c->upstream_name, kv_ws_strerror(err));
+	return -1;
 }
 
 /* ---- the two sockets --------------------------------------------------- */
