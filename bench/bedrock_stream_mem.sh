@@ -1,18 +1,22 @@
 #!/bin/bash
-# bedrock_stream_mem.sh BUILDDIR [N]: what a Bedrock event stream costs
+# bedrock_stream_mem.sh BUILDDIR [N] [KINDS]: what a Bedrock event stream costs
 # kilovoltd beside an OpenAI SSE stream. N (default 500) paced streams of
 # each kind through kilovoltd and the C mock (tests/lib.sh's set-up): OpenAI
 # chat completions of 26 events, then Bedrock InvokeModelWithResponseStream
 # answers (tests/data/bedrock_invoke.bin, 8 messages in 26 pieces), 600 ms
 # between events, all N in flight at once; prints the PSS of the master and
 # workers (bench/pss.sh) idle before each kind and five samples 6 s into it,
-# and each kind's growth a stream (median sample minus idle, over N). On
-# demand, not a test.
+# and each kind's growth a stream (median sample minus idle, over N). KINDS
+# (default "openai bedrock") may also name gemini (Gemini API
+# streamGenerateContent?alt=sse, 26 chunks each with its cumulative
+# usageMetadata, tests/mock_gemini.c; issue 38) and gemini-array (the same
+# chunks as one JSON array, without alt=sse). On demand, not a test.
 set -u
-[ $# -ge 1 ] || { echo "usage: $0 BUILDDIR [N]" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 BUILDDIR [N] [KINDS]" >&2; exit 2; }
 top_srcdir=$(cd "$(dirname "$0")/.." && pwd)
 top_builddir=$(cd "$1" && pwd)
 N=${2:-500}
+KINDS=${3:-openai bedrock}
 export top_srcdir top_builddir
 . "$top_srcdir/tests/lib.sh"
 command -v jq >/dev/null || skip "jq not installed"
@@ -28,9 +32,19 @@ region = us-east-1
 url = http://127.0.0.1:$MOCK_PORT
 control_url = http://127.0.0.1:$MOCK_PORT
 
+[upstream gm]
+provider = gemini
+url = http://127.0.0.1:$MOCK_PORT
+api_key = bench-gemini-upstream-key
+
 [key bench]
 key = kvk-bench-bedrock-mem
 budget = 1000
+
+[price gemini-2.5-flash]
+input = 0.3
+output = 2.5
+max_output = 64
 
 [price us.anthropic.claude-sonnet-4-5*]
 input = 3
@@ -47,7 +61,12 @@ kv_start
 streams() {
 	local kind=$1 count=$2 per=50 j k url args
 	PIDS=()
-	if [ "$kind" = bedrock ]; then
+	if [ "$kind" = gemini ] || [ "$kind" = gemini-array ]; then
+		url="$KV_URL/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+		[ "$kind" = gemini ] && url="$url?alt=sse"
+		args=(-H "x-goog-api-key: kvk-bench-bedrock-mem" -H "x-mock-tokens: 26"
+			-d '{"contents":[{"parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":64,"thinkingConfig":{"thinkingBudget":0}}}')
+	elif [ "$kind" = bedrock ]; then
 		url=$KV_URL/model/$MODEL/invoke-with-response-stream
 		args=(-H "Authorization: Bearer kvk-bench-bedrock-mem"
 			-H "x-mock-eventstream: $top_srcdir/tests/data/bedrock_invoke.bin"
@@ -89,12 +108,13 @@ measure() {	# measure KIND
 		"answers: $(sort "$T"/$kind.res.* | uniq -c | tr -s ' ' | tr '\n' ';')"
 }
 
-streams openai 20
-for p in "${PIDS[@]}"; do wait "$p"; done
-streams bedrock 20
-for p in "${PIDS[@]}"; do wait "$p"; done
-measure openai
-measure bedrock
+for kind in $KINDS; do	# a warm-up of each first
+	streams "$kind" 20
+	for p in "${PIDS[@]}"; do wait "$p"; done
+done
+for kind in $KINDS; do
+	measure "$kind"
+done
 kv_stop
 kv_kill_tracked 5
 rm -rf "$T"

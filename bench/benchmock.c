@@ -4,7 +4,10 @@
  * request with a body (POST) is answered with the same non-streamed OpenAI
  * chat completion that tests/mock_upstream answers (usage included, so a
  * gateway that meters has something to count); GET /mock/stats answers
- * {"requests":N,"tls_full":N,"tls_resumed":N}.
+ * {"requests":N,"tls_full":N,"tls_resumed":N}. A POST to a Gemini API
+ * model's :generateContent is answered with the same answer in Gemini's
+ * GenerateContentResponse (usageMetadata), for bench/instructions.sh's
+ * gemini mode (issue 38).
  *
  * Paced streams (issue 35: a Bedrock stream's memory beside an OpenAI
  * one): a request with "x-mock-tokens: N" is answered with a chunked
@@ -70,6 +73,12 @@
 	"\"rejected_prediction_tokens\":0}},\"service_tier\":\"default\"," \
 	"\"system_fingerprint\":\"fp_mock\"}"
 
+#define GM_BODY "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":" \
+	"\"tok1 tok2 tok3 tok4 tok5 \"}],\"role\":\"model\"},\"finishReason\":\"STOP\"," \
+	"\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":23,\"candidatesTokenCount\":5," \
+	"\"totalTokenCount\":28,\"promptTokensDetails\":[{\"modality\":\"TEXT\"," \
+	"\"tokenCount\":23}]},\"modelVersion\":\"gemini-2.5-flash\",\"responseId\":\"mock\"}"
+
 struct conn {
 	int		 fd;
 	SSL		*ssl;
@@ -89,8 +98,8 @@ struct conn {
 static int ep;
 static SSL_CTX *ctx;
 static long n_requests, n_full, n_resumed;
-static char resp[1024];
-static size_t resp_len;
+static char resp[1024], resp_gm[1024];
+static size_t resp_len, resp_gm_len;
 static struct conn *streams;	/* conns with a stream in progress */
 
 static uint64_t
@@ -270,6 +279,9 @@ serve(struct conn *c)
 				return -1;
 		} else if ((tokens = head_long(c->in, head, "x-mock-tokens:", 0)) > 0) {
 			if (stream_start(c, c->in, head, tokens) == -1)
+				return -1;
+		} else if (memmem(c->in, head, ":generateContent ", 17) != NULL) {
+			if (put(c, resp_gm, resp_gm_len) == -1)
 				return -1;
 		} else if (put(c, resp, resp_len) == -1)
 			return -1;
@@ -486,6 +498,9 @@ main(int argc, char **argv)
 	resp_len = (size_t)snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\nContent-Type: "
 	    "application/json\r\nContent-Length: %zu\r\nx-request-id: req_mock\r\n\r\n%s",
 	    sizeof(BODY) - 1, BODY);
+	resp_gm_len = (size_t)snprintf(resp_gm, sizeof(resp_gm), "HTTP/1.1 200 OK\r\n"
+	    "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+	    sizeof(GM_BODY) - 1, GM_BODY);
 	if ((lfd = listen_any(&port)) == -1 || (ep = epoll_create1(EPOLL_CLOEXEC)) == -1 ||
 	    epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &lev) == -1 || write_portfile(portfile, port) == -1) {
 		perror("benchmock");

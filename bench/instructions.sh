@@ -30,6 +30,11 @@
 # gpt-4o-mini: the deployment's lookup and Azure's header; issue 38; the
 # key in a [key], as an upstream with api_key takes only those: compare
 # with "key"),
+# "gemini" (the same question as the Gemini API's: POST
+# /v1beta/models/gemini-2.5-flash:generateContent with the key in
+# x-goog-api-key and maxOutputTokens 16, to a provider = gemini upstream
+# with api_key, answered with the same five tokens in usageMetadata; issue
+# 38; the key in a [key]: compare with "key"),
 # "tls" and "haproxy-tls" (plain and haproxy with the upstream over TLS
 # 1.3 to bench/benchmock -t, the chain of tests/gen_certs.sh verified,
 # connections pooled: the record layer's share of a request).
@@ -77,6 +82,9 @@ esac
 BODY='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello in five words."}],"max_tokens":16}'
 LOAD=(-m POST -u /v1/chat/completions -H 'Content-Type: application/json'
 	-H 'Authorization: Bearer sk-bench-0123456789' -c 1 -t 60 -b "$BODY")
+GM_BODY='{"contents":[{"role":"user","parts":[{"text":"Say hello in five words."}]}],"generationConfig":{"maxOutputTokens":16,"thinkingConfig":{"thinkingBudget":0}}}'
+LOAD_GEMINI=(-m POST -u '/v1beta/models/gemini-2.5-flash:generateContent'
+	-H 'Content-Type: application/json' -H 'x-goog-api-key: sk-bench-0123456789' -c 1 -t 60 -b "$GM_BODY")
 LOAD_AZURE=(-m POST -u '/openai/deployments/mini/chat/completions?api-version=2024-10-21'
 	-H 'Content-Type: application/json' -H 'api-key: sk-bench-0123456789' -c 1 -t 60 -b "$BODY")
 
@@ -87,9 +95,9 @@ LOAD_AZURE=(-m POST -u '/openai/deployments/mini/chat/completions?api-version=20
 # "x-kilovolt-tags: alpha, beta", two [tag]s with budgets, beta with a
 # model_budget that matches nothing): the cost of two tags.
 tree_sections() {	# tree_sections MODE
-	case $1 in key|tree4|tree4tags|azure) ;; *) return 0 ;; esac
+	case $1 in key|tree4|tree4tags|azure|gemini) ;; *) return 0 ;; esac
 	printf '[key bench]\nkey = sk-bench-0123456789\n'
-	case $1 in key|azure) return 0 ;; esac
+	case $1 in key|azure|gemini) return 0 ;; esac
 	printf 'team = t1\n\n[team t3]\nbudget = 100000\nmodel_budget = claude-*:5\n'
 	printf '\n[team t2]\nparent = t3\nbudget = 100000\n'
 	printf '\n[team t1]\nparent = t2\nbudget = 100000\n'
@@ -107,6 +115,8 @@ write_config() {	# write_config MODE PORT
 $(if [ "$1" = azure ]; then
 	printf '[upstream azure]\nprovider = azure\napi_key = sk-azure-resource-key\n'
 	printf 'deployments = mini:gpt-4o-mini\n'
+elif [ "$1" = gemini ]; then
+	printf '[upstream gemini]\nprovider = gemini\napi_key = bench-gemini-key\n'
 else
 	echo '[upstream openai]'
 fi)
@@ -115,11 +125,15 @@ $(if [ "$1" = tls ]; then
 else
 	echo "url = http://127.0.0.1:$BM_PORT"
 fi)
-$([ "$1" = azure ] || echo 'paths = /v1/chat/completions')
+$([ "$1" = azure ] || [ "$1" = gemini ] || echo 'paths = /v1/chat/completions')
 
 [price gpt-4o-mini*]
 input = 0.15
 output = 0.60
+
+[price gemini-2.5-flash]
+input = 0.30
+output = 2.50
 $(tree_sections "$1")
 EOF
 	} >"$W/kv.ini"
@@ -164,6 +178,7 @@ run() {
 	bench_wait_port "$port" "$KV_PID" 600 || { cat "$W/kv.$mode.$count.log" >&2; return 1; }
 	local load=("${LOAD[@]}") tags=()
 	[ "$mode" = azure ] && load=("${LOAD_AZURE[@]}")
+	[ "$mode" = gemini ] && load=("${LOAD_GEMINI[@]}")
 	[ "$mode" = tree4tags ] && tags=(-H 'x-kilovolt-tags: alpha, beta')
 	"$LG" -p "$port" "${load[@]}" "${tags[@]}" -n "$count" -l "$mode" >/dev/null \
 		2>"$W/load.$mode.$count.err" ||
@@ -192,6 +207,10 @@ done
 if [ -n "${PER[plain]:-}" ] && [ -n "${PER[limits]:-}" ]; then
 	awk -v a="${PER[limits]}" -v b="${PER[plain]}" 'BEGIN {
 		printf "limits / plain: x%.4f (%+d instructions per request, %+.2f %%)\n", a / b, a - b, (a - b) * 100 / b }'
+fi
+if [ -n "${PER[key]:-}" ] && [ -n "${PER[gemini]:-}" ]; then
+	awk -v a="${PER[gemini]}" -v b="${PER[key]}" 'BEGIN {
+		printf "gemini / key (OpenAI): x%.4f (%+d instructions per request)\n", a / b, a - b }'
 fi
 if [ -n "${PER[key]:-}" ] && [ -n "${PER[azure]:-}" ]; then
 	awk -v a="${PER[azure]}" -v b="${PER[key]}" 'BEGIN {
