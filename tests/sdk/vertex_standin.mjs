@@ -14,6 +14,9 @@
 //   --token-ttl seconds (an OAuth error answer otherwise);
 // - the metadata server, GET /computeMetadata/v1/instance/service-accounts/
 //   default/token with Metadata-Flavor: Google (refused without it);
+// - Vertex AI's Gemini endpoints, POST .../publishers/google/models/M:
+//   generateContent, :streamGenerateContent (SSE with alt=sse, else one JSON
+//   array), :countTokens, with the same token check;
 // - Vertex AI's Claude endpoints, POST /v1/projects/P/locations/L/publishers/
 //   anthropic/models/M:rawPredict, :streamRawPredict (Anthropic's SSE) and
 //   count-tokens:rawPredict, each only with a live vended token as
@@ -104,6 +107,73 @@ function bearer(req, rec) {
 	return rec.auth.startsWith('token:');
 }
 
+// Gemini's usage, deterministic: the prompt is every text of contents and
+// systemInstruction (tokens as standin_usage.mjs counts them), the answer
+// min(maxOutputTokens, [[out=N]] or 12) tokens, thoughts [[think=N]] (0).
+function geminiUsage(body) {
+	const texts = [];
+	const walk = (n) => {
+		if (Array.isArray(n))
+			n.forEach(walk);
+		else if (n && typeof n === 'object')
+			for (const [k, v] of Object.entries(n))
+				k === 'text' && typeof v === 'string' ? texts.push(v) : walk(v);
+	};
+	walk([body.systemInstruction, body.contents]);
+	const all = texts.join('');
+	const prompt = Math.max(1, Math.ceil(Buffer.byteLength(all) / 4));
+	const asked = Number(/\[\[out=(\d+)\]\]/.exec(all)?.[1] ?? 12);
+	const candidates = Math.min(body.generationConfig?.maxOutputTokens ?? 8192, asked);
+	const thoughts = Number(/\[\[think=(\d+)\]\]/.exec(all)?.[1] ?? 0);
+	return { prompt, candidates, thoughts, cut: all.includes('[[cut]]') };
+}
+
+const metadata = (u, n) => ({ promptTokenCount: u.prompt, candidatesTokenCount: n,
+	...(u.thoughts ? { thoughtsTokenCount: u.thoughts } : {}), totalTokenCount: u.prompt + n + u.thoughts });
+
+// generateContent, or streamGenerateContent as SSE (alt=sse) or one JSON
+// array; each chunk carries the usage so far, the last finishReason STOP.
+async function gemini(res, m, query, body, rec) {
+	const [, project, location, model, op] = m;
+	rec.model = model;
+	rec.op = op;
+	if (project !== opt.project || location !== opt.location)
+		return googleError(res, 403, `Permission denied on resource project ${project}`, 'PERMISSION_DENIED');
+	if (op === 'countTokens') {
+		json(res, 200, { totalTokens: geminiUsage(body ?? {}).prompt });
+		return 'counted';
+	}
+	if (!Array.isArray(body?.contents) || 'model' in body)
+		return googleError(res, 400, 'contents is required', 'INVALID_ARGUMENT');
+	const u = geminiUsage(body);
+	rec.usage = { prompt: u.prompt, candidates: u.candidates, thoughts: u.thoughts };
+	const words = answerWords(u.candidates);
+	const chunk = (text, n, last) => ({ candidates: [{ content: { role: 'model', parts: [{ text }] }, index: 0,
+		...(last ? { finishReason: 'STOP' } : {}) }], usageMetadata: metadata(u, n), modelVersion: model,
+		responseId: rec.t });
+	if (op === 'generateContent') {
+		json(res, 200, chunk(words.join(''), u.candidates, true));
+		return 'complete';
+	}
+	const chunks = [];
+	for (let i = 0; i < words.length; i += 4)
+		chunks.push(chunk(words.slice(i, i + 4).join(''), Math.min(i + 4, words.length), i + 4 >= words.length));
+	const sse = new URLSearchParams(query).get('alt') === 'sse';
+	res.writeHead(200, { 'content-type': sse ? 'text/event-stream' : 'application/json; charset=UTF-8' });
+	for (let i = 0; i < chunks.length; i++) {
+		if (u.cut && i === chunks.length >> 1) {
+			await sleep(50);
+			res.socket.destroy();
+			return 'cut';
+		}
+		res.write(sse ? `data: ${JSON.stringify(chunks[i])}\r\n\r\n` :
+			`${i ? ',\r\n' : '['}${JSON.stringify(chunks[i])}`);
+	}
+	res.end(sse ? '' : ']');
+	return 'complete';
+}
+
+const GEMINI_PATH = /^\/v1\/projects\/([^/]+)\/locations\/([^/]+)\/publishers\/google\/models\/([^/:]+):(generateContent|streamGenerateContent|countTokens)$/;
 const MODEL_PATH = /^\/v1\/projects\/([^/]+)\/locations\/([^/]+)\/publishers\/anthropic\/models\/([^/:]+):(rawPredict|streamRawPredict)$/;
 
 function invalid(body) {
@@ -187,6 +257,9 @@ async function route(req, res, raw, rec) {
 	const m = MODEL_PATH.exec(path);
 	if (req.method === 'POST' && m)
 		return claude(res, m, body, rec);
+	const g = GEMINI_PATH.exec(path);
+	if (req.method === 'POST' && g)
+		return gemini(res, g, req.url.split('?')[1] ?? '', body, rec);
 	return googleError(res, 404, `The requested URL ${path} was not found on this server.`, 'NOT_FOUND');
 }
 
