@@ -1,7 +1,7 @@
 /* A vertex upstream's own keys (project, location) and defaults: its url
- * from its location, its paths the Vertex AI API's. The project and
- * location go into a host name and into every request's path, so only
- * the characters Google allows in them pass. */
+ * from its location, its paths the Vertex AI API's (v1, v1beta1). The
+ * project and location go into a host name and into every request's path,
+ * so only the characters Google allows in them pass. */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif
@@ -84,11 +84,13 @@ cfg_end_vertex(struct cfg_parse *p, struct kv_upstream *u)
 			return cfg_err(p, p->sect_line, "%s: bad location for a url", p->sect_text);
 		strcpy(u->url, url);
 	}
+	/* v1beta1: where @google/genai sends its Vertex AI calls */
 	if (u->npaths == 0 && u->nmodels == 0) {
-		if ((u->paths = calloc(1, sizeof(char *))) == NULL ||
-		    (u->paths[0] = strdup("/v1/projects/")) == NULL)
+		if ((u->paths = calloc(2, sizeof(char *))) == NULL ||
+		    (u->paths[0] = strdup("/v1/projects/")) == NULL ||
+		    (u->paths[1] = strdup("/v1beta1/projects/")) == NULL)
 			return cfg_err(p, 0, "out of memory");
-		u->npaths = 1;
+		u->npaths = 2;
 	}
 	return 0;
 }

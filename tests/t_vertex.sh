@@ -27,9 +27,14 @@ KS=kv-vertex-sdk-$$
 KC=kv-vertex-claude-code-$$
 KX=kv-vertex-misc-$$
 KP=kv-vertex-poor-$$
+KG=kv-vertex-genai-$$
+GMODEL=gemini-2.5-flash
 # vertex_ai/claude-sonnet-4-5@20250929 in the shipped catalogue, nUSD per
 # token: input 3000, output 15000, cache read 300, cache write 3750.
 P_IN=3000 P_OUT=15000 P_CR=300 P_CW=3750
+# gemini-2.5-flash (the catalogue's vertex_ai-language-models entry): input
+# 300, output and thinking 2500.
+G_IN=300 G_OUT=2500
 
 vx_keypair sa
 vx_start_standin
@@ -40,6 +45,7 @@ cp "$top_srcdir/data/prices-2026-07-24.json" "$T/prices.json"
 	vx_upstream
 	printf '[key vertex-sdk]\nkey = %s\n[key claude-code]\nkey = %s\n[key misc]\nkey = %s\n' "$KS" "$KC" "$KX"
 	printf '[key poor]\nkey = %s\nbudget = 0.000001\n' "$KP"
+	printf '[key genai]\nkey = %s\n' "$KG"
 } >"$T/vertex.ini"
 kv_write_config <"$T/vertex.ini"
 GOOGLE_APPLICATION_CREDENTIALS=$T/sa-sa.json kv_start
@@ -80,7 +86,7 @@ check_eq "vertex-sdk: its calls went on as rawPredict, streamRawPredict and coun
 	"$(jq -r '.target | sub(".*/models/"; "")' "$T/sdk.log" | sort | uniq -c | awk '{ print $2 "=" $1 }' | tr '\n' ' ')" \
 	"$MODEL:rawPredict=1 $MODEL:streamRawPredict=2 count-tokens:rawPredict=1 "
 check_eq "vertex-sdk: each under the upstream's project and location, not the client's" \
-	"$(jq -r '.target | capture("^/v1/projects/(?<p>[^/]+)/locations/(?<l>[^/]+)/") | "\(.p) \(.l)"' "$T/sdk.log" | sort -u)" \
+	"$(jq -r '.target | capture("^/v1[a-z0-9]*/projects/(?<p>[^/]+)/locations/(?<l>[^/]+)/") | "\(.p) \(.l)"' "$T/sdk.log" | sort -u)" \
 	"kv-project us-east5"
 
 # ---- Claude Code in Vertex mode ---------------------------------------------------
@@ -95,13 +101,49 @@ check_eq "claude-code: the ledger's spend is every model call it made, priced" \
 	"$(spent "$KC")" "$(jq -c 'select(.status == 200 and .usage) | .usage' "$T/cc.log" | cost_of)"
 check_eq "claude-code: nothing left reserved" "$(reserved "$KC")" 0
 
+# ---- Gemini on Vertex: @google/genai in Vertex mode, the JSON-array stream, ?key= --
+
+gcost() { jq -s --argjson i $G_IN --argjson o $G_OUT 'map(.prompt * $i + (.candidates + .thoughts) * $o) | add // 0'; }
+from=$(lines)
+kv_node_checks genai-vertex "$T/genai.out" node "$KV_SDK/gemini_test.mjs" "$KV_URL" "$KG" "$GMODEL" - \
+	--vertex kv-client-project us-central1
+kv_wait_for 30 settled_all
+after "$from" >"$T/genai.log"
+check_eq "genai-vertex: its calls went on as generateContent, streamGenerateContent (alt=sse) and countTokens" \
+	"$(jq -r '.target | sub(".*/models/"; "")' "$T/genai.log" | sort | tr '\n' ' ')" \
+	"$GMODEL:countTokens $GMODEL:generateContent $GMODEL:streamGenerateContent?alt=sse "
+check_eq "genai-vertex: the stand-in served the usage the client reported" \
+	"$(jq -c 'select(.status == 200 and .usage) | .usage' "$T/genai.log" | gcost)" \
+	"$(reported "$T/genai.out" | gcost)"
+check_eq "genai-vertex: the ledger's spend is the reported usage at the catalogue's prices" \
+	"$(spent "$KG")" "$(reported "$T/genai.out" | gcost)"
+check_eq "genai-vertex: nothing left reserved" "$(reserved "$KG")" 0
+G=/v1/projects/any/locations/us-east5/publishers/google/models/$GMODEL
+before=$(spent "$KG")
+code=$(kv_curl "$G:streamGenerateContent?key=$KG" -o "$T/arr.body" -w '%{http_code}' -H 'Content-Type: application/json' \
+	-d '{"contents":[{"role":"user","parts":[{"text":"array stream [[out=9]] [[think=4]]"}]}],"generationConfig":{"maxOutputTokens":50}}')
+check_eq "the JSON-array stream with the key in ?key=: 200" "$code" 200
+kv_wait_for 30 settled_all
+check_eq "... charged the last chunk's usage, thoughts as output" "$(($(spent "$KG") - before))" \
+	"$(jq -c '.[-1].usageMetadata | {prompt: .promptTokenCount, candidates: .candidatesTokenCount, thoughts: (.thoughtsTokenCount // 0)}' "$T/arr.body" | gcost)"
+check_eq "... and ?key= went no further than kilovolt" \
+	"$(jq -r 'select(.model == "'"$GMODEL"'") | .target' "$VX_LOG" | tail -n 1)" \
+	"/v1/projects/kv-project/locations/us-east5/publishers/google/models/$GMODEL:streamGenerateContent"
+code=$(kv_curl "$G:generateContent" -o "$T/g.body" -w '%{http_code}' -H "Authorization: Bearer not-a-key" \
+	-H 'Content-Type: application/json' -d '{"contents":[]}')
+check_eq "an unknown key on a Vertex Gemini path: 401, in Google's error shape" \
+	"$code $(jq -r .error.status "$T/g.body")" "401 UNAUTHENTICATED"
+
 # ---- what reached the stand-in ----------------------------------------------------
 
-for k in "$KS" "$KC" "$KX" "$KP"; do
+for k in "$KS" "$KC" "$KX" "$KP" "$KG"; do
 	check_eq "the kilovolt key ${k%-*} never reached the stand-in" "$(grep -c -F -- "$k" "$VX_LOG")" 0
 done
 check_eq "every model call carried the access token the stand-in vended" \
 	"$(jq -r 'select(.op or (.target | test("count-tokens"))) | .auth' "$VX_LOG" | sort -u)" "token:$TOKEN"
+check_eq "and the upstream's project and location" \
+	"$(jq -r 'select(.op) | .target | capture("^/v1[a-z0-9]*/projects/(?<p>[^/]+)/locations/(?<l>[^/]+)/") | "\(.p) \(.l)"' "$VX_LOG" | sort -u)" \
+	"kv-project us-east5"
 
 # ---- x-goog-api-key, refusals -----------------------------------------------------
 

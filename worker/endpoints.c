@@ -201,7 +201,8 @@ kv_endpoint_api(const char *method, const char *target, size_t len)
 		return bedrock_api(target, len);
 	if (kv_vx_path(target, len, &vx) != KV_VX_NONE)	/* Claude's is the Messages body */
 		return vx.kind == KV_VX_RAW || vx.kind == KV_VX_STREAM_RAW ?
-		    KV_API_ANTHROPIC_MESSAGES : KV_API_OTHER;
+		    KV_API_ANTHROPIC_MESSAGES : vx.kind == KV_VX_GENERATE ||
+		    vx.kind == KV_VX_STREAM_GENERATE ? KV_API_GEMINI : KV_API_OTHER;
 	if (memchr(target, ':', plen) != NULL)
 		return gemini_api(target, len);
 	for (i = 0; i < sizeof(metered) / sizeof(metered[0]); i++)
@@ -362,7 +363,8 @@ vertex_classify(const char *method, const char *target, size_t len,
 	ep->kind = KV_EP_REFUSED;
 	ep->status = 404;
 	snprintf(ep->msg, sizeof(ep->msg), "%s %.*s%s: kilovolt relays POST to Vertex AI's "
-	    "Claude models (:rawPredict, :streamRawPredict) and :countTokens only", method,
+	    "Claude models (:rawPredict, :streamRawPredict), its Gemini models "
+	    "(:generateContent, :streamGenerateContent) and :countTokens only", method,
 	    (int)(plen > 96 ? 96 : plen), target, plen > 96 ? "..." : "");
 	return 1;
 }

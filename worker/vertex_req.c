@@ -20,6 +20,10 @@ kv_vertex_head(struct kv_conn *c, const char *target, size_t len, const char **w
 	c->req.vertex = 1;
 	if (vx.anthropic && vx.kind != KV_VX_OTHER)
 		c->req.anthropic = 1;	/* Claude's errors in Anthropic's shape */
+	if (!vx.anthropic && vx.kind != KV_VX_OTHER) {
+		c->req.google = 1;	/* Gemini's in Google's */
+		c->req.gm_stream = vx.kind == KV_VX_STREAM_GENERATE;	/* the method says it */
+	}
 	if (vx.kind == KV_VX_OTHER || vx.kind == KV_VX_COUNT)
 		return 0;
 	if (vx.model_len >= sizeof(c->req.path_model)) {

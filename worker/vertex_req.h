@@ -12,7 +12,8 @@
 #include "worker/conn.h"
 
 /* At the head: when TARGET (LEN bytes) is a Vertex AI path, note it in C
- * (req.vertex, req.path_model; req.anthropic for Claude's). 0, or -1 with
+ * (req.vertex, req.path_model; req.anthropic for Claude's, req.google and
+ * req.gm_stream for Gemini's, as on the Gemini API). 0, or -1 with
  * a static reason in *WHY (a metered path whose model id kilovolt cannot
  * read). */
 int	kv_vertex_head(struct kv_conn *c, const char *target, size_t len, const char **why);

@@ -4,7 +4,8 @@
  * than KV_VX_MODEL_MAX and of letters, digits and "-._@", after the
  * location's end (rest_off), which starts "/publishers/"; only Claude's
  * rawPredict and streamRawPredict are Anthropic's Messages API to
- * kv_endpoint_api; the same target parses the same way twice. */
+ * kv_endpoint_api, only Gemini's generateContent and its stream Gemini's
+ * API; the same target parses the same way twice. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +26,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (kv_vx_path(t, size, &b) != k || memcmp(&a, &b, sizeof(a)) != 0 || a.kind != k)
 		abort();
-	if (k != KV_VX_NONE && (api == KV_API_ANTHROPIC_MESSAGES) !=
-	    (k == KV_VX_RAW || k == KV_VX_STREAM_RAW))
+	if (k != KV_VX_NONE && ((api == KV_API_ANTHROPIC_MESSAGES) !=
+	    (k == KV_VX_RAW || k == KV_VX_STREAM_RAW) || (api == KV_API_GEMINI) !=
+	    (k == KV_VX_GENERATE || k == KV_VX_STREAM_GENERATE)))
 		abort();
 	if (k == KV_VX_NONE || k == KV_VX_OTHER)
 		return 0;

@@ -4,10 +4,22 @@
 // "ok - ..." / "FAIL - ..." per check, "usage {prompt,candidates,thoughts,
 // cached,tool}" per metered call (the usageMetadata the SDK reports), and a
 // last line "N passed, M failed".
+//
+// gemini_test.mjs BASE_URL KEY MODEL - --vertex PROJECT LOCATION: the same
+// in Vertex AI mode (vertexai: true; issue 38), KEY as the Google access
+// token (google-auth-library's OAuth2Client holding it, as googleAuthOptions'
+// authClient: sent as Authorization: Bearer KEY); no embedContent (Vertex
+// serves embeddings through :predict).
 import { GoogleGenAI } from "@google/genai";
+import { OAuth2Client } from "google-auth-library";
 
-const [baseUrl, apiKey, model, embedModel] = process.argv.slice(2);
-const ai = new GoogleGenAI({ apiKey, httpOptions: { baseUrl } });
+const [baseUrl, apiKey, model, embedModel, mode, project, location] = process.argv.slice(2);
+const vertex = mode === "--vertex";
+const auth = new OAuth2Client();
+auth.setCredentials({ access_token: apiKey, expiry_date: Date.now() + 3600 * 1000 });
+const ai = vertex ? new GoogleGenAI({ vertexai: true, project, location,
+	googleAuthOptions: { authClient: auth }, httpOptions: { baseUrl } }) :
+	new GoogleGenAI({ apiKey, httpOptions: { baseUrl } });
 let passed = 0, failed = 0;
 const check = (name, ok) => {
 	console.log(`${ok ? "ok" : "FAIL"} - ${name}`);
@@ -41,9 +53,11 @@ try {
 	const c = await ai.models.countTokens({ model, contents: "How many tokens is this?" });
 	check("countTokens answers (free)", c.totalTokens > 0);
 
-	const e = await ai.models.embedContent({ model: embedModel, contents: "embed this text" });
-	check("embedContent returns a vector", e.embeddings?.[0]?.values?.length === 3);
-	usage(e.usageMetadata);
+	if (!vertex) {
+		const e = await ai.models.embedContent({ model: embedModel, contents: "embed this text" });
+		check("embedContent returns a vector", e.embeddings?.[0]?.values?.length === 3);
+		usage(e.usageMetadata);
+	}
 } catch (err) {
 	check(`no error (${err?.message ?? err})`, false);
 }
