@@ -6,6 +6,8 @@
 
 #include "common/gcp_token.h"
 
+#include <string.h>
+
 static struct kv_gcp_slot *the_slot;
 
 struct kv_gcp_slot *
@@ -54,4 +56,26 @@ kv_gcp_source_name(int source)
 	default:
 		return "none";
 	}
+}
+
+const char *
+kv_gcp_slot_copy(const struct kv_gcp_slot *s, struct kv_gcp_copy *w, size_t *len)
+{
+	uint64_t g;
+
+	if (s == NULL || (g = kv_gcp_slot_generation(s)) == 0)
+		return NULL;
+	if (g != w->gen) {
+		if (kv_gcp_slot_read(s, &w->tok, &w->gen) == -1)
+			return NULL;
+		w->len = strlen(w->tok.token);
+	}
+	*len = w->len;
+	return w->tok.token;
+}
+
+int64_t
+kv_gcp_token_expires(const void *tok)
+{
+	return ((const struct kv_gcp_token *)tok)->expires;
 }

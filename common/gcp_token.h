@@ -45,6 +45,21 @@ uint64_t kv_gcp_slot_generation(const struct kv_gcp_slot *s);
  * consistently. 0, or -1 when nothing was published yet. */
 int	kv_gcp_slot_read(const struct kv_gcp_slot *s, struct kv_gcp_token *out, uint64_t *gen);
 
+/* A worker's copy of a slot's token, taken again only when the slot's
+ * generation moved (one atomic load a request). */
+struct kv_gcp_copy {
+	uint64_t		gen;
+	size_t			len;
+	struct kv_gcp_token	tok;
+};
+
+/* The token in S as W holds it (refreshed first when S has a newer one),
+ * its length in *LEN; NULL when S (may be NULL) has none yet. */
+const char *kv_gcp_slot_copy(const struct kv_gcp_slot *s, struct kv_gcp_copy *w, size_t *len);
+
+/* TOK's (a struct kv_gcp_token) expiry, as cred_refresh.h's expires wants. */
+int64_t	kv_gcp_token_expires(const void *tok);
+
 /* "service account file", "metadata server" or "none", for logs. */
 const char *kv_gcp_source_name(int source);
 

@@ -55,12 +55,6 @@ publish(const void *tok)
 	kv_gcp_slot_publish(R.slot, tok);
 }
 
-static int64_t
-expires(const void *tok)
-{
-	return ((const struct kv_gcp_token *)tok)->expires;
-}
-
 static const char *
 source(const void *tok)
 {
@@ -76,7 +70,7 @@ log_failed(const char *why, int retry_s, const char *more)
 }
 
 static const struct kv_credref_ops ops = { "Entra ID token",
-	sizeof(struct kv_gcp_token), fetch, publish, expires, source, log_failed };
+	sizeof(struct kv_gcp_token), fetch, publish, kv_gcp_token_expires, source, log_failed };
 
 /* SHA-256 of the identity CF's token is for (zeros for none): a reload
  * that names another gets a new token at once. The old config may be

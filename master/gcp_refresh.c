@@ -48,12 +48,6 @@ publish(const void *tok)
 	kv_gcp_slot_publish(R.slot, tok);
 }
 
-static int64_t
-expires(const void *tok)
-{
-	return ((const struct kv_gcp_token *)tok)->expires;
-}
-
 static const char *
 source(const void *tok)
 {
@@ -68,7 +62,7 @@ log_failed(const char *why, int retry_s, const char *more)
 }
 
 static const struct kv_credref_ops ops = { "Google access token",
-	sizeof(struct kv_gcp_token), fetch, publish, expires, source, log_failed };
+	sizeof(struct kv_gcp_token), fetch, publish, kv_gcp_token_expires, source, log_failed };
 
 int
 kv_gcp_refresh_start(struct kv_mloop *lp, const struct kv_config *cf, const struct kv_ledger *l)

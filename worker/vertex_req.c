@@ -57,30 +57,15 @@ kv_vertex_retarget(struct kv_conn *c, const struct kv_upstream *up)
 	return 0;
 }
 
-/* The worker's copy of the token, fresh. */
-static struct {
-	uint64_t		gen;
-	size_t			len;
-	struct kv_gcp_token	tok;
-} W;
+/* The worker's copy of the token. */
+static struct kv_gcp_copy W;
 
 const char *
 kv_vertex_bearer(const struct kv_upstream *up, size_t *len)
 {
-	const struct kv_gcp_slot *s = kv_gcp_slot_get();
-	uint64_t g;
-
 	if (up->api_key != NULL) {
 		*len = strlen(up->api_key);
 		return up->api_key;
 	}
-	if (s == NULL || (g = kv_gcp_slot_generation(s)) == 0)
-		return NULL;
-	if (g != W.gen) {
-		if (kv_gcp_slot_read(s, &W.tok, &W.gen) == -1)
-			return NULL;
-		W.len = strlen(W.tok.token);
-	}
-	*len = W.len;
-	return W.tok.token;
+	return kv_gcp_slot_copy(kv_gcp_slot_get(), &W, len);
 }
