@@ -22,6 +22,7 @@ KG=kv-gemini-sdk-$$
 KQ=kv-gemini-query-$$
 KS=kv-gemini-small-$$
 KF=kv-gemini-flood-$$
+KC=kv-gemini-cut-$$
 FLOOD_BUDGET=20000000	# $0.02 in nano-dollars
 
 cp "$top_srcdir/data/prices-2026-07-24.json" "$T/prices.json"
@@ -45,6 +46,9 @@ key = $KQ
 [key small]
 key = $KS
 budget = 0.000001
+
+[key cut]
+key = $KC
 
 [key flood]
 key = $KF
@@ -100,6 +104,19 @@ code=$(kv_curl "/v1beta/models/$MODEL:streamGenerateContent?alt=sse" -o "$T/sse.
 	"${J[@]}" -H "x-goog-api-key: $KQ" -H 'x-mock-tokens: 4' -d "$B")
 check_eq "an alt=sse stream: 200" "$code" 200
 check_eq "... four events" "$(grep -c '^data: ' "$T/sse.body")" 4
+
+# ---- a stream the client leaves: a cut ----------------------------------------------
+# README "How cuts, cancels and timeouts are charged": the input the stream
+# gave (its chunks' promptTokenCount) and the reservation's output
+# (maxOutputTokens 20 + thinkingBudget 0), marked estimated.
+CB='{"contents":[{"parts":[{"text":"cut me short"}]}],"generationConfig":{"maxOutputTokens":20,"thinkingConfig":{"thinkingBudget":0}}}'
+curl -sS -m 2 -o "$T/cut.body" "$KV_URL/v1beta/models/$MODEL:streamGenerateContent?alt=sse" "${J[@]}" \
+	-H "x-goog-api-key: $KC" -H 'x-mock-tokens: 20' -H 'x-mock-delay-ms: 500' -d "$CB" 2>/dev/null
+check "a stream left after its first chunks got some of them" grep -q '^data: ' "$T/cut.body"
+kv_wait_for 30 settled "$KC"
+check_eq "... charged its input and the reservation's output" "$(spent "$KC")" \
+	$(( ${#CB} / 4 * P_IN + 20 * P_OUT ))
+check_eq "... marked estimated" "$(key_field "$KC" estimated_requests)" 1
 
 # ---- refusals ------------------------------------------------------------------------
 n0=$(grep -vc '^BILLED' "$MOCK_LOG")
