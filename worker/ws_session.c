@@ -195,12 +195,10 @@ client_message(struct kv_conn *c)
 		ws_turn_sent(c, s->mlen);
 		s->turn = WS_TURN_SENT;
 	}
-	s->mlen = 0;
-	if (s->mcap > WS_READ) {	/* a large message's buffer goes with it */
-		free(s->msg);
-		s->msg = NULL;
-		s->mcap = 0;
-	}
+	/* an idle session holds no message buffer */
+	free(s->msg);
+	s->msg = NULL;
+	s->mlen = s->mcap = 0;
 	return 0;
 }
 
