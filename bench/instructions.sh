@@ -35,6 +35,12 @@
 # x-goog-api-key and maxOutputTokens 16, to a provider = gemini upstream
 # with api_key, answered with the same five tokens in usageMetadata; issue
 # 38; the key in a [key]: compare with "key"),
+# "vertex" (gemini's request as Vertex AI's: POST
+# /v1/projects/p/locations/us-east5/publishers/google/models/gemini-2.5-flash:generateContent
+# with the key as a bearer token, to a provider = vertex upstream whose
+# api_key stands for Google's access token (no token fetch): the Vertex
+# path's parse and its project and location put in; issue 38; compare
+# with "gemini"),
 # "tls" and "haproxy-tls" (plain and haproxy with the upstream over TLS
 # 1.3 to bench/benchmock -t, the chain of tests/gen_certs.sh verified,
 # connections pooled: the record layer's share of a request).
@@ -85,6 +91,8 @@ LOAD=(-m POST -u /v1/chat/completions -H 'Content-Type: application/json'
 GM_BODY='{"contents":[{"role":"user","parts":[{"text":"Say hello in five words."}]}],"generationConfig":{"maxOutputTokens":16,"thinkingConfig":{"thinkingBudget":0}}}'
 LOAD_GEMINI=(-m POST -u '/v1beta/models/gemini-2.5-flash:generateContent'
 	-H 'Content-Type: application/json' -H 'x-goog-api-key: sk-bench-0123456789' -c 1 -t 60 -b "$GM_BODY")
+LOAD_VERTEX=(-m POST -u '/v1/projects/p/locations/us-east5/publishers/google/models/gemini-2.5-flash:generateContent'
+	-H 'Content-Type: application/json' -H 'Authorization: Bearer sk-bench-0123456789' -c 1 -t 60 -b "$GM_BODY")
 LOAD_AZURE=(-m POST -u '/openai/deployments/mini/chat/completions?api-version=2024-10-21'
 	-H 'Content-Type: application/json' -H 'api-key: sk-bench-0123456789' -c 1 -t 60 -b "$BODY")
 
@@ -95,9 +103,9 @@ LOAD_AZURE=(-m POST -u '/openai/deployments/mini/chat/completions?api-version=20
 # "x-kilovolt-tags: alpha, beta", two [tag]s with budgets, beta with a
 # model_budget that matches nothing): the cost of two tags.
 tree_sections() {	# tree_sections MODE
-	case $1 in key|tree4|tree4tags|azure|gemini) ;; *) return 0 ;; esac
+	case $1 in key|tree4|tree4tags|azure|gemini|vertex) ;; *) return 0 ;; esac
 	printf '[key bench]\nkey = sk-bench-0123456789\n'
-	case $1 in key|azure|gemini) return 0 ;; esac
+	case $1 in key|azure|gemini|vertex) return 0 ;; esac
 	printf 'team = t1\n\n[team t3]\nbudget = 100000\nmodel_budget = claude-*:5\n'
 	printf '\n[team t2]\nparent = t3\nbudget = 100000\n'
 	printf '\n[team t1]\nparent = t2\nbudget = 100000\n'
@@ -117,6 +125,8 @@ $(if [ "$1" = azure ]; then
 	printf 'deployments = mini:gpt-4o-mini\n'
 elif [ "$1" = gemini ]; then
 	printf '[upstream gemini]\nprovider = gemini\napi_key = bench-gemini-key\n'
+elif [ "$1" = vertex ]; then
+	printf '[upstream vertex]\nprovider = vertex\nproject = p\nlocation = us-east5\napi_key = bench-vertex-token\n'
 else
 	echo '[upstream openai]'
 fi)
@@ -125,7 +135,7 @@ $(if [ "$1" = tls ]; then
 else
 	echo "url = http://127.0.0.1:$BM_PORT"
 fi)
-$([ "$1" = azure ] || [ "$1" = gemini ] || echo 'paths = /v1/chat/completions')
+$([ "$1" = azure ] || [ "$1" = gemini ] || [ "$1" = vertex ] || echo 'paths = /v1/chat/completions')
 
 [price gpt-4o-mini*]
 input = 0.15
@@ -179,6 +189,7 @@ run() {
 	local load=("${LOAD[@]}") tags=()
 	[ "$mode" = azure ] && load=("${LOAD_AZURE[@]}")
 	[ "$mode" = gemini ] && load=("${LOAD_GEMINI[@]}")
+	[ "$mode" = vertex ] && load=("${LOAD_VERTEX[@]}")
 	[ "$mode" = tree4tags ] && tags=(-H 'x-kilovolt-tags: alpha, beta')
 	"$LG" -p "$port" "${load[@]}" "${tags[@]}" -n "$count" -l "$mode" >/dev/null \
 		2>"$W/load.$mode.$count.err" ||
@@ -211,6 +222,14 @@ fi
 if [ -n "${PER[key]:-}" ] && [ -n "${PER[gemini]:-}" ]; then
 	awk -v a="${PER[gemini]}" -v b="${PER[key]}" 'BEGIN {
 		printf "gemini / key (OpenAI): x%.4f (%+d instructions per request)\n", a / b, a - b }'
+fi
+if [ -n "${PER[gemini]:-}" ] && [ -n "${PER[vertex]:-}" ]; then
+	awk -v a="${PER[vertex]}" -v b="${PER[gemini]}" 'BEGIN {
+		printf "vertex / gemini: x%.4f (%+d instructions per request)\n", a / b, a - b }'
+fi
+if [ -n "${PER[key]:-}" ] && [ -n "${PER[vertex]:-}" ]; then
+	awk -v a="${PER[vertex]}" -v b="${PER[key]}" 'BEGIN {
+		printf "vertex / key (OpenAI): x%.4f (%+d instructions per request)\n", a / b, a - b }'
 fi
 if [ -n "${PER[key]:-}" ] && [ -n "${PER[azure]:-}" ]; then
 	awk -v a="${PER[azure]}" -v b="${PER[key]}" 'BEGIN {

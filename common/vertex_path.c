@@ -24,12 +24,29 @@ eat(const char *t, size_t n, size_t *at, const char *lit, size_t ll)
 static size_t
 segment(const char *t, size_t n, size_t *at, char stop)
 {
-	size_t s = *at;
+	size_t s = *at, i = s;	/* a local: t's chars may alias *at */
 
-	while (*at < n && t[*at] != '/' && t[*at] != '?' && t[*at] != stop)
-		(*at)++;
-	return *at - s;
+	while (i < n && t[i] != '/' && t[i] != '?' && t[i] != stop)
+		i++;
+	*at = i;
+	return i - s;
 }
+
+/* The bytes of a model id: letters, digits and "-._@" (a table: this runs
+ * several times a request). */
+static const unsigned char model_byte[256] = {
+	['-'] = 1, ['.'] = 1, ['_'] = 1, ['@'] = 1,
+	['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+	['8'] = 1, ['9'] = 1,
+	['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
+	['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1,
+	['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
+	['Y'] = 1, ['Z'] = 1,
+	['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
+	['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1,
+	['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+	['y'] = 1, ['z'] = 1,
+};
 
 static int
 model_ok(const char *m, size_t n)
@@ -39,8 +56,7 @@ model_ok(const char *m, size_t n)
 	if (n == 0 || n >= KV_VX_MODEL_MAX)
 		return 0;
 	for (i = 0; i < n; i++)
-		if (!((m[i] >= 'a' && m[i] <= 'z') || (m[i] >= 'A' && m[i] <= 'Z') ||
-		    (m[i] >= '0' && m[i] <= '9') || (m[i] != '\0' && strchr("-._@", m[i]) != NULL)))
+		if (!model_byte[(unsigned char)m[i]])
 			return 0;
 	return 1;
 }
