@@ -7,7 +7,8 @@
 # Responses. For each: the key's spend in the ledger is the usage the
 # client reports priced exactly at the catalogue's azure/ entry of the
 # deployment's model, nothing left reserved; the stand-in got the
-# upstream's api-key, never the kilovolt key. Then: a /openai/v1/ path
+# upstream's api-key, never the kilovolt key. An answer naming a dearer
+# model than its deployment's is charged at that model. Then: a /openai/v1/ path
 # with the deployment in the body, priced at OpenAI's entry where the
 # catalogue has no azure/ one; an unknown deployment refused 404 and an
 # over-budget request 402, in Azure's error shape, nothing sent; api-key
@@ -23,6 +24,7 @@ KA=kv-azure-api-key-$$
 KB=kv-azure-bearer-$$
 KV1=kv-azure-v1-$$
 KP=kv-azure-poor-$$
+KD=kv-azure-dearer-$$
 KM=kv-azure-misc-$$
 TENANT=kv-tenant.onmicrosoft.com
 CLIENT_ID=0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0
@@ -36,7 +38,7 @@ az_standin() {
 	: >"$AZ_LOG"
 	node "$KV_SDK/azure_standin.mjs" --port-file "$T/$name.port" --log "$AZ_LOG" --api-key "$AZKEY" \
 		--deployment chat4o=gpt-4o --deployment emb=text-embedding-3-small \
-		--deployment latest=chatgpt-4o-latest --tenant "$TENANT" --client-id "$CLIENT_ID" \
+		--deployment latest=chatgpt-4o-latest --deployment old4o=gpt-4o-2024-05-13 --tenant "$TENANT" --client-id "$CLIENT_ID" \
 		--client-secret "$CLIENT_SECRET" "$@" </dev/null >>"$T/$name.out" 2>>"$T/$name.err" &
 	kv_track $!
 	kv_wait_for 20 test -s "$T/$name.port" || { cat "$T/$name.err"; fail "start the Azure stand-in"; kv_finish; }
@@ -52,7 +54,7 @@ prices = $top_srcdir/data/prices-2026-07-24.json
 provider = azure
 url = $AZ_URL
 api_key = env:KV_TEST_AZURE_KEY
-deployments = chat4o:gpt-4o emb:text-embedding-3-small latest:chatgpt-4o-latest
+deployments = chat4o:gpt-4o emb:text-embedding-3-small latest:chatgpt-4o-latest old4o:gpt-4o
 
 [key api-key]
 key = $KA
@@ -62,6 +64,9 @@ key = $KB
 
 [key v1]
 key = $KV1
+
+[key dearer]
+key = $KD
 
 [key poor]
 key = $KP
@@ -79,7 +84,7 @@ settled_all() { [ "$(kv_ctl keys --json | jq '[.keys[].reserved_nusd] | add')" =
 # per_1m NAME FIELD: the catalogue's price of NAME, nano-dollars per 1M tokens.
 per_1m() { kv_ctl prices --json "$1" | jq -r ".prices[0].prices.$2_per_1m_nusd"; }
 declare -A P_IN P_OUT
-for m in azure/gpt-4o azure/text-embedding-3-small chatgpt-4o-latest; do
+for m in azure/gpt-4o azure/text-embedding-3-small chatgpt-4o-latest azure/gpt-4o-2024-05-13; do
 	P_IN[$m]=$(per_1m "$m" input)
 	P_OUT[$m]=$(per_1m "$m" output)
 done
@@ -88,8 +93,8 @@ check "the catalogue prices azure/gpt-4o (\$${P_IN[azure/gpt-4o]} per 1M input n
 # cost_of: the nano-dollars of the "usage {deployment, prompt, completion}"
 # lines on stdin, each at its deployment's model's price.
 cost_of() {
-	jq -s --argjson pi "{\"chat4o\":${P_IN[azure/gpt-4o]},\"emb\":${P_IN[azure/text-embedding-3-small]},\"latest\":${P_IN[chatgpt-4o-latest]}}" \
-		--argjson po "{\"chat4o\":${P_OUT[azure/gpt-4o]},\"emb\":0,\"latest\":${P_OUT[chatgpt-4o-latest]}}" \
+	jq -s --argjson pi "{\"chat4o\":${P_IN[azure/gpt-4o]},\"emb\":${P_IN[azure/text-embedding-3-small]},\"latest\":${P_IN[chatgpt-4o-latest]},\"old\":${P_IN[azure/gpt-4o-2024-05-13]}}" \
+		--argjson po "{\"chat4o\":${P_OUT[azure/gpt-4o]},\"emb\":0,\"latest\":${P_OUT[chatgpt-4o-latest]},\"old\":${P_OUT[azure/gpt-4o-2024-05-13]}}" \
 		'map((.prompt * $pi[.deployment] + .completion * $po[.deployment]) / 1000000) | add // 0'
 }
 reported() { sed -n 's/^usage //p' "$1"; }
@@ -128,6 +133,17 @@ check_eq "v1: chatgpt-4o-latest (no azure/ entry) at OpenAI's catalogue price" "
 	"$(jq -c '{deployment: "latest", prompt: .usage.prompt_tokens, completion: .usage.completion_tokens}' "$T/v1.json" | cost_of)"
 check_eq "v1: the body went as sent (model = the deployment) to /openai/v1/" \
 	"$(after "$from" | jq -r '"\(.target) \(.deployment) \(.model)"')" "/openai/v1/chat/completions latest chatgpt-4o-latest"
+
+# ---- the answer's model, checked as on OpenAI: the dearer is charged ------------
+
+code=$(kv_curl '/openai/deployments/old4o/chat/completions?api-version=2024-10-21' -o "$T/old.json" \
+	-w '%{http_code}' -H "api-key: $KD" "${J[@]}" -d '{"max_tokens":3,"messages":[{"role":"user","content":"older"}]}')
+check_eq "a deployment said to run gpt-4o answering as gpt-4o-2024-05-13: 200" "$code" 200
+check_eq "... its answer names the model it ran" "$(jq -r .model "$T/old.json")" gpt-4o-2024-05-13
+kv_wait_for 30 settled "$KD"
+check "... which is dearer than gpt-4o" test "${P_IN[azure/gpt-4o-2024-05-13]}" -gt "${P_IN[azure/gpt-4o]}"
+check_eq "... and charged at azure/gpt-4o-2024-05-13's price" "$(spent "$KD")" \
+	"$(jq -c '{deployment: "old", prompt: .usage.prompt_tokens, completion: .usage.completion_tokens}' "$T/old.json" | cost_of)"
 
 # ---- refusals: nothing sent ----------------------------------------------------
 
