@@ -104,6 +104,11 @@ code=$(kv_curl "/v1beta/models/$MODEL:streamGenerateContent?alt=sse" -o "$T/sse.
 	"${J[@]}" -H "x-goog-api-key: $KQ" -H 'x-mock-tokens: 4' -d "$B")
 check_eq "an alt=sse stream: 200" "$code" 200
 check_eq "... four events" "$(grep -c '^data: ' "$T/sse.body")" 4
+code=$(kv_curl "/v1/models/$MODEL:generateContent" -o "$T/v1.body" -w '%{http_code}' "${J[@]}" \
+	-H "Authorization: Bearer $KQ" -d "$B")
+check_eq "the /v1/ path with the key as a bearer token: 200" "$code" 200
+check "... the upstream saw the operator's key in x-goog-api-key, no Authorization" \
+	eval "tail -n 1 '$MOCK_LOG' | grep -q 'auth=$(id_of goog-provider-secret)' && ! tail -n 1 '$MOCK_LOG' | grep -qi 'authorization'"
 
 # ---- a stream the client leaves: a cut ----------------------------------------------
 # README "How cuts, cancels and timeouts are charged": the input the stream
