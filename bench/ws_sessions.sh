@@ -79,7 +79,7 @@ measure() {
 	done
 	wait "$pid"
 	rc=$?
-	[ $rc = 0 ] || sed 's/^/    /' "$out.err" | tail -n 5
+	[ $rc = 0 ] || grep -m 3 -e Error -e "^    at " "$out.err" | sed "s/^/    /"
 	check "$name: every session and turn completed ($(tail -n 1 "$out"))" test $rc = 0
 	echo "$name: $n sessions, kilovolt PSS $before kB before, $peak kB peak: $(((peak - before) * 1024 / n)) bytes a session"
 }
