@@ -176,6 +176,10 @@ code=$(kv_curl "$P:rawPredict" -o "$T/r.body" -w '%{http_code}' -H "Authorizatio
 	-H 'Content-Type: application/json' -d '{"model":"claude-x","anthropic_version":"vertex-2023-10-16","max_tokens":5,"messages":[]}')
 check_eq "a model named in the body as well as the path: 400" "$code" 400
 check_eq "... in Anthropic's error shape" "$(jq -r .type "$T/r.body")" error
+code=$(kv_curl /v1/chat/completions -o "$T/r.body" -w '%{http_code}' -H "x-goog-api-key: $KX" \
+	-H 'Content-Type: application/json' -d '{"model":"gpt-4o-mini","messages":[]}')
+check_eq "x-goog-api-key alone off Google's paths (an OpenAI upstream's): 400, naming why" \
+	"$code $(jq -r '.error.message | test("x-goog-api-key is Google")' "$T/r.body")" "400 true"
 check_eq "none of the refused requests reached the stand-in" "$(lines)" "$from"
 check_eq "the poor key spent nothing, holds nothing" "$(spent "$KP") $(reserved "$KP")" "0 0"
 

@@ -602,6 +602,11 @@ request_admit(struct kv_conn *c)
 	c->upstream_name = up->name;
 	if ((st = kv_azure_admit(c, up)) != KV_NEXT)
 		return st;
+	if (c->req.auth_goog_key && up->provider != KV_PROVIDER_GEMINI &&
+	    up->provider != KV_PROVIDER_VERTEX)
+		return reply_error(c, 400, "x-goog-api-key is Google's header, taken on the paths "
+		    "of a provider = gemini or vertex upstream only: send the kilovolt key as "
+		    "Authorization: Bearer KEY (or x-api-key)");
 	/* A JWT is never forwarded: only an upstream with its own provider
 	 * key serves its user. */
 	if (c->req.jwt && !virtual_keys(up))

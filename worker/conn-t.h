@@ -130,6 +130,7 @@ struct kv_request {
 	int64_t			 inj_at;
 	int			 auth_x_api_key;	/* credential came in x-api-key */
 	int			 auth_api_key;	/* the key came in api-key (Azure's) alone */
+	int			 auth_goog_key;	/* ... or in x-goog-api-key (Google's) */
 	int			 ws;		/* a WebSocket upgrade: KV_WSK_* (ws_upgrade.h) */
 	uint8_t			 keyhash[32];
 	char			 keyid[13];

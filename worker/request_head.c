@@ -240,10 +240,14 @@ on_head(struct kv_conn *c, size_t hl)
 	    ws_head(c, req, &r, &key, &klen, &why) == -1)
 		return reply_error(c, 400, why);
 	/* a key in Azure's header alone is taken on an azure upstream's paths
-	 * only (azure_admit.c); beside the same key in another, it is stripped */
-	c->req.auth_api_key = kv_http_find(req->headers, req->nheaders, "api-key") != NULL &&
-	    kv_http_find(req->headers, req->nheaders, "authorization") == NULL &&
+	 * only (azure_admit.c), one in Google's on a gemini or vertex
+	 * upstream's (admission.c); beside the same key in another, stripped */
+	c->req.auth_goog_key = kv_http_find(req->headers, req->nheaders, "authorization") == NULL &&
 	    kv_http_find(req->headers, req->nheaders, "x-api-key") == NULL;
+	c->req.auth_api_key = c->req.auth_goog_key &&
+	    kv_http_find(req->headers, req->nheaders, "api-key") != NULL;
+	c->req.auth_goog_key = c->req.auth_goog_key &&
+	    kv_http_find(req->headers, req->nheaders, "x-goog-api-key") != NULL;
 	/* a JWT, when [auth jwt] is on: its user node is the account */
 	if ((j = kv_jwt_auth(c, req, key, klen, &why)) == -1)
 		return reply_error(c, 401, why);
