@@ -137,6 +137,24 @@ test_client_events(void)
 	client_event("{\"type\":\"response.create\"} x", -1, KV_WS_CEV_OTHER, "", -1, -1, 0);
 }
 
+/* A response.create's server tools, as the HTTP body's scan tells them. */
+static void
+test_tools(void)
+{
+	static const char j[] = "{\"type\":\"response.create\",\"tools\":[{\"type\":"
+	    "\"function\",\"name\":\"shell\"},{\"type\":\"web_search\"},{\"type\":"
+	    "\"file_search\"},7],\"max_tool_calls\":3}";
+	struct kv_ws_cev ev;
+
+	CHECK_INT(kv_ws_client_event(j, sizeof(j) - 1, &ev), 0);
+	CHECK_INT(ev.server_tools, 2);
+	CHECK_INT(ev.web_search, 1);
+	CHECK_INT(ev.max_tool_calls, 3);
+	CHECK_INT(kv_ws_client_event("{\"type\":\"response.create\",\"tools\":[]}", 37, &ev), 0);
+	CHECK_INT(ev.server_tools, 0);
+	CHECK_INT(ev.max_tool_calls, -1);
+}
+
 /* The type sniffed from S whole and split at every point. */
 static void
 sniffed(const char *s, const char *want)
@@ -174,6 +192,7 @@ main(void)
 	test_upgrade_kind();
 	test_headers();
 	test_client_events();
+	test_tools();
 	test_sniff();
 	return unit_done();
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/jsonread.h"
+#include "worker/reqscan_int.h"
 
 #define KEY_MAX	256	/* longer member names make the event unreadable */
 
@@ -85,6 +86,42 @@ read_turn_detection(struct kv_jr *jr, struct kv_ws_cev *ev)
 	return 0;
 }
 
+/* A response.create's "tools": each element's "type", as the HTTP body's
+ * scan tells a server tool (reqscan_tools.c). */
+static int
+read_tools(struct kv_jr *jr, struct kv_ws_cev *ev)
+{
+	char key[KEY_MAX], type[KV_WS_TYPE_MAX];
+	int r, kind;
+
+	if (kv_jr_peek(jr) != KV_JR_ARRAY)
+		return kv_jr_skip(jr);
+	if (kv_jr_enter(jr, KV_JR_ARRAY) == -1)
+		return -1;
+	while ((r = kv_jr_element(jr)) == 1) {
+		if (kv_jr_peek(jr) != KV_JR_OBJECT) {
+			if (kv_jr_skip(jr) == -1)
+				return -1;
+			continue;
+		}
+		if (kv_jr_enter(jr, KV_JR_OBJECT) == -1)
+			return -1;
+		while ((r = kv_jr_member(jr, key, sizeof(key))) == 1) {
+			if (strcmp(key, "type") == 0 && kv_jr_peek(jr) == KV_JR_STRING &&
+			    kv_jr_string(jr, type, sizeof(type)) == 0) {
+				kind = kv_rs_server_tool(type, strlen(type));
+				ev->server_tools += kind != T_NONE;
+				ev->web_search += kind == T_WEB_SEARCH;
+			} else if (kv_jr_skip(jr) == -1) {
+				return -1;
+			}
+		}
+		if (r == -1)
+			return -1;
+	}
+	return r;
+}
+
 /* An object whose members are read by FN (a member name and the reader
  * positioned at its value); the others skipped. DEPTH bounds the walk. */
 static int walk(struct kv_jr *jr, struct kv_ws_cev *ev, int where, int depth);
@@ -110,6 +147,16 @@ member(struct kv_jr *jr, struct kv_ws_cev *ev, int where, const char *key, int d
 	}
 	if (strcmp(key, "turn_detection") == 0 && (where == AT_SESSION || where == AT_INPUT))
 		return read_turn_detection(jr, ev);
+	if (create && (where == AT_TOP || where == AT_RESPONSE)) {
+		if (strcmp(key, "tools") == 0)
+			return read_tools(jr, ev);
+		if (strcmp(key, "max_tool_calls") == 0) {
+			if (read_limit(jr, &v) == -1)
+				return -1;
+			keep_max(&ev->max_tool_calls, v);
+			return 0;
+		}
+	}
 	if (kv_jr_peek(jr) == KV_JR_OBJECT && depth < 4) {
 		if (where == AT_TOP && create && strcmp(key, "response") == 0)
 			return walk(jr, ev, AT_RESPONSE, depth + 1);
@@ -170,7 +217,7 @@ kv_ws_client_event(const char *json, size_t len, struct kv_ws_cev *ev)
 	struct kv_jr jr;
 
 	memset(ev, 0, sizeof(*ev));
-	ev->max_output = ev->session_max = -1;
+	ev->max_output = ev->session_max = ev->max_tool_calls = -1;
 	if (event_kind(json, len, &ev->kind) == -1)
 		return -1;
 	if (ev->kind == KV_WS_CEV_OTHER)

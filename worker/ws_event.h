@@ -30,6 +30,11 @@ struct kv_ws_cev {
 	int64_t		 session_max;	/* session.update: the session's
 					   max_response_output_tokens (or
 					   max_output_tokens) */
+	int64_t		 server_tools;	/* response.create: tools the provider
+					   runs itself in a loop (web_search*,
+					   file_search*, mcp, ...), */
+	int64_t		 web_search;	/* ... of them web search, billed a call */
+	int64_t		 max_tool_calls;	/* its max_tool_calls; -1 none */
 	int		 auto_resp;	/* session.update: turn detection set
 					   that creates responses by itself
 					   (create_response absent or true);

@@ -163,7 +163,7 @@ turn_start(struct kv_conn *c, const struct kv_ws_cev *ev)
 	}
 	if (lim < 0 && s->kind == KV_WSK_REALTIME)
 		lim = s->session_max;
-	if (ws_turn_reserve(c, ev->model[0] != '\0' ? ev->model : s->model, lim, &code, msg,
+	if (ws_turn_reserve(c, ev->model[0] != '\0' ? ev->model : s->model, lim, ev, &code, msg,
 	    sizeof(msg)) == -1) {
 		inband_error(c, code, msg);
 		return -1;
@@ -317,7 +317,7 @@ auto_turn(struct kv_conn *c)
 	const char *code;
 	char msg[512];
 
-	if (ws_turn_reserve(c, s->model, s->session_max, &code, msg, sizeof(msg)) == -1) {
+	if (ws_turn_reserve(c, s->model, s->session_max, NULL, &code, msg, sizeof(msg)) == -1) {
 		memcpy(body, cancel, sizeof(body));
 		(void)up_frame(s, KV_WS_OP_TEXT, key, body, sizeof(body));
 		inband_error(c, code, msg);

@@ -25,12 +25,14 @@ out_bound(const struct kv_conn *c, const struct kv_price *p, int64_t max_out)
 	return lim >= 0 ? lim : c->w->cf->reserve_output_tokens;
 }
 
-/* The worst case: the context window of input and OUT tokens of output,
- * each at its dearest price (all text, or all audio). */
+/* The worst case: the context window of input for each of TURNS
+ * sampling turns, OUT tokens of output, each at its dearest price (all
+ * text, or all audio), and SEARCHES web search calls. */
 static int64_t
-worst_nusd(const struct kv_price *p, int64_t out)
+worst_nusd(const struct kv_price *p, int64_t out, int64_t turns, int64_t searches)
 {
-	struct kv_usage text = { .input = p->context_window, .output = out };
+	struct kv_usage text = { .input = p->context_window * turns, .output = out,
+	    .web_search = searches };
 	struct kv_usage audio = text;
 	int64_t a, b;
 
@@ -92,20 +94,37 @@ turn_price(struct kv_conn *c, const char *model, char *msg, size_t mlen)
 	return NULL;
 }
 
+/* The calls a turn's server tools may loop for (0 without one), or -1
+ * when nothing bounds them. */
+static int64_t
+tool_calls(const struct kv_conn *c, const struct kv_ws_cev *tools)
+{
+	if (tools == NULL || tools->server_tools == 0)
+		return 0;
+	if (tools->max_tool_calls >= 0 && tools->max_tool_calls != KV_WS_INF)
+		return tools->max_tool_calls;
+	return c->w->cf->max_tool_turns > 0 ? c->w->cf->max_tool_turns : -1;
+}
+
 int
 ws_turn_reserve(struct kv_conn *c, const char *model, int64_t max_out,
-    const char **code, char *msg, size_t mlen)
+    const struct kv_ws_cev *tools, const char **code, char *msg, size_t mlen)
 {
 	const struct kv_price *p;
 	char rem[32], need[32];
-	int64_t out, amount;
+	int64_t out, amount, calls;
 	enum kv_rc st;
 
 	*code = "invalid_request_error";
 	if ((p = turn_price(c, model, msg, mlen)) == NULL)
 		return -1;
+	if ((calls = tool_calls(c, tools)) < 0) {
+		snprintf(msg, mlen, "a server tool makes the provider loop without a bound "
+		    "kilovolt can reserve: set max_tool_calls, or [budget] max_tool_turns");
+		return -1;
+	}
 	out = out_bound(c, p, max_out);
-	amount = worst_nusd(p, out);
+	amount = worst_nusd(p, out, 1 + calls, tools != NULL && tools->web_search > 0 ? calls : 0);
 	*code = "insufficient_quota";
 	c->adm.resv = kv_ledger_reserve(c->w->ledger, c->w->slot, c->adm.acct, amount,
 	    &c->adm.remaining);
@@ -129,7 +148,7 @@ ws_turn_reserve(struct kv_conn *c, const char *model, int64_t max_out,
 		    c->req.keyid);
 		return -1;
 	}
-	if (turn_rate(c, p->context_window + out) == -1) {
+	if (turn_rate(c, p->context_window * (1 + calls) + out) == -1) {
 		*code = "rate_limit_exceeded";
 		snprintf(msg, mlen, "rate limit reached for key %s (RPM %u, TPM %u): "
 		    "please try again in %llds", c->req.keyid, c->adm.rl.rpm, c->adm.rl.tpm,

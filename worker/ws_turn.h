@@ -9,17 +9,21 @@
 #include <stdint.h>
 
 #include "worker/conn-t.h"
+#include "worker/ws_event.h"
 
 /* Reserve a turn of MODEL (the session's when the event names none) with
  * output limit MAX_OUT (-1 none, KV_WS_INF "inf"): its input at most the
  * model's context window at the dearest of its input prices (text or
  * audio), its output at most MAX_OUT, else the model's max_output, else
- * [budget] reserve_output_tokens, at the dearest output price; then the
+ * [budget] reserve_output_tokens, at the dearest output price; with
+ * server tools in TOOLS (its response.create; NULL none) the provider
+ * loops: a context window and a web search call each time, for
+ * max_tool_calls calls, else [budget] max_tool_turns, as on HTTP. Then the
  * budget tree and the key's rate limits (a turn is a request). Returns 0
  * (the turn holds c->adm.resv), or -1 with the in-band error's CODE and
  * message in MSG (nothing held). */
 int	ws_turn_reserve(struct kv_conn *c, const char *model, int64_t max_out,
-	    const char **code, char *msg, size_t mlen);
+	    const struct kv_ws_cev *tools, const char **code, char *msg, size_t mlen);
 
 /* The turn's client event (BYTES long) went upstream: from now on the
  * provider may bill it (settle_mark_sent). */
