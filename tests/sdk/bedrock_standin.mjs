@@ -20,11 +20,10 @@
 // and, for IMDS and STS, the credentials vended ({via, accessKeyId,
 // expiration}). The port is printed
 // on stdout ("port N") and written to --port-file.
-import http from 'node:http';
 import { appendFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { listenOn } from './standin_listen.mjs';
+import { listenOn, recordingServer } from './standin_listen.mjs';
 import { authenticate, splitTarget } from './standin_auth.mjs';
 import { usageOf } from './standin_usage.mjs';
 import { invoke, converse, openaiChat } from './standin_wire.mjs';
@@ -150,29 +149,6 @@ async function route(req, res, raw, rec) {
 	return awsError(res, 404, 'UnknownOperationException', 'Unknown operation');
 }
 
-const server = http.createServer((req, res) => {
-	const chunks = [];
-	req.on('data', (c) => chunks.push(c));
-	req.on('end', async () => {
-		const raw = Buffer.concat(chunks);
-		const rec = { t: new Date().toISOString(), method: req.method, target: req.url, headers: req.headers,
-			body_sha256: createHash('sha256').update(raw).digest('hex'), body_bytes: raw.length };
-		res.on('close', () => {
-			rec.status = res.statusCode;
-			if (!rec.outcome)
-				rec.outcome = res.writableFinished ? 'complete' : 'cut';
-			record(rec);
-		});
-		try {
-			rec.outcome = await route(req, res, raw, rec);
-		} catch (e) {
-			rec.outcome = `error:${e.message}`;
-			if (!res.headersSent)
-				awsError(res, 500, 'InternalServerException', String(e.message));
-			else
-				res.socket?.destroy();
-		}
-	});
-});
-server.keepAliveTimeout = 65000;
+const server = recordingServer(route, record, (res, m) => awsError(res, 500, 'InternalServerException', m),
+	(raw) => ({ body_sha256: createHash('sha256').update(raw).digest('hex'), body_bytes: raw.length }));
 listenOn(server, opt.port, opt['port-file']);

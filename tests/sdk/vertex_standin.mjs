@@ -29,14 +29,13 @@
 // outcome, and for a vended token {via, token, expires_in} (and the
 // assertion's kid). The port is
 // printed ("port N") and written to --port-file.
-import http from 'node:http';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { importSPKI, jwtVerify } from 'jose';
 import { usageOf, answerWords } from './standin_usage.mjs';
 import { anthropicEvents } from './standin_wire.mjs';
-import { listenOn } from './standin_listen.mjs';
+import { listenOn, recordingServer } from './standin_listen.mjs';
 
 const { values: opt } = parseArgs({ options: {
 	port: { type: 'string', default: '0' }, 'port-file': { type: 'string' }, log: { type: 'string' },
@@ -263,29 +262,6 @@ async function route(req, res, raw, rec) {
 	return googleError(res, 404, `The requested URL ${path} was not found on this server.`, 'NOT_FOUND');
 }
 
-const server = http.createServer((req, res) => {
-	const chunks = [];
-	req.on('data', (c) => chunks.push(c));
-	req.on('end', async () => {
-		const raw = Buffer.concat(chunks);
-		const rec = { t: new Date().toISOString(), method: req.method, target: req.url, headers: req.headers };
-		res.on('close', () => {
-			rec.status = res.statusCode;
-			if (!rec.outcome)
-				rec.outcome = res.writableFinished ? 'complete' : 'cut';
-			record(rec);
-		});
-		try {
-			rec.outcome = await route(req, res, raw, rec);
-		} catch (e) {
-			rec.outcome = `error:${e.message}`;
-			if (!res.headersSent)
-				googleError(res, 500, String(e.message), 'INTERNAL');
-			else
-				res.socket?.destroy();
-		}
-	});
-});
-server.keepAliveTimeout = 65000;
+const server = recordingServer(route, record, (res, m) => googleError(res, 500, m, 'INTERNAL'));
 listenOn(server, opt.port, opt['port-file']);
 server.on('listening', () => { port = server.address().port; });
