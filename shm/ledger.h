@@ -219,6 +219,12 @@ int	kv_ledger_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
 int	kv_ledger_reserve_node(struct kv_ledger *l, struct kv_worker_slot *w,
 	    struct kv_account *a, int64_t amount, int64_t *remaining);
 
+/* A reservation of nothing on A for W that no budget refuses: for a charge
+ * kilovolt cannot refuse (what the provider bills for work it started by
+ * itself and was told to stop), settled with its cost as any other.
+ * Returns its index, -2 when W has no free record, -4 when A was retired. */
+int	kv_ledger_hold(struct kv_ledger *l, struct kv_worker_slot *w, struct kv_account *a);
+
 /* Settle a node's reservation RESV: COST charged, the rest released, and
  * when COUNTED the node's request count and last use. */
 void	kv_ledger_settle_node(struct kv_ledger *l, struct kv_worker_slot *w, int resv,

@@ -237,6 +237,21 @@ kv_ledger_reserve_node(struct kv_ledger *l, struct kv_worker_slot *w,
 	return reserve_in(l, w, a, amount, remaining, 0);
 }
 
+int
+kv_ledger_hold(struct kv_ledger *l, struct kv_worker_slot *w, struct kv_account *a)
+{
+	int r;
+
+	op_enter(l);
+	if (atomic_load(&a->state) != KV_SLOT_READY) {
+		op_leave(l);
+		return -4;
+	}
+	r = resv_record(w, kv_ledger_account_index(l, a) + 1, 0);
+	op_leave(l);
+	return r < 0 ? -2 : r;
+}
+
 static void
 model_add(struct kv_model_slot *m, int64_t cost, const struct kv_usage *u)
 {

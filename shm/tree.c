@@ -46,6 +46,25 @@ kv_tree_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
 	return 0;
 }
 
+int
+kv_tree_hold(struct kv_ledger *l, struct kv_worker_slot *w,
+    struct kv_account *const *nodes, int n, struct kv_tree_hold *h)
+{
+	int i, r;
+
+	h->n = 0;
+	if (n > KV_TREE_NODES)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if ((r = kv_ledger_hold(l, w, nodes[i])) < 0) {
+			kv_tree_release(l, w, h);
+			return -1;
+		}
+		h->resv[h->n++] = r;
+	}
+	return 0;
+}
+
 void
 kv_tree_sent(struct kv_worker_slot *w, const struct kv_tree_hold *h, int64_t min)
 {

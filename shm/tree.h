@@ -28,6 +28,10 @@ int	kv_tree_reserve(struct kv_ledger *l, struct kv_worker_slot *w,
 	    struct kv_account *const *nodes, int n, int64_t amount, struct kv_tree_hold *h,
 	    int *refused, int64_t *remaining);
 
+/* kv_ledger_hold at NODES[0..N-1] into H: 0, or -1 with nothing held. */
+int	kv_tree_hold(struct kv_ledger *l, struct kv_worker_slot *w,
+	    struct kv_account *const *nodes, int n, struct kv_tree_hold *h);
+
 /* The request reached the provider: MIN is what each node is charged if
  * the worker dies (kv_ledger_resv_sent). */
 void	kv_tree_sent(struct kv_worker_slot *w, const struct kv_tree_hold *h, int64_t min);

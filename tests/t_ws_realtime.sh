@@ -9,11 +9,13 @@
 # audio output, each turn rounded up on its own); nothing stays reserved.
 # Twice: the second session on a new socket of the same key. Then the
 # server's automatic responses (server VAD): refused without an output
-# bound, metered with one (tests/sdk/realtime_vad.mjs).
+# bound, metered with one (tests/sdk/realtime_vad.mjs); and one the budget
+# refuses: cancelled, yet what the provider bills for it charged
+# (tests/sdk/realtime_vad_refused.mjs).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/ws_lib.sh"
 
-KR=sk-kv-realtime-$$ KV=sk-kv-vad-$$
+KR=sk-kv-realtime-$$ KV=sk-kv-vad-$$ KP=sk-kv-poor-$$
 ws_setup <<EOF
 [key realtime]
 key = $KR
@@ -22,6 +24,10 @@ budget = 10.00
 [key vad]
 key = $KV
 budget = 10.00
+
+[key poor]
+key = $KP
+budget = 0.50
 EOF
 ws_prices gpt-realtime || { fail "kvctl prices gpt-realtime"; kv_finish; }
 
@@ -60,5 +66,19 @@ check_eq "vad: the stand-in's two responses were its own (VAD), their usage what
 kv_wait_for 30 ws_settled "$KV"
 check_eq "vad: the ledger charged both, priced, nothing left reserved" "$(spent "$KV") $(reserved "$KV")" \
 	"$(sed -n 's/^usage //p' "$T/vad.out" | cost_realtime) 0"
+
+# One the budget refuses (its worst case, a context window of audio, is
+# over $0.50): the client told in-band, the provider told to cancel, and
+# what it bills for the cancelled response (its response.done's usage)
+# charged all the same, past the budget, nothing left reserved.
+from=$(ws_lines)
+kv_node_checks refused "$T/refused.out" node "$KV_SDK/realtime_vad_refused.mjs" "$KV_WS" "$KP" gpt-realtime
+check_eq "refused: the stand-in got the commit, then kilovolt's response.cancel; no response.create" \
+	"$(tail -n +$((from + 1)) "$WSS_LOG" | jq -r 'select(.kind == "event") | .type' | grep -v '^input_audio_buffer.append$' | tr '\n' ' ')" \
+	"session.update input_audio_buffer.commit response.cancel "
+kv_wait_for 30 ws_settled "$KP"
+check_eq "refused: the ledger charged the cancelled response's usage, priced, nothing left reserved" \
+	"$(spent "$KP") $(reserved "$KP")" "$(sed -n 's/^usage //p' "$T/refused.out" | cost_realtime) 0"
+check "refused: that usage cost something" test "$(spent "$KP")" -gt 0
 
 kv_finish

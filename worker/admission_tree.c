@@ -228,6 +228,21 @@ tree_admit(struct kv_conn *c, int64_t amount, enum kv_rc *st)
 	return -1;
 }
 
+int
+tree_hold(struct kv_conn *c)
+{
+	const struct kv_keydef *k = c->req.jwt ? NULL :
+	    kv_config_key_by_hash(c->w->cf, c->adm.acct->hash);
+	struct chain ch;
+
+	c->adm.tree.n = 0;
+	chain_of(c, k != NULL ? k->caps : NULL,
+	    c->req.jwt ? c->req.jwt_team : k != NULL ? k->team_idx : -1, &ch);
+	if (ch.overflow || ch.missing >= 0)
+		return -1;
+	return kv_tree_hold(c->w->ledger, c->w->slot, ch.node, ch.n, &c->adm.tree);
+}
+
 void
 tree_sent(struct kv_conn *c, int64_t min)
 {

@@ -15,6 +15,11 @@
  * 503) in *ST. The key's own reservation is the caller's to release. */
 int	tree_admit(struct kv_conn *c, int64_t amount, enum kv_rc *st);
 
+/* tree_admit for a charge no budget refuses (kv_tree_hold): nothing held
+ * at the nodes, none refusing. 0, or -1 with nothing held (a node not in
+ * the ledger yet, too many, no free record). */
+int	tree_hold(struct kv_conn *c);
+
 /* The request reached the provider: see kv_tree_sent. */
 void	tree_sent(struct kv_conn *c, int64_t min);
 

@@ -306,8 +306,8 @@ client_bytes(struct kv_conn *c, uint8_t *buf, size_t n)
 }
 
 /* A response the provider started by itself (Realtime's turn detection):
- * reserved now at the session's bound, else cancelled at once and the
- * client told. */
+ * reserved now at the session's bound, else cancelled at once, the client
+ * told, and what it bills for it charged all the same (ws_turn_hold). */
 static void
 auto_turn(struct kv_conn *c)
 {
@@ -321,7 +321,10 @@ auto_turn(struct kv_conn *c)
 		memcpy(body, cancel, sizeof(body));
 		(void)up_frame(s, KV_WS_OP_TEXT, key, body, sizeof(body));
 		inband_error(c, code, msg);
-		return;
+		/* the provider bills what it made before the cancel lands: its
+		 * response.done's usage, charged past the budget */
+		if (ws_turn_hold(c, s->model) == -1)
+			return;
 	}
 	ws_turn_sent(c, 0);
 	c->t_first_ms = c->w->now_ms;

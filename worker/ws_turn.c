@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "common/money.h"
 #include "shm/ledger.h"
 #include "worker/admission_tree.h"
@@ -159,6 +160,34 @@ ws_turn_reserve(struct kv_conn *c, const char *model, int64_t max_out,
 	c->adm.out_bound = out;
 	snprintf(c->req.ri.model, sizeof(c->req.ri.model), "%s", model);
 	c->req.ri.max_output = out;
+	c->req.ri.mult = 1;
+	atomic_fetch_add(&c->w->slot->active_streams, 1);
+	c->adm.counted_stream = 1;
+	return 0;
+}
+
+int
+ws_turn_hold(struct kv_conn *c, const char *model)
+{
+	const struct kv_upstream *up = c->rt != NULL ? c->rt->cf : NULL;
+	const struct kv_price *older;
+
+	c->adm.resv = kv_ledger_hold(c->w->ledger, c->w->slot, c->adm.acct);
+	if (c->adm.resv >= 0 && tree_hold(c) == -1) {
+		kv_ledger_settle(c->w->ledger, c->w->slot, c->adm.resv, 0, NULL, NULL);
+		c->adm.resv = -2;
+	}
+	if (c->adm.resv < 0) {
+		c->adm.resv = -1;
+		kv_log_warnx("KV0563", "key %s: no ledger record for a cancelled automatic "
+		    "response: what the provider bills for it is not charged", c->req.keyid);
+		return -1;
+	}
+	c->adm.price = kv_charge_price_for(c->w->cf, up != NULL ? up->provider : KV_PROVIDER_AUTO,
+	    NULL, model, &older);
+	c->adm.out_bound = 0;
+	snprintf(c->req.ri.model, sizeof(c->req.ri.model), "%s", model);
+	c->req.ri.max_output = 0;
 	c->req.ri.mult = 1;
 	atomic_fetch_add(&c->w->slot->active_streams, 1);
 	c->adm.counted_stream = 1;

@@ -25,6 +25,13 @@
 int	ws_turn_reserve(struct kv_conn *c, const char *model, int64_t max_out,
 	    const struct kv_ws_cev *tools, const char **code, char *msg, size_t mlen);
 
+/* A turn the provider started by itself that the budget refused (its
+ * response.cancel sent): held at nothing, at the key and its tree nodes,
+ * so that what the provider bills for it before the cancel lands is
+ * charged when its usage comes, past the budget. 0, or -1 with nothing
+ * held (no free record: the charge is lost, logged KV0563). */
+int	ws_turn_hold(struct kv_conn *c, const char *model);
+
 /* The turn's client event (BYTES long) went upstream: from now on the
  * provider may bill it (settle_mark_sent). */
 void	ws_turn_sent(struct kv_conn *c, size_t bytes);
