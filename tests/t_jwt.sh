@@ -119,7 +119,7 @@ done
 sed -n '/^\[auth jwt\]/,$p' "$T/dump.ini" >"$T/dump.auth"
 printf '%s\n' "[auth jwt]" "issuer = $ISS" "audience = kilovolt" "; jwks_url: not set" \
     "jwks_file = $T/jwks.json" "algorithms = RS256 ES256 EdDSA" "clock_skew = 1m" \
-    "user_claim = sub" "team_claim = groups" \
+    "user_claim = sub" "team_claim = groups" "; model_budget: not set" \
     "; header: not set (the token is the Authorization: Bearer credential)" >"$T/want.auth"
 check "-T shows [auth jwt] with its defaults" diff "$T/want.auth" "$T/dump.auth"
 check "-T's output reads back" eval "'$KV_DAEMON_BIN' -t -c '$T/dump.ini' >/dev/null"
