@@ -588,12 +588,17 @@ kv_sdk_setup() {
 }
 
 # kv__sdk_install SRC DST: the scripts copied, and npm ci run when the lock
-# file changed since the last install (under kv_sdk_setup's lock).
+# file changed since the last install (under kv_sdk_setup's lock). A script
+# is copied only when it changed, and renamed into place: a test beside
+# this one may be running it, and node reading a file cp has just
+# truncated runs nothing and exits 0 (t_eventstream saw no output).
 kv__sdk_install() {
 	local src=$1 dst=$2 f
 	for f in package.json package-lock.json "$src"/*.mjs; do
 		f=${f##*/}
-		[ "$src/$f" -ef "$dst/$f" ] || cp "$src/$f" "$dst/$f" || return 1
+		[ "$src/$f" -ef "$dst/$f" ] && continue
+		cmp -s "$src/$f" "$dst/$f" && continue
+		cp "$src/$f" "$dst/.$f.new" && mv -f "$dst/.$f.new" "$dst/$f" || return 1
 	done
 	cmp -s "$dst/package-lock.json" "$dst/node_modules/.kv-lock" && return 0
 	if ! (cd "$dst" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) \
