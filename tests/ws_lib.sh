@@ -32,7 +32,7 @@ EOF
 		cat
 	} >"$T/ws-overlay.ini"
 	KV_UPSTREAM_URL=$WSS_URL kv_write_config <"$T/ws-overlay.ini"
-	kv_start
+	${WS_START:-kv_start}	# kv_start_in_cg after kv_memcg
 	KV_WS=ws://127.0.0.1:$KV_PORT
 }
 

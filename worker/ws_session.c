@@ -13,6 +13,7 @@
 #include <sys/epoll.h>
 
 #include "common/log.h"
+#include "worker/memguard.h"
 #include "worker/ws_session-t.h"
 #include "worker/ws_turn.h"
 #include "worker/ws_upgrade.h"
@@ -171,6 +172,20 @@ turn_start(struct kv_conn *c, const struct kv_ws_cev *ev)
 	return 0;
 }
 
+/* The held message's buffer is now CAP bytes: counted in the worker's
+ * memory guard as the connection's own (c->held, given back when the
+ * connection closes). */
+static void
+msg_held(struct kv_conn *c, size_t cap)
+{
+	struct kv_ws_sess *s = c->resp.ws;
+	int64_t delta = (int64_t)cap - (int64_t)s->mcap;
+
+	kv_memguard_hold(&c->w->mem, delta);
+	c->held += delta;
+	s->mcap = cap;
+}
+
 /* The client's data message is whole in s->msg: read, then sent on as
  * one frame, or refused in-band (the socket stays open). */
 static int
@@ -198,11 +213,13 @@ client_message(struct kv_conn *c)
 	/* an idle session holds no message buffer */
 	free(s->msg);
 	s->msg = NULL;
-	s->mlen = s->mcap = 0;
+	s->mlen = 0;
+	msg_held(c, 0);
 	return 0;
 }
 
-/* Room for the message to grow by LEN bytes, within WS_MSG_MAX. */
+/* Room for the message to grow by LEN bytes, within WS_MSG_MAX and the
+ * memory guard (the connections' share, the worker's limit). */
 static int
 msg_room(struct kv_conn *c, uint64_t len)
 {
@@ -216,10 +233,17 @@ msg_room(struct kv_conn *c, uint64_t len)
 	}
 	if (s->mlen + len <= s->mcap)
 		return 0;
+	if (kv_memguard_conns_over(&c->w->mem, (int64_t)(s->mlen + len - s->mcap)) ||
+	    kv_memguard_at_limit(&c->w->mem, c->w->now_ms)) {
+		kv_log_warnx("KV0564", "key %s: no memory for a WebSocket client message of "
+		    "%llu bytes (the worker's memory guard is full): the session is closed",
+		    c->req.keyid, (unsigned long long)(s->mlen + len));
+		return -1;
+	}
 	if ((nb = realloc(s->msg, s->mlen + len)) == NULL)
 		return -1;
 	s->msg = nb;
-	s->mcap = s->mlen + len;
+	msg_held(c, s->mlen + len);
 	return 0;
 }
 
