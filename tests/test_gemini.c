@@ -97,7 +97,8 @@ scan(enum kv_api api, const char *body, struct kv_request_info *ri, char *err, s
 			snprintf(err, errlen, "%s", r.err);
 		} else if (rc1 != rc || (rc == 0 && (r.ri.max_output != ri->max_output ||
 		    r.ri.thinking != ri->thinking || r.ri.mult != ri->mult ||
-		    strcmp(r.ri.fetches, ri->fetches) != 0 || r.ri.images != ri->images)))
+		    strcmp(r.ri.fetches, ri->fetches) != 0 || r.ri.images != ri->images ||
+		    r.ri.audio_in != ri->audio_in)))
 			return -2;
 	}
 	return rc;
@@ -130,18 +131,21 @@ test_reqscan(void)
 	CHECK_INT(scan(KV_API_GEMINI, "{\"contents\":[{\"parts\":[{\"fileData\":{\"fileUri\":"
 	    "\"https://x/f\"}}]}]}", &ri, err, sizeof(err)), 0);
 	CHECK_STR(ri.fetches, "fileData (a file by URI)");
+	CHECK_INT(ri.audio_in, 1);	/* it may be audio: reserved at its price */
 	CHECK_INT(scan(KV_API_GEMINI, "{\"contents\":[],\"cachedContent\":\"cachedContents/x\"}",
 	    &ri, err, sizeof(err)), 0);
 	CHECK(strncmp(ri.fetches, "cachedContent", 13) == 0);
 	CHECK_INT(scan(KV_API_GEMINI, "{\"contents\":[{\"parts\":[{\"inlineData\":{\"mimeType\":"
 	    "\"audio/mp3\",\"data\":\"SUQzBAAAAAAAI1RTU0U=\"}}]}]}", &ri, err, sizeof(err)), 0);
 	CHECK_STR(ri.fetches, "inlineData that is not an image");
+	CHECK_INT(ri.audio_in, 1);
 	/* a 1x1 PNG is an image: its tokens, no context window */
 	CHECK_INT(scan(KV_API_GEMINI, "{\"contents\":[{\"parts\":[{\"inlineData\":{\"mimeType\":"
 	    "\"image/png\",\"data\":\"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8"
 	    "z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==\"}}]}]}", &ri, err, sizeof(err)), 0);
 	CHECK_INT(ri.images, 1);
 	CHECK_STR(ri.fetches, "");
+	CHECK_INT(ri.audio_in, 0);
 	/* the client's own JSON is not read as the API's */
 	CHECK_INT(scan(KV_API_GEMINI, "{\"contents\":[{\"parts\":[{\"functionResponse\":{\"name\":"
 	    "\"f\",\"response\":{\"fileData\":1,\"cachedContent\":2}}}]}],\"tools\":[{"
@@ -180,7 +184,8 @@ usage(enum kv_api api, int sse, const char *body, struct kv_usage *u, int *final
 			*final = s.final;
 		} else if (kv_usage_result(&s)->input != u->input ||
 		    kv_usage_result(&s)->output != u->output ||
-		    kv_usage_result(&s)->cached_input != u->cached_input || s.final != *final)
+		    kv_usage_result(&s)->cached_input != u->cached_input ||
+		    kv_usage_result(&s)->audio_input != u->audio_input || s.final != *final)
 			bad = 1;
 	}
 	return bad ? -1 : 0;
@@ -208,6 +213,28 @@ test_usage(void)
 	    "[" CHUNK("a", "}],\"usageMetadata\":{\"promptTokenCount\":9,\"candidatesTokenCount\":1")
 	    ",\r\n" CHUNK("b", ",\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"promptTokenCount\":9,"
 	    "\"candidatesTokenCount\":2,\"thoughtsTokenCount\":4") "]";
+	/* audio among the prompt (and among its cached part, which is
+	 * priced as cached input), in either member order */
+	static const char audio[] = "{\"candidates\":[{\"finishReason\":\"STOP\"}],"
+	    "\"usageMetadata\":{\"promptTokenCount\":300,\"candidatesTokenCount\":5,"
+	    "\"cachedContentTokenCount\":100,\"promptTokensDetails\":[{\"modality\":\"TEXT\","
+	    "\"tokenCount\":50},{\"tokenCount\":200,\"modality\":\"AUDIO\"},{\"modality\":"
+	    "\"IMAGE\",\"tokenCount\":20},{\"modality\":\"AUDIO\",\"tokenCount\":30}],"
+	    "\"cacheTokensDetails\":[{\"modality\":\"AUDIO\",\"tokenCount\":60},{\"modality\":"
+	    "\"TEXT\",\"tokenCount\":40}]}}";
+	static const char audio_sse[] =
+	    "data: " CHUNK("a", "}],\"usageMetadata\":{\"promptTokenCount\":90,\"candidatesTokenCount\":1,"
+	    "\"promptTokensDetails\":[{\"modality\":\"AUDIO\",\"tokenCount\":80},{\"modality\":"
+	    "\"TEXT\",\"tokenCount\":10}]") "\r\n\r\n"
+	    "data: " CHUNK("b", ",\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"promptTokenCount\":90,"
+	    "\"candidatesTokenCount\":2,\"promptTokensDetails\":[{\"modality\":\"AUDIO\","
+	    "\"tokenCount\":80},{\"modality\":\"TEXT\",\"tokenCount\":10}]") "\r\n\r\n";
+	/* an AUDIO count larger than the uncached prompt is held to it; a
+	 * modality list elsewhere (a candidate's) is not the usage's */
+	static const char over[] = "{\"candidates\":[{\"finishReason\":\"STOP\","
+	    "\"promptTokensDetails\":[{\"modality\":\"AUDIO\",\"tokenCount\":7}]}],"
+	    "\"usageMetadata\":{\"promptTokenCount\":10,\"candidatesTokenCount\":1,"
+	    "\"promptTokensDetails\":[{\"modality\":\"AUDIO\",\"tokenCount\":500}]}}";
 	static const char embed[] = "{\"embeddings\":[{\"values\":[0.5]}],\"usageMetadata\":"
 	    "{\"promptTokenCount\":12,\"totalTokenCount\":12}}";
 
@@ -228,6 +255,17 @@ test_usage(void)
 	CHECK(u.found && final);
 	CHECK_INT(u.input, 9);
 	CHECK_INT(u.output, 6);
+	CHECK_INT(u.audio_input, 0);	/* no AUDIO entry: all text */
+	CHECK_INT(usage(KV_API_GEMINI, 0, audio, &u, &final), 0);
+	CHECK(u.found && final);
+	CHECK_INT(u.input, 300);
+	CHECK_INT(u.cached_input, 100);
+	CHECK_INT(u.audio_input, 170);	/* 200 + 30 AUDIO, less the 60 cached */
+	CHECK_INT(usage(KV_API_GEMINI, 1, audio_sse, &u, &final), 0);
+	CHECK(u.found && final);
+	CHECK_INT(u.audio_input, 80);	/* cumulative: the last chunk's, not a sum */
+	CHECK_INT(usage(KV_API_GEMINI, 0, over, &u, &final), 0);
+	CHECK_INT(u.audio_input, 10);
 	CHECK_INT(usage(KV_API_GEMINI_EMBED, 0, embed, &u, &final), 0);
 	CHECK(u.found && final);
 	CHECK_INT(u.input, 12);

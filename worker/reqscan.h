@@ -67,7 +67,9 @@ struct kv_request_info {
 	int		 audio_out;	/* it may answer in audio: a top-level
 					   "audio", or "audio" in "modalities" */
 	int		 audio_in;	/* it carries or recalls audio input:
-					   an input_audio part, an audio.id */
+					   an input_audio part, an audio.id,
+					   Gemini's inlineData that is not an
+					   image or fileData */
 	int		 cache_ctl;	/* a "cache_control" anywhere (Anthropic
 					   cache writes; Converse: a cachePoint), */
 	int		 cache_1h;	/* ... and a "ttl": "1h" */

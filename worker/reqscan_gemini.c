@@ -7,7 +7,9 @@
  * at least one byte), inline images by their decoded header, and the
  * model's context window for what the body does not show (inline audio,
  * video or documents, fileData by URI, cachedContent by name, the
- * urlContext tool). A member or tool the API does not define, or one
+ * urlContext tool); inline data that is not an image and fileData may
+ * be audio (a video's sound too), so their input reserves at the audio
+ * input price where it is the dearest. A member or tool the API does not define, or one
  * whose bill kilovolt cannot bound (Google Search and Maps grounding,
  * file search, computer use), is refused.
  *
@@ -63,8 +65,10 @@ part(struct kv_reqscan *r, enum kv_jv_ev ev, int level, int key)
 			refuse(r, "%s must be an object", "inlineData", "");
 		break;
 	case K_FILE_DATA_GM:
-		if (ev != KV_JV_NULL)
+		if (ev != KV_JV_NULL) {
 			fetches(r, "fileData (a file by URI)");
+			r->ri.audio_in = 1;	/* it may be audio, or a video's sound */
+		}
 		break;
 	case K_FUNCTION_CALL: case K_FUNCTION_RESPONSE:
 		r->cv_skip = level;	/* the client's own JSON below */
@@ -157,8 +161,10 @@ kv_rsg_string(struct kv_reqscan *r)
 	/* inlineData.data ended (media_end ran first): an image added its
 	 * tokens; anything else (audio, video, a PDF) bills by a length the
 	 * header does not give */
-	if (r->ri.images == r->gm_img0)
+	if (r->ri.images == r->gm_img0) {
 		fetches(r, "inlineData that is not an image");
+		r->ri.audio_in = 1;	/* billed at the audio input price */
+	}
 }
 
 void

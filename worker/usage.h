@@ -86,6 +86,8 @@ struct kv_usage_scanner {
 	int		 speed_seen;
 	int		 geo_seen;
 	int		 gm_finish;	/* Gemini: this chunk has a finishReason */
+	int		 gm_audio;	/* ... this modality entry is "AUDIO" */
+	int64_t		 gm_count;	/* ... and its tokenCount, -1 unseen */
 	uint64_t	 run_want;	/* the lexer run's WANT (usage_json.h) */
 };
 

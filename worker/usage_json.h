@@ -50,9 +50,12 @@ enum {
 	K_CACHED_DETAILS,	/* Realtime: input_token_details.cached_tokens_details */
 	/* the Gemini API's candidates[].finishReason and modelVersion, whose
 	 * strings it wants (below USAGE_WANT_SHARED), then its usageMetadata
-	 * and the counts in it (usage_gemini.c) */
+	 * and the counts in it (usage_gemini.c), with its per-modality lists
+	 * of the prompt and of the cached part ({"modality", "tokenCount"}
+	 * each: a "modality" string is wanted through the shared bit) */
 	K_GM_FINISH, K_GM_MODEL,
 	K_GM_USAGE, K_GM_PROMPT, K_GM_CANDIDATES, K_GM_THOUGHTS, K_GM_CACHED, K_GM_TOOL_PROMPT,
+	K_GM_PROMPT_DETAILS, K_GM_CACHE_DETAILS, K_GM_MODALITY, K_GM_TOKEN_COUNT,
 	K_COUNT
 };
 

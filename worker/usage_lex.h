@@ -85,13 +85,13 @@ key_intern(const char *k, size_t len)
 		KW("message", K_MESSAGE); KW("choices", K_CHOICES); KW("content", K_CONTENT); KW("refusal", K_REFUSAL);
 		break;
 	case 8:
-		KW("response", K_RESPONSE); KW("thinking", K_THINKING);
+		KW("response", K_RESPONSE); KW("thinking", K_THINKING); KW("modality", K_GM_MODALITY);
 		break;
 	case 9:
 		KW("arguments", K_ARGUMENTS); KW("container", K_CONTAINER);
 		break;
 	case 10:
-		KW("max_tokens", K_MAX_TOKENS);
+		KW("max_tokens", K_MAX_TOKENS); KW("tokenCount", K_GM_TOKEN_COUNT);
 		break;
 	case 11:
 		KW("inputTokens", K_BR_INPUT);
@@ -120,11 +120,12 @@ key_intern(const char *k, size_t len)
 		break;
 	case 18:
 		KW("web_fetch_requests", K_WEB_FETCH_REQ); KW("cache_write_tokens", K_CACHE_WRITE_TOKENS);
-		KW("thoughtsTokenCount", K_GM_THOUGHTS);
+		KW("thoughtsTokenCount", K_GM_THOUGHTS); KW("cacheTokensDetails", K_GM_CACHE_DETAILS);
 		break;
 	case 19:
 		KW("web_search_requests", K_WEB_SEARCH_REQ);
 		KW("input_token_details", K_INPUT_DETAILS);	/* Realtime's spelling */
+		KW("promptTokensDetails", K_GM_PROMPT_DETAILS);
 		break;
 	case 20:
 		KW("input_tokens_details", K_INPUT_DETAILS); KW("cacheReadInputTokens", K_BR_READ);

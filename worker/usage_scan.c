@@ -61,6 +61,9 @@ kv_usage_init(struct kv_usage_scanner *s, enum kv_api api, int sse)
 	s->run_want = SCAN_WANT;
 	if (api == KV_API_BEDROCK_CONVERSE)	/* a cacheDetails "ttl": too short a name to intern */
 		s->run_want |= W(K_OTHER);
+	/* a promptTokensDetails "modality": its AUDIO has a price of its own */
+	if (api == KV_API_GEMINI || api == KV_API_GEMINI_EMBED)
+		s->run_want |= W(K_GM_MODALITY);
 	for (i = 0; i < A_N; i++)
 		s->anth[i] = -1;
 	for (i = 0; i < 4; i++)
@@ -576,7 +579,9 @@ on_string_end(struct kv_usage_scanner *s)
 	else if (key_at(j, d - 1) == K_SERVICE_TIER) {
 		if (is_openai(s->api))
 			s->usage.tier = tier_of(j);
-	} else if (!j->str_bad && j->slen > 0)
+	} else if (key_at(j, d - 1) == K_GM_MODALITY)	/* usage_gemini.c set it */
+		s->gm_audio = !j->str_bad && strcmp(j->str, "AUDIO") == 0;
+	else if (!j->str_bad && j->slen > 0)
 		memcpy(s->model, j->str, j->slen + 1);
 }
 
