@@ -30,7 +30,8 @@ const struct pfield kvctl_price_fields[] = {
 	{ "cache write 1h",		"cache_write_1h",	P(cache_write_1h),	K_PRICE,
 	    "Anthropic 1-hour writes (cache_creation.ephemeral_1h_input_tokens); reserved under ttl 1h" },
 	{ "audio input",		"audio_input",		P(audio_input),		K_PRICE,
-	    "audio input tokens (prompt_tokens_details.audio_tokens); reserved for input_audio and audio.id" },
+	    "audio input tokens (prompt_tokens_details.audio_tokens, Gemini's promptTokensDetails AUDIO); "
+	    "reserved for input_audio, audio.id, Gemini's non-image inlineData and fileData" },
 	{ "audio output",		"audio_output",		P(audio_output),	K_PRICE,
 	    "audio output tokens; reserved for a request that may answer in audio" },
 	{ "reasoning output",		"reasoning_output",	P(reasoning_output),	K_PRICE,

@@ -5,7 +5,9 @@
  * one JSON array of the same chunks, each chunk with the cumulative
  * usageMetadata and the last with finishReason, countTokens'
  * {"totalTokens"}, embedContent's and batchEmbedContents' embeddings with
- * usageMetadata. */
+ * usageMetadata. The prompt's promptTokensDetails name its AUDIO tokens
+ * apart, as Google's do, when the body has inlineData of an audio/...
+ * mimeType: a quarter of its base64 bytes, the rest TEXT. */
 #include "tests/mock_gemini.h"
 
 #include <stdarg.h>
@@ -64,8 +66,31 @@ body_long(const char *body, const char *name, long dflt)
 	return strtol(p, NULL, 10);
 }
 
+/* The AUDIO tokens of BODY: a quarter of the base64 bytes of each
+ * inlineData whose mimeType is audio/... (an inlineData object holds no
+ * other object, so its first '}' ends it), at most PROMPT. */
+static long
+audio_tokens(const char *body, long prompt)
+{
+	const char *p = body, *end, *d;
+	long n = 0;
+
+	while ((p = strstr(p, "\"inlineData\"")) != NULL && (end = strchr(p, '}')) != NULL) {
+		d = strstr(p, "\"data\"");
+		if (d != NULL && d < end && memmem(p, (size_t)(end - p), "\"audio/", 7) != NULL) {
+			d += 6;
+			while (*d == ' ' || *d == ':')
+				d++;
+			if (*d == '"')
+				n += (long)(strcspn(d + 1, "\"") / 4);
+		}
+		p = end;
+	}
+	return n < prompt ? n : prompt;
+}
+
 static void
-usage(struct gbuf *g, long prompt, long cand, long thoughts, long cached)
+usage(struct gbuf *g, long prompt, long cand, long thoughts, long cached, long audio)
 {
 	put(g, "\"usageMetadata\":{\"promptTokenCount\":%ld,\"candidatesTokenCount\":%ld,"
 	    "\"totalTokenCount\":%ld", prompt, cand, prompt + cand + thoughts);
@@ -73,13 +98,16 @@ usage(struct gbuf *g, long prompt, long cand, long thoughts, long cached)
 		put(g, ",\"thoughtsTokenCount\":%ld", thoughts);
 	if (cached > 0)
 		put(g, ",\"cachedContentTokenCount\":%ld", cached);
-	put(g, ",\"promptTokensDetails\":[{\"modality\":\"TEXT\",\"tokenCount\":%ld}]}", prompt);
+	put(g, ",\"promptTokensDetails\":[{\"modality\":\"TEXT\",\"tokenCount\":%ld}", prompt - audio);
+	if (audio > 0)
+		put(g, ",{\"modality\":\"AUDIO\",\"tokenCount\":%ld}", audio);
+	put(g, "]}");
 }
 
 /* One chunk (or the whole response): tokens FROM..TO of the text. */
 static void
 chunk(struct gbuf *g, const char *model, long from, long to, int last, long prompt,
-    long thoughts, long cached)
+    long thoughts, long cached, long audio)
 {
 	long i;
 
@@ -87,19 +115,19 @@ chunk(struct gbuf *g, const char *model, long from, long to, int last, long prom
 	for (i = from; i < to; i++)
 		put(g, "tok%ld ", i);
 	put(g, "\"}],\"role\":\"model\"}%s,\"index\":0}],", last ? ",\"finishReason\":\"STOP\"" : "");
-	usage(g, prompt, to, last ? thoughts : 0, cached);
+	usage(g, prompt, to, last ? thoughts : 0, cached, audio);
 	put(g, ",\"modelVersion\":\"%s\",\"responseId\":\"mock-gemini\"}", model);
 }
 
 static void
 generate(struct gbuf *g, const char *model, const char *query, int stream, long prompt,
-    const struct mock_gm_in *in, long tokens)
+    long audio, const struct mock_gm_in *in, long tokens)
 {
 	int sse = query != NULL && strstr(query, "alt=sse") != NULL;
 	long i;
 
 	if (!stream) {
-		chunk(g, model, 0, tokens, 1, prompt, in->thoughts, in->cached);
+		chunk(g, model, 0, tokens, 1, prompt, in->thoughts, in->cached, audio);
 		piece_end(g);
 		return;
 	}
@@ -113,7 +141,8 @@ generate(struct gbuf *g, const char *model, const char *query, int stream, long 
 		int last = i + 1 >= tokens;
 
 		put(g, sse ? "data: " : i > 0 ? ",\r\n" : "");
-		chunk(g, model, i, tokens > 0 ? i + 1 : 0, last, prompt, in->thoughts, in->cached);
+		chunk(g, model, i, tokens > 0 ? i + 1 : 0, last, prompt, in->thoughts, in->cached,
+		    audio);
 		put(g, sse ? "\r\n\r\n" : "");
 		piece_end(g);
 	}
@@ -146,7 +175,8 @@ mock_gemini(const char *method, const char *path, const char *query, const char 
 		tokens = max;
 	colon++;
 	if (strcmp(colon, "generateContent") == 0 || strcmp(colon, "streamGenerateContent") == 0)
-		generate(&g, model, query, colon[0] == 's', prompt, in, tokens);
+		generate(&g, model, query, colon[0] == 's', prompt, audio_tokens(body, prompt),
+		    in, tokens);
 	else if (strcmp(colon, "countTokens") == 0) {
 		put(&g, "{\"totalTokens\":%ld,\"promptTokensDetails\":[{\"modality\":\"TEXT\","
 		    "\"tokenCount\":%ld}]}", prompt, prompt);
@@ -154,7 +184,7 @@ mock_gemini(const char *method, const char *path, const char *query, const char 
 	} else if (strcmp(colon, "embedContent") == 0 || strcmp(colon, "batchEmbedContents") == 0) {
 		put(&g, colon[0] == 'e' ? "{\"embedding\":{\"values\":[0.25,-0.5,0.125]}," :
 		    "{\"embeddings\":[{\"values\":[0.25,-0.5,0.125]}],");
-		usage(&g, prompt, 0, 0, 0);
+		usage(&g, prompt, 0, 0, 0, 0);
 		put(&g, "}");
 		piece_end(&g);
 	} else {

@@ -28,7 +28,9 @@ struct mock_gm_in {
 
 /* Answer METHOD PATH?QUERY with BODY (LEN bytes) when PATH is a Gemini
  * API model method (/v1beta/models/{m}:{method} or /v1/...): 0 with *OUT
- * filled, or -1 when it is not one. Prompt tokens are the body's bytes / 4. */
+ * filled, or -1 when it is not one. Prompt tokens are the body's bytes / 4,
+ * AUDIO among them a quarter of the base64 bytes of each inlineData of an
+ * audio/... mimeType. */
 int	mock_gemini(const char *method, const char *path, const char *query,
 	    const char *body, size_t len, const struct mock_gm_in *in,
 	    struct mock_gm_out *out);

@@ -5,7 +5,10 @@
 # API key): generateContent, generateContentStream, countTokens (free),
 # embedContent; the key's spend equals the usageMetadata the SDK reports
 # priced at the catalogue's gemini/ prices, thoughts as output, nothing left
-# reserved. Then curl: the JSON-array stream (no alt=sse) charged by its last
+# reserved. Then curl: audio inlineData (the mock's promptTokensDetails
+# name AUDIO apart) charged at the audio input price, its reservation the
+# context window at that price (402 on a key the text price would admit);
+# the JSON-array stream (no alt=sse) charged by its last
 # element; ?key= never reaches the upstream nor the log; the upstream gets
 # the operator's key in x-goog-api-key; a request over budget gets 402 in
 # Google's error shape and never reaches the mock; an unknown top-level
@@ -23,6 +26,8 @@ KQ=kv-gemini-query-$$
 KS=kv-gemini-small-$$
 KF=kv-gemini-flood-$$
 KC=kv-gemini-cut-$$
+KA=kv-gemini-audio-$$
+KR=kv-gemini-audio-reserve-$$
 FLOOD_BUDGET=20000000	# $0.02 in nano-dollars
 
 cp "$top_srcdir/data/prices-2026-07-24.json" "$T/prices.json"
@@ -50,6 +55,13 @@ budget = 0.000001
 [key cut]
 key = $KC
 
+[key audio]
+key = $KA
+
+[key audioreserve]
+key = $KR
+budget = 0.5
+
 [key flood]
 key = $KF
 budget = 0.02
@@ -60,8 +72,10 @@ kv_start
 price() { kv_ctl prices --json "gemini/$1" | jq -r ".prices[0].prices.$2 // 0" | awk '{print $1 / 1000000}'; }
 P_IN=$(price $MODEL input_per_1m_nusd) P_OUT=$(price $MODEL output_per_1m_nusd)
 P_CR=$(price $MODEL cached_input_per_1m_nusd) P_EMB=$(price $EMBED input_per_1m_nusd)
-echo "# $MODEL: input $P_IN, output $P_OUT, cached $P_CR; $EMBED: $P_EMB nUSD/token"
+P_AU=$(price $MODEL audio_input_per_1m_nusd)
+echo "# $MODEL: input $P_IN, output $P_OUT, cached $P_CR, audio $P_AU; $EMBED: $P_EMB nUSD/token"
 check "kvctl prices: gemini/$MODEL has input and output prices" test "$P_IN" -gt 0 -a "$P_OUT" -gt 0
+check "kvctl prices: gemini/$MODEL's audio input is dearer than its text input" test "$P_AU" -gt "$P_IN"
 check "kvctl prices: gemini/$EMBED has an input price" test "$P_EMB" -gt 0
 
 reported() { sed -n 's/^usage //p' "$1"; }
@@ -109,6 +123,44 @@ code=$(kv_curl "/v1/models/$MODEL:generateContent" -o "$T/v1.body" -w '%{http_co
 check_eq "the /v1/ path with the key as a bearer token: 200" "$code" 200
 check "... the upstream saw the operator's key in x-goog-api-key, no Authorization" \
 	eval "tail -n 1 '$MOCK_LOG' | grep -q 'auth=$(id_of goog-provider-secret)' && ! tail -n 1 '$MOCK_LOG' | grep -qi 'authorization'"
+
+# ---- audio input: its tokens at the audio input price -----------------------------------
+# The mock's promptTokensDetails name AUDIO apart (a quarter of the audio
+# inlineData's base64 bytes), as Google's do; the rest is TEXT.
+AU=$(head -c 3000 /dev/zero | base64 -w0)
+AB='{"contents":[{"parts":[{"text":"what is said here?"},{"inlineData":{"mimeType":"audio/wav","data":"'$AU'"}}]}],"generationConfig":{"maxOutputTokens":20,"thinkingConfig":{"thinkingBudget":0}}}'
+for q in "generateContent" "streamGenerateContent?alt=sse" "streamGenerateContent"; do
+	n0=$(spent "$KA")
+	code=$(kv_curl "/v1beta/models/$MODEL:$q" -o "$T/audio.body" -w '%{http_code}' "${J[@]}" \
+		-H "x-goog-api-key: $KA" -H 'x-mock-tokens: 6' -d "$AB")
+	check_eq "audio inlineData, :$q: 200" "$code" 200
+	kv_wait_for 30 settled "$KA"
+	u=$(sed -n 's/^data: //p' "$T/audio.body" | jq -cs 'if length > 0 then .[-1] else empty end')
+	[ -n "$u" ] || u=$(jq -c 'if type == "array" then .[-1] else . end' "$T/audio.body")
+	u=$(jq -c .usageMetadata <<<"$u")
+	a=$(jq '[.promptTokensDetails[] | select(.modality == "AUDIO") | .tokenCount] | add // 0' <<<"$u")
+	t=$(jq '[.promptTokensDetails[] | select(.modality != "AUDIO") | .tokenCount] | add // 0' <<<"$u")
+	check "... the usage names $a AUDIO tokens beside $t TEXT ones" test "$a" -gt 0 -a "$t" -gt 0
+	check_eq "... charged text x input + audio x audio input + output, to the nano-dollar" \
+		$(( $(spent "$KA") - n0 )) \
+		$(( t * P_IN + a * P_AU + $(jq .candidatesTokenCount <<<"$u") * P_OUT ))
+	check_eq "... nothing left reserved" "$(reserved "$KA")" 0
+done
+# The reservation: audio the body does not size (its length is not its
+# tokens) reserves the context window at the audio input price, the
+# dearest input price; a key that the text price would admit is refused.
+W=$(kv_ctl prices --json "gemini/$MODEL" | jq -r '.prices[0].limits.max_input_tokens // 0')
+echo "# $MODEL context window: $W tokens; at the text price $((W * P_IN)), at the audio price $((W * P_AU)) nUSD"
+check "the window at the text price fits \$0.50, at the audio price it does not" \
+	test $((W * P_IN + 20 * P_OUT)) -lt 500000000 -a $((W * P_AU)) -gt 500000000
+n0=$(grep -vc '^BILLED' "$MOCK_LOG")
+code=$(kv_curl "/v1beta/models/$MODEL:generateContent" -o "$T/audio402.body" -w '%{http_code}' "${J[@]}" \
+	-H "x-goog-api-key: $KR" -d "$AB")
+check_eq "audio inlineData on a key of \$0.50: 402" "$code" 402
+check_eq "... and the request never reached the mock" "$(grep -vc '^BILLED' "$MOCK_LOG")" "$n0"
+code=$(kv_curl "/v1beta/models/$MODEL:generateContent" -o /dev/null -w '%{http_code}' "${J[@]}" \
+	-H "x-goog-api-key: $KR" -d "$B")
+check_eq "... while a text request on that key: 200" "$code" 200
 
 # ---- a stream the client leaves: a cut ----------------------------------------------
 # README "How cuts, cancels and timeouts are charged": the input the stream

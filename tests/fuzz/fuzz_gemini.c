@@ -4,7 +4,8 @@
  * bytes 1-2 a split point; the rest is the body, also read as a request
  * target by kv_gm_path. Beyond "no crash": the usage scanner fed whole,
  * in two pieces and byte by byte agrees, its usage is consistent (cached
- * within input, reasoning within output, final only with usage), and a
+ * within input, audio within the uncached input, reasoning within output,
+ * final only with usage), and a
  * path's model lies inside the target and is made of model characters. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@ same(const struct kv_usage_scanner *a, const struct kv_usage_scanner *b)
 
 	return x->found == y->found && x->input == y->input && x->output == y->output &&
 	    x->cached_input == y->cached_input && x->reasoning == y->reasoning &&
+	    x->audio_input == y->audio_input &&
 	    a->final == b->final && strcmp(a->model, b->model) == 0;
 }
 
@@ -35,7 +37,8 @@ check_usage(const struct kv_usage_scanner *s)
 	if (memchr(s->model, '\0', sizeof(s->model)) == NULL)
 		abort();
 	if (u->input < 0 || u->output < 0 || u->cached_input > u->input ||
-	    u->reasoning > u->output || (s->final && !u->found) ||
+	    u->reasoning > u->output || (s->final && !u->found) || u->audio_input < 0 ||
+	    u->audio_input > u->input - u->cached_input ||
 	    (!u->found && (u->input || u->output)))
 		abort();
 }
