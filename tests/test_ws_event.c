@@ -1,14 +1,18 @@
 /* Unit tests of the WebSocket handshake and events kilovolt reads
  * (worker/ws_upgrade.c, worker/ws_event.c): which upgrades are relayed,
  * the subprotocol key, the client events' turn and session facts, and the
- * server events' type sniffed at every split. */
+ * server events' type sniffed at every split; the masking keys of the
+ * frames kilovolt writes upstream (worker/ws_maskkey.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/http.h"
 #include "tests/unit.h"
 #include "worker/ws_event.h"
+#include "worker/ws_maskkey.h"
 #include "worker/ws_upgrade.h"
 
 static struct kv_http_request req;
@@ -186,6 +190,48 @@ test_sniff(void)
 	sniffed("{\"type\":\"a-type-of-fifty-bytes-or-more-is-not-one-of-ours-x\"}", "");
 }
 
+static int
+cmp_key(const void *a, const void *b)
+{
+	return memcmp(a, b, 4);
+}
+
+/* Fresh keys: 2,048 of them (eight refills of the pool) all but a few
+ * distinct (a birthday collision in 2^32 is possible, rarely), none the
+ * one before; and a forked child draws its own, not its parent's next. */
+static void
+test_maskkey(void)
+{
+	static uint8_t k[2048][4];
+	uint8_t mine[4], theirs[4] = { 0 };
+	int i, same = 0, fd[2], st;
+	pid_t pid;
+
+	for (i = 0; i < 2048; i++) {
+		kv_ws_maskkey(k[i]);
+		if (i > 0 && memcmp(k[i], k[i - 1], 4) == 0)
+			same++;
+	}
+	CHECK_INT(same, 0);
+	qsort(k, 2048, 4, cmp_key);
+	for (i = 1; i < 2048; i++)
+		same += memcmp(k[i], k[i - 1], 4) == 0;
+	CHECK(same <= 2);
+	kv_ws_maskkey(mine);	/* the pool part used at the fork */
+	CHECK(pipe(fd) == 0);
+	if ((pid = fork()) == 0) {
+		kv_ws_maskkey(mine);
+		_exit(write(fd[1], mine, 4) == 4 ? 0 : 1);
+	}
+	CHECK(pid > 0);
+	kv_ws_maskkey(mine);
+	CHECK(read(fd[0], theirs, 4) == 4);
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(memcmp(mine, theirs, 4) != 0);
+	close(fd[0]);
+	close(fd[1]);
+}
+
 int
 main(void)
 {
@@ -194,5 +240,6 @@ main(void)
 	test_client_events();
 	test_tools();
 	test_sniff();
+	test_maskkey();
 	return unit_done();
 }

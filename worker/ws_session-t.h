@@ -24,11 +24,11 @@ struct kv_ws_sess {
 	uint8_t			*up;
 	size_t			 uplen, uppos;
 	/* the client's frame (a data message, or a control frame) held
-	 * until it is whole: unmasked, its opcode and mask key */
+	 * until it is whole: unmasked, and its opcode */
 	uint8_t			*msg;
 	size_t			 mlen, mcap;
-	uint8_t			 mop, mkey[4];
-	uint8_t			 cop, ckey[4], clen;	/* a control frame inside a message */
+	uint8_t			 mop;
+	uint8_t			 cop, clen;	/* a control frame inside a message */
 	uint8_t			 ctl[125];
 	/* the upstream's message: data, not a control frame; sniffed */
 	int			 s_ctl;

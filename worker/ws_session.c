@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "worker/memguard.h"
+#include "worker/ws_maskkey.h"
 #include "worker/ws_session-t.h"
 #include "worker/ws_turn.h"
 #include "worker/ws_upgrade.h"
@@ -66,12 +67,16 @@ frame_head(uint8_t *h, uint8_t op, uint64_t len, const uint8_t *key)
 }
 
 /* One whole client frame or message P[0..LEN) (unmasked; masked here in
- * place) to the upstream as a single frame. */
+ * place) to the upstream as a single frame, under a fresh key of ours:
+ * never the client's, which it could choose (RFC 6455 5.3). */
 static int
-up_frame(struct kv_ws_sess *s, uint8_t op, const uint8_t *key, uint8_t *p, size_t len)
+up_frame(struct kv_ws_sess *s, uint8_t op, uint8_t *p, size_t len)
 {
-	uint8_t h[KV_WS_HEAD_MAX];
-	size_t hl = frame_head(h, op, len, key);
+	uint8_t h[KV_WS_HEAD_MAX], key[4];
+	size_t hl;
+
+	kv_ws_maskkey(key);
+	hl = frame_head(h, op, len, key);
 
 	kv_ws_mask(key, 0, p, len);
 	return up_put(s, h, hl) == -1 || up_put(s, p, len) == -1 ? -1 : 0;
@@ -204,7 +209,7 @@ client_message(struct kv_conn *c)
 	} else if (ev.kind == KV_WS_CEV_CREATE) {
 		send = turn_start(c, &ev) == 0;
 	}
-	if (send && up_frame(s, s->mop, s->mkey, s->msg, s->mlen) == -1)
+	if (send && up_frame(s, s->mop, s->msg, s->mlen) == -1)
 		return -1;
 	if (send && ev.kind == KV_WS_CEV_CREATE) {
 		ws_turn_sent(c, s->mlen);
@@ -255,7 +260,7 @@ client_frame_end(struct kv_conn *c)
 	struct kv_ws_sess *s = c->resp.ws;
 
 	if (s->cp.opcode & 0x8)
-		return up_frame(s, s->cop, s->ckey, s->ctl, s->clen);
+		return up_frame(s, s->cop, s->ctl, s->clen);
 	return s->cp.fin ? client_message(c) : 0;
 }
 
@@ -268,12 +273,10 @@ client_event(struct kv_conn *c, const struct kv_ws_event *ev)
 	if (ev->kind == KV_WS_HEAD) {
 		if (s->cp.opcode & 0x8) {
 			s->cop = s->cp.opcode;
-			memcpy(s->ckey, s->cp.mask, 4);
 			s->clen = 0;
 		} else {
 			if (s->cp.opcode != KV_WS_OP_CONT) {
 				s->mop = s->cp.opcode;
-				memcpy(s->mkey, s->cp.mask, 4);
 				s->mlen = 0;
 			}
 			if (msg_room(c, s->cp.len) == -1)
@@ -337,13 +340,13 @@ auto_turn(struct kv_conn *c)
 {
 	static const char cancel[] = "{\"type\":\"response.cancel\"}";
 	struct kv_ws_sess *s = c->resp.ws;
-	uint8_t body[sizeof(cancel) - 1], key[4] = { 0x6b, 0x76, 0x77, 0x73 };
+	uint8_t body[sizeof(cancel) - 1];
 	const char *code;
 	char msg[512];
 
 	if (ws_turn_reserve(c, s->model, s->session_max, NULL, &code, msg, sizeof(msg)) == -1) {
 		memcpy(body, cancel, sizeof(body));
-		(void)up_frame(s, KV_WS_OP_TEXT, key, body, sizeof(body));
+		(void)up_frame(s, KV_WS_OP_TEXT, body, sizeof(body));
 		inband_error(c, code, msg);
 		/* the provider bills what it made before the cancel lands: its
 		 * response.done's usage, charged past the budget */
