@@ -42,7 +42,7 @@ await run('the session', async () => {
 	const err = events.slice(from).find((x) => x.type === 'error');
 	check('the automatic response was refused in-band for its budget',
 		err?.error?.code === 'insufficient_quota', JSON.stringify(err));
-	check('the server\'s response.done came through with usage', (done?.response?.usage?.output_tokens ?? 0) > 0,
+	check('the server\'s response.done came through with usage', (done?.response?.usage?.input_tokens ?? 0) > 0,
 		JSON.stringify(done));
 	if (done?.response?.usage)
 		console.log(`usage ${JSON.stringify(done.response.usage)}`);

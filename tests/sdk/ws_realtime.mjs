@@ -5,9 +5,11 @@
 // conversation.item.added/.done, input_audio_buffer.append/.commit/.clear,
 // response.create -> response.created, the output item's text or audio
 // (and transcript) deltas, response.done with usage (ws_usage.mjs), and
-// response.cancel. With turn detection on (server_vad or semantic_vad) and
-// create_response not false, a commit starts a response by itself, as the
-// server's VAD does (no response.create on the wire).
+// response.cancel (its response.done "cancelled", with the usage of the
+// input and of the output sent before it). With turn detection on
+// (server_vad or semantic_vad) and create_response not false, a commit
+// starts a response by itself, as the server's VAD does (no
+// response.create on the wire).
 import { randomBytes } from 'node:crypto';
 import { AUDIO_OUT_BYTES_PER_TOKEN, answerWords, askedOutput, audioTokensOf, magicOf, realtimeUsage, tokensOf }
 	from './ws_usage.mjs';
@@ -61,6 +63,12 @@ function itemTokens(item) {
 // The stand-in's state for one socket; SEND(event) puts an event on the
 // wire (a promise), LOG(rec) records a line, MIDTURN(magic) as in
 // ws_responses.mjs.
+// USAGE of a response cancelled after TEXT text and AUDIO audio tokens.
+function cancelledUsage(usage, text, audio) {
+	return { ...usage, output_tokens: text + audio, total_tokens: usage.input_tokens + text + audio,
+		output_token_details: { text_tokens: text, audio_tokens: audio } };
+}
+
 export class RealtimeSession {
 	constructor(model, send, log, midTurn) {
 		this.s = newSession(model);
@@ -184,16 +192,22 @@ export class RealtimeSession {
 			return;
 		}
 		const words = answerWords(usage.output_token_details.text_tokens);
+		let sentText = 0, sentAudio = 0;
 		for (const w of words) {
 			if (magic.slow)
 				await sleep(magic.slow);
 			if (resp.cancelled)
 				break;
 			await this.send({ type: audio ? 'response.output_audio_transcript.delta' : 'response.output_text.delta', ...where, delta: w });
+			sentText++;
 		}
 		const chunk = Buffer.alloc(AUDIO_OUT_BYTES_PER_TOKEN).toString('base64');
-		for (let i = 0; i < usage.output_token_details.audio_tokens && !resp.cancelled; i++)
+		for (let i = 0; i < usage.output_token_details.audio_tokens && !resp.cancelled; i++, sentAudio++)
 			await this.send({ type: 'response.output_audio.delta', ...where, delta: chunk });
+		// Cancelled, OpenAI bills (and reports) the input and the output made
+		// before the cancel landed.
+		if (resp.cancelled)
+			usage = cancelledUsage(usage, Math.min(sentText, usage.output_token_details.text_tokens), sentAudio);
 		const said = words.join('');
 		let part;
 		if (audio) {
