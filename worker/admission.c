@@ -572,6 +572,36 @@ lease_retry(struct kv_conn *c)
 	return st;
 }
 
+/* How the client sent its credential, against what UP does with one:
+ * KV_NEXT, or the refusal. */
+static enum kv_rc
+credential_fits(struct kv_conn *c, const struct kv_upstream *up)
+{
+	size_t qlen;
+
+	if (c->req.auth_goog_key && up->provider != KV_PROVIDER_GEMINI &&
+	    up->provider != KV_PROVIDER_VERTEX)
+		return reply_error(c, 400, "x-goog-api-key is Google's header, taken on the paths "
+		    "of a provider = gemini or vertex upstream only: send the kilovolt key as "
+		    "Authorization: Bearer KEY (or x-api-key)");
+	/* A JWT is never forwarded: only an upstream with its own provider
+	 * key serves its user. */
+	if (c->req.jwt && !virtual_keys(up))
+		return reply_error(c, 401, "this upstream forwards the client's credential, and "
+		    "a JWT is never forwarded: the upstream needs its own api_key to serve "
+		    "JWT users");
+	/* Virtual keys strip every credential; one in the query cannot be. */
+	if (virtual_keys(up) && kv_cred_query_key(c->req.target, &qlen) != NULL)
+		return reply_error(c, 400, "this upstream uses its own provider key: send the "
+		    "kilovolt key in a header (Authorization: Bearer KEY), not as ?key=");
+	/* A Gemini path's ?key= is out of the target (request_head.c): only
+	 * an upstream with its own key can do without it. */
+	if (c->req.query_key && !virtual_keys(up))
+		return reply_error(c, 400, "this upstream forwards the client's own key: send "
+		    "it in x-goog-api-key, not as ?key=");
+	return KV_NEXT;
+}
+
 enum kv_rc
 request_admit(struct kv_conn *c)
 {
@@ -580,7 +610,6 @@ request_admit(struct kv_conn *c)
 	const char *msg;
 	char msg404[512];
 	enum kv_rc st;
-	size_t qlen;
 	int s;
 
 	if (c->adm.lease_parked)
@@ -602,26 +631,8 @@ request_admit(struct kv_conn *c)
 	c->upstream_name = up->name;
 	if ((st = kv_azure_admit(c, up)) != KV_NEXT)
 		return st;
-	if (c->req.auth_goog_key && up->provider != KV_PROVIDER_GEMINI &&
-	    up->provider != KV_PROVIDER_VERTEX)
-		return reply_error(c, 400, "x-goog-api-key is Google's header, taken on the paths "
-		    "of a provider = gemini or vertex upstream only: send the kilovolt key as "
-		    "Authorization: Bearer KEY (or x-api-key)");
-	/* A JWT is never forwarded: only an upstream with its own provider
-	 * key serves its user. */
-	if (c->req.jwt && !virtual_keys(up))
-		return reply_error(c, 401, "this upstream forwards the client's credential, and "
-		    "a JWT is never forwarded: the upstream needs its own api_key to serve "
-		    "JWT users");
-	/* Virtual keys strip every credential; one in the query cannot be. */
-	if (virtual_keys(up) && kv_cred_query_key(c->req.target, &qlen) != NULL)
-		return reply_error(c, 400, "this upstream uses its own provider key: send the "
-		    "kilovolt key in a header (Authorization: Bearer KEY), not as ?key=");
-	/* A Gemini path's ?key= is out of the target (request_head.c): only
-	 * an upstream with its own key can do without it. */
-	if (c->req.query_key && !virtual_keys(up))
-		return reply_error(c, 400, "this upstream forwards the client's own key: send "
-		    "it in x-goog-api-key, not as ?key=");
+	if ((st = credential_fits(c, up)) != KV_NEXT)
+		return st;
 	if (c->req.ws)
 		return admit_ws(c, up);
 	if ((st = admit_endpoint(c, up)) != KV_NEXT)

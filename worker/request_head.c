@@ -193,6 +193,43 @@ ws_head(struct kv_conn *c, const struct kv_http_request *req, int *r, const char
 	return 0;
 }
 
+/* A key in Azure's header alone is taken on an azure upstream's paths
+ * only (azure_admit.c), one in Google's on a gemini or vertex upstream's
+ * (admission.c); beside the same key in another, stripped. */
+static void
+lone_provider_key(struct kv_conn *c, const struct kv_http_request *req)
+{
+	int other = kv_http_find(req->headers, req->nheaders, "authorization") != NULL ||
+	    kv_http_find(req->headers, req->nheaders, "x-api-key") != NULL;
+
+	c->req.auth_api_key = !other &&
+	    kv_http_find(req->headers, req->nheaders, "api-key") != NULL;
+	c->req.auth_goog_key = !other &&
+	    kv_http_find(req->headers, req->nheaders, "x-goog-api-key") != NULL;
+}
+
+/* The request line and framing the phases read, copied off the parser. */
+static int
+copy_line(struct kv_conn *c, const struct kv_http_request *req)
+{
+	/* the parser bounds a method to KV_HTTP_MAX_METHOD bytes, c->req.method's
+	 * size less its NUL; a copy, not a format, on every request */
+	_Static_assert(sizeof(c->req.method) == KV_HTTP_MAX_METHOD + 1, "a method fits");
+	memcpy(c->req.method, req->method, req->method_len);
+	c->req.method[req->method_len] = '\0';
+	if ((c->req.target = strndup(req->target, req->target_len)) == NULL)
+		return -1;
+	c->req.minor = req->minor;
+	c->req.keep_alive = req->keep_alive;
+	c->req.is_head = strcmp(c->req.method, "HEAD") == 0;
+	c->req.api = kv_endpoint_api(c->req.method, req->target, req->target_len);
+	c->req.anthropic = kv_endpoint_anthropic(req->target, req->target_len);
+	c->req.chunked = req->chunked;
+	c->req.body_left = req->chunked ? 0 : (req->content_length > 0 ? req->content_length : 0);
+	c->req.body_done = !req->chunked && c->req.body_left == 0;
+	return 0;
+}
+
 static enum kv_rc
 on_head(struct kv_conn *c, size_t hl)
 {
@@ -205,21 +242,8 @@ on_head(struct kv_conn *c, size_t hl)
 	c->t_start_ms = c->w->now_ms;
 	c->head_len = hl;
 	c->cpos = hl;
-	/* the parser bounds a method to KV_HTTP_MAX_METHOD bytes, c->req.method's
-	 * size less its NUL; a copy, not a format, on every request */
-	_Static_assert(sizeof(c->req.method) == KV_HTTP_MAX_METHOD + 1, "a method fits");
-	memcpy(c->req.method, req->method, req->method_len);
-	c->req.method[req->method_len] = '\0';
-	if ((c->req.target = strndup(req->target, req->target_len)) == NULL)
+	if (copy_line(c, req) == -1)
 		return reply_error(c, 503, "out of memory");
-	c->req.minor = req->minor;
-	c->req.keep_alive = req->keep_alive;
-	c->req.is_head = strcmp(c->req.method, "HEAD") == 0;
-	c->req.api = kv_endpoint_api(c->req.method, req->target, req->target_len);
-	c->req.anthropic = kv_endpoint_anthropic(req->target, req->target_len);
-	c->req.chunked = req->chunked;
-	c->req.body_left = req->chunked ? 0 : (req->content_length > 0 ? req->content_length : 0);
-	c->req.body_done = !req->chunked && c->req.body_left == 0;
 	/* Before anything else: a target a provider might read differently
 	 * from how we classify it is never forwarded. */
 	gemini_head(c, req);
@@ -239,15 +263,7 @@ on_head(struct kv_conn *c, size_t hl)
 	if ((r = kv_cred_find(req, c->req.target, &key, &klen, &c->req.auth_x_api_key, &why)) == -2 ||
 	    ws_head(c, req, &r, &key, &klen, &why) == -1)
 		return reply_error(c, 400, why);
-	/* a key in Azure's header alone is taken on an azure upstream's paths
-	 * only (azure_admit.c), one in Google's on a gemini or vertex
-	 * upstream's (admission.c); beside the same key in another, stripped */
-	c->req.auth_goog_key = kv_http_find(req->headers, req->nheaders, "authorization") == NULL &&
-	    kv_http_find(req->headers, req->nheaders, "x-api-key") == NULL;
-	c->req.auth_api_key = c->req.auth_goog_key &&
-	    kv_http_find(req->headers, req->nheaders, "api-key") != NULL;
-	c->req.auth_goog_key = c->req.auth_goog_key &&
-	    kv_http_find(req->headers, req->nheaders, "x-goog-api-key") != NULL;
+	lone_provider_key(c, req);
 	/* a JWT, when [auth jwt] is on: its user node is the account */
 	if ((j = kv_jwt_auth(c, req, key, klen, &why)) == -1)
 		return reply_error(c, 401, why);
