@@ -270,4 +270,11 @@ int	cfg_end_gemini(struct cfg_parse *p, struct kv_upstream *u);
  * every upstream is reachable. -1 with the error set. */
 int	cfg_expand_targets(struct cfg_parse *p);
 
+/* [budget] prices: the catalogue's entries of every provider (those of
+ * openai, anthropic and any upstream's name priced by their bare names,
+ * the others by a provider kind's rules: pricetab.c), merged under the
+ * [price] sections. Without a file the index is built over the sections.
+ * 0, or -1 with the error set (config_prices.c). */
+int	cfg_load_prices(struct cfg_parse *p);
+
 #endif
